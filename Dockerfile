@@ -1,0 +1,19 @@
+# syntax=docker/dockerfile:1
+# Multi-target build of the KubeNexus binaries: static, on distroless, non-root.
+#   docker build --target manager -t kubenexus-manager .
+FROM golang:1.25 AS builder
+WORKDIR /workspace
+COPY go.mod go.sum ./
+RUN go mod download
+COPY api/ api/
+COPY cmd/ cmd/
+COPY controllers/ controllers/
+ARG TARGETOS=linux
+ARG TARGETARCH=amd64
+RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags "-s -w" -o /out/kubenexus-manager ./cmd/manager
+
+FROM gcr.io/distroless/static:nonroot AS manager
+WORKDIR /
+COPY --from=builder /out/kubenexus-manager /kubenexus-manager
+USER 65532:65532
+ENTRYPOINT ["/kubenexus-manager"]

@@ -1,0 +1,141 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// HardwareTierSpec describes a class of nodes (for example premium H100 nodes) and
+// which tenant tiers may use it.
+type HardwareTierSpec struct {
+	// rank orders tiers: a higher rank is more premium. Gold tenants prefer the
+	// highest rank they are allowed; bronze tenants avoid high ranks.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +required
+	Rank int32 `json:"rank"`
+
+	// nodeSelector selects the nodes of this tier. It must not be empty.
+	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="spec.nodeSelector must have at least one matchLabels entry or matchExpressions term; an empty selector would select every node"
+	// +required
+	NodeSelector metav1.LabelSelector `json:"nodeSelector"`
+
+	// gpuModels lists the GPU products of this tier as GPU Feature Discovery reports
+	// them in nvidia.com/gpu.product (for example NVIDIA-H100-80GB-HBM3).
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=set
+	// +optional
+	GPUModels []string `json:"gpuModels,omitempty"`
+
+	// costFactor is the relative cost of this tier's capacity (1 = baseline,
+	// 2.5 = two and a half times as expensive). Must be greater than zero.
+	// +kubebuilder:default="1"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.costFactor must be greater than zero"
+	// +optional
+	CostFactor *resource.Quantity `json:"costFactor,omitempty"`
+
+	// allowedTenantTiers are the tenant tiers (gold, silver, bronze) that may place
+	// pods on this tier's nodes.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=3
+	// +listType=set
+	// +required
+	AllowedTenantTiers []TenantTier `json:"allowedTenantTiers"`
+
+	// allowedClusterQueues, when set, further limits the tier to workloads admitted
+	// through these Kueue ClusterQueues.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=set
+	// +optional
+	AllowedClusterQueues []string `json:"allowedClusterQueues,omitempty"`
+
+	// borrowing says whether tenant tiers not in allowedTenantTiers may use idle
+	// capacity of this tier: Never, or Preemptible (their pods are marked
+	// preemptible and are evicted when an allowed tenant needs the room).
+	// +kubebuilder:validation:Enum=Never;Preemptible
+	// +kubebuilder:default=Never
+	// +optional
+	Borrowing BorrowingPolicy `json:"borrowing,omitempty"`
+}
+
+// BorrowingPolicy says whether other tenant tiers may borrow a hardware tier.
+type BorrowingPolicy string
+
+const (
+	BorrowingNever       BorrowingPolicy = "Never"
+	BorrowingPreemptible BorrowingPolicy = "Preemptible"
+)
+
+// HardwareTier condition types.
+const (
+	// HardwareTierConditionOverlap is True when this tier's selector matches nodes
+	// that another tier also selects.
+	HardwareTierConditionOverlap = "Overlapping"
+)
+
+// HardwareTierStatus is the observed state of a hardware tier.
+type HardwareTierStatus struct {
+	// nodes is the number of nodes the selector matches.
+	// +optional
+	Nodes int32 `json:"nodes,omitempty"`
+
+	// gpuCapacity is the allocatable nvidia.com/gpu of those nodes.
+	// +optional
+	GPUCapacity int64 `json:"gpuCapacity,omitempty"`
+
+	// gpuAllocated is the nvidia.com/gpu requested by pods bound to those nodes.
+	// +optional
+	GPUAllocated int64 `json:"gpuAllocated,omitempty"`
+
+	// observedGeneration is the spec generation this status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions report problems such as selectors that overlap another tier.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// HardwareTier is a named class of nodes with a rank, a cost and an access policy
+// for tenant tiers.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName={hwt},categories={kubenexus}
+// +kubebuilder:printcolumn:name="Rank",type=integer,JSONPath=`.spec.rank`
+// +kubebuilder:printcolumn:name="Tenants",type=string,JSONPath=`.spec.allowedTenantTiers`
+// +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodes`
+// +kubebuilder:printcolumn:name="GPUs",type=integer,JSONPath=`.status.gpuCapacity`
+// +kubebuilder:printcolumn:name="GPUsAllocated",type=integer,JSONPath=`.status.gpuAllocated`
+// +kubebuilder:printcolumn:name="Borrowing",type=string,JSONPath=`.spec.borrowing`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type HardwareTier struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec describes the tier.
+	// +required
+	Spec HardwareTierSpec `json:"spec"`
+	// status is the tier's observed state.
+	// +optional
+	Status HardwareTierStatus `json:"status,omitempty"`
+}
+
+// HardwareTierList is a list of HardwareTiers.
+//
+// +kubebuilder:object:root=true
+type HardwareTierList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []HardwareTier `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&HardwareTier{}, &HardwareTierList{})
+}

@@ -1,0 +1,510 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// KubeNexusConfigSpec configures the scheduler KubeNexus deploys, its plugins and the
+// pod webhook.
+type KubeNexusConfigSpec struct {
+	// scheduler is the kubenexus-scheduler deployment and its client settings.
+	// +kubebuilder:default={}
+	// +optional
+	Scheduler SchedulerSpec `json:"scheduler,omitempty"`
+
+	// plugins enables, weighs and configures each KubeNexus scheduler plugin.
+	// +kubebuilder:default={}
+	// +optional
+	Plugins PluginsSpec `json:"plugins,omitempty"`
+
+	// webhook configures the pod classification webhook.
+	// +kubebuilder:default={}
+	// +optional
+	Webhook WebhookSpec `json:"webhook,omitempty"`
+}
+
+// SchedulerSpec is the scheduler deployment.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || self.replicas <= 1 || !has(self.leaderElection) || !has(self.leaderElection.enabled) || self.leaderElection.enabled",message="spec.scheduler.replicas greater than 1 requires spec.scheduler.leaderElection.enabled=true"
+type SchedulerSpec struct {
+	// schedulerName is the name pods put in spec.schedulerName to use KubeNexus,
+	// and the name of the scheduler profile.
+	// +kubebuilder:default=kubenexus-scheduler
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	SchedulerName string `json:"schedulerName,omitempty"`
+
+	// image is the kubenexus-scheduler container image. Unset means the image the
+	// operator was installed with.
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[^\s]+$`
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// imagePullPolicy is the pull policy of the scheduler container.
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	// +kubebuilder:default=IfNotPresent
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// replicas is the number of scheduler pods; more than one requires leader election.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=5
+	// +kubebuilder:default=1
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// leaderElection configures the scheduler's leader election.
+	// +kubebuilder:default={}
+	// +optional
+	LeaderElection LeaderElectionSpec `json:"leaderElection,omitempty"`
+
+	// resources are the scheduler container's resource requests and limits.
+	// +kubebuilder:default={requests: {cpu: "500m", memory: "512Mi"}}
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// clientConnection is the scheduler's API client rate limit.
+	// +kubebuilder:default={}
+	// +optional
+	ClientConnection ClientConnectionSpec `json:"clientConnection,omitempty"`
+
+	// percentageOfNodesToScore is the share of feasible nodes the scheduler scores
+	// per pod; 0 means kube-scheduler's adaptive default.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=0
+	// +optional
+	PercentageOfNodesToScore int32 `json:"percentageOfNodesToScore,omitempty"`
+
+	// verbosity is the scheduler's log level (klog -v).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	// +kubebuilder:default=2
+	// +optional
+	Verbosity int32 `json:"verbosity,omitempty"`
+}
+
+// LeaderElectionSpec configures leader election between scheduler replicas.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.renewDeadlineSeconds) || !has(self.leaseDurationSeconds) || self.renewDeadlineSeconds < self.leaseDurationSeconds",message="spec.scheduler.leaderElection.renewDeadlineSeconds must be less than leaseDurationSeconds"
+// +kubebuilder:validation:XValidation:rule="!has(self.retryPeriodSeconds) || !has(self.renewDeadlineSeconds) || self.retryPeriodSeconds < self.renewDeadlineSeconds",message="spec.scheduler.leaderElection.retryPeriodSeconds must be less than renewDeadlineSeconds"
+type LeaderElectionSpec struct {
+	// enabled turns leader election on.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// leaseDurationSeconds is how long a non-leader waits before taking over.
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=300
+	// +kubebuilder:default=15
+	// +optional
+	LeaseDurationSeconds int32 `json:"leaseDurationSeconds,omitempty"`
+
+	// renewDeadlineSeconds is how long the leader retries renewing before giving up.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=300
+	// +kubebuilder:default=10
+	// +optional
+	RenewDeadlineSeconds int32 `json:"renewDeadlineSeconds,omitempty"`
+
+	// retryPeriodSeconds is the wait between leader election attempts.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=300
+	// +kubebuilder:default=2
+	// +optional
+	RetryPeriodSeconds int32 `json:"retryPeriodSeconds,omitempty"`
+}
+
+// ClientConnectionSpec is the scheduler's API client rate limit.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.burst) || !has(self.qps) || self.burst >= self.qps",message="spec.scheduler.clientConnection.burst must be greater than or equal to qps"
+type ClientConnectionSpec struct {
+	// qps is the sustained request rate to the API server.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +kubebuilder:default=50
+	// +optional
+	QPS int32 `json:"qps,omitempty"`
+
+	// burst is the short-term request allowance above qps.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20000
+	// +kubebuilder:default=100
+	// +optional
+	Burst int32 `json:"burst,omitempty"`
+}
+
+// PluginsSpec configures each KubeNexus plugin. An unset plugin gets its defaults
+// (enabled, default weight).
+type PluginsSpec struct {
+	// profileClassifier computes each pod's class, role, tier and gang once per
+	// scheduling cycle for the other plugins.
+	// +kubebuilder:default={}
+	// +optional
+	ProfileClassifier ProfileClassifierPlugin `json:"profileClassifier,omitempty"`
+	// coscheduling schedules gangs all-or-nothing.
+	// +kubebuilder:default={}
+	// +optional
+	Coscheduling CoschedulingPlugin `json:"coscheduling,omitempty"`
+	// workloadAware packs batch and training pods and spreads services.
+	// +kubebuilder:default={}
+	// +optional
+	WorkloadAware WorkloadAwarePlugin `json:"workloadAware,omitempty"`
+	// topologyAware spreads services across zones and packs gangs into few zones.
+	// +kubebuilder:default={}
+	// +optional
+	TopologyAware TopologyAwarePlugin `json:"topologyAware,omitempty"`
+	// networkFabric places gang members on the same ToR, else rack, else zone.
+	// +kubebuilder:default={}
+	// +optional
+	NetworkFabric NetworkFabricPlugin `json:"networkFabric,omitempty"`
+	// resourceFragmentation keeps whole GPU islands free for jobs that need them.
+	// +kubebuilder:default={}
+	// +optional
+	ResourceFragmentation ResourceFragmentationPlugin `json:"resourceFragmentation,omitempty"`
+	// tenantHardware matches tenant tiers to HardwareTiers.
+	// +kubebuilder:default={}
+	// +optional
+	TenantHardware TenantHardwarePlugin `json:"tenantHardware,omitempty"`
+	// numaTopology filters and scores nodes by single-NUMA fit.
+	// +kubebuilder:default={}
+	// +optional
+	NUMATopology NUMATopologyPlugin `json:"numaTopology,omitempty"`
+	// vram filters and scores nodes by free GPU memory.
+	// +kubebuilder:default={}
+	// +optional
+	VRAM VRAMPlugin `json:"vram,omitempty"`
+	// resourceReservation honours ResourceReservation objects.
+	// +kubebuilder:default={}
+	// +optional
+	ResourceReservation ResourceReservationPlugin `json:"resourceReservation,omitempty"`
+	// backfill lets preemptible batch use idle or reserved-but-unused capacity.
+	// +kubebuilder:default={}
+	// +optional
+	Backfill BackfillPlugin `json:"backfill,omitempty"`
+	// gangPreemption evicts whole lower-priority gangs or preemptible pods to make
+	// room for a gang.
+	// +kubebuilder:default={}
+	// +optional
+	GangPreemption GangPreemptionPlugin `json:"gangPreemption,omitempty"`
+}
+
+// ProfileClassifierPlugin configures ProfileClassifier.
+type ProfileClassifierPlugin struct {
+	// enabled turns the plugin on.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// CoschedulingPlugin configures Coscheduling.
+type CoschedulingPlugin struct {
+	// enabled turns the plugin on. Without it, PodGroups are not gang-scheduled.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// defaultScheduleTimeoutSeconds is the Permit wait for gangs whose PodGroup
+	// sets no scheduleTimeoutSeconds.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	// +kubebuilder:default=60
+	// +optional
+	DefaultScheduleTimeoutSeconds int32 `json:"defaultScheduleTimeoutSeconds,omitempty"`
+
+	// backoffSeconds is how long a rejected gang waits, as a unit, before its
+	// members are tried again.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	// +kubebuilder:default=10
+	// +optional
+	BackoffSeconds int32 `json:"backoffSeconds,omitempty"`
+}
+
+// WorkloadAwarePlugin configures WorkloadAware.
+type WorkloadAwarePlugin struct {
+	// enabled turns the plugin on.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// weight is the plugin's score weight.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=2
+	// +optional
+	Weight int32 `json:"weight,omitempty"`
+
+	// resources are the resources whose allocation drives packing and spreading,
+	// with their relative weights.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:default={{name: cpu, weight: 1}, {name: memory, weight: 1}, {name: "nvidia.com/gpu", weight: 3}}
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Resources []ResourceWeight `json:"resources,omitempty"`
+}
+
+// ResourceWeight weighs one resource in a score.
+type ResourceWeight struct {
+	// name is the resource name (cpu, memory, nvidia.com/gpu, ...).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$`
+	// +required
+	Name string `json:"name"`
+
+	// weight is the resource's relative weight.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +required
+	Weight int32 `json:"weight"`
+}
+
+// TopologyAwarePlugin configures TopologyAware.
+type TopologyAwarePlugin struct {
+	// enabled turns the plugin on.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// weight is the plugin's score weight.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=2
+	// +optional
+	Weight int32 `json:"weight,omitempty"`
+}
+
+// NetworkFabricPlugin configures NetworkFabric.
+type NetworkFabricPlugin struct {
+	// enabled turns the plugin on.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// weight is the plugin's score weight.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=3
+	// +optional
+	Weight int32 `json:"weight,omitempty"`
+}
+
+// ResourceFragmentationPlugin configures ResourceFragmentation.
+type ResourceFragmentationPlugin struct {
+	// enabled turns the plugin on.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// weight is the plugin's score weight.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=2
+	// +optional
+	Weight int32 `json:"weight,omitempty"`
+
+	// gpuResourceName is the extended resource that counts GPUs.
+	// +kubebuilder:default="nvidia.com/gpu"
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$`
+	// +optional
+	GPUResourceName string `json:"gpuResourceName,omitempty"`
+}
+
+// TenantHardwarePlugin configures TenantHardware.
+type TenantHardwarePlugin struct {
+	// enabled turns the plugin on.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// weight is the plugin's score weight.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=3
+	// +optional
+	Weight int32 `json:"weight,omitempty"`
+}
+
+// NUMATopologyPlugin configures NUMATopology.
+type NUMATopologyPlugin struct {
+	// enabled turns the plugin on.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// weight is the plugin's score weight.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=1
+	// +optional
+	Weight int32 `json:"weight,omitempty"`
+}
+
+// VRAMPlugin configures VRAM.
+type VRAMPlugin struct {
+	// enabled turns the plugin on.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// weight is the plugin's score weight.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=1
+	// +optional
+	Weight int32 `json:"weight,omitempty"`
+}
+
+// ResourceReservationPlugin configures ResourceReservation.
+type ResourceReservationPlugin struct {
+	// enabled turns the plugin on. Without it, ResourceReservations hold nothing.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// BackfillPlugin configures Backfill.
+type BackfillPlugin struct {
+	// enabled turns the plugin on.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// weight is the plugin's score weight.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=1
+	// +optional
+	Weight int32 `json:"weight,omitempty"`
+}
+
+// GangPreemptionPlugin configures GangPreemption.
+type GangPreemptionPlugin struct {
+	// enabled turns the plugin on.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// preemptServicesForBatch lets batch and training gangs evict service pods of
+	// lower priority. Off by default: services are only preempted by services.
+	// +kubebuilder:default=false
+	// +optional
+	PreemptServicesForBatch *bool `json:"preemptServicesForBatch,omitempty"`
+}
+
+// WebhookSpec configures the pod classification webhook.
+type WebhookSpec struct {
+	// namespaceSelector selects the namespaces whose pods the webhook classifies and
+	// groups (pods that name the KubeNexus scheduler are handled everywhere).
+	// +kubebuilder:default={matchLabels: {"kubenexus.io/enabled": "true"}}
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// autoGang lists the integrations whose pods get a PodGroup created for them.
+	// +kubebuilder:default={spark,pytorch,tensorflow,xgboost,mpi,ray,jobset,leaderworkerset}
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=set
+	// +optional
+	AutoGang []Integration `json:"autoGang,omitempty"`
+
+	// defaultTier is the tenant tier of opted-in namespaces that carry no
+	// tenant.kubenexus.io/tier label.
+	// +kubebuilder:default=bronze
+	// +optional
+	DefaultTier TenantTier `json:"defaultTier,omitempty"`
+}
+
+// Integration is a workload framework whose pods the webhook recognises.
+// +kubebuilder:validation:Enum=spark;pytorch;tensorflow;xgboost;mpi;ray;jobset;leaderworkerset;job
+type Integration string
+
+const (
+	IntegrationSpark           Integration = "spark"
+	IntegrationPyTorch         Integration = "pytorch"
+	IntegrationTensorFlow      Integration = "tensorflow"
+	IntegrationXGBoost         Integration = "xgboost"
+	IntegrationMPI             Integration = "mpi"
+	IntegrationRay             Integration = "ray"
+	IntegrationJobSet          Integration = "jobset"
+	IntegrationLeaderWorkerSet Integration = "leaderworkerset"
+	IntegrationJob             Integration = "job"
+)
+
+// KubeNexusConfig condition types and reasons.
+const (
+	ConditionAvailable   = "Available"
+	ConditionProgressing = "Progressing"
+	ConditionDegraded    = "Degraded"
+
+	// ReasonIgnored is set on KubeNexusConfigs not named "default".
+	ReasonIgnored = "Ignored"
+)
+
+// KubeNexusConfigStatus is the observed state of the deployed scheduler.
+type KubeNexusConfigStatus struct {
+	// configHash is the hash of the rendered scheduler configuration; the scheduler
+	// Deployment rolls when it changes.
+	// +optional
+	ConfigHash string `json:"configHash,omitempty"`
+
+	// readyReplicas is the number of ready scheduler pods.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// observedGeneration is the spec generation this status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions are Available, Progressing and Degraded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// KubeNexusConfig configures a KubeNexus installation. The operator acts on the
+// one named "default" and reports any other as ignored.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName={knc},categories={kubenexus}
+// +kubebuilder:printcolumn:name="Scheduler",type=string,JSONPath=`.spec.scheduler.schedulerName`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.scheduler.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Hash",type=string,JSONPath=`.status.configHash`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type KubeNexusConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired configuration.
+	// +kubebuilder:default={}
+	// +optional
+	Spec KubeNexusConfigSpec `json:"spec,omitempty"`
+	// status is the observed state.
+	// +optional
+	Status KubeNexusConfigStatus `json:"status,omitempty"`
+}
+
+// KubeNexusConfigList is a list of KubeNexusConfigs.
+//
+// +kubebuilder:object:root=true
+type KubeNexusConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []KubeNexusConfig `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&KubeNexusConfig{}, &KubeNexusConfigList{})
+}

@@ -1,0 +1,217 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PodGroupSpec describes a gang: a set of pods that is scheduled all-or-nothing.
+// It is field-compatible with scheduler-plugins' PodGroup (minMember, minResources,
+// scheduleTimeoutSeconds).
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.minMemberPerRole) || self.minMemberPerRole.all(r, self.minMemberPerRole[r] <= self.minMember)",message="spec.minMemberPerRole: every per-role minimum must be at most spec.minMember"
+type PodGroupSpec struct {
+	// minMember is the number of member pods that must be schedulable together
+	// before any of them is bound.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	// +required
+	MinMember int32 `json:"minMember"`
+
+	// minResources is the total of resources the gang needs to start. The scheduler
+	// checks that the cluster has this much free before it lets members in, which is
+	// how spark-operator's minMember=1 groups express their real requirement.
+	// Every quantity must be greater than zero.
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:validation:MaxProperties=12
+	// +kubebuilder:validation:XValidation:rule="self.all(r, quantity(string(self[r])).isGreaterThan(quantity('0')))",message="spec.minResources: every quantity must be greater than zero"
+	// +optional
+	MinResources corev1.ResourceList `json:"minResources,omitempty"`
+
+	// scheduleTimeoutSeconds is how long members that already fit wait at Permit
+	// for the rest of the gang before the whole gang is rejected and backs off.
+	// Unset means the scheduler's default (Coscheduling's defaultScheduleTimeoutSeconds).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	ScheduleTimeoutSeconds *int32 `json:"scheduleTimeoutSeconds,omitempty"`
+
+	// priorityClassName is the PriorityClass of the gang as a whole; the queue
+	// orders gangs by it. Unset means the priority of the members.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// minMemberPerRole sets a minimum per role (the workload.kubenexus.io/role
+	// label, e.g. driver: 1, executor: 4) on top of minMember. Each value must be
+	// between 1 and minMember.
+	// +kubebuilder:validation:MaxProperties=12
+	// +kubebuilder:validation:XValidation:rule="self.all(r, r.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(r) <= 63)",message="spec.minMemberPerRole: role names must be lower-case DNS labels (e.g. driver, executor, worker)"
+	// +kubebuilder:validation:XValidation:rule="self.all(r, self[r] >= 1)",message="spec.minMemberPerRole: every per-role minimum must be at least 1"
+	// +optional
+	MinMemberPerRole map[string]int32 `json:"minMemberPerRole,omitempty"`
+
+	// networkTopology asks for the gang's members to share a network domain.
+	// +optional
+	NetworkTopology *NetworkTopologyPolicy `json:"networkTopology,omitempty"`
+
+	// numaSpread is how the gang's members are spread over NUMA cells of a node:
+	// packed (fill one cell first), balanced (spread evenly) or isolated (one
+	// member per cell).
+	// +kubebuilder:validation:Enum=packed;balanced;isolated
+	// +optional
+	NUMASpread NUMASpreadPolicy `json:"numaSpread,omitempty"`
+}
+
+// NetworkTopologyPolicy constrains where a gang's members land on the network.
+type NetworkTopologyPolicy struct {
+	// mode is required (members may only be placed within one domain of the level;
+	// the gang waits otherwise) or preferred (the scheduler packs members into as
+	// few domains as it can).
+	// +kubebuilder:validation:Enum=required;preferred
+	// +kubebuilder:default=preferred
+	// +optional
+	Mode NetworkTopologyMode `json:"mode,omitempty"`
+
+	// level is the network domain: tor (top-of-rack switch), rack or zone.
+	// +kubebuilder:validation:Enum=zone;rack;tor
+	// +required
+	Level NetworkTopologyLevel `json:"level"`
+}
+
+// NetworkTopologyMode is how strictly a network topology policy applies.
+type NetworkTopologyMode string
+
+const (
+	NetworkTopologyRequired  NetworkTopologyMode = "required"
+	NetworkTopologyPreferred NetworkTopologyMode = "preferred"
+)
+
+// NetworkTopologyLevel is a network domain.
+type NetworkTopologyLevel string
+
+const (
+	NetworkLevelZone NetworkTopologyLevel = "zone"
+	NetworkLevelRack NetworkTopologyLevel = "rack"
+	NetworkLevelToR  NetworkTopologyLevel = "tor"
+)
+
+// NUMASpreadPolicy is how a gang spreads over the NUMA cells of a node.
+type NUMASpreadPolicy string
+
+const (
+	NUMASpreadPacked   NUMASpreadPolicy = "packed"
+	NUMASpreadBalanced NUMASpreadPolicy = "balanced"
+	NUMASpreadIsolated NUMASpreadPolicy = "isolated"
+)
+
+// PodGroupPhase is the lifecycle phase of a gang.
+// +kubebuilder:validation:Enum=Pending;Scheduling;Scheduled;Running;Succeeded;Failed;Unknown
+type PodGroupPhase string
+
+const (
+	// PodGroupPending: fewer than minMember members exist yet.
+	PodGroupPending PodGroupPhase = "Pending"
+	// PodGroupScheduling: the quorum exists and the scheduler is placing the gang.
+	PodGroupScheduling PodGroupPhase = "Scheduling"
+	// PodGroupScheduled: at least minMember members are bound.
+	PodGroupScheduled PodGroupPhase = "Scheduled"
+	// PodGroupRunning: at least minMember members are running.
+	PodGroupRunning PodGroupPhase = "Running"
+	// PodGroupSucceeded: at least minMember members succeeded and none is left running.
+	PodGroupSucceeded PodGroupPhase = "Succeeded"
+	// PodGroupFailed: the gang cannot reach minMember any more (members failed, or
+	// it timed out and gave up).
+	PodGroupFailed PodGroupPhase = "Failed"
+	// PodGroupUnknown: the members' state cannot be determined.
+	PodGroupUnknown PodGroupPhase = "Unknown"
+)
+
+// PodGroup condition types and reasons.
+const (
+	// PodGroupConditionScheduled is True once the gang is bound.
+	PodGroupConditionScheduled = "Scheduled"
+
+	ReasonWaitingForMembers    = "WaitingForMembers"
+	ReasonInsufficientCapacity = "InsufficientCapacity"
+	ReasonTimeout              = "Timeout"
+	ReasonGangScheduled        = "GangScheduled"
+)
+
+// PodGroupStatus is the observed state of a gang, computed from its member pods.
+type PodGroupStatus struct {
+	// phase is the lifecycle phase of the gang.
+	// +optional
+	Phase PodGroupPhase `json:"phase,omitempty"`
+
+	// occupiedBy is the owner (namespace/name of the controller) whose pods form
+	// this gang, for groups created on behalf of a workload.
+	// +optional
+	OccupiedBy string `json:"occupiedBy,omitempty"`
+
+	// scheduled is the number of members bound to a node.
+	// +optional
+	Scheduled int32 `json:"scheduled,omitempty"`
+	// running is the number of members in phase Running.
+	// +optional
+	Running int32 `json:"running,omitempty"`
+	// succeeded is the number of members in phase Succeeded.
+	// +optional
+	Succeeded int32 `json:"succeeded,omitempty"`
+	// failed is the number of members in phase Failed.
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+
+	// scheduleStartTime is when the scheduler first tried to place the gang.
+	// +optional
+	ScheduleStartTime *metav1.Time `json:"scheduleStartTime,omitempty"`
+
+	// observedGeneration is the spec generation this status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions say why the gang is where it is (WaitingForMembers 3/8,
+	// InsufficientCapacity, Timeout).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// PodGroup is a gang of pods scheduled all-or-nothing by kubenexus-scheduler. Pods
+// join it with the label scheduling.x-k8s.io/pod-group=<name>.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName={knpg,knpgs},categories={kubenexus}
+// +kubebuilder:printcolumn:name="MinMember",type=integer,JSONPath=`.spec.minMember`
+// +kubebuilder:printcolumn:name="Scheduled",type=integer,JSONPath=`.status.scheduled`
+// +kubebuilder:printcolumn:name="Running",type=integer,JSONPath=`.status.running`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Topology",type=string,JSONPath=`.spec.networkTopology.level`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PodGroup struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the gang's requirement.
+	// +required
+	Spec PodGroupSpec `json:"spec"`
+	// status is the gang's observed state.
+	// +optional
+	Status PodGroupStatus `json:"status,omitempty"`
+}
+
+// PodGroupList is a list of PodGroups.
+//
+// +kubebuilder:object:root=true
+type PodGroupList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PodGroup `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PodGroup{}, &PodGroupList{})
+}

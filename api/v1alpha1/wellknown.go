@@ -1,0 +1,168 @@
+package v1alpha1
+
+// The pod → webhook → scheduler contract. Every label, annotation and node key that
+// KubeNexus reads or writes is declared here once; the webhook, the controllers and
+// the scheduler plugins import these constants rather than spelling keys themselves.
+
+const (
+	// DefaultSchedulerName is the scheduler name KubeNexus registers unless a
+	// KubeNexusConfig says otherwise.
+	DefaultSchedulerName = "kubenexus-scheduler"
+
+	// DefaultConfigName is the name of the only KubeNexusConfig the operator acts on.
+	DefaultConfigName = "default"
+)
+
+// Namespace keys, set by cluster admins.
+const (
+	// LabelNamespaceEnabled opts a namespace in to KubeNexus ("true").
+	LabelNamespaceEnabled = "kubenexus.io/enabled"
+	// LabelTenantTier is the tenant tier of a namespace (gold|silver|bronze). It is
+	// authoritative: the webhook overwrites the same key on pods, and the scheduler
+	// ignores it on pods.
+	LabelTenantTier = "tenant.kubenexus.io/tier"
+)
+
+// TenantTier is a tenant's service tier, taken from its namespace.
+// +kubebuilder:validation:Enum=gold;silver;bronze
+type TenantTier string
+
+const (
+	TenantTierGold   TenantTier = "gold"
+	TenantTierSilver TenantTier = "silver"
+	TenantTierBronze TenantTier = "bronze"
+)
+
+// Keys the webhook writes on pods (and the scheduler recomputes when absent).
+const (
+	// LabelWorkloadType is the pod's workload class (see WorkloadClass).
+	LabelWorkloadType = "workload.kubenexus.io/type"
+	// LabelWorkloadRole is the pod's role inside its workload (see WorkloadRole).
+	LabelWorkloadRole = "workload.kubenexus.io/role"
+	// LabelPreemptible marks a pod that may be evicted to make room ("true").
+	LabelPreemptible = "workload.kubenexus.io/preemptible"
+)
+
+// WorkloadClass is the scheduling class of a pod.
+// +kubebuilder:validation:Enum=service;batch;training;inference;interactive
+type WorkloadClass string
+
+const (
+	WorkloadClassService     WorkloadClass = "service"
+	WorkloadClassBatch       WorkloadClass = "batch"
+	WorkloadClassTraining    WorkloadClass = "training"
+	WorkloadClassInference   WorkloadClass = "inference"
+	WorkloadClassInteractive WorkloadClass = "interactive"
+)
+
+// WorkloadRole is a pod's role inside a distributed workload.
+type WorkloadRole string
+
+const (
+	RoleDriver    WorkloadRole = "driver"
+	RoleExecutor  WorkloadRole = "executor"
+	RoleMaster    WorkloadRole = "master"
+	RoleWorker    WorkloadRole = "worker"
+	RolePS        WorkloadRole = "ps"
+	RoleChief     WorkloadRole = "chief"
+	RoleEvaluator WorkloadRole = "evaluator"
+	RoleLauncher  WorkloadRole = "launcher"
+	RoleHead      WorkloadRole = "head"
+	RoleLeader    WorkloadRole = "leader"
+)
+
+// Gang membership dialects. All of them resolve to one internal gang identity.
+const (
+	// LabelPodGroup names a PodGroup object (scheduler-plugins' dialect, also used
+	// for KubeNexus PodGroups).
+	LabelPodGroup = "scheduling.x-k8s.io/pod-group"
+
+	// LabelKubeNexusGangName and LabelKubeNexusGangMinAvailable form a label-only
+	// gang; the PodGroup is created for it.
+	LabelKubeNexusGangName         = "pod-group.scheduling.kubenexus.io/name"
+	LabelKubeNexusGangMinAvailable = "pod-group.scheduling.kubenexus.io/min-available"
+
+	// LabelSigsGangName and LabelSigsGangMinAvailable are the lightweight
+	// scheduler-plugins / Koordinator labels.
+	LabelSigsGangName         = "pod-group.scheduling.sigs.k8s.io/name"
+	LabelSigsGangMinAvailable = "pod-group.scheduling.sigs.k8s.io/min-available"
+
+	// AnnotationVolcanoGroupName is Volcano's pod → PodGroup annotation.
+	AnnotationVolcanoGroupName = "scheduling.k8s.io/group-name"
+
+	// LabelKueuePodGroupName and AnnotationKueuePodGroupTotalCount are Kueue's
+	// plain-pod group keys.
+	LabelKueuePodGroupName            = "kueue.x-k8s.io/pod-group-name"
+	AnnotationKueuePodGroupTotalCount = "kueue.x-k8s.io/pod-group-total-count"
+	// LabelKueueQueueName is the Kueue LocalQueue a pod is submitted to.
+	LabelKueueQueueName = "kueue.x-k8s.io/queue-name"
+
+	// KueueAdmissionGate and KueueTopologyGate are Kueue's scheduling gates.
+	// KubeNexus never removes another system's gate.
+	KueueAdmissionGate = "kueue.x-k8s.io/admission"
+	KueueTopologyGate  = "kueue.x-k8s.io/topology"
+)
+
+// Hints users may set on pods.
+const (
+	// AnnotationNUMAPolicy is the pod's NUMA placement policy (see NUMAPolicy).
+	AnnotationNUMAPolicy = "numa.scheduling.kubenexus.io/policy"
+	// AnnotationVRAMRequest is the GPU memory a pod needs per GPU, as a quantity ("40Gi").
+	AnnotationVRAMRequest = "scheduling.kubenexus.io/vram-request"
+	// AnnotationCoLocate asks for network co-location of a gang (see CoLocation).
+	AnnotationCoLocate = "scheduling.kubenexus.io/co-locate"
+)
+
+// NUMAPolicy is a pod's NUMA placement policy.
+// +kubebuilder:validation:Enum=best-effort;restricted;single-numa;isolated
+type NUMAPolicy string
+
+const (
+	NUMAPolicyBestEffort NUMAPolicy = "best-effort"
+	NUMAPolicyRestricted NUMAPolicy = "restricted"
+	NUMAPolicySingleNUMA NUMAPolicy = "single-numa"
+	NUMAPolicyIsolated   NUMAPolicy = "isolated"
+)
+
+// CoLocation is how strictly a gang's members should share a network domain.
+// +kubebuilder:validation:Enum=strict;preferred;none
+type CoLocation string
+
+const (
+	CoLocationStrict    CoLocation = "strict"
+	CoLocationPreferred CoLocation = "preferred"
+	CoLocationNone      CoLocation = "none"
+)
+
+// Node facts. Real sources first (GPU Feature Discovery, well-known topology labels);
+// the kubenexus.io keys are the fallback for what no standard component publishes.
+const (
+	LabelTopologyZone = "topology.kubernetes.io/zone"
+
+	LabelGPUProduct = "nvidia.com/gpu.product"
+	LabelGPUMemory  = "nvidia.com/gpu.memory" // MiB per GPU, as GFD publishes it
+	LabelGPUCount   = "nvidia.com/gpu.count"
+	LabelGPUClique  = "nvidia.com/gpu.clique" // NVLink domain (cluster UUID.clique id)
+
+	// ResourceNvidiaGPU is the extended resource of NVIDIA's device plugin.
+	ResourceNvidiaGPU = "nvidia.com/gpu"
+
+	LabelRack = "network.kubenexus.io/rack"
+	LabelToR  = "network.kubenexus.io/tor"
+
+	// LabelNUMANodeCount is the fallback NUMA cell count of a node when no
+	// NodeResourceTopology object describes it.
+	LabelNUMANodeCount = "numa.kubenexus.io/node-count"
+	// LabelGPUModelFallback and LabelGPUVRAMFallback describe GPUs on nodes without
+	// GPU Feature Discovery.
+	LabelGPUModelFallback = "gpu.kubenexus.io/model"
+	LabelGPUVRAMFallback  = "gpu.kubenexus.io/vram"
+)
+
+// Keys KubeNexus writes on its own objects.
+const (
+	// LabelManagedBy marks objects KubeNexus created (for example auto-created PodGroups).
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of LabelManagedBy on KubeNexus-created objects.
+	ManagedByValue = "kubenexus"
+)

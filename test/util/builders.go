@@ -1,0 +1,177 @@
+// Package util holds the fluent object builders shared by unit, integration and e2e
+// tests. Extend these rather than building objects by hand in a test.
+package util
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// ResourceList builds a ResourceList from name/quantity pairs: ResourceList("cpu", "4", "memory", "8Gi").
+func ResourceList(pairs ...string) corev1.ResourceList {
+	if len(pairs)%2 != 0 {
+		panic("ResourceList needs name/quantity pairs")
+	}
+	rl := corev1.ResourceList{}
+	for i := 0; i < len(pairs); i += 2 {
+		rl[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+	}
+	return rl
+}
+
+// PodGroupWrapper builds a PodGroup.
+type PodGroupWrapper struct{ v1alpha1.PodGroup }
+
+// MakePodGroup starts a PodGroup with minMember 1.
+func MakePodGroup(name, namespace string) *PodGroupWrapper {
+	return &PodGroupWrapper{v1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec:       v1alpha1.PodGroupSpec{MinMember: 1},
+	}}
+}
+
+func (w *PodGroupWrapper) MinMember(n int32) *PodGroupWrapper { w.Spec.MinMember = n; return w }
+
+func (w *PodGroupWrapper) MinResources(rl corev1.ResourceList) *PodGroupWrapper {
+	w.Spec.MinResources = rl
+	return w
+}
+
+func (w *PodGroupWrapper) ScheduleTimeoutSeconds(s int32) *PodGroupWrapper {
+	w.Spec.ScheduleTimeoutSeconds = ptr.To(s)
+	return w
+}
+
+func (w *PodGroupWrapper) PriorityClassName(n string) *PodGroupWrapper {
+	w.Spec.PriorityClassName = n
+	return w
+}
+
+func (w *PodGroupWrapper) MinMemberPerRole(role string, n int32) *PodGroupWrapper {
+	if w.Spec.MinMemberPerRole == nil {
+		w.Spec.MinMemberPerRole = map[string]int32{}
+	}
+	w.Spec.MinMemberPerRole[role] = n
+	return w
+}
+
+func (w *PodGroupWrapper) NetworkTopology(mode v1alpha1.NetworkTopologyMode, level v1alpha1.NetworkTopologyLevel) *PodGroupWrapper {
+	w.Spec.NetworkTopology = &v1alpha1.NetworkTopologyPolicy{Mode: mode, Level: level}
+	return w
+}
+
+func (w *PodGroupWrapper) NUMASpread(p v1alpha1.NUMASpreadPolicy) *PodGroupWrapper {
+	w.Spec.NUMASpread = p
+	return w
+}
+
+func (w *PodGroupWrapper) Obj() *v1alpha1.PodGroup { return &w.PodGroup }
+
+// ReservationWrapper builds a ResourceReservation.
+type ReservationWrapper struct{ v1alpha1.ResourceReservation }
+
+// MakeReservation starts a reservation of one slot of 1 CPU for the PodGroup owner.
+func MakeReservation(name, namespace, ownerPodGroup string) *ReservationWrapper {
+	return &ReservationWrapper{v1alpha1.ResourceReservation{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: v1alpha1.ResourceReservationSpec{
+			Owner:     v1alpha1.ReservationOwner{Kind: v1alpha1.ReservationOwnerPodGroup, Name: ownerPodGroup},
+			Resources: ResourceList("cpu", "1"),
+		},
+	}}
+}
+
+func (w *ReservationWrapper) Owner(kind v1alpha1.ReservationOwnerKind, name string) *ReservationWrapper {
+	w.Spec.Owner = v1alpha1.ReservationOwner{Kind: kind, Name: name}
+	return w
+}
+
+func (w *ReservationWrapper) Resources(rl corev1.ResourceList) *ReservationWrapper {
+	w.Spec.Resources = rl
+	return w
+}
+
+func (w *ReservationWrapper) Node(n string) *ReservationWrapper  { w.Spec.NodeName = n; return w }
+func (w *ReservationWrapper) Slots(n int32) *ReservationWrapper  { w.Spec.Slots = n; return w }
+func (w *ReservationWrapper) TTL(sec int32) *ReservationWrapper  { w.Spec.TTLSeconds = sec; return w }
+func (w *ReservationWrapper) Obj() *v1alpha1.ResourceReservation { return &w.ResourceReservation }
+
+// HardwareTierWrapper builds a HardwareTier.
+type HardwareTierWrapper struct{ v1alpha1.HardwareTier }
+
+// MakeHardwareTier starts a tier of the given rank selecting nodes labelled
+// hardware.example.com/tier=<name>, open to every tenant tier.
+func MakeHardwareTier(name string, rank int32) *HardwareTierWrapper {
+	return &HardwareTierWrapper{v1alpha1.HardwareTier{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.HardwareTierSpec{
+			Rank:               rank,
+			NodeSelector:       metav1.LabelSelector{MatchLabels: map[string]string{"hardware.example.com/tier": name}},
+			AllowedTenantTiers: []v1alpha1.TenantTier{v1alpha1.TenantTierGold, v1alpha1.TenantTierSilver, v1alpha1.TenantTierBronze},
+		},
+	}}
+}
+
+func (w *HardwareTierWrapper) Selector(s metav1.LabelSelector) *HardwareTierWrapper {
+	w.Spec.NodeSelector = s
+	return w
+}
+
+func (w *HardwareTierWrapper) GPUModels(m ...string) *HardwareTierWrapper {
+	w.Spec.GPUModels = m
+	return w
+}
+
+func (w *HardwareTierWrapper) CostFactor(q string) *HardwareTierWrapper {
+	w.Spec.CostFactor = ptr.To(resource.MustParse(q))
+	return w
+}
+
+func (w *HardwareTierWrapper) Tenants(t ...v1alpha1.TenantTier) *HardwareTierWrapper {
+	w.Spec.AllowedTenantTiers = t
+	return w
+}
+
+func (w *HardwareTierWrapper) ClusterQueues(q ...string) *HardwareTierWrapper {
+	w.Spec.AllowedClusterQueues = q
+	return w
+}
+
+func (w *HardwareTierWrapper) Borrowing(b v1alpha1.BorrowingPolicy) *HardwareTierWrapper {
+	w.Spec.Borrowing = b
+	return w
+}
+
+func (w *HardwareTierWrapper) Obj() *v1alpha1.HardwareTier { return &w.HardwareTier }
+
+// KubeNexusConfigWrapper builds a KubeNexusConfig.
+type KubeNexusConfigWrapper struct{ v1alpha1.KubeNexusConfig }
+
+// MakeKubeNexusConfig starts an empty KubeNexusConfig (everything defaulted by the API server).
+func MakeKubeNexusConfig(name string) *KubeNexusConfigWrapper {
+	return &KubeNexusConfigWrapper{v1alpha1.KubeNexusConfig{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+}
+
+// Scheduler edits the scheduler section.
+func (w *KubeNexusConfigWrapper) Scheduler(f func(*v1alpha1.SchedulerSpec)) *KubeNexusConfigWrapper {
+	f(&w.Spec.Scheduler)
+	return w
+}
+
+// Plugins edits the plugins section.
+func (w *KubeNexusConfigWrapper) Plugins(f func(*v1alpha1.PluginsSpec)) *KubeNexusConfigWrapper {
+	f(&w.Spec.Plugins)
+	return w
+}
+
+// Webhook edits the webhook section.
+func (w *KubeNexusConfigWrapper) Webhook(f func(*v1alpha1.WebhookSpec)) *KubeNexusConfigWrapper {
+	f(&w.Spec.Webhook)
+	return w
+}
+
+func (w *KubeNexusConfigWrapper) Obj() *v1alpha1.KubeNexusConfig { return &w.KubeNexusConfig }

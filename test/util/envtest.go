@@ -1,0 +1,42 @@
+package util
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+)
+
+const (
+	// Timeout and Interval are the defaults for Eventually in integration suites.
+	Timeout  = 30 * time.Second
+	Interval = 100 * time.Millisecond
+)
+
+// RepoRoot is the absolute path of the repository root.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// CRDPath is where controller-gen writes the CRDs.
+func CRDPath() string { return filepath.Join(RepoRoot(), "config", "crd", "bases") }
+
+// RequireAssets points envtest at bin/k8s (built by `make envtest`) when
+// KUBEBUILDER_ASSETS is unset, and fails with instructions when the binaries are missing.
+func RequireAssets() error {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = filepath.Join(RepoRoot(), "bin", "k8s")
+		if err := os.Setenv("KUBEBUILDER_ASSETS", dir); err != nil {
+			return err
+		}
+	}
+	for _, b := range []string{"etcd", "kube-apiserver"} {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			return fmt.Errorf("envtest needs %s in KUBEBUILDER_ASSETS=%s; run `make envtest` to build it from source: %w", b, dir, err)
+		}
+	}
+	return nil
+}
