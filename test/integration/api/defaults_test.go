@@ -62,7 +62,11 @@ var _ = Describe("A valid object", func() {
 
 	It("KubeNexusConfig keeps what the user set and defaults only the rest", func() {
 		cfg := knc("partial").
-			Scheduler(func(s *v1alpha1.SchedulerSpec) { s.Replicas = 3; s.ClientConnection.QPS = 200; s.ClientConnection.Burst = 400 }).
+			Scheduler(func(s *v1alpha1.SchedulerSpec) {
+				s.Replicas = 3
+				s.ClientConnection.QPS = 200
+				s.ClientConnection.Burst = 400
+			}).
 			Plugins(func(p *v1alpha1.PluginsSpec) { p.Backfill.Enabled = ptr.To(false); p.WorkloadAware.Weight = 7 }).
 			Obj()
 		Expect(k8sClient.Create(ctx, cfg)).To(Succeed())

@@ -135,7 +135,9 @@ var _ = Describe("Creating a malformed object", func() {
 			obj:  func(ns string) client.Object { return pg("", ns).NUMASpread("scatter").Obj() },
 			want: []string{"spec.numaSpread", `supported values: "packed", "balanced", "isolated"`}}),
 		Entry("PodGroup with a misspelt field", rejectedCreate{
-			obj:  func(ns string) client.Object { return unknownField("PodGroup", ns, map[string]any{"minMember": 2, "minMembers": 2}) },
+			obj: func(ns string) client.Object {
+				return unknownField("PodGroup", ns, map[string]any{"minMember": 2, "minMembers": 2})
+			},
 			want: []string{`unknown field "spec.minMembers"`}}),
 
 		// ResourceReservation
