@@ -175,3 +175,68 @@ func (w *KubeNexusConfigWrapper) Webhook(f func(*v1alpha1.WebhookSpec)) *KubeNex
 }
 
 func (w *KubeNexusConfigWrapper) Obj() *v1alpha1.KubeNexusConfig { return &w.KubeNexusConfig }
+
+// NodeWrapper builds a Node.
+type NodeWrapper struct{ corev1.Node }
+
+// MakeNode starts a node with 110 pods of capacity.
+func MakeNode(name string) *NodeWrapper {
+	n := &NodeWrapper{corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}}
+	n.Status.Capacity = ResourceList("pods", "110")
+	n.Status.Allocatable = ResourceList("pods", "110")
+	return n
+}
+
+// Capacity sets capacity and allocatable from name/quantity pairs (pods stays 110 unless given).
+func (w *NodeWrapper) Capacity(pairs ...string) *NodeWrapper {
+	for name, q := range ResourceList(pairs...) {
+		w.Status.Capacity[name] = q
+		w.Status.Allocatable[name] = q
+	}
+	return w
+}
+
+func (w *NodeWrapper) Label(k, v string) *NodeWrapper { w.Labels[k] = v; return w }
+func (w *NodeWrapper) Obj() *corev1.Node               { return &w.Node }
+
+// PodWrapper builds a Pod.
+type PodWrapper struct{ corev1.Pod }
+
+// MakePod starts a pod with one container named "main" and no requests.
+func MakePod(name, namespace string) *PodWrapper {
+	return &PodWrapper{corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}, Annotations: map[string]string{}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}}},
+	}}
+}
+
+func (w *PodWrapper) Label(k, v string) *PodWrapper      { w.Labels[k] = v; return w }
+func (w *PodWrapper) Annotation(k, v string) *PodWrapper { w.Annotations[k] = v; return w }
+func (w *PodWrapper) SchedulerName(n string) *PodWrapper { w.Spec.SchedulerName = n; return w }
+func (w *PodWrapper) Priority(p int32) *PodWrapper       { w.Spec.Priority = ptr.To(p); return w }
+func (w *PodWrapper) NodeSelector(k, v string) *PodWrapper {
+	if w.Spec.NodeSelector == nil {
+		w.Spec.NodeSelector = map[string]string{}
+	}
+	w.Spec.NodeSelector[k] = v
+	return w
+}
+
+// Req sets the main container's requests from name/quantity pairs.
+func (w *PodWrapper) Req(pairs ...string) *PodWrapper {
+	w.Spec.Containers[0].Resources.Requests = ResourceList(pairs...)
+	return w
+}
+
+// Gate adds a scheduling gate.
+func (w *PodWrapper) Gate(name string) *PodWrapper {
+	w.Spec.SchedulingGates = append(w.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: name})
+	return w
+}
+
+// PodGroup makes the pod a member of the PodGroup object name.
+func (w *PodWrapper) PodGroup(name string) *PodWrapper {
+	return w.Label(v1alpha1.LabelPodGroup, name)
+}
+
+func (w *PodWrapper) Obj() *corev1.Pod { return &w.Pod }

@@ -1,0 +1,20 @@
+// Command kubenexus-scheduler is kube-scheduler with the KubeNexus plugins registered.
+package main
+
+import (
+	"context"
+	"os"
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+
+	"github.com/kube-nexus/kubenexus/scheduler/plugins"
+)
+
+func main() {
+	cmd := app.NewSchedulerCommand(plugins.RegistryOptions(context.Background())...)
+	os.Exit(cli.Run(cmd))
+}

@@ -1,0 +1,99 @@
+// Package crdcache is the scheduler's one informer cache of KubeNexus objects
+// (PodGroups today), shared by every plugin of every profile: plugins never keep a
+// private informer and never call the API server in a scheduling cycle.
+package crdcache
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/gang"
+)
+
+// Cache reads KubeNexus objects from memory.
+type Cache struct {
+	cache cache.Cache
+}
+
+// PodGroup returns the PodGroup named by key, or nil when it does not exist.
+func (c *Cache) PodGroup(key gang.Key) *v1alpha1.PodGroup {
+	pg := &v1alpha1.PodGroup{}
+	if err := c.cache.Get(context.Background(), client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, pg); err != nil {
+		return nil
+	}
+	return pg
+}
+
+// OnPodGroupChange calls f with the key of every PodGroup added or updated.
+func (c *Cache) OnPodGroupChange(f func(gang.Key)) error {
+	inf, err := c.cache.GetInformer(context.Background(), &v1alpha1.PodGroup{})
+	if err != nil {
+		return err
+	}
+	notify := func(obj any) {
+		if pg, ok := obj.(*v1alpha1.PodGroup); ok {
+			f(gang.Key{Namespace: pg.Namespace, Name: pg.Name})
+		}
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    notify,
+		UpdateFunc: func(_, newObj any) { notify(newObj) },
+	})
+	return err
+}
+
+// Provider creates the Cache on first use and hands the same one to every caller.
+type Provider struct {
+	// runCtx bounds the life of the cache (the scheduler process's).
+	runCtx context.Context
+	once   sync.Once
+	cache  *Cache
+	err    error
+}
+
+// NewProvider returns a Provider whose cache runs until runCtx is done.
+func NewProvider(runCtx context.Context) *Provider { return &Provider{runCtx: runCtx} }
+
+// syncTimeout bounds how long scheduler start-up waits for the first list.
+const syncTimeout = time.Minute
+
+// Get returns the shared Cache, creating and starting it with cfg on first call.
+func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
+	p.once.Do(func() {
+		scheme := runtime.NewScheme()
+		utilruntime.Must(v1alpha1.AddToScheme(scheme))
+		c, err := cache.New(cfg, cache.Options{Scheme: scheme})
+		if err != nil {
+			p.err = fmt.Errorf("creating the KubeNexus object cache: %w", err)
+			return
+		}
+		if _, err := c.GetInformer(ctx, &v1alpha1.PodGroup{}); err != nil {
+			p.err = fmt.Errorf("watching PodGroups: %w", err)
+			return
+		}
+		go func() {
+			if err := c.Start(p.runCtx); err != nil {
+				klog.FromContext(ctx).Error(err, "KubeNexus object cache stopped")
+			}
+		}()
+		syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
+		defer cancel()
+		if !c.WaitForCacheSync(syncCtx) {
+			p.err = fmt.Errorf("KubeNexus object cache did not sync within %s (are the CRDs installed and readable?)", syncTimeout)
+			return
+		}
+		p.cache = &Cache{cache: c}
+	})
+	return p.cache, p.err
+}

@@ -1,0 +1,88 @@
+package coscheduling
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// podGroupResource is how the scheduler names PodGroup events (<resource>.<version>.<group>).
+var podGroupResource = fwk.EventResource("podgroups." + v1alpha1.GroupVersion.Version + "." + v1alpha1.GroupVersion.Group)
+
+// EventsToRegister lists the events that can make a member this plugin rejected
+// schedulable, each with a hint that skips events about other gangs.
+func (pl *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		// Another member appeared or lost its scheduling gates: the quorum may now exist.
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add | fwk.UpdatePodSchedulingGatesEliminated}, QueueingHintFn: pl.isSchedulableAfterMemberAdded},
+		// A bound pod went away: its capacity may complete a gang that did not fit.
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: pl.isSchedulableAfterPodDeleted},
+		// New or larger nodes: a gang that did not fit may fit now.
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeTaint | fwk.UpdateNodeLabel}},
+		// The gang's PodGroup appeared or changed (minMember, minResources, timeout).
+		{Event: fwk.ClusterEvent{Resource: podGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: pl.isSchedulableAfterPodGroupChange},
+	}, nil
+}
+
+func (pl *Plugin) isSchedulableAfterMemberAdded(logger klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+	added, ok := newObj.(*corev1.Pod)
+	if !ok {
+		return fwk.Queue, fmt.Errorf("unexpected object %T", newObj)
+	}
+	if sameGang(pod, added) && !gang.IsGated(added) {
+		logger.V(5).Info("Gang member added", "pod", klog.KObj(pod), "member", klog.KObj(added))
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+func (pl *Plugin) isSchedulableAfterPodDeleted(_ klog.Logger, _ *corev1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
+	deleted, ok := oldObj.(*corev1.Pod)
+	if !ok {
+		return fwk.Queue, fmt.Errorf("unexpected object %T", oldObj)
+	}
+	if deleted.Spec.NodeName != "" {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+func (pl *Plugin) isSchedulableAfterPodGroupChange(_ klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+	ns, name, err := objectName(newObj)
+	if err != nil {
+		return fwk.Queue, err
+	}
+	m, ok, _ := gang.Of(pod)
+	if ok && m.Key == (gang.Key{Namespace: ns, Name: name}) {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+func sameGang(a, b *corev1.Pod) bool {
+	ma, okA, _ := gang.Of(a)
+	mb, okB, _ := gang.Of(b)
+	return okA && okB && ma.Key == mb.Key
+}
+
+// objectName reads namespace and name of a PodGroup delivered by the scheduler's
+// dynamic informer (unstructured) or typed.
+func objectName(obj any) (string, string, error) {
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		return o.GetNamespace(), o.GetName(), nil
+	case *v1alpha1.PodGroup:
+		return o.Namespace, o.Name, nil
+	case runtime.Object:
+		return "", "", fmt.Errorf("unexpected object %T", obj)
+	}
+	return "", "", fmt.Errorf("unexpected object %T", obj)
+}

@@ -1,0 +1,203 @@
+package coscheduling
+
+import (
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+)
+
+// gangEntry is everything the plugin knows about one gang. Member counts are kept
+// incrementally from pod events, so that every lookup in a scheduling cycle is O(1)
+// and a gang of N members costs O(N) in total, not O(N²).
+type gangEntry struct {
+	key gang.Key
+	// firstSeen orders gangs in the queue; it never changes once set.
+	firstSeen time.Time
+	// labelMin is the quorum stated by the members' labels (0 for object dialects).
+	labelMin int32
+
+	// members are the gang's non-terminal pods of this scheduler profile.
+	members map[types.UID]*corev1.Pod
+	// ungated counts members without scheduling gates.
+	ungated int
+	// assigned are members bound to a node.
+	assigned sets.Set[types.UID]
+
+	// assumed are members reserved in this scheduler and waiting at Permit.
+	assumed sets.Set[types.UID]
+	// allowed are members released by Permit once the quorum was reached, until
+	// their binding shows up as assigned.
+	allowed sets.Set[types.UID]
+
+	// backoffUntil is when a rejected gang may be tried again.
+	backoffUntil time.Time
+	// activated is set once the gang's waiting members were activated for the
+	// current attempt; a rejection clears it.
+	activated bool
+}
+
+func newGangEntry(key gang.Key, now time.Time) *gangEntry {
+	return &gangEntry{
+		key:       key,
+		firstSeen: now,
+		members:   map[types.UID]*corev1.Pod{},
+		assigned:  sets.New[types.UID](),
+		assumed:   sets.New[types.UID](),
+		allowed:   sets.New[types.UID](),
+	}
+}
+
+// placed counts members bound, permitted or reserved: the gang's progress.
+func (e *gangEntry) placed() int {
+	n := len(e.assigned)
+	for uid := range e.assumed {
+		if !e.assigned.Has(uid) {
+			n++
+		}
+	}
+	for uid := range e.allowed {
+		if !e.assigned.Has(uid) && !e.assumed.Has(uid) {
+			n++
+		}
+	}
+	return n
+}
+
+// pending returns the members that still need a scheduling attempt.
+func (e *gangEntry) pending() map[string]*corev1.Pod {
+	out := map[string]*corev1.Pod{}
+	for uid, p := range e.members {
+		if e.assigned.Has(uid) || e.assumed.Has(uid) || e.allowed.Has(uid) || gang.IsGated(p) {
+			continue
+		}
+		out[p.Namespace+"/"+p.Name] = p
+	}
+	return out
+}
+
+// podIndex maps pods to gangs. It is fed by the scheduler's shared pod informer.
+type podIndex struct {
+	mu      sync.RWMutex
+	gangs   map[gang.Key]*gangEntry
+	podGang map[types.UID]gang.Key
+	// schedulerName limits the index to pods of this profile.
+	schedulerName string
+	now           func() time.Time
+	// onChange is called, without the lock held, with the key of a gang whose
+	// membership changed (used to activate a gang that just reached its quorum).
+	onChange func(gang.Key)
+}
+
+func newPodIndex(schedulerName string, now func() time.Time) *podIndex {
+	return &podIndex{
+		gangs:         map[gang.Key]*gangEntry{},
+		podGang:       map[types.UID]gang.Key{},
+		schedulerName: schedulerName,
+		now:           now,
+	}
+}
+
+// handler is the informer event handler that keeps the index current.
+func (x *podIndex) handler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { x.upsert(asPod(obj)) },
+		UpdateFunc: func(_, obj any) { x.upsert(asPod(obj)) },
+		DeleteFunc: func(obj any) { x.remove(asPod(obj)) },
+	}
+}
+
+func asPod(obj any) *corev1.Pod {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return o
+	case toolscache.DeletedFinalStateUnknown:
+		p, _ := o.Obj.(*corev1.Pod)
+		return p
+	}
+	return nil
+}
+
+func (x *podIndex) upsert(pod *corev1.Pod) {
+	if pod == nil {
+		return
+	}
+	m, ok, err := gang.Of(pod)
+	if pod.Spec.SchedulerName != x.schedulerName || err != nil || !ok ||
+		pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		x.remove(pod)
+		return
+	}
+	x.mu.Lock()
+	if old, found := x.podGang[pod.UID]; found && old != m.Key {
+		x.removeLocked(pod.UID)
+	}
+	e := x.gangs[m.Key]
+	if e == nil {
+		e = newGangEntry(m.Key, x.now())
+		x.gangs[m.Key] = e
+	}
+	e.labelMin = m.MinMember
+	prev, existed := e.members[pod.UID]
+	if !existed || gang.IsGated(prev) != gang.IsGated(pod) {
+		switch {
+		case !gang.IsGated(pod):
+			e.ungated++
+		case existed:
+			e.ungated--
+		}
+	}
+	e.members[pod.UID] = pod
+	x.podGang[pod.UID] = m.Key
+	if pod.Spec.NodeName != "" {
+		e.assigned.Insert(pod.UID)
+		e.assumed.Delete(pod.UID)
+		e.allowed.Delete(pod.UID)
+	}
+	notify := !existed || gang.IsGated(prev) != gang.IsGated(pod)
+	x.mu.Unlock()
+	if notify && x.onChange != nil {
+		x.onChange(m.Key)
+	}
+}
+
+func (x *podIndex) remove(pod *corev1.Pod) {
+	if pod == nil {
+		return
+	}
+	x.mu.Lock()
+	x.removeLocked(pod.UID)
+	x.mu.Unlock()
+}
+
+func (x *podIndex) removeLocked(uid types.UID) {
+	key, found := x.podGang[uid]
+	if !found {
+		return
+	}
+	delete(x.podGang, uid)
+	e := x.gangs[key]
+	if e == nil {
+		return
+	}
+	if p, ok := e.members[uid]; ok {
+		if !gang.IsGated(p) {
+			e.ungated--
+		}
+		delete(e.members, uid)
+	}
+	e.assigned.Delete(uid)
+	e.assumed.Delete(uid)
+	e.allowed.Delete(uid)
+	if len(e.members) == 0 && len(e.assumed) == 0 && len(e.allowed) == 0 {
+		delete(x.gangs, key)
+	}
+}
+
+// get returns the gang's entry (nil if unknown); callers hold x.mu.
+func (x *podIndex) get(key gang.Key) *gangEntry { return x.gangs[key] }

@@ -1,0 +1,146 @@
+package coscheduling
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// Reserve records the member as reserved for its gang.
+func (pl *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+	s := gangState(cs)
+	if s == nil {
+		return nil
+	}
+	pl.index.mu.Lock()
+	defer pl.index.mu.Unlock()
+	e := pl.index.get(s.key)
+	if e == nil {
+		e = newGangEntry(s.key, pl.now())
+		pl.index.gangs[s.key] = e
+	}
+	e.assumed.Insert(pod.UID)
+	return nil
+}
+
+// Permit lets the member through once the gang's bound, permitted and reserved
+// members reach minMember, releasing every member waiting with it; until then the
+// member waits, for the PodGroup's scheduleTimeoutSeconds at most.
+func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
+	s := gangState(cs)
+	if s == nil {
+		return nil, 0
+	}
+	logger := klog.FromContext(ctx)
+	pl.index.mu.Lock()
+	e := pl.index.get(s.key)
+	if e == nil { // Reserve created it; only a concurrent removal gets here
+		pl.index.mu.Unlock()
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: %s is no longer known", ErrReasonGangRejected, s.key)), 0
+	}
+	placed := e.placed()
+	if placed >= int(s.minMember) {
+		release := e.assumed.UnsortedList()
+		e.allowed.Insert(release...)
+		e.assumed.Clear()
+		e.activated = false
+		pl.index.mu.Unlock()
+		for _, uid := range release {
+			if uid == pod.UID {
+				continue
+			}
+			if wp := pl.handle.GetWaitingPod(uid); wp != nil {
+				wp.Allow(Name)
+			}
+		}
+		logger.V(3).Info("Gang reached its quorum", "podGroup", s.key.String(), "placed", placed, "minMember", s.minMember)
+		pl.recordEvent(s.key, s.podGroup, corev1.EventTypeNormal, v1alpha1.ReasonGangScheduled,
+			"%d/%d members placed; releasing the gang for binding", placed, s.minMember)
+		return nil, 0
+	}
+	var activate map[string]*corev1.Pod
+	if !e.activated {
+		e.activated = true
+		activate = e.pending()
+	}
+	pl.index.mu.Unlock()
+	if len(activate) > 0 {
+		// Members rejected earlier may sit in backoff; bring them to the head of the
+		// queue so the gang is attempted as a block while this one waits.
+		pl.handle.Activate(logger, activate)
+	}
+	return fwk.NewStatus(fwk.Wait, fmt.Sprintf("%s: %d/%d members of %s placed", ErrReasonWaitingForQuorum, placed, s.minMember, s.key)),
+		pl.scheduleTimeout(s.podGroup)
+}
+
+// Unreserve runs when a reserved member is rejected: it timed out at Permit, another
+// member's failure rejected it, or a later plugin failed. Unless the gang had
+// already reached its quorum, the whole gang is rejected and backs off.
+func (pl *Plugin) Unreserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) {
+	s := gangState(cs)
+	if s == nil {
+		return
+	}
+	pl.index.mu.Lock()
+	e := pl.index.get(s.key)
+	if e == nil {
+		pl.index.mu.Unlock()
+		return
+	}
+	if e.allowed.Has(pod.UID) {
+		// The gang was complete; only this member's binding failed. It retries alone
+		// and passes Permit at once because the rest of the gang is placed.
+		e.allowed.Delete(pod.UID)
+		pl.index.mu.Unlock()
+		return
+	}
+	if !e.assumed.Has(pod.UID) {
+		pl.index.mu.Unlock() // already rejected together with its gang
+		return
+	}
+	e.assumed.Delete(pod.UID)
+	placed := e.placed()
+	pl.index.mu.Unlock()
+	pl.rejectGang(ctx, s.key, s.podGroup, v1alpha1.ReasonTimeout,
+		fmt.Sprintf("%s: %s could not place %d members within %s (%d/%d placed when member %s was rejected)",
+			ErrReasonGangRejected, s.key, s.minMember, pl.scheduleTimeout(s.podGroup), placed+1, s.minMember, pod.Name))
+}
+
+// rejectGang rejects every waiting member of the gang, starts the gang's backoff and
+// schedules its re-activation when the backoff ends.
+func (pl *Plugin) rejectGang(ctx context.Context, key gang.Key, pg *v1alpha1.PodGroup, reason, msg string) {
+	pl.index.mu.Lock()
+	e := pl.index.get(key)
+	if e == nil {
+		pl.index.mu.Unlock()
+		return
+	}
+	waiting := e.assumed.UnsortedList()
+	e.assumed.Clear()
+	e.activated = false
+	backoff := pl.args.Backoff()
+	e.backoffUntil = pl.now().Add(backoff)
+	pl.index.mu.Unlock()
+
+	for _, uid := range waiting {
+		if wp := pl.handle.GetWaitingPod(uid); wp != nil {
+			wp.Reject(Name, msg)
+		}
+	}
+	klog.FromContext(ctx).V(2).Info("Rejected gang", "podGroup", key.String(), "reason", reason, "waitingRejected", len(waiting), "backoff", backoff)
+	pl.recordEvent(key, pg, corev1.EventTypeWarning, reason, "%s; retrying in %s", msg, backoff)
+	time.AfterFunc(backoff, func() { pl.activateIfQuorum(key) })
+}
+
+func (pl *Plugin) recordEvent(key gang.Key, pg *v1alpha1.PodGroup, eventType, reason, note string, args ...any) {
+	if r := pl.handle.EventRecorder(); r != nil {
+		r.Eventf(podGroupRef(key, pg), nil, eventType, reason, "Scheduling", note, args...)
+	}
+}

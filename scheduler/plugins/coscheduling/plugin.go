@@ -1,0 +1,138 @@
+// Package coscheduling schedules gangs all-or-nothing: members are held until the
+// gang's quorum exists (PreEnqueue), checked against the gang's minResources
+// (PreFilter), and released together once enough of them are reserved (Permit). A
+// gang that cannot be completed is rejected and backs off as a unit.
+package coscheduling
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
+)
+
+// Name is the plugin's registered name.
+const Name = names.Coscheduling
+
+// Reasons shown in `kubectl describe pod` and on PodGroup events.
+const (
+	ErrReasonInvalidGangLabels = "invalid gang membership"
+	ErrReasonWaitingForQuorum  = "waiting for gang members"
+	ErrReasonPodGroupMissing   = "waiting for PodGroup"
+	ErrReasonBackoff           = "gang is backing off after a failed attempt"
+	ErrReasonMinResources      = "cluster lacks the gang's minResources"
+	ErrReasonGangRejected      = "gang rejected"
+)
+
+// Plugin is the Coscheduling plugin.
+type Plugin struct {
+	handle fwk.Handle
+	args   *config.CoschedulingArgs
+	pgs    *crdcache.Cache
+	index  *podIndex
+	now    func() time.Time
+}
+
+var (
+	_ fwk.QueueSortPlugin   = &Plugin{}
+	_ fwk.PreEnqueuePlugin  = &Plugin{}
+	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.PostFilterPlugin  = &Plugin{}
+	_ fwk.ReservePlugin     = &Plugin{}
+	_ fwk.PermitPlugin      = &Plugin{}
+	_ fwk.EnqueueExtensions = &Plugin{}
+)
+
+// New builds the plugin. It registers its pod index on the scheduler's shared pod
+// informer and reads PodGroups from the shared KubeNexus cache.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider) (*Plugin, error) {
+	args, err := config.DecodeCoschedulingArgs(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	pgs, err := crds.Get(ctx, h.KubeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	pl := &Plugin{handle: h, args: args, pgs: pgs, now: time.Now}
+	pl.index = newPodIndex(h.ProfileName(), pl.now)
+	pl.index.onChange = pl.activateIfQuorum
+	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(pl.index.handler()); err != nil {
+		return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
+	}
+	if err := pgs.OnPodGroupChange(pl.activateIfQuorum); err != nil {
+		return nil, fmt.Errorf("%s: watching PodGroups: %w", Name, err)
+	}
+	return pl, nil
+}
+
+// Name returns the plugin's name.
+func (pl *Plugin) Name() string { return Name }
+
+// quorum returns the gang's minMember and its PodGroup, if any. known is false when
+// the gang is defined by a PodGroup object that does not exist (yet).
+func (pl *Plugin) quorum(key gang.Key, labelMin int32) (minMember int32, pg *v1alpha1.PodGroup, known bool) {
+	if pg = pl.pgs.PodGroup(key); pg != nil {
+		return pg.Spec.MinMember, pg, true
+	}
+	if labelMin > 0 {
+		return labelMin, nil, true
+	}
+	return 0, nil, false
+}
+
+// scheduleTimeout is how long members wait at Permit for the rest of the gang.
+func (pl *Plugin) scheduleTimeout(pg *v1alpha1.PodGroup) time.Duration {
+	if pg != nil && pg.Spec.ScheduleTimeoutSeconds != nil {
+		return time.Duration(*pg.Spec.ScheduleTimeoutSeconds) * time.Second
+	}
+	return pl.args.ScheduleTimeout()
+}
+
+// activateIfQuorum moves the gang's pending members to the active queue when the
+// gang has its quorum, so that no member waits for an unrelated event.
+func (pl *Plugin) activateIfQuorum(key gang.Key) {
+	pl.index.mu.RLock()
+	e := pl.index.get(key)
+	if e == nil {
+		pl.index.mu.RUnlock()
+		return
+	}
+	labelMin, ungated := e.labelMin, e.ungated
+	pl.index.mu.RUnlock()
+
+	minMember, _, known := pl.quorum(key, labelMin)
+	if !known || ungated < int(minMember) {
+		return
+	}
+	pl.index.mu.RLock()
+	pods := e.pending()
+	pl.index.mu.RUnlock()
+	if len(pods) > 0 {
+		pl.handle.Activate(klog.Background(), pods)
+	}
+}
+
+// podGroupRef is the reference events are recorded against.
+func podGroupRef(key gang.Key, pg *v1alpha1.PodGroup) *corev1.ObjectReference {
+	ref := &corev1.ObjectReference{
+		APIVersion: v1alpha1.GroupVersion.String(),
+		Kind:       "PodGroup",
+		Namespace:  key.Namespace,
+		Name:       key.Name,
+	}
+	if pg != nil {
+		ref.UID = pg.UID
+	}
+	return ref
+}

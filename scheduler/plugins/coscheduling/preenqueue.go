@@ -1,0 +1,46 @@
+package coscheduling
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+)
+
+// PreEnqueue holds a gang member out of the active queue until the gang's quorum
+// exists: minMember ungated, non-terminal members. Members behind another system's
+// scheduling gate are not counted (the scheduler does not even call PreEnqueue for
+// them while they are gated).
+func (pl *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
+	m, ok, err := gang.Of(pod)
+	if err != nil {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %v", ErrReasonInvalidGangLabels, err))
+	}
+	if !ok {
+		return nil
+	}
+	minMember, _, known := pl.quorum(m.Key, m.MinMember)
+	if !known {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("%s %s: it does not exist", ErrReasonPodGroupMissing, m.Key))
+	}
+	pl.index.mu.RLock()
+	present := 0
+	if e := pl.index.get(m.Key); e != nil {
+		present = e.ungated
+		if _, counted := e.members[pod.UID]; !counted && !gang.IsGated(pod) {
+			present++ // the informer has not delivered this pod to the index yet
+		}
+	} else {
+		present = 1
+	}
+	pl.index.mu.RUnlock()
+	if present < int(minMember) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("%s: %d/%d members of %s exist", ErrReasonWaitingForQuorum, present, minMember, m.Key))
+	}
+	return nil
+}

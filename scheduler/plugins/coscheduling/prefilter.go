@@ -1,0 +1,156 @@
+package coscheduling
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+const stateKey fwk.StateKey = "PreFilter" + Name
+
+// stateData is what PreFilter learnt about the pod's gang, for Reserve and Permit.
+type stateData struct {
+	key       gang.Key
+	minMember int32
+	podGroup  *v1alpha1.PodGroup
+}
+
+// Clone returns the same data: it is never modified after PreFilter.
+func (s *stateData) Clone() fwk.StateData { return s }
+
+func gangState(cs fwk.CycleState) *stateData {
+	d, err := cs.Read(stateKey)
+	if err != nil {
+		return nil
+	}
+	s, _ := d.(*stateData)
+	return s
+}
+
+// PreFilter refuses members of a gang that is backing off, that lost its quorum, or
+// whose minResources exceed what the cluster has free.
+func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	m, ok, err := gang.Of(pod)
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %v", ErrReasonInvalidGangLabels, err))
+	}
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	minMember, pg, known := pl.quorum(m.Key, m.MinMember)
+	if !known {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s %s: it does not exist", ErrReasonPodGroupMissing, m.Key))
+	}
+
+	pl.index.mu.RLock()
+	e := pl.index.get(m.Key)
+	var ungated int
+	var backoffUntil = pl.now()
+	var placedReq corev1.ResourceList
+	if e != nil {
+		ungated, backoffUntil = e.ungated, e.backoffUntil
+		if pg != nil && len(pg.Spec.MinResources) > 0 {
+			placedReq = placedRequests(e)
+		}
+	}
+	pl.index.mu.RUnlock()
+
+	if now := pl.now(); now.Before(backoffUntil) {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("%s: %s retries in %s", ErrReasonBackoff, m.Key, backoffUntil.Sub(now).Round(1e9)))
+	}
+	if ungated < int(minMember) {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("%s: %d/%d members of %s exist", ErrReasonWaitingForQuorum, ungated, minMember, m.Key))
+	}
+	if pg != nil && len(pg.Spec.MinResources) > 0 {
+		if short := shortfall(pg.Spec.MinResources, placedReq, nodes); len(short) > 0 {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+				fmt.Sprintf("%s: %s needs %s more than the cluster has free", ErrReasonMinResources, m.Key, strings.Join(short, ", ")))
+		}
+	}
+	cs.Write(stateKey, &stateData{key: m.Key, minMember: minMember, podGroup: pg})
+	return nil, nil
+}
+
+// PreFilterExtensions is not needed: the gang check does not depend on other pods
+// on a node.
+func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// placedRequests sums the requests of members already bound, permitted or reserved;
+// their share of minResources is already taken out of the nodes' free capacity.
+func placedRequests(e *gangEntry) corev1.ResourceList {
+	total := corev1.ResourceList{}
+	for uid, p := range e.members {
+		if e.assigned.Has(uid) || e.assumed.Has(uid) || e.allowed.Has(uid) {
+			addTo(total, resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
+		}
+	}
+	return total
+}
+
+func addTo(total, rl corev1.ResourceList) {
+	for name, q := range rl {
+		sum := total[name]
+		sum.Add(q)
+		total[name] = sum
+	}
+}
+
+// shortfall lists each resource of minResources (less what the gang already placed)
+// that exceeds the free capacity summed over nodes.
+func shortfall(minResources, placed corev1.ResourceList, nodes []fwk.NodeInfo) []string {
+	var short []string
+	for name, want := range minResources {
+		need := want.DeepCopy()
+		if p, ok := placed[name]; ok {
+			need.Sub(p)
+		}
+		if need.Sign() <= 0 {
+			continue
+		}
+		free := freeOf(name, nodes)
+		if free.Cmp(need) < 0 {
+			missing := need.DeepCopy()
+			missing.Sub(free)
+			short = append(short, fmt.Sprintf("%s %s", missing.String(), name))
+		}
+	}
+	sort.Strings(short)
+	return short
+}
+
+// freeOf sums allocatable minus requested of one resource over the snapshot's nodes
+// (the snapshot counts assumed and bound pods).
+func freeOf(name corev1.ResourceName, nodes []fwk.NodeInfo) resource.Quantity {
+	var milli int64
+	for _, n := range nodes {
+		alloc, req := n.GetAllocatable(), n.GetRequested()
+		var a, r int64
+		switch name {
+		case corev1.ResourceCPU:
+			a, r = alloc.GetMilliCPU(), req.GetMilliCPU()
+		case corev1.ResourceMemory:
+			a, r = alloc.GetMemory()*1000, req.GetMemory()*1000
+		case corev1.ResourceEphemeralStorage:
+			a, r = alloc.GetEphemeralStorage()*1000, req.GetEphemeralStorage()*1000
+		case corev1.ResourcePods:
+			a, r = int64(alloc.GetAllowedPodNumber())*1000, int64(len(n.GetPods()))*1000
+		default:
+			a, r = alloc.GetScalarResources()[name]*1000, req.GetScalarResources()[name]*1000
+		}
+		if a > r {
+			milli += a - r
+		}
+	}
+	return *resource.NewMilliQuantity(milli, resource.DecimalSI)
+}

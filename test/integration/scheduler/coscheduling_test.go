@@ -1,0 +1,144 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+)
+
+var _ = Describe("Coscheduling", func() {
+	It("binds all 8 members of a gang when they fit", func() {
+		tc := newTestCluster(testutil.CoschedulingProfile(1, 10))
+		tc.addNodes("n", 4, "cpu", "4")
+		tc.gang("train", 8, "2", 0)
+		Eventually(tc.boundFn("train")).WithTimeout(testutil.Timeout).Should(Equal(8))
+		Expect(tc.eventReasons("train")).To(ContainElement("GangScheduled"))
+	})
+
+	It("binds none of an 8-member gang when only 7 fit, and says why", func() {
+		tc := newTestCluster(testutil.CoschedulingProfile(1, 10))
+		tc.addNodes("n", 7, "cpu", "2")
+		tc.gang("train", 8, "2", 0)
+		Eventually(func() []string { return tc.eventReasons("train") }).WithTimeout(testutil.Timeout).Should(ContainElement("InsufficientCapacity"))
+		Consistently(tc.boundFn("train")).WithTimeout(5 * time.Second).Should(Equal(0))
+
+		pod := &corev1.Pod{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "train-0"}, pod)).To(Succeed())
+		var cond *corev1.PodCondition
+		for i := range pod.Status.Conditions {
+			if pod.Status.Conditions[i].Type == corev1.PodScheduled {
+				cond = &pod.Status.Conditions[i]
+			}
+		}
+		Expect(cond).NotTo(BeNil())
+		Expect(cond.Reason).To(Equal(corev1.PodReasonUnschedulable))
+	})
+
+	It("binds one of two gangs that together exceed capacity, and the other once the first is gone", func() {
+		tc := newTestCluster(testutil.CoschedulingProfile(1, 10))
+		tc.addNodes("n", 4, "cpu", "4")
+		tc.gang("first", 8, "2", 0)
+		tc.gang("second", 8, "2", 0)
+		Eventually(func() int { return tc.bound("first") + tc.bound("second") }).WithTimeout(testutil.Timeout).Should(Equal(8))
+		Consistently(func() []int { return []int{tc.bound("first"), tc.bound("second")} }).WithTimeout(3 * time.Second).
+			Should(Or(Equal([]int{8, 0}), Equal([]int{0, 8})))
+
+		winner, loser := "first", "second"
+		if tc.bound("second") == 8 {
+			winner, loser = "second", "first"
+		}
+		Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Pod{}, client.InNamespace(tc.ns),
+			client.MatchingLabels{"scheduling.x-k8s.io/pod-group": winner}, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(tc.boundFn(loser)).WithTimeout(testutil.Timeout).Should(Equal(8))
+	})
+
+	It("forms a gang whose members arrive over longer than the Permit timeout", func() {
+		tc := newTestCluster(testutil.CoschedulingProfile(1, 2))
+		tc.addNodes("n", 2, "cpu", "4")
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("slow", tc.ns).MinMember(4).Obj())).To(Succeed())
+		for i := range 4 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("slow-%d", i)).PodGroup("slow").Req("cpu", "1").Obj())).To(Succeed())
+			if i < 3 {
+				Consistently(tc.boundFn("slow")).WithTimeout(1500 * time.Millisecond).Should(Equal(0))
+			}
+		}
+		Eventually(tc.boundFn("slow")).WithTimeout(testutil.Timeout).Should(Equal(4))
+		Expect(tc.eventReasons("slow")).NotTo(ContainElement("Timeout"))
+	})
+
+	It("lets a higher-priority gang overtake a lower-priority one queued before it", func() {
+		tc := newTestCluster(testutil.CoschedulingProfile(1, 10))
+		tc.gang("low", 4, "2", 10)
+		tc.gang("high", 4, "2", 1000)
+		// No nodes yet: both gangs are queued. Capacity for one gang arrives.
+		tc.addNodes("n", 2, "cpu", "4")
+		Eventually(tc.boundFn("high")).WithTimeout(testutil.Timeout).Should(Equal(4))
+		Consistently(tc.boundFn("low")).WithTimeout(3 * time.Second).Should(Equal(0))
+	})
+
+	It("does not count members held by another system's scheduling gate, and never removes the gate", func() {
+		tc := newTestCluster(testutil.CoschedulingProfile(1, 10))
+		tc.addNodes("n", 2, "cpu", "4")
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("gated", tc.ns).MinMember(4).Obj())).To(Succeed())
+		for i := range 3 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("gated-%d", i)).PodGroup("gated").Req("cpu", "1").Obj())).To(Succeed())
+		}
+		Expect(k8sClient.Create(suiteCtx, tc.pod("gated-3").PodGroup("gated").Req("cpu", "1").Gate("kueue.x-k8s.io/admission").Obj())).To(Succeed())
+		Consistently(tc.boundFn("gated")).WithTimeout(3 * time.Second).Should(Equal(0))
+
+		gatedPod := &corev1.Pod{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "gated-3"}, gatedPod)).To(Succeed())
+		Expect(gatedPod.Spec.SchedulingGates).To(HaveLen(1))
+
+		// The other system admits the pod: the gang forms.
+		gatedPod.Spec.SchedulingGates = nil
+		Expect(k8sClient.Update(suiteCtx, gatedPod)).To(Succeed())
+		Eventually(tc.boundFn("gated")).WithTimeout(testutil.Timeout).Should(Equal(4))
+	})
+
+	It("schedules a label-only gang (pod-group.scheduling.kubenexus.io labels) all-or-nothing", func() {
+		tc := newTestCluster(testutil.CoschedulingProfile(1, 10))
+		tc.addNodes("n", 1, "cpu", "4")
+		for i := range 3 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("etl-%d", i)).
+				Label("pod-group.scheduling.kubenexus.io/name", "etl").
+				Label("pod-group.scheduling.kubenexus.io/min-available", "3").
+				Req("cpu", "2").Obj())).To(Succeed())
+		}
+		Consistently(func() int {
+			pods := &corev1.PodList{}
+			Expect(k8sClient.List(suiteCtx, pods, client.InNamespace(tc.ns))).To(Succeed())
+			n := 0
+			for _, p := range pods.Items {
+				if p.Spec.NodeName != "" {
+					n++
+				}
+			}
+			return n
+		}).WithTimeout(4 * time.Second).Should(Equal(0))
+	})
+
+	It("refuses to schedule a pod whose gang labels are malformed, saying which label", func() {
+		tc := newTestCluster(testutil.CoschedulingProfile(1, 10))
+		tc.addNodes("n", 1, "cpu", "4")
+		Expect(k8sClient.Create(suiteCtx, tc.pod("typo").
+			Label("pod-group.scheduling.kubenexus.io/name", "etl").
+			Label("pod-group.scheduling.kubenexus.io/min-available", "three").Obj())).To(Succeed())
+		Eventually(func() string {
+			pod := &corev1.Pod{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "typo"}, pod)).To(Succeed())
+			for _, c := range pod.Status.Conditions {
+				if c.Type == corev1.PodScheduled {
+					return c.Message
+				}
+			}
+			return ""
+		}).WithTimeout(testutil.Timeout).Should(ContainSubstring(`pod-group.scheduling.kubenexus.io/min-available="three" must be an integer`))
+	})
+})

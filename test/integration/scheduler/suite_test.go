@@ -1,0 +1,170 @@
+// Package scheduler_test runs kubenexus-scheduler in-process, through the same code
+// path as the binary, against a real kube-apiserver, and checks where pods land.
+package scheduler_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kube-nexus/kubenexus/controllers"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+)
+
+var (
+	suiteCtx    context.Context
+	suiteCancel context.CancelFunc
+	testEnv     *envtest.Environment
+	k8sClient   client.Client
+	adminConfig []byte
+)
+
+func TestScheduler(t *testing.T) {
+	// KLOG_V=4 shows the scheduler's own logs when debugging a failure.
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	if v := os.Getenv("KLOG_V"); v != "" {
+		_ = fs.Set("v", v)
+	}
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Scheduler integration suite")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	suiteCtx, suiteCancel = context.WithCancel(context.Background())
+	Expect(testutil.RequireAssets()).To(Succeed())
+	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testutil.CRDPath()}, ErrorIfCRDPathMissing: true}
+	cfg, err := testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	cfg.QPS, cfg.Burst = 5000, 5000
+
+	admin, err := testEnv.AddUser(envtest.User{Name: "scheduler-admin", Groups: []string{"system:masters"}}, rest.CopyConfig(cfg))
+	Expect(err).NotTo(HaveOccurred())
+	adminConfig, err = admin.KubeConfig()
+	Expect(err).NotTo(HaveOccurred())
+
+	k8sClient, err = client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = AfterSuite(func() {
+	suiteCancel()
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+})
+
+// testCluster is one test's namespace, nodes and scheduler.
+type testCluster struct {
+	ns        string
+	nodeLabel string
+	stop      context.CancelFunc
+	done      <-chan struct{}
+}
+
+// newTestCluster creates a namespace and starts a scheduler with the given profile.
+// Nodes it creates carry a label that this test's pods select, so tests never share
+// capacity.
+func newTestCluster(profile string) *testCluster {
+	GinkgoHelper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sched-"}}
+	Expect(k8sClient.Create(suiteCtx, ns)).To(Succeed())
+	tc := &testCluster{ns: ns.Name, nodeLabel: ns.Name}
+	tc.startScheduler(profile)
+	DeferCleanup(tc.cleanup)
+	return tc
+}
+
+func (tc *testCluster) startScheduler(profile string) {
+	GinkgoHelper()
+	ctx, cancel := context.WithCancel(suiteCtx)
+	done, err := testutil.StartScheduler(ctx, GinkgoT().TempDir(), adminConfig, profile)
+	Expect(err).NotTo(HaveOccurred())
+	tc.stop, tc.done = cancel, done
+}
+
+// stopScheduler kills the scheduler: pods waiting at Permit are dropped with it.
+func (tc *testCluster) stopScheduler() {
+	tc.stop()
+	Eventually(tc.done).WithTimeout(testutil.Timeout).Should(BeClosed())
+}
+
+func (tc *testCluster) cleanup() {
+	tc.stopScheduler()
+	Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Pod{}, client.InNamespace(tc.ns), client.GracePeriodSeconds(0))).To(Succeed())
+	Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Node{}, client.MatchingLabels{"kubenexus.io/test": tc.nodeLabel})).To(Succeed())
+}
+
+// addNodes creates n nodes with the given capacity pairs.
+func (tc *testCluster) addNodes(prefix string, n int, capacity ...string) {
+	GinkgoHelper()
+	for i := range n {
+		node := testutil.MakeNode(fmt.Sprintf("%s-%s-%d", tc.ns, prefix, i)).Capacity(capacity...).Label("kubenexus.io/test", tc.nodeLabel).Obj()
+		Expect(k8sClient.Create(suiteCtx, node)).To(Succeed())
+		// The TaintNodesByCondition admission plugin taints new nodes not-ready; there
+		// is no kubelet or node lifecycle controller here to lift it.
+		node.Spec.Taints = nil
+		Expect(k8sClient.Update(suiteCtx, node)).To(Succeed())
+	}
+}
+
+// pod starts a pod of this test for kubenexus-scheduler, restricted to its nodes.
+func (tc *testCluster) pod(name string) *testutil.PodWrapper {
+	return testutil.MakePod(name, tc.ns).SchedulerName(testutil.SchedulerName).NodeSelector("kubenexus.io/test", tc.nodeLabel)
+}
+
+// gang creates a PodGroup with minMember n and n member pods requesting cpu each.
+func (tc *testCluster) gang(name string, n int32, cpu string, priority int32) {
+	GinkgoHelper()
+	Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup(name, tc.ns).MinMember(n).Obj())).To(Succeed())
+	for i := range n {
+		Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("%s-%d", name, i)).PodGroup(name).Req("cpu", cpu).Priority(priority).Obj())).To(Succeed())
+	}
+}
+
+// bound counts the pods of a PodGroup that are bound to a node.
+func (tc *testCluster) bound(group string) int {
+	GinkgoHelper()
+	pods := &corev1.PodList{}
+	Expect(k8sClient.List(suiteCtx, pods, client.InNamespace(tc.ns), client.MatchingLabels{"scheduling.x-k8s.io/pod-group": group})).To(Succeed())
+	n := 0
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// boundFn polls bound for Eventually/Consistently.
+func (tc *testCluster) boundFn(group string) func() int {
+	return func() int { return tc.bound(group) }
+}
+
+// events returns the reasons of events recorded on the PodGroup.
+func (tc *testCluster) eventReasons(group string) []string {
+	GinkgoHelper()
+	evs := &corev1.EventList{}
+	Expect(k8sClient.List(suiteCtx, evs, client.InNamespace(tc.ns))).To(Succeed())
+	var out []string
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Kind == "PodGroup" && e.InvolvedObject.Name == group {
+			out = append(out, e.Reason)
+		}
+	}
+	return out
+}
