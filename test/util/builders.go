@@ -213,7 +213,7 @@ func MakePod(name, namespace string) *PodWrapper {
 func (w *PodWrapper) Label(k, v string) *PodWrapper      { w.Labels[k] = v; return w }
 func (w *PodWrapper) Annotation(k, v string) *PodWrapper { w.Annotations[k] = v; return w }
 func (w *PodWrapper) SchedulerName(n string) *PodWrapper { w.Spec.SchedulerName = n; return w }
-func (w *PodWrapper) Priority(p int32) *PodWrapper       { w.Spec.Priority = ptr.To(p); return w }
+func (w *PodWrapper) PriorityClass(n string) *PodWrapper { w.Spec.PriorityClassName = n; return w }
 func (w *PodWrapper) NodeSelector(k, v string) *PodWrapper {
 	if w.Spec.NodeSelector == nil {
 		w.Spec.NodeSelector = map[string]string{}

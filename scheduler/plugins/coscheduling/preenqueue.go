@@ -16,10 +16,9 @@ import (
 // them while they are gated).
 func (pl *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	m, ok, err := gang.Of(pod)
-	if err != nil {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %v", ErrReasonInvalidGangLabels, err))
-	}
-	if !ok {
+	if err != nil || !ok {
+		// Malformed gang labels are refused in PreFilter, where the reason reaches the
+		// pod's PodScheduled condition and events; PreEnqueue results do not.
 		return nil
 	}
 	minMember, _, known := pl.quorum(m.Key, m.MinMember)

@@ -16,7 +16,7 @@ var _ = Describe("Coscheduling", func() {
 	It("binds all 8 members of a gang when they fit", func() {
 		tc := newTestCluster(testutil.CoschedulingProfile(1, 10))
 		tc.addNodes("n", 4, "cpu", "4")
-		tc.gang("train", 8, "2", 0)
+		tc.gang("train", 8, "2", "")
 		Eventually(tc.boundFn("train")).WithTimeout(testutil.Timeout).Should(Equal(8))
 		Expect(tc.eventReasons("train")).To(ContainElement("GangScheduled"))
 	})
@@ -24,7 +24,7 @@ var _ = Describe("Coscheduling", func() {
 	It("binds none of an 8-member gang when only 7 fit, and says why", func() {
 		tc := newTestCluster(testutil.CoschedulingProfile(1, 10))
 		tc.addNodes("n", 7, "cpu", "2")
-		tc.gang("train", 8, "2", 0)
+		tc.gang("train", 8, "2", "")
 		Eventually(func() []string { return tc.eventReasons("train") }).WithTimeout(testutil.Timeout).Should(ContainElement("InsufficientCapacity"))
 		Consistently(tc.boundFn("train")).WithTimeout(5 * time.Second).Should(Equal(0))
 
@@ -43,8 +43,8 @@ var _ = Describe("Coscheduling", func() {
 	It("binds one of two gangs that together exceed capacity, and the other once the first is gone", func() {
 		tc := newTestCluster(testutil.CoschedulingProfile(1, 10))
 		tc.addNodes("n", 4, "cpu", "4")
-		tc.gang("first", 8, "2", 0)
-		tc.gang("second", 8, "2", 0)
+		tc.gang("first", 8, "2", "")
+		tc.gang("second", 8, "2", "")
 		Eventually(func() int { return tc.bound("first") + tc.bound("second") }).WithTimeout(testutil.Timeout).Should(Equal(8))
 		Consistently(func() []int { return []int{tc.bound("first"), tc.bound("second")} }).WithTimeout(3 * time.Second).
 			Should(Or(Equal([]int{8, 0}), Equal([]int{0, 8})))
@@ -74,8 +74,10 @@ var _ = Describe("Coscheduling", func() {
 
 	It("lets a higher-priority gang overtake a lower-priority one queued before it", func() {
 		tc := newTestCluster(testutil.CoschedulingProfile(1, 10))
-		tc.gang("low", 4, "2", 10)
-		tc.gang("high", 4, "2", 1000)
+		priorityClass("batch-low", 10)
+		priorityClass("batch-high", 1000)
+		tc.gang("low", 4, "2", "batch-low")
+		tc.gang("high", 4, "2", "batch-high")
 		// No nodes yet: both gangs are queued. Capacity for one gang arrives.
 		tc.addNodes("n", 2, "cpu", "4")
 		Eventually(tc.boundFn("high")).WithTimeout(testutil.Timeout).Should(Equal(4))

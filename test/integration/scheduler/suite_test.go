@@ -12,6 +12,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -127,12 +129,22 @@ func (tc *testCluster) pod(name string) *testutil.PodWrapper {
 	return testutil.MakePod(name, tc.ns).SchedulerName(testutil.SchedulerName).NodeSelector("kubenexus.io/test", tc.nodeLabel)
 }
 
-// gang creates a PodGroup with minMember n and n member pods requesting cpu each.
-func (tc *testCluster) gang(name string, n int32, cpu string, priority int32) {
+// gang creates a PodGroup with minMember n and n member pods requesting cpu each,
+// of the given PriorityClass ("" for none).
+func (tc *testCluster) gang(name string, n int32, cpu string, priorityClass string) {
 	GinkgoHelper()
 	Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup(name, tc.ns).MinMember(n).Obj())).To(Succeed())
 	for i := range n {
-		Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("%s-%d", name, i)).PodGroup(name).Req("cpu", cpu).Priority(priority).Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("%s-%d", name, i)).PodGroup(name).Req("cpu", cpu).PriorityClass(priorityClass).Obj())).To(Succeed())
+	}
+}
+
+// priorityClass creates a cluster-wide PriorityClass (once per suite).
+func priorityClass(name string, value int32) {
+	GinkgoHelper()
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+	if err := k8sClient.Create(suiteCtx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
+		Expect(err).NotTo(HaveOccurred())
 	}
 }
 
