@@ -4,6 +4,7 @@ package controllers
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	kubenexusv1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/controllers/podgroup"
 )
 
 // Leader election and the events every reconciler records.
@@ -29,16 +31,22 @@ func NewScheme() *runtime.Scheme {
 }
 
 // Options configures the controllers.
-type Options struct{}
+type Options struct {
+	// PodGroupGCGrace is how long an auto-created PodGroup without members is kept.
+	PodGroupGCGrace time.Duration
+}
 
 // Setup registers the health and readiness checks and every KubeNexus reconciler
 // with mgr.
-func Setup(mgr ctrl.Manager, _ Options) error {
+func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding readiness check: %w", err)
+	}
+	if err := (&podgroup.Reconciler{Client: mgr.GetClient(), GCGrace: opts.PodGroupGCGrace}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the PodGroup controller: %w", err)
 	}
 	return nil
 }

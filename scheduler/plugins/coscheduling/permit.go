@@ -114,8 +114,11 @@ func (pl *Plugin) Unreserve(ctx context.Context, cs fwk.CycleState, pod *corev1.
 }
 
 // rejectGang rejects every waiting member of the gang, starts the gang's backoff and
-// schedules its re-activation when the backoff ends.
+// schedules its re-activation when the backoff ends. The message starts with the
+// reason (a PodGroup condition reason), which the PodGroup controller reads back
+// from the members' PodScheduled condition.
 func (pl *Plugin) rejectGang(ctx context.Context, key gang.Key, pg *v1alpha1.PodGroup, reason, msg string) {
+	msg = reason + ": " + msg
 	pl.index.mu.Lock()
 	e := pl.index.get(key)
 	if e == nil {

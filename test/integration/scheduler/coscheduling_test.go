@@ -7,8 +7,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
@@ -19,6 +22,9 @@ var _ = Describe("Coscheduling", func() {
 		tc.gang("train", 8, "2", "")
 		Eventually(tc.boundFn("train")).WithTimeout(testutil.Timeout).Should(Equal(8))
 		Expect(tc.eventReasons("train")).To(ContainElement("GangScheduled"))
+		Eventually(func() v1alpha1.PodGroupPhase { return tc.podGroup("train").Status.Phase }).
+			WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.PodGroupScheduled))
+		Expect(tc.podGroup("train").Status.Scheduled).To(BeEquivalentTo(8))
 	})
 
 	It("binds none of an 8-member gang when only 7 fit, and says why", func() {
@@ -27,6 +33,8 @@ var _ = Describe("Coscheduling", func() {
 		tc.gang("train", 8, "2", "")
 		Eventually(func() []string { return tc.eventReasons("train") }).WithTimeout(testutil.Timeout).Should(ContainElement("InsufficientCapacity"))
 		Consistently(tc.boundFn("train")).WithTimeout(5 * time.Second).Should(Equal(0))
+		Eventually(tc.scheduledReason("train")).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.ReasonInsufficientCapacity))
+		Expect(tc.podGroup("train").Status.Phase).To(Equal(v1alpha1.PodGroupScheduling))
 
 		pod := &corev1.Pod{}
 		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "train-0"}, pod)).To(Succeed())
@@ -93,6 +101,13 @@ var _ = Describe("Coscheduling", func() {
 		}
 		Expect(k8sClient.Create(suiteCtx, tc.pod("gated-3").PodGroup("gated").Req("cpu", "1").Gate("kueue.x-k8s.io/admission").Obj())).To(Succeed())
 		Consistently(tc.boundFn("gated")).WithTimeout(3 * time.Second).Should(Equal(0))
+		Eventually(func() string {
+			c := meta.FindStatusCondition(tc.podGroup("gated").Status.Conditions, v1alpha1.PodGroupConditionScheduled)
+			if c == nil {
+				return ""
+			}
+			return c.Message
+		}).WithTimeout(testutil.Timeout).Should(HavePrefix("WaitingForMembers 3/4"))
 
 		gatedPod := &corev1.Pod{}
 		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "gated-3"}, gatedPod)).To(Succeed())
@@ -124,6 +139,21 @@ var _ = Describe("Coscheduling", func() {
 			}
 			return n
 		}).WithTimeout(4 * time.Second).Should(Equal(0))
+
+		// The manager created the PodGroup for the label-only gang.
+		Eventually(func() error {
+			return k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "etl"}, &v1alpha1.PodGroup{})
+		}).WithTimeout(testutil.Timeout).Should(Succeed())
+		pg := tc.podGroup("etl")
+		Expect(pg.Spec.MinMember).To(BeEquivalentTo(3))
+		Expect(pg.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "kubenexus"))
+
+		// Once every member is gone, the auto-created group is garbage-collected.
+		Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Pod{}, client.InNamespace(tc.ns), client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(func() bool {
+			err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "etl"}, &v1alpha1.PodGroup{})
+			return apierrors.IsNotFound(err)
+		}).WithTimeout(testutil.Timeout).Should(BeTrue())
 	})
 
 	It("refuses to schedule a pod whose gang labels are malformed, saying which label", func() {

@@ -8,20 +8,25 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
@@ -61,6 +66,19 @@ var _ = BeforeSuite(func() {
 
 	k8sClient, err = client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
 	Expect(err).NotTo(HaveOccurred())
+
+	// The manager's controllers run beside the scheduler, as in a cluster.
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 controllers.NewScheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(controllers.Setup(mgr, controllers.Options{PodGroupGCGrace: 2 * time.Second})).To(Succeed())
+	go func() {
+		defer GinkgoRecover()
+		Expect(mgr.Start(suiteCtx)).To(Succeed())
+	}()
 })
 
 var _ = AfterSuite(func() {
@@ -179,4 +197,22 @@ func (tc *testCluster) eventReasons(group string) []string {
 		}
 	}
 	return out
+}
+
+// podGroupCondition returns the PodGroup's phase and Scheduled condition.
+func (tc *testCluster) podGroup(name string) *v1alpha1.PodGroup {
+	GinkgoHelper()
+	pg := &v1alpha1.PodGroup{}
+	Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: name}, pg)).To(Succeed())
+	return pg
+}
+
+// scheduledReason is the reason of the PodGroup's Scheduled condition ("" if none).
+func (tc *testCluster) scheduledReason(name string) func() string {
+	return func() string {
+		if c := meta.FindStatusCondition(tc.podGroup(name).Status.Conditions, v1alpha1.PodGroupConditionScheduled); c != nil {
+			return c.Reason
+		}
+		return ""
+	}
 }

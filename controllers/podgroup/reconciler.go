@@ -1,0 +1,155 @@
+// Package podgroup reconciles PodGroup status from member pods, creates PodGroups for
+// label-only gangs and garbage-collects the ones it created.
+package podgroup
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// IndexGangKey indexes pods by the namespace/name of their gang.
+const IndexGangKey = "kubenexus.gang"
+
+// Reconciler keeps PodGroups in step with their member pods.
+type Reconciler struct {
+	Client client.Client
+	// Now is the clock (tests replace it).
+	Now func() time.Time
+	// GCGrace is how long an auto-created PodGroup without members is kept, so that
+	// a workload between pod generations keeps its group.
+	GCGrace time.Duration
+}
+
+// +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=podgroups,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=podgroups/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+
+// SetupWithManager registers the pod index and the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, IndexGangKey, podGangKey); err != nil {
+		return fmt.Errorf("indexing pods by gang: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("podgroup").
+		For(&v1alpha1.PodGroup{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if keys := podGangKey(o); len(keys) == 1 {
+				m, _, _ := gang.Of(o.(*corev1.Pod))
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.Key.Namespace, Name: m.Key.Name}}}
+			}
+			return nil
+		})).
+		Complete(r)
+}
+
+func podGangKey(o client.Object) []string {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return nil
+	}
+	if m, ok, err := gang.Of(p); err == nil && ok {
+		return []string{m.Key.String()}
+	}
+	return nil
+}
+
+// Reconcile computes the PodGroup's status, creating the group for a label-only gang
+// and deleting an auto-created group whose members are all gone.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	key := gang.Key{Namespace: req.Namespace, Name: req.Name}
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(req.Namespace), client.MatchingFields{IndexGangKey: key.String()}); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	pg := &v1alpha1.PodGroup{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pg); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		desired := AutoPodGroup(key, pods.Items)
+		if desired == nil {
+			return ctrl.Result{}, nil
+		}
+		if err := r.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
+			return ctrl.Result{}, fmt.Errorf("creating PodGroup for label-only gang: %w", err)
+		}
+		log.V(2).Info("Created PodGroup for a label-only gang", "podGroup", klog.KObj(desired), "minMember", desired.Spec.MinMember)
+		return ctrl.Result{}, nil
+	}
+
+	if len(pods.Items) == 0 && pg.Labels[v1alpha1.LabelManagedBy] == v1alpha1.ManagedByValue {
+		if wait := pg.CreationTimestamp.Add(r.GCGrace).Sub(r.Now()); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+		if err := r.Client.Delete(ctx, pg, client.Preconditions{UID: &pg.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		log.V(2).Info("Deleted auto-created PodGroup without members", "podGroup", klog.KObj(pg))
+		return ctrl.Result{}, nil
+	}
+
+	status := ComputeStatus(pg, pods.Items, metav1.NewTime(r.Now()))
+	if equality.Semantic.DeepEqual(status, pg.Status) {
+		return ctrl.Result{}, nil
+	}
+	patch := client.MergeFrom(pg.DeepCopy())
+	pg.Status = status
+	if err := r.Client.Status().Patch(ctx, pg, patch); err != nil {
+		return ctrl.Result{}, fmt.Errorf("updating PodGroup status: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// AutoPodGroup is the PodGroup to create for a gang defined only by pod labels
+// (KubeNexus, sigs or Kueue dialects), or nil when the gang's members name a PodGroup
+// object the user owns. The oldest member's labels give minMember; the group is owned
+// by that member's controller, so that deleting the workload deletes the group.
+func AutoPodGroup(key gang.Key, members []corev1.Pod) *v1alpha1.PodGroup {
+	if len(members) == 0 {
+		return nil
+	}
+	sorted := append([]corev1.Pod(nil), members...)
+	sort.Slice(sorted, func(i, j int) bool {
+		return sorted[i].CreationTimestamp.Before(&sorted[j].CreationTimestamp) ||
+			(sorted[i].CreationTimestamp.Equal(&sorted[j].CreationTimestamp) && sorted[i].Name < sorted[j].Name)
+	})
+	m, ok, err := gang.Of(&sorted[0])
+	if err != nil || !ok || m.NeedsPodGroupObject() {
+		return nil
+	}
+	pg := &v1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      key.Name,
+			Namespace: key.Namespace,
+			Labels:    map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue},
+		},
+		Spec: v1alpha1.PodGroupSpec{MinMember: m.MinMember},
+	}
+	if ref := metav1.GetControllerOf(&sorted[0]); ref != nil {
+		pg.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID,
+		}}
+	}
+	return pg
+}

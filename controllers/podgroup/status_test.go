@@ -1,0 +1,165 @@
+package podgroup
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+)
+
+type member struct {
+	node          string
+	phase         corev1.PodPhase
+	gated         bool
+	unschedulable string
+}
+
+func members(ms ...member) []corev1.Pod {
+	var out []corev1.Pod
+	for i, m := range ms {
+		w := testutil.MakePod("m"+string(rune('a'+i)), "ns").PodGroup("g")
+		if m.gated {
+			w.Gate("kueue.x-k8s.io/admission")
+		}
+		p := w.Obj()
+		p.Spec.NodeName = m.node
+		p.Status.Phase = m.phase
+		if m.unschedulable != "" {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: m.unschedulable}}
+		}
+		out = append(out, *p)
+	}
+	return out
+}
+
+func repeat(m member, n int) []member {
+	out := make([]member, n)
+	for i := range out {
+		out[i] = m
+	}
+	return out
+}
+
+func TestComputeStatus(t *testing.T) {
+	pending := member{phase: corev1.PodPending}
+	bound := member{node: "n1", phase: corev1.PodPending}
+	running := member{node: "n1", phase: corev1.PodRunning}
+	tests := map[string]struct {
+		members    []member
+		wantPhase  v1alpha1.PodGroupPhase
+		wantReason string
+		wantMsg    string
+		wantCounts [4]int32 // scheduled, running, succeeded, failed
+	}{
+		"3 of 8 members exist": {
+			members:   repeat(pending, 3),
+			wantPhase: v1alpha1.PodGroupPending, wantReason: v1alpha1.ReasonWaitingForMembers, wantMsg: "WaitingForMembers 3/8",
+		},
+		"gated members do not count": {
+			members:   append(repeat(pending, 7), member{phase: corev1.PodPending, gated: true}),
+			wantPhase: v1alpha1.PodGroupPending, wantReason: v1alpha1.ReasonWaitingForMembers, wantMsg: "WaitingForMembers 7/8",
+		},
+		"quorum exists, scheduler has not decided": {
+			members:   repeat(pending, 8),
+			wantPhase: v1alpha1.PodGroupScheduling, wantReason: "Scheduling", wantMsg: "0/8 members scheduled",
+		},
+		"gang rejected for capacity": {
+			members:   append(repeat(pending, 7), member{phase: corev1.PodPending, unschedulable: "0/7 nodes are available: 7 Insufficient cpu. InsufficientCapacity: gang rejected"}),
+			wantPhase: v1alpha1.PodGroupScheduling, wantReason: v1alpha1.ReasonInsufficientCapacity, wantMsg: "7 Insufficient cpu",
+		},
+		"gang timed out at Permit": {
+			members:   append(repeat(pending, 7), member{phase: corev1.PodPending, unschedulable: "Timeout: gang rejected: ns/g could not place 8 members within 1m0s"}),
+			wantPhase: v1alpha1.PodGroupScheduling, wantReason: v1alpha1.ReasonTimeout, wantMsg: "could not place 8 members",
+		},
+		"all bound": {
+			members:    repeat(bound, 8),
+			wantPhase:  v1alpha1.PodGroupScheduled, wantReason: v1alpha1.ReasonGangScheduled, wantMsg: "8/8 members scheduled",
+			wantCounts: [4]int32{8, 0, 0, 0},
+		},
+		"all running": {
+			members:    repeat(running, 8),
+			wantPhase:  v1alpha1.PodGroupRunning, wantReason: v1alpha1.ReasonGangScheduled,
+			wantCounts: [4]int32{8, 8, 0, 0},
+		},
+		"all succeeded": {
+			members:    repeat(member{node: "n1", phase: corev1.PodSucceeded}, 8),
+			wantPhase:  v1alpha1.PodGroupSucceeded, wantReason: v1alpha1.ReasonGangScheduled,
+			wantCounts: [4]int32{8, 0, 8, 0},
+		},
+		"a failed member leaves too few": {
+			members:    append(repeat(running, 7), member{node: "n1", phase: corev1.PodFailed}),
+			wantPhase:  v1alpha1.PodGroupFailed, wantReason: ReasonMembersFailed,
+			wantCounts: [4]int32{8, 7, 0, 1},
+		},
+	}
+	now := metav1.NewTime(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pg := testutil.MakePodGroup("g", "ns").MinMember(8).Obj()
+			pg.Generation = 3
+			st := ComputeStatus(pg, members(tc.members...), now)
+			if st.Phase != tc.wantPhase {
+				t.Errorf("phase = %s, want %s", st.Phase, tc.wantPhase)
+			}
+			if len(st.Conditions) != 1 || st.Conditions[0].Reason != tc.wantReason {
+				t.Fatalf("conditions = %+v, want one with reason %s", st.Conditions, tc.wantReason)
+			}
+			if !strings.Contains(st.Conditions[0].Message, tc.wantMsg) {
+				t.Errorf("message = %q, want it to contain %q", st.Conditions[0].Message, tc.wantMsg)
+			}
+			if got := [4]int32{st.Scheduled, st.Running, st.Succeeded, st.Failed}; got != tc.wantCounts {
+				t.Errorf("counts (scheduled, running, succeeded, failed) = %v, want %v", got, tc.wantCounts)
+			}
+			if st.ObservedGeneration != 3 {
+				t.Errorf("observedGeneration = %d, want 3", st.ObservedGeneration)
+			}
+			if (st.Phase == v1alpha1.PodGroupPending) != (st.ScheduleStartTime == nil) {
+				t.Errorf("scheduleStartTime = %v for phase %s", st.ScheduleStartTime, st.Phase)
+			}
+		})
+	}
+}
+
+func TestAutoPodGroup(t *testing.T) {
+	key := gang.Key{Namespace: "ns", Name: "etl"}
+	labelled := func(name string, min string, owner *metav1.OwnerReference) corev1.Pod {
+		p := testutil.MakePod(name, "ns").
+			Label("pod-group.scheduling.kubenexus.io/name", "etl").
+			Label("pod-group.scheduling.kubenexus.io/min-available", min).Obj()
+		if owner != nil {
+			p.OwnerReferences = []metav1.OwnerReference{*owner}
+		}
+		return *p
+	}
+	job := &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "etl", UID: types.UID("job-uid"), Controller: ptr.To(true)}
+
+	got := AutoPodGroup(key, []corev1.Pod{labelled("a", "4", job), labelled("b", "4", job)})
+	want := &v1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "etl", Namespace: "ns",
+			Labels:          map[string]string{"app.kubernetes.io/managed-by": "kubenexus"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "etl", UID: "job-uid"}},
+		},
+		Spec: v1alpha1.PodGroupSpec{MinMember: 4},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("AutoPodGroup mismatch (-want +got):\n%s", diff)
+	}
+
+	objectDialect := *testutil.MakePod("c", "ns").PodGroup("etl").Obj()
+	if pg := AutoPodGroup(key, []corev1.Pod{objectDialect}); pg != nil {
+		t.Errorf("AutoPodGroup created %v for pods that name a PodGroup object; the user owns that object", pg.Name)
+	}
+	if pg := AutoPodGroup(key, nil); pg != nil {
+		t.Errorf("AutoPodGroup created a group without members")
+	}
+}
