@@ -7,12 +7,13 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/coscheduling"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 )
 
 // RegistryOptions returns the app options that register every KubeNexus plugin.
@@ -20,6 +21,7 @@ import (
 func RegistryOptions(runCtx context.Context) []app.Option {
 	crds := crdcache.NewProvider(runCtx)
 	return []app.Option{
+		app.WithPlugin(names.ProfileClassifier, profileclassifier.New),
 		app.WithPlugin(names.Coscheduling, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return coscheduling.New(ctx, obj, h, crds)
 		}),

@@ -51,6 +51,7 @@ var (
 	_ fwk.ReservePlugin     = &Plugin{}
 	_ fwk.PermitPlugin      = &Plugin{}
 	_ fwk.EnqueueExtensions = &Plugin{}
+	_ fwk.SignPlugin        = &Plugin{}
 )
 
 // New builds the plugin. It registers its pod index on the scheduler's shared pod
@@ -135,4 +136,17 @@ func podGroupRef(key gang.Key, pg *v1alpha1.PodGroup) *corev1.ObjectReference {
 		ref.UID = pg.UID
 	}
 	return ref
+}
+
+// SignPod keeps pods of different gangs apart in the scheduler's opportunistic
+// batching; Coscheduling filters no node, so plain pods add nothing.
+func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	m, ok, err := gang.Of(pod)
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "invalid gang labels")
+	}
+	if !ok {
+		return nil, nil
+	}
+	return []fwk.SignFragment{{Key: "kubenexus.io/gang", Value: m.Key.String()}}, nil
 }

@@ -13,11 +13,12 @@ import (
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
 )
 
 var _ = Describe("Coscheduling", func() {
 	It("binds all 8 members of a gang when they fit", func() {
-		tc := newTestCluster(testutil.CoschedulingProfile(1, 10))
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
 		tc.addNodes("n", 4, "cpu", "4")
 		tc.gang("train", 8, "2", "")
 		Eventually(tc.boundFn("train")).WithTimeout(testutil.Timeout).Should(Equal(8))
@@ -28,7 +29,7 @@ var _ = Describe("Coscheduling", func() {
 	})
 
 	It("binds none of an 8-member gang when only 7 fit, and says why", func() {
-		tc := newTestCluster(testutil.CoschedulingProfile(1, 10))
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
 		tc.addNodes("n", 7, "cpu", "2")
 		tc.gang("train", 8, "2", "")
 		Eventually(func() []string { return tc.eventReasons("train") }).WithTimeout(testutil.Timeout).Should(ContainElement("InsufficientCapacity"))
@@ -49,7 +50,7 @@ var _ = Describe("Coscheduling", func() {
 	})
 
 	It("binds one of two gangs that together exceed capacity, and the other once the first is gone", func() {
-		tc := newTestCluster(testutil.CoschedulingProfile(1, 10))
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
 		tc.addNodes("n", 4, "cpu", "4")
 		tc.gang("first", 8, "2", "")
 		tc.gang("second", 8, "2", "")
@@ -67,7 +68,7 @@ var _ = Describe("Coscheduling", func() {
 	})
 
 	It("forms a gang whose members arrive over longer than the Permit timeout", func() {
-		tc := newTestCluster(testutil.CoschedulingProfile(1, 2))
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 2))
 		tc.addNodes("n", 2, "cpu", "4")
 		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("slow", tc.ns).MinMember(4).Obj())).To(Succeed())
 		for i := range 4 {
@@ -81,7 +82,7 @@ var _ = Describe("Coscheduling", func() {
 	})
 
 	It("lets a higher-priority gang overtake a lower-priority one queued before it", func() {
-		tc := newTestCluster(testutil.CoschedulingProfile(1, 10))
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
 		priorityClass("batch-low", 10)
 		priorityClass("batch-high", 1000)
 		tc.gang("low", 4, "2", "batch-low")
@@ -93,7 +94,7 @@ var _ = Describe("Coscheduling", func() {
 	})
 
 	It("does not count members held by another system's scheduling gate, and never removes the gate", func() {
-		tc := newTestCluster(testutil.CoschedulingProfile(1, 10))
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
 		tc.addNodes("n", 2, "cpu", "4")
 		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("gated", tc.ns).MinMember(4).Obj())).To(Succeed())
 		for i := range 3 {
@@ -120,7 +121,7 @@ var _ = Describe("Coscheduling", func() {
 	})
 
 	It("schedules a label-only gang (pod-group.scheduling.kubenexus.io labels) all-or-nothing", func() {
-		tc := newTestCluster(testutil.CoschedulingProfile(1, 10))
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
 		tc.addNodes("n", 1, "cpu", "4")
 		for i := range 3 {
 			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("etl-%d", i)).
@@ -157,7 +158,7 @@ var _ = Describe("Coscheduling", func() {
 	})
 
 	It("refuses to schedule a pod whose gang labels are malformed, saying which label", func() {
-		tc := newTestCluster(testutil.CoschedulingProfile(1, 10))
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
 		tc.addNodes("n", 1, "cpu", "4")
 		Expect(k8sClient.Create(suiteCtx, tc.pod("typo").
 			Label("pod-group.scheduling.kubenexus.io/name", "etl").

@@ -10,11 +10,12 @@ import (
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
 )
 
 var _ = Describe("Coscheduling at scale", func() {
 	It("forms a 1000-member gang in one attempt", func() {
-		tc := newTestCluster(testutil.CoschedulingProfile(1, 300))
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 300))
 		tc.addNodes("n", 125, "cpu", "8")
 		tc.gang("big", 1000, "1", "")
 		Eventually(tc.boundFn("big")).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Equal(1000))
@@ -25,7 +26,7 @@ var _ = Describe("Coscheduling at scale", func() {
 	})
 
 	It("leaves no gang partially bound when the scheduler is killed and restarted while 20 gangs form", func() {
-		profile := testutil.CoschedulingProfile(1, 10)
+		profile := schedulertest.CoschedulingProfile(1, 10)
 		tc := newTestCluster(profile)
 		// Room for 15 of the 20 gangs of 4.
 		tc.addNodes("n", 15, "cpu", "4")

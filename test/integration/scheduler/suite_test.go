@@ -29,6 +29,7 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
 )
 
 var (
@@ -112,7 +113,7 @@ func newTestCluster(profile string) *testCluster {
 func (tc *testCluster) startScheduler(profile string) {
 	GinkgoHelper()
 	ctx, cancel := context.WithCancel(suiteCtx)
-	done, err := testutil.StartScheduler(ctx, GinkgoT().TempDir(), adminConfig, profile)
+	done, err := schedulertest.StartScheduler(ctx, GinkgoT().TempDir(), adminConfig, profile)
 	Expect(err).NotTo(HaveOccurred())
 	tc.stop, tc.done = cancel, done
 }
@@ -144,7 +145,7 @@ func (tc *testCluster) addNodes(prefix string, n int, capacity ...string) {
 
 // pod starts a pod of this test for kubenexus-scheduler, restricted to its nodes.
 func (tc *testCluster) pod(name string) *testutil.PodWrapper {
-	return testutil.MakePod(name, tc.ns).SchedulerName(testutil.SchedulerName).NodeSelector("kubenexus.io/test", tc.nodeLabel)
+	return testutil.MakePod(name, tc.ns).SchedulerName(schedulertest.SchedulerName).NodeSelector("kubenexus.io/test", tc.nodeLabel)
 }
 
 // gang creates a PodGroup with minMember n and n member pods requesting cpu each,

@@ -1,4 +1,5 @@
-package util
+// Package schedulertest runs kubenexus-scheduler in-process for integration tests and benchmarks.
+package schedulertest
 
 import (
 	"context"
@@ -16,8 +17,9 @@ import (
 // SchedulerName is the profile name test pods use.
 const SchedulerName = "kubenexus-scheduler"
 
-// CoschedulingProfile is a KubeSchedulerConfiguration profile with Coscheduling
-// enabled wherever it applies (and replacing the default queue sort).
+// CoschedulingProfile is a KubeSchedulerConfiguration profile with ProfileClassifier
+// and Coscheduling enabled wherever they apply (Coscheduling replacing the default
+// queue sort).
 func CoschedulingProfile(backoffSeconds, timeoutSeconds int) string {
 	return fmt.Sprintf(`
 profiles:
@@ -27,7 +29,7 @@ profiles:
       enabled: [{name: Coscheduling}]
       disabled: [{name: "*"}]
     multiPoint:
-      enabled: [{name: Coscheduling}]
+      enabled: [{name: ProfileClassifier}, {name: Coscheduling}]
   pluginConfig:
   - name: Coscheduling
     args:

@@ -1,0 +1,219 @@
+// Package workload classifies pods: their class (service, batch, training,
+// inference, interactive), their role in a distributed workload, the framework that
+// created them and their tenant tier. The webhook writes the result on pods; the
+// scheduler computes the same result itself for pods that arrive unannotated. Pod
+// labels are untrusted: only known values are accepted, and the tier comes from the
+// namespace, never from the pod.
+package workload
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// Profile is what KubeNexus knows about a pod.
+type Profile struct {
+	Class     v1alpha1.WorkloadClass
+	Role      v1alpha1.WorkloadRole // "" when the pod has no distributed role
+	Framework v1alpha1.Integration  // "" for plain pods and services
+	Tier      v1alpha1.TenantTier
+	// Preemptible is set by workload.kubenexus.io/preemptible=true.
+	Preemptible bool
+	// Gang is the pod's gang membership, when it has one.
+	Gang *gang.Membership
+	// GangError explains malformed gang labels.
+	GangError error
+}
+
+// Labels and values of the frameworks KubeNexus recognises.
+const (
+	labelSparkRole        = "spark-role"
+	labelSparkOperatorApp = "sparkoperator.k8s.io/app-name"
+	labelKubeflowReplica  = "training.kubeflow.org/replica-type"
+	labelKubeflowJobRole  = "training.kubeflow.org/job-role"
+	labelKubeflowOperator = "training.kubeflow.org/operator-name"
+	labelJobSetName       = "jobset.sigs.k8s.io/jobset-name"
+	labelJobSetReplicated = "jobset.sigs.k8s.io/replicatedjob-name"
+	labelTrainerStep      = "trainer.kubeflow.org/trainjob-ancestor-step"
+	labelRayNodeType      = "ray.io/node-type"
+	labelLWSName          = "leaderworkerset.sigs.k8s.io/name"
+	labelLWSWorkerIndex   = "leaderworkerset.sigs.k8s.io/worker-index"
+	labelKServe           = "serving.kserve.io/inferenceservice"
+	labelKFServing        = "serving.kubeflow.org/inferenceservice"
+	labelAppComponent     = "app.kubernetes.io/component"
+	labelJupyterHub       = "app.jupyter.org/hub-version"
+	labelKubeflowNotebook = "notebook-name"
+	labelArgoWorkflow     = "workflows.argoproj.io/workflow"
+	labelBatchJobName     = "batch.kubernetes.io/job-name"
+	labelLegacyJobName    = "job-name"
+)
+
+// Namespace is what classification needs to know about the pod's namespace.
+type Namespace struct {
+	Labels map[string]string
+}
+
+// Classify returns the pod's profile. defaultTier applies when the namespace carries
+// no valid tenant.kubenexus.io/tier label.
+func Classify(pod *corev1.Pod, ns Namespace, defaultTier v1alpha1.TenantTier) Profile {
+	p := Profile{Tier: TierOf(ns, defaultTier)}
+	if m, ok, err := gang.Of(pod); err != nil {
+		p.GangError = err
+	} else if ok {
+		p.Gang = &m
+	}
+	p.Preemptible = pod.Labels[v1alpha1.LabelPreemptible] == "true"
+	p.Framework, p.Role, p.Class = recognise(pod)
+	if c, ok := explicitClass(pod); ok {
+		p.Class = c
+	}
+	if p.Class == "" {
+		p.Class = fallbackClass(pod, p.Gang != nil)
+	}
+	return p
+}
+
+// TierOf reads the tenant tier from the namespace.
+func TierOf(ns Namespace, defaultTier v1alpha1.TenantTier) v1alpha1.TenantTier {
+	switch t := v1alpha1.TenantTier(ns.Labels[v1alpha1.LabelTenantTier]); t {
+	case v1alpha1.TenantTierGold, v1alpha1.TenantTierSilver, v1alpha1.TenantTierBronze:
+		return t
+	}
+	if defaultTier == "" {
+		return v1alpha1.TenantTierBronze
+	}
+	return defaultTier
+}
+
+func explicitClass(pod *corev1.Pod) (v1alpha1.WorkloadClass, bool) {
+	switch c := v1alpha1.WorkloadClass(pod.Labels[v1alpha1.LabelWorkloadType]); c {
+	case v1alpha1.WorkloadClassService, v1alpha1.WorkloadClassBatch, v1alpha1.WorkloadClassTraining,
+		v1alpha1.WorkloadClassInference, v1alpha1.WorkloadClassInteractive:
+		return c, true
+	}
+	return "", false
+}
+
+// recognise identifies the framework, role and class from well-known labels and
+// owners. It returns an empty class when nothing is recognised.
+func recognise(pod *corev1.Pod) (v1alpha1.Integration, v1alpha1.WorkloadRole, v1alpha1.WorkloadClass) {
+	l := pod.Labels
+	owner := controllerKind(pod)
+	switch {
+	case l[labelSparkRole] != "" || l[labelSparkOperatorApp] != "":
+		return v1alpha1.IntegrationSpark, knownRole(l[labelSparkRole], v1alpha1.RoleDriver, v1alpha1.RoleExecutor), v1alpha1.WorkloadClassBatch
+
+	case l[labelKubeflowReplica] != "" || l[labelKubeflowJobRole] != "":
+		role := knownRole(l[labelKubeflowReplica], v1alpha1.RoleMaster, v1alpha1.RoleWorker, v1alpha1.RolePS,
+			v1alpha1.RoleChief, v1alpha1.RoleEvaluator, v1alpha1.RoleLauncher)
+		if role == "" {
+			role = knownRole(l[labelKubeflowJobRole], v1alpha1.RoleMaster, v1alpha1.RoleLauncher, v1alpha1.RoleWorker)
+		}
+		return kubeflowFramework(l[labelKubeflowOperator], owner, role), role, v1alpha1.WorkloadClassTraining
+
+	case l[labelJobSetName] != "":
+		class := v1alpha1.WorkloadClassBatch
+		if l[labelTrainerStep] != "" {
+			class = v1alpha1.WorkloadClassTraining
+		}
+		return v1alpha1.IntegrationJobSet, knownRole(l[labelJobSetReplicated], v1alpha1.RoleLeader, v1alpha1.RoleWorker,
+			v1alpha1.RoleLauncher, v1alpha1.RoleMaster, v1alpha1.RoleDriver), class
+
+	case l[labelRayNodeType] != "":
+		return v1alpha1.IntegrationRay, knownRole(l[labelRayNodeType], v1alpha1.RoleHead, v1alpha1.RoleWorker), v1alpha1.WorkloadClassBatch
+
+	case l[labelLWSName] != "":
+		role := v1alpha1.RoleWorker
+		if l[labelLWSWorkerIndex] == "0" {
+			role = v1alpha1.RoleLeader
+		}
+		return v1alpha1.IntegrationLeaderWorkerSet, role, v1alpha1.WorkloadClassInference
+
+	case l[labelKServe] != "" || l[labelKFServing] != "" || oneOf(strings.ToLower(l[labelAppComponent]), "predictor", "inference", "serving"):
+		return "", "", v1alpha1.WorkloadClassInference
+
+	case l[labelJupyterHub] != "" || l[labelKubeflowNotebook] != "":
+		return "", "", v1alpha1.WorkloadClassInteractive
+
+	case l[labelArgoWorkflow] != "":
+		return "", "", v1alpha1.WorkloadClassBatch
+
+	case l[labelBatchJobName] != "" || l[labelLegacyJobName] != "" || owner == "Job":
+		return v1alpha1.IntegrationJob, "", v1alpha1.WorkloadClassBatch
+
+	case oneOf(owner, "ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "ReplicationController"):
+		return "", "", v1alpha1.WorkloadClassService
+	}
+	return "", "", ""
+}
+
+// kubeflowFramework names the training-operator job kind from its operator label or owner.
+func kubeflowFramework(operator, owner string, role v1alpha1.WorkloadRole) v1alpha1.Integration {
+	switch {
+	case strings.HasPrefix(operator, "pytorchjob") || owner == "PyTorchJob":
+		return v1alpha1.IntegrationPyTorch
+	case strings.HasPrefix(operator, "tfjob") || owner == "TFJob":
+		return v1alpha1.IntegrationTensorFlow
+	case strings.HasPrefix(operator, "xgboostjob") || owner == "XGBoostJob":
+		return v1alpha1.IntegrationXGBoost
+	case strings.HasPrefix(operator, "mpijob") || owner == "MPIJob" || role == v1alpha1.RoleLauncher:
+		return v1alpha1.IntegrationMPI
+	}
+	return v1alpha1.IntegrationPyTorch
+}
+
+// fallbackClass classifies pods no framework claimed: gang members and GPU pods are
+// training, other pods are services (spread, never starved).
+func fallbackClass(pod *corev1.Pod, inGang bool) v1alpha1.WorkloadClass {
+	if inGang {
+		return v1alpha1.WorkloadClassBatch
+	}
+	if gpuRequest(pod) > 0 {
+		return v1alpha1.WorkloadClassTraining
+	}
+	return v1alpha1.WorkloadClassService
+}
+
+func gpuRequest(pod *corev1.Pod) int64 {
+	var n int64
+	for _, c := range pod.Spec.Containers {
+		if q, ok := c.Resources.Requests[v1alpha1.ResourceNvidiaGPU]; ok {
+			n += q.Value()
+		} else if q, ok := c.Resources.Limits[v1alpha1.ResourceNvidiaGPU]; ok {
+			n += q.Value()
+		}
+	}
+	return n
+}
+
+// knownRole lower-cases v and returns it when it is one of allowed.
+func knownRole(v string, allowed ...v1alpha1.WorkloadRole) v1alpha1.WorkloadRole {
+	v = strings.ToLower(v)
+	for _, r := range allowed {
+		if v == string(r) {
+			return r
+		}
+	}
+	return ""
+}
+
+func controllerKind(pod *corev1.Pod) string {
+	if ref := metav1.GetControllerOf(pod); ref != nil {
+		return ref.Kind
+	}
+	return ""
+}
+
+func oneOf(v string, set ...string) bool {
+	for _, s := range set {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,47 @@
+package config
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// ProfileClassifierArgs are the arguments of the ProfileClassifier plugin.
+type ProfileClassifierArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// DefaultTier is the tenant tier of namespaces without a valid
+	// tenant.kubenexus.io/tier label (gold, silver or bronze). Default bronze.
+	DefaultTier v1alpha1.TenantTier `json:"defaultTier,omitempty"`
+}
+
+// SetDefaultsProfileClassifierArgs fills unset fields.
+func SetDefaultsProfileClassifierArgs(a *ProfileClassifierArgs) {
+	if a.DefaultTier == "" {
+		a.DefaultTier = v1alpha1.TenantTierBronze
+	}
+}
+
+// ValidateProfileClassifierArgs checks defaulted args.
+func ValidateProfileClassifierArgs(path *field.Path, a *ProfileClassifierArgs) field.ErrorList {
+	switch a.DefaultTier {
+	case v1alpha1.TenantTierGold, v1alpha1.TenantTierSilver, v1alpha1.TenantTierBronze:
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(path.Child("defaultTier"), a.DefaultTier, []string{"gold", "silver", "bronze"})}
+}
+
+// DecodeProfileClassifierArgs decodes, defaults and validates ProfileClassifier's args.
+func DecodeProfileClassifierArgs(obj runtime.Object) (*ProfileClassifierArgs, error) {
+	a := &ProfileClassifierArgs{}
+	if err := decodeStrict(obj, a); err != nil {
+		return nil, err
+	}
+	SetDefaultsProfileClassifierArgs(a)
+	if errs := ValidateProfileClassifierArgs(field.NewPath("ProfileClassifierArgs"), a); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return a, nil
+}

@@ -1,0 +1,60 @@
+package profileclassifier
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+)
+
+func TestPreFilterStoresTheProfile(t *testing.T) {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for name, tier := range map[string]string{"research": "gold", "batch": "bronze"} {
+		if err := idx.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"tenant.kubenexus.io/tier": tier}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pl := &Plugin{defaultTier: v1alpha1.TenantTierSilver, namespaces: corelisters.NewNamespaceLister(idx)}
+
+	tests := map[string]struct {
+		pod  *corev1.Pod
+		want workload.Profile
+	}{
+		"unannotated spark driver in a gold namespace": {
+			pod:  testutil.MakePod("d", "research").Label("spark-role", "driver").Obj(),
+			want: workload.Profile{Class: "batch", Role: "driver", Framework: "spark", Tier: "gold"},
+		},
+		"a pod forging gold in a bronze namespace": {
+			pod:  testutil.MakePod("p", "batch").Label("tenant.kubenexus.io/tier", "gold").Obj(),
+			want: workload.Profile{Class: "service", Tier: "bronze"},
+		},
+		"namespace without a tier gets the default": {
+			pod:  testutil.MakePod("p", "unlabelled").Obj(),
+			want: workload.Profile{Class: "service", Tier: "silver"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			cs := framework.NewCycleState()
+			if _, st := pl.PreFilter(context.Background(), cs, tc.pod, nil); !st.IsSkip() {
+				t.Fatalf("PreFilter status = %v, want Skip (it never rejects)", st)
+			}
+			got, ok := ProfileOf(cs)
+			if !ok {
+				t.Fatal("no profile in the cycle state")
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("profile mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
