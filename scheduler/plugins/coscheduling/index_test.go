@@ -1,0 +1,66 @@
+package coscheduling
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+)
+
+func TestIndexCountsMembers(t *testing.T) {
+	pl := newTestPlugin()
+	x := pl.index
+	key := gang.Key{Namespace: "ns", Name: "g"}
+
+	gated := member("g-0", "g", 0)
+	gated.Spec.SchedulingGates = nil
+	x.upsert(gated)
+	second := member("g-1", "g", 0)
+	second.Spec.SchedulingGates = append(second.Spec.SchedulingGates, gatedBy("kueue.x-k8s.io/admission"))
+	x.upsert(second)
+	if e := x.get(key); e == nil || e.ungated != 1 || len(e.members) != 2 {
+		t.Fatalf("after one ungated and one gated member: %+v", e)
+	}
+
+	// The other system lifts its gate.
+	lifted := second.DeepCopy()
+	lifted.Spec.SchedulingGates = nil
+	x.upsert(lifted)
+	if e := x.get(key); e.ungated != 2 {
+		t.Fatalf("ungated = %d after the gate was lifted, want 2", e.ungated)
+	}
+
+	// Binding shows up as assigned and clears the reservation.
+	x.get(key).assumed.Insert(lifted.UID)
+	bound := lifted.DeepCopy()
+	bound.Spec.NodeName = "n1"
+	x.upsert(bound)
+	if e := x.get(key); e.assigned.Len() != 1 || e.assumed.Has(bound.UID) || e.placed() != 1 {
+		t.Fatalf("after binding: assigned=%v assumed=%v placed=%d", e.assigned, e.assumed, e.placed())
+	}
+
+	// A pod moved to another gang leaves the first.
+	moved := gated.DeepCopy()
+	moved.Labels["scheduling.x-k8s.io/pod-group"] = "h"
+	x.upsert(moved)
+	if e := x.get(key); e.ungated != 1 || len(e.members) != 1 {
+		t.Fatalf("after a member moved away: ungated=%d members=%d", e.ungated, len(e.members))
+	}
+
+	// Deleting the last member forgets the gang.
+	x.remove(bound)
+	if e := x.get(key); e != nil {
+		t.Fatalf("gang still indexed after its last member was deleted: %+v", e)
+	}
+
+	// Pods of other schedulers are not indexed.
+	other := member("o-0", "o", 0)
+	other.Spec.SchedulerName = "default-scheduler"
+	x.upsert(other)
+	if e := x.get(gang.Key{Namespace: "ns", Name: "o"}); e != nil {
+		t.Fatal("indexed a pod of another scheduler")
+	}
+}
+
+func gatedBy(name string) corev1.PodSchedulingGate { return corev1.PodSchedulingGate{Name: name} }

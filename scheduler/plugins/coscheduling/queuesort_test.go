@@ -1,0 +1,121 @@
+package coscheduling
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/ptr"
+
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+)
+
+var t0 = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+
+func queued(t *testing.T, pod *corev1.Pod, ts time.Time) *framework.QueuedPodInfo {
+	t.Helper()
+	pi, err := framework.NewPodInfo(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &framework.QueuedPodInfo{PodInfo: pi, Timestamp: ts}
+}
+
+func member(name, group string, prio int32) *corev1.Pod {
+	p := testutil.MakePod(name, "ns").PodGroup(group).Obj()
+	p.UID = types.UID(name)
+	p.Spec.Priority = ptr.To(prio)
+	p.Spec.SchedulerName = "kubenexus-scheduler"
+	return p
+}
+
+func plain(name string, prio int32) *corev1.Pod {
+	p := testutil.MakePod(name, "ns").Obj()
+	p.UID = types.UID(name)
+	p.Spec.Priority = ptr.To(prio)
+	p.Spec.SchedulerName = "kubenexus-scheduler"
+	return p
+}
+
+// newTestPlugin has an index where gang "a" was seen before gang "b".
+func newTestPlugin() *Plugin {
+	clock := t0
+	pl := &Plugin{now: func() time.Time { return clock }}
+	pl.index = newPodIndex("kubenexus-scheduler", pl.now)
+	pl.index.upsert(member("a-0", "a", 0))
+	clock = t0.Add(time.Minute)
+	pl.index.upsert(member("b-0", "b", 0))
+	return pl
+}
+
+func TestLess(t *testing.T) {
+	pl := newTestPlugin()
+	tests := map[string]struct {
+		a, b *framework.QueuedPodInfo
+		want bool
+	}{
+		"higher priority first": {
+			a: queued(t, plain("p", 100), t0.Add(time.Hour)), b: queued(t, member("a-1", "a", 0), t0), want: true,
+		},
+		"older gang first at equal priority, whatever the pods' timestamps": {
+			a: queued(t, member("a-1", "a", 0), t0.Add(time.Hour)), b: queued(t, member("b-1", "b", 0), t0), want: true,
+		},
+		"a plain pod queued before a gang was seen goes first": {
+			a: queued(t, plain("p", 0), t0.Add(-time.Second)), b: queued(t, member("a-1", "a", 0), t0), want: true,
+		},
+		"members of one gang by their own timestamp": {
+			a: queued(t, member("a-2", "a", 0), t0.Add(2*time.Second)), b: queued(t, member("a-1", "a", 0), t0.Add(time.Second)), want: false,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := pl.Less(tc.a, tc.b); got != tc.want {
+				t.Errorf("Less = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLessIsAStrictWeakOrdering checks irreflexivity, asymmetry and transitivity
+// (of both the order and of incomparability) over a random population.
+func TestLessIsAStrictWeakOrdering(t *testing.T) {
+	pl := newTestPlugin()
+	r := rand.New(rand.NewSource(1))
+	var pods []*framework.QueuedPodInfo
+	for i := range 40 {
+		ts := t0.Add(time.Duration(r.Intn(5)) * time.Minute)
+		prio := int32(r.Intn(3)) * 100
+		switch r.Intn(3) {
+		case 0:
+			pods = append(pods, queued(t, plain(fmt.Sprintf("p%d", i), prio), ts))
+		case 1:
+			pods = append(pods, queued(t, member(fmt.Sprintf("a%d", i), "a", prio), ts))
+		default:
+			pods = append(pods, queued(t, member(fmt.Sprintf("b%d", i), "b", prio), ts))
+		}
+	}
+	less := func(i, j int) bool { return pl.Less(pods[i], pods[j]) }
+	equiv := func(i, j int) bool { return !less(i, j) && !less(j, i) }
+	for i := range pods {
+		if less(i, i) {
+			t.Fatalf("Less(%d, %d) is true", i, i)
+		}
+		for j := range pods {
+			if less(i, j) && less(j, i) {
+				t.Fatalf("Less is not asymmetric for %d, %d", i, j)
+			}
+			for k := range pods {
+				if less(i, j) && less(j, k) && !less(i, k) {
+					t.Fatalf("Less is not transitive for %d, %d, %d", i, j, k)
+				}
+				if equiv(i, j) && equiv(j, k) && !equiv(i, k) {
+					t.Fatalf("incomparability is not transitive for %d, %d, %d", i, j, k)
+				}
+			}
+		}
+	}
+}
