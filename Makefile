@@ -53,8 +53,9 @@ verify: generate manifests fmt vet ## Regenerate everything and fail if the tree
 ##@ Build
 
 .PHONY: build
-build: ## Build the manager binary into bin/.
+build: ## Build the manager and scheduler binaries into bin/.
 	go build -o $(BIN)/kubenexus-manager ./cmd/manager
+	go build -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
 
 .PHONY: run
 run: build ## Run the manager against the cluster in $$KUBECONFIG.
@@ -79,3 +80,11 @@ tools: ## Build every pinned tool (etcd, kube-apiserver, kube-controller-manager
 .PHONY: controller-gen
 controller-gen: ## Build controller-gen (cached).
 	hack/build-tools.sh controller-gen
+
+##@ Benchmarks
+
+.PHONY: bench
+bench: ## kubenexus-scheduler vs stock kube-scheduler on the same local apiserver (W1, W2, W4).
+	hack/build-tools.sh etcd kube-apiserver kube-scheduler
+	go build -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
+	go run ./test/bench -bin $(BIN) $(BENCH_FLAGS)

@@ -60,6 +60,7 @@ func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 				wp.Allow(Name)
 			}
 		}
+		gangsScheduled.Inc()
 		logger.V(3).Info("Gang reached its quorum", "podGroup", s.key.String(), "placed", placed, "minMember", s.minMember)
 		pl.recordEvent(s.key, s.podGroup, corev1.EventTypeNormal, v1alpha1.ReasonGangScheduled,
 			"%d/%d members placed; releasing the gang for binding", placed, s.minMember)
@@ -93,6 +94,9 @@ func (pl *Plugin) Unreserve(ctx context.Context, cs fwk.CycleState, pod *corev1.
 	if e == nil {
 		pl.index.mu.Unlock()
 		return
+	}
+	if e.allowed.Has(pod.UID) || e.assumed.Has(pod.UID) {
+		unreservedMembers.Inc()
 	}
 	if e.allowed.Has(pod.UID) {
 		// The gang was complete; only this member's binding failed. It retries alone
@@ -137,6 +141,8 @@ func (pl *Plugin) rejectGang(ctx context.Context, key gang.Key, pg *v1alpha1.Pod
 			wp.Reject(Name, msg)
 		}
 	}
+	gangRejections.WithLabelValues(reason).Inc()
+	unreservedMembers.Add(float64(len(waiting))) // their own Unreserve finds them gone
 	klog.FromContext(ctx).V(2).Info("Rejected gang", "podGroup", key.String(), "reason", reason, "waitingRejected", len(waiting), "backoff", backoff)
 	pl.recordEvent(key, pg, corev1.EventTypeWarning, reason, "%s; retrying in %s", msg, backoff)
 	time.AfterFunc(backoff, func() { pl.activateIfQuorum(key) })

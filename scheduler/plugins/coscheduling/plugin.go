@@ -65,6 +65,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
+	RegisterMetrics()
 	pl := &Plugin{handle: h, args: args, pgs: pgs, now: time.Now}
 	pl.index = newPodIndex(h.ProfileName(), pl.now)
 	pl.index.onChange = pl.activateIfQuorum

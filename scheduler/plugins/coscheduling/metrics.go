@@ -1,0 +1,41 @@
+package coscheduling
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// Metrics served on the scheduler's /metrics endpoint beside kube-scheduler's own.
+var (
+	gangRejections = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "kubenexus",
+		Subsystem:      "coscheduling",
+		Name:           "gang_rejections_total",
+		Help:           "Gangs rejected as a unit, by reason (InsufficientCapacity, Timeout).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
+	unreservedMembers = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace:      "kubenexus",
+		Subsystem:      "coscheduling",
+		Name:           "unreserved_members_total",
+		Help:           "Gang members whose reservation was undone (rejected while waiting at Permit, or failed after it).",
+		StabilityLevel: metrics.ALPHA,
+	})
+	gangsScheduled = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace:      "kubenexus",
+		Subsystem:      "coscheduling",
+		Name:           "gangs_scheduled_total",
+		Help:           "Gangs that reached their quorum at Permit and were released for binding.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	registerMetrics sync.Once
+)
+
+// RegisterMetrics adds the plugin's metrics to the scheduler's registry (once).
+func RegisterMetrics() {
+	registerMetrics.Do(func() {
+		legacyregistry.MustRegister(gangRejections, unreservedMembers, gangsScheduled)
+	})
+}
