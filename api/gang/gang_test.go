@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 func pod(labels, annotations map[string]string) *corev1.Pod {
@@ -138,6 +139,25 @@ func FuzzOf(f *testing.F) {
 		}
 		if m.MinMember < 1 || m.MinMember > MaxMinMember {
 			t.Fatalf("MinMember %d out of range", m.MinMember)
+		}
+	})
+}
+
+func TestIsDNS1123SubdomainAgreesWithTheRegexp(t *testing.T) {
+	for _, s := range []string{"a", "train", "a-b", "a.b", "a..b", "-a", "a-", "a.-b", "a-.b", "A", "a_b", "", "1.2.3", "x.", ".x",
+		strings.Repeat("a", 253), strings.Repeat("a", 254), "ab-cd.ef-gh", "a--b"} {
+		if got, want := isDNS1123Subdomain(s), len(validation.IsDNS1123Subdomain(s)) == 0; got != want {
+			t.Errorf("isDNS1123Subdomain(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func FuzzIsDNS1123Subdomain(f *testing.F) {
+	f.Add("train")
+	f.Add("a.-b")
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := isDNS1123Subdomain(s), len(validation.IsDNS1123Subdomain(s)) == 0; got != want {
+			t.Fatalf("isDNS1123Subdomain(%q) = %v, want %v", s, got, want)
 		}
 	})
 }

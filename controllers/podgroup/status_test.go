@@ -81,23 +81,23 @@ func TestComputeStatus(t *testing.T) {
 			wantPhase: v1alpha1.PodGroupScheduling, wantReason: v1alpha1.ReasonTimeout, wantMsg: "could not place 8 members",
 		},
 		"all bound": {
-			members:    repeat(bound, 8),
-			wantPhase:  v1alpha1.PodGroupScheduled, wantReason: v1alpha1.ReasonGangScheduled, wantMsg: "8/8 members scheduled",
+			members:   repeat(bound, 8),
+			wantPhase: v1alpha1.PodGroupScheduled, wantReason: v1alpha1.ReasonGangScheduled, wantMsg: "8/8 members scheduled",
 			wantCounts: [4]int32{8, 0, 0, 0},
 		},
 		"all running": {
-			members:    repeat(running, 8),
-			wantPhase:  v1alpha1.PodGroupRunning, wantReason: v1alpha1.ReasonGangScheduled,
+			members:   repeat(running, 8),
+			wantPhase: v1alpha1.PodGroupRunning, wantReason: v1alpha1.ReasonGangScheduled,
 			wantCounts: [4]int32{8, 8, 0, 0},
 		},
 		"all succeeded": {
-			members:    repeat(member{node: "n1", phase: corev1.PodSucceeded}, 8),
-			wantPhase:  v1alpha1.PodGroupSucceeded, wantReason: v1alpha1.ReasonGangScheduled,
+			members:   repeat(member{node: "n1", phase: corev1.PodSucceeded}, 8),
+			wantPhase: v1alpha1.PodGroupSucceeded, wantReason: v1alpha1.ReasonGangScheduled,
 			wantCounts: [4]int32{8, 0, 8, 0},
 		},
 		"a failed member leaves too few": {
-			members:    append(repeat(running, 7), member{node: "n1", phase: corev1.PodFailed}),
-			wantPhase:  v1alpha1.PodGroupFailed, wantReason: ReasonMembersFailed,
+			members:   append(repeat(running, 7), member{node: "n1", phase: corev1.PodFailed}),
+			wantPhase: v1alpha1.PodGroupFailed, wantReason: ReasonMembersFailed,
 			wantCounts: [4]int32{8, 7, 0, 1},
 		},
 	}

@@ -41,6 +41,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/controllers"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
 )
 
 type arm struct {
@@ -128,17 +129,8 @@ func run(nodeCount int, binDir string, only []string) error {
 
 	arms := []arm{
 		{name: "stock", binary: filepath.Join(binDir, "k8s", "kube-scheduler"), schedulerName: "default-scheduler", profile: "- schedulerName: default-scheduler\n"},
-		{name: "kubenexus", binary: filepath.Join(binDir, "kubenexus-scheduler"), schedulerName: "kubenexus-scheduler", profile: `- schedulerName: kubenexus-scheduler
-  plugins:
-    queueSort:
-      enabled: [{name: Coscheduling}]
-      disabled: [{name: "*"}]
-    multiPoint:
-      enabled: [{name: ProfileClassifier}, {name: Coscheduling}]
-  pluginConfig:
-  - name: Coscheduling
-    args: {defaultScheduleTimeoutSeconds: 300, backoffSeconds: 5}
-`},
+		{name: "kubenexus", binary: filepath.Join(binDir, "kubenexus-scheduler"), schedulerName: schedulertest.SchedulerName,
+			profile: schedulertest.KubeNexusProfile(schedulertest.SchedulerName, 5, 300)},
 	}
 	all := map[string]workload{
 		"W1": {name: "W1", pods: 5000},

@@ -197,7 +197,7 @@ func (w *NodeWrapper) Capacity(pairs ...string) *NodeWrapper {
 }
 
 func (w *NodeWrapper) Label(k, v string) *NodeWrapper { w.Labels[k] = v; return w }
-func (w *NodeWrapper) Obj() *corev1.Node               { return &w.Node }
+func (w *NodeWrapper) Obj() *corev1.Node              { return &w.Node }
 
 // PodWrapper builds a Pod.
 type PodWrapper struct{ corev1.Pod }
@@ -206,7 +206,7 @@ type PodWrapper struct{ corev1.Pod }
 func MakePod(name, namespace string) *PodWrapper {
 	return &PodWrapper{corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}, Annotations: map[string]string{}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}}},
 	}}
 }
 

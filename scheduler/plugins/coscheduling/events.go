@@ -37,11 +37,39 @@ func (pl *Plugin) isSchedulableAfterMemberAdded(logger klog.Logger, pod *corev1.
 	if !ok {
 		return fwk.Queue, fmt.Errorf("unexpected object %T", newObj)
 	}
-	if sameGang(pod, added) && !gang.IsGated(added) {
-		logger.V(5).Info("Gang member added", "pod", klog.KObj(pod), "member", klog.KObj(added))
-		return fwk.Queue, nil
+	// Every binding arrives as an Add of an assigned pod; a bound pod was already a
+	// member when it was created, so it never completes a quorum. Skipping it keeps
+	// this hint O(1) per binding instead of re-examining every waiting gang.
+	if added.Spec.NodeName != "" || added.Namespace != pod.Namespace || gang.IsGated(added) {
+		return fwk.QueueSkip, nil
 	}
-	return fwk.QueueSkip, nil
+	m, ok, _ := gang.Of(pod)
+	if !ok {
+		return fwk.QueueSkip, nil
+	}
+	if ma, okA, _ := gang.Of(added); !okA || ma.Key != m.Key {
+		return fwk.QueueSkip, nil
+	}
+	// Only the member that completes the quorum matters. If the index has not seen
+	// it yet, the index activates the gang itself once it does (activateIfQuorum), so
+	// skipping here loses no wake-up and avoids requeueing the gang N times.
+	if !pl.hasQuorum(m) {
+		return fwk.QueueSkip, nil
+	}
+	logger.V(5).Info("Gang member added and the quorum exists", "pod", klog.KObj(pod), "member", klog.KObj(added))
+	return fwk.Queue, nil
+}
+
+// hasQuorum reports whether the index counts minMember ungated members of the gang.
+func (pl *Plugin) hasQuorum(m gang.Membership) bool {
+	minMember, _, known := pl.quorum(m.Key, m.MinMember)
+	if !known {
+		return false
+	}
+	pl.index.mu.RLock()
+	defer pl.index.mu.RUnlock()
+	e := pl.index.get(m.Key)
+	return e != nil && e.ungated >= int(minMember)
 }
 
 func (pl *Plugin) isSchedulableAfterPodDeleted(_ klog.Logger, _ *corev1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
@@ -65,12 +93,6 @@ func (pl *Plugin) isSchedulableAfterPodGroupChange(_ klog.Logger, pod *corev1.Po
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil
-}
-
-func sameGang(a, b *corev1.Pod) bool {
-	ma, okA, _ := gang.Of(a)
-	mb, okB, _ := gang.Of(b)
-	return okA && okB && ma.Key == mb.Key
 }
 
 // objectName reads namespace and name of a PodGroup delivered by the scheduler's

@@ -25,13 +25,13 @@ func (pl *Plugin) Less(a, b fwk.QueuedPodInfo) bool {
 		return ta.Before(tb)
 	}
 	if ka != kb {
-		return ka < kb
+		return ka.Namespace < kb.Namespace || (ka.Namespace == kb.Namespace && ka.Name < kb.Name)
 	}
 	return a.GetTimestamp().Before(b.GetTimestamp())
 }
 
 // groupKey returns the time and name that place a pod's gang in the queue.
-func (pl *Plugin) groupKey(qp fwk.QueuedPodInfo) (time.Time, string) {
+func (pl *Plugin) groupKey(qp fwk.QueuedPodInfo) (time.Time, gang.Key) {
 	pod := qp.GetPodInfo().GetPod()
 	if m, ok, err := gang.Of(pod); err == nil && ok {
 		pl.index.mu.RLock()
@@ -42,8 +42,8 @@ func (pl *Plugin) groupKey(qp fwk.QueuedPodInfo) (time.Time, string) {
 		}
 		pl.index.mu.RUnlock()
 		if e != nil {
-			return t, m.Key.String()
+			return t, m.Key
 		}
 	}
-	return qp.GetTimestamp(), pod.Namespace + "/" + pod.Name
+	return qp.GetTimestamp(), gang.Key{Namespace: pod.Namespace, Name: pod.Name}
 }

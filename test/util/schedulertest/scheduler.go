@@ -17,13 +17,16 @@ import (
 // SchedulerName is the profile name test pods use.
 const SchedulerName = "kubenexus-scheduler"
 
-// CoschedulingProfile is a KubeSchedulerConfiguration profile with ProfileClassifier
-// and Coscheduling enabled wherever they apply (Coscheduling replacing the default
-// queue sort).
+// CoschedulingProfile is the profiles section of a KubeSchedulerConfiguration with
+// one KubeNexus profile (see KubeNexusProfile).
 func CoschedulingProfile(backoffSeconds, timeoutSeconds int) string {
-	return fmt.Sprintf(`
-profiles:
-- schedulerName: %s
+	return "profiles:\n" + KubeNexusProfile(SchedulerName, backoffSeconds, timeoutSeconds)
+}
+
+// KubeNexusProfile is one profile entry with ProfileClassifier and Coscheduling
+// enabled wherever they apply (Coscheduling replacing the default queue sort).
+func KubeNexusProfile(schedulerName string, backoffSeconds, timeoutSeconds int) string {
+	return fmt.Sprintf(`- schedulerName: %s
   plugins:
     queueSort:
       enabled: [{name: Coscheduling}]
@@ -35,7 +38,7 @@ profiles:
     args:
       backoffSeconds: %d
       defaultScheduleTimeoutSeconds: %d
-`, SchedulerName, backoffSeconds, timeoutSeconds)
+`, schedulerName, backoffSeconds, timeoutSeconds)
 }
 
 // StartScheduler runs kubenexus-scheduler in this process through the same code
