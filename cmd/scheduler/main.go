@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"k8s.io/component-base/cli"
@@ -15,6 +16,10 @@ import (
 )
 
 func main() {
+	if err := plugins.SetDefaultFeatureGates(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	cmd := app.NewSchedulerCommand(plugins.RegistryOptions(context.Background())...)
 	os.Exit(cli.Run(cmd))
 }

@@ -72,14 +72,19 @@ func main() {
 	nodes := flag.Int("nodes", 1000, "simulated nodes")
 	binDir := flag.String("bin", "bin", "directory holding kubenexus-scheduler and k8s/kube-scheduler")
 	only := flag.String("workloads", "W1,W2,W4", "workloads to run")
+	armsFlag := flag.String("arms", "stock,kubenexus", "scheduler arms to run")
+	flag.StringVar(&cpuProfileDir, "cpuprofile", "", "directory to write an 8s CPU profile of each scheduler run into")
+	flag.StringVar(&kubenexusArgs, "kubenexus-args", "", "extra flags for kubenexus-scheduler, space-separated (e.g. --feature-gates=...)")
 	flag.Parse()
-	if err := run(*nodes, *binDir, strings.Split(*only, ",")); err != nil {
+	if err := run(*nodes, *binDir, strings.Split(*only, ","), strings.Split(*armsFlag, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(nodeCount int, binDir string, only []string) error {
+var cpuProfileDir, kubenexusArgs string
+
+func run(nodeCount int, binDir string, only, armNames []string) error {
 	ctx := context.Background()
 	if err := testutil.RequireAssets(); err != nil {
 		return err
@@ -144,6 +149,9 @@ func run(nodeCount int, binDir string, only []string) error {
 			return fmt.Errorf("unknown workload %q", w)
 		}
 		for _, a := range arms {
+			if !contains(armNames, a.name) {
+				continue
+			}
 			r, err := runOne(ctx, c, cs, dir, kcPath, a, wl)
 			if err != nil {
 				return fmt.Errorf("%s/%s: %w", wl.name, a.name, err)
@@ -226,13 +234,20 @@ profiles:
 		return result{}, err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(a.binary, "--config="+cfgPath, "--secure-port="+strconv.Itoa(port),
-		"--authorization-always-allow-paths=/metrics,/healthz", "--v=1")
+	args := []string{"--config=" + cfgPath, "--secure-port=" + strconv.Itoa(port),
+		"--authorization-always-allow-paths=/metrics,/healthz,/debug/pprof/profile", "--v=1"}
+	if a.name == "kubenexus" && kubenexusArgs != "" {
+		args = append(args, strings.Fields(kubenexusArgs)...)
+	}
+	cmd := exec.Command(a.binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return result{}, fmt.Errorf("starting %s: %w", a.binary, err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if cpuProfileDir != "" {
+		go fetchProfile(port, filepath.Join(cpuProfileDir, fmt.Sprintf("%s-%s.pprof", w.name, a.name)))
+	}
 
 	select {
 	case <-allBound:
@@ -376,4 +391,29 @@ func peakRSS(pid int) int {
 		}
 	}
 	return -1
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// fetchProfile saves an 8-second CPU profile of the scheduler once it serves.
+func fetchProfile(port int, path string) {
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // local self-signed scheduler endpoint
+	for range 50 {
+		resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/profile?seconds=8", port))
+		if err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		_ = os.WriteFile(path, b, 0o644)
+		return
+	}
 }

@@ -27,19 +27,25 @@ func (pl *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 			fmt.Sprintf("%s %s: it does not exist", ErrReasonPodGroupMissing, m.Key))
 	}
 	pl.index.mu.RLock()
-	present := 0
-	if e := pl.index.get(m.Key); e != nil {
-		present = e.ungated
-		if _, counted := e.members[pod.UID]; !counted && !gang.IsGated(pod) {
-			present++ // the informer has not delivered this pod to the index yet
-		}
-	} else {
-		present = 1
-	}
+	present := presentMembers(pl.index.get(m.Key), pod)
 	pl.index.mu.RUnlock()
 	if present < int(minMember) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 			fmt.Sprintf("%s: %d/%d members of %s exist", ErrReasonWaitingForQuorum, present, minMember, m.Key))
 	}
 	return nil
+}
+
+// presentMembers counts the gang's ungated members, including pod itself when the
+// informer has not delivered it to the index yet (the queue and the index are fed by
+// separate handlers of the same informer). Callers hold the index lock.
+func presentMembers(e *gangEntry, pod *corev1.Pod) int {
+	if e == nil {
+		return 1
+	}
+	present := e.ungated
+	if _, counted := e.members[pod.UID]; !counted && !gang.IsGated(pod) {
+		present++
+	}
+	return present
 }

@@ -56,8 +56,9 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	var ungated int
 	var backoffUntil = pl.now()
 	var placedReq corev1.ResourceList
+	ungated = presentMembers(e, pod)
 	if e != nil {
-		ungated, backoffUntil = e.ungated, e.backoffUntil
+		backoffUntil = e.backoffUntil
 		if pg != nil && len(pg.Spec.MinResources) > 0 {
 			placedReq = placedRequests(e)
 		}

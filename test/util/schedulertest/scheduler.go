@@ -64,6 +64,9 @@ clientConnection:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, err
 	}
+	if err := plugins.SetDefaultFeatureGates(); err != nil {
+		return nil, err
+	}
 	opts := options.NewOptions()
 	opts.ConfigFile = cfgPath
 	opts.SecureServing.BindPort = 0
