@@ -224,6 +224,15 @@ type CoschedulingPlugin struct {
 	// +kubebuilder:default=10
 	// +optional
 	BackoffSeconds int32 `json:"backoffSeconds,omitempty"`
+
+	// starvationAgingSeconds turns on starvation aging in the queue: every this many
+	// seconds a pod or gang has waited count as one point of priority. 0 orders by
+	// priority alone, like kube-scheduler.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	// +kubebuilder:default=0
+	// +optional
+	StarvationAgingSeconds int32 `json:"starvationAgingSeconds,omitempty"`
 }
 
 // WorkloadAwarePlugin configures WorkloadAware.

@@ -20,6 +20,12 @@ type CoschedulingArgs struct {
 	// BackoffSeconds is how long a rejected gang waits, as a unit, before its members
 	// are tried again. Default 10.
 	BackoffSeconds *int32 `json:"backoffSeconds,omitempty"`
+
+	// StarvationAgingSeconds turns on starvation aging in the queue: every this many
+	// seconds a pod (or gang) has waited count as one point of priority, so that a
+	// long-waiting gang eventually overtakes newer ones of slightly higher priority.
+	// 0 (the default) orders by priority alone, like kube-scheduler.
+	StarvationAgingSeconds *int32 `json:"starvationAgingSeconds,omitempty"`
 }
 
 const (
@@ -37,6 +43,9 @@ func SetDefaultsCoschedulingArgs(a *CoschedulingArgs) {
 	if a.BackoffSeconds == nil {
 		a.BackoffSeconds = ptr.To[int32](DefaultGangBackoffSeconds)
 	}
+	if a.StarvationAgingSeconds == nil {
+		a.StarvationAgingSeconds = ptr.To[int32](0)
+	}
 }
 
 // ValidateCoschedulingArgs checks defaulted args.
@@ -47,6 +56,9 @@ func ValidateCoschedulingArgs(path *field.Path, a *CoschedulingArgs) field.Error
 	}
 	if v := *a.BackoffSeconds; v < 1 || v > maxGangBackoffSeconds {
 		errs = append(errs, field.Invalid(path.Child("backoffSeconds"), v, "must be between 1 and 3600"))
+	}
+	if v := *a.StarvationAgingSeconds; v < 0 || v > maxScheduleTimeoutSeconds {
+		errs = append(errs, field.Invalid(path.Child("starvationAgingSeconds"), v, "must be between 0 (off) and 86400"))
 	}
 	return errs
 }

@@ -11,16 +11,18 @@ import (
 
 // Less orders the queue by priority (higher first), then by the time the pod's gang
 // was first seen (a plain pod counts as its own gang, at its queue timestamp), then
-// by gang, then by the pod's own timestamp. Keys depend only on each pod, never on
-// the current time, so the order is a strict weak ordering; members of one gang sit
-// next to each other, so a gang is attempted as a block.
+// by gang, then by the pod's own timestamp. With starvation aging on, the priority
+// compared is the pod's priority plus one point per starvationAgingSeconds between
+// its group's time and a fixed epoch: a key of each pod alone, never of the current
+// time, so the order stays a strict weak ordering. Members of one gang share their
+// keys and sit next to each other, so a gang is attempted as a block.
 func (pl *Plugin) Less(a, b fwk.QueuedPodInfo) bool {
-	pa, pb := corev1helpers.PodPriority(a.GetPodInfo().GetPod()), corev1helpers.PodPriority(b.GetPodInfo().GetPod())
+	ta, ka := pl.groupKey(a)
+	tb, kb := pl.groupKey(b)
+	pa, pb := pl.effectivePriority(a, ta), pl.effectivePriority(b, tb)
 	if pa != pb {
 		return pa > pb
 	}
-	ta, ka := pl.groupKey(a)
-	tb, kb := pl.groupKey(b)
 	if !ta.Equal(tb) {
 		return ta.Before(tb)
 	}
@@ -46,4 +48,17 @@ func (pl *Plugin) groupKey(qp fwk.QueuedPodInfo) (time.Time, gang.Key) {
 		}
 	}
 	return qp.GetTimestamp(), gang.Key{Namespace: pod.Namespace, Name: pod.Name}
+}
+
+// agingEpoch is the fixed reference aging is measured from.
+var agingEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// effectivePriority is the pod's priority, aged by how early its group was queued:
+// a group queued agingSeconds earlier than another ranks one priority point higher.
+func (pl *Plugin) effectivePriority(qp fwk.QueuedPodInfo, groupTime time.Time) float64 {
+	p := float64(corev1helpers.PodPriority(qp.GetPodInfo().GetPod()))
+	if pl.args == nil || *pl.args.StarvationAgingSeconds == 0 {
+		return p
+	}
+	return p - groupTime.Sub(agingEpoch).Seconds()/float64(*pl.args.StarvationAgingSeconds)
 }

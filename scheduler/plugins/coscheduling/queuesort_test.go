@@ -11,6 +11,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
@@ -117,5 +118,24 @@ func TestLessIsAStrictWeakOrdering(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestLessWithStarvationAging(t *testing.T) {
+	pl := newTestPlugin()
+	pl.args = &config.CoschedulingArgs{StarvationAgingSeconds: ptr.To[int32](60)}
+	// Gang "a" was seen a minute before gang "b": with one priority point per minute
+	// of waiting, "a" at priority 10 ties "b" at 11 and wins on age; against 12 it loses.
+	a := queued(t, member("a-1", "a", 10), t0)
+	if !pl.Less(a, queued(t, member("b-1", "b", 11), t0)) {
+		t.Error("a gang waiting one aging period longer did not overtake one priority point")
+	}
+	if pl.Less(a, queued(t, member("b-2", "b", 12), t0)) {
+		t.Error("aging by one period overtook two priority points")
+	}
+	// Without aging, priority alone decides.
+	pl.args.StarvationAgingSeconds = ptr.To[int32](0)
+	if pl.Less(a, queued(t, member("b-3", "b", 11), t0)) {
+		t.Error("without aging, a lower-priority gang went first")
 	}
 }

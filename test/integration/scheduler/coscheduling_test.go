@@ -67,6 +67,30 @@ var _ = Describe("Coscheduling", func() {
 		Eventually(tc.boundFn(loser)).WithTimeout(testutil.Timeout).Should(Equal(8))
 	})
 
+	It("holds a gang whose minResources exceed the cluster's free capacity, and says so", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		tc.addNodes("n", 2, "cpu", "4")
+		// Spark-operator style: minMember 1, the real need in minResources.
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("spark", tc.ns).MinMember(1).
+			MinResources(testutil.ResourceList("cpu", "12")).Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, tc.pod("spark-driver").PodGroup("spark").Req("cpu", "1").Obj())).To(Succeed())
+		Eventually(func() string {
+			pod := &corev1.Pod{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "spark-driver"}, pod)).To(Succeed())
+			for _, c := range pod.Status.Conditions {
+				if c.Type == corev1.PodScheduled {
+					return c.Message
+				}
+			}
+			return ""
+		}).WithTimeout(testutil.Timeout).Should(ContainSubstring("cluster lacks the gang's minResources: " + tc.ns + "/spark needs 4 cpu more than the cluster has free"))
+		Expect(tc.bound("spark")).To(Equal(0))
+
+		// More capacity arrives: the driver is placed.
+		tc.addNodes("more", 1, "cpu", "4")
+		Eventually(tc.boundFn("spark")).WithTimeout(testutil.Timeout).Should(Equal(1))
+	})
+
 	It("forms a gang whose members arrive over longer than the Permit timeout", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 2))
 		tc.addNodes("n", 2, "cpu", "4")
