@@ -68,8 +68,16 @@ envtest: ## Build etcd and kube-apiserver for envtest (cached).
 	hack/build-tools.sh etcd kube-apiserver
 
 .PHONY: test
-test: envtest ## Run unit and integration tests (real kube-apiserver + etcd).
+test: envtest ## Run unit and integration tests (real kube-apiserver + etcd), then the fuzzers briefly.
 	go test $(GO_TEST_FLAGS) $(TEST_PKGS)
+	$(MAKE) fuzz FUZZ_TIME=5s
+
+FUZZ_TIME ?= 30s
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZ_TIME (gang-key parsing, classification).
+	go test ./api/gang -run '^$$' -fuzz '^FuzzOf$$' -fuzztime $(FUZZ_TIME)
+	go test ./api/gang -run '^$$' -fuzz '^FuzzIsDNS1123Subdomain$$' -fuzztime $(FUZZ_TIME)
+	go test ./api/workload -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(FUZZ_TIME)
 
 ##@ Tools
 
