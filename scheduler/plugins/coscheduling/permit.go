@@ -60,10 +60,12 @@ func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 				wp.Allow(Name)
 			}
 		}
-		gangsScheduled.Inc()
-		logger.V(3).Info("Gang reached its quorum", "podGroup", s.key.String(), "placed", placed, "minMember", s.minMember)
-		pl.recordEvent(s.key, s.podGroup, corev1.EventTypeNormal, v1alpha1.ReasonGangScheduled,
-			"%d/%d members placed; releasing the gang for binding", placed, s.minMember)
+		if placed-1 < int(s.minMember) { // this member completed the quorum
+			gangsScheduled.Inc()
+			logger.V(3).Info("Gang reached its quorum", "podGroup", s.key.String(), "placed", placed, "minMember", s.minMember)
+			pl.recordEvent(s.key, s.podGroup, corev1.EventTypeNormal, v1alpha1.ReasonGangScheduled,
+				"%d/%d members placed; releasing the gang for binding", placed, s.minMember)
+		}
 		return nil, 0
 	}
 	var activate map[string]*corev1.Pod
