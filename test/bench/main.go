@@ -74,6 +74,7 @@ func main() {
 	only := flag.String("workloads", "W1,W2,W4", "workloads to run")
 	armsFlag := flag.String("arms", "stock,kubenexus", "scheduler arms to run")
 	flag.StringVar(&cpuProfileDir, "cpuprofile", "", "directory to write an 8s CPU profile of each scheduler run into")
+	flag.IntVar(&repeat, "repeat", 2, "runs of each workload per arm, alternating which arm goes first; ratios use the means")
 	flag.StringVar(&kubenexusArgs, "kubenexus-args", "", "extra flags for kubenexus-scheduler, space-separated (e.g. --feature-gates=...)")
 	flag.Parse()
 	if err := run(*nodes, *binDir, strings.Split(*only, ","), strings.Split(*armsFlag, ",")); err != nil {
@@ -82,7 +83,10 @@ func main() {
 	}
 }
 
-var cpuProfileDir, kubenexusArgs string
+var (
+	cpuProfileDir, kubenexusArgs string
+	repeat                       int
+)
 
 func run(nodeCount int, binDir string, only, armNames []string) error {
 	ctx := context.Background()
@@ -148,16 +152,22 @@ func run(nodeCount int, binDir string, only, armNames []string) error {
 		if !ok {
 			return fmt.Errorf("unknown workload %q", w)
 		}
-		for _, a := range arms {
-			if !contains(armNames, a.name) {
-				continue
+		for rep := range repeat {
+			order := arms
+			if rep%2 == 1 { // alternate which arm runs first
+				order = []arm{arms[1], arms[0]}
 			}
-			r, err := runOne(ctx, c, cs, dir, kcPath, a, wl)
-			if err != nil {
-				return fmt.Errorf("%s/%s: %w", wl.name, a.name, err)
+			for _, a := range order {
+				if !contains(armNames, a.name) {
+					continue
+				}
+				r, err := runOne(ctx, c, cs, dir, kcPath, a, wl)
+				if err != nil {
+					return fmt.Errorf("%s/%s: %w", wl.name, a.name, err)
+				}
+				results = append(results, r)
+				fmt.Printf("  %s %-9s %5d pods  %7.1f pods/s  peak RSS %d MiB\n", r.workload, r.arm, r.pods, r.podsPerSec, r.peakRSSMiB)
 			}
-			results = append(results, r)
-			fmt.Printf("  %s %-9s %5d pods  %7.1f pods/s  peak RSS %d MiB\n", r.workload, r.arm, r.pods, r.podsPerSec, r.peakRSSMiB)
 		}
 	}
 	report(results)
@@ -303,9 +313,11 @@ profiles:
 func report(rs []result) {
 	fmt.Println()
 	fmt.Println("workload  arm        pods   pods/s   first→last  gang span p50 / p99   unreserved  peak RSS")
-	byKey := map[string]result{}
+	sum, n := map[string]float64{}, map[string]int{}
 	for _, r := range rs {
-		byKey[r.workload+"/"+r.arm] = r
+		k := r.workload + "/" + r.arm
+		sum[k] += r.podsPerSec
+		n[k]++
 		gang := "-"
 		if r.gangSpanP50 > 0 || r.P99 > 0 {
 			gang = fmt.Sprintf("%s / %s", r.gangSpanP50.Round(time.Millisecond), r.P99.Round(time.Millisecond))
@@ -313,15 +325,21 @@ func report(rs []result) {
 		fmt.Printf("%-9s %-9s %5d  %7.1f   %9s  %-20s  %-10s  %d MiB\n", r.workload, r.arm, r.pods, r.podsPerSec,
 			r.span.Round(time.Millisecond), gang, r.unreserved, r.peakRSSMiB)
 	}
+	mean := func(k string) float64 {
+		if n[k] == 0 {
+			return 0
+		}
+		return sum[k] / float64(n[k])
+	}
 	fmt.Println()
 	for _, w := range []string{"W1", "W2", "W4"} {
-		k, s := byKey[w+"/kubenexus"], byKey[w+"/stock"]
-		if k.podsPerSec > 0 && s.podsPerSec > 0 {
-			fmt.Printf("%s throughput ratio kubenexus/stock: %.2f\n", w, k.podsPerSec/s.podsPerSec)
+		k, s := mean(w+"/kubenexus"), mean(w+"/stock")
+		if k > 0 && s > 0 {
+			fmt.Printf("%s mean pods/s: stock %.1f, kubenexus %.1f; ratio kubenexus/stock %.2f\n", w, s, k, k/s)
 		}
 	}
-	if k, s := byKey["W2/kubenexus"], byKey["W1/stock"]; k.podsPerSec > 0 && s.podsPerSec > 0 {
-		fmt.Printf("W2 kubenexus gang throughput vs stock W1 plain-pod throughput: %.2f\n", k.podsPerSec/s.podsPerSec)
+	if k, s := mean("W2/kubenexus"), mean("W1/stock"); k > 0 && s > 0 {
+		fmt.Printf("W2 kubenexus gang throughput vs stock W1 plain-pod throughput: %.2f\n", k/s)
 	}
 }
 
