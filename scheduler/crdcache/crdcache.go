@@ -35,7 +35,8 @@ func (c *Cache) PodGroup(key gang.Key) *v1alpha1.PodGroup {
 	return pg
 }
 
-// OnPodGroupChange calls f with the key of every PodGroup added or updated.
+// OnPodGroupChange calls f with the key of every PodGroup added, or whose spec
+// changed (its generation); status updates are not reported.
 func (c *Cache) OnPodGroupChange(f func(gang.Key)) error {
 	inf, err := c.cache.GetInformer(context.Background(), &v1alpha1.PodGroup{})
 	if err != nil {
@@ -48,7 +49,14 @@ func (c *Cache) OnPodGroupChange(f func(gang.Key)) error {
 	}
 	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    notify,
-		UpdateFunc: func(_, newObj any) { notify(newObj) },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, okOld := oldObj.(*v1alpha1.PodGroup)
+			n, okNew := newObj.(*v1alpha1.PodGroup)
+			if okOld && okNew && o.Generation == n.Generation {
+				return
+			}
+			notify(newObj)
+		},
 	})
 	return err
 }

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -83,10 +82,16 @@ func (pl *Plugin) isSchedulableAfterPodDeleted(_ klog.Logger, _ *corev1.Pod, old
 	return fwk.QueueSkip, nil
 }
 
-func (pl *Plugin) isSchedulableAfterPodGroupChange(_ klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
-	ns, name, err := objectName(newObj)
+func (pl *Plugin) isSchedulableAfterPodGroupChange(_ klog.Logger, pod *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	ns, name, gen, err := objectMeta(newObj)
 	if err != nil {
 		return fwk.Queue, err
+	}
+	if oldObj != nil {
+		// The controller updates status often; only spec changes (generation) matter.
+		if _, _, oldGen, err := objectMeta(oldObj); err == nil && oldGen == gen {
+			return fwk.QueueSkip, nil
+		}
 	}
 	m, ok, _ := gang.Of(pod)
 	if ok && m.Key == (gang.Key{Namespace: ns, Name: name}) {
@@ -95,16 +100,14 @@ func (pl *Plugin) isSchedulableAfterPodGroupChange(_ klog.Logger, pod *corev1.Po
 	return fwk.QueueSkip, nil
 }
 
-// objectName reads namespace and name of a PodGroup delivered by the scheduler's
-// dynamic informer (unstructured) or typed.
-func objectName(obj any) (string, string, error) {
+// objectMeta reads namespace, name and generation of a PodGroup delivered by the
+// scheduler's dynamic informer (unstructured) or typed.
+func objectMeta(obj any) (string, string, int64, error) {
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
-		return o.GetNamespace(), o.GetName(), nil
+		return o.GetNamespace(), o.GetName(), o.GetGeneration(), nil
 	case *v1alpha1.PodGroup:
-		return o.Namespace, o.Name, nil
-	case runtime.Object:
-		return "", "", fmt.Errorf("unexpected object %T", obj)
+		return o.Namespace, o.Name, o.Generation, nil
 	}
-	return "", "", fmt.Errorf("unexpected object %T", obj)
+	return "", "", 0, fmt.Errorf("unexpected object %T", obj)
 }

@@ -65,9 +65,9 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	}
 	pl.index.mu.RUnlock()
 
-	if now := pl.now(); now.Before(backoffUntil) {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-			fmt.Sprintf("%s: %s retries in %s", ErrReasonBackoff, m.Key, backoffUntil.Sub(now).Round(1e9)))
+	if pl.now().Before(backoffUntil) {
+		// A stable message: a countdown would rewrite the pod's condition every attempt.
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %s", ErrReasonBackoff, m.Key))
 	}
 	if ungated < int(minMember) {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
