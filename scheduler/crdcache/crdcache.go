@@ -48,7 +48,7 @@ func (c *Cache) OnPodGroupChange(f func(gang.Key)) error {
 		}
 	}
 	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    notify,
+		AddFunc: notify,
 		UpdateFunc: func(oldObj, newObj any) {
 			o, okOld := oldObj.(*v1alpha1.PodGroup)
 			n, okNew := newObj.(*v1alpha1.PodGroup)
