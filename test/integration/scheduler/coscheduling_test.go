@@ -74,16 +74,7 @@ var _ = Describe("Coscheduling", func() {
 		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("spark", tc.ns).MinMember(1).
 			MinResources(testutil.ResourceList("cpu", "12")).Obj())).To(Succeed())
 		Expect(k8sClient.Create(suiteCtx, tc.pod("spark-driver").PodGroup("spark").Req("cpu", "1").Obj())).To(Succeed())
-		Eventually(func() string {
-			pod := &corev1.Pod{}
-			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "spark-driver"}, pod)).To(Succeed())
-			for _, c := range pod.Status.Conditions {
-				if c.Type == corev1.PodScheduled {
-					return c.Message
-				}
-			}
-			return ""
-		}).WithTimeout(testutil.Timeout).Should(ContainSubstring("cluster lacks the gang's minResources: " + tc.ns + "/spark needs 4 cpu more than the cluster has free"))
+		Eventually(tc.scheduledMessage("spark-driver")).WithTimeout(testutil.Timeout).Should(ContainSubstring("cluster lacks the gang's minResources: " + tc.ns + "/spark needs 4 cpu more than the cluster has free"))
 		Expect(tc.bound("spark")).To(Equal(0))
 
 		// More capacity arrives: the driver is placed.
@@ -187,15 +178,6 @@ var _ = Describe("Coscheduling", func() {
 		Expect(k8sClient.Create(suiteCtx, tc.pod("typo").
 			Label("pod-group.scheduling.kubenexus.io/name", "etl").
 			Label("pod-group.scheduling.kubenexus.io/min-available", "three").Obj())).To(Succeed())
-		Eventually(func() string {
-			pod := &corev1.Pod{}
-			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "typo"}, pod)).To(Succeed())
-			for _, c := range pod.Status.Conditions {
-				if c.Type == corev1.PodScheduled {
-					return c.Message
-				}
-			}
-			return ""
-		}).WithTimeout(testutil.Timeout).Should(ContainSubstring(`pod-group.scheduling.kubenexus.io/min-available="three" must be an integer`))
+		Eventually(tc.scheduledMessage("typo")).WithTimeout(testutil.Timeout).Should(ContainSubstring(`pod-group.scheduling.kubenexus.io/min-available="three" must be an integer`))
 	})
 })

@@ -217,3 +217,17 @@ func (tc *testCluster) scheduledReason(name string) func() string {
 		return ""
 	}
 }
+
+// scheduledMessage returns the message of the pod's PodScheduled condition ("" if none).
+func (tc *testCluster) scheduledMessage(pod string) func() string {
+	return func() string {
+		p := &corev1.Pod{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: pod}, p)).To(Succeed())
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled {
+				return c.Message
+			}
+		}
+		return ""
+	}
+}
