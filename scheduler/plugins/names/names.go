@@ -17,3 +17,9 @@ const (
 	Backfill              = "Backfill"
 	GangPreemption        = "GangPreemption"
 )
+
+// Implemented lists, in registration order, the plugins kubenexus-scheduler
+// registers today. The operator renders only these into the scheduler configuration:
+// a profile naming an unregistered plugin would stop the scheduler from starting.
+// registry_test.go keeps this list and RegistryOptions in step.
+var Implemented = []string{ProfileClassifier, Coscheduling}

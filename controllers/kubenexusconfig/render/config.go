@@ -1,0 +1,197 @@
+// Package render turns a KubeNexusConfig into what the operator applies: the
+// kubenexus-scheduler KubeSchedulerConfiguration and the objects that run it. It is
+// pure — no API calls — so that the reconciler, the admission webhook and the
+// golden-file tests share one rendering.
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	componentbaseconfigv1alpha1 "k8s.io/component-base/config/v1alpha1"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	schedconfig "github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
+)
+
+// LeaseName is the scheduler's leader election lease, in the scheduler's namespace.
+// It does not follow the scheduler name so that the shipped RBAC can name it.
+const LeaseName = "kubenexus-scheduler"
+
+// plugin is one KubeNexus plugin as the KubeNexusConfig sets it.
+type plugin struct {
+	name    string
+	enabled *bool
+	// weight is the score weight; 0 for plugins that do not score.
+	weight int32
+	// args are the plugin's typed args; nil when it has none.
+	args any
+	// queueSort: the plugin replaces the default queue sort.
+	queueSort bool
+}
+
+// plugins lists every plugin of the API in profile order.
+func plugins(p *v1alpha1.PluginsSpec) []plugin {
+	return []plugin{
+		{name: names.ProfileClassifier, enabled: p.ProfileClassifier.Enabled},
+		{name: names.Coscheduling, enabled: p.Coscheduling.Enabled, args: coschedulingArgs(&p.Coscheduling), queueSort: true},
+		{name: names.WorkloadAware, enabled: p.WorkloadAware.Enabled, weight: p.WorkloadAware.Weight},
+		{name: names.TopologyAware, enabled: p.TopologyAware.Enabled, weight: p.TopologyAware.Weight},
+		{name: names.NetworkFabric, enabled: p.NetworkFabric.Enabled, weight: p.NetworkFabric.Weight},
+		{name: names.ResourceFragmentation, enabled: p.ResourceFragmentation.Enabled, weight: p.ResourceFragmentation.Weight},
+		{name: names.TenantHardware, enabled: p.TenantHardware.Enabled, weight: p.TenantHardware.Weight},
+		{name: names.NUMATopology, enabled: p.NUMATopology.Enabled, weight: p.NUMATopology.Weight},
+		{name: names.VRAM, enabled: p.VRAM.Enabled, weight: p.VRAM.Weight},
+		{name: names.ResourceReservation, enabled: p.ResourceReservation.Enabled},
+		{name: names.Backfill, enabled: p.Backfill.Enabled, weight: p.Backfill.Weight},
+		{name: names.GangPreemption, enabled: p.GangPreemption.Enabled},
+	}
+}
+
+// coschedulingArgs maps the API's Coscheduling settings to the plugin's args. Zero
+// values (an object that skipped API defaulting) are left to the plugin's defaults.
+func coschedulingArgs(c *v1alpha1.CoschedulingPlugin) *schedconfig.CoschedulingArgs {
+	a := &schedconfig.CoschedulingArgs{}
+	if c.DefaultScheduleTimeoutSeconds != 0 {
+		a.DefaultScheduleTimeoutSeconds = ptr.To(c.DefaultScheduleTimeoutSeconds)
+	}
+	if c.BackoffSeconds != 0 {
+		a.BackoffSeconds = ptr.To(c.BackoffSeconds)
+	}
+	if c.StarvationAgingSeconds != 0 {
+		a.StarvationAgingSeconds = ptr.To(c.StarvationAgingSeconds)
+	}
+	return a
+}
+
+// SchedulerConfiguration renders spec as the kubenexus-scheduler
+// KubeSchedulerConfiguration: one profile named after spec.scheduler.schedulerName
+// with the enabled KubeNexus plugins that the scheduler registers (see
+// names.Implemented), their weights and args, the client rate limit,
+// percentageOfNodesToScore and leader election in namespace.
+func SchedulerConfiguration(spec *v1alpha1.KubeNexusConfigSpec, namespace string) (*configv1.KubeSchedulerConfiguration, error) {
+	s := &spec.Scheduler
+	profile := configv1.KubeSchedulerProfile{
+		SchedulerName: ptr.To(schedulerName(s)),
+		Plugins:       &configv1.Plugins{},
+	}
+	for _, p := range plugins(&spec.Plugins) {
+		if !ptr.Deref(p.enabled, true) || !slices.Contains(names.Implemented, p.name) {
+			continue
+		}
+		entry := configv1.Plugin{Name: p.name}
+		if p.weight > 0 {
+			entry.Weight = ptr.To(p.weight)
+		}
+		profile.Plugins.MultiPoint.Enabled = append(profile.Plugins.MultiPoint.Enabled, entry)
+		if p.queueSort {
+			profile.Plugins.QueueSort = configv1.PluginSet{
+				Enabled:  []configv1.Plugin{{Name: p.name}},
+				Disabled: []configv1.Plugin{{Name: "*"}},
+			}
+		}
+		if p.args != nil {
+			raw, err := json.Marshal(p.args)
+			if err != nil {
+				return nil, fmt.Errorf("encoding %s args: %w", p.name, err)
+			}
+			profile.PluginConfig = append(profile.PluginConfig, configv1.PluginConfig{Name: p.name, Args: runtime.RawExtension{Raw: raw}})
+		}
+	}
+
+	le := &s.LeaderElection
+	cfg := &configv1.KubeSchedulerConfiguration{
+		TypeMeta: metav1.TypeMeta{APIVersion: configv1.SchemeGroupVersion.String(), Kind: "KubeSchedulerConfiguration"},
+		LeaderElection: componentbaseconfigv1alpha1.LeaderElectionConfiguration{
+			LeaderElect:       ptr.To(ptr.Deref(le.Enabled, true)),
+			LeaseDuration:     seconds(le.LeaseDurationSeconds, 15),
+			RenewDeadline:     seconds(le.RenewDeadlineSeconds, 10),
+			RetryPeriod:       seconds(le.RetryPeriodSeconds, 2),
+			ResourceLock:      "leases",
+			ResourceName:      LeaseName,
+			ResourceNamespace: namespace,
+		},
+		ClientConnection: componentbaseconfigv1alpha1.ClientConnectionConfiguration{
+			QPS:   float32(orDefault(s.ClientConnection.QPS, 50)),
+			Burst: orDefault(s.ClientConnection.Burst, 100),
+		},
+		PercentageOfNodesToScore: ptr.To(s.PercentageOfNodesToScore),
+		Profiles:                 []configv1.KubeSchedulerProfile{profile},
+	}
+	return cfg, nil
+}
+
+// ConfigYAML renders the scheduler configuration as the YAML file the scheduler
+// reads, with empty sections left out, and its hash.
+func ConfigYAML(spec *v1alpha1.KubeNexusConfigSpec, namespace string) ([]byte, string, error) {
+	cfg, err := SchedulerConfiguration(spec, namespace)
+	if err != nil {
+		return nil, "", err
+	}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("encoding the scheduler configuration: %w", err)
+	}
+	var tree map[string]any
+	if err := json.Unmarshal(raw, &tree); err != nil {
+		return nil, "", fmt.Errorf("decoding the scheduler configuration: %w", err)
+	}
+	out, err := yaml.Marshal(prune(tree))
+	if err != nil {
+		return nil, "", fmt.Errorf("encoding the scheduler configuration: %w", err)
+	}
+	sum := sha256.Sum256(out)
+	return out, hex.EncodeToString(sum[:])[:16], nil
+}
+
+// prune drops nulls, empty strings and empty objects, which the scheduler's
+// defaulting treats as unset, so the file shows only what is configured.
+func prune(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			e = prune(e)
+			if m, ok := e.(map[string]any); e == nil || e == "" || (ok && len(m) == 0) {
+				delete(t, k)
+				continue
+			}
+			t[k] = e
+		}
+		return t
+	case []any:
+		for i := range t {
+			t[i] = prune(t[i])
+		}
+		return t
+	default:
+		return v
+	}
+}
+
+func schedulerName(s *v1alpha1.SchedulerSpec) string {
+	if s.SchedulerName == "" {
+		return v1alpha1.DefaultSchedulerName
+	}
+	return s.SchedulerName
+}
+
+func orDefault(v, def int32) int32 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func seconds(v, def int32) metav1.Duration {
+	return metav1.Duration{Duration: time.Duration(orDefault(v, def)) * time.Second}
+}

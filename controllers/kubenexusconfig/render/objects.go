@@ -1,0 +1,225 @@
+package render
+
+import (
+	"fmt"
+	"maps"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// Names of the objects the operator applies. They are fixed (not derived from the
+// scheduler name) so that the chart's RBAC can name them and a rename never
+// orphans the previous set.
+const (
+	// Name is the scheduler's Deployment, ServiceAccount, ConfigMap and Service.
+	Name = "kubenexus-scheduler"
+	// MetricsServiceName is the Service in front of the scheduler's secure port.
+	MetricsServiceName = "kubenexus-scheduler-metrics"
+	// ClusterRoleName is the ClusterRole the chart ships for the scheduler's access
+	// to the KubeNexus API and its lease.
+	ClusterRoleName = "kubenexus-scheduler"
+	// ConfigKey is the ConfigMap key holding the KubeSchedulerConfiguration.
+	ConfigKey = "config.yaml"
+	// ConfigHashAnnotation on the pod template rolls the scheduler when the rendered
+	// configuration changes, and only then.
+	ConfigHashAnnotation = "scheduling.kubenexus.io/config-hash"
+	// SecurePort serves the scheduler's health, readiness and metrics over HTTPS.
+	SecurePort = 10259
+
+	configDir = "/etc/kubenexus-scheduler"
+)
+
+// Options are the installation facts the KubeNexusConfig does not carry.
+type Options struct {
+	// Namespace is where the scheduler runs (the operator's namespace).
+	Namespace string
+	// DefaultImage is the scheduler image when spec.scheduler.image is unset.
+	DefaultImage string
+}
+
+// Objects is everything the operator applies for one KubeNexusConfig.
+type Objects struct {
+	// Config is the KubeSchedulerConfiguration file and Hash its hash.
+	Config []byte
+	Hash   string
+
+	ServiceAccount      *corev1ac.ServiceAccountApplyConfiguration
+	ClusterRoleBindings []*rbacv1ac.ClusterRoleBindingApplyConfiguration
+	// AuthReaderBinding lets the scheduler read the API server's client CA for
+	// delegated authentication of /metrics requests.
+	AuthReaderBinding *rbacv1ac.RoleBindingApplyConfiguration
+	ConfigMap         *corev1ac.ConfigMapApplyConfiguration
+	Deployment        *appsv1ac.DeploymentApplyConfiguration
+	Service           *corev1ac.ServiceApplyConfiguration
+}
+
+// All returns the objects in the order they are applied: identity and access
+// before the configuration, the configuration before the Deployment reading it.
+func (o *Objects) All() []runtime.ApplyConfiguration {
+	out := []runtime.ApplyConfiguration{o.ServiceAccount}
+	for _, b := range o.ClusterRoleBindings {
+		out = append(out, b)
+	}
+	return append(out, o.AuthReaderBinding, o.ConfigMap, o.Deployment, o.Service)
+}
+
+// Labels are the labels of every rendered object; Selector selects the scheduler pods.
+func Labels() map[string]string {
+	return map[string]string{
+		"app.kubernetes.io/name":       Name,
+		"app.kubernetes.io/component":  "scheduler",
+		"app.kubernetes.io/part-of":    "kubenexus",
+		"app.kubernetes.io/managed-by": "kubenexus-manager",
+	}
+}
+
+func selector() map[string]string {
+	return map[string]string{"app.kubernetes.io/name": Name, "app.kubernetes.io/component": "scheduler"}
+}
+
+// Render renders knc. knc must have a UID: every object is owned by it.
+func Render(knc *v1alpha1.KubeNexusConfig, opts Options) (*Objects, error) {
+	if opts.Namespace == "" {
+		return nil, fmt.Errorf("render: no namespace for the scheduler")
+	}
+	config, hash, err := ConfigYAML(&knc.Spec, opts.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	owner := metav1ac.OwnerReference().
+		WithAPIVersion(v1alpha1.GroupVersion.String()).WithKind("KubeNexusConfig").
+		WithName(knc.Name).WithUID(knc.UID).
+		WithController(true).WithBlockOwnerDeletion(true)
+	ns := opts.Namespace
+	o := &Objects{Config: config, Hash: hash}
+
+	o.ServiceAccount = corev1ac.ServiceAccount(Name, ns).
+		WithLabels(Labels()).WithOwnerReferences(owner).
+		WithAutomountServiceAccountToken(true)
+
+	for _, role := range []struct{ binding, role string }{
+		{Name + "-kube-scheduler", "system:kube-scheduler"},
+		{Name + "-volume-scheduler", "system:volume-scheduler"},
+		{Name, ClusterRoleName},
+	} {
+		o.ClusterRoleBindings = append(o.ClusterRoleBindings, rbacv1ac.ClusterRoleBinding(role.binding).
+			WithLabels(Labels()).WithOwnerReferences(owner).
+			WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(role.role)).
+			WithSubjects(rbacv1ac.Subject().WithKind("ServiceAccount").WithName(Name).WithNamespace(ns)))
+	}
+	o.AuthReaderBinding = rbacv1ac.RoleBinding(Name+"-authentication-reader", "kube-system").
+		WithLabels(Labels()).WithOwnerReferences(owner).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("Role").WithName("extension-apiserver-authentication-reader")).
+		WithSubjects(rbacv1ac.Subject().WithKind("ServiceAccount").WithName(Name).WithNamespace(ns))
+
+	o.ConfigMap = corev1ac.ConfigMap(Name, ns).
+		WithLabels(Labels()).WithOwnerReferences(owner).
+		WithData(map[string]string{ConfigKey: string(config)})
+
+	o.Deployment = deployment(&knc.Spec.Scheduler, opts, hash).WithOwnerReferences(owner)
+
+	o.Service = corev1ac.Service(MetricsServiceName, ns).
+		WithLabels(Labels()).WithOwnerReferences(owner).
+		WithSpec(corev1ac.ServiceSpec().
+			WithType(corev1.ServiceTypeClusterIP).
+			WithSelector(selector()).
+			WithPorts(corev1ac.ServicePort().WithName("https-metrics").WithProtocol(corev1.ProtocolTCP).
+				WithPort(SecurePort).WithTargetPort(intstr.FromString("https"))))
+	return o, nil
+}
+
+func deployment(s *v1alpha1.SchedulerSpec, opts Options, hash string) *appsv1ac.DeploymentApplyConfiguration {
+	image := s.Image
+	if image == "" {
+		image = opts.DefaultImage
+	}
+	pullPolicy := s.ImagePullPolicy
+	if pullPolicy == "" {
+		pullPolicy = corev1.PullIfNotPresent
+	}
+	probe := func(path string, period, failures int32) *corev1ac.ProbeApplyConfiguration {
+		return corev1ac.Probe().
+			WithHTTPGet(corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromString("https")).WithScheme(corev1.URISchemeHTTPS)).
+			WithPeriodSeconds(period).WithFailureThreshold(failures).WithTimeoutSeconds(5)
+	}
+	container := corev1ac.Container().
+		WithName("scheduler").
+		WithImage(image).
+		WithImagePullPolicy(pullPolicy).
+		WithArgs(
+			"--config="+configDir+"/"+ConfigKey,
+			fmt.Sprintf("--v=%d", s.Verbosity),
+		).
+		WithPorts(corev1ac.ContainerPort().WithName("https").WithContainerPort(SecurePort).WithProtocol(corev1.ProtocolTCP)).
+		WithStartupProbe(probe("/livez", 5, 24)).
+		WithLivenessProbe(probe("/livez", 10, 3)).
+		WithReadinessProbe(probe("/readyz", 5, 3)).
+		WithSecurityContext(corev1ac.SecurityContext().
+			WithAllowPrivilegeEscalation(false).
+			WithReadOnlyRootFilesystem(true).
+			WithRunAsNonRoot(true).
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+		WithVolumeMounts(
+			corev1ac.VolumeMount().WithName("config").WithMountPath(configDir).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName("tmp").WithMountPath("/tmp"),
+		)
+	if r := s.Resources; r != nil {
+		res := corev1ac.ResourceRequirements()
+		if len(r.Requests) > 0 {
+			res.WithRequests(r.Requests.DeepCopy())
+		}
+		if len(r.Limits) > 0 {
+			res.WithLimits(r.Limits.DeepCopy())
+		}
+		container.WithResources(res)
+	}
+
+	podLabels := Labels()
+	pod := corev1ac.PodSpec().
+		WithServiceAccountName(Name).
+		WithSecurityContext(corev1ac.PodSecurityContext().
+			WithRunAsNonRoot(true).
+			WithRunAsUser(65532).WithRunAsGroup(65532).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+		WithContainers(container).
+		WithVolumes(
+			corev1ac.Volume().WithName("config").WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(Name)),
+			corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+		)
+	replicas := s.Replicas
+	if replicas == 0 {
+		replicas = 1
+	}
+	if replicas > 1 {
+		// Replicas on different nodes, so that losing one node never loses the leader and its standby.
+		pod.WithAffinity(corev1ac.Affinity().WithPodAntiAffinity(corev1ac.PodAntiAffinity().
+			WithPreferredDuringSchedulingIgnoredDuringExecution(corev1ac.WeightedPodAffinityTerm().
+				WithWeight(100).
+				WithPodAffinityTerm(corev1ac.PodAffinityTerm().
+					WithTopologyKey(corev1.LabelHostname).
+					WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(selector()))))))
+	}
+	return appsv1ac.Deployment(Name, opts.Namespace).
+		WithLabels(Labels()).
+		WithSpec(appsv1ac.DeploymentSpec().
+			WithReplicas(replicas).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector())).
+			WithStrategy(appsv1ac.DeploymentStrategy().
+				WithType(appsv1.RollingUpdateDeploymentStrategyType).
+				WithRollingUpdate(appsv1ac.RollingUpdateDeployment().
+					WithMaxUnavailable(intstr.FromInt32(0)).WithMaxSurge(intstr.FromInt32(1)))).
+			WithTemplate(corev1ac.PodTemplateSpec().
+				WithLabels(maps.Clone(podLabels)).
+				WithAnnotations(map[string]string{ConfigHashAnnotation: hash}).
+				WithSpec(pod)))
+}

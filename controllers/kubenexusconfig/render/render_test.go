@@ -1,0 +1,228 @@
+package render
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+var testOpts = Options{Namespace: "kubenexus-system", DefaultImage: "ghcr.io/kube-nexus/kubenexus-scheduler:v0.1.0"}
+
+func knc(spec v1alpha1.KubeNexusConfigSpec) *v1alpha1.KubeNexusConfig {
+	return &v1alpha1.KubeNexusConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "default", UID: "5c0e9a52-1d0b-4a43-9b1e-0d9f3c1b7a11"},
+		Spec:       spec,
+	}
+}
+
+func sample(t *testing.T) v1alpha1.KubeNexusConfigSpec {
+	t.Helper()
+	data, err := os.ReadFile("../../../config/samples/scheduling_v1alpha1_kubenexusconfig.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj v1alpha1.KubeNexusConfig
+	if err := yaml.UnmarshalStrict(data, &obj); err != nil {
+		t.Fatal(err)
+	}
+	return obj.Spec
+}
+
+// The golden files are what the operator applies; a change to rendering shows up as
+// a reviewable diff (go test ./controllers/kubenexusconfig/render -update).
+func TestRenderGolden(t *testing.T) {
+	cases := map[string]v1alpha1.KubeNexusConfigSpec{
+		// An empty spec, as a client that skipped API defaulting would send it.
+		"empty": {},
+		"sample": sample(t),
+		"ha": {
+			Scheduler: v1alpha1.SchedulerSpec{
+				SchedulerName:   "gpu-scheduler",
+				Image:           "registry.example.com/kubenexus-scheduler@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+				ImagePullPolicy: corev1.PullAlways,
+				Replicas:        3,
+				LeaderElection:  v1alpha1.LeaderElectionSpec{Enabled: ptr.To(true), LeaseDurationSeconds: 30, RenewDeadlineSeconds: 20, RetryPeriodSeconds: 4},
+				Resources: &corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi")},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("8Gi")},
+				},
+				ClientConnection:         v1alpha1.ClientConnectionSpec{QPS: 1000, Burst: 2000},
+				PercentageOfNodesToScore: 30,
+				Verbosity:                4,
+			},
+			Plugins: v1alpha1.PluginsSpec{Coscheduling: v1alpha1.CoschedulingPlugin{
+				DefaultScheduleTimeoutSeconds: 300, BackoffSeconds: 30, StarvationAgingSeconds: 600,
+			}},
+		},
+		"plugins-off": {
+			Scheduler: v1alpha1.SchedulerSpec{LeaderElection: v1alpha1.LeaderElectionSpec{Enabled: ptr.To(false)}},
+			Plugins: v1alpha1.PluginsSpec{
+				Coscheduling:      v1alpha1.CoschedulingPlugin{Enabled: ptr.To(false)},
+				ProfileClassifier: v1alpha1.ProfileClassifierPlugin{Enabled: ptr.To(false)},
+			},
+		},
+	}
+	for name, spec := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs, err := Render(knc(spec), testOpts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if errs := Validate(&spec, testOpts.Namespace); len(errs) > 0 {
+				t.Fatalf("the scheduler would reject the %s rendering: %v", name, errs.ToAggregate())
+			}
+			var out bytes.Buffer
+			out.WriteString("# " + ConfigKey + " (hash " + objs.Hash + ")\n")
+			out.Write(objs.Config)
+			for _, o := range objs.All() {
+				b, err := yaml.Marshal(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out.WriteString("---\n")
+				out.Write(b)
+			}
+			golden := filepath.Join("testdata", name+".golden.yaml")
+			if *update {
+				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(out.Bytes(), want) {
+				t.Errorf("rendering differs from %s (run with -update and review the diff):\n%s", golden, out.String())
+			}
+		})
+	}
+}
+
+func TestRenderedProfile(t *testing.T) {
+	cfg, err := SchedulerConfiguration(&v1alpha1.KubeNexusConfigSpec{
+		Scheduler: v1alpha1.SchedulerSpec{SchedulerName: "gpu-scheduler"},
+		Plugins: v1alpha1.PluginsSpec{
+			ProfileClassifier: v1alpha1.ProfileClassifierPlugin{Enabled: ptr.To(false)},
+			// Not registered by the scheduler yet: must never reach the profile.
+			NetworkFabric: v1alpha1.NetworkFabricPlugin{Enabled: ptr.To(true), Weight: 7},
+		},
+	}, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Profiles[0]
+	if *p.SchedulerName != "gpu-scheduler" {
+		t.Errorf("profile name %q", *p.SchedulerName)
+	}
+	var enabled []string
+	for _, e := range p.Plugins.MultiPoint.Enabled {
+		enabled = append(enabled, e.Name)
+	}
+	if strings.Join(enabled, ",") != "Coscheduling" {
+		t.Errorf("multiPoint enabled %v, want only Coscheduling", enabled)
+	}
+	if qs := p.Plugins.QueueSort; len(qs.Enabled) != 1 || qs.Enabled[0].Name != "Coscheduling" || len(qs.Disabled) != 1 || qs.Disabled[0].Name != "*" {
+		t.Errorf("queueSort %+v, want Coscheduling replacing the default", qs)
+	}
+	if cfg.LeaderElection.ResourceNamespace != "ns" || cfg.LeaderElection.ResourceName != LeaseName {
+		t.Errorf("lease %s/%s", cfg.LeaderElection.ResourceNamespace, cfg.LeaderElection.ResourceName)
+	}
+}
+
+func TestConfigHash(t *testing.T) {
+	base := sample(t)
+	_, h1, _ := ConfigYAML(&base, testOpts.Namespace)
+	same := sample(t)
+	same.Scheduler.Replicas = 4 // the Deployment changes, not the scheduler's configuration
+	same.Scheduler.Image = "other:tag"
+	_, h2, _ := ConfigYAML(&same, testOpts.Namespace)
+	if h1 != h2 {
+		t.Errorf("replicas and image changed the configuration hash (%s → %s)", h1, h2)
+	}
+	changed := sample(t)
+	changed.Plugins.Coscheduling.BackoffSeconds++
+	_, h3, _ := ConfigYAML(&changed, testOpts.Namespace)
+	if h1 == h3 {
+		t.Error("a Coscheduling arg change kept the configuration hash")
+	}
+	objs, _ := Render(knc(changed), testOpts)
+	if got := objs.Deployment.Spec.Template.Annotations[ConfigHashAnnotation]; got != h3 {
+		t.Errorf("pod template hash annotation %q, want %q", got, h3)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		name      string
+		mutate    func(*v1alpha1.KubeNexusConfigSpec)
+		wantField string
+		wantText  string
+	}{
+		{
+			// Allowed by the CRD (retryPeriod < renewDeadline), refused by the leader elector.
+			name: "renew deadline within retry jitter",
+			mutate: func(s *v1alpha1.KubeNexusConfigSpec) {
+				s.Scheduler.LeaderElection = v1alpha1.LeaderElectionSpec{Enabled: ptr.To(true), LeaseDurationSeconds: 15, RenewDeadlineSeconds: 10, RetryPeriodSeconds: 9}
+			},
+			wantField: "spec.scheduler.leaderElection.renewDeadlineSeconds",
+			wantText:  "retryPeriodSeconds",
+		},
+		{
+			name: "lease shorter than renew deadline",
+			mutate: func(s *v1alpha1.KubeNexusConfigSpec) {
+				s.Scheduler.LeaderElection = v1alpha1.LeaderElectionSpec{Enabled: ptr.To(true), LeaseDurationSeconds: 10, RenewDeadlineSeconds: 10, RetryPeriodSeconds: 2}
+			},
+			wantField: "spec.scheduler.leaderElection.leaseDurationSeconds",
+			wantText:  "RenewDeadline",
+		},
+		{
+			name:      "percentage of nodes out of range",
+			mutate:    func(s *v1alpha1.KubeNexusConfigSpec) { s.Scheduler.PercentageOfNodesToScore = 150 },
+			wantField: "spec.scheduler.percentageOfNodesToScore",
+			wantText:  "0-100",
+		},
+		{
+			name:      "coscheduling backoff out of range",
+			mutate:    func(s *v1alpha1.KubeNexusConfigSpec) { s.Plugins.Coscheduling.BackoffSeconds = 7200 },
+			wantField: "spec.plugins.coscheduling.backoffSeconds",
+			wantText:  "between 1 and 3600",
+		},
+		{
+			name:      "negative starvation aging",
+			mutate:    func(s *v1alpha1.KubeNexusConfigSpec) { s.Plugins.Coscheduling.StarvationAgingSeconds = -1 },
+			wantField: "spec.plugins.coscheduling.starvationAgingSeconds",
+			wantText:  "0 (off)",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := sample(t)
+			tc.mutate(&spec)
+			errs := Validate(&spec, "ns")
+			if len(errs) != 1 {
+				t.Fatalf("got %d errors, want 1: %v", len(errs), errs.ToAggregate())
+			}
+			if errs[0].Field != tc.wantField || !strings.Contains(errs[0].Error(), tc.wantText) {
+				t.Errorf("got %q, want field %s mentioning %q", errs[0].Error(), tc.wantField, tc.wantText)
+			}
+		})
+	}
+	spec := sample(t)
+	if errs := Validate(&spec, "ns"); len(errs) > 0 {
+		t.Errorf("the sample is refused: %v", errs.ToAggregate())
+	}
+}

@@ -1,0 +1,123 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/leaderelection"
+	schedulerapi "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	schedulerscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+	schedulervalidation "k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
+	intree "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	schedconfig "github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
+)
+
+// Validate renders spec and puts the result through what kubenexus-scheduler does
+// at start-up: the scheduler's strict configuration decoding and defaulting, its
+// configuration validation, the leader elector's timing rules, the check that every
+// enabled plugin is registered, and each KubeNexus plugin's args validation. Errors
+// name the KubeNexusConfig field the offending setting came from, so that a config
+// the scheduler would reject is refused at admission instead of crash-looping the
+// scheduler.
+func Validate(spec *v1alpha1.KubeNexusConfigSpec, namespace string) field.ErrorList {
+	specPath := field.NewPath("spec")
+	data, _, err := ConfigYAML(spec, namespace)
+	if err != nil {
+		return field.ErrorList{field.InternalError(specPath, err)}
+	}
+	obj, _, err := schedulerscheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+	if err != nil {
+		return field.ErrorList{field.Invalid(specPath, field.OmitValueType{}, fmt.Sprintf("the scheduler cannot decode the rendered configuration: %v", err))}
+	}
+	cfg, ok := obj.(*schedulerapi.KubeSchedulerConfiguration)
+	if !ok {
+		return field.ErrorList{field.InternalError(specPath, fmt.Errorf("rendered configuration decoded as %T", obj))}
+	}
+
+	var errs field.ErrorList
+	if agg := schedulervalidation.ValidateKubeSchedulerConfiguration(cfg); agg != nil {
+		for _, e := range agg.Errors() {
+			errs = append(errs, toSpecError(e))
+		}
+	}
+	errs = append(errs, validateLeaderElectionTiming(cfg)...)
+
+	known := intree.NewInTreeRegistry()
+	for i := range cfg.Profiles {
+		profile := &cfg.Profiles[i]
+		for _, p := range profile.Plugins.MultiPoint.Enabled {
+			if _, inTree := known[p.Name]; !inTree && !slices.Contains(names.Implemented, p.Name) {
+				errs = append(errs, field.NotSupported(specPath.Child("plugins"), p.Name, names.Implemented))
+			}
+		}
+		for _, pc := range profile.PluginConfig {
+			if pc.Name == names.Coscheduling {
+				_, argErrs := schedconfig.CheckCoschedulingArgs(pc.Args, specPath.Child("plugins", "coscheduling"))
+				errs = append(errs, argErrs...)
+			}
+		}
+	}
+	return errs
+}
+
+// validateLeaderElectionTiming applies the rule client-go's leader elector checks
+// when the scheduler starts (and exits on): renewDeadline must exceed retryPeriod
+// times its jitter factor.
+func validateLeaderElectionTiming(cfg *schedulerapi.KubeSchedulerConfiguration) field.ErrorList {
+	le := cfg.LeaderElection
+	if !le.LeaderElect {
+		return nil
+	}
+	floor := time.Duration(leaderelection.JitterFactor * float64(le.RetryPeriod.Duration))
+	if le.RenewDeadline.Duration <= floor {
+		return field.ErrorList{field.Invalid(
+			field.NewPath("spec", "scheduler", "leaderElection", "renewDeadlineSeconds"),
+			int64(le.RenewDeadline.Seconds()),
+			fmt.Sprintf("must be greater than %.1f × retryPeriodSeconds (%s), or the scheduler's leader election refuses to start", leaderelection.JitterFactor, floor))}
+	}
+	return nil
+}
+
+// specFields maps the scheduler configuration's field paths to the KubeNexusConfig
+// fields they are rendered from, most specific first.
+var specFields = []struct{ scheduler, spec string }{
+	{"leaderElection.leaseDuration", "spec.scheduler.leaderElection.leaseDurationSeconds"},
+	{"leaderElection.renewDeadline", "spec.scheduler.leaderElection.renewDeadlineSeconds"},
+	{"leaderElection.retryPeriod", "spec.scheduler.leaderElection.retryPeriodSeconds"},
+	{"leaderElection", "spec.scheduler.leaderElection"},
+	{"clientConnection.qps", "spec.scheduler.clientConnection.qps"},
+	{"clientConnection.burst", "spec.scheduler.clientConnection.burst"},
+	{"clientConnection", "spec.scheduler.clientConnection"},
+	{"percentageOfNodesToScore", "spec.scheduler.percentageOfNodesToScore"},
+	{"profiles[0].schedulerName", "spec.scheduler.schedulerName"},
+	{"profiles", "spec.plugins"},
+}
+
+// toSpecError re-addresses a scheduler validation error to the KubeNexusConfig
+// field it came from, keeping its type, value and detail.
+func toSpecError(err error) *field.Error {
+	var fe *field.Error
+	if !errors.As(err, &fe) {
+		return field.Invalid(field.NewPath("spec"), field.OmitValueType{}, err.Error())
+	}
+	out := *fe
+	out.Field = "spec"
+	for _, m := range specFields {
+		if fe.Field == m.scheduler || strings.HasPrefix(fe.Field, m.scheduler+".") || strings.HasPrefix(fe.Field, m.scheduler+"[") {
+			out.Field = m.spec
+			break
+		}
+	}
+	if out.Field == "spec" || out.Field == "spec.plugins" {
+		// Keep the scheduler's own path in the message when it has no exact counterpart.
+		out.Detail = fmt.Sprintf("%s (scheduler configuration field %s)", out.Detail, fe.Field)
+	}
+	return &out
+}
