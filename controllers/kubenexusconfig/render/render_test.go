@@ -46,7 +46,7 @@ func sample(t *testing.T) v1alpha1.KubeNexusConfigSpec {
 func TestRenderGolden(t *testing.T) {
 	cases := map[string]v1alpha1.KubeNexusConfigSpec{
 		// An empty spec, as a client that skipped API defaulting would send it.
-		"empty": {},
+		"empty":  {},
 		"sample": sample(t),
 		"ha": {
 			Scheduler: v1alpha1.SchedulerSpec{
