@@ -29,10 +29,12 @@ help: ## Show this help.
 .PHONY: manifests
 manifests: controller-gen ## Generate CRDs, RBAC and webhook manifests into config/.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook \
-		paths=./api/... paths=./controllers/... \
+		paths=./api/... paths=./controllers/... paths=./webhooks/... \
 		output:crd:artifacts:config=config/crd/bases \
 		output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
+	$(CONTROLLER_GEN) rbac:roleName=kubenexus-scheduler paths=./scheduler/... \
+		output:rbac:artifacts:config=config/rbac/scheduler
 
 .PHONY: generate
 generate: controller-gen ## Generate deepcopy code.
@@ -58,8 +60,8 @@ build: ## Build the manager and scheduler binaries into bin/.
 	go build -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
 
 .PHONY: run
-run: build ## Run the manager against the cluster in $$KUBECONFIG.
-	$(BIN)/kubenexus-manager
+run: build ## Run the manager against the cluster in $$KUBECONFIG (without its webhooks: they need a serving certificate).
+	$(BIN)/kubenexus-manager --namespace=kubenexus-system --scheduler-image=kubenexus-scheduler:latest --enable-webhooks=false
 
 ##@ Test
 

@@ -6,13 +6,21 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	kubenexusv1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig"
+	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
 	"github.com/kube-nexus/kubenexus/controllers/podgroup"
 )
 
@@ -30,10 +38,29 @@ func NewScheme() *runtime.Scheme {
 	return s
 }
 
+// CacheOptions limits the manager's cache of the kinds the operator applies
+// (ConfigMaps, Services, Deployments, ...) to the objects it manages, so that the
+// manager does not hold every ConfigMap of the cluster in memory.
+func CacheOptions() cache.Options {
+	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": render.ManagedBy})}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}:          managed,
+		&corev1.ServiceAccount{}:     managed,
+		&corev1.Service{}:            managed,
+		&appsv1.Deployment{}:         managed,
+		&rbacv1.ClusterRoleBinding{}: managed,
+		&rbacv1.RoleBinding{}:        managed,
+	}}
+}
+
 // Options configures the controllers.
 type Options struct {
 	// PodGroupGCGrace is how long an auto-created PodGroup without members is kept.
 	PodGroupGCGrace time.Duration
+	// Namespace is where KubeNexus runs; the scheduler is deployed there.
+	Namespace string
+	// SchedulerImage is the scheduler image when the KubeNexusConfig names none.
+	SchedulerImage string
 }
 
 // Setup registers the health and readiness checks and every KubeNexus reconciler
@@ -47,6 +74,16 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := (&podgroup.Reconciler{Client: mgr.GetClient(), GCGrace: opts.PodGroupGCGrace}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PodGroup controller: %w", err)
+	}
+	if opts.Namespace == "" {
+		return fmt.Errorf("no namespace for the scheduler: set Options.Namespace")
+	}
+	kncr := &kubenexusconfig.Reconciler{
+		Client:  mgr.GetClient(),
+		Options: render.Options{Namespace: opts.Namespace, DefaultImage: opts.SchedulerImage},
+	}
+	if err := kncr.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the KubeNexusConfig controller: %w", err)
 	}
 	return nil
 }

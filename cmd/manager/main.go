@@ -10,8 +10,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kube-nexus/kubenexus/controllers"
+	"github.com/kube-nexus/kubenexus/webhooks"
 )
 
 func main() {
@@ -21,21 +23,41 @@ func main() {
 		leaderElect   bool
 		leaderElectNS string
 		pgGCGrace     time.Duration
+		namespace     string
+		schedImage    string
+		webhookPort   int
+		webhookCerts  string
+		webhooksOn    bool
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one manager replica reconciles at a time.")
 	flag.StringVar(&leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the manager's namespace).")
 	flag.DurationVar(&pgGCGrace, "podgroup-gc-grace", time.Minute, "How long an auto-created PodGroup without member pods is kept before it is deleted.")
+	flag.StringVar(&namespace, "namespace", os.Getenv("POD_NAMESPACE"), "Namespace KubeNexus runs in; the scheduler is deployed there (default: $POD_NAMESPACE).")
+	flag.StringVar(&schedImage, "scheduler-image", "", "kubenexus-scheduler image for KubeNexusConfigs that name none.")
+	flag.IntVar(&webhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
+	flag.StringVar(&webhookCerts, "webhook-cert-dir", "", "Directory holding the webhook server's tls.crt and tls.key (default: controller-runtime's).")
+	flag.BoolVar(&webhooksOn, "enable-webhooks", true, "Serve the admission webhooks (needs a serving certificate in --webhook-cert-dir).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+	if namespace == "" {
+		log.Error(nil, "No namespace: set --namespace or $POD_NAMESPACE")
+		os.Exit(1)
+	}
+	if schedImage == "" {
+		log.Error(nil, "No scheduler image: set --scheduler-image")
+		os.Exit(1)
+	}
 
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  controllers.NewScheme(),
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		Cache:                   controllers.CacheOptions(),
+		WebhookServer:           webhook.NewServer(webhook.Options{Port: webhookPort, CertDir: webhookCerts}),
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "kubenexus-manager.scheduling.kubenexus.io",
@@ -45,9 +67,15 @@ func main() {
 		log.Error(err, "Unable to create the manager")
 		os.Exit(1)
 	}
-	if err := controllers.Setup(mgr, controllers.Options{PodGroupGCGrace: pgGCGrace}); err != nil {
+	if err := controllers.Setup(mgr, controllers.Options{PodGroupGCGrace: pgGCGrace, Namespace: namespace, SchedulerImage: schedImage}); err != nil {
 		log.Error(err, "Unable to set up the controllers")
 		os.Exit(1)
+	}
+	if webhooksOn {
+		if err := webhooks.Setup(mgr, webhooks.Options{Namespace: namespace}); err != nil {
+			log.Error(err, "Unable to set up the webhooks")
+			os.Exit(1)
+		}
 	}
 	log.Info("Starting the manager")
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {

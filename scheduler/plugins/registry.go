@@ -17,6 +17,11 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 )
 
+// What kubenexus-scheduler needs beyond the built-in system:kube-scheduler and
+// system:volume-scheduler ClusterRoles (generated into config/rbac/scheduler):
+// +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=podgroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update;patch,resourceNames=kubenexus-scheduler
+
 // DefaultFeatureGates are kubenexus-scheduler's defaults where they differ from
 // kube-scheduler's. Flags (--feature-gates) still override them.
 //

@@ -32,6 +32,9 @@ const (
 	// ConfigHashAnnotation on the pod template rolls the scheduler when the rendered
 	// configuration changes, and only then.
 	ConfigHashAnnotation = "scheduling.kubenexus.io/config-hash"
+	// ManagedBy is the app.kubernetes.io/managed-by label of every rendered object
+	// and the operator's server-side apply field manager.
+	ManagedBy = "kubenexus-manager"
 	// SecurePort serves the scheduler's health, readiness and metrics over HTTPS.
 	SecurePort = 10259
 
@@ -78,7 +81,7 @@ func Labels() map[string]string {
 		"app.kubernetes.io/name":       Name,
 		"app.kubernetes.io/component":  "scheduler",
 		"app.kubernetes.io/part-of":    "kubenexus",
-		"app.kubernetes.io/managed-by": "kubenexus-manager",
+		"app.kubernetes.io/managed-by": ManagedBy,
 	}
 }
 

@@ -1,0 +1,193 @@
+// Package kubenexusconfig reconciles the KubeNexusConfig named "default" into a
+// running kubenexus-scheduler: its configuration, Deployment, identity and Service.
+package kubenexusconfig
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
+)
+
+// Condition reasons.
+const (
+	ReasonInvalidConfiguration = "InvalidConfiguration"
+	ReasonApplyFailed          = "ApplyFailed"
+	ReasonAsExpected           = "AsExpected"
+	ReasonMinimumReplicas      = "MinimumReplicasAvailable"
+	ReasonNoReadyReplicas      = "NoReadyReplicas"
+	ReasonRollingOut           = "RollingOut"
+	ReasonRolloutComplete      = "RolloutComplete"
+)
+
+// +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=kubenexusconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=kubenexusconfigs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=configmaps;serviceaccounts;services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterrolebindings;rolebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames={"system:kube-scheduler","system:volume-scheduler","kubenexus-scheduler"}
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles,verbs=bind,resourceNames=extension-apiserver-authentication-reader
+
+// Reconciler applies the rendered scheduler for the KubeNexusConfig named "default"
+// and reports the others as ignored.
+type Reconciler struct {
+	Client client.Client
+	// Options says where the scheduler runs and its default image.
+	Options render.Options
+}
+
+// Reconcile renders the configuration, refuses it (Degraded) if the scheduler would,
+// applies every object with server-side apply — which also restores drifted or
+// deleted ones — and reports the Deployment's state.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	knc := &v1alpha1.KubeNexusConfig{}
+	if err := r.Client.Get(ctx, req.NamespacedName, knc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !knc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // the garbage collector removes what it owns
+	}
+	status := knc.Status.DeepCopy()
+	status.ObservedGeneration = knc.Generation
+
+	if knc.Name != v1alpha1.DefaultConfigName {
+		msg := fmt.Sprintf("Only the KubeNexusConfig named %q configures KubeNexus; this one is ignored.", v1alpha1.DefaultConfigName)
+		setConditions(status, knc.Generation,
+			cond(v1alpha1.ConditionAvailable, false, v1alpha1.ReasonIgnored, msg),
+			cond(v1alpha1.ConditionProgressing, false, v1alpha1.ReasonIgnored, msg),
+			cond(v1alpha1.ConditionDegraded, false, v1alpha1.ReasonIgnored, msg))
+		return ctrl.Result{}, r.writeStatus(ctx, knc, status)
+	}
+
+	if errs := render.Validate(&knc.Spec, r.Options.Namespace); len(errs) > 0 {
+		// Admission refuses such a spec; this catches one stored before the webhook
+		// ran. The scheduler keeps its last good configuration.
+		setConditions(status, knc.Generation,
+			cond(v1alpha1.ConditionDegraded, true, ReasonInvalidConfiguration, "The scheduler would reject this configuration; the previous one stays in effect: "+errs.ToAggregate().Error()),
+			cond(v1alpha1.ConditionProgressing, false, ReasonInvalidConfiguration, "Not applied."))
+		return ctrl.Result{}, r.writeStatus(ctx, knc, status)
+	}
+	objs, err := render.Render(knc, r.Options)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, obj := range objs.All() {
+		if err := r.Client.Apply(ctx, obj, client.FieldOwner(render.ManagedBy), client.ForceOwnership); err != nil {
+			setConditions(status, knc.Generation, cond(v1alpha1.ConditionDegraded, true, ReasonApplyFailed, err.Error()))
+			if werr := r.writeStatus(ctx, knc, status); werr != nil {
+				log.FromContext(ctx).Error(werr, "Writing status")
+			}
+			return ctrl.Result{}, fmt.Errorf("applying the scheduler's objects: %w", err)
+		}
+	}
+	status.ConfigHash = objs.Hash
+
+	dep := &appsv1.Deployment{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.Options.Namespace, Name: render.Name}, dep); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		dep = nil // applied but not in the cache yet: its event brings us back
+	}
+	deploymentConditions(status, knc.Generation, dep, objs.Hash)
+	setConditions(status, knc.Generation, cond(v1alpha1.ConditionDegraded, false, ReasonAsExpected, "The scheduler's objects are applied."))
+	return ctrl.Result{}, r.writeStatus(ctx, knc, status)
+}
+
+// deploymentConditions sets Available, Progressing and readyReplicas from the
+// scheduler Deployment.
+func deploymentConditions(status *v1alpha1.KubeNexusConfigStatus, gen int64, dep *appsv1.Deployment, hash string) {
+	if dep == nil {
+		status.ReadyReplicas = 0
+		setConditions(status, gen,
+			cond(v1alpha1.ConditionAvailable, false, ReasonNoReadyReplicas, "The scheduler Deployment is being created."),
+			cond(v1alpha1.ConditionProgressing, true, ReasonRollingOut, "The scheduler Deployment is being created."))
+		return
+	}
+	want := int32(1)
+	if dep.Spec.Replicas != nil {
+		want = *dep.Spec.Replicas
+	}
+	st := dep.Status
+	status.ReadyReplicas = st.ReadyReplicas
+	if st.AvailableReplicas > 0 {
+		setConditions(status, gen, cond(v1alpha1.ConditionAvailable, true, ReasonMinimumReplicas,
+			fmt.Sprintf("%d/%d scheduler replicas available.", st.AvailableReplicas, want)))
+	} else {
+		setConditions(status, gen, cond(v1alpha1.ConditionAvailable, false, ReasonNoReadyReplicas,
+			fmt.Sprintf("0/%d scheduler replicas available.", want)))
+	}
+	if st.ObservedGeneration < dep.Generation || st.UpdatedReplicas < want || st.AvailableReplicas < want || st.Replicas > want {
+		setConditions(status, gen, cond(v1alpha1.ConditionProgressing, true, ReasonRollingOut,
+			fmt.Sprintf("Rolling out configuration %s: %d/%d replicas updated, %d available.", hash, st.UpdatedReplicas, want, st.AvailableReplicas)))
+	} else {
+		setConditions(status, gen, cond(v1alpha1.ConditionProgressing, false, ReasonRolloutComplete,
+			fmt.Sprintf("Configuration %s is rolled out to %d replicas.", hash, want)))
+	}
+}
+
+func cond(t string, ok bool, reason, msg string) metav1.Condition {
+	s := metav1.ConditionFalse
+	if ok {
+		s = metav1.ConditionTrue
+	}
+	return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg}
+}
+
+func setConditions(status *v1alpha1.KubeNexusConfigStatus, gen int64, conds ...metav1.Condition) {
+	for _, c := range conds {
+		c.ObservedGeneration = gen
+		meta.SetStatusCondition(&status.Conditions, c)
+	}
+}
+
+func (r *Reconciler) writeStatus(ctx context.Context, knc *v1alpha1.KubeNexusConfig, status *v1alpha1.KubeNexusConfigStatus) error {
+	if equalStatus(&knc.Status, status) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(knc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	knc.Status = *status
+	return r.Client.Status().Patch(ctx, knc, patch)
+}
+
+func equalStatus(a, b *v1alpha1.KubeNexusConfigStatus) bool {
+	if a.ConfigHash != b.ConfigHash || a.ReadyReplicas != b.ReadyReplicas || a.ObservedGeneration != b.ObservedGeneration || len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for _, c := range b.Conditions {
+		o := meta.FindStatusCondition(a.Conditions, c.Type)
+		if o == nil || o.Status != c.Status || o.Reason != c.Reason || o.Message != c.Message || o.ObservedGeneration != c.ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}
+
+// SetupWithManager watches KubeNexusConfigs (spec changes only) and every object the
+// operator applies, so that a drifted or deleted child is restored.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("kubenexusconfig").
+		For(&v1alpha1.KubeNexusConfig{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&corev1.Service{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&rbacv1.ClusterRoleBinding{}).
+		Owns(&rbacv1.RoleBinding{}).
+		Complete(r)
+}
