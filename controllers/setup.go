@@ -22,6 +22,7 @@ import (
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
 	"github.com/kube-nexus/kubenexus/controllers/podgroup"
+	"github.com/kube-nexus/kubenexus/controllers/resourcereservation"
 )
 
 // Leader election and the events every reconciler records.
@@ -61,6 +62,9 @@ type Options struct {
 	Namespace string
 	// SchedulerImage is the scheduler image when the KubeNexusConfig names none.
 	SchedulerImage string
+	// ReservationResync is the longest a held ResourceReservation goes without a
+	// re-check of its owner (expiry is scheduled exactly).
+	ReservationResync time.Duration
 }
 
 // Setup registers the health and readiness checks and every KubeNexus reconciler
@@ -84,6 +88,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := kncr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the KubeNexusConfig controller: %w", err)
+	}
+	if err := (&resourcereservation.Reconciler{Client: mgr.GetClient(), Resync: opts.ReservationResync}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the ResourceReservation controller: %w", err)
 	}
 	return nil
 }

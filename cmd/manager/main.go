@@ -28,6 +28,7 @@ func main() {
 		webhookPort   int
 		webhookCerts  string
 		webhooksOn    bool
+		rrResync      time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
@@ -39,6 +40,7 @@ func main() {
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
 	flag.StringVar(&webhookCerts, "webhook-cert-dir", "", "Directory holding the webhook server's tls.crt and tls.key (default: controller-runtime's).")
 	flag.BoolVar(&webhooksOn, "enable-webhooks", true, "Serve the admission webhooks (needs a serving certificate in --webhook-cert-dir).")
+	flag.DurationVar(&rrResync, "reservation-resync", 30*time.Second, "Longest a held ResourceReservation goes without its owner being re-checked.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -67,7 +69,7 @@ func main() {
 		log.Error(err, "Unable to create the manager")
 		os.Exit(1)
 	}
-	if err := controllers.Setup(mgr, controllers.Options{PodGroupGCGrace: pgGCGrace, Namespace: namespace, SchedulerImage: schedImage}); err != nil {
+	if err := controllers.Setup(mgr, controllers.Options{PodGroupGCGrace: pgGCGrace, Namespace: namespace, SchedulerImage: schedImage, ReservationResync: rrResync}); err != nil {
 		log.Error(err, "Unable to set up the controllers")
 		os.Exit(1)
 	}

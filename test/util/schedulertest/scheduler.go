@@ -10,6 +10,7 @@ import (
 	"k8s.io/component-base/configz"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kube-nexus/kubenexus/scheduler/plugins"
 )
@@ -47,21 +48,50 @@ func KubeNexusProfile(schedulerName string, backoffSeconds, timeoutSeconds int) 
 // KubeSchedulerConfiguration without leader election. It returns when the scheduler
 // has been set up; cancel ctx to stop it (the returned channel closes when it has).
 func StartScheduler(ctx context.Context, dir string, kubeconfig []byte, profiles string) (<-chan struct{}, error) {
-	kcPath := filepath.Join(dir, "scheduler.kubeconfig")
-	if err := os.WriteFile(kcPath, kubeconfig, 0o600); err != nil {
-		return nil, err
-	}
-	cfgPath := filepath.Join(dir, "scheduler-config.yaml")
 	cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:
   leaderElect: false
 clientConnection:
-  kubeconfig: %s
   qps: 5000
   burst: 5000
-%s`, kcPath, profiles)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+%s`, profiles)
+	return StartSchedulerWithConfig(ctx, dir, kubeconfig, []byte(cfg))
+}
+
+// StartSchedulerWithConfig runs kubenexus-scheduler like StartScheduler with a
+// whole KubeSchedulerConfiguration (such as the one the operator renders into its
+// ConfigMap). Two settings are overridden: clientConnection.kubeconfig, to reach the
+// test API server from outside a pod, and leaderElection.leaderElect=false, because
+// kube-scheduler exits the whole process when a leading scheduler is stopped.
+// Everything else is used as given.
+func StartSchedulerWithConfig(ctx context.Context, dir string, kubeconfig, config []byte) (<-chan struct{}, error) {
+	kcPath := filepath.Join(dir, "scheduler.kubeconfig")
+	if err := os.WriteFile(kcPath, kubeconfig, 0o600); err != nil {
+		return nil, err
+	}
+	var tree map[string]any
+	if err := yaml.Unmarshal(config, &tree); err != nil {
+		return nil, fmt.Errorf("parsing the scheduler configuration: %w", err)
+	}
+	cc, _ := tree["clientConnection"].(map[string]any)
+	if cc == nil {
+		cc = map[string]any{}
+	}
+	cc["kubeconfig"] = kcPath
+	tree["clientConnection"] = cc
+	le, _ := tree["leaderElection"].(map[string]any)
+	if le == nil {
+		le = map[string]any{}
+	}
+	le["leaderElect"] = false
+	tree["leaderElection"] = le
+	data, err := yaml.Marshal(tree)
+	if err != nil {
+		return nil, err
+	}
+	cfgPath := filepath.Join(dir, "scheduler-config.yaml")
+	if err := os.WriteFile(cfgPath, data, 0o600); err != nil {
 		return nil, err
 	}
 	if err := plugins.SetDefaultFeatureGates(); err != nil {
@@ -70,7 +100,7 @@ clientConnection:
 	opts := options.NewOptions()
 	opts.ConfigFile = cfgPath
 	opts.SecureServing.BindPort = 0
-	cc, sched, err := app.Setup(ctx, opts, plugins.RegistryOptions(ctx)...)
+	ccfg, sched, err := app.Setup(ctx, opts, plugins.RegistryOptions(ctx)...)
 	if err != nil {
 		return nil, fmt.Errorf("setting up the scheduler: %w", err)
 	}
@@ -78,7 +108,7 @@ clientConnection:
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = app.Run(ctx, cc, sched)
+		_ = app.Run(ctx, ccfg, sched)
 	}()
 	return done, nil
 }

@@ -1,0 +1,152 @@
+package resourcereservation
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// ownerIndex indexes reservations by "<kind>/<name>" of their owner.
+const ownerIndex = "spec.owner"
+
+// +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=resourcereservations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=resourcereservations/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=podgroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+
+// Reconciler expires and releases ResourceReservations.
+type Reconciler struct {
+	Client client.Client
+	// Resync is the longest a held reservation goes without being re-checked, a
+	// backstop for a missed owner event. Expiry itself is scheduled exactly.
+	Resync time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	rr := &v1alpha1.ResourceReservation{}
+	if err := r.Client.Get(ctx, req.NamespacedName, rr); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !rr.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	owner, err := r.owner(ctx, rr)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+	d := Decide(rr, owner, now)
+
+	status := rr.Status.DeepCopy()
+	status.Phase = d.Phase
+	status.ExpireTime = &metav1.Time{Time: d.Expire}
+	status.ObservedGeneration = rr.Generation
+	d.Held.ObservedGeneration = rr.Generation
+	meta.SetStatusCondition(&status.Conditions, d.Held)
+	if !equalStatus(&rr.Status, status) {
+		patch := client.MergeFromWithOptions(rr.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		rr.Status = *status
+		if err := r.Client.Status().Patch(ctx, rr, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if d.Recheck <= 0 {
+		if d.Phase == v1alpha1.ReservationConsumed && r.Resync > 0 {
+			return ctrl.Result{RequeueAfter: r.Resync}, nil
+		}
+		return ctrl.Result{}, nil
+	}
+	if r.Resync > 0 && d.Recheck > r.Resync {
+		d.Recheck = r.Resync
+	}
+	return ctrl.Result{RequeueAfter: d.Recheck}, nil
+}
+
+// owner looks the reservation's owner up in the manager's cache.
+func (r *Reconciler) owner(ctx context.Context, rr *v1alpha1.ResourceReservation) (Owner, error) {
+	key := types.NamespacedName{Namespace: rr.Namespace, Name: rr.Spec.Owner.Name}
+	var obj client.Object
+	switch rr.Spec.Owner.Kind {
+	case v1alpha1.ReservationOwnerPod:
+		obj = &corev1.Pod{}
+	default:
+		obj = &v1alpha1.PodGroup{}
+	}
+	if err := r.Client.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Owner{}, nil
+		}
+		return Owner{}, err
+	}
+	o := Owner{Exists: obj.GetDeletionTimestamp().IsZero(), UID: string(obj.GetUID())}
+	switch t := obj.(type) {
+	case *corev1.Pod:
+		o.Finished = t.Status.Phase == corev1.PodSucceeded || t.Status.Phase == corev1.PodFailed
+	case *v1alpha1.PodGroup:
+		o.Finished = t.Status.Phase == v1alpha1.PodGroupSucceeded || t.Status.Phase == v1alpha1.PodGroupFailed
+	}
+	return o, nil
+}
+
+func equalStatus(a, b *v1alpha1.ResourceReservationStatus) bool {
+	if a.Phase != b.Phase || a.ObservedGeneration != b.ObservedGeneration || !a.ExpireTime.Equal(b.ExpireTime) || len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for _, c := range b.Conditions {
+		o := meta.FindStatusCondition(a.Conditions, c.Type)
+		if o == nil || o.Status != c.Status || o.Reason != c.Reason || o.Message != c.Message || o.ObservedGeneration != c.ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}
+
+func ownerKey(kind v1alpha1.ReservationOwnerKind, name string) string {
+	return string(kind) + "/" + name
+}
+
+// SetupWithManager watches reservations and their owners: a deleted or finished
+// PodGroup or pod releases its reservations at once.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ResourceReservation{}, ownerIndex, func(o client.Object) []string {
+		rr := o.(*v1alpha1.ResourceReservation)
+		return []string{ownerKey(rr.Spec.Owner.Kind, rr.Spec.Owner.Name)}
+	}); err != nil {
+		return err
+	}
+	byOwner := func(kind v1alpha1.ReservationOwnerKind) handler.EventHandler {
+		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			var list v1alpha1.ResourceReservationList
+			if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{ownerIndex: ownerKey(kind, o.GetName())}); err != nil {
+				return nil
+			}
+			reqs := make([]reconcile.Request, 0, len(list.Items))
+			for i := range list.Items {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+			return reqs
+		})
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("resourcereservation").
+		For(&v1alpha1.ResourceReservation{}).
+		Watches(&v1alpha1.PodGroup{}, byOwner(v1alpha1.ReservationOwnerPodGroup)).
+		Watches(&corev1.Pod{}, byOwner(v1alpha1.ReservationOwnerPod)).
+		Complete(r)
+}

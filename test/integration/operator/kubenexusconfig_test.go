@@ -1,0 +1,233 @@
+package operator_test
+
+import (
+	"context"
+	"os"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
+)
+
+func key(name string) client.ObjectKey { return client.ObjectKey{Namespace: namespace, Name: name} }
+
+func getKNC(name string) *v1alpha1.KubeNexusConfig {
+	knc := &v1alpha1.KubeNexusConfig{}
+	ExpectWithOffset(1, k8sClient.Get(suiteCtx, client.ObjectKey{Name: name}, knc)).To(Succeed())
+	return knc
+}
+
+func condition(name, typ string) func() *metav1.Condition {
+	return func() *metav1.Condition {
+		return meta.FindStatusCondition(getKNC(name).Status.Conditions, typ)
+	}
+}
+
+func hasReason(status metav1.ConditionStatus, reason string) OmegaMatcher {
+	return And(Not(BeNil()), HaveField("Status", status), HaveField("Reason", reason))
+}
+
+// The scheduler's configuration as the operator stored it.
+func storedConfig() (string, error) {
+	cm := &corev1.ConfigMap{}
+	if err := k8sClient.Get(suiteCtx, key(render.Name), cm); err != nil {
+		return "", err
+	}
+	return cm.Data[render.ConfigKey], nil
+}
+
+func mustStoredConfig() string {
+	cfg, err := storedConfig()
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return cfg
+}
+
+func deployment() *appsv1.Deployment {
+	d := &appsv1.Deployment{}
+	ExpectWithOffset(1, k8sClient.Get(suiteCtx, key(render.Name), d)).To(Succeed())
+	return d
+}
+
+var _ = Describe("KubeNexusConfig", Ordered, func() {
+	BeforeAll(func() {
+		knc := testutil.MakeKubeNexusConfig(v1alpha1.DefaultConfigName).
+			Scheduler(func(s *v1alpha1.SchedulerSpec) {
+				s.Replicas = 2
+				s.Resources = &corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("750m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+				}
+				s.ClientConnection = v1alpha1.ClientConnectionSpec{QPS: 400, Burst: 800}
+				s.PercentageOfNodesToScore = 40
+			}).
+			Plugins(func(p *v1alpha1.PluginsSpec) { p.Coscheduling.BackoffSeconds = 12 }).Obj()
+		Expect(k8sClient.Create(suiteCtx, knc)).To(Succeed())
+	})
+
+	It("deploys the scheduler: ConfigMap, Deployment, Service, identity", func() {
+		// The hash is reported once every object is applied.
+		Eventually(func() string { return getKNC("default").Status.ConfigHash }).WithTimeout(20 * time.Second).ShouldNot(BeEmpty())
+		cfg := mustStoredConfig()
+		Expect(cfg).To(ContainSubstring("schedulerName: kubenexus-scheduler"))
+		Expect(cfg).To(ContainSubstring("backoffSeconds: 12"))
+		Expect(cfg).To(ContainSubstring("qps: 400"))
+		Expect(cfg).To(ContainSubstring("percentageOfNodesToScore: 40"))
+		Expect(cfg).To(ContainSubstring("resourceNamespace: " + namespace))
+
+		d := deployment()
+		Expect(*d.Spec.Replicas).To(Equal(int32(2)))
+		Expect(d.OwnerReferences).To(ConsistOf(HaveField("Name", v1alpha1.DefaultConfigName)))
+		pod := d.Spec.Template.Spec
+		Expect(pod.ServiceAccountName).To(Equal(render.Name))
+		Expect(pod.SecurityContext.RunAsNonRoot).To(Equal(ptr.To(true)))
+		c := pod.Containers[0]
+		Expect(c.Image).To(Equal(schedulerImage))
+		Expect(c.Args).To(ContainElement("--config=/etc/kubenexus-scheduler/config.yaml"))
+		Expect(c.Resources.Requests.Cpu().String()).To(Equal("750m"))
+		Expect(*c.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
+		Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+		Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
+		hash := d.Spec.Template.Annotations[render.ConfigHashAnnotation]
+		Expect(hash).NotTo(BeEmpty())
+
+		svc := &corev1.Service{}
+		Expect(k8sClient.Get(suiteCtx, key(render.MetricsServiceName), svc)).To(Succeed())
+		Expect(svc.Spec.Ports).To(ConsistOf(HaveField("Port", int32(render.SecurePort))))
+		Expect(svc.Spec.Selector).To(Equal(d.Spec.Selector.MatchLabels))
+		Expect(k8sClient.Get(suiteCtx, key(render.Name), &corev1.ServiceAccount{})).To(Succeed())
+		crb := &rbacv1.ClusterRoleBinding{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: render.Name + "-kube-scheduler"}, crb)).To(Succeed())
+		Expect(crb.RoleRef.Name).To(Equal("system:kube-scheduler"))
+		Expect(crb.Subjects).To(ConsistOf(And(HaveField("Name", render.Name), HaveField("Namespace", namespace))))
+
+		knc := getKNC("default")
+		Expect(knc.Status.ConfigHash).To(Equal(hash))
+		Expect(knc.Status.ObservedGeneration).To(Equal(knc.Generation))
+		Expect(meta.FindStatusCondition(knc.Status.Conditions, v1alpha1.ConditionDegraded)).To(hasReason(metav1.ConditionFalse, "AsExpected"))
+		// No Deployment controller runs here: nothing is available yet.
+		Expect(meta.FindStatusCondition(knc.Status.Conditions, v1alpha1.ConditionAvailable)).To(hasReason(metav1.ConditionFalse, "NoReadyReplicas"))
+	})
+
+	It("reports the Deployment's rollout in Available and Progressing", func() {
+		d := deployment()
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
+		Expect(k8sClient.Status().Update(suiteCtx, d)).To(Succeed())
+		Eventually(condition("default", v1alpha1.ConditionAvailable)).Should(hasReason(metav1.ConditionTrue, "MinimumReplicasAvailable"))
+		Expect(condition("default", v1alpha1.ConditionProgressing)()).To(hasReason(metav1.ConditionFalse, "RolloutComplete"))
+		Expect(getKNC("default").Status.ReadyReplicas).To(Equal(int32(2)))
+	})
+
+	It("rolls the Deployment when the rendered configuration changes, and only then", func() {
+		before := deployment()
+		oldHash := before.Spec.Template.Annotations[render.ConfigHashAnnotation]
+
+		// A label on the KubeNexusConfig changes nothing the scheduler sees.
+		knc := getKNC("default")
+		knc.Labels = map[string]string{"team": "platform"}
+		Expect(k8sClient.Update(suiteCtx, knc)).To(Succeed())
+		Consistently(func() int64 { return deployment().Generation }).WithTimeout(3 * time.Second).Should(Equal(before.Generation))
+
+		// A Coscheduling argument does.
+		knc = getKNC("default")
+		knc.Spec.Plugins.Coscheduling.BackoffSeconds = 20
+		Expect(k8sClient.Update(suiteCtx, knc)).To(Succeed())
+		Eventually(storedConfig).Should(ContainSubstring("backoffSeconds: 20"))
+		Eventually(func() string { return deployment().Spec.Template.Annotations[render.ConfigHashAnnotation] }).ShouldNot(Equal(oldHash))
+		newHash := deployment().Spec.Template.Annotations[render.ConfigHashAnnotation]
+		Eventually(func() string { return getKNC("default").Status.ConfigHash }).Should(Equal(newHash))
+		Expect(deployment().Generation).To(Equal(before.Generation + 1))
+		Eventually(condition("default", v1alpha1.ConditionProgressing)).Should(hasReason(metav1.ConditionTrue, "RollingOut"))
+	})
+
+	It("restores a deleted ConfigMap and a drifted Deployment", func() {
+		want := mustStoredConfig()
+		cm := &corev1.ConfigMap{}
+		Expect(k8sClient.Get(suiteCtx, key(render.Name), cm)).To(Succeed())
+		Expect(k8sClient.Delete(suiteCtx, cm)).To(Succeed())
+		// A new object (new UID) with the same content.
+		Eventually(func() (string, error) {
+			got := &corev1.ConfigMap{}
+			if err := k8sClient.Get(suiteCtx, key(render.Name), got); err != nil || got.UID == cm.UID {
+				return "", err
+			}
+			return got.Data[render.ConfigKey], nil
+		}).WithTimeout(20 * time.Second).Should(Equal(want))
+
+		d := deployment()
+		d.Spec.Replicas = ptr.To[int32](7)
+		Expect(k8sClient.Update(suiteCtx, d)).To(Succeed())
+		Eventually(func() int32 { return *deployment().Spec.Replicas }).WithTimeout(20 * time.Second).Should(Equal(int32(2)))
+	})
+
+	It("refuses, with the field path, a configuration the scheduler would reject", func() {
+		// retryPeriodSeconds < renewDeadlineSeconds satisfies the CRD schema, but the
+		// scheduler's leader elector refuses a deadline within 1.2 × the retry period.
+		bad := testutil.MakeKubeNexusConfig("bad-timing").Scheduler(func(s *v1alpha1.SchedulerSpec) {
+			s.LeaderElection = v1alpha1.LeaderElectionSpec{Enabled: ptr.To(true), LeaseDurationSeconds: 15, RenewDeadlineSeconds: 10, RetryPeriodSeconds: 9}
+		}).Obj()
+		err := k8sClient.Create(suiteCtx, bad)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+		Expect(err.Error()).To(ContainSubstring("spec.scheduler.leaderElection.renewDeadlineSeconds"))
+		Expect(err.Error()).To(ContainSubstring("retryPeriodSeconds"))
+
+		// The same edit to the stored default is refused and leaves it as it was.
+		knc := getKNC("default")
+		before := knc.Spec.DeepCopy()
+		knc.Spec.Scheduler.LeaderElection = bad.Spec.Scheduler.LeaderElection
+		err = k8sClient.Update(suiteCtx, knc)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("spec.scheduler.leaderElection.renewDeadlineSeconds"))
+		Expect(getKNC("default").Spec).To(Equal(*before))
+
+		// An out-of-range argument is already refused by the schema, naming the field.
+		err = k8sClient.Create(suiteCtx, testutil.MakeKubeNexusConfig("bad-arg").Plugins(func(p *v1alpha1.PluginsSpec) {
+			p.Coscheduling.BackoffSeconds = 7200
+		}).Obj())
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("spec.plugins.coscheduling.backoffSeconds"))
+	})
+
+	It("reports a second KubeNexusConfig as ignored and deploys nothing for it", func() {
+		other := testutil.MakeKubeNexusConfig("staging").Scheduler(func(s *v1alpha1.SchedulerSpec) { s.Replicas = 3 }).Obj()
+		Expect(k8sClient.Create(suiteCtx, other)).To(Succeed())
+		Eventually(condition("staging", v1alpha1.ConditionAvailable)).WithTimeout(20 * time.Second).Should(hasReason(metav1.ConditionFalse, v1alpha1.ReasonIgnored))
+		Expect(condition("staging", v1alpha1.ConditionAvailable)().Message).To(ContainSubstring(`named "default"`))
+		Expect(*deployment().Spec.Replicas).To(Equal(int32(2)))
+	})
+
+	It("renders a ConfigMap that kubenexus-scheduler runs with and schedules by", func() {
+		node := testutil.MakeNode("node-a").Capacity("cpu", "8", "memory", "32Gi").Obj()
+		Expect(k8sClient.Create(suiteCtx, node)).To(Succeed())
+		// No kubelet lifts the not-ready taint TaintNodesByCondition puts on new nodes.
+		node.Spec.Taints = nil
+		Expect(k8sClient.Update(suiteCtx, node)).To(Succeed())
+		dir, err := os.MkdirTemp("", "kubenexus-operator-")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(os.RemoveAll, dir)
+		ctx, cancel := context.WithCancel(suiteCtx)
+		DeferCleanup(cancel)
+		_, err = schedulertest.StartSchedulerWithConfig(ctx, dir, adminConfig, []byte(mustStoredConfig()))
+		Expect(err).NotTo(HaveOccurred())
+
+		pod := testutil.MakePod("hello", "default").SchedulerName(v1alpha1.DefaultSchedulerName).Req("cpu", "1").Obj()
+		Expect(k8sClient.Create(suiteCtx, pod)).To(Succeed())
+		Eventually(func() string {
+			got := &corev1.Pod{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(pod), got)).To(Succeed())
+			return got.Spec.NodeName
+		}).WithTimeout(30 * time.Second).Should(Equal("node-a"))
+	})
+})
