@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	kubenexusv1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/controllers/hardwaretier"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
 	"github.com/kube-nexus/kubenexus/controllers/podgroup"
@@ -91,6 +92,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := (&resourcereservation.Reconciler{Client: mgr.GetClient(), Resync: opts.ReservationResync}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ResourceReservation controller: %w", err)
+	}
+	if err := (&hardwaretier.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the HardwareTier controller: %w", err)
 	}
 	return nil
 }

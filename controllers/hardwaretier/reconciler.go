@@ -1,0 +1,130 @@
+package hardwaretier
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	resourcehelper "k8s.io/component-helpers/resource"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// nodeNameIndex indexes GPU pods by spec.nodeName.
+const nodeNameIndex = "kubenexus.spec.nodeName"
+
+// +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=hardwaretiers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=hardwaretiers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+
+// Reconciler keeps HardwareTier status current.
+type Reconciler struct {
+	Client client.Client
+}
+
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	tier := &v1alpha1.HardwareTier{}
+	if err := r.Client.Get(ctx, req.NamespacedName, tier); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	var tiers v1alpha1.HardwareTierList
+	if err := r.Client.List(ctx, &tiers); err != nil {
+		return ctrl.Result{}, err
+	}
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		return ctrl.Result{}, err
+	}
+	var listErr error
+	allocated := func(node string) int64 {
+		var pods corev1.PodList
+		if err := r.Client.List(ctx, &pods, client.MatchingFields{nodeNameIndex: node}); err != nil {
+			listErr = err
+			return 0
+		}
+		var n int64
+		for j := range pods.Items {
+			n += gpuRequest(&pods.Items[j])
+		}
+		return n
+	}
+	status := ComputeStatus(tier, tiers.Items, nodes.Items, allocated)
+	if listErr != nil {
+		return ctrl.Result{}, listErr
+	}
+	if equality.Semantic.DeepEqual(status, tier.Status) {
+		return ctrl.Result{}, nil
+	}
+	patch := client.MergeFromWithOptions(tier.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	tier.Status = status
+	return ctrl.Result{}, r.Client.Status().Patch(ctx, tier, patch)
+}
+
+// gpuRequest is the GPUs a pod holds on its node: its effective request, while it
+// is not finished.
+func gpuRequest(p *corev1.Pod) int64 {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return 0
+	}
+	return requestedGPUs(p)
+}
+
+// requestedGPUs is the pod's effective GPU request if it is bound to a node.
+func requestedGPUs(p *corev1.Pod) int64 {
+	if p.Spec.NodeName == "" {
+		return 0
+	}
+	q := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})[v1alpha1.ResourceNvidiaGPU]
+	return q.Value()
+}
+
+// SetupWithManager recomputes every tier when tiers, nodes or GPU pods change: tiers
+// are few, and overlap is a property of the whole set.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, nodeNameIndex, func(o client.Object) []string {
+		p := o.(*corev1.Pod)
+		if requestedGPUs(p) == 0 {
+			return nil
+		}
+		return []string{p.Spec.NodeName}
+	}); err != nil {
+		return err
+	}
+	allTiers := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var tiers v1alpha1.HardwareTierList
+		if err := r.Client.List(ctx, &tiers); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(tiers.Items))
+		for i := range tiers.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&tiers.Items[i])})
+		}
+		return reqs
+	})
+	// Bound GPU pods: binding, finishing and deletion change allocation.
+	gpuPods := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		p, ok := o.(*corev1.Pod)
+		return ok && requestedGPUs(p) > 0
+	})
+	nodeChanges := predicate.Or(predicate.LabelChangedPredicate{}, predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+			return !o.Status.Allocatable[v1alpha1.ResourceNvidiaGPU].Equal(n.Status.Allocatable[v1alpha1.ResourceNvidiaGPU])
+		},
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("hardwaretier").
+		// A tier's selector changing changes its neighbours' overlap too.
+		Watches(&v1alpha1.HardwareTier{}, allTiers, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Node{}, allTiers, builder.WithPredicates(nodeChanges)).
+		Watches(&corev1.Pod{}, allTiers, builder.WithPredicates(gpuPods)).
+		Complete(r)
+}

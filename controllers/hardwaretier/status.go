@@ -1,0 +1,100 @@
+// Package hardwaretier reports what each HardwareTier covers: its nodes, their GPUs
+// and how many are allocated, and whether it overlaps another tier.
+package hardwaretier
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// Reasons of the Overlapping condition.
+const (
+	ReasonOverlap      = "SelectorsOverlap"
+	ReasonNoOverlap    = "Disjoint"
+	ReasonBadSelector  = "InvalidSelector"
+	maxNamedNodes      = 3
+	maxNamedOtherTiers = 5
+)
+
+// ComputeStatus is tier's status given every tier, every node and the GPUs that
+// unfinished pods bound to a node request. A node in two tiers makes
+// both report Overlapping with the other tier's name and an example node: the
+// scheduler could not tell which tier's tenants own it.
+func ComputeStatus(tier *v1alpha1.HardwareTier, tiers []v1alpha1.HardwareTier, nodes []corev1.Node, gpuAllocated func(node string) int64) v1alpha1.HardwareTierStatus {
+	status := *tier.Status.DeepCopy()
+	status.ObservedGeneration = tier.Generation
+	status.Nodes, status.GPUCapacity, status.GPUAllocated = 0, 0, 0
+
+	sel, err := metav1.LabelSelectorAsSelector(&tier.Spec.NodeSelector)
+	if err != nil {
+		setCondition(&status, tier.Generation, metav1.ConditionUnknown, ReasonBadSelector, fmt.Sprintf("spec.nodeSelector: %v", err))
+		return status
+	}
+	others := map[string]labels.Selector{}
+	for i := range tiers {
+		t := &tiers[i]
+		if t.Name == tier.Name {
+			continue
+		}
+		if s, err := metav1.LabelSelectorAsSelector(&t.Spec.NodeSelector); err == nil {
+			others[t.Name] = s
+		}
+	}
+	overlaps := map[string][]string{} // other tier → shared nodes
+	for i := range nodes {
+		n := &nodes[i]
+		set := labels.Set(n.Labels)
+		if !sel.Matches(set) {
+			continue
+		}
+		status.Nodes++
+		if q, ok := n.Status.Allocatable[v1alpha1.ResourceNvidiaGPU]; ok {
+			status.GPUCapacity += q.Value()
+		}
+		status.GPUAllocated += gpuAllocated(n.Name)
+		for name, s := range others {
+			if s.Matches(set) {
+				overlaps[name] = append(overlaps[name], n.Name)
+			}
+		}
+	}
+	if len(overlaps) == 0 {
+		setCondition(&status, tier.Generation, metav1.ConditionFalse, ReasonNoOverlap, "No node is selected by another HardwareTier.")
+		return status
+	}
+	names := slices.Sorted(func(yield func(string) bool) {
+		for n := range overlaps {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	var parts []string
+	for i, name := range names {
+		if i == maxNamedOtherTiers {
+			parts = append(parts, fmt.Sprintf("and %d more tiers", len(names)-i))
+			break
+		}
+		shared := overlaps[name]
+		slices.Sort(shared)
+		example := shared[:min(len(shared), maxNamedNodes)]
+		parts = append(parts, fmt.Sprintf("%s (%d nodes, e.g. %s)", name, len(shared), strings.Join(example, ", ")))
+	}
+	setCondition(&status, tier.Generation, metav1.ConditionTrue, ReasonOverlap,
+		"Nodes selected by this tier are also selected by "+strings.Join(parts, "; ")+". Make the nodeSelectors disjoint.")
+	return status
+}
+
+func setCondition(s *v1alpha1.HardwareTierStatus, gen int64, st metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{
+		Type: v1alpha1.HardwareTierConditionOverlap, Status: st, Reason: reason, Message: msg, ObservedGeneration: gen,
+	})
+}

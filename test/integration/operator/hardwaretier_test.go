@@ -1,0 +1,82 @@
+package operator_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/controllers/hardwaretier"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+)
+
+var _ = Describe("HardwareTier", func() {
+	tierStatus := func(name string) func() v1alpha1.HardwareTierStatus {
+		return func() v1alpha1.HardwareTierStatus {
+			t := &v1alpha1.HardwareTier{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: name}, t)).To(Succeed())
+			return t.Status
+		}
+	}
+	overlap := func(name string) func() string {
+		return func() string {
+			c := meta.FindStatusCondition(tierStatus(name)().Conditions, v1alpha1.HardwareTierConditionOverlap)
+			if c == nil {
+				return ""
+			}
+			return string(c.Status) + "/" + c.Reason
+		}
+	}
+	gpuNode := func(name, tier, gpus string) {
+		GinkgoHelper()
+		n := testutil.MakeNode(name).Capacity("cpu", "64", "nvidia.com/gpu", gpus).Label("hardware.example.com/tier", tier).Label("kubenexus.io/test", "hwt").Obj()
+		Expect(k8sClient.Create(suiteCtx, n)).To(Succeed())
+	}
+
+	It("counts nodes and GPUs, follows allocation, and reports overlapping selectors", func() {
+		gpuNode("h100-0", "premium", "8")
+		gpuNode("h100-1", "premium", "8")
+		gpuNode("l40-0", "standard", "4")
+		Expect(k8sClient.Create(suiteCtx, testutil.MakeHardwareTier("premium", 100).Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, testutil.MakeHardwareTier("standard", 50).Obj())).To(Succeed())
+
+		Eventually(tierStatus("premium")).WithTimeout(20 * time.Second).Should(And(
+			HaveField("Nodes", int32(2)), HaveField("GPUCapacity", int64(16)), HaveField("GPUAllocated", int64(0))))
+		Eventually(overlap("premium")).Should(Equal("False/" + hardwaretier.ReasonNoOverlap))
+		Eventually(tierStatus("standard")).Should(And(HaveField("Nodes", int32(1)), HaveField("GPUCapacity", int64(4))))
+
+		// A bound GPU pod counts against its node's tier until it finishes.
+		pod := testutil.MakePod("trainer", "default").Req("cpu", "1", "nvidia.com/gpu", "3").Obj()
+		pod.Spec.Containers[0].Resources.Limits = testutil.ResourceList("nvidia.com/gpu", "3") // extended resources are not overcommitted
+		pod.Spec.NodeName = "h100-1"
+		Expect(k8sClient.Create(suiteCtx, pod)).To(Succeed())
+		Eventually(func() int64 { return tierStatus("premium")().GPUAllocated }).Should(Equal(int64(3)))
+		pod.Status.Phase = corev1.PodSucceeded
+		Expect(k8sClient.Status().Update(suiteCtx, pod)).To(Succeed())
+		Eventually(func() int64 { return tierStatus("premium")().GPUAllocated }).Should(Equal(int64(0)))
+
+		// A tier selecting every GPU node overlaps both.
+		all := testutil.MakeHardwareTier("all-gpus", 10).Selector(metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "hardware.example.com/tier", Operator: metav1.LabelSelectorOpExists}},
+		}).Obj()
+		Expect(k8sClient.Create(suiteCtx, all)).To(Succeed())
+		Eventually(overlap("premium")).Should(Equal("True/" + hardwaretier.ReasonOverlap))
+		Eventually(overlap("all-gpus")).Should(Equal("True/" + hardwaretier.ReasonOverlap))
+		c := meta.FindStatusCondition(tierStatus("all-gpus")().Conditions, v1alpha1.HardwareTierConditionOverlap)
+		Expect(c.Message).To(ContainSubstring("premium (2 nodes, e.g. h100-0, h100-1)"))
+		Expect(c.Message).To(ContainSubstring("standard (1 nodes, e.g. l40-0)"))
+
+		// Deleting it clears the others.
+		Expect(k8sClient.Delete(suiteCtx, all)).To(Succeed())
+		Eventually(overlap("premium")).Should(Equal("False/" + hardwaretier.ReasonNoOverlap))
+
+		// A new node joins its tier's count.
+		gpuNode("h100-2", "premium", "8")
+		Eventually(tierStatus("premium")).Should(And(HaveField("Nodes", int32(3)), HaveField("GPUCapacity", int64(24))))
+	})
+})
