@@ -4,10 +4,13 @@ package webhooks
 
 import (
 	"fmt"
+	"net/http"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/kube-nexus/kubenexus/webhooks/kubenexusconfig"
+	"github.com/kube-nexus/kubenexus/webhooks/pod"
 )
 
 // Options configures the webhooks.
@@ -21,5 +24,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&kubenexusconfig.Validator{Namespace: opts.Namespace}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the KubeNexusConfig webhook: %w", err)
 	}
+	mutator := &pod.Mutator{
+		Client:    mgr.GetClient(),
+		Owners:    mgr.GetAPIReader(),
+		Namespace: opts.Namespace,
+		Decoder:   admission.NewDecoder(mgr.GetScheme()),
+	}
+	// Bodies above MaxRequestBytes are refused before they are decoded.
+	mgr.GetWebhookServer().Register(pod.Path, http.MaxBytesHandler(&admission.Webhook{Handler: mutator}, pod.MaxRequestBytes))
 	return nil
 }

@@ -166,3 +166,22 @@ const (
 	// ManagedByValue is the value of LabelManagedBy on KubeNexus-created objects.
 	ManagedByValue = "kubenexus"
 )
+
+// Overrides users may set on framework pods (usually through the pod template).
+const (
+	// AnnotationGangMinMember overrides the gang size the webhook reads from the
+	// owning object (a positive integer).
+	AnnotationGangMinMember = "scheduling.kubenexus.io/min-member"
+	// AnnotationAutoGang set to "false" keeps the webhook from putting the pod in a gang.
+	AnnotationAutoGang = "scheduling.kubenexus.io/auto-gang"
+	// AnnotationAutoGangSkipped is written by the webhook on a recognised framework
+	// pod it did not put in a gang, saying why.
+	AnnotationAutoGangSkipped = "scheduling.kubenexus.io/auto-gang-skipped"
+)
+
+// DefaultAutoGang is the integrations whose pods get a gang when no KubeNexusConfig
+// says otherwise (the default of spec.webhook.autoGang).
+var DefaultAutoGang = []Integration{
+	IntegrationSpark, IntegrationPyTorch, IntegrationTensorFlow, IntegrationXGBoost,
+	IntegrationMPI, IntegrationRay, IntegrationJobSet, IntegrationLeaderWorkerSet,
+}

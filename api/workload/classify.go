@@ -121,7 +121,8 @@ func recognise(pod *corev1.Pod) (v1alpha1.Integration, v1alpha1.WorkloadRole, v1
 		if l[labelTrainerStep] != "" {
 			class = v1alpha1.WorkloadClassTraining
 		}
-		return v1alpha1.IntegrationJobSet, knownRole(l[labelJobSetReplicated], v1alpha1.RoleLeader, v1alpha1.RoleWorker,
+		// Replicated jobs are named freely; "worker" and "workers" both name workers.
+		return v1alpha1.IntegrationJobSet, knownRole(strings.TrimSuffix(strings.ToLower(l[labelJobSetReplicated]), "s"), v1alpha1.RoleLeader, v1alpha1.RoleWorker,
 			v1alpha1.RoleLauncher, v1alpha1.RoleMaster, v1alpha1.RoleDriver), class
 
 	case l[labelRayNodeType] != "":

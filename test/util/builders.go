@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -223,6 +224,21 @@ func (w *PodWrapper) NodeSelector(k, v string) *PodWrapper {
 }
 
 // Req sets the main container's requests from name/quantity pairs.
+// Limit sets the limits of the pod's container (extended resources such as GPUs
+// need limits equal to requests).
+func (w *PodWrapper) Limit(pairs ...string) *PodWrapper {
+	w.Spec.Containers[0].Resources.Limits = ResourceList(pairs...)
+	return w
+}
+
+// Owner makes the pod controlled by the named object.
+func (w *PodWrapper) Owner(apiVersion, kind, name string) *PodWrapper {
+	w.OwnerReferences = append(w.OwnerReferences, metav1.OwnerReference{
+		APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(kind + "-" + name), Controller: ptr.To(true),
+	})
+	return w
+}
+
 func (w *PodWrapper) Req(pairs ...string) *PodWrapper {
 	w.Spec.Containers[0].Resources.Requests = ResourceList(pairs...)
 	return w

@@ -60,12 +60,15 @@ var _ = BeforeSuite(func() {
 	suiteCtx, suiteCancel = context.WithCancel(context.Background())
 	Expect(testutil.RequireAssets()).To(Succeed())
 	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{testutil.CRDPath()},
+		CRDDirectoryPaths:     []string{testutil.CRDPath(), filepath.Join("testdata", "crds")},
 		ErrorIfCRDPathMissing: true,
 		// The webhook configurations `make manifests` generates, pointed at the
 		// manager's webhook server in this process.
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			Paths: []string{filepath.Join(testutil.RepoRoot(), "config", "webhook", "manifests.yaml")},
+			Paths: []string{
+				filepath.Join(testutil.RepoRoot(), "config", "webhook", "manifests.yaml"),
+				filepath.Join(testutil.RepoRoot(), "config", "webhook", "pod_webhook.yaml"),
+			},
 		},
 	}
 	cfg, err := testEnv.Start()

@@ -1,0 +1,263 @@
+package operator_test
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	runtimeapi "k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/controllers"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/webhooks/pod"
+)
+
+// Namespaces of the pod webhook tests.
+const (
+	nsGold   = "team-gold"   // opted in, tier gold
+	nsBronze = "team-bronze" // opted in, tier bronze
+	nsPlain  = "plain"       // not opted in
+)
+
+// owner creates a framework object (a stand-in CRD from testdata/crds, or a batch Job).
+func owner(apiVersion, kind, ns, name string, spec map[string]any) {
+	GinkgoHelper()
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "spec": spec}}
+	u.SetNamespace(ns)
+	u.SetName(name)
+	Expect(k8sClient.Create(suiteCtx, u)).To(Succeed())
+}
+
+// podCase is one pod shape and exactly the KubeNexus keys it must end up with.
+type podCase struct {
+	name      string
+	pod       *testutil.PodWrapper
+	class     string // "" means: no KubeNexus labels at all (out of scope)
+	role      string
+	tier      string
+	gang      string
+	min       string
+	skipped   string // substring of the auto-gang-skipped annotation
+	scheduler string
+	keepGang  string // a pre-existing PodGroup label that must stay
+}
+
+var _ = Describe("Pod webhook", Ordered, func() {
+	BeforeAll(func() {
+		for _, ns := range []*corev1.Namespace{
+			{ObjectMeta: metav1.ObjectMeta{Name: nsGold, Labels: map[string]string{v1alpha1.LabelNamespaceEnabled: "true", v1alpha1.LabelTenantTier: "gold"}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: nsBronze, Labels: map[string]string{v1alpha1.LabelNamespaceEnabled: "true", v1alpha1.LabelTenantTier: "bronze"}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: nsPlain}},
+		} {
+			Expect(k8sClient.Create(suiteCtx, ns)).To(Succeed())
+		}
+		g := nsGold
+		owner("sparkoperator.k8s.io/v1beta2", "SparkApplication", g, "pi", map[string]any{"executor": map[string]any{"instances": int64(4)}})
+		owner("sparkoperator.k8s.io/v1beta2", "SparkApplication", g, "etl", map[string]any{
+			"executor":          map[string]any{"instances": int64(10)},
+			"dynamicAllocation": map[string]any{"enabled": true, "minExecutors": int64(2)},
+		})
+		owner("kubeflow.org/v1", "PyTorchJob", g, "mnist", map[string]any{"pytorchReplicaSpecs": map[string]any{
+			"Master": map[string]any{"replicas": int64(1)}, "Worker": map[string]any{"replicas": int64(3)}}})
+		owner("kubeflow.org/v1", "TFJob", g, "tf1", map[string]any{"tfReplicaSpecs": map[string]any{
+			"Chief": map[string]any{"replicas": int64(1)}, "PS": map[string]any{"replicas": int64(2)}, "Worker": map[string]any{"replicas": int64(4)}}})
+		owner("kubeflow.org/v2beta1", "MPIJob", g, "allreduce", map[string]any{"launcherCreationPolicy": "WaitForWorkersReady", "mpiReplicaSpecs": map[string]any{
+			"Launcher": map[string]any{"replicas": int64(1)}, "Worker": map[string]any{"replicas": int64(4)}}})
+		owner("kubeflow.org/v2beta1", "MPIJob", g, "eager", map[string]any{"launcherCreationPolicy": "AtStartup", "mpiReplicaSpecs": map[string]any{
+			"Launcher": map[string]any{"replicas": int64(1)}, "Worker": map[string]any{"replicas": int64(4)}}})
+		owner("ray.io/v1", "RayCluster", g, "rc", map[string]any{"workerGroupSpecs": []any{
+			map[string]any{"groupName": "cpu", "minReplicas": int64(2)},
+			map[string]any{"groupName": "tpu", "minReplicas": int64(1), "numOfHosts": int64(2)}}})
+		owner("jobset.x-k8s.io/v1alpha2", "JobSet", g, "js", map[string]any{"replicatedJobs": []any{
+			map[string]any{"name": "driver", "replicas": int64(1), "template": map[string]any{"spec": map[string]any{"parallelism": int64(1)}}},
+			map[string]any{"name": "workers", "replicas": int64(2), "template": map[string]any{"spec": map[string]any{"parallelism": int64(4)}}}}})
+		owner("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", g, "llm", map[string]any{"leaderWorkerTemplate": map[string]any{"size": int64(4)}})
+	})
+
+	const kf = "training.kubeflow.org/"
+	cases := []podCase{
+		{name: "spark-operator driver", pod: testutil.MakePod("pi-driver", nsGold).Label("spark-role", "driver").Label("sparkoperator.k8s.io/app-name", "pi"),
+			class: "batch", role: "driver", tier: "gold", gang: "pi-spark", min: "5"},
+		{name: "spark-operator executor", pod: testutil.MakePod("pi-exec-1", nsGold).Label("spark-role", "executor").Label("sparkoperator.k8s.io/app-name", "pi").Owner("v1", "Pod", "pi-driver"),
+			class: "batch", role: "executor", tier: "gold", gang: "pi-spark", min: "5"},
+		{name: "spark dynamic allocation", pod: testutil.MakePod("etl-driver", nsGold).Label("spark-role", "driver").Label("sparkoperator.k8s.io/app-name", "etl"),
+			class: "batch", role: "driver", tier: "gold", gang: "etl-spark", min: "3"},
+		{name: "spark-submit without the operator", pod: testutil.MakePod("submit-driver", nsGold).Label("spark-role", "driver").Label("spark-app-selector", "spark-0001"),
+			class: "batch", role: "driver", tier: "gold"},
+		{name: "PyTorchJob master", pod: testutil.MakePod("mnist-master-0", nsGold).Label(kf+"replica-type", "master").Label(kf+"job-name", "mnist").Label(kf+"operator-name", "pytorchjob-controller"),
+			class: "training", role: "master", tier: "gold", gang: "mnist-pytorch", min: "4"},
+		{name: "PyTorchJob worker, upper-case role", pod: testutil.MakePod("mnist-worker-0", nsGold).Label(kf+"replica-type", "Worker").Label(kf+"job-name", "mnist").Owner("kubeflow.org/v1", "PyTorchJob", "mnist"),
+			class: "training", role: "worker", tier: "gold", gang: "mnist-pytorch", min: "4"},
+		{name: "TFJob parameter server", pod: testutil.MakePod("tf1-ps-0", nsGold).Label(kf+"replica-type", "PS").Label(kf+"job-name", "tf1").Label(kf+"operator-name", "tfjob-controller"),
+			class: "training", role: "ps", tier: "gold", gang: "tf1-tensorflow", min: "7"},
+		{name: "MPIJob worker, launcher created after workers", pod: testutil.MakePod("allreduce-worker-0", nsGold).Label(kf+"job-role", "worker").Label(kf+"job-name", "allreduce").Owner("kubeflow.org/v2beta1", "MPIJob", "allreduce"),
+			class: "training", role: "worker", tier: "gold", gang: "allreduce-mpi", min: "4"},
+		{name: "MPIJob late launcher stays out of the gang", pod: testutil.MakePod("allreduce-launcher", nsGold).Label(kf+"job-role", "launcher").Label(kf+"job-name", "allreduce").Owner("kubeflow.org/v2beta1", "MPIJob", "allreduce"),
+			class: "training", role: "launcher", tier: "gold"},
+		{name: "MPIJob launcher created at start", pod: testutil.MakePod("eager-launcher", nsGold).Label(kf+"job-role", "launcher").Label(kf+"job-name", "eager").Owner("kubeflow.org/v2beta1", "MPIJob", "eager"),
+			class: "training", role: "launcher", tier: "gold", gang: "eager-mpi", min: "5"},
+		{name: "XGBoostJob whose CRD is not installed", pod: testutil.MakePod("xg-master-0", nsGold).Label(kf+"replica-type", "Master").Label(kf+"job-name", "xg").Label(kf+"operator-name", "xgboostjob-controller"),
+			class: "training", role: "master", tier: "gold", skipped: "XGBoostJob.kubeflow.org is not installed"},
+		{name: "PyTorchJob that does not exist", pod: testutil.MakePod("ghost-worker-0", nsGold).Label(kf+"replica-type", "worker").Label(kf+"job-name", "ghost").Label(kf+"operator-name", "pytorchjob-controller"),
+			class: "training", role: "worker", tier: "gold", skipped: "PyTorchJob ghost not found"},
+		{name: "Ray head", pod: testutil.MakePod("rc-head", nsGold).Label("ray.io/node-type", "head").Label("ray.io/cluster", "rc"),
+			class: "batch", role: "head", tier: "gold", gang: "rc-ray", min: "5"},
+		{name: "Ray worker", pod: testutil.MakePod("rc-worker-cpu-0", nsGold).Label("ray.io/node-type", "worker").Label("ray.io/cluster", "rc"),
+			class: "batch", role: "worker", tier: "gold", gang: "rc-ray", min: "5"},
+		{name: "JobSet worker", pod: testutil.MakePod("js-workers-0-0", nsGold).Label("jobset.sigs.k8s.io/jobset-name", "js").Label("jobset.sigs.k8s.io/replicatedjob-name", "workers"),
+			class: "batch", role: "worker", tier: "gold", gang: "js-jobset", min: "9"},
+		{name: "LeaderWorkerSet leader of group 1", pod: testutil.MakePod("llm-1", nsGold).Label("leaderworkerset.sigs.k8s.io/name", "llm").Label("leaderworkerset.sigs.k8s.io/worker-index", "0").Label("leaderworkerset.sigs.k8s.io/group-index", "1"),
+			class: "inference", role: "leader", tier: "gold", gang: "llm-leaderworkerset-1", min: "4"},
+		{name: "batch Job (not auto-grouped by default)", pod: testutil.MakePod("report-x7k2p", nsGold).Label("batch.kubernetes.io/job-name", "report").Owner("batch/v1", "Job", "report"),
+			class: "batch", tier: "gold"},
+		{name: "Deployment pod", pod: testutil.MakePod("web-5d8f-abcde", nsGold).Owner("apps/v1", "ReplicaSet", "web-5d8f"),
+			class: "service", tier: "gold"},
+		{name: "StatefulSet pod", pod: testutil.MakePod("db-0", nsGold).Owner("apps/v1", "StatefulSet", "db"),
+			class: "service", tier: "gold"},
+		{name: "plain GPU pod", pod: testutil.MakePod("notebook-gpu", nsGold).Req("nvidia.com/gpu", "1").Limit("nvidia.com/gpu", "1"),
+			class: "training", tier: "gold"},
+		{name: "plain pod", pod: testutil.MakePod("debug", nsGold), class: "service", tier: "gold"},
+		{name: "Argo workflow step", pod: testutil.MakePod("wf-step-1", nsGold).Label("workflows.argoproj.io/workflow", "wf"), class: "batch", tier: "gold"},
+		{name: "explicit PodGroup kept", pod: testutil.MakePod("mnist-custom-0", nsGold).Label(kf+"replica-type", "worker").Label(kf+"job-name", "mnist").Label(kf+"operator-name", "pytorchjob-controller").Label(v1alpha1.LabelPodGroup, "my-group"),
+			class: "training", role: "worker", tier: "gold", keepGang: "my-group"},
+		{name: "min-member annotation overrides the owner", pod: testutil.MakePod("mnist-elastic-0", nsGold).Label(kf+"replica-type", "worker").Label(kf+"job-name", "mnist").Label(kf+"operator-name", "pytorchjob-controller").Annotation(v1alpha1.AnnotationGangMinMember, "2"),
+			class: "training", role: "worker", tier: "gold", gang: "mnist-pytorch", min: "2"},
+		{name: "auto-gang opt-out", pod: testutil.MakePod("mnist-solo-0", nsGold).Label(kf+"replica-type", "worker").Label(kf+"job-name", "mnist").Label(kf+"operator-name", "pytorchjob-controller").Annotation(v1alpha1.AnnotationAutoGang, "false"),
+			class: "training", role: "worker", tier: "gold"},
+		{name: "forged gold tier in a bronze namespace", pod: testutil.MakePod("sneaky", nsBronze).Label(v1alpha1.LabelTenantTier, "gold").Label(v1alpha1.LabelWorkloadRole, "chief"),
+			class: "service", tier: "bronze"},
+		{name: "another scheduler named explicitly", pod: testutil.MakePod("volcano-pod", nsBronze).SchedulerName("volcano"),
+			class: "service", tier: "bronze", scheduler: "volcano"},
+		{name: "non-opted namespace, names kubenexus-scheduler", pod: testutil.MakePod("direct", nsPlain).SchedulerName(v1alpha1.DefaultSchedulerName).Label("spark-role", "executor"),
+			class: "batch", role: "executor", tier: "bronze"},
+		{name: "non-opted namespace: untouched", pod: testutil.MakePod("bystander", nsPlain).Label("spark-role", "driver").Label(v1alpha1.LabelTenantTier, "gold")},
+	}
+
+	It("labels each pod shape exactly, and re-admission changes nothing", func() {
+		Expect(len(cases)).To(BeNumerically(">=", 20))
+		mutator := &pod.Mutator{Client: k8sClient, Owners: k8sClient, Namespace: namespace, Decoder: admission.NewDecoder(controllers.NewScheme())}
+		for _, tc := range cases {
+			By(tc.name)
+			in := tc.pod.Obj().DeepCopy()
+			Expect(k8sClient.Create(suiteCtx, tc.pod.Obj())).To(Succeed(), tc.name)
+			got := &corev1.Pod{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(in), got)).To(Succeed())
+
+			if tc.class == "" {
+				Expect(got.Labels).To(Equal(in.Labels), tc.name)
+				Expect(got.Annotations).To(BeEmpty(), tc.name) // the case sets none
+				Expect(got.Spec.SchedulerName).To(Equal(corev1.DefaultSchedulerName), tc.name)
+				continue
+			}
+			want := map[string]string{}
+			for k, v := range in.Labels {
+				want[k] = v
+			}
+			want[v1alpha1.LabelWorkloadType] = tc.class
+			want[v1alpha1.LabelTenantTier] = tc.tier
+			delete(want, v1alpha1.LabelWorkloadRole)
+			if tc.role != "" {
+				want[v1alpha1.LabelWorkloadRole] = tc.role
+			}
+			if tc.gang != "" {
+				want[v1alpha1.LabelKubeNexusGangName] = tc.gang
+				want[v1alpha1.LabelKubeNexusGangMinAvailable] = tc.min
+			}
+			if tc.keepGang != "" {
+				Expect(got.Labels[v1alpha1.LabelPodGroup]).To(Equal(tc.keepGang))
+			}
+			Expect(got.Labels).To(Equal(want), tc.name)
+			if tc.skipped != "" {
+				Expect(got.Annotations[v1alpha1.AnnotationAutoGangSkipped]).To(ContainSubstring(tc.skipped), tc.name)
+			} else {
+				Expect(got.Annotations).NotTo(HaveKey(v1alpha1.AnnotationAutoGangSkipped), tc.name)
+			}
+			scheduler := tc.scheduler
+			if scheduler == "" {
+				scheduler = v1alpha1.DefaultSchedulerName
+			}
+			Expect(got.Spec.SchedulerName).To(Equal(scheduler), tc.name)
+
+			// The scheduler classifies the pod as it arrived, unannotated, the same way
+			// (ProfileClassifier calls workload.Classify with the namespace's labels).
+			ns := &corev1.Namespace{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: in.Namespace}, ns)).To(Succeed())
+			p := workload.Classify(in, workload.Namespace{Labels: ns.Labels}, v1alpha1.TenantTierBronze)
+			Expect(string(p.Class)).To(Equal(tc.class), tc.name)
+			Expect(string(p.Role)).To(Equal(tc.role), tc.name)
+			Expect(string(p.Tier)).To(Equal(tc.tier), tc.name)
+
+			// Admitting the stored pod again yields an empty patch.
+			raw, err := json.Marshal(got)
+			Expect(err).NotTo(HaveOccurred())
+			resp := mutator.Handle(suiteCtx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Operation: admissionv1.Create, Namespace: got.Namespace, Object: runtimeapi.RawExtension{Raw: raw},
+			}})
+			Expect(resp.Allowed).To(BeTrue(), tc.name)
+			Expect(resp.Patches).To(BeEmpty(), tc.name)
+		}
+	})
+
+	It("refuses a multi-megabyte AdmissionReview without growing", func() {
+		wio := &testEnv.WebhookInstallOptions
+		url := fmt.Sprintf("https://%s:%d%s", wio.LocalServingHost, wio.LocalServingPort, pod.Path)
+		httpClient := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // local test server
+		huge := testutil.MakePod("huge", nsGold).Annotation("blob", strings.Repeat("x", 8<<20)).Obj()
+		objRaw, err := json.Marshal(huge)
+		Expect(err).NotTo(HaveOccurred())
+		review, err := json.Marshal(&admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Request:  &admissionv1.AdmissionRequest{UID: "big", Operation: admissionv1.Create, Namespace: nsGold, Object: runtimeapi.RawExtension{Raw: objRaw}},
+		})
+		Expect(err).NotTo(HaveOccurred())
+
+		heap := func() uint64 {
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			return ms.HeapAlloc
+		}
+		before := heap()
+		for range 10 {
+			resp, err := httpClient.Post(url, "application/json", bytes.NewReader(review))
+			Expect(err).NotTo(HaveOccurred())
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			var out admissionv1.AdmissionReview
+			Expect(json.Unmarshal(body, &out)).To(Succeed(), string(body))
+			Expect(out.Response.Allowed).To(BeFalse())
+			Expect(out.Response.Result.Message).To(ContainSubstring("too large"))
+		}
+		// Ten 8 MiB reviews were refused after at most MaxRequestBytes each; nothing
+		// of them is retained.
+		Expect(int64(heap()) - int64(before)).To(BeNumerically("<", 16<<20))
+	})
+
+	It("with the webhook down, still admits pods outside KubeNexus scope", func() {
+		stopManager()
+		Eventually(managerDone).WithTimeout(30 * time.Second).Should(BeClosed())
+		DeferCleanup(startManager)
+
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePod("while-down", nsPlain).Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePod("while-down-system", "kube-system").Obj())).To(Succeed())
+		err := k8sClient.Create(suiteCtx, testutil.MakePod("kubenexus-while-down", nsGold).Obj())
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("pods.scheduling.kubenexus.io"))
+	})
+})

@@ -1,0 +1,245 @@
+// Package pod is the mutating pod webhook: in KubeNexus scope it writes each pod's
+// class, role and tenant tier, points it at kubenexus-scheduler, and puts pods of
+// recognised frameworks in a gang sized from their owning object.
+package pod
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
+)
+
+// Path is where the webhook is served.
+const Path = "/mutate-v1-pod"
+
+// MaxRequestBytes bounds an AdmissionReview. A pod is at most ~1.5 MiB (etcd's
+// request limit); a CREATE review carries it once.
+const MaxRequestBytes = 3 << 20
+
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=kubenexusconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=sparkoperator.k8s.io,resources=sparkapplications,verbs=get
+// +kubebuilder:rbac:groups=kubeflow.org,resources=pytorchjobs;tfjobs;xgboostjobs;mpijobs,verbs=get
+// +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get
+// +kubebuilder:rbac:groups=leaderworkerset.x-k8s.io,resources=leaderworkersets,verbs=get
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get
+
+// Mutator is the pod webhook's handler.
+type Mutator struct {
+	// Client reads namespaces and the KubeNexusConfig (from the manager's cache).
+	Client client.Reader
+	// Owners reads the objects that size gangs, as unstructured objects, so that
+	// none of the frameworks' operators or CRDs needs to be installed.
+	Owners client.Reader
+	// Namespace is KubeNexus's own namespace: its pods are never touched.
+	Namespace string
+	Decoder   admission.Decoder
+
+	owners ownerCache
+}
+
+// settings is the part of the KubeNexusConfig the webhook uses.
+type settings struct {
+	schedulerName string
+	scope         labels.Selector
+	autoGang      []v1alpha1.Integration
+	defaultTier   v1alpha1.TenantTier
+}
+
+func (m *Mutator) settings(ctx context.Context) (settings, error) {
+	s := settings{
+		schedulerName: v1alpha1.DefaultSchedulerName,
+		scope:         labels.SelectorFromSet(labels.Set{v1alpha1.LabelNamespaceEnabled: "true"}),
+		autoGang:      v1alpha1.DefaultAutoGang,
+		defaultTier:   v1alpha1.TenantTierBronze,
+	}
+	knc := &v1alpha1.KubeNexusConfig{}
+	if err := m.Client.Get(ctx, types.NamespacedName{Name: v1alpha1.DefaultConfigName}, knc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return s, nil
+		}
+		return s, err
+	}
+	w := knc.Spec.Webhook
+	if n := knc.Spec.Scheduler.SchedulerName; n != "" {
+		s.schedulerName = n
+	}
+	if w.NamespaceSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
+		if err != nil {
+			return s, fmt.Errorf("KubeNexusConfig default: spec.webhook.namespaceSelector: %w", err)
+		}
+		s.scope = sel
+	}
+	if w.AutoGang != nil {
+		s.autoGang = w.AutoGang
+	}
+	if w.DefaultTier != "" {
+		s.defaultTier = w.DefaultTier
+	}
+	return s, nil
+}
+
+// Handle mutates pods in scope; others are allowed untouched.
+func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	pod := &corev1.Pod{}
+	if err := m.Decoder.Decode(req, pod); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if pod.Namespace == "" {
+		pod.Namespace = req.Namespace
+	}
+	if pod.Namespace == m.Namespace || pod.Namespace == metav1.NamespaceSystem {
+		return admission.Allowed("KubeNexus does not manage pods in its own or the system namespace")
+	}
+	cfg, err := m.settings(ctx)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	ns := &corev1.Namespace{}
+	if err := m.Client.Get(ctx, types.NamespacedName{Name: pod.Namespace}, ns); err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("reading namespace %s: %w", pod.Namespace, err))
+	}
+	if !cfg.scope.Matches(labels.Set(ns.Labels)) && pod.Spec.SchedulerName != cfg.schedulerName {
+		return admission.Allowed("outside KubeNexus scope")
+	}
+	mutated := pod.DeepCopy()
+	m.mutate(ctx, mutated, ns, cfg)
+	raw, err := json.Marshal(mutated)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}
+
+// mutate writes class, role, tier, scheduler and gang onto pod.
+func (m *Mutator) mutate(ctx context.Context, pod *corev1.Pod, ns *corev1.Namespace, cfg settings) {
+	p := workload.Classify(pod, workload.Namespace{Labels: ns.Labels}, cfg.defaultTier)
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[v1alpha1.LabelWorkloadType] = string(p.Class)
+	if p.Role != "" {
+		pod.Labels[v1alpha1.LabelWorkloadRole] = string(p.Role)
+	} else {
+		delete(pod.Labels, v1alpha1.LabelWorkloadRole)
+	}
+	// The namespace decides the tier; whatever the pod claimed is overwritten.
+	pod.Labels[v1alpha1.LabelTenantTier] = string(p.Tier)
+	if pod.Spec.SchedulerName == "" || pod.Spec.SchedulerName == corev1.DefaultSchedulerName {
+		pod.Spec.SchedulerName = cfg.schedulerName
+	}
+
+	if p.Gang != nil || p.GangError != nil || p.Framework == "" || !slices.Contains(cfg.autoGang, p.Framework) ||
+		pod.Annotations[v1alpha1.AnnotationAutoGang] == "false" {
+		return // already grouped (or wrongly: the scheduler reports that), or not ours to group
+	}
+	src, ok := workload.GangSourceOf(pod, p)
+	if !ok {
+		return
+	}
+	size, err := m.size(ctx, pod, src)
+	if err != nil {
+		logf.FromContext(ctx).V(1).Info("Not grouping pod", "pod", pod.Name, "reason", err.Error())
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[v1alpha1.AnnotationAutoGangSkipped] = err.Error()
+		return
+	}
+	if size.ExcludesRole != "" && p.Role == size.ExcludesRole {
+		return
+	}
+	delete(pod.Annotations, v1alpha1.AnnotationAutoGangSkipped)
+	pod.Labels[v1alpha1.LabelKubeNexusGangName] = src.Gang
+	pod.Labels[v1alpha1.LabelKubeNexusGangMinAvailable] = strconv.Itoa(int(size.MinMember))
+}
+
+// size is the gang size: the user's annotation, else the owning object's spec.
+func (m *Mutator) size(ctx context.Context, pod *corev1.Pod, src workload.GangSource) (workload.GangSize, error) {
+	if v, set := pod.Annotations[v1alpha1.AnnotationGangMinMember]; set {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > gang.MaxMinMember {
+			return workload.GangSize{}, fmt.Errorf("annotation %s=%q: must be an integer from 1 to %d", v1alpha1.AnnotationGangMinMember, v, gang.MaxMinMember)
+		}
+		return workload.GangSize{MinMember: int32(n)}, nil
+	}
+	key := src.GVK.String() + "/" + pod.Namespace + "/" + src.Name
+	if size, ok := m.owners.get(key); ok {
+		return size, nil
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(src.GVK)
+	if err := m.Owners.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: src.Name}, obj); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return workload.GangSize{}, fmt.Errorf("%s %s not found: set %s to group its pods", src.GVK.Kind, src.Name, v1alpha1.AnnotationGangMinMember)
+		case meta.IsNoMatchError(err):
+			return workload.GangSize{}, fmt.Errorf("%s is not installed in this cluster: set %s to group its pods", src.GVK.GroupKind(), v1alpha1.AnnotationGangMinMember)
+		}
+		return workload.GangSize{}, fmt.Errorf("reading %s %s: %w", src.GVK.Kind, src.Name, err)
+	}
+	size, err := workload.SizeFrom(src, obj)
+	if err != nil {
+		return workload.GangSize{}, err
+	}
+	m.owners.put(key, size)
+	return size, nil
+}
+
+// ownerCache keeps gang sizes read from owners for a few seconds: the pods of one
+// job arrive together, and each would otherwise read the same object.
+type ownerCache struct {
+	mu      sync.Mutex
+	entries map[string]ownerEntry
+}
+
+type ownerEntry struct {
+	size    workload.GangSize
+	expires time.Time
+}
+
+const (
+	ownerCacheTTL = 10 * time.Second
+	ownerCacheMax = 4096
+)
+
+func (c *ownerCache) get(key string) (workload.GangSize, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok || time.Now().After(e.expires) {
+		return workload.GangSize{}, false
+	}
+	return e.size, true
+}
+
+func (c *ownerCache) put(key string, size workload.GangSize) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil || len(c.entries) >= ownerCacheMax {
+		c.entries = map[string]ownerEntry{} // bounded: start over rather than grow
+	}
+	c.entries[key] = ownerEntry{size: size, expires: time.Now().Add(ownerCacheTTL)}
+}
