@@ -28,6 +28,9 @@ func main() {
 		webhookPort   int
 		webhookCerts  string
 		webhooksOn    bool
+		certRotation  bool
+		certSecret    string
+		webhookSvc    string
 		rrResync      time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; 0 disables it.")
@@ -38,7 +41,10 @@ func main() {
 	flag.StringVar(&namespace, "namespace", os.Getenv("POD_NAMESPACE"), "Namespace KubeNexus runs in; the scheduler is deployed there (default: $POD_NAMESPACE).")
 	flag.StringVar(&schedImage, "scheduler-image", "", "kubenexus-scheduler image for KubeNexusConfigs that name none.")
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
-	flag.StringVar(&webhookCerts, "webhook-cert-dir", "", "Directory holding the webhook server's tls.crt and tls.key (default: controller-runtime's).")
+	flag.StringVar(&webhookCerts, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory holding the webhook server's tls.crt and tls.key.")
+	flag.BoolVar(&certRotation, "cert-rotation", true, "Generate and rotate the webhook certificate and inject its CA (cert-controller). Turn off when cert-manager or another issuer provides --webhook-cert-dir.")
+	flag.StringVar(&certSecret, "webhook-cert-secret", "kubenexus-webhook-server-cert", "Secret (in --namespace) the certificate rotator keeps the webhook CA and certificate in.")
+	flag.StringVar(&webhookSvc, "webhook-service", "webhook-service", "Service (in --namespace) in front of the webhook server; the certificate is issued for it.")
 	flag.BoolVar(&webhooksOn, "enable-webhooks", true, "Serve the admission webhooks (needs a serving certificate in --webhook-cert-dir).")
 	flag.DurationVar(&rrResync, "reservation-resync", 30*time.Second, "Longest a held ResourceReservation goes without its owner being re-checked.")
 	zapOpts := zap.Options{}
@@ -74,10 +80,31 @@ func main() {
 		os.Exit(1)
 	}
 	if webhooksOn {
-		if err := webhooks.Setup(mgr, webhooks.Options{Namespace: namespace}); err != nil {
-			log.Error(err, "Unable to set up the webhooks")
+		certsReady := make(chan struct{})
+		if certRotation {
+			err := webhooks.AddCertRotator(mgr, webhooks.CertOptions{
+				Namespace: namespace, SecretName: certSecret, ServiceName: webhookSvc, CertDir: webhookCerts,
+				ValidatingConfig: webhooks.ValidatingConfigName, MutatingConfig: webhooks.MutatingConfigName,
+			}, certsReady)
+			if err != nil {
+				log.Error(err, "Unable to set up certificate rotation")
+				os.Exit(1)
+			}
+		} else {
+			close(certsReady)
+		}
+		if err := mgr.AddReadyzCheck("webhooks", webhooks.ReadyCheck(mgr, certsReady)); err != nil {
+			log.Error(err, "Unable to add the webhook readiness check")
 			os.Exit(1)
 		}
+		// The webhook server starts once it has a certificate to serve.
+		go func() {
+			<-certsReady
+			if err := webhooks.Setup(mgr, webhooks.Options{Namespace: namespace}); err != nil {
+				log.Error(err, "Unable to set up the webhooks")
+				os.Exit(1)
+			}
+		}()
 	}
 	log.Info("Starting the manager")
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {

@@ -1,5 +1,7 @@
 // Package kubenexusconfig refuses KubeNexusConfigs that kubenexus-scheduler would
 // reject, at admission, with the field that is wrong.
+//
+// +kubebuilder:webhookconfiguration:mutating=false,name=kubenexus-validating
 package kubenexusconfig
 
 import (

@@ -214,6 +214,16 @@ var _ = Describe("Pod webhook", Ordered, func() {
 		}
 	})
 
+	It("gets a PodGroup for every auto-created gang", func() {
+		for gang, min := range map[string]int32{"pi-spark": 5, "mnist-pytorch": 4, "rc-ray": 5, "js-jobset": 9, "allreduce-mpi": 4} {
+			Eventually(func() (int32, error) {
+				pg := &v1alpha1.PodGroup{}
+				err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: nsGold, Name: gang}, pg)
+				return pg.Spec.MinMember, err
+			}).WithTimeout(20*time.Second).Should(Equal(min), gang)
+		}
+	})
+
 	It("refuses a multi-megabyte AdmissionReview without growing", func() {
 		wio := &testEnv.WebhookInstallOptions
 		url := fmt.Sprintf("https://%s:%d%s", wio.LocalServingHost, wio.LocalServingPort, pod.Path)
