@@ -80,6 +80,7 @@ fuzz: ## Run each fuzz target for FUZZ_TIME (gang-key parsing, classification).
 	go test ./api/gang -run '^$$' -fuzz '^FuzzOf$$' -fuzztime $(FUZZ_TIME)
 	go test ./api/gang -run '^$$' -fuzz '^FuzzIsDNS1123Subdomain$$' -fuzztime $(FUZZ_TIME)
 	go test ./api/workload -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(FUZZ_TIME)
+	go test ./api/workload -run '^$$' -fuzz '^FuzzGangSourceOf$$' -fuzztime $(FUZZ_TIME)
 
 ##@ Tools
 

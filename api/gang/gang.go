@@ -124,6 +124,9 @@ func validName(key, name string) error {
 	return fmt.Errorf("%s=%q is not a valid PodGroup name: %s", key, truncate(name), strings.Join(errs, "; "))
 }
 
+// IsValidName reports whether s can name a PodGroup (a DNS-1123 subdomain).
+func IsValidName(s string) bool { return isDNS1123Subdomain(s) }
+
 // isDNS1123Subdomain is validation.IsDNS1123Subdomain without a regular expression:
 // Of runs in the scheduler's queue comparator and queueing hints, many times per pod.
 func isDNS1123Subdomain(s string) bool {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,8 +51,8 @@ type GangSource struct {
 func GangSourceOf(pod *corev1.Pod, profile Profile) (GangSource, bool) {
 	l := pod.Labels
 	src := func(gvk schema.GroupVersionKind, name string, extra ...string) (GangSource, bool) {
-		if name == "" {
-			return GangSource{}, false
+		if !gang.IsValidName(name) {
+			return GangSource{}, false // labels are untrusted: only a real object name can be an owner
 		}
 		return GangSource{GVK: gvk, Name: name, Gang: gangName(name, string(profile.Framework), extra...)}, true
 	}
@@ -87,7 +88,7 @@ func GangSourceOf(pod *corev1.Pod, profile Profile) (GangSource, bool) {
 }
 
 // gangName is "<owner>-<framework>[-<extra>]", shortened with a hash to fit a label
-// value (63 characters).
+// value (63 characters). owner is a DNS-1123 subdomain, so the result is one too.
 func gangName(owner, framework string, extra ...string) string {
 	name := owner + "-" + framework
 	for _, e := range extra {
@@ -97,7 +98,7 @@ func gangName(owner, framework string, extra ...string) string {
 		return name
 	}
 	sum := sha256.Sum256([]byte(name))
-	return name[:50] + "-" + hex.EncodeToString(sum[:])[:12]
+	return strings.TrimRight(name[:50], "-.") + "-" + hex.EncodeToString(sum[:])[:12]
 }
 
 // GangSize is what the owning object says about its gang.
