@@ -9,8 +9,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/kube-nexus/kubenexus/webhooks/hardwaretier"
 	"github.com/kube-nexus/kubenexus/webhooks/kubenexusconfig"
 	"github.com/kube-nexus/kubenexus/webhooks/pod"
+	"github.com/kube-nexus/kubenexus/webhooks/podgroup"
 )
 
 // Options configures the webhooks.
@@ -23,6 +25,12 @@ type Options struct {
 func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&kubenexusconfig.Validator{Namespace: opts.Namespace}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the KubeNexusConfig webhook: %w", err)
+	}
+	if err := (&podgroup.Validator{Owners: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the PodGroup webhook: %w", err)
+	}
+	if err := (&hardwaretier.Validator{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the HardwareTier webhook: %w", err)
 	}
 	mutator := &pod.Mutator{
 		Client:    mgr.GetClient(),

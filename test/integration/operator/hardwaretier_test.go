@@ -60,19 +60,38 @@ var _ = Describe("HardwareTier", func() {
 		Expect(k8sClient.Status().Update(suiteCtx, pod)).To(Succeed())
 		Eventually(func() int64 { return tierStatus("premium")().GPUAllocated }).Should(Equal(int64(0)))
 
-		// A tier selecting every GPU node overlaps both.
+		// A tier selecting nodes another tier has is refused at admission...
 		all := testutil.MakeHardwareTier("all-gpus", 10).Selector(metav1.LabelSelector{
 			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "hardware.example.com/tier", Operator: metav1.LabelSelectorOpExists}},
 		}).Obj()
-		Expect(k8sClient.Create(suiteCtx, all)).To(Succeed())
+		err := k8sClient.Create(suiteCtx, all)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("spec.nodeSelector"))
+		Expect(err.Error()).To(ContainSubstring("which HardwareTier premium"))
+		same := testutil.MakeHardwareTier("premium-again", 90).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hardware.example.com/tier": "premium"}}).Obj()
+		err = k8sClient.Create(suiteCtx, same)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("is the same as HardwareTier premium's"))
+
+		// ...but nodes relabelled later can still put a node in two tiers: the
+		// status says which.
+		Expect(k8sClient.Create(suiteCtx, testutil.MakeHardwareTier("nvlink", 80).Selector(metav1.LabelSelector{
+			MatchLabels: map[string]string{"gpu.example.com/nvlink": "true"}}).Obj())).To(Succeed())
+		Eventually(overlap("nvlink")).Should(Equal("False/" + hardwaretier.ReasonNoOverlap))
+		node := &corev1.Node{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: "h100-0"}, node)).To(Succeed())
+		node.Labels["gpu.example.com/nvlink"] = "true"
+		Expect(k8sClient.Update(suiteCtx, node)).To(Succeed())
 		Eventually(overlap("premium")).Should(Equal("True/" + hardwaretier.ReasonOverlap))
-		Eventually(overlap("all-gpus")).Should(Equal("True/" + hardwaretier.ReasonOverlap))
-		c := meta.FindStatusCondition(tierStatus("all-gpus")().Conditions, v1alpha1.HardwareTierConditionOverlap)
-		Expect(c.Message).To(ContainSubstring("premium (2 nodes, e.g. h100-0, h100-1)"))
-		Expect(c.Message).To(ContainSubstring("standard (1 nodes, e.g. l40-0)"))
+		Eventually(overlap("nvlink")).Should(Equal("True/" + hardwaretier.ReasonOverlap))
+		c := meta.FindStatusCondition(tierStatus("nvlink")().Conditions, v1alpha1.HardwareTierConditionOverlap)
+		Expect(c.Message).To(ContainSubstring("premium (1 nodes, e.g. h100-0)"))
+		Expect(tierStatus("nvlink")()).To(And(HaveField("Nodes", int32(1)), HaveField("GPUCapacity", int64(8))))
 
 		// Deleting it clears the others.
-		Expect(k8sClient.Delete(suiteCtx, all)).To(Succeed())
+		nv := &v1alpha1.HardwareTier{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: "nvlink"}, nv)).To(Succeed())
+		Expect(k8sClient.Delete(suiteCtx, nv)).To(Succeed())
 		Eventually(overlap("premium")).Should(Equal("False/" + hardwaretier.ReasonNoOverlap))
 
 		// A new node joins its tier's count.

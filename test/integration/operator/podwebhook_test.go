@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	runtimeapi "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -222,6 +223,37 @@ var _ = Describe("Pod webhook", Ordered, func() {
 				return pg.Spec.MinMember, err
 			}).WithTimeout(20*time.Second).Should(Equal(min), gang)
 		}
+	})
+
+	It("refuses a PodGroup whose minMember its owner can never reach", func() {
+		owner("kubeflow.org/v1", "PyTorchJob", nsGold, "small", map[string]any{"pytorchReplicaSpecs": map[string]any{
+			"Master": map[string]any{"replicas": int64(1)}, "Worker": map[string]any{"replicas": int64(1)}}})
+		job := &unstructured.Unstructured{}
+		job.SetAPIVersion("kubeflow.org/v1")
+		job.SetKind("PyTorchJob")
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: nsGold, Name: "small"}, job)).To(Succeed())
+		owned := func(name string, min int32) *v1alpha1.PodGroup {
+			pg := testutil.MakePodGroup(name, nsGold).MinMember(min).Obj()
+			pg.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Name: "small", UID: job.GetUID(), Controller: ptr.To(true)}}
+			return pg
+		}
+		err := k8sClient.Create(suiteCtx, owned("small-too-big", 5))
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("spec.minMember"))
+		Expect(err.Error()).To(ContainSubstring("must be at most 2: PyTorchJob small creates at most 2 gang members"))
+		Expect(k8sClient.Create(suiteCtx, owned("small-ok", 2))).To(Succeed())
+
+		// Raising it later is refused the same way, and the stored group is unchanged.
+		pg := &v1alpha1.PodGroup{}
+		Eventually(func() error { // retried past conflicts with the PodGroup controller's status writes
+			if err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: nsGold, Name: "small-ok"}, pg); err != nil {
+				return err
+			}
+			pg.Spec.MinMember = 3
+			return k8sClient.Update(suiteCtx, pg)
+		}).Should(MatchError(ContainSubstring("must be at most 2")))
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: nsGold, Name: "small-ok"}, pg)).To(Succeed())
+		Expect(pg.Spec.MinMember).To(Equal(int32(2)))
 	})
 
 	It("refuses a multi-megabyte AdmissionReview without growing", func() {

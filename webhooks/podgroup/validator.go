@@ -1,0 +1,130 @@
+// Package podgroup refuses PodGroups that can never form: a minMember larger than
+// the number of pods their owner creates. The CRD schema checks the PodGroup on its
+// own; this rule needs the owner.
+package podgroup
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
+)
+
+// +kubebuilder:webhook:path=/validate-scheduling-kubenexus-io-v1alpha1-podgroup,mutating=false,failurePolicy=fail,sideEffects=None,groups=scheduling.kubenexus.io,resources=podgroups,verbs=create;update,versions=v1alpha1,name=vpodgroup.scheduling.kubenexus.io,admissionReviewVersions=v1,timeoutSeconds=5
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;replicasets,verbs=get
+
+// Validator checks a PodGroup against its controlling owner.
+type Validator struct {
+	// Owners reads owners as unstructured objects (the frameworks are optional).
+	Owners client.Reader
+}
+
+var _ admission.Validator[*v1alpha1.PodGroup] = &Validator{}
+
+// gangOwners are the owner kinds whose spec says how many pods they create.
+var gangOwners = map[schema.GroupKind]schema.GroupVersionKind{}
+
+func init() {
+	for _, gvk := range []schema.GroupVersionKind{
+		workload.SparkApplication, workload.PyTorchJob, workload.TFJob, workload.XGBoostJob, workload.MPIJob,
+		workload.RayCluster, workload.JobSet, workload.LeaderWorkerSet, workload.BatchJob,
+	} {
+		gangOwners[gvk.GroupKind()] = gvk
+	}
+}
+
+var replicaOwners = map[schema.GroupKind]schema.GroupVersionKind{
+	{Group: "apps", Kind: "Deployment"}:  {Group: "apps", Version: "v1", Kind: "Deployment"},
+	{Group: "apps", Kind: "StatefulSet"}: {Group: "apps", Version: "v1", Kind: "StatefulSet"},
+	{Group: "apps", Kind: "ReplicaSet"}:  {Group: "apps", Version: "v1", Kind: "ReplicaSet"},
+}
+
+func (v *Validator) ValidateCreate(ctx context.Context, pg *v1alpha1.PodGroup) (admission.Warnings, error) {
+	return v.validate(ctx, pg)
+}
+
+func (v *Validator) ValidateUpdate(ctx context.Context, _, pg *v1alpha1.PodGroup) (admission.Warnings, error) {
+	return v.validate(ctx, pg)
+}
+
+func (v *Validator) ValidateDelete(context.Context, *v1alpha1.PodGroup) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *Validator) validate(ctx context.Context, pg *v1alpha1.PodGroup) (admission.Warnings, error) {
+	ref := metav1.GetControllerOf(pg)
+	if ref == nil {
+		return nil, nil
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, nil // the API server validates owner references
+	}
+	gk := schema.GroupKind{Group: gv.Group, Kind: ref.Kind}
+	gvk, isGang := gangOwners[gk]
+	if !isGang {
+		if gvk, ok := replicaOwners[gk]; ok {
+			return v.checkReplicas(ctx, pg, gvk, ref.Name)
+		}
+		return nil, nil
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := v.Owners.Get(ctx, types.NamespacedName{Namespace: pg.Namespace, Name: ref.Name}, obj); err != nil {
+		return ownerUnreadable(gvk, ref.Name, err)
+	}
+	size, err := workload.SizeFrom(workload.GangSource{GVK: gvk, Name: ref.Name}, obj)
+	if err != nil {
+		return admission.Warnings{err.Error()}, nil
+	}
+	return nil, tooBig(pg, size.MinMember, fmt.Sprintf("%s %s creates at most %d gang members", gvk.Kind, ref.Name, size.MinMember))
+}
+
+func (v *Validator) checkReplicas(ctx context.Context, pg *v1alpha1.PodGroup, gvk schema.GroupVersionKind, name string) (admission.Warnings, error) {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := v.Owners.Get(ctx, types.NamespacedName{Namespace: pg.Namespace, Name: name}, obj); err != nil {
+		return ownerUnreadable(gvk, name, err)
+	}
+	replicas, found, err := unstructured.NestedInt64(obj.Object, "spec", "replicas")
+	if err != nil || !found {
+		replicas = 1
+	}
+	return nil, tooBig(pg, int32(replicas), fmt.Sprintf("%s %s has %d replicas", gvk.Kind, name, replicas))
+}
+
+// ownerUnreadable admits with a warning: the owner may not exist yet (created after
+// its PodGroup) or its framework may not be installed.
+func ownerUnreadable(gvk schema.GroupVersionKind, name string, err error) (admission.Warnings, error) {
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return admission.Warnings{fmt.Sprintf("minMember not checked: %s %s cannot be read (%v)", gvk.Kind, name, err)}, nil
+	}
+	return nil, apierrors.NewInternalError(fmt.Errorf("reading %s %s: %w", gvk.Kind, name, err))
+}
+
+func tooBig(pg *v1alpha1.PodGroup, most int32, why string) error {
+	if pg.Spec.MinMember <= most {
+		return nil
+	}
+	return apierrors.NewInvalid(v1alpha1.GroupVersion.WithKind("PodGroup").GroupKind(), pg.Name, field.ErrorList{
+		field.Invalid(field.NewPath("spec", "minMember"), pg.Spec.MinMember,
+			fmt.Sprintf("must be at most %d: %s, so the gang could never form", most, why)),
+	})
+}
+
+// SetupWithManager serves the validator on mgr's webhook server.
+func (v *Validator) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.PodGroup{}).WithValidator(v).Complete()
+}
