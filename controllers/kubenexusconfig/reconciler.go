@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -156,25 +157,12 @@ func setConditions(status *v1alpha1.KubeNexusConfigStatus, gen int64, conds ...m
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, knc *v1alpha1.KubeNexusConfig, status *v1alpha1.KubeNexusConfigStatus) error {
-	if equalStatus(&knc.Status, status) {
+	if equality.Semantic.DeepEqual(knc.Status, *status) {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(knc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	knc.Status = *status
 	return r.Client.Status().Patch(ctx, knc, patch)
-}
-
-func equalStatus(a, b *v1alpha1.KubeNexusConfigStatus) bool {
-	if a.ConfigHash != b.ConfigHash || a.ReadyReplicas != b.ReadyReplicas || a.ObservedGeneration != b.ObservedGeneration || len(a.Conditions) != len(b.Conditions) {
-		return false
-	}
-	for _, c := range b.Conditions {
-		o := meta.FindStatusCondition(a.Conditions, c.Type)
-		if o == nil || o.Status != c.Status || o.Reason != c.Reason || o.Message != c.Message || o.ObservedGeneration != c.ObservedGeneration {
-			return false
-		}
-	}
-	return true
 }
 
 // SetupWithManager watches KubeNexusConfigs (spec changes only) and every object the

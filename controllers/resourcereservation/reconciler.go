@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,7 +60,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	status.ObservedGeneration = rr.Generation
 	d.Held.ObservedGeneration = rr.Generation
 	meta.SetStatusCondition(&status.Conditions, d.Held)
-	if !equalStatus(&rr.Status, status) {
+	if !equality.Semantic.DeepEqual(rr.Status, *status) {
 		patch := client.MergeFromWithOptions(rr.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		rr.Status = *status
 		if err := r.Client.Status().Patch(ctx, rr, patch); err != nil {
@@ -102,19 +103,6 @@ func (r *Reconciler) owner(ctx context.Context, rr *v1alpha1.ResourceReservation
 		o.Finished = t.Status.Phase == v1alpha1.PodGroupSucceeded || t.Status.Phase == v1alpha1.PodGroupFailed
 	}
 	return o, nil
-}
-
-func equalStatus(a, b *v1alpha1.ResourceReservationStatus) bool {
-	if a.Phase != b.Phase || a.ObservedGeneration != b.ObservedGeneration || !a.ExpireTime.Equal(b.ExpireTime) || len(a.Conditions) != len(b.Conditions) {
-		return false
-	}
-	for _, c := range b.Conditions {
-		o := meta.FindStatusCondition(a.Conditions, c.Type)
-		if o == nil || o.Status != c.Status || o.Reason != c.Reason || o.Message != c.Message || o.ObservedGeneration != c.ObservedGeneration {
-			return false
-		}
-	}
-	return true
 }
 
 func ownerKey(kind v1alpha1.ReservationOwnerKind, name string) string {
