@@ -36,6 +36,10 @@ manifests: controller-gen ## Generate CRDs, RBAC and webhook manifests into conf
 	$(CONTROLLER_GEN) rbac:roleName=kubenexus-scheduler paths=./scheduler/... \
 		output:rbac:artifacts:config=config/rbac/scheduler
 
+.PHONY: chart
+chart: manifests ## Generate the chart's templates from config/ (charts/kubenexus/templates/generated).
+	go run ./hack/chartgen
+
 .PHONY: generate
 generate: controller-gen ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
@@ -49,7 +53,7 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: verify
-verify: generate manifests fmt vet ## Regenerate everything and fail if the tree changed.
+verify: generate manifests chart fmt vet ## Regenerate everything and fail if the tree changed.
 	@hack/verify-clean.sh
 
 ##@ Build

@@ -1,0 +1,465 @@
+// Package chart_test renders charts/kubenexus with the Helm SDK across a matrix of
+// values and checks what a cluster admin reviewing it would check: it lints, every
+// pod passes the restricted Pod Security profile, the RBAC is least-privilege, the
+// CRDs are config/'s, and values the schema forbids are refused.
+package chart_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+)
+
+const releaseNS = "kubenexus-system"
+
+var chartDir = filepath.Join(testutil.RepoRoot(), "charts", "kubenexus")
+
+// object is one rendered manifest.
+type object struct {
+	file string
+	raw  []byte
+	meta struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Metadata   metav1.ObjectMeta `json:"metadata"`
+	}
+}
+
+func (o object) id() string { return o.meta.Kind + "/" + o.meta.Metadata.Name }
+
+func loadChart(t *testing.T) *chart.Chart {
+	t.Helper()
+	c, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// renderChart renders the chart as `helm template` would, schema validation included.
+func renderChart(c *chart.Chart, values map[string]any) ([]object, error) {
+	own, err := clone(values)
+	if err != nil {
+		return nil, err
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	vals, err := chartutil.ToRenderValues(c, own, chartutil.ReleaseOptions{Name: "kubenexus", Namespace: releaseNS, IsInstall: true}, caps)
+	if err != nil {
+		return nil, err
+	}
+	files, err := engine.Render(c, vals)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []object
+	sep := regexp.MustCompile(`(?m)^---\s*$`)
+	for _, n := range names {
+		if strings.HasSuffix(n, "NOTES.txt") {
+			continue
+		}
+		for _, doc := range sep.Split(files[n], -1) {
+			if strings.TrimSpace(doc) == "" || isComment(doc) {
+				continue
+			}
+			o := object{file: n, raw: []byte(doc)}
+			if err := yaml.Unmarshal(o.raw, &o.meta); err != nil {
+				return nil, err
+			}
+			if o.meta.Kind == "" {
+				return nil, &parseError{n, doc}
+			}
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// clone deep-copies values: Helm merges its defaults into the map it is given.
+func clone(values map[string]any) (map[string]any, error) {
+	raw, err := json.Marshal(values)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	return out, json.Unmarshal(raw, &out)
+}
+
+type parseError struct{ file, doc string }
+
+func (e *parseError) Error() string { return e.file + ": document without kind:\n" + e.doc }
+
+func isComment(doc string) bool {
+	for _, l := range strings.Split(doc, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			return false
+		}
+	}
+	return true
+}
+
+// matrix is the values combinations every check runs on.
+var matrix = map[string]map[string]any{
+	"defaults":        {},
+	"manager HA":      {"manager": map[string]any{"replicas": 3}},
+	"out-of-cluster":  {"manager": map[string]any{"enabled": false}, "webhook": map[string]any{"url": "https://127.0.0.1:9443", "caBundle": "Y2E="}},
+	"no webhooks":     {"webhook": map[string]any{"enabled": false}},
+	"CRDs elsewhere":  {"crds": map[string]any{"install": false}},
+	"no default":      {"config": map[string]any{"create": false}},
+	"service monitor": {"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "interval": "15s"}}},
+	"pinned images":   {"manager": map[string]any{"image": map[string]any{"repository": "registry.example.com/kn/manager", "tag": "v9.9.9", "pullPolicy": "Always"}}, "scheduler": map[string]any{"image": map[string]any{"repository": "registry.example.com/kn/scheduler", "tag": "v9.9.9"}}},
+	"HA scheduler":    {"config": map[string]any{"schedulerReplicas": 3, "schedulerName": "gpu-scheduler", "defaultTier": "gold"}},
+	"placement":       {"manager": map[string]any{"nodeSelector": map[string]any{"node-role.kubernetes.io/control-plane": ""}, "tolerations": []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule", "operator": "Exists"}}, "resources": map[string]any{"requests": map[string]any{"cpu": "1"}}}},
+	"only CRDs":       {"manager": map[string]any{"enabled": false}, "webhook": map[string]any{"enabled": false}, "config": map[string]any{"create": false}},
+}
+
+func TestLint(t *testing.T) {
+	for name, values := range matrix {
+		own, err := clone(values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		linter := lint.All(chartDir, own, releaseNS, false)
+		for _, m := range linter.Messages {
+			if m.Severity >= support.WarningSev {
+				t.Errorf("%s: helm lint: %s", name, m.Error())
+			}
+		}
+	}
+}
+
+func TestRenderMatrix(t *testing.T) {
+	c := loadChart(t)
+	for name, values := range matrix {
+		t.Run(name, func(t *testing.T) {
+			objs, err := renderChart(c, values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kinds := map[string]int{}
+			for _, o := range objs {
+				kinds[o.meta.Kind]++
+			}
+			want := func(kind string, n int) {
+				t.Helper()
+				if kinds[kind] != n {
+					t.Errorf("%d %s, want %d (all: %v)", kinds[kind], kind, n, kinds)
+				}
+			}
+			managerOn := get(values, "manager", "enabled") != false
+			webhookOn := get(values, "webhook", "enabled") != false
+			want("CustomResourceDefinition", map[bool]int{true: 4, false: 0}[get(values, "crds", "install") != false])
+			want("Deployment", map[bool]int{true: 1, false: 0}[managerOn])
+			want("ValidatingWebhookConfiguration", map[bool]int{true: 1, false: 0}[webhookOn])
+			want("MutatingWebhookConfiguration", map[bool]int{true: 1, false: 0}[webhookOn])
+			want("KubeNexusConfig", map[bool]int{true: 1, false: 0}[get(values, "config", "create") != false])
+			want("ServiceMonitor", map[bool]int{true: 1, false: 0}[managerOn && get(values, "metrics", "serviceMonitor", "enabled") == true])
+			want("ClusterRole", 2) // the manager's and the scheduler's, always
+
+			for _, o := range objs {
+				if ns := o.meta.Metadata.Namespace; ns != "" && ns != releaseNS {
+					t.Errorf("%s in namespace %q, want the release namespace", o.id(), ns)
+				}
+				switch o.meta.Kind {
+				case "Deployment":
+					checkDeployment(t, o, values)
+				case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
+					checkWebhooks(t, o, values)
+				case "KubeNexusConfig":
+					checkKubeNexusConfig(t, o, values)
+				}
+			}
+			auditRBAC(t, objs)
+		})
+	}
+}
+
+func get(m map[string]any, path ...string) any {
+	var cur any = m
+	for _, p := range path {
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = mm[p]
+	}
+	return cur
+}
+
+func checkDeployment(t *testing.T, o object, values map[string]any) {
+	t.Helper()
+	var d appsv1.Deployment
+	if err := yaml.UnmarshalStrict(o.raw, &d); err != nil {
+		t.Fatalf("%s: %v", o.id(), err)
+	}
+	restricted(t, o.id(), d.Spec.Template)
+	c := d.Spec.Template.Spec.Containers[0]
+	wantImage := "ghcr.io/kube-nexus/kubenexus-manager:v0.1.0"
+	if repo, ok := get(values, "manager", "image", "repository").(string); ok {
+		wantImage = repo + ":" + get(values, "manager", "image", "tag").(string)
+	}
+	if c.Image != wantImage {
+		t.Errorf("manager image %q, want %q", c.Image, wantImage)
+	}
+	if r, ok := get(values, "manager", "replicas").(int); ok && *d.Spec.Replicas != int32(r) {
+		t.Errorf("replicas %d, want %d", *d.Spec.Replicas, r)
+	}
+	if !slices.Contains(c.Args, "--leader-election-namespace="+releaseNS) || !slices.Contains(c.Args, "--webhook-service=kubenexus-webhook-service") {
+		t.Errorf("manager args %v", c.Args)
+	}
+}
+
+// restricted checks a pod template against the restricted Pod Security profile,
+// with the evaluator the API server's admission plugin uses.
+func restricted(t *testing.T, what string, tmpl corev1.PodTemplateSpec) {
+	t.Helper()
+	ev, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range ev.EvaluatePod(psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}, &tmpl.ObjectMeta, &tmpl.Spec) {
+		if !r.Allowed {
+			t.Errorf("%s violates Pod Security restricted: %s: %s", what, r.ForbiddenReason, r.ForbiddenDetail)
+		}
+	}
+}
+
+func checkWebhooks(t *testing.T, o object, values map[string]any) {
+	t.Helper()
+	var cfg struct {
+		Webhooks []struct {
+			Name         string `json:"name"`
+			ClientConfig struct {
+				URL      string `json:"url"`
+				CABundle string `json:"caBundle"`
+				Service  *struct {
+					Name, Namespace, Path string
+				} `json:"service"`
+			} `json:"clientConfig"`
+			FailurePolicy     string                `json:"failurePolicy"`
+			NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector"`
+		} `json:"webhooks"`
+	}
+	if err := yaml.Unmarshal(o.raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	url, _ := get(values, "webhook", "url").(string)
+	for _, w := range cfg.Webhooks {
+		cc := w.ClientConfig
+		switch {
+		case url != "" && (!strings.HasPrefix(cc.URL, url+"/") || cc.CABundle == "" || cc.Service != nil):
+			t.Errorf("%s %s: want url under %s with a caBundle, got %+v", o.id(), w.Name, url, cc)
+		case url == "" && (cc.Service == nil || cc.Service.Namespace != releaseNS || cc.Service.Name != "kubenexus-webhook-service" || cc.URL != ""):
+			t.Errorf("%s %s: want the in-cluster service, got %+v", o.id(), w.Name, cc)
+		}
+		if o.meta.Kind == "MutatingWebhookConfiguration" {
+			// The pod webhook fails closed, so it must never see the release's own
+			// namespace or kube-system.
+			excluded := false
+			for _, e := range w.NamespaceSelector.MatchExpressions {
+				if e.Key == corev1.LabelMetadataName && e.Operator == metav1.LabelSelectorOpNotIn &&
+					slices.Contains(e.Values, releaseNS) && slices.Contains(e.Values, "kube-system") {
+					excluded = true
+				}
+			}
+			if !excluded || w.FailurePolicy != "Fail" {
+				t.Errorf("%s %s: namespaceSelector %+v, failurePolicy %s", o.id(), w.Name, w.NamespaceSelector, w.FailurePolicy)
+			}
+		}
+	}
+}
+
+func checkKubeNexusConfig(t *testing.T, o object, values map[string]any) {
+	t.Helper()
+	var knc v1alpha1.KubeNexusConfig
+	if err := yaml.UnmarshalStrict(o.raw, &knc); err != nil {
+		t.Fatalf("the default KubeNexusConfig does not decode strictly: %v", err)
+	}
+	if knc.Name != v1alpha1.DefaultConfigName {
+		t.Errorf("KubeNexusConfig %q, want default", knc.Name)
+	}
+	if errs := render.Validate(&knc.Spec, releaseNS); len(errs) > 0 {
+		t.Errorf("the scheduler would reject the chart's KubeNexusConfig: %v", errs.ToAggregate())
+	}
+	// The scheduler the operator renders from it must be restricted too.
+	knc.UID = "x"
+	objs, err := render.Render(&knc, render.Options{Namespace: releaseNS, DefaultImage: "kubenexus-scheduler:test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := yaml.Marshal(objs.Deployment.Spec.Template)
+	var tmpl corev1.PodTemplateSpec
+	if err := yaml.Unmarshal(raw, &tmpl); err != nil {
+		t.Fatal(err)
+	}
+	restricted(t, "scheduler Deployment rendered from the chart's KubeNexusConfig", tmpl)
+	if n, ok := get(values, "config", "schedulerName").(string); ok && knc.Spec.Scheduler.SchedulerName != n {
+		t.Errorf("schedulerName %q, want %q", knc.Spec.Scheduler.SchedulerName, n)
+	}
+}
+
+// bindable are the roles the manager may bind (for the scheduler it deploys);
+// nothing else.
+var bindable = map[string][]string{
+	"clusterroles": {"kubenexus-scheduler", "system:kube-scheduler", "system:volume-scheduler"},
+	"roles":        {"extension-apiserver-authentication-reader"},
+}
+
+// auditRBAC: no wildcards, no escalate or impersonate, bind only on the scheduler's
+// roles by name, writes to leases and webhook configurations only by name, and
+// Secrets only through a namespaced Role.
+func auditRBAC(t *testing.T, objs []object) {
+	t.Helper()
+	for _, o := range objs {
+		if o.meta.Kind != "ClusterRole" && o.meta.Kind != "Role" {
+			continue
+		}
+		var role rbacv1.ClusterRole
+		if err := yaml.Unmarshal(o.raw, &role); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range role.Rules {
+			all := append(append(append([]string{}, r.APIGroups...), r.Resources...), r.Verbs...)
+			if slices.Contains(all, "*") || len(r.NonResourceURLs) > 0 {
+				t.Errorf("%s: wildcard or non-resource rule %+v", o.id(), r)
+			}
+			for _, v := range r.Verbs {
+				switch v {
+				case "escalate", "impersonate":
+					t.Errorf("%s grants %s: %+v", o.id(), v, r)
+				case "bind":
+					for _, res := range r.Resources {
+						if len(r.ResourceNames) == 0 || !subset(r.ResourceNames, bindable[res]) {
+							t.Errorf("%s may bind %s %v; allowed only %v", o.id(), res, r.ResourceNames, bindable[res])
+						}
+					}
+				case "update", "patch", "delete":
+					for _, res := range r.Resources {
+						if (res == "leases" || strings.HasSuffix(res, "webhookconfigurations")) && len(r.ResourceNames) == 0 {
+							t.Errorf("%s may %s any %s", o.id(), v, res)
+						}
+					}
+				}
+			}
+			if o.meta.Kind == "ClusterRole" && slices.Contains(r.Resources, "secrets") {
+				t.Errorf("%s grants Secrets cluster-wide: %+v", o.id(), r)
+			}
+		}
+	}
+}
+
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// The chart's CRDs are config/'s, byte for byte apart from the keep annotation.
+func TestCRDsMatchConfig(t *testing.T) {
+	objs, err := renderChart(loadChart(t), map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, o := range objs {
+		if o.meta.Kind != "CustomResourceDefinition" {
+			continue
+		}
+		n++
+		var fromChart map[string]any
+		if err := yaml.Unmarshal(o.raw, &fromChart); err != nil {
+			t.Fatal(err)
+		}
+		md := fromChart["metadata"].(map[string]any)
+		if md["annotations"].(map[string]any)["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("%s: CRDs must survive helm uninstall", o.id())
+		}
+		delete(md["annotations"].(map[string]any), "helm.sh/resource-policy")
+		if len(md["annotations"].(map[string]any)) == 0 {
+			delete(md, "annotations")
+		}
+		delete(md, "labels")
+		name := o.meta.Metadata.Name
+		parts := strings.SplitN(name, ".", 2)
+		data, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "config", "crd", "bases", parts[1]+"_"+parts[0]+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fromConfig map[string]any
+		if err := yaml.Unmarshal(data, &fromConfig); err != nil {
+			t.Fatal(err)
+		}
+		if cm := fromConfig["metadata"].(map[string]any); cm["annotations"] != nil {
+			delete(cm["annotations"].(map[string]any), "controller-gen.kubebuilder.io/version")
+			if len(cm["annotations"].(map[string]any)) == 0 {
+				delete(cm, "annotations")
+			}
+		}
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			delete(ann, "controller-gen.kubebuilder.io/version")
+			if len(ann) == 0 {
+				delete(md, "annotations")
+			}
+		}
+		if !reflect.DeepEqual(fromChart, fromConfig) {
+			t.Errorf("%s differs from config/crd/bases (run make chart)", name)
+		}
+	}
+	if n != 4 {
+		t.Errorf("%d CRDs in the chart, want 4", n)
+	}
+}
+
+func TestSchemaRefusesBadValues(t *testing.T) {
+	c := loadChart(t)
+	cases := map[string]struct {
+		values map[string]any
+		want   string
+	}{
+		"zero replicas":          {map[string]any{"manager": map[string]any{"replicas": 0}}, "/manager/replicas"},
+		"plain-http webhook":     {map[string]any{"webhook": map[string]any{"url": "http://127.0.0.1:9443", "caBundle": "x"}}, "/webhook/url"},
+		"unknown key":            {map[string]any{"manger": map[string]any{}}, "manger"},
+		"unknown tier":           {map[string]any{"config": map[string]any{"defaultTier": "platinum"}}, "/config/defaultTier"},
+		"url without a CA":       {map[string]any{"webhook": map[string]any{"url": "https://127.0.0.1:9443"}}, "webhook.caBundle is required"},
+		"scheduler name invalid": {map[string]any{"config": map[string]any{"schedulerName": "Gpu_Scheduler"}}, "/config/schedulerName"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := renderChart(c, tc.values)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
