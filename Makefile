@@ -40,6 +40,10 @@ manifests: controller-gen ## Generate CRDs, RBAC and webhook manifests into conf
 chart: manifests ## Generate the chart's templates from config/ (charts/kubenexus/templates/generated).
 	go run ./hack/chartgen
 
+.PHONY: bundle
+bundle: manifests ## Generate the OLM bundle from config/ (bundle/).
+	go run ./hack/bundlegen
+
 .PHONY: generate
 generate: controller-gen ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
@@ -53,7 +57,7 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: verify
-verify: generate manifests chart fmt vet ## Regenerate everything and fail if the tree changed.
+verify: generate manifests chart bundle fmt vet ## Regenerate everything and fail if the tree changed.
 	@hack/verify-clean.sh
 
 ##@ Build
