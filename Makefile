@@ -71,6 +71,17 @@ build: ## Build the manager and scheduler binaries into bin/.
 run: build ## Run the manager against the cluster in $$KUBECONFIG (without its webhooks: they need a serving certificate).
 	$(BIN)/kubenexus-manager --namespace=kubenexus-system --scheduler-image=kubenexus-scheduler:latest --enable-webhooks=false
 
+##@ Demo
+
+.PHONY: demo
+demo: build ## Local cluster from source (etcd, kube-apiserver, kube-controller-manager, kwok), KubeNexus from its chart, a simulated GPU fleet and workload mix; prints a placement report.
+	hack/build-tools.sh etcd kube-apiserver kube-controller-manager kwok helm
+	hack/demo.sh
+
+.PHONY: demo-down
+demo-down: ## Stop the cluster make demo left running.
+	hack/demo.sh down
+
 ##@ Test
 
 .PHONY: envtest
@@ -78,7 +89,8 @@ envtest: ## Build etcd and kube-apiserver for envtest (cached).
 	hack/build-tools.sh etcd kube-apiserver
 
 .PHONY: test
-test: envtest ## Run unit and integration tests (real kube-apiserver + etcd), then the fuzzers briefly.
+test: envtest build ## Run unit, integration and e2e tests (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, helm), then the fuzzers briefly.
+	hack/build-tools.sh kube-controller-manager kwok helm
 	go test $(GO_TEST_FLAGS) $(TEST_PKGS)
 	$(MAKE) fuzz FUZZ_TIME=5s
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the pinned tools of hack/tools into bin/ from source (Go module proxy only).
-# A tool is rebuilt only when hack/tools/go.mod or go.sum changes (its version stamp).
+# A tool is rebuilt only when its module's go.mod or go.sum changes (its version stamp).
 # Usage: hack/build-tools.sh [tool...]   (default: all)
 # Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kwok helm controller-gen
 set -euo pipefail
@@ -23,7 +23,9 @@ declare -A PKG=(
 )
 ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kwok helm)
 
-stamp="$(cat "${TOOLS_DIR}/go.mod" "${TOOLS_DIR}/go.sum" | sha256sum | cut -c1-16)"
+# The module each tool is built in: hack/tools, except kwok (hack/tools/kwok, which
+# pins the Kubernetes libraries kwok was released with).
+declare -A MODDIR=([kwok]=kwok)
 tools=("$@")
 [ ${#tools[@]} -eq 0 ] && tools=("${ORDER[@]}")
 
@@ -33,6 +35,8 @@ for t in "${tools[@]}"; do
     echo "build-tools: unknown tool '${t}' (known: ${ORDER[*]})" >&2
     exit 2
   fi
+  moddir="${TOOLS_DIR}/${MODDIR[$t]:-.}"
+  stamp="$(cat "${moddir}/go.mod" "${moddir}/go.sum" | sha256sum | cut -c1-16)"
   out="${K8S_BIN}/${t}"
   if [ -x "${out}" ] && [ "$(cat "${out}.stamp" 2>/dev/null)" = "${stamp}" ]; then
     continue
@@ -41,7 +45,7 @@ for t in "${tools[@]}"; do
   start=$(date +%s)
   # Default build flags (no -trimpath, default cgo) so that the k8s.io packages
   # compiled here are reused from the build cache when the tests compile them.
-  (cd "${TOOLS_DIR}" && go build -ldflags "-s -w" -o "${out}.tmp" "${pkg}")
+  (cd "${moddir}" && go build -ldflags "-s -w" -o "${out}.tmp" "${pkg}")
   mv "${out}.tmp" "${out}"
   echo "${stamp}" > "${out}.stamp"
   echo ">> built ${t} in $(( $(date +%s) - start ))s"

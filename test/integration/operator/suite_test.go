@@ -60,7 +60,7 @@ var _ = BeforeSuite(func() {
 	suiteCtx, suiteCancel = context.WithCancel(context.Background())
 	Expect(testutil.RequireAssets()).To(Succeed())
 	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{testutil.CRDPath(), filepath.Join("testdata", "crds")},
+		CRDDirectoryPaths:     []string{testutil.CRDPath(), filepath.Join(testutil.RepoRoot(), "test", "testdata", "crds")},
 		ErrorIfCRDPathMissing: true,
 		// The webhook configurations `make manifests` generates, pointed at the
 		// manager's webhook server in this process.

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# make demo / make demo-down: runs hack/demo in the background, shows its progress,
+# prints the placement report, and leaves the cluster up until `make demo-down`.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DIR="${ROOT}/.demo"
+PID="${DIR}/pid"
+
+down() {
+  if [ -f "${PID}" ] && kill -0 "$(cat "${PID}")" 2>/dev/null; then
+    kill -TERM "$(cat "${PID}")"
+    for _ in $(seq 1 60); do kill -0 "$(cat "${PID}")" 2>/dev/null || break; sleep 0.5; done
+    echo "demo cluster stopped"
+  else
+    echo "no demo cluster running"
+  fi
+  rm -f "${PID}"
+}
+
+if [ "${1:-}" = "down" ]; then
+  down
+  exit 0
+fi
+
+down >/dev/null
+rm -rf "${DIR}"
+mkdir -p "${DIR}"
+go build -o "${ROOT}/bin/kubenexus-demo" ./hack/demo
+nohup "${ROOT}/bin/kubenexus-demo" -root "${ROOT}" -dir "${DIR}" > "${DIR}/demo.log" 2>&1 &
+echo $! > "${PID}"
+shown=0
+while true; do
+  lines=$(wc -l < "${DIR}/demo.log")
+  if [ "${lines}" -gt "${shown}" ]; then
+    sed -n "$((shown + 1)),${lines}p" "${DIR}/demo.log" | grep '^>>' || true
+    shown=${lines}
+  fi
+  if [ -f "${DIR}/report.txt" ]; then
+    echo
+    cat "${DIR}/report.txt"
+    exit 0
+  fi
+  if [ -f "${DIR}/failed" ] || ! kill -0 "$(cat "${PID}")" 2>/dev/null; then
+    echo "demo failed; its log:" >&2
+    tail -n 40 "${DIR}/demo.log" >&2
+    exit 1
+  fi
+  sleep 1
+done

@@ -1,0 +1,403 @@
+// Package demo brings up a local KubeNexus cluster from source — etcd,
+// kube-apiserver, kube-controller-manager and kwok, KubeNexus installed from its
+// chart with the real helm, the manager and the scheduler as local processes — fills
+// it with a simulated heterogeneous fleet and a realistic workload mix, and reports
+// where everything landed. `make demo` (hack/demo) and the e2e test run the same code.
+package demo
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-nexus/kubenexus/controllers"
+	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
+)
+
+// Namespace is where KubeNexus is installed.
+const Namespace = "kubenexus-system"
+
+// Options say where the binaries are and where the cluster keeps its files.
+type Options struct {
+	// Root is the repository root (the chart and test data are read from it).
+	Root string
+	// Bin holds kubenexus-manager and kubenexus-scheduler; Bin/k8s the tools.
+	Bin string
+	// Dir receives kubeconfigs, certificates and process logs.
+	Dir string
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	opts       Options
+	env        *envtest.Environment
+	Kubeconfig string
+	Config     *rest.Config
+	Client     client.Client
+	procs      []*exec.Cmd
+}
+
+func (c *Cluster) logf(format string, args ...any) {
+	fmt.Fprintf(c.opts.Log, ">> "+format+"\n", args...)
+}
+
+// Up starts everything and installs KubeNexus. On error, what was started is stopped.
+func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
+	c = &Cluster{opts: opts}
+	defer func() {
+		if err != nil {
+			c.Down()
+		}
+	}()
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	tools := filepath.Join(opts.Bin, "k8s")
+
+	c.logf("starting etcd and kube-apiserver")
+	c.env = &envtest.Environment{BinaryAssetsDirectory: tools}
+	cfg, err := c.env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting the control plane: %w", err)
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	admin, err := c.env.AddUser(envtest.User{Name: "demo-admin", Groups: []string{"system:masters"}}, rest.CopyConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	kc, err := admin.KubeConfig()
+	if err != nil {
+		return nil, err
+	}
+	c.Kubeconfig = filepath.Join(opts.Dir, "kubeconfig")
+	if err := os.WriteFile(c.Kubeconfig, kc, 0o600); err != nil {
+		return nil, err
+	}
+	c.Config = admin.Config()
+	c.Config.QPS, c.Config.Burst = 500, 1000
+	if c.Client, err = client.New(c.Config, client.Options{Scheme: controllers.NewScheme()}); err != nil {
+		return nil, err
+	}
+
+	c.logf("starting kube-controller-manager")
+	kcmPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.start("kube-controller-manager", filepath.Join(tools, "kube-controller-manager"),
+		"--kubeconfig="+c.Kubeconfig,
+		"--authentication-kubeconfig="+c.Kubeconfig,
+		"--authorization-kubeconfig="+c.Kubeconfig,
+		"--leader-elect=false",
+		"--use-service-account-credentials=false",
+		fmt.Sprintf("--secure-port=%d", kcmPort),
+		"--bind-address=127.0.0.1",
+		// No kubelets: node lifecycle would evict; no cloud, no volumes.
+		"--controllers=*,-nodelifecycle,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller,-persistentvolume-binder-controller,-persistentvolume-attach-detach-controller,-persistentvolume-expander-controller,-ephemeral-volume-controller,-persistentvolumeclaim-protection-controller,-persistentvolume-protection-controller",
+	); err != nil {
+		return nil, err
+	}
+
+	c.logf("starting kwok")
+	kwokPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.start("kwok", filepath.Join(tools, "kwok"),
+		"--kubeconfig="+c.Kubeconfig,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+		"--cidr=10.244.0.1/16",
+		"--node-ip=10.244.0.1",
+		fmt.Sprintf("--server-address=127.0.0.1:%d", kwokPort),
+	); err != nil {
+		return nil, err
+	}
+
+	// The manager runs here, outside the cluster: its webhooks are reached by URL
+	// with a certificate for 127.0.0.1 whose CA the chart puts in the webhook
+	// configurations.
+	certDir := filepath.Join(opts.Dir, "webhook-certs")
+	caPEM, err := writeServingCert(certDir)
+	if err != nil {
+		return nil, err
+	}
+	webhookPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	probePort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+
+	c.logf("installing KubeNexus from charts/kubenexus with helm")
+	helmArgs := []string{
+		"--kubeconfig=" + c.Kubeconfig, "--namespace=" + Namespace, "--create-namespace",
+		"--set", "manager.enabled=false",
+		"--set", fmt.Sprintf("webhook.url=https://127.0.0.1:%d", webhookPort),
+		"--set", "webhook.caBundle=" + base64.StdEncoding.EncodeToString(caPEM),
+	}
+	// First the CRDs, RBAC and webhooks; the KubeNexusConfig comes once the
+	// manager that validates it runs.
+	if err := c.run("helm", filepath.Join(tools, "helm"), append([]string{"install", "kubenexus", filepath.Join(opts.Root, "charts", "kubenexus"), "--set", "config.create=false"}, helmArgs...)...); err != nil {
+		return nil, err
+	}
+	if err := c.applyFile(ctx, filepath.Join(opts.Root, "test", "testdata", "crds", "frameworks.yaml")); err != nil {
+		return nil, fmt.Errorf("installing the framework CRDs: %w", err)
+	}
+
+	c.logf("starting kubenexus-manager (local process, webhooks on 127.0.0.1:%d)", webhookPort)
+	if err := c.start("kubenexus-manager", filepath.Join(opts.Bin, "kubenexus-manager"),
+		"--kubeconfig="+c.Kubeconfig,
+		"--namespace="+Namespace,
+		"--scheduler-image=ghcr.io/kube-nexus/kubenexus-scheduler:v0.1.0",
+		"--cert-rotation=false",
+		"--webhook-cert-dir="+certDir,
+		fmt.Sprintf("--webhook-port=%d", webhookPort),
+		"--metrics-bind-address=0",
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probePort),
+		"--podgroup-gc-grace=10m",
+	); err != nil {
+		return nil, err
+	}
+	if err := waitFor(ctx, 2*time.Minute, func() error { return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)) }); err != nil {
+		return nil, fmt.Errorf("kubenexus-manager never became ready (see %s): %w", c.logPath("kubenexus-manager"), err)
+	}
+	if err := c.run("helm", filepath.Join(tools, "helm"), append([]string{"upgrade", "kubenexus", filepath.Join(opts.Root, "charts", "kubenexus"), "--set", "config.create=true"}, helmArgs...)...); err != nil {
+		return nil, err
+	}
+
+	c.logf("starting kubenexus-scheduler with the configuration the operator rendered")
+	var rendered string
+	if err := waitFor(ctx, time.Minute, func() error {
+		cm := &corev1.ConfigMap{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: render.Name}, cm); err != nil {
+			return err
+		}
+		rendered = cm.Data[render.ConfigKey]
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("the operator rendered no scheduler ConfigMap: %w", err)
+	}
+	schedCfg, err := withKubeconfig([]byte(rendered), c.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	schedCfgPath := filepath.Join(opts.Dir, "scheduler-config.yaml")
+	if err := os.WriteFile(schedCfgPath, schedCfg, 0o600); err != nil {
+		return nil, err
+	}
+	schedPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.start("kubenexus-scheduler", filepath.Join(opts.Bin, "kubenexus-scheduler"),
+		"--config="+schedCfgPath,
+		"--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", schedPort),
+	); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// withKubeconfig points a rendered (in-cluster) scheduler configuration at kubeconfig.
+func withKubeconfig(cfg []byte, kubeconfig string) ([]byte, error) {
+	var tree map[string]any
+	if err := yaml.Unmarshal(cfg, &tree); err != nil {
+		return nil, err
+	}
+	cc, _ := tree["clientConnection"].(map[string]any)
+	if cc == nil {
+		cc = map[string]any{}
+	}
+	cc["kubeconfig"] = kubeconfig
+	tree["clientConnection"] = cc
+	return yaml.Marshal(tree)
+}
+
+func (c *Cluster) logPath(name string) string { return filepath.Join(c.opts.Dir, name+".log") }
+
+// start runs a long-lived process, its output in Dir/<name>.log.
+func (c *Cluster) start(name, bin string, args ...string) error {
+	logFile, err := os.Create(c.logPath(name))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	c.procs = append(c.procs, cmd)
+	go func() { _ = cmd.Wait(); _ = logFile.Close() }()
+	return nil
+}
+
+// run runs a command to completion.
+func (c *Cluster) run(name, bin string, args ...string) error {
+	var out bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args[:1], " "), err, out.String())
+	}
+	return nil
+}
+
+// applyFile creates every object of a YAML file.
+func (c *Cluster) applyFile(ctx context.Context, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	for _, doc := range strings.Split(string(data), "\n---") {
+		var u map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &u); err != nil {
+			return err
+		}
+		if len(u) == 0 {
+			continue
+		}
+		if err := c.Client.Create(ctx, &unstructured.Unstructured{Object: u}); err != nil {
+			return err
+		}
+	}
+	// CRDs become servable shortly after creation.
+	time.Sleep(2 * time.Second)
+	return nil
+}
+
+// Down stops the processes, then the control plane.
+func (c *Cluster) Down() {
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		if p := c.procs[i].Process; p != nil {
+			_ = p.Signal(os.Interrupt)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, p := range c.procs {
+		for p.ProcessState == nil && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if p.ProcessState == nil && p.Process != nil {
+			_ = p.Process.Kill()
+		}
+	}
+	if c.env != nil {
+		_ = c.env.Stop()
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func httpOK(url string) error {
+	resp, err := (&http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}).Get(url) //nolint:gosec // local probe
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+func waitFor(ctx context.Context, timeout time.Duration, f func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// writeServingCert writes a CA and a serving certificate for 127.0.0.1 (tls.crt,
+// tls.key) into dir and returns the CA in PEM.
+func writeServingCert(dir string) ([]byte, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	caKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubenexus-demo-ca"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour),
+		IsCA: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, BasicConstraintsValid: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	files := map[string][]byte{
+		"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		"tls.key": pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
+		"ca.crt":  caPEM,
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return caPEM, nil
+}

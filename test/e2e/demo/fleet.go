@@ -1,0 +1,165 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// nodeClass is a kind of machine in the simulated fleet.
+type nodeClass struct {
+	prefix   string
+	count    int
+	cpu      string
+	memory   string
+	gpus     int
+	product  string // GPU Feature Discovery's nvidia.com/gpu.product
+	gpuMiB   int
+	numa     int
+	tier     string // HardwareTier label value
+	instance string
+}
+
+// The fleet: 40 nodes in 3 zones and 6 racks (2 racks per zone).
+var fleet = []nodeClass{
+	{prefix: "h100", count: 8, cpu: "192", memory: "2Ti", gpus: 8, product: "NVIDIA-H100-80GB-HBM3", gpuMiB: 81559, numa: 2, tier: "premium", instance: "p5.48xlarge"},
+	{prefix: "a100", count: 8, cpu: "96", memory: "1Ti", gpus: 8, product: "NVIDIA-A100-SXM4-80GB", gpuMiB: 81920, numa: 2, tier: "standard", instance: "p4de.24xlarge"},
+	{prefix: "l40s", count: 8, cpu: "48", memory: "384Gi", gpus: 4, product: "NVIDIA-L40S", gpuMiB: 46068, numa: 1, tier: "standard", instance: "g6e.12xlarge"},
+	{prefix: "cpu", count: 16, cpu: "32", memory: "128Gi", numa: 1, tier: "economy", instance: "m7i.8xlarge"},
+}
+
+var zones = []string{"zone-a", "zone-b", "zone-c"}
+
+// Namespaces of the workload mix and their tenant tiers.
+const (
+	NSML   = "team-ml"   // gold
+	NSData = "team-data" // silver
+	NSWeb  = "team-web"  // bronze
+)
+
+// CreateFleet creates the simulated nodes (kwok runs them), the HardwareTiers and
+// the opted-in namespaces.
+func (c *Cluster) CreateFleet(ctx context.Context) error {
+	c.logf("creating 40 simulated nodes (H100, A100, L40S, CPU) in 3 zones and 6 racks")
+	i := 0
+	for _, nc := range fleet {
+		for n := 0; n < nc.count; n++ {
+			zone := zones[i%len(zones)]
+			rack := fmt.Sprintf("rack-%d", (i%len(zones))*2+(i/len(zones))%2+1)
+			name := fmt.Sprintf("%s-%d", nc.prefix, n)
+			node := &corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{
+					Name:        name,
+					Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+					Labels: map[string]string{
+						"kubernetes.io/hostname":           name,
+						"kubernetes.io/os":                 "linux",
+						"kubernetes.io/arch":               "amd64",
+						"type":                             "kwok",
+						"node.kubernetes.io/instance-type": nc.instance,
+						v1alpha1.LabelTopologyZone:         zone,
+						v1alpha1.LabelRack:                 rack,
+						v1alpha1.LabelToR:                  rack + "-tor",
+						v1alpha1.LabelNUMANodeCount:        fmt.Sprint(nc.numa),
+						"demo.kubenexus.io/hardware-tier":  nc.tier,
+					},
+				},
+				Status: corev1.NodeStatus{
+					Capacity:    corev1.ResourceList{},
+					Allocatable: corev1.ResourceList{},
+				},
+			}
+			res := corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse(nc.cpu),
+				corev1.ResourceMemory: resource.MustParse(nc.memory),
+				corev1.ResourcePods:   resource.MustParse("110"),
+			}
+			if nc.gpus > 0 {
+				res[v1alpha1.ResourceNvidiaGPU] = *resource.NewQuantity(int64(nc.gpus), resource.DecimalSI)
+				node.Labels[v1alpha1.LabelGPUProduct] = nc.product
+				node.Labels[v1alpha1.LabelGPUMemory] = fmt.Sprint(nc.gpuMiB)
+				node.Labels[v1alpha1.LabelGPUCount] = fmt.Sprint(nc.gpus)
+				// One NVLink domain per node (an 8-GPU HGX board).
+				node.Labels[v1alpha1.LabelGPUClique] = fmt.Sprintf("demo-fabric.%d", i)
+			}
+			node.Status.Capacity, node.Status.Allocatable = res, res.DeepCopy()
+			if err := c.Client.Create(ctx, node); err != nil {
+				return fmt.Errorf("creating node %s: %w", name, err)
+			}
+			i++
+		}
+	}
+	// kwok reports the nodes Ready. This cluster runs no node lifecycle controller
+	// (there are no kubelets to watch), so lift the not-ready taint that admission
+	// puts on new nodes, as that controller would.
+	if err := waitFor(ctx, 2*time.Minute, func() error {
+		var nodes corev1.NodeList
+		if err := c.Client.List(ctx, &nodes); err != nil {
+			return err
+		}
+		for i := range nodes.Items {
+			n := &nodes.Items[i]
+			if !ready(n) {
+				return fmt.Errorf("node %s is not Ready yet", n.Name)
+			}
+			if len(n.Spec.Taints) > 0 {
+				n.Spec.Taints = nil
+				if err := c.Client.Update(ctx, n); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	c.logf("creating HardwareTiers and the team namespaces (gold, silver, bronze)")
+	for _, t := range []struct {
+		name  string
+		rank  int32
+		tiers []v1alpha1.TenantTier
+		gpus  []string
+	}{
+		{"premium", 100, []v1alpha1.TenantTier{v1alpha1.TenantTierGold}, []string{"NVIDIA-H100-80GB-HBM3"}},
+		{"standard", 50, []v1alpha1.TenantTier{v1alpha1.TenantTierGold, v1alpha1.TenantTierSilver}, []string{"NVIDIA-A100-SXM4-80GB", "NVIDIA-L40S"}},
+		{"economy", 10, []v1alpha1.TenantTier{v1alpha1.TenantTierGold, v1alpha1.TenantTierSilver, v1alpha1.TenantTierBronze}, nil},
+	} {
+		hwt := &v1alpha1.HardwareTier{
+			ObjectMeta: metav1.ObjectMeta{Name: t.name},
+			Spec: v1alpha1.HardwareTierSpec{
+				Rank:               t.rank,
+				NodeSelector:       metav1.LabelSelector{MatchLabels: map[string]string{"demo.kubenexus.io/hardware-tier": t.name}},
+				GPUModels:          t.gpus,
+				AllowedTenantTiers: t.tiers,
+				Borrowing:          v1alpha1.BorrowingNever,
+			},
+		}
+		if err := c.Client.Create(ctx, hwt); err != nil {
+			return fmt.Errorf("creating HardwareTier %s: %w", t.name, err)
+		}
+	}
+	for ns, tier := range map[string]string{NSML: "gold", NSData: "silver", NSWeb: "bronze"} {
+		if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
+			v1alpha1.LabelNamespaceEnabled: "true", v1alpha1.LabelTenantTier: tier,
+		}}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,232 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+func keyOf(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+
+// Placement is where one workload landed.
+type Placement struct {
+	Workload
+	Pods, Bound, Succeeded int
+	Nodes, Zones, Racks    []string
+	GPUModels              []string
+	Tier                   string
+	// Formation is from the first pod's creation to the last pod's binding.
+	Formation time.Duration
+	// GangPhase is the PodGroup's phase ("" without a gang).
+	GangPhase string
+	// JobComplete reports a batch Job's Complete condition.
+	JobComplete bool
+}
+
+func (c *Cluster) pods(ctx context.Context, w Workload) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	err := c.Client.List(ctx, &list, client.InNamespace(w.Namespace), client.MatchingLabels(w.Selector))
+	return list.Items, err
+}
+
+// Settle waits until every workload has all its pods bound (gangs at once) and the
+// Jobs completed, then finishes the gang pods (kwok completes only Job pods) and
+// waits for their PodGroups to succeed.
+func (c *Cluster) Settle(ctx context.Context, timeout time.Duration) error {
+	c.logf("waiting for every workload to be placed and the Jobs to complete")
+	if err := waitFor(ctx, timeout, func() error {
+		for _, w := range Mix {
+			pods, err := c.pods(ctx, w)
+			if err != nil {
+				return err
+			}
+			bound := 0
+			for _, p := range pods {
+				if p.Spec.NodeName != "" {
+					bound++
+				}
+			}
+			if w.Kind == "Job" {
+				job := &batchv1.Job{}
+				if err := c.Client.Get(ctx, keyOf(w.Namespace, w.Name), job); err != nil {
+					return err
+				}
+				if !jobComplete(job) {
+					return fmt.Errorf("Job %s not complete (%d succeeded)", w.Name, job.Status.Succeeded)
+				}
+				continue
+			}
+			if bound < w.Size {
+				return fmt.Errorf("%s %s: %d/%d pods bound", w.Kind, w.Name, bound, w.Size)
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	c.logf("finishing the Spark and PyTorch pods (the demo plays their containers exiting 0)")
+	for _, w := range Mix {
+		if !w.Finish {
+			continue
+		}
+		pods, err := c.pods(ctx, w)
+		if err != nil {
+			return err
+		}
+		for i := range pods {
+			p := &pods[i]
+			if err := waitFor(ctx, time.Minute, func() error {
+				if err := c.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+					return err
+				}
+				if p.Status.Phase != corev1.PodRunning {
+					return fmt.Errorf("pod %s is %s", p.Name, p.Status.Phase)
+				}
+				p.Status.Phase = corev1.PodSucceeded
+				for j := range p.Status.ContainerStatuses {
+					cs := &p.Status.ContainerStatuses[j]
+					cs.Ready, cs.Started = false, ptrFalse()
+					cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}
+				}
+				return c.Client.Status().Update(ctx, p)
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return waitFor(ctx, time.Minute, func() error {
+		for _, w := range Mix {
+			if w.Gang == "" {
+				continue
+			}
+			pg := &v1alpha1.PodGroup{}
+			if err := c.Client.Get(ctx, keyOf(w.Namespace, w.Gang), pg); err != nil {
+				return err
+			}
+			if pg.Status.Phase != v1alpha1.PodGroupSucceeded {
+				return fmt.Errorf("PodGroup %s is %s", w.Gang, pg.Status.Phase)
+			}
+		}
+		return nil
+	})
+}
+
+func ptrFalse() *bool { f := false; return &f }
+
+func jobComplete(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// Report collects where every workload landed.
+func (c *Cluster) Report(ctx context.Context) ([]Placement, error) {
+	var nodes corev1.NodeList
+	if err := c.Client.List(ctx, &nodes); err != nil {
+		return nil, err
+	}
+	byName := map[string]*corev1.Node{}
+	for i := range nodes.Items {
+		byName[nodes.Items[i].Name] = &nodes.Items[i]
+	}
+	var out []Placement
+	for _, w := range Mix {
+		pods, err := c.pods(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		pl := Placement{Workload: w, Pods: len(pods)}
+		var first, last time.Time
+		set := func(list *[]string, v string) {
+			if v != "" && !slices.Contains(*list, v) {
+				*list = append(*list, v)
+			}
+		}
+		for _, p := range pods {
+			if first.IsZero() || p.CreationTimestamp.Time.Before(first) {
+				first = p.CreationTimestamp.Time
+			}
+			if p.Status.Phase == corev1.PodSucceeded {
+				pl.Succeeded++
+			}
+			pl.Tier = p.Labels[v1alpha1.LabelTenantTier]
+			if p.Spec.NodeName == "" {
+				continue
+			}
+			pl.Bound++
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionTrue && cond.LastTransitionTime.After(last) {
+					last = cond.LastTransitionTime.Time
+				}
+			}
+			n := byName[p.Spec.NodeName]
+			if n == nil {
+				continue
+			}
+			set(&pl.Nodes, n.Name)
+			set(&pl.Zones, n.Labels[v1alpha1.LabelTopologyZone])
+			set(&pl.Racks, n.Labels[v1alpha1.LabelRack])
+			model := n.Labels[v1alpha1.LabelGPUProduct]
+			if model == "" {
+				model = "cpu-only"
+			}
+			set(&pl.GPUModels, model)
+		}
+		for _, l := range []*[]string{&pl.Nodes, &pl.Zones, &pl.Racks, &pl.GPUModels} {
+			sort.Strings(*l)
+		}
+		if !last.IsZero() && !first.IsZero() {
+			pl.Formation = last.Sub(first)
+		}
+		if w.Gang != "" {
+			pg := &v1alpha1.PodGroup{}
+			if err := c.Client.Get(ctx, keyOf(w.Namespace, w.Gang), pg); err == nil {
+				pl.GangPhase = string(pg.Status.Phase)
+			}
+		}
+		if w.Kind == "Job" {
+			job := &batchv1.Job{}
+			if err := c.Client.Get(ctx, keyOf(w.Namespace, w.Name), job); err == nil {
+				pl.JobComplete = jobComplete(job)
+			}
+		}
+		out = append(out, pl)
+	}
+	return out, nil
+}
+
+// Print writes the placement report.
+func Print(w io.Writer, placements []Placement) {
+	fmt.Fprintln(w, "KubeNexus placement report")
+	fmt.Fprintf(w, "%-18s %-16s %-9s %-6s %-7s %-22s %-17s %-30s %-9s %s\n", "WORKLOAD", "KIND", "NAMESPACE", "TIER", "PODS", "ZONES", "RACKS", "GPU", "FORMED", "STATE")
+	for _, p := range placements {
+		state := fmt.Sprintf("%d/%d bound", p.Bound, p.Pods)
+		switch {
+		case p.GangPhase != "":
+			state += ", PodGroup " + p.Gang + " " + p.GangPhase
+		case p.Kind == "Job" && p.JobComplete:
+			state = fmt.Sprintf("Complete (%d pods succeeded)", p.Succeeded)
+		}
+		formed := "-"
+		if p.Formation > 0 {
+			formed = p.Formation.Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(w, "%-18s %-16s %-9s %-6s %-7d %-22s %-17s %-30s %-9s %s\n", p.Name, p.Kind, p.Namespace, p.Tier, p.Pods,
+			strings.Join(p.Zones, ","), strings.Join(p.Racks, ","), strings.Join(p.GPUModels, ","), formed, state)
+		fmt.Fprintf(w, "%-18s nodes: %s\n", "", strings.Join(p.Nodes, ","))
+	}
+}

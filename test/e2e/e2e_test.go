@@ -1,0 +1,128 @@
+// Package e2e_test runs the `make demo` flow end to end — a control plane built from
+// source, KubeNexus installed with helm from its chart, the manager and scheduler
+// binaries as processes, kwok nodes, real Deployment and Job controllers — and checks
+// the outcome a user would look at.
+package e2e_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/test/e2e/demo"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+)
+
+func TestDemoFlow(t *testing.T) {
+	root := testutil.RepoRoot()
+	bin := filepath.Join(root, "bin")
+	for _, b := range []string{"kubenexus-manager", "kubenexus-scheduler", "k8s/etcd", "k8s/kube-apiserver", "k8s/kube-controller-manager", "k8s/kwok", "k8s/helm"} {
+		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
+			t.Fatalf("%s is missing: `make test` builds it (make build; hack/build-tools.sh etcd kube-apiserver kube-controller-manager kwok helm)", b)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	c, err := demo.Up(ctx, demo.Options{Root: root, Bin: bin, Dir: dir, Log: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Down()
+	defer func() {
+		if t.Failed() {
+			for _, name := range []string{"kubenexus-manager", "kubenexus-scheduler", "kube-controller-manager", "kwok"} {
+				if data, err := os.ReadFile(filepath.Join(dir, name+".log")); err == nil {
+					t.Logf("--- %s log (tail) ---\n%s", name, tail(string(data), 3000))
+				}
+			}
+		}
+	}()
+	if err := c.CreateFleet(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Submit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	settleErr := c.Settle(ctx, 5*time.Minute)
+	placements, err := c.Report(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo.Print(testWriter{t}, placements)
+	if settleErr != nil {
+		t.Fatalf("the mix did not settle: %v", settleErr)
+	}
+
+	wantTier := map[string]string{demo.NSML: "gold", demo.NSData: "silver", demo.NSWeb: "bronze"}
+	for _, p := range placements {
+		if p.Tier != wantTier[p.Namespace] {
+			t.Errorf("%s: pods carry tier %q, want %q from namespace %s", p.Name, p.Tier, wantTier[p.Namespace], p.Namespace)
+		}
+		switch {
+		case p.Gang != "":
+			// All or nothing: every member bound, and the gang ran to Succeeded.
+			if p.Bound != p.Size || p.Pods != p.Size || p.GangPhase != string(v1alpha1.PodGroupSucceeded) {
+				t.Errorf("gang %s: %d/%d bound of %d pods, PodGroup %q", p.Gang, p.Bound, p.Size, p.Pods, p.GangPhase)
+			}
+		case p.Kind == "Job":
+			if !p.JobComplete {
+				t.Errorf("Job %s did not complete", p.Name)
+			}
+		case p.Kind == "Deployment":
+			if p.Bound != p.Size || len(p.Zones) != 3 {
+				t.Errorf("services %s: %d/%d bound over zones %v, want all 3 zones", p.Name, p.Bound, p.Size, p.Zones)
+			}
+			checkZoneSkew(t, c, p)
+		}
+	}
+	for _, p := range placements {
+		if p.Name == "llm-finetune" {
+			for _, m := range p.GPUModels {
+				if m != "NVIDIA-H100-80GB-HBM3" && m != "NVIDIA-A100-SXM4-80GB" {
+					t.Errorf("8-GPU workers landed on %s", m)
+				}
+			}
+		}
+	}
+}
+
+// checkZoneSkew: the service's replicas differ by at most one between zones.
+func checkZoneSkew(t *testing.T, c *demo.Cluster, p demo.Placement) {
+	var pods corev1.PodList
+	if err := c.Client.List(context.Background(), &pods, client.InNamespace(p.Namespace), client.MatchingLabels(p.Selector)); err != nil {
+		t.Fatal(err)
+	}
+	perZone := map[string]int{}
+	for _, pod := range pods.Items {
+		n := &corev1.Node{}
+		if err := c.Client.Get(context.Background(), client.ObjectKey{Name: pod.Spec.NodeName}, n); err != nil {
+			t.Fatal(err)
+		}
+		perZone[n.Labels[v1alpha1.LabelTopologyZone]]++
+	}
+	lo, hi := len(pods.Items), 0
+	for _, n := range perZone {
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	if hi-lo > 1 {
+		t.Errorf("services per zone %v: skew %d", perZone, hi-lo)
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
