@@ -36,7 +36,7 @@ for t in "${tools[@]}"; do
     exit 2
   fi
   moddir="${TOOLS_DIR}/${MODDIR[$t]:-.}"
-  stamp="$(cat "${moddir}/go.mod" "${moddir}/go.sum" | sha256sum | cut -c1-16)"
+  stamp="$(cat "${moddir}/go.mod" "${moddir}/go.sum" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
   out="${K8S_BIN}/${t}"
   if [ -x "${out}" ] && [ "$(cat "${out}.stamp" 2>/dev/null)" = "${stamp}" ]; then
     continue
@@ -45,7 +45,15 @@ for t in "${tools[@]}"; do
   start=$(date +%s)
   # Default build flags (no -trimpath, default cgo) so that the k8s.io packages
   # compiled here are reused from the build cache when the tests compile them.
-  (cd "${moddir}" && go build -ldflags "-s -w" -o "${out}.tmp" "${pkg}")
+  ldflags="-s -w"
+  if [[ "${pkg}" == k8s.io/kubernetes/* ]]; then
+    # Report the real version on /version (helm checks a chart's kubeVersion against it).
+    kv="$(awk '$1 == "k8s.io/kubernetes" {print $2; exit}' "${moddir}/go.mod")"
+    minor="$(echo "${kv}" | cut -d. -f2)"
+    ldflags+=" -X k8s.io/component-base/version.gitVersion=${kv} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor}"
+    ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=${kv} -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=${minor}"
+  fi
+  (cd "${moddir}" && go build -ldflags "${ldflags}" -o "${out}.tmp" "${pkg}")
   mv "${out}.tmp" "${out}"
   echo "${stamp}" > "${out}.stamp"
   echo ">> built ${t} in $(( $(date +%s) - start ))s"

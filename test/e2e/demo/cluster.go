@@ -60,6 +60,9 @@ type Cluster struct {
 	Config     *rest.Config
 	Client     client.Client
 	procs      []*exec.Cmd
+	// submitted and placed record, per workload, when it was submitted and when
+	// all its pods were first seen bound (Settle polls every 100 ms).
+	submitted, placed map[string]time.Time
 }
 
 func (c *Cluster) logf(format string, args ...any) {
@@ -67,8 +70,8 @@ func (c *Cluster) logf(format string, args ...any) {
 }
 
 // Up starts everything and installs KubeNexus. On error, what was started is stopped.
-func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
-	c = &Cluster{opts: opts}
+func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
+	c := &Cluster{opts: opts, submitted: map[string]time.Time{}, placed: map[string]time.Time{}}
 	defer func() {
 		if err != nil {
 			c.Down()
@@ -336,9 +339,17 @@ func httpOK(url string) error {
 	return nil
 }
 
-func waitFor(ctx context.Context, timeout time.Duration, f func() error) error {
+// waitFor polls f until it succeeds; each observe function runs before every poll.
+func waitFor(ctx context.Context, timeout time.Duration, f func() error, observe ...func(context.Context)) error {
 	deadline := time.Now().Add(timeout)
+	interval := 500 * time.Millisecond
+	if len(observe) > 0 {
+		interval = 100 * time.Millisecond
+	}
 	for {
+		for _, o := range observe {
+			o(ctx)
+		}
 		err := f()
 		if err == nil {
 			return nil
@@ -349,7 +360,7 @@ func waitFor(ctx context.Context, timeout time.Duration, f func() error) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(interval):
 		}
 	}
 }

@@ -26,7 +26,7 @@ type Placement struct {
 	Nodes, Zones, Racks    []string
 	GPUModels              []string
 	Tier                   string
-	// Formation is from the first pod's creation to the last pod's binding.
+	// Formation is from submission to all its pods bound (100 ms resolution).
 	Formation time.Duration
 	// GangPhase is the PodGroup's phase ("" without a gang).
 	GangPhase string
@@ -72,7 +72,7 @@ func (c *Cluster) Settle(ctx context.Context, timeout time.Duration) error {
 			}
 		}
 		return nil
-	}); err != nil {
+	}, c.notePlaced); err != nil {
 		return err
 	}
 	c.logf("finishing the Spark and PyTorch pods (the demo plays their containers exiting 0)")
@@ -122,6 +122,28 @@ func (c *Cluster) Settle(ctx context.Context, timeout time.Duration) error {
 	})
 }
 
+// notePlaced records when each workload first has all its pods bound.
+func (c *Cluster) notePlaced(ctx context.Context) {
+	for _, w := range Mix {
+		if _, done := c.placed[w.Name]; done {
+			continue
+		}
+		pods, err := c.pods(ctx, w)
+		if err != nil {
+			return
+		}
+		bound := 0
+		for _, p := range pods {
+			if p.Spec.NodeName != "" {
+				bound++
+			}
+		}
+		if bound >= w.Size {
+			c.placed[w.Name] = time.Now()
+		}
+	}
+}
+
 func ptrFalse() *bool { f := false; return &f }
 
 func jobComplete(j *batchv1.Job) bool {
@@ -150,16 +172,12 @@ func (c *Cluster) Report(ctx context.Context) ([]Placement, error) {
 			return nil, err
 		}
 		pl := Placement{Workload: w, Pods: len(pods)}
-		var first, last time.Time
 		set := func(list *[]string, v string) {
 			if v != "" && !slices.Contains(*list, v) {
 				*list = append(*list, v)
 			}
 		}
 		for _, p := range pods {
-			if first.IsZero() || p.CreationTimestamp.Time.Before(first) {
-				first = p.CreationTimestamp.Time
-			}
 			if p.Status.Phase == corev1.PodSucceeded {
 				pl.Succeeded++
 			}
@@ -168,11 +186,6 @@ func (c *Cluster) Report(ctx context.Context) ([]Placement, error) {
 				continue
 			}
 			pl.Bound++
-			for _, cond := range p.Status.Conditions {
-				if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionTrue && cond.LastTransitionTime.After(last) {
-					last = cond.LastTransitionTime.Time
-				}
-			}
 			n := byName[p.Spec.NodeName]
 			if n == nil {
 				continue
@@ -189,8 +202,8 @@ func (c *Cluster) Report(ctx context.Context) ([]Placement, error) {
 		for _, l := range []*[]string{&pl.Nodes, &pl.Zones, &pl.Racks, &pl.GPUModels} {
 			sort.Strings(*l)
 		}
-		if !last.IsZero() && !first.IsZero() {
-			pl.Formation = last.Sub(first)
+		if placed, ok := c.placed[w.Name]; ok {
+			pl.Formation = placed.Sub(c.submitted[w.Name])
 		}
 		if w.Gang != "" {
 			pg := &v1alpha1.PodGroup{}
@@ -223,7 +236,7 @@ func Print(w io.Writer, placements []Placement) {
 		}
 		formed := "-"
 		if p.Formation > 0 {
-			formed = p.Formation.Round(time.Millisecond).String()
+			formed = p.Formation.Round(100 * time.Millisecond).String()
 		}
 		fmt.Fprintf(w, "%-18s %-16s %-9s %-6s %-7d %-22s %-17s %-30s %-9s %s\n", p.Name, p.Kind, p.Namespace, p.Tier, p.Pods,
 			strings.Join(p.Zones, ","), strings.Join(p.Racks, ","), strings.Join(p.GPUModels, ","), formed, state)

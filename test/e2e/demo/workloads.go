@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -61,6 +62,7 @@ func res(cpu, mem string, gpus int64) corev1.ResourceList {
 // Jobs are turned into pods by the real controllers of kube-controller-manager.
 func (c *Cluster) Submit(ctx context.Context) error {
 	c.logf("submitting the workload mix: a services Deployment, Spark, two PyTorchJobs, two batch Jobs")
+
 	// Services: spread over zones, as a service owner asks for.
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "storefront", Namespace: NSWeb},
@@ -79,11 +81,13 @@ func (c *Cluster) Submit(ctx context.Context) error {
 			},
 		},
 	}
+	c.submitted["storefront"] = time.Now()
 	if err := c.Client.Create(ctx, dep); err != nil {
 		return err
 	}
 
 	// Spark on the operator: a SparkApplication, its driver, then executors owned by the driver.
+	c.submitted["etl"] = time.Now()
 	if err := c.createObject(ctx, "sparkoperator.k8s.io/v1beta2", "SparkApplication", NSData, "etl", map[string]any{
 		"type": "Scala", "mode": "cluster", "mainClass": "com.example.ETL",
 		"driver":   map[string]any{"cores": int64(2), "memory": "4g"},
@@ -114,6 +118,7 @@ func (c *Cluster) Submit(ctx context.Context) error {
 		workers int
 		gpus    int64
 	}{{"llm-finetune", 3, 8}, {"resnet", 1, 4}} {
+		c.submitted[job.name] = time.Now()
 		if err := c.createObject(ctx, "kubeflow.org/v1", "PyTorchJob", NSML, job.name, map[string]any{"pytorchReplicaSpecs": map[string]any{
 			"Master": map[string]any{"replicas": int64(1)}, "Worker": map[string]any{"replicas": int64(job.workers)},
 		}}); err != nil {
@@ -157,6 +162,7 @@ func (c *Cluster) Submit(ctx context.Context) error {
 				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: container(res("1", "2Gi", 0))}},
 			},
 		}
+		c.submitted[j.name] = time.Now()
 		if err := c.Client.Create(ctx, job); err != nil {
 			return err
 		}
