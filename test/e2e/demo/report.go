@@ -17,7 +17,9 @@ import (
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
-func keyOf(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+func keyOf(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
 
 // Placement is where one workload landed.
 type Placement struct {
