@@ -199,15 +199,8 @@ func sumReplicas(spec map[string]any, field, exclude string) int64 {
 }
 
 func nested(m map[string]any, path ...string) any {
-	var cur any = m
-	for _, p := range path {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = mm[p]
-	}
-	return cur
+	v, _, _ := unstructured.NestedFieldNoCopy(m, path...)
+	return v
 }
 
 // intField is a non-negative integer field, 0 when absent or of another type.

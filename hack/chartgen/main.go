@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
@@ -146,15 +147,8 @@ func setPath(m map[string]any, v any, path ...string) {
 }
 
 func get(m map[string]any, path ...string) any {
-	var cur any = m
-	for _, p := range path {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = mm[p]
-	}
-	return cur
+	v, _, _ := unstructured.NestedFieldNoCopy(m, path...)
+	return v
 }
 
 // crds: installed and upgraded with the chart, kept on uninstall so that deleting

@@ -18,7 +18,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -225,7 +224,7 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, dir, 
 	factory.WaitForCacheSync(stopInf)
 	defer close(stopInf)
 
-	port, err := freePort()
+	port, err := testutil.FreePort()
 	if err != nil {
 		return result{}, err
 	}
@@ -366,15 +365,6 @@ func parallel(n int, f func(int) error) error {
 	wg.Wait()
 	close(errs)
 	return <-errs
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // scrape returns the value of a metric from the scheduler's /metrics endpoint.

@@ -32,6 +32,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 const releaseNS = "kubenexus-system"
@@ -203,15 +204,8 @@ func TestRenderMatrix(t *testing.T) {
 }
 
 func get(m map[string]any, path ...string) any {
-	var cur any = m
-	for _, p := range path {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = mm[p]
-	}
-	return cur
+	v, _, _ := unstructured.NestedFieldNoCopy(m, path...)
+	return v
 }
 
 func checkDeployment(t *testing.T, o object, values map[string]any) {

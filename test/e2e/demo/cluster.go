@@ -35,6 +35,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/controllers"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
 // Namespace is where KubeNexus is installed.
@@ -108,7 +109,7 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 
 	c.logf("starting kube-controller-manager")
-	kcmPort, err := freePort()
+	kcmPort, err := testutil.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +128,7 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 
 	c.logf("starting kwok")
-	kwokPort, err := freePort()
+	kwokPort, err := testutil.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -150,11 +151,11 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	webhookPort, err := freePort()
+	webhookPort, err := testutil.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	probePort, err := freePort()
+	probePort, err := testutil.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +217,7 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := os.WriteFile(schedCfgPath, schedCfg, 0o600); err != nil {
 		return nil, err
 	}
-	schedPort, err := freePort()
+	schedPort, err := testutil.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -316,15 +317,6 @@ func (c *Cluster) Down() {
 	if c.env != nil {
 		_ = c.env.Stop()
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func httpOK(url string) error {
