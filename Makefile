@@ -41,8 +41,8 @@ chart: manifests ## Generate the chart's templates from config/ (charts/kubenexu
 	go run ./hack/chartgen
 
 .PHONY: bundle
-bundle: manifests ## Generate the OLM bundle from config/ (bundle/).
-	go run ./hack/bundlegen
+bundle: manifests ## Generate the OLM bundle from config/ (bundle/; hack/bundle is its own module).
+	cd hack/bundle && go run . -root $(ROOT)
 
 .PHONY: generate
 generate: controller-gen ## Generate deepcopy code.
@@ -55,6 +55,7 @@ fmt: ## Run go fmt.
 .PHONY: vet
 vet: ## Run go vet.
 	go vet ./...
+	cd hack/bundle && go vet ./...
 
 .PHONY: verify
 verify: generate manifests chart bundle fmt vet ## Regenerate everything and fail if the tree changed.
@@ -92,6 +93,7 @@ envtest: ## Build etcd and kube-apiserver for envtest (cached).
 test: envtest build ## Run unit, integration and e2e tests (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, helm), then the fuzzers briefly.
 	hack/build-tools.sh kube-controller-manager kwok helm
 	go test $(GO_TEST_FLAGS) $(TEST_PKGS)
+	cd hack/bundle && go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) fuzz FUZZ_TIME=5s
 
 FUZZ_TIME ?= 30s

@@ -1,7 +1,7 @@
-// Package bundle_test validates bundle/ offline with operator-framework/api's
+// The bundle is validated offline with operator-framework/api's
 // validators, as `operator-sdk bundle validate` does, and checks that it carries
 // config/'s CRDs and the manager as config/ defines it.
-package bundle_test
+package main
 
 import (
 	"os"
@@ -16,10 +16,12 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
-	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
-var bundleDir = filepath.Join(testutil.RepoRoot(), "bundle")
+// repoRoot is the repository root, from this module's directory (hack/bundle).
+var repoRoot = filepath.Join("..", "..")
+
+var bundleDir = filepath.Join(repoRoot, "bundle")
 
 func TestBundleValidates(t *testing.T) {
 	b, err := manifests.GetBundleFromDir(bundleDir)
@@ -63,7 +65,7 @@ func TestBundleValidates(t *testing.T) {
 
 // The bundle's CRDs are config/'s.
 func TestBundleCRDsMatchConfig(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(testutil.RepoRoot(), "config", "crd", "bases", "*.yaml"))
+	files, _ := filepath.Glob(filepath.Join(repoRoot, "config", "crd", "bases", "*.yaml"))
 	for _, f := range files {
 		var want apiextensionsv1.CustomResourceDefinition
 		data, err := os.ReadFile(f)
