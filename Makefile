@@ -35,6 +35,8 @@ manifests: controller-gen ## Generate CRDs, RBAC and webhook manifests into conf
 		output:webhook:artifacts:config=config/webhook
 	$(CONTROLLER_GEN) rbac:roleName=kubenexus-scheduler paths=./scheduler/... \
 		output:rbac:artifacts:config=config/rbac/scheduler
+	go run ./hack/schedulerroles > config/rbac/scheduler/bootstrap_roles.yaml.tmp
+	mv config/rbac/scheduler/bootstrap_roles.yaml.tmp config/rbac/scheduler/bootstrap_roles.yaml
 
 .PHONY: chart
 chart: manifests ## Generate the chart's templates from config/ (charts/kubenexus/templates/generated).

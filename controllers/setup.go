@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -47,12 +46,9 @@ func NewScheme() *runtime.Scheme {
 func CacheOptions() cache.Options {
 	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": render.ManagedBy})}
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}:          managed,
-		&corev1.ServiceAccount{}:     managed,
-		&corev1.Service{}:            managed,
-		&appsv1.Deployment{}:         managed,
-		&rbacv1.ClusterRoleBinding{}: managed,
-		&rbacv1.RoleBinding{}:        managed,
+		&corev1.ConfigMap{}:  managed,
+		&corev1.Service{}:    managed,
+		&appsv1.Deployment{}: managed,
 	}}
 }
 
@@ -85,8 +81,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("no namespace for the scheduler: set Options.Namespace")
 	}
 	kncr := &kubenexusconfig.Reconciler{
-		Client:  mgr.GetClient(),
-		Options: render.Options{Namespace: opts.Namespace, DefaultImage: opts.SchedulerImage},
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Options:   render.Options{Namespace: opts.Namespace, DefaultImage: opts.SchedulerImage},
 	}
 	if err := kncr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the KubeNexusConfig controller: %w", err)

@@ -1,14 +1,14 @@
 // Package kubenexusconfig reconciles the KubeNexusConfig named "default" into a
-// running kubenexus-scheduler: its configuration, Deployment, identity and Service.
+// running kubenexus-scheduler: its configuration, Deployment and Service.
 package kubenexusconfig
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,6 +28,7 @@ import (
 const (
 	ReasonInvalidConfiguration = "InvalidConfiguration"
 	ReasonApplyFailed          = "ApplyFailed"
+	ReasonNoServiceAccount     = "ServiceAccountMissing"
 	ReasonAsExpected           = "AsExpected"
 	ReasonMinimumReplicas      = "MinimumReplicasAvailable"
 	ReasonNoReadyReplicas      = "NoReadyReplicas"
@@ -37,16 +38,17 @@ const (
 
 // +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=kubenexusconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=kubenexusconfigs/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=configmaps;serviceaccounts;services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterrolebindings;rolebindings,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames={"system:kube-scheduler","system:volume-scheduler","kubenexus-scheduler"}
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles,verbs=bind,resourceNames=extension-apiserver-authentication-reader
+// +kubebuilder:rbac:groups="",namespace=system,resources=serviceaccounts,verbs=get,resourceNames=kubenexus-scheduler
 
 // Reconciler applies the rendered scheduler for the KubeNexusConfig named "default"
 // and reports the others as ignored.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads the scheduler's ServiceAccount, which the manager neither
+	// caches nor applies.
+	APIReader client.Reader
 	// Options says where the scheduler runs and its default image.
 	Options render.Options
 }
@@ -105,9 +107,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		dep = nil // applied but not in the cache yet: its event brings us back
 	}
 	deploymentConditions(status, knc.Generation, dep, objs.Hash)
-	setConditions(status, knc.Generation, cond(v1alpha1.ConditionDegraded, false, ReasonAsExpected, "The scheduler's objects are applied."))
-	return ctrl.Result{}, r.writeStatus(ctx, knc, status)
+
+	// The ServiceAccount and its role bindings come with the installation; without
+	// them the Deployment cannot create pods, and this says why.
+	var result ctrl.Result
+	err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: r.Options.Namespace, Name: render.Name}, &corev1.ServiceAccount{})
+	switch {
+	case apierrors.IsNotFound(err):
+		setConditions(status, knc.Generation, cond(v1alpha1.ConditionDegraded, true, ReasonNoServiceAccount,
+			fmt.Sprintf("ServiceAccount %s/%s does not exist, so the scheduler's pods cannot be created; it and the scheduler's role bindings are installed by the kubenexus chart (config/rbac/scheduler).",
+				r.Options.Namespace, render.Name)))
+		result.RequeueAfter = serviceAccountRecheck // not watched: the manager does not cache ServiceAccounts
+	case err != nil:
+		return ctrl.Result{}, err
+	default:
+		setConditions(status, knc.Generation, cond(v1alpha1.ConditionDegraded, false, ReasonAsExpected, "The scheduler's objects are applied."))
+	}
+	return result, r.writeStatus(ctx, knc, status)
 }
+
+// serviceAccountRecheck is how often a missing scheduler ServiceAccount is looked for.
+const serviceAccountRecheck = 10 * time.Second
 
 // deploymentConditions sets Available, Progressing and readyReplicas from the
 // scheduler Deployment.
@@ -172,10 +192,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("kubenexusconfig").
 		For(&v1alpha1.KubeNexusConfig{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&corev1.ConfigMap{}).
-		Owns(&corev1.ServiceAccount{}).
 		Owns(&corev1.Service{}).
 		Owns(&appsv1.Deployment{}).
-		Owns(&rbacv1.ClusterRoleBinding{}).
-		Owns(&rbacv1.RoleBinding{}).
 		Complete(r)
 }

@@ -6,16 +6,18 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/operator-framework/api/pkg/manifests"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/operator-framework/api/pkg/validation"
 	"github.com/operator-framework/api/pkg/validation/errors"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
-
 )
 
 // repoRoot is the repository root, from this module's directory (hack/bundle).
@@ -42,10 +44,7 @@ func TestBundleValidates(t *testing.T) {
 			t.Errorf("%s: %v", res.Name, e)
 		}
 		for _, w := range res.Warnings {
-			// The deprecated-API check matches the resource name "events" in the core
-			// group, which is core/v1 Event (GA); controller-runtime's leader election
-			// records those. events.k8s.io/v1beta1, the API it means, is not used.
-			if w.Level == errors.LevelWarn && !strings.Contains(w.Error(), "Migrate the API(s) for events") {
+			if w.Level == errors.LevelWarn && !onlyVersionlessRBAC(w.Error()) {
 				t.Errorf("%s: warning: %v", res.Name, w)
 			}
 		}
@@ -60,6 +59,68 @@ func TestBundleValidates(t *testing.T) {
 	}
 	if got := len(b.CSV.Spec.WebhookDefinitions); got != 4 {
 		t.Errorf("%d webhook definitions, want 4 (3 validating, 1 pod)", got)
+	}
+}
+
+// onlyVersionlessRBAC: the deprecated-API check flags RBAC rules by resource name, and
+// RBAC rules carry no API version. It flags "events" (the rules grant core/v1 and
+// events.k8s.io/v1 Events, both GA) and "poddisruptionbudgets" (kube-scheduler's
+// bootstrap role reads policy/v1 PodDisruptionBudgets, GA). Any other resource it
+// names is a real finding.
+func onlyVersionlessRBAC(warning string) bool {
+	const prefix = "Migrate the API(s) for "
+	i := strings.Index(warning, prefix)
+	if i < 0 {
+		return false
+	}
+	for _, m := range regexp.MustCompile(`(\w+): \(\[`).FindAllStringSubmatch(warning[i+len(prefix):], -1) {
+		if m[1] != "events" && m[1] != "poddisruptionbudgets" {
+			return false
+		}
+	}
+	return true
+}
+
+// Under OLM the scheduler's account gets the rules of the roles the chart binds, and
+// nobody gets bind, escalate, impersonate, a wildcard or any write to role bindings.
+func TestBundlePermissions(t *testing.T) {
+	b, err := manifests.GetBundleFromDir(bundleDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := b.CSV.Spec.InstallStrategy.StrategySpec
+	rules := map[string][]rbacv1.PolicyRule{}
+	for _, p := range append(append([]operatorsv1alpha1.StrategyDeploymentPermissions{}, spec.ClusterPermissions...), spec.Permissions...) {
+		rules[p.ServiceAccountName] = append(rules[p.ServiceAccountName], p.Rules...)
+	}
+	for sa, rs := range rules {
+		for _, r := range rs {
+			for _, v := range append(append(append([]string{}, r.Verbs...), r.Resources...), r.APIGroups...) {
+				if v == "*" || v == "bind" || v == "escalate" || v == "impersonate" {
+					t.Errorf("%s: %q in %+v", sa, v, r)
+				}
+			}
+			if slices.Contains(r.APIGroups, "rbac.authorization.k8s.io") && slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) {
+				t.Errorf("%s may write RBAC objects: %+v", sa, r)
+			}
+		}
+	}
+	allows := func(sa, group, resource, verb string) bool {
+		return slices.ContainsFunc(rules[sa], func(r rbacv1.PolicyRule) bool {
+			return slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb)
+		})
+	}
+	for _, want := range []struct{ sa, group, resource, verb string }{
+		{"kubenexus-scheduler", "", "pods/binding", "create"},                    // system:kube-scheduler
+		{"kubenexus-scheduler", "", "persistentvolumes", "update"},               // system:volume-scheduler
+		{"kubenexus-scheduler", "scheduling.kubenexus.io", "podgroups", "watch"}, // kubenexus-scheduler
+		{"kubenexus-scheduler", "", "configmaps", "get"},                         // the client CA
+		{"kubenexus-manager", "apps", "deployments", "patch"},                    // it applies the scheduler
+		{"kubenexus-manager", "", "serviceaccounts", "get"},                      // and checks its account
+	} {
+		if !allows(want.sa, want.group, want.resource, want.verb) {
+			t.Errorf("%s may not %s %s in group %q", want.sa, want.verb, want.resource, want.group)
+		}
 	}
 }
 

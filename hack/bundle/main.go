@@ -1,6 +1,6 @@
 // Command bundle generates bundle/, the OLM registry+v1 bundle, from config/: the
 // ClusterServiceVersion (the manager Deployment, its RBAC and webhooks, the owned
-// CRDs and the samples as alm-examples), the CRDs and the scheduler's ClusterRole.
+// CRDs and the samples as alm-examples; the scheduler's permissions) and the CRDs.
 // `make bundle` runs it and `make verify` fails when its output is stale. It is a module
 // of its own (with its offline validation test, bundle_test.go) so that
 // operator-framework/api's dependencies do not move the versions the main module
@@ -117,8 +117,10 @@ func run(root string) error {
 	}
 	sort.Slice(owned, func(i, j int) bool { return owned[i].Name < owned[j].Name })
 
-	// RBAC: the manager's ClusterRole and Role become the CSV's permissions; the
-	// scheduler's ClusterRole ships as its own manifest (the operator binds it).
+	// RBAC: the manager's ClusterRole and Role become the CSV's permissions. The
+	// scheduler's ServiceAccount gets, as rules (OLM grants rules, not role
+	// references), what the chart binds: its own ClusterRole, kube-scheduler's
+	// bootstrap roles, and the API server's client CA for delegated authentication.
 	var clusterRules, nsRules []rbacv1.PolicyRule
 	roles, err := docs(root, "config/rbac/role.yaml")
 	if err != nil {
@@ -136,12 +138,22 @@ func run(root string) error {
 			nsRules = r.Rules
 		}
 	}
-	schedRole, err := os.ReadFile(filepath.Join(root, "config", "rbac", "scheduler", "role.yaml"))
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(out, "manifests", "kubenexus-scheduler_rbac.authorization.k8s.io_v1_clusterrole.yaml"), schedRole, 0o644); err != nil {
-		return err
+	schedulerRules := []rbacv1.PolicyRule{{
+		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"},
+		ResourceNames: []string{"extension-apiserver-authentication"},
+	}}
+	for _, f := range []string{"config/rbac/scheduler/role.yaml", "config/rbac/scheduler/bootstrap_roles.yaml"} {
+		roles, err := docs(root, f)
+		if err != nil {
+			return err
+		}
+		for _, d := range roles {
+			var r rbacv1.ClusterRole
+			if err := yaml.Unmarshal(d, &r); err != nil {
+				return err
+			}
+			schedulerRules = append(schedulerRules, r.Rules...)
+		}
 	}
 
 	dep, err := managerDeployment(root)
@@ -200,9 +212,12 @@ func run(root string) error {
 			InstallStrategy: operatorsv1alpha1.NamedInstallStrategy{
 				StrategyName: operatorsv1alpha1.InstallStrategyNameDeployment,
 				StrategySpec: operatorsv1alpha1.StrategyDetailsDeployment{
-					ClusterPermissions: []operatorsv1alpha1.StrategyDeploymentPermissions{{ServiceAccountName: "kubenexus-manager", Rules: clusterRules}},
-					Permissions:        []operatorsv1alpha1.StrategyDeploymentPermissions{{ServiceAccountName: "kubenexus-manager", Rules: nsRules}},
-					DeploymentSpecs:    []operatorsv1alpha1.StrategyDeploymentSpec{{Name: dep.Name, Label: dep.Labels, Spec: dep.Spec}},
+					ClusterPermissions: []operatorsv1alpha1.StrategyDeploymentPermissions{
+						{ServiceAccountName: "kubenexus-manager", Rules: clusterRules},
+						{ServiceAccountName: "kubenexus-scheduler", Rules: schedulerRules},
+					},
+					Permissions:     []operatorsv1alpha1.StrategyDeploymentPermissions{{ServiceAccountName: "kubenexus-manager", Rules: nsRules}},
+					DeploymentSpecs: []operatorsv1alpha1.StrategyDeploymentSpec{{Name: dep.Name, Label: dep.Labels, Spec: dep.Spec}},
 				},
 			},
 			WebhookDefinitions: hooks,

@@ -179,7 +179,7 @@ var managerRoleNames = map[string]string{"manager-role": "kubenexus-manager"}
 
 func (g *gen) rbac() error {
 	var docs []map[string]any
-	for _, rel := range []string{"config/rbac/role.yaml", "config/rbac/scheduler/role.yaml", "config/rbac/role_binding.yaml", "config/rbac/service_account.yaml"} {
+	for _, rel := range []string{"config/rbac/role.yaml", "config/rbac/scheduler/role.yaml", "config/rbac/scheduler/bindings.yaml", "config/rbac/role_binding.yaml", "config/rbac/service_account.yaml"} {
 		d, err := g.docs(rel)
 		if err != nil {
 			return err
@@ -190,7 +190,9 @@ func (g *gen) rbac() error {
 		if n, ok := managerRoleNames[fmt.Sprint(get(d, "metadata", "name"))]; ok {
 			setPath(d, n, "metadata", "name")
 		}
-		if get(d, "metadata", "namespace") != nil {
+		// Objects in kube-system (the scheduler's authentication-reader binding)
+		// stay there; the rest go to the release's namespace.
+		if ns := get(d, "metadata", "namespace"); ns != nil && ns != "kube-system" {
 			setPath(d, releaseNS, "metadata", "namespace")
 		}
 		if ref, ok := d["roleRef"].(map[string]any); ok {

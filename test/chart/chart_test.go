@@ -184,9 +184,18 @@ func TestRenderMatrix(t *testing.T) {
 			want("KubeNexusConfig", map[bool]int{true: 1, false: 0}[get(values, "config", "create") != false])
 			want("ServiceMonitor", map[bool]int{true: 1, false: 0}[managerOn && get(values, "metrics", "serviceMonitor", "enabled") == true])
 			want("ClusterRole", 2) // the manager's and the scheduler's, always
+			// The manager's and the scheduler's identities and bindings, always (the
+			// manager cannot grant roles).
+			want("ServiceAccount", 2)
+			want("ClusterRoleBinding", 4)
+			checkSchedulerIdentity(t, objs)
 
 			for _, o := range objs {
-				if ns := o.meta.Metadata.Namespace; ns != "" && ns != releaseNS {
+				ns := o.meta.Metadata.Namespace
+				if ns == "kube-system" && o.id() == "RoleBinding/kubenexus-scheduler-authentication-reader" {
+					continue // the one object outside the release namespace
+				}
+				if ns != "" && ns != releaseNS {
 					t.Errorf("%s in namespace %q, want the release namespace", o.id(), ns)
 				}
 				switch o.meta.Kind {
@@ -320,16 +329,9 @@ func checkKubeNexusConfig(t *testing.T, o object, values map[string]any) {
 	}
 }
 
-// bindable are the roles the manager may bind (for the scheduler it deploys);
-// nothing else.
-var bindable = map[string][]string{
-	"clusterroles": {"kubenexus-scheduler", "system:kube-scheduler", "system:volume-scheduler"},
-	"roles":        {"extension-apiserver-authentication-reader"},
-}
-
-// auditRBAC: no wildcards, no escalate or impersonate, bind only on the scheduler's
-// roles by name, writes to leases and webhook configurations only by name, and
-// Secrets only through a namespaced Role.
+// auditRBAC: no wildcards, no bind, escalate or impersonate, no writes to RBAC
+// objects, writes to leases and webhook configurations only by name, and Secrets
+// only through a namespaced Role.
 func auditRBAC(t *testing.T, objs []object) {
 	t.Helper()
 	for _, o := range objs {
@@ -347,14 +349,14 @@ func auditRBAC(t *testing.T, objs []object) {
 			}
 			for _, v := range r.Verbs {
 				switch v {
-				case "escalate", "impersonate":
+				case "bind", "escalate", "impersonate":
 					t.Errorf("%s grants %s: %+v", o.id(), v, r)
-				case "bind":
-					for _, res := range r.Resources {
-						if len(r.ResourceNames) == 0 || !subset(r.ResourceNames, bindable[res]) {
-							t.Errorf("%s may bind %s %v; allowed only %v", o.id(), res, r.ResourceNames, bindable[res])
-						}
+				case "create", "update", "patch", "delete", "deletecollection":
+					if slices.Contains(r.APIGroups, rbacv1.GroupName) {
+						t.Errorf("%s may %s RBAC objects: %+v", o.id(), v, r)
 					}
+				}
+				switch v {
 				case "update", "patch", "delete":
 					for _, res := range r.Resources {
 						if (res == "leases" || strings.HasSuffix(res, "webhookconfigurations")) && len(r.ResourceNames) == 0 {
@@ -370,13 +372,44 @@ func auditRBAC(t *testing.T, objs []object) {
 	}
 }
 
-func subset(a, b []string) bool {
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
+// checkSchedulerIdentity: the scheduler's ServiceAccount is bound to kube-scheduler's
+// roles, its own ClusterRole and, in kube-system, the authentication reader.
+func checkSchedulerIdentity(t *testing.T, objs []object) {
+	t.Helper()
+	want := map[string]string{
+		"ClusterRoleBinding/kubenexus-scheduler-kube-scheduler":   "ClusterRole system:kube-scheduler",
+		"ClusterRoleBinding/kubenexus-scheduler-volume-scheduler": "ClusterRole system:volume-scheduler",
+		"ClusterRoleBinding/kubenexus-scheduler":                  "ClusterRole kubenexus-scheduler",
+		"RoleBinding/kubenexus-scheduler-authentication-reader":   "Role extension-apiserver-authentication-reader",
+		"ServiceAccount/kubenexus-scheduler":                      "",
+	}
+	wantNS := map[string]string{"RoleBinding": "kube-system", "ServiceAccount": releaseNS}
+	for _, o := range objs {
+		role, ok := want[o.id()]
+		if !ok {
+			continue
+		}
+		delete(want, o.id())
+		if o.meta.Metadata.Namespace != wantNS[o.meta.Kind] {
+			t.Errorf("%s in namespace %q, want %q", o.id(), o.meta.Metadata.Namespace, wantNS[o.meta.Kind])
+		}
+		if role == "" {
+			continue
+		}
+		var b rbacv1.RoleBinding
+		if err := yaml.Unmarshal(o.raw, &b); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.RoleRef.Kind + " " + b.RoleRef.Name; got != role {
+			t.Errorf("%s binds %s, want %s", o.id(), got, role)
+		}
+		if len(b.Subjects) != 1 || b.Subjects[0].Kind != "ServiceAccount" || b.Subjects[0].Name != "kubenexus-scheduler" || b.Subjects[0].Namespace != releaseNS {
+			t.Errorf("%s subjects %+v, want the scheduler's ServiceAccount in %s", o.id(), b.Subjects, releaseNS)
 		}
 	}
-	return true
+	for id := range want {
+		t.Errorf("%s is missing", id)
+	}
 }
 
 // The chart's CRDs are config/'s, byte for byte apart from the keep annotation.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +67,15 @@ func TestDemoFlow(t *testing.T) {
 			t.Errorf("%s: pods carry tier %q, want %q from namespace %s", p.Name, p.Tier, wantTier[p.Namespace], p.Namespace)
 		}
 		switch {
+		case p.TooBig:
+			// Nothing, not even the members that fit, is bound; the PodGroup says why.
+			if p.Bound != 0 || p.Pods != p.Size || p.GangPhase == string(v1alpha1.PodGroupRunning) ||
+				p.GangReason != v1alpha1.ReasonInsufficientCapacity && p.GangReason != v1alpha1.ReasonTimeout {
+				t.Errorf("gang %s (larger than the fleet): %d of %d pods bound, PodGroup %q reason %q", p.Gang, p.Bound, p.Pods, p.GangPhase, p.GangReason)
+			}
+			if p.GangReason == v1alpha1.ReasonInsufficientCapacity && !strings.Contains(p.GangMessage, "fits no node") {
+				t.Errorf("gang %s: the PodGroup's message does not say a member fits no node: %q", p.Gang, p.GangMessage)
+			}
 		case p.Gang != "":
 			// All or nothing: every member bound, and the gang ran to Succeeded.
 			if p.Bound != p.Size || p.Pods != p.Size || p.GangPhase != string(v1alpha1.PodGroupSucceeded) {

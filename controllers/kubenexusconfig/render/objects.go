@@ -11,7 +11,6 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
-	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
@@ -20,13 +19,13 @@ import (
 // scheduler name) so that the chart's RBAC can name them and a rename never
 // orphans the previous set.
 const (
-	// Name is the scheduler's Deployment, ServiceAccount, ConfigMap and Service.
+	// Name is the scheduler's Deployment, ConfigMap and ServiceAccount. The
+	// ServiceAccount and its role bindings are installed with KubeNexus
+	// (config/rbac/scheduler, the chart, the bundle), not by the operator: granting
+	// roles at run time would need the RBAC bind verb.
 	Name = "kubenexus-scheduler"
 	// MetricsServiceName is the Service in front of the scheduler's secure port.
 	MetricsServiceName = "kubenexus-scheduler-metrics"
-	// ClusterRoleName is the ClusterRole the chart ships for the scheduler's access
-	// to the KubeNexus API and its lease.
-	ClusterRoleName = "kubenexus-scheduler"
 	// ConfigKey is the ConfigMap key holding the KubeSchedulerConfiguration.
 	ConfigKey = "config.yaml"
 	// ConfigHashAnnotation on the pod template rolls the scheduler when the rendered
@@ -55,24 +54,15 @@ type Objects struct {
 	Config []byte
 	Hash   string
 
-	ServiceAccount      *corev1ac.ServiceAccountApplyConfiguration
-	ClusterRoleBindings []*rbacv1ac.ClusterRoleBindingApplyConfiguration
-	// AuthReaderBinding lets the scheduler read the API server's client CA for
-	// delegated authentication of /metrics requests.
-	AuthReaderBinding *rbacv1ac.RoleBindingApplyConfiguration
-	ConfigMap         *corev1ac.ConfigMapApplyConfiguration
-	Deployment        *appsv1ac.DeploymentApplyConfiguration
-	Service           *corev1ac.ServiceApplyConfiguration
+	ConfigMap  *corev1ac.ConfigMapApplyConfiguration
+	Deployment *appsv1ac.DeploymentApplyConfiguration
+	Service    *corev1ac.ServiceApplyConfiguration
 }
 
-// All returns the objects in the order they are applied: identity and access
-// before the configuration, the configuration before the Deployment reading it.
+// All returns the objects in the order they are applied: the configuration before
+// the Deployment reading it.
 func (o *Objects) All() []runtime.ApplyConfiguration {
-	out := []runtime.ApplyConfiguration{o.ServiceAccount}
-	for _, b := range o.ClusterRoleBindings {
-		out = append(out, b)
-	}
-	return append(out, o.AuthReaderBinding, o.ConfigMap, o.Deployment, o.Service)
+	return []runtime.ApplyConfiguration{o.ConfigMap, o.Deployment, o.Service}
 }
 
 // Labels are the labels of every rendered object; Selector selects the scheduler pods.
@@ -104,25 +94,6 @@ func Render(knc *v1alpha1.KubeNexusConfig, opts Options) (*Objects, error) {
 		WithController(true).WithBlockOwnerDeletion(true)
 	ns := opts.Namespace
 	o := &Objects{Config: config, Hash: hash}
-
-	o.ServiceAccount = corev1ac.ServiceAccount(Name, ns).
-		WithLabels(Labels()).WithOwnerReferences(owner).
-		WithAutomountServiceAccountToken(true)
-
-	for _, role := range []struct{ binding, role string }{
-		{Name + "-kube-scheduler", "system:kube-scheduler"},
-		{Name + "-volume-scheduler", "system:volume-scheduler"},
-		{Name, ClusterRoleName},
-	} {
-		o.ClusterRoleBindings = append(o.ClusterRoleBindings, rbacv1ac.ClusterRoleBinding(role.binding).
-			WithLabels(Labels()).WithOwnerReferences(owner).
-			WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(role.role)).
-			WithSubjects(rbacv1ac.Subject().WithKind("ServiceAccount").WithName(Name).WithNamespace(ns)))
-	}
-	o.AuthReaderBinding = rbacv1ac.RoleBinding(Name+"-authentication-reader", "kube-system").
-		WithLabels(Labels()).WithOwnerReferences(owner).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("Role").WithName("extension-apiserver-authentication-reader")).
-		WithSubjects(rbacv1ac.Subject().WithKind("ServiceAccount").WithName(Name).WithNamespace(ns))
 
 	o.ConfigMap = corev1ac.ConfigMap(Name, ns).
 		WithLabels(Labels()).WithOwnerReferences(owner).

@@ -35,8 +35,10 @@ type gangEntry struct {
 	// their binding shows up as assigned.
 	allowed sets.Set[types.UID]
 
-	// backoffUntil is when a rejected gang may be tried again.
-	backoffUntil time.Time
+	// backoffUntil is when a rejected gang may be tried again, and lastRejection
+	// why it was rejected (members in backoff report it).
+	backoffUntil  time.Time
+	lastRejection string
 	// activated is set once the gang's waiting members were activated for the
 	// current attempt; a rejection clears it.
 	activated bool

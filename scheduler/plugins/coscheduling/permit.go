@@ -136,6 +136,7 @@ func (pl *Plugin) rejectGang(ctx context.Context, key gang.Key, pg *v1alpha1.Pod
 	e.activated = false
 	backoff := pl.args.Backoff()
 	e.backoffUntil = pl.now().Add(backoff)
+	e.lastRejection = msg
 	pl.index.mu.Unlock()
 
 	for _, uid := range waiting {

@@ -55,10 +55,11 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	e := pl.index.get(m.Key)
 	var ungated int
 	var backoffUntil = pl.now()
+	var lastRejection string
 	var placedReq corev1.ResourceList
 	ungated = presentMembers(e, pod)
 	if e != nil {
-		backoffUntil = e.backoffUntil
+		backoffUntil, lastRejection = e.backoffUntil, e.lastRejection
 		if pg != nil && len(pg.Spec.MinResources) > 0 {
 			placedReq = placedRequests(e)
 		}
@@ -66,8 +67,9 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	pl.index.mu.RUnlock()
 
 	if pl.now().Before(backoffUntil) {
-		// A stable message: a countdown would rewrite the pod's condition every attempt.
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %s", ErrReasonBackoff, m.Key))
+		// A stable message, saying why the gang was rejected: a countdown would
+		// rewrite the pod's condition every attempt.
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %s (%s)", ErrReasonBackoff, m.Key, lastRejection))
 	}
 	if ungated < int(minMember) {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,

@@ -11,6 +11,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,8 +31,9 @@ type Placement struct {
 	Tier                   string
 	// Formation is from submission to all its pods bound (100 ms resolution).
 	Formation time.Duration
-	// GangPhase is the PodGroup's phase ("" without a gang).
-	GangPhase string
+	// GangPhase is the PodGroup's phase ("" without a gang), GangReason and
+	// GangMessage its Scheduled condition's reason and message.
+	GangPhase, GangReason, GangMessage string
 	// JobComplete reports a batch Job's Complete condition.
 	JobComplete bool
 }
@@ -42,9 +44,10 @@ func (c *Cluster) pods(ctx context.Context, w Workload) ([]corev1.Pod, error) {
 	return list.Items, err
 }
 
-// Settle waits until every workload has all its pods bound (gangs at once) and the
-// Jobs completed, then finishes the gang pods (kwok completes only Job pods) and
-// waits for their PodGroups to succeed.
+// Settle waits until every workload has all its pods bound (gangs at once), the
+// Jobs completed and the gang larger than the fleet rejected with none of its pods
+// bound, then finishes the gang pods (kwok completes only Job pods) and waits for
+// their PodGroups to succeed.
 func (c *Cluster) Settle(ctx context.Context, timeout time.Duration) error {
 	c.logf("waiting for every workload to be placed and the Jobs to complete")
 	if err := waitFor(ctx, timeout, func() error {
@@ -58,6 +61,19 @@ func (c *Cluster) Settle(ctx context.Context, timeout time.Duration) error {
 				if p.Spec.NodeName != "" {
 					bound++
 				}
+			}
+			if w.TooBig {
+				if bound > 0 {
+					return fmt.Errorf("%s %s: %d of its %d pods bound, though the gang cannot fit", w.Kind, w.Name, bound, w.Size)
+				}
+				pg := &v1alpha1.PodGroup{}
+				if err := c.Client.Get(ctx, keyOf(w.Namespace, w.Gang), pg); err != nil {
+					return err
+				}
+				if r := gangReason(pg); r != v1alpha1.ReasonInsufficientCapacity && r != v1alpha1.ReasonTimeout {
+					return fmt.Errorf("PodGroup %s: Scheduled condition reason %q, waiting for the scheduler to reject it", w.Gang, r)
+				}
+				continue
 			}
 			if w.Kind == "Job" {
 				job := &batchv1.Job{}
@@ -109,7 +125,7 @@ func (c *Cluster) Settle(ctx context.Context, timeout time.Duration) error {
 	}
 	return waitFor(ctx, time.Minute, func() error {
 		for _, w := range Mix {
-			if w.Gang == "" {
+			if w.Gang == "" || w.TooBig {
 				continue
 			}
 			pg := &v1alpha1.PodGroup{}
@@ -144,6 +160,14 @@ func (c *Cluster) notePlaced(ctx context.Context) {
 			c.placed[w.Name] = time.Now()
 		}
 	}
+}
+
+// gangReason is the reason of the PodGroup's Scheduled condition ("" before it has one).
+func gangReason(pg *v1alpha1.PodGroup) string {
+	if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupConditionScheduled); c != nil {
+		return c.Reason
+	}
+	return ""
 }
 
 func ptrFalse() *bool { f := false; return &f }
@@ -211,6 +235,9 @@ func (c *Cluster) Report(ctx context.Context) ([]Placement, error) {
 			pg := &v1alpha1.PodGroup{}
 			if err := c.Client.Get(ctx, keyOf(w.Namespace, w.Gang), pg); err == nil {
 				pl.GangPhase = string(pg.Status.Phase)
+				if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupConditionScheduled); c != nil {
+					pl.GangReason, pl.GangMessage = c.Reason, c.Message
+				}
 			}
 		}
 		if w.Kind == "Job" {
@@ -231,6 +258,8 @@ func Print(w io.Writer, placements []Placement) {
 	for _, p := range placements {
 		state := fmt.Sprintf("%d/%d bound", p.Bound, p.Pods)
 		switch {
+		case p.GangPhase != "" && p.GangReason != v1alpha1.ReasonGangScheduled:
+			state += ", PodGroup " + p.Gang + " " + p.GangPhase + " (" + p.GangReason + ")"
 		case p.GangPhase != "":
 			state += ", PodGroup " + p.Gang + " " + p.GangPhase
 		case p.Kind == "Job" && p.JobComplete:
@@ -242,6 +271,11 @@ func Print(w io.Writer, placements []Placement) {
 		}
 		fmt.Fprintf(w, "%-18s %-16s %-9s %-6s %-7d %-22s %-17s %-30s %-9s %s\n", p.Name, p.Kind, p.Namespace, p.Tier, p.Pods,
 			strings.Join(p.Zones, ","), strings.Join(p.Racks, ","), strings.Join(p.GPUModels, ","), formed, state)
-		fmt.Fprintf(w, "%-18s nodes: %s\n", "", strings.Join(p.Nodes, ","))
+		if len(p.Nodes) > 0 {
+			fmt.Fprintf(w, "%-18s nodes: %s\n", "", strings.Join(p.Nodes, ","))
+		}
+		if p.GangMessage != "" && p.GangReason != v1alpha1.ReasonGangScheduled {
+			fmt.Fprintf(w, "%-18s why: %s\n", "", p.GangMessage)
+		}
 	}
 }

@@ -28,6 +28,9 @@ type Workload struct {
 	// Finish: the demo completes these pods itself once they all run (kwok
 	// completes only Job pods).
 	Finish bool
+	// TooBig: a gang that needs more than the whole fleet has. It must bind no pod
+	// at all, and its PodGroup must say why.
+	TooBig bool
 }
 
 // Mix is the workload mix the demo submits.
@@ -36,6 +39,8 @@ var Mix = []Workload{
 	{Name: "etl", Namespace: NSData, Kind: "SparkApplication", Selector: map[string]string{"sparkoperator.k8s.io/app-name": "etl"}, Gang: "etl-spark", Size: 5, Finish: true},
 	{Name: "llm-finetune", Namespace: NSML, Kind: "PyTorchJob", Selector: map[string]string{"training.kubeflow.org/job-name": "llm-finetune"}, Gang: "llm-finetune-pytorch", Size: 4, Finish: true},
 	{Name: "resnet", Namespace: NSML, Kind: "PyTorchJob", Selector: map[string]string{"training.kubeflow.org/job-name": "resnet"}, Gang: "resnet-pytorch", Size: 2, Finish: true},
+	// 17 pods of 8 GPUs: the fleet has 16 eight-GPU nodes.
+	{Name: "llm-pretrain", Namespace: NSML, Kind: "PyTorchJob", Selector: map[string]string{"training.kubeflow.org/job-name": "llm-pretrain"}, Gang: "llm-pretrain-pytorch", Size: 17, TooBig: true},
 	{Name: "nightly-report", Namespace: NSData, Kind: "Job", Selector: map[string]string{"batch.kubernetes.io/job-name": "nightly-report"}, Size: 3},
 	{Name: "feature-backfill", Namespace: NSData, Kind: "Job", Selector: map[string]string{"batch.kubernetes.io/job-name": "feature-backfill"}, Size: 2},
 }
@@ -61,7 +66,7 @@ func res(cpu, mem string, gpus int64) corev1.ResourceList {
 // exist, so the webhook reads each job's size from its object). Deployments and
 // Jobs are turned into pods by the real controllers of kube-controller-manager.
 func (c *Cluster) Submit(ctx context.Context) error {
-	c.logf("submitting the workload mix: a services Deployment, Spark, two PyTorchJobs, two batch Jobs")
+	c.logf("submitting the workload mix: a services Deployment, Spark, three PyTorchJobs (one larger than the fleet), two batch Jobs")
 
 	// Services: spread over zones, as a service owner asks for.
 	dep := &appsv1.Deployment{
@@ -112,12 +117,13 @@ func (c *Cluster) Submit(ctx context.Context) error {
 		}
 	}
 
-	// PyTorchJobs: a master and workers, each with whole GPU boards or halves.
+	// PyTorchJobs: a master and workers, each with whole GPU boards or halves. The
+	// last needs 17 whole boards where the fleet has 16: it waits, holding nothing.
 	for _, job := range []struct {
 		name    string
 		workers int
 		gpus    int64
-	}{{"llm-finetune", 3, 8}, {"resnet", 1, 4}} {
+	}{{"llm-finetune", 3, 8}, {"resnet", 1, 4}, {"llm-pretrain", 16, 8}} {
 		c.submitted[job.name] = time.Now()
 		if err := c.createObject(ctx, "kubeflow.org/v1", "PyTorchJob", NSML, job.name, map[string]any{"pytorchReplicaSpecs": map[string]any{
 			"Master": map[string]any{"replicas": int64(1)}, "Worker": map[string]any{"replicas": int64(job.workers)},

@@ -77,7 +77,7 @@ var _ = Describe("KubeNexusConfig", Ordered, func() {
 		Expect(k8sClient.Create(suiteCtx, knc)).To(Succeed())
 	})
 
-	It("deploys the scheduler: ConfigMap, Deployment, Service, identity", func() {
+	It("deploys the scheduler: ConfigMap, Deployment, Service; reports a missing ServiceAccount", func() {
 		// The hash is reported once every object is applied.
 		Eventually(func() string { return getKNC("default").Status.ConfigHash }).WithTimeout(20 * time.Second).ShouldNot(BeEmpty())
 		cfg := mustStoredConfig()
@@ -107,16 +107,18 @@ var _ = Describe("KubeNexusConfig", Ordered, func() {
 		Expect(k8sClient.Get(suiteCtx, key(render.MetricsServiceName), svc)).To(Succeed())
 		Expect(svc.Spec.Ports).To(ConsistOf(HaveField("Port", int32(render.SecurePort))))
 		Expect(svc.Spec.Selector).To(Equal(d.Spec.Selector.MatchLabels))
-		Expect(k8sClient.Get(suiteCtx, key(render.Name), &corev1.ServiceAccount{})).To(Succeed())
-		crb := &rbacv1.ClusterRoleBinding{}
-		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: render.Name + "-kube-scheduler"}, crb)).To(Succeed())
-		Expect(crb.RoleRef.Name).To(Equal("system:kube-scheduler"))
-		Expect(crb.Subjects).To(ConsistOf(And(HaveField("Name", render.Name), HaveField("Namespace", namespace))))
+		// The operator grants no roles: the ServiceAccount and its bindings come with
+		// the installation (the chart), and until they exist the status says so.
+		Expect(apierrors.IsNotFound(k8sClient.Get(suiteCtx, key(render.Name), &corev1.ServiceAccount{}))).To(BeTrue())
+		Expect(apierrors.IsNotFound(k8sClient.Get(suiteCtx, client.ObjectKey{Name: render.Name + "-kube-scheduler"}, &rbacv1.ClusterRoleBinding{}))).To(BeTrue())
+		Eventually(condition("default", v1alpha1.ConditionDegraded)).Should(And(hasReason(metav1.ConditionTrue, "ServiceAccountMissing"),
+			HaveField("Message", ContainSubstring("ServiceAccount "+namespace+"/kubenexus-scheduler does not exist"))))
+		Expect(k8sClient.Create(suiteCtx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: render.Name, Namespace: namespace}})).To(Succeed())
+		Eventually(condition("default", v1alpha1.ConditionDegraded)).WithTimeout(20 * time.Second).Should(hasReason(metav1.ConditionFalse, "AsExpected"))
 
 		knc := getKNC("default")
 		Expect(knc.Status.ConfigHash).To(Equal(hash))
 		Expect(knc.Status.ObservedGeneration).To(Equal(knc.Generation))
-		Expect(meta.FindStatusCondition(knc.Status.Conditions, v1alpha1.ConditionDegraded)).To(hasReason(metav1.ConditionFalse, "AsExpected"))
 		// No Deployment controller runs here: nothing is available yet.
 		Expect(meta.FindStatusCondition(knc.Status.Conditions, v1alpha1.ConditionAvailable)).To(hasReason(metav1.ConditionFalse, "NoReadyReplicas"))
 	})
