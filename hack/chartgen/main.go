@@ -274,6 +274,17 @@ func (g *gen) webhooks() error {
 			}
 		}
 	}
+	// With cert-manager, its CA injector fills in the caBundle.
+	for _, c := range configs {
+		setPath(c, "__CERT_MANAGER_INJECT__", "metadata", "annotations")
+	}
+	replace["__CERT_MANAGER_INJECT__"] = strings.Join([]string{
+		"",
+		"{{- if .Values.webhook.certManager.enabled }}",
+		"  cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/" + certificateName,
+		"{{- else }} {}",
+		"{{- end }}",
+	}, "\n")
 	if err := g.write("webhook-configurations.yaml", ".Values.webhook.enabled", labelsReplace(replace), withLabels(configs)...); err != nil {
 		return err
 	}
@@ -294,8 +305,12 @@ func (g *gen) webhooks() error {
 	if err := g.write("webhook-service.yaml", ".Values.manager.enabled", labelsReplace(nil), withLabels(svc)...); err != nil {
 		return err
 	}
-	return g.write("webhook-secret.yaml", ".Values.manager.enabled", nil, secret...)
+	// cert-manager creates and owns the Secret when it issues the certificate.
+	return g.write("webhook-secret.yaml", "and .Values.manager.enabled (not .Values.webhook.certManager.enabled)", nil, secret...)
 }
+
+// certificateName is the cert-manager Certificate of templates/cert-manager.yaml.
+const certificateName = "kubenexus-webhook-cert"
 
 func (g *gen) manager() error {
 	docs, err := g.docs("config/manager/manager.yaml")
@@ -330,7 +345,7 @@ func (g *gen) manager() error {
 		}
 		args = append(args, s)
 	}
-	args = append(args, "--webhook-service=kubenexus-webhook-service")
+	args = append(args, "--webhook-service=kubenexus-webhook-service", "__CERT_ROTATION_ARG__")
 	c["args"] = args
 	pod := get(dep, "spec", "template", "spec").(map[string]any)
 	pod["nodeSelector"] = "__NODE_SELECTOR__"
@@ -342,6 +357,7 @@ func (g *gen) manager() error {
 		"__RESOURCES__":           "\n{{- toYaml .Values.manager.resources | nindent {{INDENT}} }}",
 		"__NODE_SELECTOR__":       "\n{{- toYaml .Values.manager.nodeSelector | nindent {{INDENT}} }}",
 		"__TOLERATIONS__":         "\n{{- toYaml .Values.manager.tolerations | nindent {{INDENT}} }}",
+		"__CERT_ROTATION_ARG__":   `"--cert-rotation={{ not .Values.webhook.certManager.enabled }}"`,
 		"__SCHEDULER_IMAGE_ARG__": `"--scheduler-image={{ .Values.scheduler.image.repository }}:{{ .Values.scheduler.image.tag | default .Chart.AppVersion }}"`,
 	}, dep)
 }

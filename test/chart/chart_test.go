@@ -6,6 +6,7 @@ package chart_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -25,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/yaml"
@@ -32,7 +34,6 @@ import (
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 const releaseNS = "kubenexus-system"
@@ -140,6 +141,14 @@ var matrix = map[string]map[string]any{
 	"HA scheduler":    {"config": map[string]any{"schedulerReplicas": 3, "schedulerName": "gpu-scheduler", "defaultTier": "gold"}},
 	"placement":       {"manager": map[string]any{"nodeSelector": map[string]any{"node-role.kubernetes.io/control-plane": ""}, "tolerations": []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule", "operator": "Exists"}}, "resources": map[string]any{"requests": map[string]any{"cpu": "1"}}}},
 	"only CRDs":       {"manager": map[string]any{"enabled": false}, "webhook": map[string]any{"enabled": false}, "config": map[string]any{"create": false}},
+	"cert-manager":    {"webhook": map[string]any{"certManager": map[string]any{"enabled": true}}},
+	"cert-manager with a ClusterIssuer": {"webhook": map[string]any{"certManager": map[string]any{"enabled": true,
+		"issuerRef": map[string]any{"name": "corp-ca", "kind": "ClusterIssuer"}, "duration": "720h", "renewBefore": "240h"}}},
+}
+
+// certManager reports whether values turn on cert-manager.
+func certManager(values map[string]any) bool {
+	return get(values, "webhook", "certManager", "enabled") == true
 }
 
 func TestLint(t *testing.T) {
@@ -183,6 +192,14 @@ func TestRenderMatrix(t *testing.T) {
 			want("MutatingWebhookConfiguration", map[bool]int{true: 1, false: 0}[webhookOn])
 			want("KubeNexusConfig", map[bool]int{true: 1, false: 0}[get(values, "config", "create") != false])
 			want("ServiceMonitor", map[bool]int{true: 1, false: 0}[managerOn && get(values, "metrics", "serviceMonitor", "enabled") == true])
+			// The webhook certificate: the manager's rotator fills an empty Secret, or
+			// cert-manager issues it (with a self-signed Issuer unless one is named).
+			want("Secret", map[bool]int{true: 1, false: 0}[managerOn && !certManager(values)])
+			want("Certificate", map[bool]int{true: 1, false: 0}[managerOn && certManager(values)])
+			want("Issuer", map[bool]int{true: 1, false: 0}[managerOn && certManager(values) && get(values, "webhook", "certManager", "issuerRef", "name") == nil])
+			if managerOn && certManager(values) {
+				checkCertificate(t, objs, values)
+			}
 			want("ClusterRole", 2) // the manager's and the scheduler's, always
 			// The manager's and the scheduler's identities and bindings, always (the
 			// manager cannot grant roles).
@@ -238,6 +255,9 @@ func checkDeployment(t *testing.T, o object, values map[string]any) {
 	if !slices.Contains(c.Args, "--leader-election-namespace="+releaseNS) || !slices.Contains(c.Args, "--webhook-service=kubenexus-webhook-service") {
 		t.Errorf("manager args %v", c.Args)
 	}
+	if want := fmt.Sprintf("--cert-rotation=%t", !certManager(values)); !slices.Contains(c.Args, want) {
+		t.Errorf("manager args %v, want %s", c.Args, want)
+	}
 }
 
 // restricted checks a pod template against the restricted Pod Security profile,
@@ -258,6 +278,9 @@ func restricted(t *testing.T, what string, tmpl corev1.PodTemplateSpec) {
 func checkWebhooks(t *testing.T, o object, values map[string]any) {
 	t.Helper()
 	var cfg struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
 		Webhooks []struct {
 			Name         string `json:"name"`
 			ClientConfig struct {
@@ -275,6 +298,10 @@ func checkWebhooks(t *testing.T, o object, values map[string]any) {
 		t.Fatal(err)
 	}
 	url, _ := get(values, "webhook", "url").(string)
+	inject := cfg.Metadata.Annotations["cert-manager.io/inject-ca-from"]
+	if want := map[bool]string{true: releaseNS + "/kubenexus-webhook-cert"}[certManager(values)]; inject != want {
+		t.Errorf("%s: cert-manager.io/inject-ca-from %q, want %q", o.id(), inject, want)
+	}
 	for _, w := range cfg.Webhooks {
 		cc := w.ClientConfig
 		switch {
@@ -368,6 +395,56 @@ func auditRBAC(t *testing.T, objs []object) {
 			if o.meta.Kind == "ClusterRole" && slices.Contains(r.Resources, "secrets") {
 				t.Errorf("%s grants Secrets cluster-wide: %+v", o.id(), r)
 			}
+		}
+	}
+}
+
+// checkCertificate: cert-manager's Certificate covers the webhook Service, writes the
+// Secret the manager mounts, and is signed by the named issuer or the chart's
+// self-signed one.
+func checkCertificate(t *testing.T, objs []object, values map[string]any) {
+	t.Helper()
+	for _, o := range objs {
+		if o.meta.Kind != "Certificate" {
+			continue
+		}
+		var cert struct {
+			APIVersion string         `json:"apiVersion"`
+			Kind       string         `json:"kind"`
+			Metadata   map[string]any `json:"metadata"`
+			Spec       struct {
+				SecretName  string   `json:"secretName"`
+				DNSNames    []string `json:"dnsNames"`
+				Duration    string   `json:"duration"`
+				RenewBefore string   `json:"renewBefore"`
+				IssuerRef   struct{ Name, Kind, Group string }
+				PrivateKey  struct {
+					RotationPolicy string `json:"rotationPolicy"`
+				} `json:"privateKey"`
+			} `json:"spec"`
+		}
+		if err := yaml.UnmarshalStrict(o.raw, &cert); err != nil {
+			t.Fatalf("%s: %v", o.id(), err)
+		}
+		sp := cert.Spec
+		if cert.APIVersion != "cert-manager.io/v1" {
+			t.Errorf("%s: apiVersion %q, want cert-manager.io/v1", o.id(), cert.APIVersion)
+		}
+		if sp.SecretName != "kubenexus-webhook-server-cert" || !slices.Contains(sp.DNSNames, "kubenexus-webhook-service."+releaseNS+".svc") {
+			t.Errorf("%s: secret %q, dnsNames %v", o.id(), sp.SecretName, sp.DNSNames)
+		}
+		wantIssuer := "Issuer kubenexus-selfsigned"
+		if n, ok := get(values, "webhook", "certManager", "issuerRef", "name").(string); ok {
+			wantIssuer = get(values, "webhook", "certManager", "issuerRef", "kind").(string) + " " + n
+		}
+		if got := sp.IssuerRef.Kind + " " + sp.IssuerRef.Name; got != wantIssuer || sp.IssuerRef.Group != "cert-manager.io" {
+			t.Errorf("%s: issuer %s (group %q), want %s", o.id(), got, sp.IssuerRef.Group, wantIssuer)
+		}
+		if d, ok := get(values, "webhook", "certManager", "duration").(string); ok && sp.Duration != d {
+			t.Errorf("%s: duration %q, want %q", o.id(), sp.Duration, d)
+		}
+		if sp.PrivateKey.RotationPolicy != "Always" {
+			t.Errorf("%s: private key rotation %q, want Always", o.id(), sp.PrivateKey.RotationPolicy)
 		}
 	}
 }
@@ -480,6 +557,11 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		"unknown tier":           {map[string]any{"config": map[string]any{"defaultTier": "platinum"}}, "/config/defaultTier"},
 		"url without a CA":       {map[string]any{"webhook": map[string]any{"url": "https://127.0.0.1:9443"}}, "webhook.caBundle is required"},
 		"scheduler name invalid": {map[string]any{"config": map[string]any{"schedulerName": "Gpu_Scheduler"}}, "/config/schedulerName"},
+		"cert-manager with a url": {map[string]any{"webhook": map[string]any{"url": "https://127.0.0.1:9443", "caBundle": "x", "certManager": map[string]any{"enabled": true}}},
+			"webhook.certManager.enabled and webhook.url exclude each other"},
+		"unknown issuer kind": {map[string]any{"webhook": map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"name": "x", "kind": "Vault"}}}},
+			"/webhook/certManager/issuerRef/kind"},
+		"bad duration": {map[string]any{"webhook": map[string]any{"certManager": map[string]any{"duration": "90d"}}}, "/webhook/certManager/duration"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -6,16 +6,24 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
 	"github.com/kube-nexus/kubenexus/test/e2e/demo"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
@@ -92,6 +100,7 @@ func TestDemoFlow(t *testing.T) {
 			checkZoneSkew(t, c, p)
 		}
 	}
+	helmUpgradeAndUninstall(t, c)
 	for _, p := range placements {
 		if p.Name == "llm-finetune" {
 			for _, m := range p.GPUModels {
@@ -100,6 +109,77 @@ func TestDemoFlow(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// helmUpgradeAndUninstall: a values change reaches the scheduler through the chart's
+// KubeNexusConfig, and uninstalling keeps the CRDs and the users' objects while
+// removing what the release and the operator created.
+func helmUpgradeAndUninstall(t *testing.T, c *demo.Cluster) {
+	ctx := context.Background()
+	if err := c.Helm("upgrade", "kubenexus", c.Chart(), "--reuse-values", "--set", "config.schedulerReplicas=2"); err != nil {
+		t.Fatal(err)
+	}
+	replicas := func() (int32, error) {
+		d := &appsv1.Deployment{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: demo.Namespace, Name: render.Name}, d); err != nil {
+			return 0, err
+		}
+		return *d.Spec.Replicas, nil
+	}
+	if err := poll(30*time.Second, func() error {
+		if n, err := replicas(); err != nil || n != 2 {
+			return fmt.Errorf("scheduler Deployment replicas %d (%v), want 2 after helm upgrade", n, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := c.Helm("uninstall", "kubenexus", "--wait"); err != nil {
+		t.Fatal(err)
+	}
+	// The CRDs are kept (helm.sh/resource-policy: keep), and with them the PodGroups.
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: "podgroups.scheduling.kubenexus.io"}, crd); err != nil {
+		t.Errorf("the PodGroup CRD is gone after helm uninstall: %v", err)
+	}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: demo.NSData, Name: "etl-spark"}, &v1alpha1.PodGroup{}); err != nil {
+		t.Errorf("PodGroup etl-spark is gone after helm uninstall: %v", err)
+	}
+	// The release's RBAC and webhooks are gone, and the garbage collector removes
+	// what the operator applied for the KubeNexusConfig the release owned.
+	for _, obj := range []client.Object{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kubenexus-manager"}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "kubenexus-scheduler-kube-scheduler"}},
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kubenexus-pod-mutating"}},
+		&v1alpha1.KubeNexusConfig{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DefaultConfigName}},
+	} {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s still exists after helm uninstall (%v)", obj, obj.GetName(), err)
+		}
+	}
+	// The collector learns of the KubeNexusConfig kind on its next discovery sync
+	// (every 30 s) if the chart's CRDs arrived after it started, as they do here.
+	if err := poll(2*time.Minute, func() error {
+		if _, err := replicas(); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the scheduler Deployment is not garbage-collected: %v", err)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
+	}
+}
+
+func poll(timeout time.Duration, f func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

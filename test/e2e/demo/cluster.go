@@ -264,6 +264,15 @@ func (c *Cluster) start(name, bin string, args ...string) error {
 	return nil
 }
 
+// Helm runs the real helm against the cluster, in the KubeNexus namespace, e.g.
+// Helm("upgrade", "kubenexus", chart, "--reuse-values", "--set", "a=b").
+func (c *Cluster) Helm(args ...string) error {
+	return c.run("helm", filepath.Join(c.opts.Bin, "k8s", "helm"), append(args, "--kubeconfig="+c.Kubeconfig, "--namespace="+Namespace)...)
+}
+
+// Chart is the path of charts/kubenexus.
+func (c *Cluster) Chart() string { return filepath.Join(c.opts.Root, "charts", "kubenexus") }
+
 // run runs a command to completion.
 func (c *Cluster) run(name, bin string, args ...string) error {
 	var out bytes.Buffer

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,6 +30,16 @@ func getKNC(name string) *v1alpha1.KubeNexusConfig {
 	knc := &v1alpha1.KubeNexusConfig{}
 	ExpectWithOffset(1, k8sClient.Get(suiteCtx, client.ObjectKey{Name: name}, knc)).To(Succeed())
 	return knc
+}
+
+// updateKNC changes the stored KubeNexusConfig, retrying when the operator's status
+// writes got there first; any other error (a refusal) is returned.
+func updateKNC(name string, mutate func(*v1alpha1.KubeNexusConfig)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		knc := getKNC(name)
+		mutate(knc)
+		return k8sClient.Update(suiteCtx, knc)
+	})
 }
 
 func condition(name, typ string) func() *metav1.Condition {
@@ -137,15 +148,11 @@ var _ = Describe("KubeNexusConfig", Ordered, func() {
 		oldHash := before.Spec.Template.Annotations[render.ConfigHashAnnotation]
 
 		// A label on the KubeNexusConfig changes nothing the scheduler sees.
-		knc := getKNC("default")
-		knc.Labels = map[string]string{"team": "platform"}
-		Expect(k8sClient.Update(suiteCtx, knc)).To(Succeed())
+		Expect(updateKNC("default", func(knc *v1alpha1.KubeNexusConfig) { knc.Labels = map[string]string{"team": "platform"} })).To(Succeed())
 		Consistently(func() int64 { return deployment().Generation }).WithTimeout(3 * time.Second).Should(Equal(before.Generation))
 
 		// A Coscheduling argument does.
-		knc = getKNC("default")
-		knc.Spec.Plugins.Coscheduling.BackoffSeconds = 20
-		Expect(k8sClient.Update(suiteCtx, knc)).To(Succeed())
+		Expect(updateKNC("default", func(knc *v1alpha1.KubeNexusConfig) { knc.Spec.Plugins.Coscheduling.BackoffSeconds = 20 })).To(Succeed())
 		Eventually(storedConfig).Should(ContainSubstring("backoffSeconds: 20"))
 		Eventually(func() string { return deployment().Spec.Template.Annotations[render.ConfigHashAnnotation] }).ShouldNot(Equal(oldHash))
 		newHash := deployment().Spec.Template.Annotations[render.ConfigHashAnnotation]
@@ -186,10 +193,10 @@ var _ = Describe("KubeNexusConfig", Ordered, func() {
 		Expect(err.Error()).To(ContainSubstring("retryPeriodSeconds"))
 
 		// The same edit to the stored default is refused and leaves it as it was.
-		knc := getKNC("default")
-		before := knc.Spec.DeepCopy()
-		knc.Spec.Scheduler.LeaderElection = bad.Spec.Scheduler.LeaderElection
-		err = k8sClient.Update(suiteCtx, knc)
+		before := getKNC("default").Spec.DeepCopy()
+		err = updateKNC("default", func(knc *v1alpha1.KubeNexusConfig) {
+			knc.Spec.Scheduler.LeaderElection = bad.Spec.Scheduler.LeaderElection
+		})
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("spec.scheduler.leaderElection.renewDeadlineSeconds"))
 		Expect(getKNC("default").Spec).To(Equal(*before))
