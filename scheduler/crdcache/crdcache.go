@@ -1,11 +1,13 @@
 // Package crdcache is the scheduler's one informer cache of KubeNexus objects
-// (PodGroups today), shared by every plugin of every profile: plugins never keep a
+// (PodGroups and HardwareTiers), shared by every plugin of every profile: plugins never keep a
 // private informer and never call the API server in a scheduling cycle.
 package crdcache
 
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,6 +63,38 @@ func (c *Cache) OnPodGroupChange(f func(gang.Key)) error {
 	return err
 }
 
+// HardwareTiers returns every HardwareTier, sorted by name.
+func (c *Cache) HardwareTiers() ([]v1alpha1.HardwareTier, error) {
+	var list v1alpha1.HardwareTierList
+	if err := c.cache.List(context.Background(), &list); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(list.Items, func(a, b v1alpha1.HardwareTier) int { return strings.Compare(a.Name, b.Name) })
+	return list.Items, nil
+}
+
+// OnHardwareTierChange calls f whenever a HardwareTier is added, deleted, or its
+// spec changes; status updates are not reported.
+func (c *Cache) OnHardwareTierChange(f func()) error {
+	inf, err := c.cache.GetInformer(context.Background(), &v1alpha1.HardwareTier{})
+	if err != nil {
+		return err
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { f() },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, okOld := oldObj.(*v1alpha1.HardwareTier)
+			n, okNew := newObj.(*v1alpha1.HardwareTier)
+			if okOld && okNew && o.Generation == n.Generation {
+				return
+			}
+			f()
+		},
+		DeleteFunc: func(any) { f() },
+	})
+	return err
+}
+
 // Provider creates the Cache on first use and hands the same one to every caller.
 type Provider struct {
 	// runCtx bounds the life of the cache (the scheduler process's).
@@ -88,6 +122,10 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 		}
 		if _, err := c.GetInformer(ctx, &v1alpha1.PodGroup{}); err != nil {
 			p.err = fmt.Errorf("watching PodGroups: %w", err)
+			return
+		}
+		if _, err := c.GetInformer(ctx, &v1alpha1.HardwareTier{}); err != nil {
+			p.err = fmt.Errorf("watching HardwareTiers: %w", err)
 			return
 		}
 		go func() {

@@ -15,11 +15,12 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/coscheduling"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/tenanthardware"
 )
 
 // What kubenexus-scheduler needs beyond the built-in system:kube-scheduler and
 // system:volume-scheduler ClusterRoles (generated into config/rbac/scheduler):
-// +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=podgroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=podgroups;hardwaretiers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update;patch,resourceNames=kubenexus-scheduler
 
 // DefaultFeatureGates are kubenexus-scheduler's defaults where they differ from
@@ -47,6 +48,9 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 		app.WithPlugin(names.ProfileClassifier, profileclassifier.New),
 		app.WithPlugin(names.Coscheduling, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return coscheduling.New(ctx, obj, h, crds)
+		}),
+		app.WithPlugin(names.TenantHardware, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return tenanthardware.New(ctx, obj, h, crds)
 		}),
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -100,12 +102,47 @@ func TestDemoFlow(t *testing.T) {
 			checkZoneSkew(t, c, p)
 		}
 	}
+	checkHardwareTiers(t, c, placements)
 	helmUpgradeAndUninstall(t, c)
 	for _, p := range placements {
 		if p.Name == "llm-finetune" {
 			for _, m := range p.GPUModels {
 				if m != "NVIDIA-H100-80GB-HBM3" && m != "NVIDIA-A100-SXM4-80GB" {
 					t.Errorf("8-GPU workers landed on %s", m)
+				}
+			}
+		}
+	}
+}
+
+// checkHardwareTiers: every pod runs on a node whose HardwareTier admits its
+// tenant tier (the demo's tiers lend to nobody), and gold's GPU gangs sit on the
+// premium tier, the highest rank they may use.
+func checkHardwareTiers(t *testing.T, c *demo.Cluster, placements []demo.Placement) {
+	ctx := context.Background()
+	var tiers v1alpha1.HardwareTierList
+	if err := c.Client.List(ctx, &tiers); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range placements {
+		for _, name := range p.Nodes {
+			node := &corev1.Node{}
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+				t.Fatal(err)
+			}
+			for _, hw := range tiers.Items {
+				sel, err := metav1.LabelSelectorAsSelector(&hw.Spec.NodeSelector)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !sel.Matches(labels.Set(node.Labels)) {
+					continue
+				}
+				if !slices.Contains(hw.Spec.AllowedTenantTiers, v1alpha1.TenantTier(p.Tier)) {
+					t.Errorf("%s (tier %s) runs on %s, in HardwareTier %s which admits %v", p.Name, p.Tier, name, hw.Name, hw.Spec.AllowedTenantTiers)
+				}
+				if p.Tier == "gold" && p.Gang != "" && hw.Name != "premium" {
+					t.Errorf("gold gang %s has a member on %s (HardwareTier %s), not on premium", p.Gang, name, hw.Name)
 				}
 			}
 		}

@@ -72,6 +72,7 @@ func TestRenderGolden(t *testing.T) {
 			Plugins: v1alpha1.PluginsSpec{
 				Coscheduling:      v1alpha1.CoschedulingPlugin{Enabled: ptr.To(false)},
 				ProfileClassifier: v1alpha1.ProfileClassifierPlugin{Enabled: ptr.To(false)},
+				TenantHardware:    v1alpha1.TenantHardwarePlugin{Enabled: ptr.To(false)},
 			},
 		},
 	}
@@ -132,8 +133,8 @@ func TestRenderedProfile(t *testing.T) {
 	for _, e := range p.Plugins.MultiPoint.Enabled {
 		enabled = append(enabled, e.Name)
 	}
-	if strings.Join(enabled, ",") != "Coscheduling" {
-		t.Errorf("multiPoint enabled %v, want only Coscheduling", enabled)
+	if strings.Join(enabled, ",") != "Coscheduling,TenantHardware" {
+		t.Errorf("multiPoint enabled %v, want Coscheduling,TenantHardware", enabled)
 	}
 	if qs := p.Plugins.QueueSort; len(qs.Enabled) != 1 || qs.Enabled[0].Name != "Coscheduling" || len(qs.Disabled) != 1 || qs.Disabled[0].Name != "*" {
 		t.Errorf("queueSort %+v, want Coscheduling replacing the default", qs)
@@ -200,6 +201,12 @@ func TestValidate(t *testing.T) {
 			mutate:    func(s *v1alpha1.KubeNexusConfigSpec) { s.Plugins.Coscheduling.BackoffSeconds = 7200 },
 			wantField: "spec.plugins.coscheduling.backoffSeconds",
 			wantText:  "between 1 and 3600",
+		},
+		{
+			name:      "tenantHardware without profileClassifier",
+			mutate:    func(s *v1alpha1.KubeNexusConfigSpec) { s.Plugins.ProfileClassifier.Enabled = ptr.To(false) },
+			wantField: "spec.plugins.tenantHardware.enabled",
+			wantText:  "needs spec.plugins.profileClassifier.enabled: true",
 		},
 		{
 			name:      "negative starvation aging",

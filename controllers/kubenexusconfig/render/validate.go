@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	"k8s.io/client-go/tools/leaderelection"
 	schedulerapi "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	schedulerscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
@@ -48,6 +49,11 @@ func Validate(spec *v1alpha1.KubeNexusConfigSpec, namespace string) field.ErrorL
 		}
 	}
 	errs = append(errs, validateLeaderElectionTiming(cfg)...)
+	// TenantHardware reads the tenant tier ProfileClassifier computes.
+	if p := &spec.Plugins; ptr.Deref(p.TenantHardware.Enabled, true) && !ptr.Deref(p.ProfileClassifier.Enabled, true) {
+		errs = append(errs, field.Invalid(specPath.Child("plugins", "tenantHardware", "enabled"), true,
+			"tenantHardware needs spec.plugins.profileClassifier.enabled: true (it reads the tenant tier ProfileClassifier computes); turn both on or tenantHardware off"))
+	}
 
 	known := intree.NewInTreeRegistry()
 	for i := range cfg.Profiles {

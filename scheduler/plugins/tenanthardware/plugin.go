@@ -1,0 +1,273 @@
+// Package tenanthardware matches tenant tiers to HardwareTiers: a pod runs only on
+// nodes whose HardwareTier admits its namespace's tenant tier (or lends to it, when
+// the pod is preemptible), and among those it prefers the ranks that suit its tier —
+// gold the most premium hardware, bronze the least. Nodes no HardwareTier selects
+// are open to every tenant.
+package tenanthardware
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
+)
+
+// Name is the plugin's registered name.
+const Name = names.TenantHardware
+
+const stateKey fwk.StateKey = "PreFilter" + Name
+
+// ErrReasonNoProfile is the error when ProfileClassifier did not run before it.
+const ErrReasonNoProfile = Name + " needs " + names.ProfileClassifier + " enabled in the same profile"
+
+// hardwareTierResource is how the scheduler names HardwareTier events.
+var hardwareTierResource = fwk.EventResource("hardwaretiers." + v1alpha1.GroupVersion.Version + "." + v1alpha1.GroupVersion.Group)
+
+// Plugin is the TenantHardware plugin.
+type Plugin struct {
+	args   *config.TenantHardwareArgs
+	handle fwk.Handle
+	tiers  atomic.Pointer[tierSet]
+	// refused holds the pending pods Filter refused a node to (uid → pod), until
+	// they are bound or deleted. When the tiers change they are activated: the
+	// scheduler's own HardwareTier event may reach the queue before this plugin's
+	// cache has the change, and the retry would then see the old tiers.
+	refused sync.Map
+}
+
+var (
+	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.FilterPlugin      = &Plugin{}
+	_ fwk.PreScorePlugin    = &Plugin{}
+	_ fwk.ScorePlugin       = &Plugin{}
+	_ fwk.EnqueueExtensions = &Plugin{}
+	_ fwk.SignPlugin        = &Plugin{}
+)
+
+// New builds the plugin. It reads HardwareTiers from the shared KubeNexus cache and
+// rebuilds its snapshot whenever one changes.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider) (*Plugin, error) {
+	args, err := config.DecodeTenantHardwareArgs(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	c, err := crds.Get(ctx, h.KubeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	pl := &Plugin{args: args, handle: h}
+	logger := klog.FromContext(ctx)
+	refresh := func() {
+		hwts, err := c.HardwareTiers()
+		if err != nil {
+			logger.Error(err, "Listing HardwareTiers from the cache")
+			return
+		}
+		set, errs := newTierSet(hwts)
+		for _, e := range errs {
+			logger.Error(e, "Ignoring a HardwareTier")
+		}
+		pl.tiers.Store(set)
+		pl.activateRefused(logger)
+	}
+	refresh()
+	if err := c.OnHardwareTierChange(refresh); err != nil {
+		return nil, fmt.Errorf("%s: watching HardwareTiers: %w", Name, err)
+	}
+	forget := func(obj any) {
+		if pod := asPod(obj); pod != nil {
+			pl.refused.Delete(pod.UID)
+		}
+	}
+	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, newObj any) {
+			if pod := asPod(newObj); pod != nil && pod.Spec.NodeName != "" {
+				pl.refused.Delete(pod.UID)
+			}
+		},
+		DeleteFunc: forget,
+	}); err != nil {
+		return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
+	}
+	return pl, nil
+}
+
+// activateRefused moves the pods Filter refused back to the active queue.
+func (pl *Plugin) activateRefused(logger klog.Logger) {
+	pods := map[string]*corev1.Pod{}
+	pl.refused.Range(func(_, v any) bool {
+		pod := v.(*corev1.Pod)
+		pods[pod.Namespace+"/"+pod.Name] = pod
+		return true
+	})
+	if len(pods) > 0 {
+		logger.V(4).Info("HardwareTiers changed; retrying the pods they refused", "pods", len(pods))
+		pl.handle.Activate(logger, pods)
+	}
+}
+
+func asPod(obj any) *corev1.Pod {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return o
+	case toolscache.DeletedFinalStateUnknown:
+		pod, _ := o.Obj.(*corev1.Pod)
+		return pod
+	}
+	return nil
+}
+
+// Name returns the plugin's name.
+func (pl *Plugin) Name() string { return Name }
+
+type stateData struct {
+	tiers       *tierSet
+	tenant      v1alpha1.TenantTier
+	preemptible bool
+}
+
+func (s *stateData) Clone() fwk.StateData { return s }
+
+func readState(cs fwk.CycleState) *stateData {
+	d, err := cs.Read(stateKey)
+	if err != nil {
+		return nil
+	}
+	s, _ := d.(*stateData)
+	return s
+}
+
+// PreFilter takes the tier snapshot and the pod's tenant tier for this cycle. With
+// no HardwareTiers, or for a DaemonSet pod (which must run on the nodes its
+// controller chose), the plugin skips the pod.
+func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	tiers := pl.tiers.Load()
+	if tiers == nil || len(tiers.tiers) == 0 || ownedByDaemonSet(pod) {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	profile, ok := profileclassifier.ProfileOf(cs)
+	if !ok {
+		return nil, fwk.AsStatus(fmt.Errorf("%s", ErrReasonNoProfile))
+	}
+	cs.Write(stateKey, &stateData{tiers: tiers, tenant: profile.Tier, preemptible: profile.Preemptible})
+	return nil, nil
+}
+
+// PreFilterExtensions is nil: the verdict does not depend on other pods.
+func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Filter refuses nodes whose HardwareTier neither admits the pod's tenant tier nor
+// lends to it.
+func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	s := readState(cs)
+	if s == nil {
+		return nil
+	}
+	t := s.tiers.of(nodeInfo.Node().Labels)
+	if t == nil || t.accessFor(s.tenant, s.preemptible) != denied {
+		return nil
+	}
+	pl.refused.Store(pod.UID, pod)
+	// Resolvable: a HardwareTier or node label change can admit the pod.
+	return fwk.NewStatus(fwk.Unschedulable, t.message(s.tenant))
+}
+
+// PreScore skips scoring when PreFilter skipped the pod.
+func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	if readState(cs) == nil {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	return nil
+}
+
+// Score rates the node's HardwareTier for the pod's tenant tier (see tierSet.score).
+func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	s := readState(cs)
+	if s == nil {
+		return 0, nil
+	}
+	t := s.tiers.of(nodeInfo.Node().Labels)
+	return s.tiers.score(t, s.tenant, s.preemptible, int64(*pl.args.UntieredNodeScore), int64(*pl.args.BorrowedNodeScore)), nil
+}
+
+// ScoreExtensions is nil: scores are already on the 0–100 scale.
+func (pl *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
+
+// EventsToRegister: a refused pod can fit once a node is added or relabelled into
+// a tier that admits it, or once a HardwareTier's spec changes.
+func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
+		{Event: fwk.ClusterEvent{Resource: hardwareTierResource, ActionType: fwk.All}, QueueingHintFn: isSchedulableAfterHardwareTierChange},
+	}, nil
+}
+
+// isSchedulableAfterNodeChange queues the pod when the node is untiered or its tier
+// does not deny the pod. The pod's tenant tier is read from the tier label the
+// webhook writes; without it the pod is queued.
+func (pl *Plugin) isSchedulableAfterNodeChange(_ klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+	node, ok := newObj.(*corev1.Node)
+	if !ok {
+		return fwk.Queue, fmt.Errorf("unexpected object %T", newObj)
+	}
+	tenant := v1alpha1.TenantTier(pod.Labels[v1alpha1.LabelTenantTier])
+	tiers := pl.tiers.Load()
+	if tenant == "" || tiers == nil {
+		return fwk.Queue, nil
+	}
+	if t := tiers.of(node.Labels); t != nil && t.accessFor(tenant, pod.Labels[v1alpha1.LabelPreemptible] == "true") == denied {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+// isSchedulableAfterHardwareTierChange queues on any spec change (status updates —
+// the HardwareTier controller's node and GPU counts — are skipped).
+func isSchedulableAfterHardwareTierChange(_ klog.Logger, _ *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	if oldObj == nil || newObj == nil {
+		return fwk.Queue, nil
+	}
+	return map[bool]fwk.QueueingHint{true: fwk.QueueSkip, false: fwk.Queue}[generation(oldObj) == generation(newObj) && generation(newObj) != 0], nil
+}
+
+func generation(obj any) int64 {
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		return o.GetGeneration()
+	case *v1alpha1.HardwareTier:
+		return o.Generation
+	}
+	return 0
+}
+
+// SignPod: the verdict depends on the pod's namespace (its tenant tier) and the
+// preemptible label, so pods that differ in either are not batched together.
+func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return []fwk.SignFragment{
+		{Key: "v1.Pod.Namespace", Value: pod.Namespace},
+		{Key: "v1.Pod.Labels[" + v1alpha1.LabelPreemptible + "]", Value: pod.Labels[v1alpha1.LabelPreemptible]},
+		{Key: "v1.Pod.OwnerReferences.DaemonSet()", Value: ownedByDaemonSet(pod)},
+	}, nil
+}
+
+func ownedByDaemonSet(pod *corev1.Pod) bool {
+	for _, o := range pod.OwnerReferences {
+		if o.Controller != nil && *o.Controller && o.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,129 @@
+package tenanthardware
+
+import (
+	"fmt"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// tier is one HardwareTier as the plugin evaluates it.
+type tier struct {
+	name      string
+	rank      int32
+	selector  labels.Selector
+	allowed   []v1alpha1.TenantTier
+	borrowing v1alpha1.BorrowingPolicy
+}
+
+// tierSet is an immutable snapshot of the cluster's HardwareTiers, replaced as a
+// whole when one changes.
+type tierSet struct {
+	// tiers are ordered by rank, highest first, then by name.
+	tiers            []tier
+	minRank, maxRank int32
+}
+
+// newTierSet builds the snapshot. A selector the API server accepted always
+// converts; one that does not is reported and its tier left out.
+func newTierSet(hwts []v1alpha1.HardwareTier) (*tierSet, []error) {
+	s := &tierSet{}
+	var errs []error
+	for i := range hwts {
+		h := &hwts[i]
+		sel, err := metav1.LabelSelectorAsSelector(&h.Spec.NodeSelector)
+		if err != nil || sel.Empty() {
+			errs = append(errs, fmt.Errorf("HardwareTier %s: spec.nodeSelector selects no usable set of nodes (%v); the tier is ignored", h.Name, err))
+			continue
+		}
+		s.tiers = append(s.tiers, tier{name: h.Name, rank: h.Spec.Rank, selector: sel, allowed: h.Spec.AllowedTenantTiers, borrowing: h.Spec.Borrowing})
+	}
+	slices.SortFunc(s.tiers, func(a, b tier) int {
+		if a.rank != b.rank {
+			return int(b.rank - a.rank)
+		}
+		if a.name < b.name {
+			return -1
+		}
+		return 1
+	})
+	if len(s.tiers) > 0 {
+		s.maxRank, s.minRank = s.tiers[0].rank, s.tiers[len(s.tiers)-1].rank
+	}
+	return s, errs
+}
+
+// of returns the tier of a node with these labels, or nil. Admission refuses
+// overlapping selectors; if two tiers still select a node, the higher rank wins, so
+// the stricter policy usually applies.
+func (s *tierSet) of(nodeLabels map[string]string) *tier {
+	set := labels.Set(nodeLabels)
+	for i := range s.tiers {
+		if s.tiers[i].selector.Matches(set) {
+			return &s.tiers[i]
+		}
+	}
+	return nil
+}
+
+// access is what a tier lets a pod do on its nodes.
+type access int
+
+const (
+	// allowed: the pod's tenant tier is in allowedTenantTiers.
+	allowed access = iota
+	// borrowed: not allowed, but the tier lends to preemptible pods.
+	borrowed
+	// denied: neither.
+	denied
+)
+
+func (t *tier) accessFor(tenant v1alpha1.TenantTier, preemptible bool) access {
+	switch {
+	case slices.Contains(t.allowed, tenant):
+		return allowed
+	case t.borrowing == v1alpha1.BorrowingPreemptible && preemptible:
+		return borrowed
+	default:
+		return denied
+	}
+}
+
+// score rates a node of tier t (nil: untiered) for a pod of tenant tier tenant, on
+// the 0–100 scale: an allowed tier scores 50–100 by how well its rank suits the
+// tenant — gold the highest rank, bronze the lowest, silver indifferent (75).
+func (s *tierSet) score(t *tier, tenant v1alpha1.TenantTier, preemptible bool, untiered, borrowedScore int64) int64 {
+	if t == nil {
+		return untiered
+	}
+	switch t.accessFor(tenant, preemptible) {
+	case borrowed:
+		return borrowedScore
+	case denied:
+		return 0 // Filter keeps such nodes out; a score is only asked for feasible ones
+	}
+	r := 0.5 // position of the rank between the lowest and the highest, 0..1
+	if s.maxRank > s.minRank {
+		r = float64(t.rank-s.minRank) / float64(s.maxRank-s.minRank)
+	}
+	switch tenant {
+	case v1alpha1.TenantTierGold:
+		return 50 + int64(50*r+0.5)
+	case v1alpha1.TenantTierBronze:
+		return 50 + int64(50*(1-r)+0.5)
+	default:
+		return 75
+	}
+}
+
+// message explains why a node of tier t is refused to the pod.
+func (t *tier) message(tenant v1alpha1.TenantTier) string {
+	if t.borrowing == v1alpha1.BorrowingPreemptible {
+		return fmt.Sprintf("node is in HardwareTier %s, which admits tenant tiers %v; tier %s may borrow it only with %s=true",
+			t.name, t.allowed, tenant, v1alpha1.LabelPreemptible)
+	}
+	return fmt.Sprintf("node is in HardwareTier %s, which admits tenant tiers %v and does not lend to tier %s", t.name, t.allowed, tenant)
+}

@@ -1,0 +1,134 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
+)
+
+// tenantHardwareProfile is the KubeNexus profile with TenantHardware at the weight
+// the operator renders by default.
+var tenantHardwareProfile = fmt.Sprintf(`profiles:
+- schedulerName: %s
+  plugins:
+    queueSort:
+      enabled: [{name: Coscheduling}]
+      disabled: [{name: "*"}]
+    multiPoint:
+      enabled: [{name: ProfileClassifier}, {name: Coscheduling}, {name: TenantHardware, weight: 3}]
+`, schedulertest.SchedulerName)
+
+var _ = Describe("TenantHardware", func() {
+	It("keeps tenants on the hardware tiers that admit them, lends to preemptible pods, and re-queues when a tier opens", func() {
+		tc := newTestCluster(tenantHardwareProfile)
+		// The test's namespace is gold; bronze pods run in a second namespace. Both are
+		// labelled before any pod exists, so the scheduler's namespace informer has
+		// their tiers when it classifies the pods.
+		tc.setTier(v1alpha1.TenantTierGold)
+		bronzeNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bronze-", Labels: map[string]string{v1alpha1.LabelTenantTier: "bronze"}}}
+		Expect(k8sClient.Create(suiteCtx, bronzeNS)).To(Succeed())
+		bronze := &testCluster{ns: bronzeNS.Name, nodeLabel: tc.nodeLabel}
+		DeferCleanup(func() {
+			Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Pod{}, client.InNamespace(bronze.ns), client.GracePeriodSeconds(0))).To(Succeed())
+		})
+		// Two premium nodes for gold (lent to preemptible pods), two small economy
+		// nodes for everyone.
+		hw := func(tier string) string { return tier + "-" + tc.ns }
+		tc.addLabelledNodes("premium", 2, map[string]string{"hw": hw("premium")}, "cpu", "8")
+		tc.addLabelledNodes("economy", 2, map[string]string{"hw": hw("economy")}, "cpu", "1")
+		premium := testutil.MakeHardwareTier(hw("premium"), 100).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw("premium")}}).
+			Tenants(v1alpha1.TenantTierGold).Borrowing(v1alpha1.BorrowingPreemptible).Obj()
+		economy := testutil.MakeHardwareTier(hw("economy"), 10).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw("economy")}}).Obj()
+		for _, t := range []*v1alpha1.HardwareTier{premium, economy} {
+			Expect(k8sClient.Create(suiteCtx, t)).To(Succeed())
+			DeferCleanup(func(t *v1alpha1.HardwareTier) { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, t))).To(Succeed()) }, t)
+		}
+		Expect(k8sClient.Create(suiteCtx, tc.pod("gold-0").Req("cpu", "500m").Obj())).To(Succeed())
+		Eventually(tc.nodeOf("gold-0")).WithTimeout(testutil.Timeout).Should(HavePrefix(tc.ns + "-premium-"))
+
+		// Bronze fills the economy nodes, then waits: premium admits only gold.
+		for i := range 3 {
+			Expect(k8sClient.Create(suiteCtx, bronze.pod(fmt.Sprintf("bronze-%d", i)).Req("cpu", "1").Obj())).To(Succeed())
+		}
+		Eventually(bronze.boundCount("bronze-")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		Expect(bronze.nodeOf("bronze-0")()).To(HavePrefix(tc.ns + "-economy-"))
+		Expect(bronze.nodeOf("bronze-1")()).To(HavePrefix(tc.ns + "-economy-"))
+		Eventually(bronze.scheduledMessage("bronze-2")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
+			fmt.Sprintf("2 node is in HardwareTier %s, which admits tenant tiers [gold]; tier bronze may borrow it only with workload.kubenexus.io/preemptible=true", hw("premium"))))
+		Consistently(bronze.nodeOf("bronze-2")).WithTimeout(2 * time.Second).Should(BeEmpty())
+
+		// A preemptible bronze pod may borrow premium; so may a DaemonSet's pod,
+		// which must run where its controller put it.
+		Expect(k8sClient.Create(suiteCtx, bronze.pod("bronze-spot").Req("cpu", "1").Label(v1alpha1.LabelPreemptible, "true").Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, bronze.pod("bronze-agent").Req("cpu", "100m").Owner("apps/v1", "DaemonSet", "node-agent").Obj())).To(Succeed())
+		Eventually(bronze.nodeOf("bronze-spot")).WithTimeout(testutil.Timeout).Should(HavePrefix(tc.ns + "-premium-"))
+		Eventually(bronze.nodeOf("bronze-agent")).WithTimeout(testutil.Timeout).Should(HavePrefix(tc.ns + "-premium-"))
+
+		// Opening premium to bronze re-queues the waiting pod (a HardwareTier event).
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(premium), premium)).To(Succeed())
+		premium.Spec.AllowedTenantTiers = append(premium.Spec.AllowedTenantTiers, v1alpha1.TenantTierBronze)
+		Expect(k8sClient.Update(suiteCtx, premium)).To(Succeed())
+		Eventually(bronze.nodeOf("bronze-2")).WithTimeout(testutil.Timeout).Should(HavePrefix(tc.ns + "-premium-"))
+	})
+})
+
+// addLabelledNodes creates n nodes of this test with extra labels.
+func (tc *testCluster) addLabelledNodes(prefix string, n int, labels map[string]string, capacity ...string) {
+	GinkgoHelper()
+	for i := range n {
+		w := testutil.MakeNode(fmt.Sprintf("%s-%s-%d", tc.ns, prefix, i)).Capacity(capacity...).Label("kubenexus.io/test", tc.nodeLabel)
+		for k, v := range labels {
+			w = w.Label(k, v)
+		}
+		node := w.Obj()
+		Expect(k8sClient.Create(suiteCtx, node)).To(Succeed())
+		node.Spec.Taints = nil // no node lifecycle controller here to lift the not-ready taint
+		Expect(k8sClient.Update(suiteCtx, node)).To(Succeed())
+	}
+}
+
+// setTier labels the test's namespace with a tenant tier.
+func (tc *testCluster) setTier(tier v1alpha1.TenantTier) {
+	GinkgoHelper()
+	ns := &corev1.Namespace{}
+	Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: tc.ns}, ns)).To(Succeed())
+	if ns.Labels == nil {
+		ns.Labels = map[string]string{}
+	}
+	ns.Labels[v1alpha1.LabelTenantTier] = string(tier)
+	Expect(k8sClient.Update(suiteCtx, ns)).To(Succeed())
+}
+
+// nodeOf returns the node a pod is bound to ("" while pending).
+func (tc *testCluster) nodeOf(pod string) func() string {
+	return func() string {
+		p := &corev1.Pod{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: pod}, p)).To(Succeed())
+		return p.Spec.NodeName
+	}
+}
+
+// boundCount counts this test's bound pods whose names start with prefix.
+func (tc *testCluster) boundCount(prefix string) func() int {
+	return func() int {
+		pods := &corev1.PodList{}
+		Expect(k8sClient.List(suiteCtx, pods, client.InNamespace(tc.ns))).To(Succeed())
+		n := 0
+		for _, p := range pods.Items {
+			if strings.HasPrefix(p.Name, prefix) && p.Spec.NodeName != "" {
+				n++
+			}
+		}
+		return n
+	}
+}
