@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 	"k8s.io/client-go/tools/leaderelection"
 	schedulerapi "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	schedulerscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	schedulervalidation "k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 	intree "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	"k8s.io/utils/ptr"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	schedconfig "github.com/kube-nexus/kubenexus/scheduler/apis/config"

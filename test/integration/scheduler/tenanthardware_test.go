@@ -51,7 +51,9 @@ var _ = Describe("TenantHardware", func() {
 		economy := testutil.MakeHardwareTier(hw("economy"), 10).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw("economy")}}).Obj()
 		for _, t := range []*v1alpha1.HardwareTier{premium, economy} {
 			Expect(k8sClient.Create(suiteCtx, t)).To(Succeed())
-			DeferCleanup(func(t *v1alpha1.HardwareTier) { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, t))).To(Succeed()) }, t)
+			DeferCleanup(func(t *v1alpha1.HardwareTier) {
+				Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, t))).To(Succeed())
+			}, t)
 		}
 		Expect(k8sClient.Create(suiteCtx, tc.pod("gold-0").Req("cpu", "500m").Obj())).To(Succeed())
 		Eventually(tc.nodeOf("gold-0")).WithTimeout(testutil.Timeout).Should(HavePrefix(tc.ns + "-premium-"))
