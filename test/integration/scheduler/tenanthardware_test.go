@@ -16,21 +16,9 @@ import (
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
 )
 
-// tenantHardwareProfile is the KubeNexus profile with TenantHardware at the weight
-// the operator renders by default.
-var tenantHardwareProfile = fmt.Sprintf(`profiles:
-- schedulerName: %s
-  plugins:
-    queueSort:
-      enabled: [{name: Coscheduling}]
-      disabled: [{name: "*"}]
-    multiPoint:
-      enabled: [{name: ProfileClassifier}, {name: Coscheduling}, {name: TenantHardware, weight: 3}]
-`, schedulertest.SchedulerName)
-
 var _ = Describe("TenantHardware", func() {
 	It("keeps tenants on the hardware tiers that admit them, lends to preemptible pods, and re-queues when a tier opens", func() {
-		tc := newTestCluster(tenantHardwareProfile)
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
 		// The test's namespace is gold; bronze pods run in a second namespace. Both are
 		// labelled before any pod exists, so the scheduler's namespace informer has
 		// their tiers when it classifies the pods.

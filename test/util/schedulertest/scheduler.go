@@ -24,8 +24,9 @@ func CoschedulingProfile(backoffSeconds, timeoutSeconds int) string {
 	return "profiles:\n" + KubeNexusProfile(SchedulerName, backoffSeconds, timeoutSeconds)
 }
 
-// KubeNexusProfile is one profile entry with ProfileClassifier and Coscheduling
-// enabled wherever they apply (Coscheduling replacing the default queue sort).
+// KubeNexusProfile is one profile entry with the plugins the operator renders by
+// default — ProfileClassifier, Coscheduling (replacing the default queue sort) and
+// TenantHardware at weight 3 — enabled wherever they apply.
 func KubeNexusProfile(schedulerName string, backoffSeconds, timeoutSeconds int) string {
 	return fmt.Sprintf(`- schedulerName: %s
   plugins:
@@ -33,7 +34,7 @@ func KubeNexusProfile(schedulerName string, backoffSeconds, timeoutSeconds int) 
       enabled: [{name: Coscheduling}]
       disabled: [{name: "*"}]
     multiPoint:
-      enabled: [{name: ProfileClassifier}, {name: Coscheduling}]
+      enabled: [{name: ProfileClassifier}, {name: Coscheduling}, {name: TenantHardware, weight: 3}]
   pluginConfig:
   - name: Coscheduling
     args:
