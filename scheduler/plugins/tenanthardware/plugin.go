@@ -240,7 +240,10 @@ func isSchedulableAfterHardwareTierChange(_ klog.Logger, _ *corev1.Pod, oldObj, 
 	if oldObj == nil || newObj == nil {
 		return fwk.Queue, nil
 	}
-	return map[bool]fwk.QueueingHint{true: fwk.QueueSkip, false: fwk.Queue}[generation(oldObj) == generation(newObj) && generation(newObj) != 0], nil
+	if g := generation(newObj); g != 0 && g == generation(oldObj) {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
 }
 
 func generation(obj any) int64 {
