@@ -71,6 +71,24 @@ func docs(root, rel string) ([][]byte, error) {
 	return out, nil
 }
 
+// roles decodes the ClusterRoles and Roles of a file under root (a Role decodes
+// into the same shape; Kind tells them apart).
+func roles(root, rel string) ([]rbacv1.ClusterRole, error) {
+	ds, err := docs(root, rel)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]rbacv1.ClusterRole, 0, len(ds))
+	for _, d := range ds {
+		var r rbacv1.ClusterRole
+		if err := yaml.Unmarshal(d, &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", rel, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
 func stripComments(s string) string {
 	var b strings.Builder
 	for _, l := range strings.Split(s, "\n") {
@@ -122,15 +140,11 @@ func run(root string) error {
 	// references), what the chart binds: its own ClusterRole, kube-scheduler's
 	// bootstrap roles, and the API server's client CA for delegated authentication.
 	var clusterRules, nsRules []rbacv1.PolicyRule
-	roles, err := docs(root, "config/rbac/role.yaml")
+	managerRoles, err := roles(root, "config/rbac/role.yaml")
 	if err != nil {
 		return err
 	}
-	for _, d := range roles {
-		var r rbacv1.ClusterRole
-		if err := yaml.Unmarshal(d, &r); err != nil {
-			return err
-		}
+	for _, r := range managerRoles {
 		switch r.Kind {
 		case "ClusterRole":
 			clusterRules = r.Rules
@@ -143,15 +157,11 @@ func run(root string) error {
 		ResourceNames: []string{"extension-apiserver-authentication"},
 	}}
 	for _, f := range []string{"config/rbac/scheduler/role.yaml", "config/rbac/scheduler/bootstrap_roles.yaml"} {
-		roles, err := docs(root, f)
+		rs, err := roles(root, f)
 		if err != nil {
 			return err
 		}
-		for _, d := range roles {
-			var r rbacv1.ClusterRole
-			if err := yaml.Unmarshal(d, &r); err != nil {
-				return err
-			}
+		for _, r := range rs {
 			schedulerRules = append(schedulerRules, r.Rules...)
 		}
 	}

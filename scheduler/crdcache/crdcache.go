@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/rest"
@@ -40,26 +41,35 @@ func (c *Cache) PodGroup(key gang.Key) *v1alpha1.PodGroup {
 // OnPodGroupChange calls f with the key of every PodGroup added, or whose spec
 // changed (its generation); status updates are not reported.
 func (c *Cache) OnPodGroupChange(f func(gang.Key)) error {
-	inf, err := c.cache.GetInformer(context.Background(), &v1alpha1.PodGroup{})
-	if err != nil {
-		return err
-	}
-	notify := func(obj any) {
+	return c.onSpecChange(&v1alpha1.PodGroup{}, false, func(obj any) {
 		if pg, ok := obj.(*v1alpha1.PodGroup); ok {
 			f(gang.Key{Namespace: pg.Namespace, Name: pg.Name})
 		}
+	})
+}
+
+// onSpecChange calls f with every object of obj's kind that is added, whose spec
+// changed (its generation) and, with deletes, that is deleted.
+func (c *Cache) onSpecChange(obj client.Object, deletes bool, f func(obj any)) error {
+	inf, err := c.cache.GetInformer(context.Background(), obj)
+	if err != nil {
+		return err
 	}
-	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: notify,
+	h := toolscache.ResourceEventHandlerFuncs{
+		AddFunc: f,
 		UpdateFunc: func(oldObj, newObj any) {
-			o, okOld := oldObj.(*v1alpha1.PodGroup)
-			n, okNew := newObj.(*v1alpha1.PodGroup)
-			if okOld && okNew && o.Generation == n.Generation {
+			o, errOld := meta.Accessor(oldObj)
+			n, errNew := meta.Accessor(newObj)
+			if errOld == nil && errNew == nil && o.GetGeneration() == n.GetGeneration() {
 				return
 			}
-			notify(newObj)
+			f(newObj)
 		},
-	})
+	}
+	if deletes {
+		h.DeleteFunc = f
+	}
+	_, err = inf.AddEventHandler(h)
 	return err
 }
 
@@ -76,23 +86,7 @@ func (c *Cache) HardwareTiers() ([]v1alpha1.HardwareTier, error) {
 // OnHardwareTierChange calls f whenever a HardwareTier is added, deleted, or its
 // spec changes; status updates are not reported.
 func (c *Cache) OnHardwareTierChange(f func()) error {
-	inf, err := c.cache.GetInformer(context.Background(), &v1alpha1.HardwareTier{})
-	if err != nil {
-		return err
-	}
-	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { f() },
-		UpdateFunc: func(oldObj, newObj any) {
-			o, okOld := oldObj.(*v1alpha1.HardwareTier)
-			n, okNew := newObj.(*v1alpha1.HardwareTier)
-			if okOld && okNew && o.Generation == n.Generation {
-				return
-			}
-			f()
-		},
-		DeleteFunc: func(any) { f() },
-	})
-	return err
+	return c.onSpecChange(&v1alpha1.HardwareTier{}, true, func(any) { f() })
 }
 
 // Provider creates the Cache on first use and hands the same one to every caller.

@@ -79,7 +79,7 @@ func TestDemoFlow(t *testing.T) {
 		switch {
 		case p.TooBig:
 			// Nothing, not even the members that fit, is bound; the PodGroup says why.
-			if p.Bound != 0 || p.Pods != p.Size || p.GangPhase == string(v1alpha1.PodGroupRunning) ||
+			if p.Bound != 0 || p.Pods != p.Size || p.GangPhase != string(v1alpha1.PodGroupScheduling) ||
 				p.GangReason != v1alpha1.ReasonInsufficientCapacity && p.GangReason != v1alpha1.ReasonTimeout {
 				t.Errorf("gang %s (larger than the fleet): %d of %d pods bound, PodGroup %q reason %q", p.Gang, p.Bound, p.Pods, p.GangPhase, p.GangReason)
 			}

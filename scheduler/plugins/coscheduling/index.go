@@ -10,6 +10,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/podobj"
 )
 
 // gangEntry is everything the plugin knows about one gang. Member counts are kept
@@ -108,21 +109,10 @@ func newPodIndex(schedulerName string, now func() time.Time) *podIndex {
 // handler is the informer event handler that keeps the index current.
 func (x *podIndex) handler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { x.upsert(asPod(obj)) },
-		UpdateFunc: func(_, obj any) { x.upsert(asPod(obj)) },
-		DeleteFunc: func(obj any) { x.remove(asPod(obj)) },
+		AddFunc:    func(obj any) { x.upsert(podobj.From(obj)) },
+		UpdateFunc: func(_, obj any) { x.upsert(podobj.From(obj)) },
+		DeleteFunc: func(obj any) { x.remove(podobj.From(obj)) },
 	}
-}
-
-func asPod(obj any) *corev1.Pod {
-	switch o := obj.(type) {
-	case *corev1.Pod:
-		return o
-	case toolscache.DeletedFinalStateUnknown:
-		p, _ := o.Obj.(*corev1.Pod)
-		return p
-	}
-	return nil
 }
 
 func (x *podIndex) upsert(pod *corev1.Pod) {

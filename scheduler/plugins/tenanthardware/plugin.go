@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -21,6 +21,7 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/podobj"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 )
@@ -88,13 +89,13 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		return nil, fmt.Errorf("%s: watching HardwareTiers: %w", Name, err)
 	}
 	forget := func(obj any) {
-		if pod := asPod(obj); pod != nil {
+		if pod := podobj.From(obj); pod != nil {
 			pl.refused.Delete(pod.UID)
 		}
 	}
 	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, newObj any) {
-			if pod := asPod(newObj); pod != nil && pod.Spec.NodeName != "" {
+			if pod := podobj.From(newObj); pod != nil && pod.Spec.NodeName != "" {
 				pl.refused.Delete(pod.UID)
 			}
 		},
@@ -119,17 +120,6 @@ func (pl *Plugin) activateRefused(logger klog.Logger) {
 	}
 }
 
-func asPod(obj any) *corev1.Pod {
-	switch o := obj.(type) {
-	case *corev1.Pod:
-		return o
-	case toolscache.DeletedFinalStateUnknown:
-		pod, _ := o.Obj.(*corev1.Pod)
-		return pod
-	}
-	return nil
-}
-
 // Name returns the plugin's name.
 func (pl *Plugin) Name() string { return Name }
 
@@ -137,6 +127,9 @@ type stateData struct {
 	tiers       *tierSet
 	tenant      v1alpha1.TenantTier
 	preemptible bool
+	// recorded: Filter has put the pod in Plugin.refused this cycle (Filter runs for
+	// every node in parallel; the map is written once).
+	recorded atomic.Bool
 }
 
 func (s *stateData) Clone() fwk.StateData { return s }
@@ -180,7 +173,9 @@ func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 	if t == nil || t.accessFor(s.tenant, s.preemptible) != denied {
 		return nil
 	}
-	pl.refused.Store(pod.UID, pod)
+	if s.recorded.CompareAndSwap(false, true) {
+		pl.refused.Store(pod.UID, pod)
+	}
 	// Resolvable: a HardwareTier or node label change can admit the pod.
 	return fwk.NewStatus(fwk.Unschedulable, t.message(s.tenant))
 }
@@ -246,12 +241,11 @@ func isSchedulableAfterHardwareTierChange(_ klog.Logger, _ *corev1.Pod, oldObj, 
 	return fwk.Queue, nil
 }
 
+// generation of a HardwareTier from the scheduler's dynamic informer (unstructured)
+// or typed; 0 when obj is neither.
 func generation(obj any) int64 {
-	switch o := obj.(type) {
-	case *unstructured.Unstructured:
-		return o.GetGeneration()
-	case *v1alpha1.HardwareTier:
-		return o.Generation
+	if m, err := meta.Accessor(obj); err == nil {
+		return m.GetGeneration()
 	}
 	return 0
 }

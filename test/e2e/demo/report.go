@@ -12,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -70,7 +71,7 @@ func (c *Cluster) Settle(ctx context.Context, timeout time.Duration) error {
 				if err := c.Client.Get(ctx, keyOf(w.Namespace, w.Gang), pg); err != nil {
 					return err
 				}
-				if r := gangReason(pg); r != v1alpha1.ReasonInsufficientCapacity && r != v1alpha1.ReasonTimeout {
+				if r := scheduledCondition(pg).Reason; r != v1alpha1.ReasonInsufficientCapacity && r != v1alpha1.ReasonTimeout {
 					return fmt.Errorf("PodGroup %s: Scheduled condition reason %q, waiting for the scheduler to reject it", w.Gang, r)
 				}
 				continue
@@ -162,12 +163,12 @@ func (c *Cluster) notePlaced(ctx context.Context) {
 	}
 }
 
-// gangReason is the reason of the PodGroup's Scheduled condition ("" before it has one).
-func gangReason(pg *v1alpha1.PodGroup) string {
+// scheduledCondition is the PodGroup's Scheduled condition (empty before it has one).
+func scheduledCondition(pg *v1alpha1.PodGroup) metav1.Condition {
 	if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupConditionScheduled); c != nil {
-		return c.Reason
+		return *c
 	}
-	return ""
+	return metav1.Condition{}
 }
 
 func ptrFalse() *bool { f := false; return &f }
@@ -235,9 +236,8 @@ func (c *Cluster) Report(ctx context.Context) ([]Placement, error) {
 			pg := &v1alpha1.PodGroup{}
 			if err := c.Client.Get(ctx, keyOf(w.Namespace, w.Gang), pg); err == nil {
 				pl.GangPhase = string(pg.Status.Phase)
-				if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupConditionScheduled); c != nil {
-					pl.GangReason, pl.GangMessage = c.Reason, c.Message
-				}
+				c := scheduledCondition(pg)
+				pl.GangReason, pl.GangMessage = c.Reason, c.Message
 			}
 		}
 		if w.Kind == "Job" {
