@@ -29,6 +29,7 @@ const (
 	ReasonInvalidConfiguration = "InvalidConfiguration"
 	ReasonApplyFailed          = "ApplyFailed"
 	ReasonNoServiceAccount     = "ServiceAccountMissing"
+	ReasonInvalidWebhookScope  = "InvalidWebhookScope"
 	ReasonAsExpected           = "AsExpected"
 	ReasonMinimumReplicas      = "MinimumReplicasAvailable"
 	ReasonNoReadyReplicas      = "NoReadyReplicas"
@@ -122,6 +123,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	default:
 		setConditions(status, knc.Generation, cond(v1alpha1.ConditionDegraded, false, ReasonAsExpected, "The scheduler's objects are applied."))
+		// Admission refuses such a selector; this catches one stored before the webhook
+		// ran. The pod webhook falls back to its default scope rather than refusing pods.
+		if errs := render.ValidateWebhook(&knc.Spec.Webhook); len(errs) > 0 {
+			setConditions(status, knc.Generation, cond(v1alpha1.ConditionDegraded, true, ReasonInvalidWebhookScope,
+				fmt.Sprintf("The pod webhook cannot use this namespace selector and uses the default scope (%s) instead: %s",
+					v1alpha1.DefaultWebhookScope(), errs.ToAggregate())))
+		}
 	}
 	return result, r.writeStatus(ctx, knc, status)
 }

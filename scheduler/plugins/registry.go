@@ -22,6 +22,10 @@ import (
 // system:volume-scheduler ClusterRoles (generated into config/rbac/scheduler):
 // +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=podgroups;hardwaretiers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update;patch,resourceNames=kubenexus-scheduler
+// TenantHardware verifies the DaemonSet a pod claims as its controller; Coscheduling
+// orders gangs by their PodGroup's PriorityClass.
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 
 // DefaultFeatureGates are kubenexus-scheduler's defaults where they differ from
 // kube-scheduler's. Flags (--feature-gates) still override them.

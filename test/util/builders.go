@@ -231,10 +231,15 @@ func (w *PodWrapper) Limit(pairs ...string) *PodWrapper {
 	return w
 }
 
-// Owner makes the pod controlled by the named object.
+// Owner makes the pod controlled by the named object (with a made-up UID).
 func (w *PodWrapper) Owner(apiVersion, kind, name string) *PodWrapper {
+	return w.OwnerUID(apiVersion, kind, name, types.UID(kind+"-"+name))
+}
+
+// OwnerUID makes the pod controlled by the named object with the given UID.
+func (w *PodWrapper) OwnerUID(apiVersion, kind, name string, uid types.UID) *PodWrapper {
 	w.OwnerReferences = append(w.OwnerReferences, metav1.OwnerReference{
-		APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(kind + "-" + name), Controller: ptr.To(true),
+		APIVersion: apiVersion, Kind: kind, Name: name, UID: uid, Controller: ptr.To(true),
 	})
 	return w
 }

@@ -42,7 +42,8 @@ func (v *Validator) ValidateDelete(context.Context, *v1alpha1.KubeNexusConfig) (
 }
 
 func (v *Validator) validate(obj *v1alpha1.KubeNexusConfig) error {
-	if errs := render.Validate(&obj.Spec, v.Namespace); len(errs) > 0 {
+	errs := append(render.Validate(&obj.Spec, v.Namespace), render.ValidateWebhook(&obj.Spec.Webhook)...)
+	if len(errs) > 0 {
 		return apierrors.NewInvalid(v1alpha1.GroupVersion.WithKind("KubeNexusConfig").GroupKind(), obj.Name, errs)
 	}
 	return nil

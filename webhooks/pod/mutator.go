@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,6 +58,8 @@ type Mutator struct {
 	Decoder   admission.Decoder
 
 	owners ownerCache
+	// badScope is the last unusable namespace selector reported in the log.
+	badScope atomic.Pointer[string]
 }
 
 // settings is the part of the KubeNexusConfig the webhook uses.
@@ -70,7 +73,7 @@ type settings struct {
 func (m *Mutator) settings(ctx context.Context) (settings, error) {
 	s := settings{
 		schedulerName: v1alpha1.DefaultSchedulerName,
-		scope:         labels.SelectorFromSet(labels.Set{v1alpha1.LabelNamespaceEnabled: "true"}),
+		scope:         v1alpha1.DefaultWebhookScope(),
 		autoGang:      v1alpha1.DefaultAutoGang,
 		defaultTier:   v1alpha1.TenantTierBronze,
 	}
@@ -85,11 +88,16 @@ func (m *Mutator) settings(ctx context.Context) (settings, error) {
 	if n := knc.Spec.Scheduler.SchedulerName; n != "" {
 		s.schedulerName = n
 	}
-	if w.NamespaceSelector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
-		if err != nil {
-			return s, fmt.Errorf("KubeNexusConfig default: spec.webhook.namespaceSelector: %w", err)
+	// Admission refuses a selector the webhook cannot use; one stored anyway (before
+	// the validating webhook ran, or while it was down) must not turn into an outage
+	// of every KubeNexus pod. The webhook keeps the default scope, and the
+	// KubeNexusConfig reports Degraded / InvalidWebhookScope.
+	if sel, err := w.NamespaceScope(); err != nil {
+		msg := err.Error()
+		if old := m.badScope.Swap(&msg); old == nil || *old != msg { // logged once per bad selector, not per pod
+			logf.FromContext(ctx).Error(err, "Ignoring the KubeNexusConfig's namespace selector; using the default scope", "scope", s.scope.String())
 		}
+	} else {
 		s.scope = sel
 	}
 	if w.AutoGang != nil {

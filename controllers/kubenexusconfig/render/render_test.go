@@ -209,6 +209,34 @@ func TestValidate(t *testing.T) {
 			wantText:  "needs spec.plugins.profileClassifier.enabled: true",
 		},
 		{
+			// Allowed by the CRD schema; the API server refuses the Deployment.
+			name: "scheduler limits below requests",
+			mutate: func(s *v1alpha1.KubeNexusConfigSpec) {
+				s.Scheduler.Resources = &corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+					Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+				}
+			},
+			wantField: "spec.scheduler.resources.requests",
+			wantText:  "must be less than or equal to cpu limit of 1",
+		},
+		{
+			name: "scheduler resources with a negative quantity",
+			mutate: func(s *v1alpha1.KubeNexusConfigSpec) {
+				s.Scheduler.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("-1Gi")}}
+			},
+			wantField: "spec.scheduler.resources.requests[memory]",
+			wantText:  "must be greater than or equal to 0",
+		},
+		{
+			name: "scheduler resources naming an unknown standard resource",
+			mutate: func(s *v1alpha1.KubeNexusConfigSpec) {
+				s.Scheduler.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpus": resource.MustParse("1")}}
+			},
+			wantField: "spec.scheduler.resources.requests[cpus]",
+			wantText:  "must be a standard resource",
+		},
+		{
 			name:      "negative starvation aging",
 			mutate:    func(s *v1alpha1.KubeNexusConfigSpec) { s.Plugins.Coscheduling.StarvationAgingSeconds = -1 },
 			wantField: "spec.plugins.coscheduling.starvationAgingSeconds",
@@ -219,17 +247,67 @@ func TestValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := sample(t)
 			tc.mutate(&spec)
+			// Every error names the one wrong field (the API server may say two things
+			// about it), and one of them says what is wrong.
 			errs := Validate(&spec, "ns")
-			if len(errs) != 1 {
-				t.Fatalf("got %d errors, want 1: %v", len(errs), errs.ToAggregate())
+			if len(errs) == 0 {
+				t.Fatalf("accepted; want an error at %s", tc.wantField)
 			}
-			if errs[0].Field != tc.wantField || !strings.Contains(errs[0].Error(), tc.wantText) {
-				t.Errorf("got %q, want field %s mentioning %q", errs[0].Error(), tc.wantField, tc.wantText)
+			mentioned := false
+			for _, e := range errs {
+				if e.Field != tc.wantField {
+					t.Errorf("error %q names another field; want only %s", e.Error(), tc.wantField)
+				}
+				mentioned = mentioned || strings.Contains(e.Error(), tc.wantText)
+			}
+			if !mentioned {
+				t.Errorf("got %v, want a message mentioning %q", errs.ToAggregate(), tc.wantText)
 			}
 		})
 	}
 	spec := sample(t)
 	if errs := Validate(&spec, "ns"); len(errs) > 0 {
 		t.Errorf("the sample is refused: %v", errs.ToAggregate())
+	}
+}
+
+func TestValidateWebhook(t *testing.T) {
+	expr := func(op metav1.LabelSelectorOperator, values ...string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "kubenexus.io/enabled", Operator: metav1.LabelSelectorOpExists},
+			{Key: "team", Operator: op, Values: values},
+		}}
+	}
+	cases := map[string]struct {
+		selector  *metav1.LabelSelector
+		wantField string
+		wantText  string
+	}{
+		"operator Equals (not a selector operator)": {expr("Equals", "a"), "spec.webhook.namespaceSelector.matchExpressions[1].operator", `"Equals"`},
+		"In without values":                         {expr(metav1.LabelSelectorOpIn), "spec.webhook.namespaceSelector.matchExpressions[1].values", "must be specified when `operator` is 'In' or 'NotIn'"},
+		"Exists with values":                        {expr(metav1.LabelSelectorOpExists, "a"), "spec.webhook.namespaceSelector.matchExpressions[1].values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"},
+		"invalid label value": {&metav1.LabelSelector{MatchLabels: map[string]string{"team": "a b"}},
+			"spec.webhook.namespaceSelector.matchLabels", "a valid label must be"},
+		"valid":   {expr(metav1.LabelSelectorOpIn, "a", "b"), "", ""},
+		"default": {nil, "", ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := &v1alpha1.WebhookSpec{NamespaceSelector: tc.selector}
+			errs := ValidateWebhook(w)
+			_, convErr := w.NamespaceScope()
+			if tc.wantField == "" {
+				if len(errs) > 0 || convErr != nil {
+					t.Fatalf("refused a usable selector: %v / %v", errs.ToAggregate(), convErr)
+				}
+				return
+			}
+			if convErr == nil {
+				t.Errorf("the webhook's conversion accepts a selector admission refuses")
+			}
+			if len(errs) == 0 || errs[0].Field != tc.wantField || !strings.Contains(errs[0].Error(), tc.wantText) {
+				t.Errorf("got %v, want field %s mentioning %q", errs.ToAggregate(), tc.wantField, tc.wantText)
+			}
+		})
 	}
 }

@@ -1,14 +1,21 @@
 package render
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/leaderelection"
+	podutil "k8s.io/kubernetes/pkg/api/pod"
+	"k8s.io/kubernetes/pkg/apis/apps"
+	appsdefaults "k8s.io/kubernetes/pkg/apis/apps/v1"
+	appsvalidation "k8s.io/kubernetes/pkg/apis/apps/validation"
 	schedulerapi "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	schedulerscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	schedulervalidation "k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
@@ -23,11 +30,17 @@ import (
 // Validate renders spec and puts the result through what kubenexus-scheduler does
 // at start-up: the scheduler's strict configuration decoding and defaulting, its
 // configuration validation, the leader elector's timing rules, the check that every
-// enabled plugin is registered, and each KubeNexus plugin's args validation. Errors
+// enabled plugin is registered, and each KubeNexus plugin's args validation; and
+// the rendered Deployment through the API server's Deployment validation. Errors
 // name the KubeNexusConfig field the offending setting came from, so that a config
-// the scheduler would reject is refused at admission instead of crash-looping the
-// scheduler.
+// the scheduler (or the API server) would reject is refused at admission instead of
+// crash-looping the scheduler or failing to apply. The webhook's settings are
+// checked by ValidateWebhook.
 func Validate(spec *v1alpha1.KubeNexusConfigSpec, namespace string) field.ErrorList {
+	return append(validateScheduler(spec, namespace), validateDeployment(spec, namespace)...)
+}
+
+func validateScheduler(spec *v1alpha1.KubeNexusConfigSpec, namespace string) field.ErrorList {
 	specPath := field.NewPath("spec")
 	data, _, err := ConfigYAML(spec, namespace)
 	if err != nil {
@@ -126,4 +139,74 @@ func toSpecError(err error) *field.Error {
 		out.Detail = fmt.Sprintf("%s (scheduler configuration field %s)", out.Detail, fe.Field)
 	}
 	return &out
+}
+
+// validateDeployment renders the scheduler Deployment from spec and puts it through
+// the API server's own Deployment validation (defaults applied first, as the API
+// server does), so that a spec whose Deployment the API server would refuse — limits
+// below requests, an unusable image reference — is refused at admission instead of
+// failing at apply time. Errors name the KubeNexusConfig field they come from.
+func validateDeployment(spec *v1alpha1.KubeNexusConfigSpec, namespace string) field.ErrorList {
+	specPath := field.NewPath("spec", "scheduler")
+	// The image only matters when the spec names one; the operator's default is valid.
+	ac := deployment(&spec.Scheduler, Options{Namespace: namespace, DefaultImage: "kubenexus-scheduler"}, "validation")
+	data, err := json.Marshal(ac)
+	if err != nil {
+		return field.ErrorList{field.InternalError(specPath, err)}
+	}
+	dep := &appsv1.Deployment{}
+	if err := json.Unmarshal(data, dep); err != nil {
+		return field.ErrorList{field.InternalError(specPath, err)}
+	}
+	appsdefaults.SetObjectDefaults_Deployment(dep)
+	internal := &apps.Deployment{}
+	if err := appsdefaults.Convert_v1_Deployment_To_apps_Deployment(dep, internal, nil); err != nil {
+		return field.ErrorList{field.InternalError(specPath, err)}
+	}
+	var errs field.ErrorList
+	for _, e := range appsvalidation.ValidateDeployment(internal, podutil.GetValidationOptionsFromPodTemplate(&internal.Spec.Template, nil)) {
+		errs = append(errs, toSchedulerSpecError(e))
+	}
+	return errs
+}
+
+// deploymentFields maps the rendered Deployment's field paths to the
+// KubeNexusConfig fields they are rendered from.
+var deploymentFields = []struct{ deployment, spec string }{
+	{"spec.template.spec.containers[0].resources", "spec.scheduler.resources"},
+	{"spec.template.spec.containers[0].imagePullPolicy", "spec.scheduler.imagePullPolicy"},
+	{"spec.template.spec.containers[0].image", "spec.scheduler.image"},
+	{"spec.replicas", "spec.scheduler.replicas"},
+}
+
+// toSchedulerSpecError re-addresses a Deployment validation error to the
+// KubeNexusConfig field it came from. The rest of the path is kept: for resources,
+// ".requests" / ".limits[cpu]" say which entry is wrong.
+func toSchedulerSpecError(fe *field.Error) *field.Error {
+	out := *fe
+	for _, m := range deploymentFields {
+		if fe.Field == m.deployment || strings.HasPrefix(fe.Field, m.deployment+".") || strings.HasPrefix(fe.Field, m.deployment+"[") {
+			out.Field = m.spec + strings.TrimPrefix(fe.Field, m.deployment)
+			return &out
+		}
+	}
+	out.Field = "spec.scheduler"
+	out.Detail = fmt.Sprintf("%s (rendered scheduler Deployment field %s)", out.Detail, fe.Field)
+	return &out
+}
+
+// ValidateWebhook checks the pod webhook's settings with the conversion the webhook
+// itself uses (v1alpha1.WebhookSpec.NamespaceScope), plus the API server's own label
+// selector validation for a precise field path. A selector the webhook cannot use
+// would otherwise make it fall back to its default scope.
+func ValidateWebhook(w *v1alpha1.WebhookSpec) field.ErrorList {
+	path := field.NewPath("spec", "webhook", "namespaceSelector")
+	if w.NamespaceSelector == nil {
+		return nil
+	}
+	errs := metav1validation.ValidateLabelSelector(w.NamespaceSelector, metav1validation.LabelSelectorValidationOptions{}, path)
+	if _, err := w.NamespaceScope(); err != nil && len(errs) == 0 {
+		errs = append(errs, field.Invalid(path, field.OmitValueType{}, err.Error()))
+	}
+	return errs
 }

@@ -4,7 +4,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -34,24 +37,37 @@ func TestHardwareTierHint(t *testing.T) {
 }
 
 func TestNodeHint(t *testing.T) {
-	pl := &Plugin{}
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for name, tier := range map[string]string{"bronze-team": "bronze", "untiered": ""} {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if tier != "" {
+			ns.Labels = map[string]string{v1alpha1.LabelTenantTier: tier}
+		}
+		if err := idx.Add(ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pl := &Plugin{namespaces: corelisters.NewNamespaceLister(idx)}
 	pl.tiers.Store(demoTiers(t))
 	node := func(hw string) *corev1.Node {
 		return testutil.MakeNode("n").Label("hw", hw).Obj()
 	}
-	bronzePod := testutil.MakePod("p", "ns").Label(v1alpha1.LabelTenantTier, "bronze").Obj()
-	spotPod := testutil.MakePod("p", "ns").Label(v1alpha1.LabelTenantTier, "bronze").Label(v1alpha1.LabelPreemptible, "true").Obj()
-	unlabelled := testutil.MakePod("p", "ns").Obj()
+	bronzePod := testutil.MakePod("p", "bronze-team").Obj()
+	spotPod := testutil.MakePod("p", "bronze-team").Label(v1alpha1.LabelPreemptible, "true").Obj()
+	// The pod's own tier label is not trusted: a bronze pod claiming gold is still bronze.
+	forger := testutil.MakePod("p", "bronze-team").Label(v1alpha1.LabelTenantTier, "gold").Obj()
 	for name, tc := range map[string]struct {
 		pod  *corev1.Pod
 		node *corev1.Node
 		want fwk.QueueingHint
 	}{
-		"tier admits the pod":        {bronzePod, node("economy"), fwk.Queue},
-		"tier refuses the pod":       {bronzePod, node("standard"), fwk.QueueSkip},
-		"tier lends to the spot pod": {spotPod, node("premium"), fwk.Queue},
-		"untiered node":              {bronzePod, node("none"), fwk.Queue},
-		"pod without a tier label":   {unlabelled, node("standard"), fwk.Queue},
+		"tier admits the pod":            {bronzePod, node("economy"), fwk.Queue},
+		"tier refuses the pod":           {bronzePod, node("standard"), fwk.QueueSkip},
+		"tier refuses a forged gold pod": {forger, node("standard"), fwk.QueueSkip},
+		"tier lends to the spot pod":     {spotPod, node("premium"), fwk.Queue},
+		"untiered node":                  {bronzePod, node("none"), fwk.Queue},
+		"namespace without a tier":       {testutil.MakePod("p", "untiered").Obj(), node("standard"), fwk.Queue},
+		"namespace not in the cache":     {testutil.MakePod("p", "unknown").Obj(), node("standard"), fwk.Queue},
 	} {
 		if got, _ := pl.isSchedulableAfterNodeChange(klog.Background(), tc.pod, nil, tc.node); got != tc.want {
 			t.Errorf("%s: %v, want %v", name, got, tc.want)

@@ -13,12 +13,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/podobj"
@@ -42,6 +45,10 @@ type Plugin struct {
 	args   *config.TenantHardwareArgs
 	handle fwk.Handle
 	tiers  atomic.Pointer[tierSet]
+	// exemption verifies DaemonSet pods against the DaemonSets in the cache.
+	exemption daemonSetExemption
+	// namespaces gives queueing hints the tenant tier (never the pod's own label).
+	namespaces corelisters.NamespaceLister
 	// refused holds the pending pods Filter refused a node to (uid → pod), until
 	// they are bound or deleted. When the tiers change they are activated: the
 	// scheduler's own HardwareTier event may reach the queue before this plugin's
@@ -69,7 +76,13 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	pl := &Plugin{args: args, handle: h}
+	informers := h.SharedInformerFactory()
+	pl := &Plugin{
+		args:       args,
+		handle:     h,
+		exemption:  daemonSetExemption{daemonSets: informers.Apps().V1().DaemonSets().Lister()},
+		namespaces: informers.Core().V1().Namespaces().Lister(),
+	}
 	logger := klog.FromContext(ctx)
 	refresh := func() {
 		hwts, err := c.HardwareTiers()
@@ -93,7 +106,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 			pl.refused.Delete(pod.UID)
 		}
 	}
-	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	// A DaemonSet's pod can reach the scheduler before the DaemonSet reaches its
+	// cache; once the DaemonSet arrives, the pods Filter refused are retried.
+	if _, err := informers.Apps().V1().DaemonSets().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { pl.activateRefused(logger) },
+	}); err != nil {
+		return nil, fmt.Errorf("%s: watching DaemonSets: %w", Name, err)
+	}
+	if _, err := informers.Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, newObj any) {
 			if pod := podobj.From(newObj); pod != nil && pod.Spec.NodeName != "" {
 				pl.refused.Delete(pod.UID)
@@ -144,11 +164,11 @@ func readState(cs fwk.CycleState) *stateData {
 }
 
 // PreFilter takes the tier snapshot and the pod's tenant tier for this cycle. With
-// no HardwareTiers, or for a DaemonSet pod (which must run on the nodes its
-// controller chose), the plugin skips the pod.
+// no HardwareTiers, or for a verified DaemonSet pod that asks for no device (see
+// daemonSetExemption), the plugin skips the pod.
 func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	tiers := pl.tiers.Load()
-	if tiers == nil || len(tiers.tiers) == 0 || ownedByDaemonSet(pod) {
+	if tiers == nil || len(tiers.tiers) == 0 || pl.exemption.exempt(pod) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	profile, ok := profileclassifier.ProfileOf(cs)
@@ -211,16 +231,21 @@ func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint,
 }
 
 // isSchedulableAfterNodeChange queues the pod when the node is untiered or its tier
-// does not deny the pod. The pod's tenant tier is read from the tier label the
-// webhook writes; without it the pod is queued.
+// does not deny the pod. The tenant tier is read from the pod's namespace, as
+// ProfileClassifier does (the pod's own tier label is untrusted); a namespace
+// without a tier label, or not in the cache yet, queues the pod.
 func (pl *Plugin) isSchedulableAfterNodeChange(_ klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
 	node, ok := newObj.(*corev1.Node)
 	if !ok {
 		return fwk.Queue, fmt.Errorf("unexpected object %T", newObj)
 	}
-	tenant := v1alpha1.TenantTier(pod.Labels[v1alpha1.LabelTenantTier])
+	ns, err := pl.namespaces.Get(pod.Namespace)
+	if err != nil || ns.Labels[v1alpha1.LabelTenantTier] == "" {
+		return fwk.Queue, nil
+	}
+	tenant := workload.TierOf(workload.Namespace{Labels: ns.Labels}, "")
 	tiers := pl.tiers.Load()
-	if tenant == "" || tiers == nil {
+	if tiers == nil {
 		return fwk.Queue, nil
 	}
 	if t := tiers.of(node.Labels); t != nil && t.accessFor(tenant, pod.Labels[v1alpha1.LabelPreemptible] == "true") == denied {
@@ -250,21 +275,18 @@ func generation(obj any) int64 {
 	return 0
 }
 
-// SignPod: the verdict depends on the pod's namespace (its tenant tier) and the
-// preemptible label, so pods that differ in either are not batched together.
+// SignPod: the verdict depends on the pod's namespace (its tenant tier), the
+// preemptible label and, for the DaemonSet exemption, the controller it claims and
+// whether it asks for devices, so pods that differ in any are not batched together.
 func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	controller := ""
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		controller = ref.APIVersion + "/" + ref.Kind + "/" + ref.Name + "/" + string(ref.UID)
+	}
 	return []fwk.SignFragment{
 		{Key: "v1.Pod.Namespace", Value: pod.Namespace},
 		{Key: "v1.Pod.Labels[" + v1alpha1.LabelPreemptible + "]", Value: pod.Labels[v1alpha1.LabelPreemptible]},
-		{Key: "v1.Pod.OwnerReferences.DaemonSet()", Value: ownedByDaemonSet(pod)},
+		{Key: "v1.Pod.OwnerReferences.Controller()", Value: controller},
+		{Key: "v1.Pod.RequestsDevices()", Value: requestsDevices(pod)},
 	}, nil
-}
-
-func ownedByDaemonSet(pod *corev1.Pod) bool {
-	for _, o := range pod.OwnerReferences {
-		if o.Controller != nil && *o.Controller && o.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
 }

@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -22,6 +23,7 @@ import (
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
+	"github.com/kube-nexus/kubenexus/webhooks"
 )
 
 func key(name string) client.ObjectKey { return client.ObjectKey{Namespace: namespace, Name: name} }
@@ -207,6 +209,64 @@ var _ = Describe("KubeNexusConfig", Ordered, func() {
 		}).Obj())
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("spec.plugins.coscheduling.backoffSeconds"))
+	})
+
+	It("refuses a webhook scope the webhook cannot use and scheduler resources the API server would refuse, naming the field", func() {
+		before := getKNC("default").Spec.DeepCopy()
+		for _, tc := range []struct {
+			mutate func(*v1alpha1.KubeNexusConfig)
+			field  string
+		}{
+			{func(k *v1alpha1.KubeNexusConfig) {
+				k.Spec.Webhook.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Equals", Values: []string{"a"}}}}
+			}, "spec.webhook.namespaceSelector.matchExpressions[0].operator"},
+			{func(k *v1alpha1.KubeNexusConfig) {
+				k.Spec.Webhook.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn}}}
+			}, "spec.webhook.namespaceSelector.matchExpressions[0].values"},
+			{func(k *v1alpha1.KubeNexusConfig) {
+				k.Spec.Scheduler.Resources = &corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
+				}
+			}, "spec.scheduler.resources.requests"},
+		} {
+			err := updateKNC("default", tc.mutate)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+			Expect(err.Error()).To(ContainSubstring(tc.field))
+		}
+		Expect(getKNC("default").Spec).To(Equal(*before))
+	})
+
+	It("keeps admitting pods when an unusable webhook scope was stored anyway, and reports Degraded", func() {
+		// Store a bad selector past admission, as a config stored before the
+		// validating webhook existed (or while it was down) would be.
+		vwc := &admissionregv1.ValidatingWebhookConfiguration{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: webhooks.ValidatingConfigName}, vwc)).To(Succeed())
+		Expect(k8sClient.Delete(suiteCtx, vwc)).To(Succeed())
+		DeferCleanup(func() {
+			restored := vwc.DeepCopy()
+			restored.ObjectMeta = metav1.ObjectMeta{Name: vwc.Name, Labels: vwc.Labels, Annotations: vwc.Annotations}
+			Expect(k8sClient.Create(suiteCtx, restored)).To(Succeed())
+		})
+		before := getKNC("default").Spec.Webhook.DeepCopy()
+		Expect(updateKNC("default", func(k *v1alpha1.KubeNexusConfig) {
+			k.Spec.Webhook.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Equals", Values: []string{"a"}}}}
+		})).To(Succeed())
+		DeferCleanup(func() {
+			Expect(updateKNC("default", func(k *v1alpha1.KubeNexusConfig) { k.Spec.Webhook = *before })).To(Succeed())
+		})
+		Eventually(condition("default", v1alpha1.ConditionDegraded)).WithTimeout(testutil.Timeout).Should(And(
+			hasReason(metav1.ConditionTrue, "InvalidWebhookScope"),
+			HaveField("Message", ContainSubstring("kubenexus.io/enabled=true"))))
+
+		// The pod webhook uses its default scope: an opted-in namespace's pod is
+		// admitted and classified, not refused.
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "scope-", Labels: map[string]string{v1alpha1.LabelNamespaceEnabled: "true"}}}
+		Expect(k8sClient.Create(suiteCtx, ns)).To(Succeed())
+		pod := testutil.MakePod("after-bad-scope", ns.Name).Obj()
+		Expect(k8sClient.Create(suiteCtx, pod)).To(Succeed())
+		Expect(pod.Labels).To(HaveKeyWithValue(v1alpha1.LabelWorkloadType, "service"))
+		Expect(pod.Spec.SchedulerName).To(Equal(v1alpha1.DefaultSchedulerName))
 	})
 
 	It("reports a second KubeNexusConfig as ignored and deploys nothing for it", func() {

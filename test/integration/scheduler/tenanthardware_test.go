@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,7 +33,7 @@ var _ = Describe("TenantHardware", func() {
 		// Two premium nodes for gold (lent to preemptible pods), two small economy
 		// nodes for everyone.
 		hw := func(tier string) string { return tier + "-" + tc.ns }
-		tc.addLabelledNodes("premium", 2, map[string]string{"hw": hw("premium")}, "cpu", "8")
+		tc.addLabelledNodes("premium", 2, map[string]string{"hw": hw("premium")}, "cpu", "8", "nvidia.com/gpu", "8")
 		tc.addLabelledNodes("economy", 2, map[string]string{"hw": hw("economy")}, "cpu", "1")
 		premium := testutil.MakeHardwareTier(hw("premium"), 100).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw("premium")}}).
 			Tenants(v1alpha1.TenantTierGold).Borrowing(v1alpha1.BorrowingPreemptible).Obj()
@@ -57,12 +58,36 @@ var _ = Describe("TenantHardware", func() {
 			fmt.Sprintf("2 node is in HardwareTier %s, which admits tenant tiers [gold]; tier bronze may borrow it only with workload.kubenexus.io/preemptible=true", hw("premium"))))
 		Consistently(bronze.nodeOf("bronze-2")).WithTimeout(2 * time.Second).Should(BeEmpty())
 
-		// A preemptible bronze pod may borrow premium; so may a DaemonSet's pod,
-		// which must run where its controller put it.
+		// A preemptible bronze pod may borrow premium.
 		Expect(k8sClient.Create(suiteCtx, bronze.pod("bronze-spot").Req("cpu", "1").Label(v1alpha1.LabelPreemptible, "true").Obj())).To(Succeed())
-		Expect(k8sClient.Create(suiteCtx, bronze.pod("bronze-agent").Req("cpu", "100m").Owner("apps/v1", "DaemonSet", "node-agent").Obj())).To(Succeed())
 		Eventually(bronze.nodeOf("bronze-spot")).WithTimeout(testutil.Timeout).Should(HavePrefix(tc.ns + "-premium-"))
-		Eventually(bronze.nodeOf("bronze-agent")).WithTimeout(testutil.Timeout).Should(HavePrefix(tc.ns + "-premium-"))
+
+		// A DaemonSet's pod, which must run where its controller put it, is exempt —
+		// but only when the DaemonSet it names exists with that UID, and only while it
+		// asks for no device. A claimed DaemonSet owner is not enough.
+		refusal := fmt.Sprintf("2 node is in HardwareTier %s, which admits tenant tiers [gold]", hw("premium"))
+		Expect(k8sClient.Create(suiteCtx, bronze.pod("fake-agent").Req("cpu", "100m").Owner("apps/v1", "DaemonSet", "node-agent").Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, bronze.pod("foreign-agent").Req("cpu", "100m").Owner("evil.example.com/v1", "DaemonSet", "node-agent").Obj())).To(Succeed())
+		ds := &appsv1.DaemonSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "node-agent", Namespace: bronze.ns},
+			Spec: appsv1.DaemonSetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "node-agent"}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "node-agent"}},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "agent"}}},
+				},
+			},
+		}
+		Expect(k8sClient.Create(suiteCtx, ds)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, ds))).To(Succeed()) })
+		Expect(k8sClient.Create(suiteCtx, bronze.pod("real-agent").Req("cpu", "100m").OwnerUID("apps/v1", "DaemonSet", "node-agent", ds.UID).Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, bronze.pod("gpu-agent").Req("cpu", "100m", "nvidia.com/gpu", "1").Limit("nvidia.com/gpu", "1").
+			OwnerUID("apps/v1", "DaemonSet", "node-agent", ds.UID).Obj())).To(Succeed())
+		Eventually(bronze.nodeOf("real-agent")).WithTimeout(testutil.Timeout).Should(HavePrefix(tc.ns + "-premium-"))
+		for _, p := range []string{"fake-agent", "foreign-agent", "gpu-agent"} {
+			Eventually(bronze.scheduledMessage(p)).WithTimeout(testutil.Timeout).Should(ContainSubstring(refusal), p)
+			Expect(bronze.nodeOf(p)()).To(BeEmpty(), p)
+		}
 
 		// Opening premium to bronze re-queues the waiting pod (a HardwareTier event).
 		Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(premium), premium)).To(Succeed())
