@@ -36,8 +36,12 @@ type PodGroupSpec struct {
 	// +optional
 	ScheduleTimeoutSeconds *int32 `json:"scheduleTimeoutSeconds,omitempty"`
 
-	// priorityClassName is the PriorityClass of the gang as a whole; the queue
-	// orders gangs by it. Unset means the priority of the members.
+	// priorityClassName is the PriorityClass of the gang as a whole: kubenexus-scheduler
+	// orders every member in its queue by this class's value instead of the member's
+	// own priority, so the gang is attempted as one block at one priority. Unset, or
+	// naming a PriorityClass that does not exist, means each member's own priority.
+	// Preemption still uses each pod's own priority (spec.priorityClassName of the
+	// pods).
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional

@@ -22,6 +22,10 @@ type gangEntry struct {
 	firstSeen time.Time
 	// labelMin is the quorum stated by the members' labels (0 for object dialects).
 	labelMin int32
+	// priorityClass is the PodGroup's spec.priorityClassName and priority its value:
+	// the gang's queue priority (nil: each member's own).
+	priorityClass string
+	priority      *int32
 
 	// members are the gang's non-terminal pods of this scheduler profile.
 	members map[types.UID]*corev1.Pod
@@ -95,6 +99,8 @@ type podIndex struct {
 	// onChange is called, without the lock held, with the key of a gang whose
 	// membership changed (used to activate a gang that just reached its quorum).
 	onChange func(gang.Key)
+	// priority resolves a new gang's PodGroup priority.
+	priority gangPriority
 }
 
 func newPodIndex(schedulerName string, now func() time.Time) *podIndex {
@@ -132,6 +138,7 @@ func (x *podIndex) upsert(pod *corev1.Pod) {
 	e := x.gangs[m.Key]
 	if e == nil {
 		e = newGangEntry(m.Key, x.now())
+		e.priorityClass, e.priority = x.priority.resolve(m.Key)
 		x.gangs[m.Key] = e
 	}
 	e.labelMin = m.MinMember

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -26,12 +28,13 @@ const Name = names.Coscheduling
 
 // Reasons shown in `kubectl describe pod` and on PodGroup events.
 const (
-	ErrReasonInvalidGangLabels = "invalid gang membership"
-	ErrReasonWaitingForQuorum  = "waiting for gang members"
-	ErrReasonPodGroupMissing   = "waiting for PodGroup"
-	ErrReasonBackoff           = "gang is backing off after a failed attempt"
-	ErrReasonMinResources      = "cluster lacks the gang's minResources"
-	ErrReasonGangRejected      = "gang rejected"
+	ErrReasonInvalidGangLabels       = "invalid gang membership"
+	ErrReasonWaitingForQuorum        = "waiting for gang members"
+	ErrReasonPodGroupMissing         = "waiting for PodGroup"
+	ErrReasonBackoff                 = "gang is backing off after a failed attempt"
+	ErrReasonMinResources            = "cluster lacks the gang's minResources"
+	ErrReasonGangRejected            = "gang rejected"
+	ErrReasonWaitingForPriorityClass = "waiting for the gang's PriorityClass"
 )
 
 // Plugin is the Coscheduling plugin.
@@ -41,6 +44,8 @@ type Plugin struct {
 	pgs    *crdcache.Cache
 	index  *podIndex
 	now    func() time.Time
+	// classesSynced reports whether the PriorityClass cache has synced (nil: synced).
+	classesSynced func() bool
 }
 
 var (
@@ -69,12 +74,56 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	pl := &Plugin{handle: h, args: args, pgs: pgs, now: time.Now}
 	pl.index = newPodIndex(h.ProfileName(), pl.now)
 	pl.index.onChange = pl.activateIfQuorum
+	priorityClasses := h.SharedInformerFactory().Scheduling().V1().PriorityClasses()
+	pl.index.priority = gangPriority{
+		podGroupClass: func(key gang.Key) string {
+			if pg := pgs.PodGroup(key); pg != nil {
+				return pg.Spec.PriorityClassName
+			}
+			return ""
+		},
+		classes: priorityClasses.Lister(),
+	}
 	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(pl.index.handler()); err != nil {
 		return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
 	}
-	if err := pgs.OnPodGroupChange(pl.activateIfQuorum); err != nil {
+	// A PodGroup or PriorityClass change re-resolves the gang's queue priority. Members
+	// already in the active queue keep their place until they are re-queued; PodGroup
+	// dialects hold members in PreEnqueue until the PodGroup exists, so they enter the
+	// queue with its priority.
+	if err := pgs.OnPodGroupChange(func(key gang.Key) {
+		pl.index.refreshPriority(key)
+		pl.activateIfQuorum(key)
+	}); err != nil {
 		return nil, fmt.Errorf("%s: watching PodGroups: %w", Name, err)
 	}
+	onClass := func(obj any) {
+		if m, err := meta.Accessor(obj); err == nil {
+			pl.index.refreshPriorityClass(m.GetName())
+		} else if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			if m, err := meta.Accessor(t.Obj); err == nil {
+				pl.index.refreshPriorityClass(m.GetName())
+			}
+		}
+	}
+	classInformer := priorityClasses.Informer()
+	if _, err := classInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    onClass,
+		UpdateFunc: func(_, obj any) { onClass(obj) },
+		DeleteFunc: onClass,
+	}); err != nil {
+		return nil, fmt.Errorf("%s: watching PriorityClasses: %w", Name, err)
+	}
+	// PreEnqueue holds members of gangs with a PriorityClass until the cache has
+	// synced; then they are let in.
+	pl.classesSynced = classInformer.HasSynced
+	go func() {
+		if toolscache.WaitForCacheSync(ctx.Done(), classInformer.HasSynced) {
+			for _, key := range pl.index.gangsWithPriorityClass() {
+				pl.activateIfQuorum(key)
+			}
+		}
+	}()
 	return pl, nil
 }
 

@@ -21,7 +21,7 @@ func (pl *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		// pod's PodScheduled condition and events; PreEnqueue results do not.
 		return nil
 	}
-	minMember, _, known := pl.quorum(m.Key, m.MinMember)
+	minMember, pg, known := pl.quorum(m.Key, m.MinMember)
 	if !known {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 			fmt.Sprintf("%s %s: it does not exist", ErrReasonPodGroupMissing, m.Key))
@@ -32,6 +32,18 @@ func (pl *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	if present < int(minMember) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 			fmt.Sprintf("%s: %d/%d members of %s exist", ErrReasonWaitingForQuorum, present, minMember, m.Key))
+	}
+	// The queue orders the gang by its PodGroup's PriorityClass: the member enters the
+	// queue with the class's value as of now. Until the scheduler's PriorityClass cache
+	// has synced the value is unknown, and a member queued with the wrong priority
+	// would keep that place; it waits instead and is activated once the cache syncs.
+	if pg != nil && pg.Spec.PriorityClassName != "" {
+		if pl.classesSynced != nil && !pl.classesSynced() {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+				fmt.Sprintf("%s: the scheduler's PriorityClass cache is not synced yet", ErrReasonWaitingForPriorityClass))
+		}
+		class := pg.Spec.PriorityClassName
+		pl.index.setPriority(m.Key, class, pl.index.priority.value(class))
 	}
 	return nil
 }

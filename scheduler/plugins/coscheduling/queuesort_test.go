@@ -7,10 +7,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	schedulinglisters "k8s.io/client-go/listers/scheduling/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
@@ -137,5 +142,53 @@ func TestLessWithStarvationAging(t *testing.T) {
 	pl.args.StarvationAgingSeconds = ptr.To[int32](0)
 	if pl.Less(a, queued(t, member("b-3", "b", 11), t0)) {
 		t.Error("without aging, a lower-priority gang went first")
+	}
+}
+
+func TestLessByPodGroupPriorityClass(t *testing.T) {
+	classes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if err := classes.Add(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "training-high"}, Value: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	podGroupClass := map[string]string{"urgent": "training-high", "typo": "no-such-class"}
+	pl := &Plugin{now: func() time.Time { return t0 }}
+	pl.index = newPodIndex("kubenexus-scheduler", pl.now)
+	pl.index.priority = gangPriority{
+		podGroupClass: func(k gang.Key) string { return podGroupClass[k.Name] },
+		classes:       schedulinglisters.NewPriorityClassLister(classes),
+	}
+	for _, p := range []*corev1.Pod{member("urgent-0", "urgent", 0), member("typo-0", "typo", 0), member("plain-gang-0", "plain-gang", 0)} {
+		pl.index.upsert(p)
+	}
+	service := queued(t, plain("web", 500), t0.Add(-time.Hour))
+	// Every member of the gang whose PodGroup names training-high (1000) ranks above a
+	// priority-500 pod queued an hour earlier, whatever the member's own priority.
+	for _, m := range []*corev1.Pod{member("urgent-1", "urgent", 0), member("urgent-2", "urgent", 2000)} {
+		if !pl.Less(queued(t, m, t0), service) {
+			t.Errorf("%s (gang priority 1000) did not go before a priority-500 pod", m.Name)
+		}
+	}
+	if pl.Less(service, queued(t, member("urgent-3", "urgent", 2000), t0)) {
+		t.Error("a member's own priority 2000 overrode its gang's 1000")
+	}
+	// A class that does not exist, or no class, leaves the members' own priorities.
+	for _, g := range []string{"typo", "plain-gang"} {
+		if pl.Less(queued(t, member(g+"-1", g, 0), t0), service) {
+			t.Errorf("gang %s went before a priority-500 pod on its members' priority 0", g)
+		}
+	}
+	// The class appearing later is picked up.
+	if err := classes.Add(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "no-such-class"}, Value: 900}); err != nil {
+		t.Fatal(err)
+	}
+	pl.index.refreshPriorityClass("no-such-class")
+	if !pl.Less(queued(t, member("typo-2", "typo", 0), t0), service) {
+		t.Error("a PriorityClass created after the gang was not used")
+	}
+	// The PodGroup dropping its class falls back to the members' priorities.
+	delete(podGroupClass, "urgent")
+	pl.index.refreshPriority(gang.Key{Namespace: "ns", Name: "urgent"})
+	if pl.Less(queued(t, member("urgent-4", "urgent", 0), t0), service) {
+		t.Error("a PodGroup without priorityClassName kept its old gang priority")
 	}
 }

@@ -108,6 +108,28 @@ var _ = Describe("Coscheduling", func() {
 		Consistently(tc.boundFn("low")).WithTimeout(3 * time.Second).Should(Equal(0))
 	})
 
+	It("orders a gang by its PodGroup's priorityClassName, over its members' own priority", func() {
+		profile := schedulertest.CoschedulingProfile(1, 10)
+		tc := newTestCluster(profile)
+		priorityClass("batch-low", 10)
+		priorityClass("batch-high", 1000)
+		// Capacity for one gang. The scheduler is down while both gangs are submitted,
+		// so that when it starts both are in its queue at once and the queue order
+		// alone decides which gang gets the nodes.
+		tc.addNodes("n", 2, "cpu", "4")
+		tc.stopScheduler()
+		// Members of "pods-low" carry priority 10 themselves; members of "group-high"
+		// carry none (0), but their PodGroup names batch-high.
+		tc.gang("pods-low", 4, "2", "batch-low")
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("group-high", tc.ns).MinMember(4).PriorityClassName("batch-high").Obj())).To(Succeed())
+		for i := range 4 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("group-high-%d", i)).PodGroup("group-high").Req("cpu", "2").Obj())).To(Succeed())
+		}
+		tc.startScheduler(profile)
+		Eventually(tc.boundFn("group-high")).WithTimeout(testutil.Timeout).Should(Equal(4))
+		Consistently(tc.boundFn("pods-low")).WithTimeout(3 * time.Second).Should(Equal(0))
+	})
+
 	It("does not count members held by another system's scheduling gate, and never removes the gate", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
 		tc.addNodes("n", 2, "cpu", "4")
