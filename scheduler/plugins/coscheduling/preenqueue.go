@@ -11,7 +11,8 @@ import (
 )
 
 // PreEnqueue holds a gang member out of the active queue until the gang's quorum
-// exists: minMember ungated, non-terminal members. Members behind another system's
+// exists: minMember ungated, non-terminal members. A member whose PodGroup does not
+// exist is let through to PreFilter, which says so where the user sees it. Members behind another system's
 // scheduling gate are not counted (the scheduler does not even call PreEnqueue for
 // them while they are gated).
 func (pl *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
@@ -23,8 +24,11 @@ func (pl *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	}
 	minMember, pg, known := pl.quorum(m.Key, m.MinMember)
 	if !known {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-			fmt.Sprintf("%s %s: it does not exist", ErrReasonPodGroupMissing, m.Key))
+		// The gang's PodGroup does not exist. PreEnqueue results never reach the pod,
+		// so the member goes on to PreFilter, which refuses it with a message that
+		// reaches its PodScheduled condition and a FailedScheduling event; the
+		// PodGroup's creation re-queues it.
+		return nil
 	}
 	pl.index.mu.RLock()
 	present := presentMembers(pl.index.get(m.Key), pod)

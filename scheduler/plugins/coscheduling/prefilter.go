@@ -48,7 +48,7 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	}
 	minMember, pg, known := pl.quorum(m.Key, m.MinMember)
 	if !known {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s %s: it does not exist", ErrReasonPodGroupMissing, m.Key))
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, missingPodGroupMessage(m))
 	}
 
 	pl.index.mu.RLock()
@@ -156,4 +156,17 @@ func freeOf(name corev1.ResourceName, nodes []fwk.NodeInfo) resource.Quantity {
 		}
 	}
 	return *resource.NewMilliQuantity(milli, resource.DecimalSI)
+}
+
+// missingPodGroupMessage says which PodGroup a member waits for, the key that named
+// it, and how to create it.
+func missingPodGroupMessage(m gang.Membership) string {
+	named := "label " + v1alpha1.LabelPodGroup
+	if m.Dialect == gang.DialectVolcano {
+		named = "annotation " + v1alpha1.AnnotationVolcanoGroupName
+	}
+	return fmt.Sprintf("%s %s: no PodGroup %q exists in namespace %s (named by the pod's %s); create one "+
+		"(apiVersion %s, kind PodGroup, spec.minMember: the gang's size), or label the pods %s and %s instead",
+		ErrReasonPodGroupMissing, m.Key, m.Key.Name, m.Key.Namespace, named,
+		v1alpha1.GroupVersion, v1alpha1.LabelKubeNexusGangName, v1alpha1.LabelKubeNexusGangMinAvailable)
 }

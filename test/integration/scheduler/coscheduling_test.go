@@ -130,6 +130,33 @@ var _ = Describe("Coscheduling", func() {
 		Consistently(tc.boundFn("pods-low")).WithTimeout(3 * time.Second).Should(Equal(0))
 	})
 
+	It("tells a member whose PodGroup does not exist which one to create, in each object dialect, and schedules it once it exists", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		tc.addNodes("n", 1, "cpu", "4")
+		Expect(k8sClient.Create(suiteCtx, tc.pod("by-label").PodGroup("ghost").Req("cpu", "1").Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, tc.pod("by-volcano").Annotation(v1alpha1.AnnotationVolcanoGroupName, "phantom").Req("cpu", "1").Obj())).To(Succeed())
+		Eventually(tc.scheduledMessage("by-label")).WithTimeout(testutil.Timeout).Should(And(
+			ContainSubstring(`no PodGroup "ghost" exists in namespace `+tc.ns+" (named by the pod's label scheduling.x-k8s.io/pod-group)"),
+			ContainSubstring("apiVersion scheduling.kubenexus.io/v1alpha1, kind PodGroup")))
+		Eventually(tc.scheduledMessage("by-volcano")).WithTimeout(testutil.Timeout).Should(
+			ContainSubstring(`no PodGroup "phantom" exists in namespace ` + tc.ns + " (named by the pod's annotation scheduling.k8s.io/group-name)"))
+		Eventually(func() []string {
+			evs := &corev1.EventList{}
+			Expect(k8sClient.List(suiteCtx, evs, client.InNamespace(tc.ns))).To(Succeed())
+			var msgs []string
+			for _, e := range evs.Items {
+				if e.InvolvedObject.Name == "by-label" && e.Reason == "FailedScheduling" {
+					msgs = append(msgs, e.Message)
+				}
+			}
+			return msgs
+		}).WithTimeout(testutil.Timeout).Should(ContainElement(ContainSubstring(`no PodGroup "ghost" exists`)))
+
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("ghost", tc.ns).MinMember(1).Obj())).To(Succeed())
+		Eventually(tc.nodeOf("by-label")).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
+		Expect(tc.nodeOf("by-volcano")()).To(BeEmpty())
+	})
+
 	It("does not count members held by another system's scheduling gate, and never removes the gate", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
 		tc.addNodes("n", 2, "cpu", "4")
