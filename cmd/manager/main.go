@@ -32,6 +32,8 @@ func main() {
 		certSecret    string
 		webhookSvc    string
 		rrResync      time.Duration
+		whInflight    int64
+		whMaxWait     time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
@@ -46,6 +48,8 @@ func main() {
 	flag.StringVar(&certSecret, "webhook-cert-secret", "kubenexus-webhook-server-cert", "Secret (in --namespace) the certificate rotator keeps the webhook CA and certificate in.")
 	flag.StringVar(&webhookSvc, "webhook-service", "webhook-service", "Service (in --namespace) in front of the webhook server; the certificate is issued for it.")
 	flag.BoolVar(&webhooksOn, "enable-webhooks", true, "Serve the admission webhooks (needs a serving certificate in --webhook-cert-dir).")
+	flag.Int64Var(&whInflight, "webhook-max-inflight-bytes", webhooks.DefaultMaxInflightBytes, "Budget of AdmissionReview bytes read, decoded and handled at once across all webhook paths (each request counts at least 16 KiB, a chunked one its path's maximum); a request that cannot get its share is refused with 429. Bounds the webhook server's memory.")
+	flag.DurationVar(&whMaxWait, "webhook-max-wait", webhooks.DefaultMaxWait, "Longest an admission request waits for its share of --webhook-max-inflight-bytes (capped at half the API server's timeout for the call) before it is refused with 429.")
 	flag.DurationVar(&rrResync, "reservation-resync", 30*time.Second, "Longest a held ResourceReservation goes without its owner being re-checked.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -56,16 +60,23 @@ func main() {
 		log.Error(nil, "No namespace: set --namespace or $POD_NAMESPACE")
 		os.Exit(1)
 	}
+	if whInflight <= 0 || whMaxWait <= 0 {
+		log.Error(nil, "--webhook-max-inflight-bytes and --webhook-max-wait must be positive")
+		os.Exit(1)
+	}
 	if schedImage == "" {
 		log.Error(nil, "No scheduler image: set --scheduler-image")
 		os.Exit(1)
 	}
 
+	// Every webhook path is bounded in body size and in bytes in flight.
+	webhookServer := webhooks.NewLimitedServer(webhook.NewServer(webhook.Options{Port: webhookPort, CertDir: webhookCerts}),
+		webhooks.Limits{MaxInflightBytes: whInflight, MaxWait: whMaxWait})
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  controllers.NewScheme(),
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		Cache:                   controllers.CacheOptions(),
-		WebhookServer:           webhook.NewServer(webhook.Options{Port: webhookPort, CertDir: webhookCerts}),
+		WebhookServer:           webhookServer,
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "kubenexus-manager.scheduling.kubenexus.io",

@@ -59,8 +59,11 @@ var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	suiteCtx, suiteCancel = context.WithCancel(context.Background())
 	Expect(testutil.RequireAssets()).To(Succeed())
+	// scheduler-plugins' own PodGroup CRD too: the manager keeps those PodGroups' status.
+	sigsCRD, err := testutil.SchedulerPluginsCRD()
+	Expect(err).NotTo(HaveOccurred())
 	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{testutil.CRDPath(), filepath.Join(testutil.RepoRoot(), "test", "testdata", "crds")},
+		CRDDirectoryPaths:     []string{testutil.CRDPath(), filepath.Join(testutil.RepoRoot(), "test", "testdata", "crds"), sigsCRD},
 		ErrorIfCRDPathMissing: true,
 		// The webhook configurations `make manifests` generates, pointed at the
 		// manager's webhook server in this process.
@@ -89,6 +92,8 @@ var _ = BeforeSuite(func() {
 // controllers and webhooks.
 func startManager() {
 	wio := &testEnv.WebhookInstallOptions
+	// Behind the same limits as cmd/manager's webhook server.
+	webhookServer := webhooks.NewLimitedServer(webhook.NewServer(webhook.Options{Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir}), webhooks.DefaultLimits())
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 controllers.NewScheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -97,7 +102,7 @@ func startManager() {
 		// restartManager builds a second manager in this process with the same
 		// controller names (metrics are process-global).
 		Controller:    ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-		WebhookServer: webhook.NewServer(webhook.Options{Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir}),
+		WebhookServer: webhookServer,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(controllers.Setup(mgr, controllers.Options{
