@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -76,6 +77,18 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := (&podgroup.Reconciler{Client: mgr.GetClient(), GCGrace: opts.PodGroupGCGrace}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PodGroup controller: %w", err)
+	}
+	// scheduler-plugins' PodGroups get their status kept when that CRD is installed
+	// when the manager starts (installing it later needs a manager restart).
+	switch _, err := mgr.GetRESTMapper().RESTMapping(kubenexusv1alpha1.SigsPodGroupGVK.GroupKind(), kubenexusv1alpha1.SigsPodGroupVersion); {
+	case meta.IsNoMatchError(err):
+		mgr.GetLogger().Info("scheduler-plugins' PodGroup CRD is not installed; its PodGroups are not managed", "group", kubenexusv1alpha1.SigsPodGroupGroup)
+	case err != nil:
+		return fmt.Errorf("discovering %s PodGroups: %w", kubenexusv1alpha1.SigsPodGroupGroup, err)
+	default:
+		if err := (&podgroup.SigsReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the scheduler-plugins PodGroup controller: %w", err)
+		}
 	}
 	if opts.Namespace == "" {
 		return fmt.Errorf("no namespace for the scheduler: set Options.Namespace")

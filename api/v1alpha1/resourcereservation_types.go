@@ -64,7 +64,8 @@ type ReservationOwner struct {
 	Name string `json:"name"`
 
 	// uid, when set, binds the reservation to one incarnation of the owner: an owner
-	// recreated under the same name does not inherit it.
+	// recreated under the same name does not inherit it. Unset, the reservation is
+	// bound to the first incarnation the controller sees (status.ownerUID).
 	// +kubebuilder:validation:MaxLength=36
 	// +optional
 	UID string `json:"uid,omitempty"`
@@ -112,6 +113,15 @@ type ResourceReservationStatus struct {
 	// expireTime is when the reservation expires (creation time + ttlSeconds).
 	// +optional
 	ExpireTime *metav1.Time `json:"expireTime,omitempty"`
+
+	// ownerUID is the UID of the owner object the reservation was first seen with.
+	// A later object of the same name with another UID is a replacement, and the
+	// owner's absence after it was seen is a deletion: both release the capacity.
+	// Unset while the owner does not exist yet; the reservation is then held for it
+	// until expireTime.
+	// +kubebuilder:validation:MaxLength=36
+	// +optional
+	OwnerUID string `json:"ownerUID,omitempty"`
 
 	// observedGeneration is the spec generation this status was computed for.
 	// +optional

@@ -185,3 +185,15 @@ var DefaultAutoGang = []Integration{
 	IntegrationSpark, IntegrationPyTorch, IntegrationTensorFlow, IntegrationXGBoost,
 	IntegrationMPI, IntegrationRay, IntegrationJobSet, IntegrationLeaderWorkerSet,
 }
+
+// scheduler-plugins' PodGroup API (kubernetes-sigs/scheduler-plugins). Its spec
+// fields (minMember, minResources, scheduleTimeoutSeconds) are a subset of ours, so
+// KubeNexus reads those objects as gang definitions when the CRD is installed, and
+// keeps their status as scheduler-plugins' controller would.
+const (
+	SigsPodGroupGroup   = "scheduling.x-k8s.io"
+	SigsPodGroupVersion = "v1alpha1"
+	// SigsPodGroupFinished is scheduler-plugins' phase for a gang whose members
+	// succeeded (KubeNexus's Succeeded).
+	SigsPodGroupFinished = "Finished"
+)

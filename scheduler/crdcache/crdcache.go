@@ -1,5 +1,5 @@
 // Package crdcache is the scheduler's one informer cache of KubeNexus objects
-// (PodGroups and HardwareTiers), shared by every plugin of every profile: plugins never keep a
+// (PodGroups and HardwareTiers, and scheduler-plugins' PodGroups when installed), shared by every plugin of every profile: plugins never keep a
 // private informer and never call the API server in a scheduling cycle.
 package crdcache
 
@@ -11,9 +11,13 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -27,25 +31,59 @@ import (
 // Cache reads KubeNexus objects from memory.
 type Cache struct {
 	cache cache.Cache
+	// sigsPodGroups is set when scheduler-plugins' PodGroup CRD was served when the
+	// cache started; its PodGroups are then watched too.
+	sigsPodGroups bool
 }
 
-// PodGroup returns the PodGroup named by key, or nil when it does not exist.
+// SigsPodGroupGVK is scheduler-plugins' PodGroup kind.
+var SigsPodGroupGVK = v1alpha1.SigsPodGroupGVK
+
+func newSigsPodGroup() *unstructured.Unstructured { return v1alpha1.NewSigsPodGroup() }
+
+// PodGroup returns the PodGroup named by key, or nil when it does not exist: a
+// KubeNexus PodGroup, else (when its CRD is installed) scheduler-plugins' PodGroup
+// of that name, read into the KubeNexus type (the fields they share: minMember,
+// minResources, scheduleTimeoutSeconds). The result's APIVersion says which it is.
 func (c *Cache) PodGroup(key gang.Key) *v1alpha1.PodGroup {
+	ctx, objKey := context.Background(), client.ObjectKey{Namespace: key.Namespace, Name: key.Name}
 	pg := &v1alpha1.PodGroup{}
-	if err := c.cache.Get(context.Background(), client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, pg); err != nil {
+	if err := c.cache.Get(ctx, objKey, pg); err == nil {
+		pg.APIVersion, pg.Kind = v1alpha1.GroupVersion.String(), "PodGroup"
+		return pg
+	}
+	if !c.sigsPodGroups {
 		return nil
 	}
-	return pg
+	u := newSigsPodGroup()
+	if err := c.cache.Get(ctx, objKey, u); err != nil {
+		return nil
+	}
+	out, err := v1alpha1.FromSigsPodGroup(u)
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
-// OnPodGroupChange calls f with the key of every PodGroup added, or whose spec
-// changed (its generation); status updates are not reported.
+// HasSigsPodGroups reports whether scheduler-plugins' PodGroups are watched.
+func (c *Cache) HasSigsPodGroups() bool { return c.sigsPodGroups }
+
+// OnPodGroupChange calls f with the key of every PodGroup (of either API) added,
+// or whose spec changed (its generation); status updates are not reported.
 func (c *Cache) OnPodGroupChange(f func(gang.Key)) error {
-	return c.onSpecChange(&v1alpha1.PodGroup{}, false, func(obj any) {
-		if pg, ok := obj.(*v1alpha1.PodGroup); ok {
-			f(gang.Key{Namespace: pg.Namespace, Name: pg.Name})
+	notify := func(obj any) {
+		if m, err := meta.Accessor(obj); err == nil {
+			f(gang.Key{Namespace: m.GetNamespace(), Name: m.GetName()})
 		}
-	})
+	}
+	if err := c.onSpecChange(&v1alpha1.PodGroup{}, false, notify); err != nil {
+		return err
+	}
+	if c.sigsPodGroups {
+		return c.onSpecChange(newSigsPodGroup(), false, notify)
+	}
+	return nil
 }
 
 // onSpecChange calls f with every object of obj's kind that is added, whose spec
@@ -122,6 +160,19 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 			p.err = fmt.Errorf("watching HardwareTiers: %w", err)
 			return
 		}
+		// scheduler-plugins' PodGroups, when their CRD is installed at start-up (a CRD
+		// installed later is picked up when the scheduler restarts).
+		sigs, err := served(cfg, SigsPodGroupGVK.GroupVersion(), "podgroups")
+		if err != nil {
+			p.err = fmt.Errorf("discovering %s: %w", SigsPodGroupGVK.GroupVersion(), err)
+			return
+		}
+		if sigs {
+			if _, err := c.GetInformer(ctx, newSigsPodGroup()); err != nil {
+				p.err = fmt.Errorf("watching %s PodGroups: %w", SigsPodGroupGVK.Group, err)
+				return
+			}
+		}
 		go func() {
 			if err := c.Start(p.runCtx); err != nil {
 				klog.FromContext(ctx).Error(err, "KubeNexus object cache stopped")
@@ -133,7 +184,28 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 			p.err = fmt.Errorf("KubeNexus object cache did not sync within %s (are the CRDs installed and readable?)", syncTimeout)
 			return
 		}
-		p.cache = &Cache{cache: c}
+		p.cache = &Cache{cache: c, sigsPodGroups: sigs}
 	})
 	return p.cache, p.err
+}
+
+// served reports whether the API server serves resource in gv.
+func served(cfg *rest.Config, gv schema.GroupVersion, resource string) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	list, err := dc.ServerResourcesForGroupVersion(gv.String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, r := range list.APIResources {
+		if r.Name == resource {
+			return true, nil
+		}
+	}
+	return false, nil
 }

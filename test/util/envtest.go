@@ -1,9 +1,11 @@
 package util
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -50,4 +52,25 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// SchedulerPluginsCRD is the path of scheduler-plugins' own PodGroup CRD
+// (scheduling.x-k8s.io), from the module pinned in hack/tools/schedulerplugins,
+// downloaded through the Go module proxy on first use.
+func SchedulerPluginsCRD() (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/scheduler-plugins")
+	cmd.Dir = filepath.Join(RepoRoot(), "hack", "tools", "schedulerplugins")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("downloading sigs.k8s.io/scheduler-plugins (hack/tools/schedulerplugins): %w", err)
+	}
+	var mod struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		return "", fmt.Errorf("downloading sigs.k8s.io/scheduler-plugins: %s %v", mod.Error, err)
+	}
+	path := filepath.Join(mod.Dir, "config", "crd", "bases", "scheduling.x-k8s.io_podgroups.yaml")
+	if _, err := os.Stat(path); err != nil {
+		return "", err
+	}
+	return path, nil
 }

@@ -16,9 +16,23 @@ import (
 // podGroupResource is how the scheduler names PodGroup events (<resource>.<version>.<group>).
 var podGroupResource = fwk.EventResource("podgroups." + v1alpha1.GroupVersion.Version + "." + v1alpha1.GroupVersion.Group)
 
+// sigsPodGroupResource names scheduler-plugins' PodGroup events.
+var sigsPodGroupResource = fwk.EventResource("podgroups." + v1alpha1.SigsPodGroupVersion + "." + v1alpha1.SigsPodGroupGroup)
+
 // EventsToRegister lists the events that can make a member this plugin rejected
 // schedulable, each with a hint that skips events about other gangs.
 func (pl *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+	events := pl.eventsToRegister()
+	if pl.pgs != nil && pl.pgs.HasSigsPodGroups() {
+		// Registered only when the CRD is served: the scheduler would otherwise wait
+		// for an informer of a resource that does not exist.
+		events = append(events, fwk.ClusterEventWithHint{
+			Event: fwk.ClusterEvent{Resource: sigsPodGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: pl.isSchedulableAfterPodGroupChange})
+	}
+	return events, nil
+}
+
+func (pl *Plugin) eventsToRegister() []fwk.ClusterEventWithHint {
 	return []fwk.ClusterEventWithHint{
 		// Another member appeared or lost its scheduling gates: the quorum may now exist.
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add | fwk.UpdatePodSchedulingGatesEliminated}, QueueingHintFn: pl.isSchedulableAfterMemberAdded},
@@ -28,7 +42,7 @@ func (pl *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHin
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeTaint | fwk.UpdateNodeLabel}},
 		// The gang's PodGroup appeared or changed (minMember, minResources, timeout).
 		{Event: fwk.ClusterEvent{Resource: podGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: pl.isSchedulableAfterPodGroupChange},
-	}, nil
+	}
 }
 
 func (pl *Plugin) isSchedulableAfterMemberAdded(logger klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {

@@ -174,7 +174,8 @@ func (pl *Plugin) activateIfQuorum(key gang.Key) {
 	}
 }
 
-// podGroupRef is the reference events are recorded against.
+// podGroupRef is the reference events are recorded against: the PodGroup of
+// whichever API defines the gang (KubeNexus's when none exists).
 func podGroupRef(key gang.Key, pg *v1alpha1.PodGroup) *corev1.ObjectReference {
 	ref := &corev1.ObjectReference{
 		APIVersion: v1alpha1.GroupVersion.String(),
@@ -184,6 +185,9 @@ func podGroupRef(key gang.Key, pg *v1alpha1.PodGroup) *corev1.ObjectReference {
 	}
 	if pg != nil {
 		ref.UID = pg.UID
+		if pg.APIVersion != "" {
+			ref.APIVersion = pg.APIVersion
+		}
 	}
 	return ref
 }

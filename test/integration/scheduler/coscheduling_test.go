@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/coscheduling"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
 )
@@ -155,6 +156,31 @@ var _ = Describe("Coscheduling", func() {
 		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("ghost", tc.ns).MinMember(1).Obj())).To(Succeed())
 		Eventually(tc.nodeOf("by-label")).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
 		Expect(tc.nodeOf("by-volcano")()).To(BeEmpty())
+	})
+
+	It("honours scheduler-plugins' PodGroups (scheduling.x-k8s.io): minMember all-or-nothing and minResources", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		tc.addNodes("n", 2, "cpu", "4")
+		sigsPodGroup := func(name string, spec map[string]any) {
+			u := v1alpha1.NewSigsPodGroup()
+			u.SetNamespace(tc.ns)
+			u.SetName(name)
+			u.Object["spec"] = spec
+			Expect(k8sClient.Create(suiteCtx, u)).To(Succeed())
+		}
+		sigsPodGroup("sp", map[string]any{"minMember": int64(3), "scheduleTimeoutSeconds": int64(10)})
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("sp-%d", i)).PodGroup("sp").Req("cpu", "1").Obj())).To(Succeed())
+		}
+		Consistently(tc.boundFn("sp")).WithTimeout(2 * time.Second).Should(Equal(0))
+		Expect(k8sClient.Create(suiteCtx, tc.pod("sp-2").PodGroup("sp").Req("cpu", "1").Obj())).To(Succeed())
+		Eventually(tc.boundFn("sp")).WithTimeout(testutil.Timeout).Should(Equal(3))
+
+		// minResources beyond the cluster: refused before any member is placed.
+		sigsPodGroup("big", map[string]any{"minMember": int64(1), "minResources": map[string]any{"cpu": "100"}})
+		Expect(k8sClient.Create(suiteCtx, tc.pod("big-0").PodGroup("big").Req("cpu", "1").Obj())).To(Succeed())
+		Eventually(tc.scheduledMessage("big-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring(coscheduling.ErrReasonMinResources))
+		Expect(tc.nodeOf("big-0")()).To(BeEmpty())
 	})
 
 	It("does not count members held by another system's scheduling gate, and never removes the gate", func() {

@@ -52,6 +52,38 @@ var _ = Describe("PodGroup lifecycle", func() {
 		Expect(tc.podGroup("job").Status.Succeeded).To(BeEquivalentTo(3))
 	})
 
+	It("keeps a scheduler-plugins PodGroup's status as scheduler-plugins would: Pending → Scheduling → Running → Finished", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		u := v1alpha1.NewSigsPodGroup()
+		u.SetNamespace(tc.ns)
+		u.SetName("tj")
+		u.Object["spec"] = map[string]any{"minMember": int64(2)}
+		Expect(k8sClient.Create(suiteCtx, u)).To(Succeed())
+		status := func() map[string]any {
+			got := v1alpha1.NewSigsPodGroup()
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "tj"}, got)).To(Succeed())
+			st, _ := got.Object["status"].(map[string]any)
+			return st
+		}
+		Expect(k8sClient.Create(suiteCtx, tc.pod("tj-0").PodGroup("tj").Req("cpu", "1").Obj())).To(Succeed())
+		Eventually(status).WithTimeout(testutil.Timeout).Should(HaveKeyWithValue("phase", "Pending"))
+
+		tc.addNodes("n", 1, "cpu", "4")
+		Expect(k8sClient.Create(suiteCtx, tc.pod("tj-1").PodGroup("tj").Req("cpu", "1").Obj())).To(Succeed())
+		Eventually(tc.boundFn("tj")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		Eventually(status).WithTimeout(testutil.Timeout).Should(And(HaveKeyWithValue("phase", "Scheduling"), HaveKey("scheduleStartTime")))
+		for i := range 2 {
+			setPhase(tc, fmt.Sprintf("tj-%d", i), corev1.PodRunning)
+		}
+		Eventually(status).WithTimeout(testutil.Timeout).Should(And(HaveKeyWithValue("phase", "Running"), HaveKeyWithValue("running", BeEquivalentTo(2))))
+		for i := range 2 {
+			setPhase(tc, fmt.Sprintf("tj-%d", i), corev1.PodSucceeded)
+		}
+		Eventually(status).WithTimeout(testutil.Timeout).Should(And(HaveKeyWithValue("phase", "Finished"), HaveKeyWithValue("succeeded", BeEquivalentTo(2))))
+		// No KubeNexus PodGroup was created beside it.
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "tj"}, &v1alpha1.PodGroup{})).NotTo(Succeed())
+	})
+
 	It("fails when a member fails and too few are left", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
 		tc.addNodes("n", 1, "cpu", "4")

@@ -55,7 +55,10 @@ var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	suiteCtx, suiteCancel = context.WithCancel(context.Background())
 	Expect(testutil.RequireAssets()).To(Succeed())
-	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testutil.CRDPath()}, ErrorIfCRDPathMissing: true}
+	// scheduler-plugins' own PodGroup CRD too: KubeNexus honours those PodGroups.
+	sigsCRD, err := testutil.SchedulerPluginsCRD()
+	Expect(err).NotTo(HaveOccurred())
+	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testutil.CRDPath(), sigsCRD}, ErrorIfCRDPathMissing: true}
 	cfg, err := testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	cfg.QPS, cfg.Burst = 5000, 5000

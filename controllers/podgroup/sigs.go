@@ -1,0 +1,84 @@
+package podgroup
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=podgroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=podgroups/status,verbs=get;update;patch
+
+// SigsReconciler keeps the status of scheduler-plugins' PodGroups (scheduling.x-k8s.io)
+// as scheduler-plugins' own controller would — phase and running / succeeded / failed
+// counts from the member pods — so that the controllers that create them and read
+// them back (Kubeflow's training-operator among them) work with kubenexus-scheduler.
+// The status is computed by the same ComputeStatus as KubeNexus PodGroups'. It is set
+// up only when the CRD is installed; it never creates or deletes such PodGroups.
+type SigsReconciler struct {
+	Client client.Client
+	// Now is the clock (tests replace it).
+	Now func() time.Time
+}
+
+// SetupWithManager registers the controller. The pod index IndexGangKey must be
+// registered (Reconciler.SetupWithManager does).
+func (r *SigsReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("podgroup-scheduler-plugins").
+		For(v1alpha1.NewSigsPodGroup()).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if m, ok, err := gang.Of(o.(*corev1.Pod)); err == nil && ok {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.Key.Namespace, Name: m.Key.Name}}}
+			}
+			return nil
+		})).
+		Complete(r)
+}
+
+// Reconcile writes the PodGroup's status from its members.
+func (r *SigsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	u := v1alpha1.NewSigsPodGroup()
+	if err := r.Client.Get(ctx, req.NamespacedName, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	pg, err := v1alpha1.FromSigsPodGroup(u)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	pods := &corev1.PodList{}
+	key := gang.Key{Namespace: req.Namespace, Name: req.Name}
+	if err := r.Client.List(ctx, pods, client.InNamespace(req.Namespace), client.MatchingFields{IndexGangKey: key.String()}); err != nil {
+		return ctrl.Result{}, err
+	}
+	want := v1alpha1.SigsPodGroupStatus(ComputeStatus(pg, pods.Items, metav1.NewTime(r.Now())))
+	current, _ := u.Object["status"].(map[string]any)
+	if equality.Semantic.DeepEqual(current, want) {
+		return ctrl.Result{}, nil
+	}
+	patch := client.MergeFrom(u.DeepCopy())
+	u.Object["status"] = want
+	if err := r.Client.Status().Patch(ctx, u, patch); err != nil {
+		return ctrl.Result{}, fmt.Errorf("updating %s PodGroup status: %w", v1alpha1.SigsPodGroupGroup, err)
+	}
+	return ctrl.Result{}, nil
+}
