@@ -123,3 +123,9 @@ bench: ## kubenexus-scheduler vs stock kube-scheduler on the same local apiserve
 	hack/build-tools.sh etcd kube-apiserver kube-scheduler
 	go build -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
 	go run ./test/bench -bin $(BIN) $(BENCH_FLAGS)
+
+.PHONY: bench-webhook
+bench-webhook: ## Peak RSS of kubenexus-manager under 64 concurrent maximum-size AdmissionReviews (printed, not asserted).
+	hack/build-tools.sh etcd kube-apiserver
+	go build -o $(BIN)/kubenexus-manager ./cmd/manager
+	go run ./test/bench/webhookmem -bin $(BIN) $(BENCH_WEBHOOK_FLAGS)
