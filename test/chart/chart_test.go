@@ -24,9 +24,11 @@ import (
 	"helm.sh/helm/v3/pkg/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/yaml"
@@ -144,6 +146,9 @@ var matrix = map[string]map[string]any{
 	"cert-manager":    {"webhook": map[string]any{"certManager": map[string]any{"enabled": true}}},
 	"cert-manager with a ClusterIssuer": {"webhook": map[string]any{"certManager": map[string]any{"enabled": true,
 		"issuerRef": map[string]any{"name": "corp-ca", "kind": "ClusterIssuer"}, "duration": "720h", "renewBefore": "240h"}}},
+	"network policy": {"webhook": map[string]any{"networkPolicy": map[string]any{"enabled": true,
+		"from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/24"}}, map[string]any{"ipBlock": map[string]any{"cidr": "192.168.10.5/32"}}}}}},
+	"network policy, any source": {"webhook": map[string]any{"networkPolicy": map[string]any{"enabled": true}}},
 }
 
 // certManager reports whether values turn on cert-manager.
@@ -192,6 +197,7 @@ func TestRenderMatrix(t *testing.T) {
 			want("MutatingWebhookConfiguration", map[bool]int{true: 1, false: 0}[webhookOn])
 			want("KubeNexusConfig", map[bool]int{true: 1, false: 0}[get(values, "config", "create") != false])
 			want("ServiceMonitor", map[bool]int{true: 1, false: 0}[managerOn && get(values, "metrics", "serviceMonitor", "enabled") == true])
+			want("NetworkPolicy", map[bool]int{true: 1, false: 0}[managerOn && webhookOn && get(values, "webhook", "networkPolicy", "enabled") == true])
 			// The webhook certificate: the manager's rotator fills an empty Secret, or
 			// cert-manager issues it (with a self-signed Issuer unless one is named).
 			want("Secret", map[bool]int{true: 1, false: 0}[managerOn && !certManager(values)])
@@ -222,6 +228,8 @@ func TestRenderMatrix(t *testing.T) {
 					checkWebhooks(t, o, values)
 				case "KubeNexusConfig":
 					checkKubeNexusConfig(t, o, values)
+				case "NetworkPolicy":
+					checkNetworkPolicy(t, o, objs, values)
 				}
 			}
 			auditRBAC(t, objs)
@@ -323,6 +331,49 @@ func checkWebhooks(t *testing.T, o object, values map[string]any) {
 			if !excluded || w.FailurePolicy != "Fail" {
 				t.Errorf("%s %s: namespaceSelector %+v, failurePolicy %s", o.id(), w.Name, w.NamespaceSelector, w.FailurePolicy)
 			}
+		}
+	}
+}
+
+// checkNetworkPolicy checks that the policy selects the manager's pods, lets
+// webhook.networkPolicy.from (any source when empty) reach the webhook port and
+// any source the metrics port, and nothing else.
+func checkNetworkPolicy(t *testing.T, o object, objs []object, values map[string]any) {
+	t.Helper()
+	var np networkingv1.NetworkPolicy
+	if err := yaml.UnmarshalStrict(o.raw, &np); err != nil {
+		t.Fatalf("%s: %v", o.id(), err)
+	}
+	for _, d := range objs {
+		if d.meta.Kind != "Deployment" {
+			continue
+		}
+		var dep appsv1.Deployment
+		if err := yaml.Unmarshal(d.raw, &dep); err != nil {
+			t.Fatal(err)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+		if err != nil || np.Spec.PodSelector.Size() == 0 || !sel.Matches(labels.Set(dep.Spec.Template.Labels)) {
+			t.Errorf("%s: podSelector %v does not select %s's pods %v", o.id(), np.Spec.PodSelector, d.id(), dep.Spec.Template.Labels)
+		}
+	}
+	if !reflect.DeepEqual(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+		t.Errorf("%s: policyTypes %v, want Ingress", o.id(), np.Spec.PolicyTypes)
+	}
+	from, _ := get(values, "webhook", "networkPolicy", "from").([]any)
+	ports := map[int32][]networkingv1.NetworkPolicyPeer{}
+	for _, r := range np.Spec.Ingress {
+		if len(r.Ports) != 1 || r.Ports[0].Port == nil {
+			t.Fatalf("%s: rule %+v, want one port per rule", o.id(), r)
+		}
+		ports[r.Ports[0].Port.IntVal] = r.From
+	}
+	if len(ports) != 2 || len(ports[9443]) != len(from) || len(ports[8080]) != 0 {
+		t.Errorf("%s: ingress %+v, want 9443 from %v and 8080 from anywhere", o.id(), np.Spec.Ingress, from)
+	}
+	for i, p := range ports[9443] {
+		if p.IPBlock == nil || p.IPBlock.CIDR != get(from[i].(map[string]any), "ipBlock", "cidr") {
+			t.Errorf("%s: webhook peer %d is %+v, want %v", o.id(), i, p, from[i])
 		}
 	}
 }
@@ -562,6 +613,8 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		"unknown issuer kind": {map[string]any{"webhook": map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"name": "x", "kind": "Vault"}}}},
 			"/webhook/certManager/issuerRef/kind"},
 		"bad duration": {map[string]any{"webhook": map[string]any{"certManager": map[string]any{"duration": "90d"}}}, "/webhook/certManager/duration"},
+		"empty network peer": {map[string]any{"webhook": map[string]any{"networkPolicy": map[string]any{"enabled": true, "from": []any{map[string]any{}}}}},
+			"/webhook/networkPolicy/from/0"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
