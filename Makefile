@@ -12,8 +12,10 @@ CONTROLLER_GEN := $(TOOLS_BIN)/controller-gen
 export KUBEBUILDER_ASSETS := $(TOOLS_BIN)
 
 GO_TEST_FLAGS ?=
-# Packages with unit tests and envtest integration suites.
-TEST_PKGS ?= ./...
+# Unit tests and the envtest integration suites (the scheduler in-process) run under
+# the race detector; the e2e suite drives separate processes and runs without it.
+TEST_PKGS ?= $(shell go list ./... | grep -v /test/e2e)
+E2E_PKGS ?= ./test/e2e/...
 
 .PHONY: all
 all: build
@@ -78,7 +80,7 @@ run: build ## Run the manager against the cluster in $$KUBECONFIG (without its w
 
 .PHONY: demo
 demo: build ## Local cluster from source (etcd, kube-apiserver, kube-controller-manager, kwok), KubeNexus from its chart, a simulated GPU fleet and workload mix; prints a placement report.
-	hack/build-tools.sh etcd kube-apiserver kube-controller-manager kwok helm
+	hack/build-tools.sh etcd kube-apiserver kube-controller-manager kubectl kwok helm training-operator
 	hack/demo.sh
 
 .PHONY: demo-down
@@ -92,9 +94,10 @@ envtest: ## Build etcd and kube-apiserver for envtest (cached).
 	hack/build-tools.sh etcd kube-apiserver
 
 .PHONY: test
-test: envtest build ## Run unit, integration and e2e tests (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, helm), then the fuzzers briefly.
-	hack/build-tools.sh kube-controller-manager kwok helm
-	go test $(GO_TEST_FLAGS) $(TEST_PKGS)
+test: envtest build ## Run unit and integration tests under -race, then the e2e (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, helm, kubectl, training-operator), then the fuzzers briefly.
+	hack/build-tools.sh kube-controller-manager kwok helm kubectl training-operator
+	go test -race $(GO_TEST_FLAGS) $(TEST_PKGS)
+	go test $(GO_TEST_FLAGS) $(E2E_PKGS)
 	cd hack/bundle && go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) fuzz FUZZ_TIME=5s
 
@@ -109,7 +112,7 @@ fuzz: ## Run each fuzz target for FUZZ_TIME (gang-key parsing, classification).
 ##@ Tools
 
 .PHONY: tools
-tools: ## Build every pinned tool (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, helm, controller-gen).
+tools: ## Build every pinned tool (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, helm, controller-gen, training-operator).
 	hack/build-tools.sh
 
 .PHONY: controller-gen

@@ -2,7 +2,7 @@
 # Builds the pinned tools of hack/tools into bin/ from source (Go module proxy only).
 # A tool is rebuilt only when its module's go.mod or go.sum changes (its version stamp).
 # Usage: hack/build-tools.sh [tool...]   (default: all)
-# Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kwok helm controller-gen
+# Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm controller-gen training-operator
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,15 +17,18 @@ declare -A PKG=(
   [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
   [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
   [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
+  [kubectl]=k8s.io/kubernetes/cmd/kubectl
+  [training-operator]=github.com/kubeflow/training-operator/cmd/training-operator.v1
   [kwok]=sigs.k8s.io/kwok/cmd/kwok
   [helm]=helm.sh/helm/v3/cmd/helm
   [controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
 )
-ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kwok helm)
+ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm training-operator)
 
-# The module each tool is built in: hack/tools, except kwok (hack/tools/kwok, which
-# pins the Kubernetes libraries kwok was released with).
-declare -A MODDIR=([kwok]=kwok)
+# The module each tool is built in: hack/tools, except kwok and Kubeflow's
+# training-operator (hack/tools/kwok, hack/tools/trainingoperator), which pin the
+# Kubernetes libraries they were released with.
+declare -A MODDIR=([kwok]=kwok [training-operator]=trainingoperator)
 tools=("$@")
 [ ${#tools[@]} -eq 0 ] && tools=("${ORDER[@]}")
 

@@ -7,6 +7,7 @@ import (
 	_ "helm.sh/helm/v3/cmd/helm"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kubectl"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "sigs.k8s.io/controller-tools/cmd/controller-gen"
 )
