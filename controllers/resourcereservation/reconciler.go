@@ -57,6 +57,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	status := rr.Status.DeepCopy()
 	status.Phase = d.Phase
 	status.ExpireTime = &metav1.Time{Time: d.Expire}
+	// Recorded so that the owner's absence after it was seen reads as a deletion,
+	// also after a manager restart, and a new object of the same name as a
+	// replacement. The patch's optimistic lock keeps a stale cached reservation
+	// (one without the recorded UID yet) from binding another incarnation.
+	status.OwnerUID = d.OwnerUID
 	status.ObservedGeneration = rr.Generation
 	d.Held.ObservedGeneration = rr.Generation
 	meta.SetStatusCondition(&status.Conditions, d.Held)
@@ -110,7 +115,8 @@ func ownerKey(kind v1alpha1.ReservationOwnerKind, name string) string {
 }
 
 // SetupWithManager watches reservations and their owners: a deleted or finished
-// PodGroup or pod releases its reservations at once.
+// PodGroup or pod releases its reservations at once, and a created one binds the
+// reservations waiting for it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ResourceReservation{}, ownerIndex, func(o client.Object) []string {
 		rr := o.(*v1alpha1.ResourceReservation)
