@@ -90,6 +90,18 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("setting up the scheduler-plugins PodGroup controller: %w", err)
 		}
 	}
+	// Volcano's PodGroups likewise, when that CRD is installed; the controller acts
+	// only while the KubeNexusConfig's spec.volcano.enabled is set.
+	switch _, err := mgr.GetRESTMapper().RESTMapping(kubenexusv1alpha1.VolcanoPodGroupGVK.GroupKind(), kubenexusv1alpha1.VolcanoPodGroupVersion); {
+	case meta.IsNoMatchError(err):
+		mgr.GetLogger().Info("Volcano's PodGroup CRD is not installed; its PodGroups are not managed", "group", kubenexusv1alpha1.VolcanoPodGroupGroup)
+	case err != nil:
+		return fmt.Errorf("discovering %s PodGroups: %w", kubenexusv1alpha1.VolcanoPodGroupGroup, err)
+	default:
+		if err := (&podgroup.VolcanoReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the Volcano PodGroup controller: %w", err)
+		}
+	}
 	if opts.Namespace == "" {
 		return fmt.Errorf("no namespace for the scheduler: set Options.Namespace")
 	}

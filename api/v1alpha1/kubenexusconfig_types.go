@@ -22,6 +22,12 @@ type KubeNexusConfigSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Webhook WebhookSpec `json:"webhook,omitempty"`
+
+	// volcano lets KubeNexus take the Volcano scheduler's role for workloads written
+	// for Volcano, for clusters that move from Volcano to KubeNexus.
+	// +kubebuilder:default={}
+	// +optional
+	Volcano VolcanoSpec `json:"volcano,omitempty"`
 }
 
 // SchedulerSpec is the scheduler deployment.
@@ -430,6 +436,53 @@ type WebhookSpec struct {
 	// +kubebuilder:default=bronze
 	// +optional
 	DefaultTier TenantTier `json:"defaultTier,omitempty"`
+}
+
+// VolcanoSpec configures KubeNexus's Volcano compatibility.
+type VolcanoSpec struct {
+	// enabled makes KubeNexus do for Volcano's PodGroups (scheduling.volcano.sh/v1beta1)
+	// what the Volcano scheduler does, so that jobs written for Volcano run unchanged:
+	// the manager moves a PodGroup to phase Inqueue once its spec.minResources fit the
+	// cluster's free capacity (controllers such as Kubeflow's training-operator create
+	// pods only then), and keeps Running / Completed and the running / succeeded /
+	// failed counts; in the webhook's namespaces, pods that name the volcano scheduler
+	// are sent to kubenexus-scheduler, which gangs them by their
+	// scheduling.k8s.io/group-name annotation. Off by default. While a Volcano scheduler
+	// holds its leader lease (schedulerLease) KubeNexus leaves Volcano's PodGroups alone
+	// and reports Degraded.
+	// +kubebuilder:default=false
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// schedulerLease is the Lease a running Volcano scheduler holds.
+	// +kubebuilder:default={}
+	// +optional
+	SchedulerLease LeaseReference `json:"schedulerLease,omitempty"`
+
+	// schedulerName is the scheduler name Volcano's pods carry.
+	// +kubebuilder:default=volcano
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	SchedulerName string `json:"schedulerName,omitempty"`
+}
+
+// LeaseReference names a coordination.k8s.io Lease.
+type LeaseReference struct {
+	// namespace of the Lease.
+	// +kubebuilder:default=volcano-system
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// name of the Lease.
+	// +kubebuilder:default=volcano
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	Name string `json:"name,omitempty"`
 }
 
 // Integration is a workload framework whose pods the webhook recognises.

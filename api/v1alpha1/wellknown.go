@@ -197,3 +197,10 @@ const (
 	// succeeded (KubeNexus's Succeeded).
 	SigsPodGroupFinished = "Finished"
 )
+
+// Volcano's PodGroup API (volcano.sh). Pods name their PodGroup with the
+// scheduling.k8s.io/group-name annotation (AnnotationVolcanoGroupName).
+const (
+	VolcanoPodGroupGroup   = "scheduling.volcano.sh"
+	VolcanoPodGroupVersion = "v1beta1"
+)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
+	"github.com/kube-nexus/kubenexus/controllers/podgroup"
 )
 
 // Condition reasons.
@@ -30,6 +32,7 @@ const (
 	ReasonApplyFailed          = "ApplyFailed"
 	ReasonNoServiceAccount     = "ServiceAccountMissing"
 	ReasonInvalidWebhookScope  = "InvalidWebhookScope"
+	ReasonVolcanoActive        = "VolcanoSchedulerActive"
 	ReasonAsExpected           = "AsExpected"
 	ReasonMinimumReplicas      = "MinimumReplicasAvailable"
 	ReasonNoReadyReplicas      = "NoReadyReplicas"
@@ -130,12 +133,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				fmt.Sprintf("The pod webhook cannot use this namespace selector and uses the default scope (%s) instead: %s",
 					v1alpha1.DefaultWebhookScope(), errs.ToAggregate())))
 		}
+		// Volcano compatibility steps aside while a Volcano scheduler runs.
+		if v := knc.Spec.Volcano; ptr.Deref(v.Enabled, false) {
+			held, err := podgroup.VolcanoLeaseHeld(ctx, r.APIReader, v.SchedulerLease, time.Now())
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if held {
+				setConditions(status, knc.Generation, cond(v1alpha1.ConditionDegraded, true, ReasonVolcanoActive,
+					fmt.Sprintf("spec.volcano.enabled is set, but a Volcano scheduler holds its lease %s/%s: KubeNexus leaves Volcano's PodGroups to it until it stops.",
+						v.SchedulerLease.Namespace, v.SchedulerLease.Name)))
+			}
+			// The lease is not watched (the manager does not cache Leases): look again.
+			result.RequeueAfter = volcanoLeaseRecheck
+		}
 	}
 	return result, r.writeStatus(ctx, knc, status)
 }
 
 // serviceAccountRecheck is how often a missing scheduler ServiceAccount is looked for.
 const serviceAccountRecheck = 10 * time.Second
+
+// volcanoLeaseRecheck is how often the Volcano scheduler's lease is looked at while
+// spec.volcano.enabled is set.
+const volcanoLeaseRecheck = 10 * time.Second
 
 // deploymentConditions sets Available, Progressing and readyReplicas from the
 // scheduler Deployment.

@@ -1,5 +1,6 @@
 // Package crdcache is the scheduler's one informer cache of KubeNexus objects
-// (PodGroups and HardwareTiers, and scheduler-plugins' PodGroups when installed), shared by every plugin of every profile: plugins never keep a
+// (PodGroups and HardwareTiers, and scheduler-plugins' and Volcano's PodGroups when
+// installed), shared by every plugin of every profile: plugins never keep a
 // private informer and never call the API server in a scheduling cycle.
 package crdcache
 
@@ -31,20 +32,36 @@ import (
 // Cache reads KubeNexus objects from memory.
 type Cache struct {
 	cache cache.Cache
-	// sigsPodGroups is set when scheduler-plugins' PodGroup CRD was served when the
-	// cache started; its PodGroups are then watched too.
-	sigsPodGroups bool
+	// foreign are the other schedulers' PodGroup APIs whose CRDs were served when the
+	// cache started; their PodGroups are watched too.
+	foreign []foreignPodGroups
 }
 
-// SigsPodGroupGVK is scheduler-plugins' PodGroup kind.
-var SigsPodGroupGVK = v1alpha1.SigsPodGroupGVK
+// foreignPodGroups is another scheduler's PodGroup API that KubeNexus honours.
+type foreignPodGroups struct {
+	gvk schema.GroupVersionKind
+	// read converts one of its PodGroups into the KubeNexus type.
+	read func(*unstructured.Unstructured) (*v1alpha1.PodGroup, error)
+}
 
-func newSigsPodGroup() *unstructured.Unstructured { return v1alpha1.NewSigsPodGroup() }
+func (f foreignPodGroups) newObject() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(f.gvk)
+	return u
+}
+
+// foreignAPIs are the PodGroup APIs of scheduler-plugins and Volcano, in the order a
+// gang's PodGroup is looked up after KubeNexus's own.
+var foreignAPIs = []foreignPodGroups{
+	{gvk: v1alpha1.SigsPodGroupGVK, read: v1alpha1.FromSigsPodGroup},
+	{gvk: v1alpha1.VolcanoPodGroupGVK, read: v1alpha1.FromVolcanoPodGroup},
+}
 
 // PodGroup returns the PodGroup named by key, or nil when it does not exist: a
-// KubeNexus PodGroup, else (when its CRD is installed) scheduler-plugins' PodGroup
-// of that name, read into the KubeNexus type (the fields they share: minMember,
-// minResources, scheduleTimeoutSeconds). The result's APIVersion says which it is.
+// KubeNexus PodGroup, else (when their CRDs are installed) scheduler-plugins' or
+// Volcano's PodGroup of that name, read into the KubeNexus type (the fields they
+// share: minMember, minResources, and scheduleTimeoutSeconds or priorityClassName).
+// The result's APIVersion says which it is.
 func (c *Cache) PodGroup(key gang.Key) *v1alpha1.PodGroup {
 	ctx, objKey := context.Background(), client.ObjectKey{Namespace: key.Namespace, Name: key.Name}
 	pg := &v1alpha1.PodGroup{}
@@ -52,25 +69,29 @@ func (c *Cache) PodGroup(key gang.Key) *v1alpha1.PodGroup {
 		pg.APIVersion, pg.Kind = v1alpha1.GroupVersion.String(), "PodGroup"
 		return pg
 	}
-	if !c.sigsPodGroups {
-		return nil
+	for _, f := range c.foreign {
+		u := f.newObject()
+		if err := c.cache.Get(ctx, objKey, u); err != nil {
+			continue
+		}
+		if out, err := f.read(u); err == nil {
+			return out
+		}
 	}
-	u := newSigsPodGroup()
-	if err := c.cache.Get(ctx, objKey, u); err != nil {
-		return nil
-	}
-	out, err := v1alpha1.FromSigsPodGroup(u)
-	if err != nil {
-		return nil
+	return nil
+}
+
+// ForeignPodGroupKinds lists the other schedulers' PodGroup kinds being watched.
+func (c *Cache) ForeignPodGroupKinds() []schema.GroupVersionKind {
+	out := make([]schema.GroupVersionKind, 0, len(c.foreign))
+	for _, f := range c.foreign {
+		out = append(out, f.gvk)
 	}
 	return out
 }
 
-// HasSigsPodGroups reports whether scheduler-plugins' PodGroups are watched.
-func (c *Cache) HasSigsPodGroups() bool { return c.sigsPodGroups }
-
-// OnPodGroupChange calls f with the key of every PodGroup (of either API) added,
-// or whose spec changed (its generation); status updates are not reported.
+// OnPodGroupChange calls f with the key of every PodGroup (of any watched API)
+// added, or whose spec changed (its generation); status updates are not reported.
 func (c *Cache) OnPodGroupChange(f func(gang.Key)) error {
 	notify := func(obj any) {
 		if m, err := meta.Accessor(obj); err == nil {
@@ -80,8 +101,10 @@ func (c *Cache) OnPodGroupChange(f func(gang.Key)) error {
 	if err := c.onSpecChange(&v1alpha1.PodGroup{}, false, notify); err != nil {
 		return err
 	}
-	if c.sigsPodGroups {
-		return c.onSpecChange(newSigsPodGroup(), false, notify)
+	for _, fa := range c.foreign {
+		if err := c.onSpecChange(fa.newObject(), false, notify); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -160,18 +183,23 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 			p.err = fmt.Errorf("watching HardwareTiers: %w", err)
 			return
 		}
-		// scheduler-plugins' PodGroups, when their CRD is installed at start-up (a CRD
-		// installed later is picked up when the scheduler restarts).
-		sigs, err := served(cfg, SigsPodGroupGVK.GroupVersion(), "podgroups")
-		if err != nil {
-			p.err = fmt.Errorf("discovering %s: %w", SigsPodGroupGVK.GroupVersion(), err)
-			return
-		}
-		if sigs {
-			if _, err := c.GetInformer(ctx, newSigsPodGroup()); err != nil {
-				p.err = fmt.Errorf("watching %s PodGroups: %w", SigsPodGroupGVK.Group, err)
+		// Other schedulers' PodGroups, when their CRDs are installed at start-up (a
+		// CRD installed later is picked up when the scheduler restarts).
+		var foreign []foreignPodGroups
+		for _, f := range foreignAPIs {
+			ok, err := served(cfg, f.gvk.GroupVersion(), "podgroups")
+			if err != nil {
+				p.err = fmt.Errorf("discovering %s: %w", f.gvk.GroupVersion(), err)
 				return
 			}
+			if !ok {
+				continue
+			}
+			if _, err := c.GetInformer(ctx, f.newObject()); err != nil {
+				p.err = fmt.Errorf("watching %s PodGroups: %w", f.gvk.Group, err)
+				return
+			}
+			foreign = append(foreign, f)
 		}
 		go func() {
 			if err := c.Start(p.runCtx); err != nil {
@@ -184,7 +212,7 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 			p.err = fmt.Errorf("KubeNexus object cache did not sync within %s (are the CRDs installed and readable?)", syncTimeout)
 			return
 		}
-		p.cache = &Cache{cache: c, sigsPodGroups: sigs}
+		p.cache = &Cache{cache: c, foreign: foreign}
 	})
 	return p.cache, p.err
 }

@@ -25,8 +25,10 @@ import (
 // TenantHardware verifies the DaemonSet a pod claims as its controller; Coscheduling
 // orders gangs by their PodGroup's PriorityClass.
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
-// Coscheduling honours scheduler-plugins' PodGroups when their CRD is installed.
+// Coscheduling honours scheduler-plugins' and Volcano's PodGroups when their CRDs
+// are installed.
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=podgroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=podgroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 
 // DefaultFeatureGates are kubenexus-scheduler's defaults where they differ from

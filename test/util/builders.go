@@ -163,6 +163,12 @@ func (w *KubeNexusConfigWrapper) Scheduler(f func(*v1alpha1.SchedulerSpec)) *Kub
 	return w
 }
 
+// Volcano edits the Volcano compatibility section.
+func (w *KubeNexusConfigWrapper) Volcano(f func(*v1alpha1.VolcanoSpec)) *KubeNexusConfigWrapper {
+	f(&w.Spec.Volcano)
+	return w
+}
+
 // Plugins edits the plugins section.
 func (w *KubeNexusConfigWrapper) Plugins(f func(*v1alpha1.PluginsSpec)) *KubeNexusConfigWrapper {
 	f(&w.Spec.Plugins)

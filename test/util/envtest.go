@@ -55,20 +55,31 @@ func FreePort() (int, error) {
 }
 
 // SchedulerPluginsCRD is the path of scheduler-plugins' own PodGroup CRD
-// (scheduling.x-k8s.io), from the module pinned in hack/tools/schedulerplugins,
-// downloaded through the Go module proxy on first use.
+// (scheduling.x-k8s.io), from the module pinned in hack/tools/schedulerplugins.
 func SchedulerPluginsCRD() (string, error) {
-	cmd := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/scheduler-plugins")
-	cmd.Dir = filepath.Join(RepoRoot(), "hack", "tools", "schedulerplugins")
+	return moduleFile("schedulerplugins", "sigs.k8s.io/scheduler-plugins", "config/crd/bases/scheduling.x-k8s.io_podgroups.yaml")
+}
+
+// VolcanoPodGroupCRD is the path of Volcano's own PodGroup CRD
+// (scheduling.volcano.sh), from the module pinned in hack/tools/volcano.
+func VolcanoPodGroupCRD() (string, error) {
+	return moduleFile("volcano", "volcano.sh/volcano", "config/crd/volcano/bases/scheduling.volcano.sh_podgroups.yaml")
+}
+
+// moduleFile is the path of a file in a module pinned by a tools module under
+// hack/tools, downloaded through the Go module proxy on first use.
+func moduleFile(toolsModule, module, file string) (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", module)
+	cmd.Dir = filepath.Join(RepoRoot(), "hack", "tools", toolsModule)
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("downloading sigs.k8s.io/scheduler-plugins (hack/tools/schedulerplugins): %w", err)
+		return "", fmt.Errorf("downloading %s (hack/tools/%s): %w", module, toolsModule, err)
 	}
 	var mod struct{ Dir, Error string }
 	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		return "", fmt.Errorf("downloading sigs.k8s.io/scheduler-plugins: %s %v", mod.Error, err)
+		return "", fmt.Errorf("downloading %s: %s %v", module, mod.Error, err)
 	}
-	path := filepath.Join(mod.Dir, "config", "crd", "bases", "scheduling.x-k8s.io_podgroups.yaml")
+	path := filepath.Join(mod.Dir, filepath.FromSlash(file))
 	if _, err := os.Stat(path); err != nil {
 		return "", err
 	}

@@ -68,6 +68,9 @@ type settings struct {
 	scope         labels.Selector
 	autoGang      []v1alpha1.Integration
 	defaultTier   v1alpha1.TenantTier
+	// volcanoScheduler is the scheduler name whose pods are sent to KubeNexus
+	// (spec.volcano; "" when Volcano compatibility is off).
+	volcanoScheduler string
 }
 
 func (m *Mutator) settings(ctx context.Context) (settings, error) {
@@ -105,6 +108,12 @@ func (m *Mutator) settings(ctx context.Context) (settings, error) {
 	}
 	if w.DefaultTier != "" {
 		s.defaultTier = w.DefaultTier
+	}
+	if v := knc.Spec.Volcano; v.Enabled != nil && *v.Enabled {
+		s.volcanoScheduler = v.SchedulerName
+		if s.volcanoScheduler == "" {
+			s.volcanoScheduler = "volcano"
+		}
 	}
 	return s, nil
 }
@@ -155,7 +164,10 @@ func (m *Mutator) mutate(ctx context.Context, pod *corev1.Pod, ns *corev1.Namesp
 	}
 	// The namespace decides the tier; whatever the pod claimed is overwritten.
 	pod.Labels[v1alpha1.LabelTenantTier] = string(p.Tier)
-	if pod.Spec.SchedulerName == "" || pod.Spec.SchedulerName == corev1.DefaultSchedulerName {
+	// With Volcano compatibility on, pods written for Volcano are scheduled by
+	// KubeNexus (their scheduling.k8s.io/group-name annotation names their gang).
+	if pod.Spec.SchedulerName == "" || pod.Spec.SchedulerName == corev1.DefaultSchedulerName ||
+		(cfg.volcanoScheduler != "" && pod.Spec.SchedulerName == cfg.volcanoScheduler) {
 		pod.Spec.SchedulerName = cfg.schedulerName
 	}
 

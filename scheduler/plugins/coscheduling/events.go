@@ -16,18 +16,18 @@ import (
 // podGroupResource is how the scheduler names PodGroup events (<resource>.<version>.<group>).
 var podGroupResource = fwk.EventResource("podgroups." + v1alpha1.GroupVersion.Version + "." + v1alpha1.GroupVersion.Group)
 
-// sigsPodGroupResource names scheduler-plugins' PodGroup events.
-var sigsPodGroupResource = fwk.EventResource("podgroups." + v1alpha1.SigsPodGroupVersion + "." + v1alpha1.SigsPodGroupGroup)
-
 // EventsToRegister lists the events that can make a member this plugin rejected
 // schedulable, each with a hint that skips events about other gangs.
 func (pl *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	events := pl.eventsToRegister()
-	if pl.pgs != nil && pl.pgs.HasSigsPodGroups() {
-		// Registered only when the CRD is served: the scheduler would otherwise wait
-		// for an informer of a resource that does not exist.
-		events = append(events, fwk.ClusterEventWithHint{
-			Event: fwk.ClusterEvent{Resource: sigsPodGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: pl.isSchedulableAfterPodGroupChange})
+	if pl.pgs != nil {
+		// Other schedulers' PodGroups, registered only when their CRDs are served: the
+		// scheduler would otherwise wait for an informer of a resource that does not exist.
+		for _, gvk := range pl.pgs.ForeignPodGroupKinds() {
+			events = append(events, fwk.ClusterEventWithHint{
+				Event:          fwk.ClusterEvent{Resource: fwk.EventResource("podgroups." + gvk.Version + "." + gvk.Group), ActionType: fwk.Add | fwk.Update},
+				QueueingHintFn: pl.isSchedulableAfterPodGroupChange})
+		}
 	}
 	return events, nil
 }

@@ -3,7 +3,6 @@ package coscheduling
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/placement"
 )
 
 const stateKey fwk.StateKey = "PreFilter" + Name
@@ -76,7 +76,7 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 			fmt.Sprintf("%s: %d/%d members of %s exist", ErrReasonWaitingForQuorum, ungated, minMember, m.Key))
 	}
 	if pg != nil && len(pg.Spec.MinResources) > 0 {
-		if short := shortfall(pg.Spec.MinResources, placedReq, nodes); len(short) > 0 {
+		if short := placement.Shortfall(pg.Spec.MinResources, placedReq, func(name corev1.ResourceName) resource.Quantity { return freeOf(name, nodes) }); len(short) > 0 {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 				fmt.Sprintf("%s: %s needs %s more than the cluster has free", ErrReasonMinResources, m.Key, strings.Join(short, ", ")))
 		}
@@ -107,29 +107,6 @@ func addTo(total, rl corev1.ResourceList) {
 		sum.Add(q)
 		total[name] = sum
 	}
-}
-
-// shortfall lists each resource of minResources (less what the gang already placed)
-// that exceeds the free capacity summed over nodes.
-func shortfall(minResources, placed corev1.ResourceList, nodes []fwk.NodeInfo) []string {
-	var short []string
-	for name, want := range minResources {
-		need := want.DeepCopy()
-		if p, ok := placed[name]; ok {
-			need.Sub(p)
-		}
-		if need.Sign() <= 0 {
-			continue
-		}
-		free := freeOf(name, nodes)
-		if free.Cmp(need) < 0 {
-			missing := need.DeepCopy()
-			missing.Sub(free)
-			short = append(short, fmt.Sprintf("%s %s", missing.String(), name))
-		}
-	}
-	sort.Strings(short)
-	return short
 }
 
 // freeOf sums allocatable minus requested of one resource over the snapshot's nodes

@@ -269,6 +269,31 @@ var _ = Describe("KubeNexusConfig", Ordered, func() {
 		Expect(pod.Spec.SchedulerName).To(Equal(v1alpha1.DefaultSchedulerName))
 	})
 
+	It("sends pods that name the volcano scheduler to kubenexus-scheduler only while spec.volcano.enabled is set", func() {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "volcano-jobs-", Labels: map[string]string{v1alpha1.LabelNamespaceEnabled: "true"}}}
+		Expect(k8sClient.Create(suiteCtx, ns)).To(Succeed())
+		off := testutil.MakePod("before", ns.Name).SchedulerName("volcano").Obj()
+		Expect(k8sClient.Create(suiteCtx, off)).To(Succeed())
+		Expect(off.Spec.SchedulerName).To(Equal("volcano"))
+
+		Expect(updateKNC("default", func(k *v1alpha1.KubeNexusConfig) { k.Spec.Volcano.Enabled = ptr.To(true) })).To(Succeed())
+		DeferCleanup(func() {
+			Expect(updateKNC("default", func(k *v1alpha1.KubeNexusConfig) { k.Spec.Volcano.Enabled = ptr.To(false) })).To(Succeed())
+		})
+		Eventually(func() string {
+			p := testutil.MakePod("", ns.Name).SchedulerName("volcano").Annotation(v1alpha1.AnnotationVolcanoGroupName, "vj").Obj()
+			p.GenerateName, p.Name = "after-", ""
+			Expect(k8sClient.Create(suiteCtx, p)).To(Succeed())
+			return p.Spec.SchedulerName
+		}).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.DefaultSchedulerName))
+		// Outside the webhook's namespaces nothing changes.
+		plain := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "not-opted-"}}
+		Expect(k8sClient.Create(suiteCtx, plain)).To(Succeed())
+		other := testutil.MakePod("elsewhere", plain.Name).SchedulerName("volcano").Obj()
+		Expect(k8sClient.Create(suiteCtx, other)).To(Succeed())
+		Expect(other.Spec.SchedulerName).To(Equal("volcano"))
+	})
+
 	It("reports a second KubeNexusConfig as ignored and deploys nothing for it", func() {
 		other := testutil.MakeKubeNexusConfig("staging").Scheduler(func(s *v1alpha1.SchedulerSpec) { s.Replicas = 3 }).Obj()
 		Expect(k8sClient.Create(suiteCtx, other)).To(Succeed())

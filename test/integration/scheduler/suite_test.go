@@ -58,7 +58,10 @@ var _ = BeforeSuite(func() {
 	// scheduler-plugins' own PodGroup CRD too: KubeNexus honours those PodGroups.
 	sigsCRD, err := testutil.SchedulerPluginsCRD()
 	Expect(err).NotTo(HaveOccurred())
-	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testutil.CRDPath(), sigsCRD}, ErrorIfCRDPathMissing: true}
+	// And Volcano's, for its compatibility mode.
+	volcanoCRD, err := testutil.VolcanoPodGroupCRD()
+	Expect(err).NotTo(HaveOccurred())
+	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testutil.CRDPath(), sigsCRD, volcanoCRD}, ErrorIfCRDPathMissing: true}
 	cfg, err := testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	cfg.QPS, cfg.Burst = 5000, 5000

@@ -53,3 +53,42 @@ func TestFromSigsPodGroup(t *testing.T) {
 		t.Error("a non-integer minMember was accepted")
 	}
 }
+
+func TestVolcanoPodGroupStatus(t *testing.T) {
+	tests := map[string]struct {
+		in       PodGroupStatus
+		admitted bool
+		want     map[string]any
+	}{
+		"not admitted: controllers create no pod yet": {PodGroupStatus{Phase: PodGroupPending}, false, map[string]any{"phase": "Pending"}},
+		"admitted, members not there yet":             {PodGroupStatus{Phase: PodGroupPending}, true, map[string]any{"phase": "Inqueue"}},
+		"members being scheduled":                     {PodGroupStatus{Phase: PodGroupScheduling}, true, map[string]any{"phase": "Inqueue"}},
+		"bound, not running":                          {PodGroupStatus{Phase: PodGroupScheduled}, true, map[string]any{"phase": "Inqueue"}},
+		"running":                                     {PodGroupStatus{Phase: PodGroupRunning, Running: 2}, true, map[string]any{"phase": "Running", "running": int64(2)}},
+		"succeeded is Completed":                      {PodGroupStatus{Phase: PodGroupSucceeded, Succeeded: 2}, true, map[string]any{"phase": "Completed", "succeeded": int64(2)}},
+		"failed is Unknown":                           {PodGroupStatus{Phase: PodGroupFailed, Failed: 1}, true, map[string]any{"phase": "Unknown", "failed": int64(1)}},
+	}
+	for name, tc := range tests {
+		if diff := cmp.Diff(tc.want, VolcanoPodGroupStatus(tc.in, tc.admitted)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+func TestFromVolcanoPodGroup(t *testing.T) {
+	u := NewVolcanoPodGroup()
+	u.SetNamespace("ns")
+	u.SetName("vj")
+	u.Object["spec"] = map[string]any{"minMember": int64(3), "queue": "default", "minTaskMember": map[string]any{"worker": int64(2)},
+		"priorityClassName": "high", "minResources": map[string]any{"nvidia.com/gpu": "16"}}
+	pg, err := FromVolcanoPodGroup(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pg.Spec.MinMember != 3 || pg.Spec.PriorityClassName != "high" || pg.Spec.MinResources.Name("nvidia.com/gpu", "").String() != "16" {
+		t.Errorf("spec not read: %+v", pg.Spec)
+	}
+	if pg.APIVersion != "scheduling.volcano.sh/v1beta1" {
+		t.Errorf("APIVersion %q", pg.APIVersion)
+	}
+}
