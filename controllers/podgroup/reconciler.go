@@ -51,14 +51,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("podgroup").
 		For(&v1alpha1.PodGroup{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			if keys := podGangKey(o); len(keys) == 1 {
-				m, _, _ := gang.Of(o.(*corev1.Pod))
-				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.Key.Namespace, Name: m.Key.Name}}}
-			}
-			return nil
-		})).
+		Watches(&corev1.Pod{}, enqueueGang()).
 		Complete(r)
+}
+
+// enqueueGang maps a pod to a request for the PodGroup of its gang (of whichever API
+// the controller reconciles).
+func enqueueGang() handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if m, ok, err := gang.Of(o.(*corev1.Pod)); err == nil && ok {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.Key.Namespace, Name: m.Key.Name}}}
+		}
+		return nil
+	})
+}
+
+// listMembers returns the gang's pods, from the manager's pod index.
+func listMembers(ctx context.Context, c client.Reader, key gang.Key) ([]corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace(key.Namespace), client.MatchingFields{IndexGangKey: key.String()}); err != nil {
+		return nil, err
+	}
+	return pods.Items, nil
 }
 
 func podGangKey(o client.Object) []string {
@@ -77,10 +91,11 @@ func podGangKey(o client.Object) []string {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	key := gang.Key{Namespace: req.Namespace, Name: req.Name}
-	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(req.Namespace), client.MatchingFields{IndexGangKey: key.String()}); err != nil {
+	members, err := listMembers(ctx, r.Client, key)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
+	pods := &corev1.PodList{Items: members}
 
 	pg := &v1alpha1.PodGroup{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pg); err != nil {

@@ -9,11 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -43,12 +41,7 @@ func (r *SigsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("podgroup-scheduler-plugins").
 		For(v1alpha1.NewSigsPodGroup()).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			if m, ok, err := gang.Of(o.(*corev1.Pod)); err == nil && ok {
-				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.Key.Namespace, Name: m.Key.Name}}}
-			}
-			return nil
-		})).
+		Watches(&corev1.Pod{}, enqueueGang()).
 		Complete(r)
 }
 
@@ -65,20 +58,30 @@ func (r *SigsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	pods := &corev1.PodList{}
-	key := gang.Key{Namespace: req.Namespace, Name: req.Name}
-	if err := r.Client.List(ctx, pods, client.InNamespace(req.Namespace), client.MatchingFields{IndexGangKey: key.String()}); err != nil {
+	members, err := listMembers(ctx, r.Client, gang.Key{Namespace: req.Namespace, Name: req.Name})
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	want := v1alpha1.SigsPodGroupStatus(ComputeStatus(pg, pods.Items, metav1.NewTime(r.Now())))
+	want := v1alpha1.SigsPodGroupStatus(ComputeStatus(pg, members, metav1.NewTime(r.Now())))
+	return ctrl.Result{}, patchForeignStatus(ctx, r.Client, u, want)
+}
+
+// patchForeignStatus writes another scheduler's PodGroup status when it differs.
+// Volcano's CRD declares no status subresource (as of v1.8): its status is part of
+// the object and the status endpoint answers NotFound, so the object is patched.
+func patchForeignStatus(ctx context.Context, c client.Client, u *unstructured.Unstructured, want map[string]any) error {
 	current, _ := u.Object["status"].(map[string]any)
 	if equality.Semantic.DeepEqual(current, want) {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	patch := client.MergeFrom(u.DeepCopy())
 	u.Object["status"] = want
-	if err := r.Client.Status().Patch(ctx, u, patch); err != nil {
-		return ctrl.Result{}, fmt.Errorf("updating %s PodGroup status: %w", v1alpha1.SigsPodGroupGroup, err)
+	err := c.Status().Patch(ctx, u, patch)
+	if apierrors.IsNotFound(err) {
+		err = c.Patch(ctx, u, patch)
 	}
-	return ctrl.Result{}, nil
+	if err != nil {
+		return fmt.Errorf("updating %s PodGroup status: %w", u.GroupVersionKind().Group, err)
+	}
+	return nil
 }

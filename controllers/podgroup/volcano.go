@@ -2,12 +2,10 @@ package podgroup
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -69,12 +67,7 @@ func (r *VolcanoReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("podgroup-volcano").
 		For(v1alpha1.NewVolcanoPodGroup()).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			if m, ok, err := gang.Of(o.(*corev1.Pod)); err == nil && ok {
-				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.Key.Namespace, Name: m.Key.Name}}}
-			}
-			return nil
-		})).
+		Watches(&corev1.Pod{}, enqueueGang()).
 		// Turning the switch on (or off) reaches every Volcano PodGroup.
 		Watches(&v1alpha1.KubeNexusConfig{}, allPodGroups).
 		Complete(r)
@@ -116,9 +109,8 @@ func (r *VolcanoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	key := gang.Key{Namespace: req.Namespace, Name: req.Name}
-	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(req.Namespace), client.MatchingFields{IndexGangKey: key.String()}); err != nil {
+	members, err := listMembers(ctx, r.Client, gang.Key{Namespace: req.Namespace, Name: req.Name})
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	current, _ := u.Object["status"].(map[string]any)
@@ -126,7 +118,7 @@ func (r *VolcanoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	admitted := phase != "" && phase != v1alpha1.VolcanoPodGroupPending
 	var result ctrl.Result
 	if !admitted {
-		short, err := r.shortfall(ctx, pg.Spec.MinResources, pods.Items)
+		short, err := r.shortfall(ctx, pg.Spec.MinResources, members)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -135,25 +127,11 @@ func (r *VolcanoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			result.RequeueAfter = r.Recheck // free capacity is not watched: look again
 		}
 	}
-	want := v1alpha1.VolcanoPodGroupStatus(ComputeStatus(pg, pods.Items, metav1.NewTime(r.Now())), admitted)
+	want := v1alpha1.VolcanoPodGroupStatus(ComputeStatus(pg, members, metav1.NewTime(r.Now())), admitted)
 	if conds, ok := current["conditions"]; ok {
 		want["conditions"] = conds // Volcano's own conditions are kept as they are
 	}
-	if equality.Semantic.DeepEqual(current, want) {
-		return result, nil
-	}
-	patch := client.MergeFrom(u.DeepCopy())
-	u.Object["status"] = want
-	// Volcano's CRD declares no status subresource (as of v1.8): its status is part
-	// of the object, and the status endpoint answers NotFound.
-	err = r.Client.Status().Patch(ctx, u, patch)
-	if apierrors.IsNotFound(err) {
-		err = r.Client.Patch(ctx, u, patch)
-	}
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("updating %s PodGroup status: %w", v1alpha1.VolcanoPodGroupGroup, err)
-	}
-	return result, nil
+	return result, patchForeignStatus(ctx, r.Client, u, want)
 }
 
 // shortfall is what the PodGroup's minResources lack in the cluster's free capacity:

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -267,3 +268,12 @@ func (w *PodWrapper) PodGroup(name string) *PodWrapper {
 }
 
 func (w *PodWrapper) Obj() *corev1.Pod { return &w.Pod }
+
+// ForeignPodGroup is another scheduler's PodGroup (scheduler-plugins' or Volcano's:
+// v1alpha1.NewSigsPodGroup or v1alpha1.NewVolcanoPodGroup as empty) with this spec.
+func ForeignPodGroup(empty *unstructured.Unstructured, namespace, name string, spec map[string]any) *unstructured.Unstructured {
+	empty.SetNamespace(namespace)
+	empty.SetName(name)
+	empty.Object["spec"] = spec
+	return empty
+}

@@ -162,11 +162,7 @@ var _ = Describe("Coscheduling", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
 		tc.addNodes("n", 2, "cpu", "4")
 		sigsPodGroup := func(name string, spec map[string]any) {
-			u := v1alpha1.NewSigsPodGroup()
-			u.SetNamespace(tc.ns)
-			u.SetName(name)
-			u.Object["spec"] = spec
-			Expect(k8sClient.Create(suiteCtx, u)).To(Succeed())
+			Expect(k8sClient.Create(suiteCtx, testutil.ForeignPodGroup(v1alpha1.NewSigsPodGroup(), tc.ns, name, spec))).To(Succeed())
 		}
 		sigsPodGroup("sp", map[string]any{"minMember": int64(3), "scheduleTimeoutSeconds": int64(10)})
 		for i := range 2 {

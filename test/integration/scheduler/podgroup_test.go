@@ -60,11 +60,7 @@ var _ = Describe("PodGroup lifecycle", func() {
 
 	It("keeps a scheduler-plugins PodGroup's status as scheduler-plugins would: Pending → Scheduling → Running → Finished", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
-		u := v1alpha1.NewSigsPodGroup()
-		u.SetNamespace(tc.ns)
-		u.SetName("tj")
-		u.Object["spec"] = map[string]any{"minMember": int64(2)}
-		Expect(k8sClient.Create(suiteCtx, u)).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, testutil.ForeignPodGroup(v1alpha1.NewSigsPodGroup(), tc.ns, "tj", map[string]any{"minMember": int64(2)}))).To(Succeed())
 		status := func() map[string]any {
 			got := v1alpha1.NewSigsPodGroup()
 			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "tj"}, got)).To(Succeed())
@@ -100,11 +96,7 @@ var _ = Describe("PodGroup lifecycle", func() {
 		Expect(k8sClient.Create(suiteCtx, knc)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, knc))).To(Succeed()) })
 		volcanoPodGroup := func(name string, spec map[string]any) {
-			u := v1alpha1.NewVolcanoPodGroup()
-			u.SetNamespace(tc.ns)
-			u.SetName(name)
-			u.Object["spec"] = spec
-			Expect(k8sClient.Create(suiteCtx, u)).To(Succeed())
+			Expect(k8sClient.Create(suiteCtx, testutil.ForeignPodGroup(v1alpha1.NewVolcanoPodGroup(), tc.ns, name, spec))).To(Succeed())
 		}
 		volcanoPhase := func(name string) func() string {
 			return func() string {
