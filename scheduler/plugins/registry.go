@@ -16,6 +16,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/tenanthardware"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/workloadaware"
 )
 
 // What kubenexus-scheduler needs beyond the built-in system:kube-scheduler and
@@ -57,6 +58,7 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 		app.WithPlugin(names.Coscheduling, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return coscheduling.New(ctx, obj, h, crds)
 		}),
+		app.WithPlugin(names.WorkloadAware, workloadaware.New),
 		app.WithPlugin(names.TenantHardware, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return tenanthardware.New(ctx, obj, h, crds)
 		}),

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	componentbaseconfigv1alpha1 "k8s.io/component-base/config/v1alpha1"
@@ -23,6 +24,10 @@ import (
 	schedconfig "github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 )
+
+// NodeResourcesFit is kube-scheduler's resource fit plugin, whose score WorkloadAware
+// replaces.
+const NodeResourcesFit = "NodeResourcesFit"
 
 // LeaseName is the scheduler's leader election lease, in the scheduler's namespace.
 // It does not follow the scheduler name so that the shipped RBAC can name it.
@@ -45,7 +50,7 @@ func plugins(p *v1alpha1.PluginsSpec) []plugin {
 	return []plugin{
 		{name: names.ProfileClassifier, enabled: p.ProfileClassifier.Enabled},
 		{name: names.Coscheduling, enabled: p.Coscheduling.Enabled, args: coschedulingArgs(&p.Coscheduling), queueSort: true},
-		{name: names.WorkloadAware, enabled: p.WorkloadAware.Enabled, weight: p.WorkloadAware.Weight},
+		{name: names.WorkloadAware, enabled: p.WorkloadAware.Enabled, weight: p.WorkloadAware.Weight, args: workloadAwareArgs(&p.WorkloadAware)},
 		{name: names.TopologyAware, enabled: p.TopologyAware.Enabled, weight: p.TopologyAware.Weight},
 		{name: names.NetworkFabric, enabled: p.NetworkFabric.Enabled, weight: p.NetworkFabric.Weight},
 		{name: names.ResourceFragmentation, enabled: p.ResourceFragmentation.Enabled, weight: p.ResourceFragmentation.Weight},
@@ -74,6 +79,19 @@ func coschedulingArgs(c *v1alpha1.CoschedulingPlugin) *schedconfig.CoschedulingA
 	return a
 }
 
+// workloadAwareArgs maps the API's WorkloadAware resource weights to the plugin's
+// args; nil (the plugin's defaults) when none are set.
+func workloadAwareArgs(w *v1alpha1.WorkloadAwarePlugin) any {
+	if len(w.Resources) == 0 {
+		return nil
+	}
+	a := &schedconfig.WorkloadAwareArgs{}
+	for _, r := range w.Resources {
+		a.Resources = append(a.Resources, schedconfig.ResourceWeight{Name: corev1.ResourceName(r.Name), Weight: r.Weight})
+	}
+	return a
+}
+
 // SchedulerConfiguration renders spec as the kubenexus-scheduler
 // KubeSchedulerConfiguration: one profile named after spec.scheduler.schedulerName
 // with the enabled KubeNexus plugins that the scheduler registers (see
@@ -94,6 +112,12 @@ func SchedulerConfiguration(spec *v1alpha1.KubeNexusConfigSpec, namespace string
 			entry.Weight = ptr.To(p.weight)
 		}
 		profile.Plugins.MultiPoint.Enabled = append(profile.Plugins.MultiPoint.Enabled, entry)
+		if p.name == names.WorkloadAware {
+			// WorkloadAware scores by allocation itself, packing or spreading by class;
+			// NodeResourcesFit's least-allocated score would pull packed pods apart.
+			// Its filter stays on.
+			profile.Plugins.Score.Disabled = append(profile.Plugins.Score.Disabled, configv1.Plugin{Name: NodeResourcesFit})
+		}
 		if p.queueSort {
 			profile.Plugins.QueueSort = configv1.PluginSet{
 				Enabled:  []configv1.Plugin{{Name: p.name}},

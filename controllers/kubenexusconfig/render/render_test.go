@@ -133,8 +133,8 @@ func TestRenderedProfile(t *testing.T) {
 	for _, e := range p.Plugins.MultiPoint.Enabled {
 		enabled = append(enabled, e.Name)
 	}
-	if strings.Join(enabled, ",") != "Coscheduling,TenantHardware" {
-		t.Errorf("multiPoint enabled %v, want Coscheduling,TenantHardware", enabled)
+	if strings.Join(enabled, ",") != "Coscheduling,WorkloadAware,TenantHardware" {
+		t.Errorf("multiPoint enabled %v, want Coscheduling,WorkloadAware,TenantHardware", enabled)
 	}
 	if qs := p.Plugins.QueueSort; len(qs.Enabled) != 1 || qs.Enabled[0].Name != "Coscheduling" || len(qs.Disabled) != 1 || qs.Disabled[0].Name != "*" {
 		t.Errorf("queueSort %+v, want Coscheduling replacing the default", qs)
@@ -235,6 +235,15 @@ func TestValidate(t *testing.T) {
 			},
 			wantField: "spec.scheduler.resources.requests[cpus]",
 			wantText:  "must be a standard resource",
+		},
+		{
+			// The API's schema allows any resource name; the plugin refuses a repeat.
+			name: "workloadAware resource listed twice",
+			mutate: func(s *v1alpha1.KubeNexusConfigSpec) {
+				s.Plugins.WorkloadAware.Resources = []v1alpha1.ResourceWeight{{Name: "cpu", Weight: 1}, {Name: "cpu", Weight: 2}}
+			},
+			wantField: "spec.plugins.workloadAware.resources[1].name",
+			wantText:  "Duplicate value",
 		},
 		{
 			name:      "negative starvation aging",

@@ -77,8 +77,12 @@ func validateScheduler(spec *v1alpha1.KubeNexusConfigSpec, namespace string) fie
 			}
 		}
 		for _, pc := range profile.PluginConfig {
-			if pc.Name == names.Coscheduling {
+			switch pc.Name {
+			case names.Coscheduling:
 				_, argErrs := schedconfig.CheckCoschedulingArgs(pc.Args, specPath.Child("plugins", "coscheduling"))
+				errs = append(errs, argErrs...)
+			case names.WorkloadAware:
+				_, argErrs := schedconfig.CheckWorkloadAwareArgs(pc.Args, specPath.Child("plugins", "workloadAware"))
 				errs = append(errs, argErrs...)
 			}
 		}

@@ -1,0 +1,103 @@
+package workloadaware
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+)
+
+// nodeWith returns a node of the given capacity carrying pods of the given requests.
+func nodeWith(t *testing.T, capacity []string, podRequests ...[]string) *framework.NodeInfo {
+	t.Helper()
+	ni := framework.NewNodeInfo()
+	ni.SetNode(testutil.MakeNode("n").Capacity(capacity...).Obj())
+	for i, req := range podRequests {
+		p := testutil.MakePod("p", "ns").Req(req...).Obj()
+		p.Name += string(rune('a' + i))
+		p.UID = types.UID("uid-" + p.Name)
+		pi, err := framework.NewPodInfo(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ni.AddPodInfo(pi)
+	}
+	return ni
+}
+
+func newPlugin(t *testing.T) *Plugin {
+	t.Helper()
+	pl, err := New(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl.(*Plugin)
+}
+
+func score(t *testing.T, pl *Plugin, pod *corev1.Pod, ni *framework.NodeInfo) int64 {
+	t.Helper()
+	cs := framework.NewCycleState()
+	if st := pl.PreScore(context.Background(), cs, pod, nil); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	s, st := pl.Score(context.Background(), cs, pod, ni)
+	if !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	return s
+}
+
+func TestScore(t *testing.T) {
+	pl := newPlugin(t)
+	cpuNode := []string{"cpu", "32", "memory", "128Gi"}
+	gpuNode := []string{"cpu", "96", "memory", "1Ti", "nvidia.com/gpu", "8"}
+	batch := testutil.MakePod("job", "ns").Label("workload.kubenexus.io/type", "batch").Req("cpu", "4", "memory", "8Gi").Obj()
+	service := testutil.MakePod("web", "ns").Label("workload.kubenexus.io/type", "service").Req("cpu", "4", "memory", "8Gi").Obj()
+	training := testutil.MakePod("train", "ns").Label("workload.kubenexus.io/type", "training").
+		Req("cpu", "8", "memory", "64Gi", "nvidia.com/gpu", "4").Limit("nvidia.com/gpu", "4").Obj()
+
+	empty, busy := nodeWith(t, cpuNode), nodeWith(t, cpuNode, []string{"cpu", "24", "memory", "96Gi"})
+	if b, e := score(t, pl, batch, busy), score(t, pl, batch, empty); b <= e {
+		t.Errorf("batch: busy node %d, empty node %d; want the busy one higher (pack)", b, e)
+	}
+	if b, e := score(t, pl, service, busy), score(t, pl, service, empty); b >= e {
+		t.Errorf("service: busy node %d, empty node %d; want the empty one higher (spread)", b, e)
+	}
+	// CPU-only pods: any CPU node beats any GPU node, however allocated.
+	gpuEmpty := nodeWith(t, gpuNode)
+	for _, p := range []*corev1.Pod{batch, service} {
+		g := score(t, pl, p, gpuEmpty)
+		if g != 0 {
+			t.Errorf("%s on a GPU node scored %d, want 0 (acceleratorNodeScore)", p.Name, g)
+		}
+		for name, n := range map[string]*framework.NodeInfo{"empty": empty, "busy": busy} {
+			if s := score(t, pl, p, n); s < 50 {
+				t.Errorf("%s on the %s CPU node scored %d, want at least 50", p.Name, name, s)
+			}
+		}
+	}
+	// A GPU pod packs GPUs: the node with 4 of 8 GPUs used beats the pristine one.
+	gpuHalf := nodeWith(t, gpuNode, []string{"nvidia.com/gpu", "4"})
+	if h, e := score(t, pl, training, gpuHalf), score(t, pl, training, gpuEmpty); h <= e {
+		t.Errorf("training: half-used GPU node %d, pristine %d; want the half-used one higher", h, e)
+	}
+	// A pod requesting none of the weighted resources is neutral on CPU nodes.
+	bare := testutil.MakePod("bare", "ns").Obj()
+	if a, b := score(t, pl, bare, empty), score(t, pl, bare, busy); a != b {
+		t.Errorf("a pod without requests scored %d and %d; want the same", a, b)
+	}
+}
+
+func TestArgsValidation(t *testing.T) {
+	a := &config.WorkloadAwareArgs{PackClasses: []string{"batch", "gpu-jobs"}, Resources: []config.ResourceWeight{{Name: "cpu", Weight: 0}}}
+	config.SetDefaultsWorkloadAwareArgs(a)
+	errs := config.ValidateWorkloadAwareArgs(nil, a)
+	if len(errs) != 2 {
+		t.Fatalf("got %v, want an unsupported class and a weight out of range", errs.ToAggregate())
+	}
+}
