@@ -2,7 +2,7 @@
 # Builds the pinned tools of hack/tools into bin/ from source (Go module proxy only).
 # A tool is rebuilt only when its module's go.mod or go.sum changes (its version stamp).
 # Usage: hack/build-tools.sh [tool...]   (default: all)
-# Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm controller-gen training-operator
+# Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm controller-gen training-operator scheduler-plugins
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,13 +22,15 @@ declare -A PKG=(
   [kwok]=sigs.k8s.io/kwok/cmd/kwok
   [helm]=helm.sh/helm/v3/cmd/helm
   [controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
+  [scheduler-plugins]=sigs.k8s.io/scheduler-plugins/cmd/scheduler
 )
-ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm training-operator)
+ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm training-operator scheduler-plugins)
 
-# The module each tool is built in: hack/tools, except kwok and Kubeflow's
-# training-operator (hack/tools/kwok, hack/tools/trainingoperator), which pin the
+# The module each tool is built in: hack/tools, except kwok, Kubeflow's
+# training-operator and scheduler-plugins' kube-scheduler (hack/tools/kwok,
+# hack/tools/trainingoperator, hack/tools/schedulerpluginsbin), which pin the
 # Kubernetes libraries they were released with.
-declare -A MODDIR=([kwok]=kwok [training-operator]=trainingoperator)
+declare -A MODDIR=([kwok]=kwok [training-operator]=trainingoperator [scheduler-plugins]=schedulerpluginsbin)
 tools=("$@")
 [ ${#tools[@]} -eq 0 ] && tools=("${ORDER[@]}")
 
