@@ -122,8 +122,8 @@ controller-gen: ## Build controller-gen (cached).
 ##@ Benchmarks
 
 .PHONY: bench
-bench: ## kubenexus-scheduler vs stock kube-scheduler on the same local apiserver (W1, W2, W4).
-	hack/build-tools.sh etcd kube-apiserver kube-scheduler
+bench: ## CPU-ms/pod and pods/s of kubenexus-scheduler, stock kube-scheduler, scheduler-plugins (Coscheduling) and a null binder on one local apiserver (W1, W2, W4; 5 runs each).
+	hack/build-tools.sh etcd kube-apiserver kube-scheduler scheduler-plugins
 	go build -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
 	go run ./test/bench -bin $(BIN) $(BENCH_FLAGS)
 

@@ -1,12 +1,21 @@
 // Command bench measures kubenexus-scheduler against the stock kube-scheduler of the
-// same Kubernetes version, one after the other on the same local kube-apiserver with
-// identical nodes and client QPS/burst. For each workload the pods are created
-// first, then the scheduler process starts; throughput is measured from the first
-// binding to the last, so start-up and informer sync are excluded.
+// same Kubernetes version, scheduler-plugins' kube-scheduler with its Coscheduling
+// plugin, and a null binder (no scheduling at all: the throughput limit of the API
+// server), one after the other on the same local kube-apiserver with identical nodes
+// and client QPS/burst. For each workload the pods are created first, then the
+// scheduler process starts.
 //
 //	W1: 5000 plain pods on 1000 nodes
 //	W2: 500 gangs of 8 (PodGroup objects; the stock scheduler sees plain pods)
 //	W4: one gang of 1000
+//
+// Wall-clock throughput on a small shared machine moves by tens of percent between
+// runs, so each run also records cost: the CPU time (utime+stime from /proc) of the
+// scheduler process and of kube-apiserver+etcd, per scheduled pod, between the first
+// and the last binding; and, because a gang's first binding waits for its last
+// member to pass Permit, also from the scheduler's start (and its /readyz) to the
+// last binding. Every workload runs -repeat times per arm, rotating which arm goes
+// first, and the report gives median and min–max per arm.
 //
 // Run it with `make bench`.
 package main
@@ -18,6 +27,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -38,45 +48,102 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
 )
 
+// gangKind is which PodGroup objects an arm's gang members point at.
+type gangKind int
+
+const (
+	kubenexusGangs gangKind = iota // KubeNexus PodGroups (the stock and null-binder arms ignore them)
+	sigsGangs                      // scheduler-plugins' scheduling.x-k8s.io PodGroups
+)
+
 type arm struct {
 	name          string
-	binary        string
+	binary        string // empty: the null binder (this program re-executed)
 	schedulerName string
 	profile       string
+	gangs         gangKind
+	build         string // how to build binary
 }
 
 type workload struct {
-	name     string
-	pods     int
-	gangSize int // 0: plain pods
+	name, desc string
+	pods       int
+	gangSize   int // 0: plain pods
 }
 
-type result struct {
-	workload, arm      string
-	pods               int
-	podsPerSec         float64
-	span               time.Duration
-	gangSpanP50, P99   time.Duration
-	unreserved         string
-	peakRSSMiB         int
-	gangsPartial, done int
+// sigsPermitWaitingTimeSeconds matches the KubeNexus arm's default gang timeout
+// (300 s) so that neither arm can time out a gang the other would have waited for.
+const sigsPermitWaitingTimeSeconds = 300
+
+func allArms(binDir string) []arm {
+	return []arm{
+		{name: "stock", binary: filepath.Join(binDir, "k8s", "kube-scheduler"), schedulerName: "default-scheduler",
+			profile: "- schedulerName: default-scheduler\n", build: "hack/build-tools.sh kube-scheduler"},
+		{name: "kubenexus", binary: filepath.Join(binDir, "kubenexus-scheduler"), schedulerName: schedulertest.SchedulerName,
+			profile: schedulertest.KubeNexusProfile(schedulertest.SchedulerName, 5, 300), build: "go build -o bin/kubenexus-scheduler ./cmd/scheduler"},
+		// scheduler-plugins' documented Coscheduling profile (doc/install.md, pkg/coscheduling/README.md):
+		// Coscheduling as the queue sort and at every extension point it implements.
+		{name: "scheduler-plugins", binary: filepath.Join(binDir, "k8s", "scheduler-plugins"), schedulerName: "scheduler-plugins",
+			gangs: sigsGangs, build: "hack/build-tools.sh scheduler-plugins", profile: fmt.Sprintf(`- schedulerName: scheduler-plugins
+  plugins:
+    queueSort:
+      enabled: [{name: Coscheduling}]
+      disabled: [{name: "*"}]
+    preFilter:
+      enabled: [{name: Coscheduling}]
+    postFilter:
+      enabled: [{name: Coscheduling}]
+    permit:
+      enabled: [{name: Coscheduling}]
+    reserve:
+      enabled: [{name: Coscheduling}]
+  pluginConfig:
+  - name: Coscheduling
+    args:
+      permitWaitingTimeSeconds: %d
+`, sigsPermitWaitingTimeSeconds)},
+		{name: "null-binder", schedulerName: "null-binder"},
+	}
+}
+
+func workloads(scale float64) map[string]workload {
+	n := func(full, min int) int { return max(min, int(math.Round(float64(full)*scale))) }
+	w1, w2, w4 := n(5000, 2), n(500, 1), n(1000, 2)
+	return map[string]workload{
+		"W1": {name: "W1", pods: w1, desc: fmt.Sprintf("%d plain pods", w1)},
+		"W2": {name: "W2", pods: w2 * 8, gangSize: 8, desc: fmt.Sprintf("%d gangs of 8", w2)},
+		"W4": {name: "W4", pods: w4, gangSize: w4, desc: fmt.Sprintf("one gang of %d", w4)},
+	}
 }
 
 func main() {
 	nodes := flag.Int("nodes", 1000, "simulated nodes")
-	binDir := flag.String("bin", "bin", "directory holding kubenexus-scheduler and k8s/kube-scheduler")
+	binDir := flag.String("bin", "bin", "directory holding kubenexus-scheduler, k8s/kube-scheduler and k8s/scheduler-plugins")
 	only := flag.String("workloads", "W1,W2,W4", "workloads to run")
-	armsFlag := flag.String("arms", "stock,kubenexus", "scheduler arms to run")
+	armsFlag := flag.String("arms", "stock,kubenexus,scheduler-plugins,null-binder", "arms to run")
+	scale := flag.Float64("scale", 1, "multiply every workload's pod count (W2: its number of gangs; W4: its gang size) by this, for quick runs")
 	flag.StringVar(&cpuProfileDir, "cpuprofile", "", "directory to write an 8s CPU profile of each scheduler run into")
-	flag.IntVar(&repeat, "repeat", 2, "runs of each workload per arm, alternating which arm goes first; ratios use the means")
+	flag.IntVar(&repeat, "repeat", 5, "runs of each workload per arm; run r starts with arm r mod (number of arms)")
 	flag.StringVar(&kubenexusArgs, "kubenexus-args", "", "extra flags for kubenexus-scheduler, space-separated (e.g. --feature-gates=...)")
+	nb := flag.Bool("null-binder", false, "internal: run as the null-binder arm's process")
+	nbKubeconfig := flag.String("null-binder-kubeconfig", "", "internal: the null binder's kubeconfig")
+	nbWorkers := flag.Int("null-binder-workers", 64, "concurrent bindings of the null binder")
 	flag.Parse()
-	if err := run(*nodes, *binDir, strings.Split(*only, ","), strings.Split(*armsFlag, ",")); err != nil {
+	if *nb {
+		if err := nullBinder(*nbKubeconfig, "null-binder", *nbWorkers); err != nil {
+			fmt.Fprintln(os.Stderr, "null-binder:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	nullBinderWorkers = *nbWorkers
+	if err := run(*nodes, *binDir, *scale, strings.Split(*only, ","), strings.Split(*armsFlag, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -84,20 +151,73 @@ func main() {
 
 var (
 	cpuProfileDir, kubenexusArgs string
-	repeat                       int
+	repeat, nullBinderWorkers    int
 )
 
-func run(nodeCount int, binDir string, only, armNames []string) error {
+// controlPlane is what every run samples besides the scheduler.
+type controlPlane struct{ apiserver, etcd int }
+
+func run(nodeCount int, binDir string, scale float64, only, armNames []string) error {
 	ctx := context.Background()
+	if repeat < 1 {
+		return fmt.Errorf("-repeat must be at least 1")
+	}
+	var arms []arm
+	for _, a := range allArms(binDir) {
+		if contains(armNames, a.name) {
+			arms = append(arms, a)
+		}
+	}
+	for _, n := range armNames {
+		if !contains(armNamesOf(allArms(binDir)), n) {
+			return fmt.Errorf("unknown arm %q (known: %s)", n, strings.Join(armNamesOf(allArms(binDir)), ","))
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	for i, a := range arms {
+		if a.binary == "" {
+			arms[i].binary = self
+			continue
+		}
+		if _, err := os.Stat(a.binary); err != nil {
+			return fmt.Errorf("arm %s needs %s (build it with %s, or run `make bench`): %w", a.name, a.binary, a.build, err)
+		}
+	}
+	all := workloads(scale)
+	var wls []workload
+	for _, w := range only {
+		wl, ok := all[w]
+		if !ok {
+			return fmt.Errorf("unknown workload %q", w)
+		}
+		wls = append(wls, wl)
+	}
+
 	if err := testutil.RequireAssets(); err != nil {
 		return err
 	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{testutil.CRDPath()}, ErrorIfCRDPathMissing: true}
+	crds := []string{testutil.CRDPath()}
+	sigs := contains(armNamesOf(arms), "scheduler-plugins")
+	if sigs {
+		p, err := testutil.SchedulerPluginsCRD()
+		if err != nil {
+			return err
+		}
+		crds = append(crds, p)
+	}
+	env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
 	cfg, err := env.Start()
 	if err != nil {
 		return err
 	}
 	defer func() { _ = env.Stop() }()
+	var cp controlPlane
+	if cp.apiserver, cp.etcd, err = envtestPIDs(); err != nil {
+		return err
+	}
 	cfg.QPS, cfg.Burst = 5000, 5000
 	admin, err := env.AddUser(envtest.User{Name: "bench", Groups: []string{"system:masters"}}, rest.CopyConfig(cfg))
 	if err != nil {
@@ -122,6 +242,7 @@ func run(nodeCount int, binDir string, only, armNames []string) error {
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
 
+	fmt.Printf("CPU time from /proc/PID/stat at %d ticks/s; kube-apiserver pid %d, etcd pid %d\n", clockTicks, cp.apiserver, cp.etcd)
 	fmt.Printf("creating %d nodes (32 cpu, 256Gi, 110 pods each)\n", nodeCount)
 	if err := parallel(nodeCount, func(i int) error {
 		n := testutil.MakeNode(fmt.Sprintf("node-%04d", i)).Capacity("cpu", "32", "memory", "256Gi").
@@ -135,45 +256,48 @@ func run(nodeCount int, binDir string, only, armNames []string) error {
 		return err
 	}
 
-	arms := []arm{
-		{name: "stock", binary: filepath.Join(binDir, "k8s", "kube-scheduler"), schedulerName: "default-scheduler", profile: "- schedulerName: default-scheduler\n"},
-		{name: "kubenexus", binary: filepath.Join(binDir, "kubenexus-scheduler"), schedulerName: schedulertest.SchedulerName,
-			profile: schedulertest.KubeNexusProfile(schedulertest.SchedulerName, 5, 300)},
-	}
-	all := map[string]workload{
-		"W1": {name: "W1", pods: 5000},
-		"W2": {name: "W2", pods: 4000, gangSize: 8},
-		"W4": {name: "W4", pods: 1000, gangSize: 1000},
-	}
 	var results []result
-	for _, w := range only {
-		wl, ok := all[w]
-		if !ok {
-			return fmt.Errorf("unknown workload %q", w)
-		}
+	for _, wl := range wls {
 		for rep := range repeat {
-			order := arms
-			if rep%2 == 1 { // alternate which arm runs first
-				order = []arm{arms[1], arms[0]}
-			}
-			for _, a := range order {
-				if !contains(armNames, a.name) {
-					continue
-				}
-				r, err := runOne(ctx, c, cs, dir, kcPath, a, wl)
+			for k := range arms {
+				a := arms[(rep+k)%len(arms)] // run rep starts with arm rep mod N
+				r, err := runOne(ctx, c, cs, cp, dir, kcPath, a, wl, sigs)
 				if err != nil {
 					return fmt.Errorf("%s/%s: %w", wl.name, a.name, err)
 				}
+				r.rep = rep
 				results = append(results, r)
-				fmt.Printf("  %s %-9s %5d pods  %7.1f pods/s  peak RSS %d MiB\n", r.workload, r.arm, r.pods, r.podsPerSec, r.peakRSSMiB)
+				fmt.Println(r.line())
 			}
 		}
 	}
-	report(results)
+	report(results, wls, arms)
 	return nil
 }
 
-func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, dir, kcPath string, a arm, w workload) (result, error) {
+// sample is the CPU time of the scheduler and of the control plane at one moment.
+type sample struct {
+	at               time.Time
+	sched, api, etcd time.Duration
+}
+
+func (cp controlPlane) sample(schedPID int) sample {
+	s := sample{at: time.Now(), api: cpuOf(cp.apiserver), etcd: cpuOf(cp.etcd)}
+	if schedPID > 0 {
+		s.sched = cpuOf(schedPID)
+	}
+	return s
+}
+
+// perPod is the CPU time between two samples in milliseconds per pod.
+func perPod(from, to time.Duration, pods int) float64 {
+	if from < 0 || to < 0 || pods <= 0 {
+		return math.NaN()
+	}
+	return float64(to-from) / float64(time.Millisecond) / float64(pods)
+}
+
+func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp controlPlane, dir, kcPath string, a arm, w workload, sigsCRD bool) (result, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: strings.ToLower(w.name) + "-" + a.name + "-"}}
 	if err := c.Create(ctx, ns); err != nil {
 		return result{}, err
@@ -181,7 +305,11 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, dir, 
 	fmt.Printf("%s/%s: creating %d pods\n", w.name, a.name, w.pods)
 	if w.gangSize > 0 {
 		if err := parallel(w.pods/w.gangSize, func(g int) error {
-			return c.Create(ctx, testutil.MakePodGroup(fmt.Sprintf("g%04d", g), ns.Name).MinMember(int32(w.gangSize)).Obj())
+			name := fmt.Sprintf("g%04d", g)
+			if a.gangs == sigsGangs {
+				return c.Create(ctx, testutil.ForeignPodGroup(v1alpha1.NewSigsPodGroup(), ns.Name, name, map[string]any{"minMember": int64(w.gangSize)}))
+			}
+			return c.Create(ctx, testutil.MakePodGroup(name, ns.Name).MinMember(int32(w.gangSize)).Obj())
 		}); err != nil {
 			return result{}, err
 		}
@@ -189,15 +317,31 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, dir, 
 	if err := parallel(w.pods, func(i int) error {
 		p := testutil.MakePod(fmt.Sprintf("p%05d", i), ns.Name).SchedulerName(a.schedulerName).Req("cpu", "100m", "memory", "128Mi")
 		if w.gangSize > 0 {
-			p.PodGroup(fmt.Sprintf("g%04d", i/w.gangSize))
+			p.PodGroup(fmt.Sprintf("g%04d", i/w.gangSize)) // label scheduling.x-k8s.io/pod-group, which both PodGroup APIs use
 		}
 		return c.Create(ctx, p.Obj())
 	}); err != nil {
 		return result{}, err
 	}
+	defer func() {
+		// Leave nothing behind for the next run's informers to list.
+		objs := []client.Object{&corev1.Pod{}, &v1alpha1.PodGroup{}}
+		if sigsCRD {
+			objs = append(objs, v1alpha1.NewSigsPodGroup())
+		}
+		for _, o := range objs {
+			if err := c.DeleteAllOf(ctx, o, client.InNamespace(ns.Name), client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+				fmt.Fprintf(os.Stderr, "bench: cleaning up %s: %v\n", ns.Name, err)
+			}
+		}
+	}()
 
-	// Watch bindings.
-	var mu sync.Mutex
+	// Watch bindings; sample CPU at the first and at the last.
+	var (
+		mu          sync.Mutex
+		schedPID    int
+		first, last sample
+	)
 	bound := map[string]time.Time{}
 	allBound := make(chan struct{})
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns.Name))
@@ -208,11 +352,17 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, dir, 
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if _, seen := bound[p.Name]; !seen {
-			bound[p.Name] = time.Now()
-			if len(bound) == w.pods {
-				close(allBound)
-			}
+		if _, seen := bound[p.Name]; seen {
+			return
+		}
+		s := cp.sample(schedPID)
+		bound[p.Name] = s.at
+		if len(bound) == 1 {
+			first = s
+		}
+		if len(bound) == w.pods {
+			last = s
+			close(allBound)
 		}
 	}
 	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -223,38 +373,74 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, dir, 
 	factory.Start(stopInf)
 	factory.WaitForCacheSync(stopInf)
 	defer close(stopInf)
+	time.Sleep(time.Second) // let the API server finish fanning out the creations
 
-	port, err := testutil.FreePort()
-	if err != nil {
-		return result{}, err
-	}
-	cfgPath := filepath.Join(dir, a.name+"-config.yaml")
-	cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection: {leaderElect: false}
-clientConnection: {kubeconfig: %s, qps: 5000, burst: 5000}
-profiles:
-%s`, kcPath, a.profile)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		return result{}, err
-	}
 	logFile, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%s.log", w.name, a.name)))
 	if err != nil {
 		return result{}, err
 	}
 	defer logFile.Close()
-	args := []string{"--config=" + cfgPath, "--secure-port=" + strconv.Itoa(port),
-		"--authorization-always-allow-paths=/metrics,/healthz,/debug/pprof/profile", "--v=1"}
-	if a.name == "kubenexus" && kubenexusArgs != "" {
-		args = append(args, strings.Fields(kubenexusArgs)...)
+	var port int
+	var args []string
+	if a.name == "null-binder" {
+		args = []string{"-null-binder", "-null-binder-kubeconfig=" + kcPath, "-null-binder-workers=" + strconv.Itoa(nullBinderWorkers)}
+	} else {
+		if port, err = testutil.FreePort(); err != nil {
+			return result{}, err
+		}
+		cfgPath := filepath.Join(dir, a.name+"-config.yaml")
+		cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {leaderElect: false}
+clientConnection: {kubeconfig: %s, qps: 5000, burst: 5000}
+profiles:
+%s`, kcPath, a.profile)
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+			return result{}, err
+		}
+		args = []string{"--config=" + cfgPath, "--secure-port=" + strconv.Itoa(port),
+			"--authorization-always-allow-paths=/metrics,/healthz,/readyz,/debug/pprof/profile", "--v=1"}
+		if a.name == "kubenexus" && kubenexusArgs != "" {
+			args = append(args, strings.Fields(kubenexusArgs)...)
+		}
 	}
 	cmd := exec.Command(a.binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	var stdout io.Reader
+	if a.name == "null-binder" {
+		cmd.Stdout = nil
+		if stdout, err = cmd.StdoutPipe(); err != nil {
+			return result{}, err
+		}
+	}
+	start := cp.sample(0)
 	if err := cmd.Start(); err != nil {
 		return result{}, fmt.Errorf("starting %s: %w", a.binary, err)
 	}
+	mu.Lock()
+	schedPID = cmd.Process.Pid
+	mu.Unlock()
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	if cpuProfileDir != "" {
+
+	// Readiness: /readyz for a scheduler (informers and event handlers synced, the
+	// moment before it starts scheduling), the ready line for the null binder.
+	readyCh := make(chan sample, 1)
+	stopReady := make(chan struct{})
+	defer close(stopReady)
+	if a.name == "null-binder" {
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				if sc.Text() == nullBinderReady {
+					readyCh <- cp.sample(cmd.Process.Pid)
+				}
+				fmt.Fprintln(logFile, sc.Text())
+			}
+		}()
+	} else {
+		go pollReady(port, stopReady, func() { readyCh <- cp.sample(cmd.Process.Pid) })
+	}
+	if cpuProfileDir != "" && port != 0 {
 		go fetchProfile(port, filepath.Join(cpuProfileDir, fmt.Sprintf("%s-%s.pprof", w.name, a.name)))
 	}
 
@@ -271,17 +457,30 @@ profiles:
 		unreserved = scrape(port, "kubenexus_coscheduling_unreserved_members_total")
 	}
 	rss := peakRSS(cmd.Process.Pid)
+	var ready sample
+	select {
+	case ready = <-readyCh:
+	default:
+	}
 
 	mu.Lock()
-	times := make([]time.Time, 0, len(bound))
-	for _, t := range bound {
-		times = append(times, t)
+	defer mu.Unlock()
+	r := result{workload: w.name, arm: a.name, pods: w.pods, unreserved: unreserved, peakRSSMiB: rss,
+		span: last.at.Sub(first.at), startToLast: last.at.Sub(start.at),
+		schedFL: perPod(first.sched, last.sched, w.pods-1), schedSL: perPod(0, last.sched, w.pods),
+		schedRL: math.NaN(),
+		ctlFL:   perPod(first.api+first.etcd, last.api+last.etcd, w.pods-1),
+		ctlSL:   perPod(start.api+start.etcd, last.api+last.etcd, w.pods),
+		apiFL:   perPod(first.api, last.api, w.pods-1), etcdFL: perPod(first.etcd, last.etcd, w.pods-1)}
+	if !ready.at.IsZero() {
+		r.startReady = ready.at.Sub(start.at)
+		r.schedRL = perPod(ready.sched, last.sched, w.pods)
 	}
-	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
-	span := times[len(times)-1].Sub(times[0])
-	r := result{workload: w.name, arm: a.name, pods: w.pods, span: span, unreserved: unreserved, peakRSSMiB: rss}
-	if span > 0 {
-		r.podsPerSec = float64(w.pods-1) / span.Seconds()
+	if r.span > 0 {
+		r.podsPerSec = float64(w.pods-1) / r.span.Seconds()
+	}
+	if r.startToLast > 0 {
+		r.podsPerSecStart = float64(w.pods) / r.startToLast.Seconds()
 	}
 	if w.gangSize > 0 {
 		var spans []time.Duration
@@ -299,47 +498,44 @@ profiles:
 			spans = append(spans, last.Sub(first))
 		}
 		sort.Slice(spans, func(i, j int) bool { return spans[i] < spans[j] })
-		r.gangSpanP50, r.P99 = spans[len(spans)/2], spans[(len(spans)*99)/100]
-	}
-	mu.Unlock()
-
-	if err := c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns.Name), client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
-		return r, err
+		r.gangSpanP50, r.gangSpanP99 = spans[len(spans)/2], spans[(len(spans)*99)/100]
 	}
 	return r, nil
 }
 
-func report(rs []result) {
-	fmt.Println()
-	fmt.Println("workload  arm        pods   pods/s   first→last  gang span p50 / p99   unreserved  peak RSS")
-	sum, n := map[string]float64{}, map[string]int{}
-	for _, r := range rs {
-		k := r.workload + "/" + r.arm
-		sum[k] += r.podsPerSec
-		n[k]++
-		gang := "-"
-		if r.gangSpanP50 > 0 || r.P99 > 0 {
-			gang = fmt.Sprintf("%s / %s", r.gangSpanP50.Round(time.Millisecond), r.P99.Round(time.Millisecond))
+// pollReady calls ready once the scheduler's /readyz answers 200, polling every 20 ms
+// over one kept-alive connection until then (and not after, so that the polling
+// costs the scheduler nothing once it schedules).
+func pollReady(port int, stop <-chan struct{}, ready func()) {
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // local self-signed scheduler endpoint
+	defer hc.CloseIdleConnections()
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
 		}
-		fmt.Printf("%-9s %-9s %5d  %7.1f   %9s  %-20s  %-10s  %d MiB\n", r.workload, r.arm, r.pods, r.podsPerSec,
-			r.span.Round(time.Millisecond), gang, r.unreserved, r.peakRSSMiB)
-	}
-	mean := func(k string) float64 {
-		if n[k] == 0 {
-			return 0
+		resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", port))
+		if err != nil {
+			continue
 		}
-		return sum[k] / float64(n[k])
-	}
-	fmt.Println()
-	for _, w := range []string{"W1", "W2", "W4"} {
-		k, s := mean(w+"/kubenexus"), mean(w+"/stock")
-		if k > 0 && s > 0 {
-			fmt.Printf("%s mean pods/s: stock %.1f, kubenexus %.1f; ratio kubenexus/stock %.2f\n", w, s, k, k/s)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			ready()
+			return
 		}
 	}
-	if k, s := mean("W2/kubenexus"), mean("W1/stock"); k > 0 && s > 0 {
-		fmt.Printf("W2 kubenexus gang throughput vs stock W1 plain-pod throughput: %.2f\n", k/s)
+}
+
+func armNamesOf(arms []arm) []string {
+	var names []string
+	for _, a := range arms {
+		names = append(names, a.name)
 	}
+	return names
 }
 
 // parallel runs f(0..n-1) on 32 workers and returns the first error.
@@ -382,23 +578,6 @@ func scrape(port int, metric string) string {
 		}
 	}
 	return "0 (not yet incremented)"
-}
-
-// peakRSS reads the process's high-water resident set size in MiB.
-func peakRSS(pid int) int {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return -1
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if fields := strings.Fields(s.Text()); len(fields) >= 2 && fields[0] == "VmHWM:" {
-			kb, _ := strconv.Atoi(fields[1])
-			return kb / 1024
-		}
-	}
-	return -1
 }
 
 func contains(list []string, s string) bool {

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// result is one run of one workload by one arm. CPU figures are milliseconds of CPU
+// time (utime+stime) per scheduled pod; NaN when not measured.
+type result struct {
+	workload, arm string
+	rep, pods     int
+
+	span        time.Duration // first → last binding
+	startToLast time.Duration // scheduler process start → last binding
+	startReady  time.Duration // scheduler process start → /readyz (or the null binder's ready line); 0 if not seen
+
+	podsPerSec, podsPerSecStart float64
+
+	schedFL, schedRL, schedSL float64 // scheduler CPU-ms/pod: first→last, ready→last, start→last
+	ctlFL, ctlSL              float64 // kube-apiserver + etcd CPU-ms/pod: first→last, start→last
+	apiFL, etcdFL             float64 // the two parts of ctlFL
+
+	gangSpanP50, gangSpanP99 time.Duration
+	unreserved               string
+	peakRSSMiB               int
+}
+
+func (r result) line() string {
+	return fmt.Sprintf("  %s run %d %-17s %5d pods  %7.1f pods/s (start→last %6.1f)  sched CPU-ms/pod %s (ready→last %s, start→last %s)  apiserver+etcd %s (%s+%s)  peak RSS %d MiB",
+		r.workload, r.rep+1, r.arm, r.pods, r.podsPerSec, r.podsPerSecStart, f2(r.schedFL), f2(r.schedRL), f2(r.schedSL),
+		f2(r.ctlFL), f2(r.apiFL), f2(r.etcdFL), r.peakRSSMiB)
+}
+
+func f2(v float64) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+// stats is median and range of one metric over the runs of one arm.
+type stats struct {
+	med, min, max float64
+	n             int
+}
+
+func summarize(vs []float64) stats {
+	var xs []float64
+	for _, v := range vs {
+		if !math.IsNaN(v) {
+			xs = append(xs, v)
+		}
+	}
+	if len(xs) == 0 {
+		return stats{med: math.NaN(), min: math.NaN(), max: math.NaN()}
+	}
+	sort.Float64s(xs)
+	med := xs[len(xs)/2]
+	if len(xs)%2 == 0 {
+		med = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	return stats{med: med, min: xs[0], max: xs[len(xs)-1], n: len(xs)}
+}
+
+func (s stats) ok() bool { return s.n > 0 }
+
+func (s stats) overlaps(o stats) bool { return s.min <= o.max && o.min <= s.max }
+
+func (s stats) cell(prec int) string {
+	if !s.ok() {
+		return "n/a"
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', prec, 64) }
+	if s.n == 1 {
+		return f(s.med)
+	}
+	return fmt.Sprintf("%s [%s–%s]", f(s.med), f(s.min), f(s.max))
+}
+
+type metric struct {
+	label string
+	prec  int
+	get   func(result) float64
+	gang  bool // only for gang workloads
+}
+
+var metrics = []metric{
+	{label: "pods/s, first→last binding", prec: 0, get: func(r result) float64 { return r.podsPerSec }},
+	{label: "pods/s, process start→last", prec: 0, get: func(r result) float64 { return r.podsPerSecStart }},
+	{label: "sched CPU-ms/pod, first→last", prec: 2, get: func(r result) float64 { return r.schedFL }},
+	{label: "sched CPU-ms/pod, ready→last", prec: 2, get: func(r result) float64 { return r.schedRL }},
+	{label: "sched CPU-ms/pod, start→last", prec: 2, get: func(r result) float64 { return r.schedSL }},
+	{label: "apiserver+etcd CPU-ms/pod, f→l", prec: 2, get: func(r result) float64 { return r.ctlFL }},
+	{label: "apiserver+etcd CPU-ms/pod, s→l", prec: 2, get: func(r result) float64 { return r.ctlSL }},
+	{label: "start→ready, s", prec: 2, get: func(r result) float64 {
+		if r.startReady == 0 {
+			return math.NaN()
+		}
+		return r.startReady.Seconds()
+	}},
+	{label: "peak RSS, MiB", prec: 0, get: func(r result) float64 { return float64(r.peakRSSMiB) }},
+	{label: "gang span p50, ms", prec: 0, gang: true, get: func(r result) float64 { return ms(r.gangSpanP50) }},
+	{label: "gang span p99, ms", prec: 0, gang: true, get: func(r result) float64 { return ms(r.gangSpanP99) }},
+	{label: "Unreserve count", prec: 0, get: func(r result) float64 {
+		v, err := strconv.ParseFloat(strings.Fields(r.unreserved + " x")[0], 64)
+		if err != nil {
+			return math.NaN()
+		}
+		return v
+	}},
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// comparisons are the metrics whose kubenexus/other ratios the report prints.
+var comparisons = []int{0, 1, 2, 3, 4}
+
+func report(rs []result, wls []workload, arms []arm) {
+	for _, w := range wls {
+		by := map[string][]result{}
+		for _, r := range rs {
+			if r.workload == w.name {
+				by[r.arm] = append(by[r.arm], r)
+			}
+		}
+		var present []string
+		for _, a := range arms {
+			if len(by[a.name]) > 0 {
+				present = append(present, a.name)
+			}
+		}
+		if len(present) == 0 {
+			continue
+		}
+		st := func(arm string, m metric) stats {
+			var vs []float64
+			for _, r := range by[arm] {
+				vs = append(vs, m.get(r))
+			}
+			return summarize(vs)
+		}
+		fmt.Printf("\n%s: %s; %d run(s) per arm; median [min–max]; CPU time is counted in ticks of %s, i.e. %.3f CPU-ms/pod here\n",
+			w.name, w.desc, len(by[present[0]]), time.Second/time.Duration(clockTicks), float64(time.Second/time.Duration(clockTicks))/float64(time.Millisecond)/float64(w.pods))
+		fmt.Printf("%-32s", "")
+		for _, a := range present {
+			fmt.Printf("  %-22s", a)
+		}
+		fmt.Println()
+		for _, m := range metrics {
+			if m.gang && w.gangSize == 0 {
+				continue
+			}
+			fmt.Printf("%-32s", m.label)
+			for _, a := range present {
+				fmt.Printf("  %-22s", st(a, m).cell(m.prec))
+			}
+			fmt.Println()
+		}
+		if len(by["kubenexus"]) > 0 {
+			for _, other := range []string{"stock", "scheduler-plugins"} {
+				if len(by[other]) == 0 {
+					continue
+				}
+				fmt.Printf("kubenexus/%s, ratio of medians:\n", other)
+				for _, i := range comparisons {
+					m := metrics[i]
+					k, o := st("kubenexus", m), st(other, m)
+					if !k.ok() || !o.ok() || o.med == 0 {
+						continue
+					}
+					verdict := "ranges disjoint"
+					switch {
+					case k.n < 2 || o.n < 2:
+						verdict = "one run: no spread to judge by"
+					case k.overlaps(o):
+						verdict = "no measurable difference (min–max ranges overlap)"
+					}
+					fmt.Printf("  %-32s %5.2f  %s\n", m.label, k.med/o.med, verdict)
+				}
+			}
+		}
+		if nb := st("null-binder", metrics[0]); nb.ok() && nb.med > 0 {
+			fmt.Printf("fraction of the null binder's pods/s (this apiserver's binding limit), medians:")
+			for _, a := range present {
+				if a == "null-binder" {
+					continue
+				}
+				fmt.Printf("  %s %.2f", a, st(a, metrics[0]).med/nb.med)
+			}
+			fmt.Println()
+		}
+		if w.gangSize > 0 && len(by["stock"]) > 0 {
+			fmt.Println("(the stock and null-binder arms treat gang members as plain pods: their gang span is queue order)")
+		}
+	}
+	// The cross-workload comparison the README has always quoted.
+	med := func(wl, arm string) float64 {
+		var vs []float64
+		for _, r := range rs {
+			if r.workload == wl && r.arm == arm {
+				vs = append(vs, r.podsPerSec)
+			}
+		}
+		return summarize(vs).med
+	}
+	if k, s := med("W2", "kubenexus"), med("W1", "stock"); k > 0 && s > 0 {
+		fmt.Printf("\nW2 kubenexus gang throughput vs stock W1 plain-pod throughput (medians): %.2f\n", k/s)
+	}
+}
