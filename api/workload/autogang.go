@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -21,9 +25,12 @@ const (
 	labelKubeflowJobName = "training.kubeflow.org/job-name"
 	labelRayCluster      = "ray.io/cluster"
 	labelLWSGroupIndex   = "leaderworkerset.sigs.k8s.io/group-index"
+	labelJobSetUID       = "jobset.sigs.k8s.io/jobset-uid"
 )
 
-// Owner kinds whose spec sizes a gang.
+// Owner kinds whose spec sizes a gang, at the version read when a pod's owner
+// reference does not name one. MPIJob has two: mpi-operator serves kubeflow.org/v2beta1,
+// Kubeflow's training-operator (v1.x) kubeflow.org/v1; both spec shapes are understood.
 var (
 	SparkApplication = schema.GroupVersionKind{Group: "sparkoperator.k8s.io", Version: "v1beta2", Kind: "SparkApplication"}
 	PyTorchJob       = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "PyTorchJob"}
@@ -39,8 +46,15 @@ var (
 // GangSource is the object whose spec decides the size of a framework pod's gang,
 // and the gang's name.
 type GangSource struct {
-	GVK  schema.GroupVersionKind
-	Name string
+	// GVK is the owner's kind at the version to read it: the version the pod's
+	// controller reference names, else the kind's default above.
+	GVK       schema.GroupVersionKind
+	Namespace string
+	Name      string
+	// UID is the owner's UID as the pod's controller reference gives it ("" when the
+	// pod has no controller reference to this owner). It is a claim of the pod, to
+	// look the owner up in a GangSizeCache, not a verified identity.
+	UID types.UID
 	// Gang is the name of the PodGroup the pods of this source form.
 	Gang string
 }
@@ -48,13 +62,27 @@ type GangSource struct {
 // GangSourceOf finds, from labels and owner references, the object that sizes the
 // gang of a pod that profile recognised as a framework pod. ok is false for pods of
 // no framework and for frameworks whose pods carry no name of their owner.
+//
+// JobSet and LeaderWorkerSet pods are controlled by a Job or StatefulSet the owner
+// created: their owner is read at the default version, and only a JobSet's pods
+// name its UID (the jobset.sigs.k8s.io/jobset-uid label).
 func GangSourceOf(pod *corev1.Pod, profile Profile) (GangSource, bool) {
 	l := pod.Labels
 	src := func(gvk schema.GroupVersionKind, name string, extra ...string) (GangSource, bool) {
 		if !gang.IsValidName(name) {
 			return GangSource{}, false // labels are untrusted: only a real object name can be an owner
 		}
-		return GangSource{GVK: gvk, Name: name, Gang: gangName(name, string(profile.Framework), extra...)}, true
+		s := GangSource{GVK: gvk, Namespace: pod.Namespace, Name: name, Gang: gangName(name, string(profile.Framework), extra...)}
+		// A controller reference to this very object (same group, kind and name) says
+		// which version its operator serves: training-operator's MPIJob is only
+		// kubeflow.org/v1. The version must look like one; anything else is ignored.
+		if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == gvk.Kind && ref.Name == name {
+			if gv, err := schema.ParseGroupVersion(ref.APIVersion); err == nil && gv.Group == gvk.Group && len(validation.IsDNS1035Label(gv.Version)) == 0 {
+				s.GVK.Version = gv.Version
+				s.UID = ref.UID
+			}
+		}
+		return s, true
 	}
 	switch profile.Framework {
 	case v1alpha1.IntegrationSpark:
@@ -71,7 +99,11 @@ func GangSourceOf(pod *corev1.Pod, profile Profile) (GangSource, bool) {
 	case v1alpha1.IntegrationRay:
 		return src(RayCluster, l[labelRayCluster])
 	case v1alpha1.IntegrationJobSet:
-		return src(JobSet, l[labelJobSetName])
+		s, ok := src(JobSet, l[labelJobSetName])
+		if uid := l[labelJobSetUID]; ok && uid != "" && len(validation.IsValidLabelValue(uid)) == 0 {
+			s.UID = types.UID(uid) // JobSet's controller writes its UID on the pods of its Jobs
+		}
+		return s, ok
 	case v1alpha1.IntegrationLeaderWorkerSet:
 		// One gang per replica group: a leader and its workers.
 		idx := l[labelLWSGroupIndex]
@@ -85,6 +117,18 @@ func GangSourceOf(pod *corev1.Pod, profile Profile) (GangSource, bool) {
 		}
 	}
 	return GangSource{}, false
+}
+
+// OwnerReference refers to the source object, for an object that should be deleted
+// with it, such as the gang's PodGroup (a JobSet's, rather than one of its Jobs').
+// ok is false when the pod named no UID for the source. The UID is the pod's claim,
+// as trustworthy as the pod's own owner references: a wrong one has the garbage
+// collector delete the dependent.
+func (s GangSource) OwnerReference() (metav1.OwnerReference, bool) {
+	if s.UID == "" {
+		return metav1.OwnerReference{}, false
+	}
+	return metav1.OwnerReference{APIVersion: s.GVK.GroupVersion().String(), Kind: s.GVK.Kind, Name: s.Name, UID: s.UID}, true
 }
 
 // gangName is "<owner>-<framework>[-<extra>]", shortened with a hash to fit a label
@@ -109,30 +153,45 @@ type GangSize struct {
 	ExcludesRole v1alpha1.WorkloadRole
 }
 
-// SizeFrom reads the gang size from the owning object's spec. It fails, naming the
-// field, when the spec does not give a positive size.
+// Where a spec declares its gang's minimum.
+var fieldMinAvailable = []string{"runPolicy", "schedulingPolicy", "minAvailable"}
+
+// SizeFrom reads the gang size from the owning object's spec (read at src.GVK's
+// version). Where the framework declares a minimum it is used: Kubeflow's
+// spec.runPolicy.schedulingPolicy.minAvailable, Spark's dynamicAllocation.minExecutors,
+// Ray's minReplicas. It fails, naming the field, when the spec does not give a
+// positive size.
 func SizeFrom(src GangSource, obj *unstructured.Unstructured) (GangSize, error) {
 	spec, _ := obj.Object["spec"].(map[string]any)
 	var n int64
 	var size GangSize
-	switch src.GVK {
-	case SparkApplication:
+	var err error
+	switch src.GVK.GroupKind() {
+	case SparkApplication.GroupKind():
 		// The driver and its executors; with dynamic allocation, the minimum.
 		execs := intField(spec, "executor", "instances")
 		if enabled, _ := nested(spec, "dynamicAllocation", "enabled").(bool); enabled {
 			execs = intField(spec, "dynamicAllocation", "minExecutors")
 		}
-		n = 1 + execs
-	case PyTorchJob, TFJob, XGBoostJob:
-		n = sumReplicas(spec, map[schema.GroupVersionKind]string{PyTorchJob: "pytorchReplicaSpecs", TFJob: "tfReplicaSpecs", XGBoostJob: "xgbReplicaSpecs"}[src.GVK], "")
-	case MPIJob:
+		n = 1 + bounded(execs)
+	case PyTorchJob.GroupKind(), TFJob.GroupKind(), XGBoostJob.GroupKind():
+		field := map[string]string{PyTorchJob.Kind: "pytorchReplicaSpecs", TFJob.Kind: "tfReplicaSpecs", XGBoostJob.Kind: "xgbReplicaSpecs"}[src.GVK.Kind]
+		n, err = declaredMinimum(src, spec, sumReplicas(spec, field, ""), field)
+	case MPIJob.GroupKind():
+		if src.GVK.Version == "v1" {
+			// training-operator's MPIJob: the launcher is created with the workers (its
+			// init container waits for them), so it is a member; the job may declare
+			// its minimum like the other Kubeflow jobs.
+			n, err = declaredMinimum(src, spec, sumReplicas(spec, "mpiReplicaSpecs", ""), "mpiReplicaSpecs")
+			break
+		}
 		exclude := ""
 		if policy, _ := spec["launcherCreationPolicy"].(string); policy == "WaitForWorkersReady" {
 			exclude = "Launcher"
 			size.ExcludesRole = v1alpha1.RoleLauncher
 		}
 		n = sumReplicas(spec, "mpiReplicaSpecs", exclude)
-	case RayCluster:
+	case RayCluster.GroupKind():
 		n = 1 // the head
 		groups, _ := spec["workerGroupSpecs"].([]any)
 		for _, g := range groups {
@@ -141,9 +200,11 @@ func SizeFrom(src GangSource, obj *unstructured.Unstructured) (GangSize, error) 
 			if hosts < 1 {
 				hosts = 1
 			}
-			n += intField(gm, "minReplicas") * hosts
+			n = bounded(n + bounded(intField(gm, "minReplicas"))*bounded(hosts))
 		}
-	case JobSet:
+	case JobSet.GroupKind():
+		// JobSet declares no minimum: every replicated job's Jobs, each running
+		// min(parallelism, completions) pods at once, as a batch Job does.
 		jobs, _ := spec["replicatedJobs"].([]any)
 		for _, j := range jobs {
 			jm, _ := j.(map[string]any)
@@ -151,33 +212,59 @@ func SizeFrom(src GangSource, obj *unstructured.Unstructured) (GangSize, error) 
 			if _, set := jm["replicas"]; !set {
 				replicas = 1
 			}
-			parallelism := intField(jm, "template", "spec", "parallelism")
-			if _, set := nested(jm, "template", "spec", "parallelism").(int64); !set {
-				parallelism = 1
-			}
-			n += replicas * parallelism
+			jobSpec, _ := nested(jm, "template", "spec").(map[string]any)
+			n = bounded(n + bounded(replicas)*bounded(jobPods(jobSpec)))
 		}
-	case LeaderWorkerSet:
+	case LeaderWorkerSet.GroupKind():
 		n = intField(spec, "leaderWorkerTemplate", "size")
 		if _, set := nested(spec, "leaderWorkerTemplate", "size").(int64); !set {
 			n = 1
 		}
-	case BatchJob:
-		n = intField(spec, "parallelism")
-		if _, set := spec["parallelism"]; !set {
-			n = 1
-		}
-		if c, set := spec["completions"].(int64); set && c < n {
-			n = c
-		}
+	case BatchJob.GroupKind():
+		n = jobPods(spec)
 	default:
 		return GangSize{}, fmt.Errorf("%s is not a gang owner KubeNexus knows", src.GVK.Kind)
 	}
-	if n < 1 || n > gang.MaxMinMember {
+	if err != nil {
+		return GangSize{}, err
+	}
+	if n > gang.MaxMinMember {
+		return GangSize{}, fmt.Errorf("%s %s: its spec gives a gang of more than %d pods; KubeNexus needs 1 to %d", src.GVK.Kind, src.Name, gang.MaxMinMember, gang.MaxMinMember)
+	}
+	if n < 1 {
 		return GangSize{}, fmt.Errorf("%s %s: its spec gives a gang of %d pods; KubeNexus needs 1 to %d", src.GVK.Kind, src.Name, n, gang.MaxMinMember)
 	}
 	size.MinMember = int32(n)
 	return size, nil
+}
+
+// declaredMinimum is a Kubeflow job's spec.runPolicy.schedulingPolicy.minAvailable
+// when it is set and positive (0, a negative or a non-integer value is ignored, as
+// the training-operator's validation would refuse it), else sum, the pods its
+// replica specs create. A minimum above sum can never be reached and is refused.
+func declaredMinimum(src GangSource, spec map[string]any, sum int64, replicaField string) (int64, error) {
+	m, ok := nested(spec, fieldMinAvailable...).(int64)
+	if !ok || m < 1 || sum < 1 {
+		return sum, nil // a sum below 1 is reported as such
+	}
+	if m > sum {
+		return 0, fmt.Errorf("%s %s: spec.%s is %d, more than the %d pods of spec.%s, so the gang could never form",
+			src.GVK.Kind, src.Name, strings.Join(fieldMinAvailable, "."), m, sum, replicaField)
+	}
+	return m, nil
+}
+
+// jobPods is how many pods a batch Job spec runs at once: parallelism (default 1),
+// capped by completions.
+func jobPods(spec map[string]any) int64 {
+	n, set := spec["parallelism"].(int64)
+	if !set {
+		n = 1
+	}
+	if c, set := spec["completions"].(int64); set && c < n {
+		n = c
+	}
+	return bounded(n)
 }
 
 // sumReplicas adds spec[field][*].replicas (default 1), skipping the replica type exclude.
@@ -193,9 +280,17 @@ func sumReplicas(spec map[string]any, field, exclude string) int64 {
 		if !set {
 			r = 1
 		}
-		n += r
+		n = bounded(n + bounded(r))
 	}
 	return n
+}
+
+// bounded clamps a count from an untrusted spec to ±(MaxMinMember+1), so that sums
+// and products of counts cannot overflow into a plausible size; anything beyond the
+// bound is refused as too large (or too small) anyway.
+func bounded(n int64) int64 {
+	const limit = gang.MaxMinMember + 1
+	return max(-limit, min(n, limit))
 }
 
 func nested(m map[string]any, path ...string) any {
@@ -209,4 +304,82 @@ func intField(m map[string]any, path ...string) int64 {
 		return v
 	}
 	return 0
+}
+
+// GangSizeCache keeps the gang sizes read from owning objects for a few seconds: the
+// pods of one job arrive together, and each would otherwise read the same object.
+// Sizes are kept under the owner's UID, as the API server returned it, so an owner
+// deleted and recreated under the same name is read afresh; failures are never kept.
+// The zero value is ready to use.
+type GangSizeCache struct {
+	mu      sync.Mutex
+	entries map[gangSizeKey]gangSizeEntry
+	// now is the clock (time.Now when nil).
+	now func() time.Time
+}
+
+type gangSizeKey struct {
+	gvk             schema.GroupVersionKind
+	namespace, name string
+	uid             types.UID
+}
+
+type gangSizeEntry struct {
+	size    GangSize
+	expires time.Time
+}
+
+const (
+	gangSizeTTL = 10 * time.Second
+	gangSizeMax = 4096
+)
+
+// Size is src's gang size. A size kept for src.UID (the UID the pod's controller
+// reference names) is used without reading; otherwise read returns the owner, whose
+// size is kept under the UID it has. An error from read or SizeFrom is returned and
+// nothing is kept.
+func (c *GangSizeCache) Size(src GangSource, read func() (*unstructured.Unstructured, error)) (GangSize, error) {
+	if src.UID != "" {
+		if size, ok := c.get(gangSizeKey{gvk: src.GVK, namespace: src.Namespace, name: src.Name, uid: src.UID}); ok {
+			return size, nil
+		}
+	}
+	obj, err := read()
+	if err != nil {
+		return GangSize{}, err
+	}
+	size, err := SizeFrom(src, obj)
+	if err != nil {
+		return GangSize{}, err
+	}
+	if uid := obj.GetUID(); uid != "" {
+		c.put(gangSizeKey{gvk: src.GVK, namespace: src.Namespace, name: src.Name, uid: uid}, size)
+	}
+	return size, nil
+}
+
+func (c *GangSizeCache) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+func (c *GangSizeCache) get(key gangSizeKey) (GangSize, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok || c.clock().After(e.expires) {
+		return GangSize{}, false
+	}
+	return e.size, true
+}
+
+func (c *GangSizeCache) put(key gangSizeKey, size GangSize) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil || len(c.entries) >= gangSizeMax {
+		c.entries = map[gangSizeKey]gangSizeEntry{} // bounded: start over rather than grow
+	}
+	c.entries[key] = gangSizeEntry{size: size, expires: c.clock().Add(gangSizeTTL)}
 }

@@ -1,12 +1,15 @@
 package workload
 
 import (
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
@@ -57,11 +60,160 @@ func TestGangSourceOf(t *testing.T) {
 	}
 }
 
+// The owner is read at the version the pod's controller reference names, and the
+// reference's UID is kept, when the reference is to the owner the labels name.
+func TestGangSourceOfVersion(t *testing.T) {
+	const kf = "training.kubeflow.org/"
+	mpiPod := func(refs ...metav1.OwnerReference) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hvd-worker-0", Namespace: "ns", OwnerReferences: refs,
+			Labels: map[string]string{kf + "replica-type": "worker", kf + "job-name": "hvd", kf + "operator-name": "mpijob-controller"}}}
+	}
+	ref := func(apiVersion, kind, name string, controller bool) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: "uid-1", Controller: ptr.To(controller)}
+	}
+	cases := []struct {
+		name        string
+		pod         *corev1.Pod
+		wantVersion string
+		wantUID     string
+	}{
+		{"training-operator MPIJob", mpiPod(ref("kubeflow.org/v1", "MPIJob", "hvd", true)), "v1", "uid-1"},
+		{"mpi-operator MPIJob", mpiPod(ref("kubeflow.org/v2beta1", "MPIJob", "hvd", true)), "v2beta1", "uid-1"},
+		{"no owner reference: the default version", mpiPod(), "v2beta1", ""},
+		{"a reference that is not the controller", mpiPod(ref("kubeflow.org/v1", "MPIJob", "hvd", false)), "v2beta1", ""},
+		{"the controller is another object", mpiPod(ref("kubeflow.org/v1", "MPIJob", "other", true)), "v2beta1", ""},
+		{"another kind", mpiPod(ref("kubeflow.org/v1", "Notebook", "hvd", true)), "v2beta1", ""},
+		{"another group", mpiPod(ref("example.com/v1", "MPIJob", "hvd", true)), "v2beta1", ""},
+		{"a version that is no version", mpiPod(ref("kubeflow.org/V1.0", "MPIJob", "hvd", true)), "v2beta1", ""},
+		{"an unparsable apiVersion", mpiPod(ref("kubeflow.org/v1/x", "MPIJob", "hvd", true)), "v2beta1", ""},
+		{"a PyTorchJob", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns",
+			Labels:          map[string]string{kf + "replica-type": "worker", kf + "job-name": "mnist"},
+			OwnerReferences: []metav1.OwnerReference{ref("kubeflow.org/v1", "PyTorchJob", "mnist", true)}}}, "v1", "uid-1"},
+		{"a RayCluster at an older version", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns",
+			Labels:          map[string]string{labelRayNodeType: "worker", labelRayCluster: "rc"},
+			OwnerReferences: []metav1.OwnerReference{ref("ray.io/v1alpha1", "RayCluster", "rc", true)}}}, "v1alpha1", "uid-1"},
+		{"a JobSet pod is controlled by its Job", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns",
+			Labels:          map[string]string{labelJobSetName: "js", labelJobSetReplicated: "workers"},
+			OwnerReferences: []metav1.OwnerReference{ref("batch/v1", "Job", "js-workers-0", true)}}}, "v1alpha2", ""},
+		{"a JobSet pod names its JobSet's UID", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns",
+			Labels:          map[string]string{labelJobSetName: "js", labelJobSetReplicated: "workers", labelJobSetUID: "uid-1"},
+			OwnerReferences: []metav1.OwnerReference{ref("batch/v1", "Job", "js-workers-0", true)}}}, "v1alpha2", "uid-1"},
+		{"a JobSet UID that is no label value", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns",
+			Labels: map[string]string{labelJobSetName: "js", labelJobSetUID: strings.Repeat("u", 64)}}}, "v1alpha2", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			src, ok := GangSourceOf(tc.pod, Classify(tc.pod, Namespace{}, ""))
+			if !ok {
+				t.Fatal("no gang source")
+			}
+			if src.GVK.Version != tc.wantVersion || string(src.UID) != tc.wantUID || src.Namespace != "ns" {
+				t.Errorf("got %s uid %q in %q, want version %s uid %q", src.GVK, src.UID, src.Namespace, tc.wantVersion, tc.wantUID)
+			}
+		})
+	}
+}
+
+func TestGangSourceOwnerReference(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "js-workers-0-0", Namespace: "ns",
+		Labels:          map[string]string{labelJobSetName: "js", labelJobSetReplicated: "workers", labelJobSetUID: "9f1c"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "js-workers-0", UID: "job-uid", Controller: ptr.To(true)}}}}
+	src, ok := GangSourceOf(pod, Classify(pod, Namespace{}, ""))
+	if !ok {
+		t.Fatal("no gang source")
+	}
+	ref, ok := src.OwnerReference()
+	want := metav1.OwnerReference{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "js", UID: "9f1c"}
+	if !ok || ref != want {
+		t.Errorf("got %+v %v, want %+v", ref, ok, want)
+	}
+	delete(pod.Labels, labelJobSetUID)
+	src, _ = GangSourceOf(pod, Classify(pod, Namespace{}, ""))
+	if _, ok := src.OwnerReference(); ok {
+		t.Error("an owner reference without a UID")
+	}
+}
+
+// A size is kept under the UID of the object read, so a recreated owner (same name,
+// new UID) is never given its predecessor's size; failures are not kept.
+func TestGangSizeCache(t *testing.T) {
+	now := time.Unix(1000, 0)
+	c := &GangSizeCache{now: func() time.Time { return now }}
+	job := func(uid string, workers int64) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"pytorchReplicaSpecs": map[string]any{"Worker": map[string]any{"replicas": workers}}}}}
+		u.SetUID(types.UID(uid))
+		return u
+	}
+	var current *unstructured.Unstructured
+	var readErr error
+	reads := 0
+	read := func() (*unstructured.Unstructured, error) {
+		reads++
+		return current, readErr
+	}
+	src := func(uid string) GangSource {
+		return GangSource{GVK: PyTorchJob, Namespace: "ns", Name: "mnist", UID: types.UID(uid)}
+	}
+	size := func(s GangSource, wantSize int32, wantReads int) {
+		t.Helper()
+		got, err := c.Size(s, read)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.MinMember != wantSize || reads != wantReads {
+			t.Fatalf("size %d after %d reads, want %d after %d", got.MinMember, reads, wantSize, wantReads)
+		}
+	}
+
+	current = job("uid-1", 4)
+	size(src("uid-1"), 4, 1) // not kept yet: read
+	size(src("uid-1"), 4, 1) // kept under the owner's UID
+	size(src(""), 4, 2)      // no UID to look up: read, always
+
+	// Deleted and recreated smaller at once, under the same name.
+	current = job("uid-2", 2)
+	size(src("uid-2"), 2, 3)
+	size(src("uid-2"), 2, 3)
+	size(src(""), 2, 4)
+	size(src("uid-1"), 4, 4) // a leftover pod of the old job: the old job's size
+
+	// A pod's claimed UID is only a key: a size is kept under the UID the object has.
+	size(src("forged"), 2, 5)
+	size(src("forged"), 2, 6)
+	other := src("uid-2")
+	other.Name = "other"
+	size(other, 2, 7) // the name is part of the key
+
+	// Failures are not kept.
+	readErr = errors.New("not found")
+	if _, err := c.Size(src("uid-3"), read); err == nil || reads != 8 {
+		t.Fatalf("err %v after %d reads", err, reads)
+	}
+	readErr = nil
+	current = job("uid-3", -1)
+	if _, err := c.Size(src("uid-3"), read); err == nil || reads != 9 {
+		t.Fatalf("err %v after %d reads", err, reads)
+	}
+	current = job("uid-3", 3)
+	size(src("uid-3"), 3, 10)
+	size(src("uid-3"), 3, 10)
+
+	// Kept for ten seconds.
+	now = now.Add(11 * time.Second)
+	current = job("uid-3", 5)
+	size(src("uid-3"), 5, 11)
+}
+
 func TestSizeFrom(t *testing.T) {
 	obj := func(spec map[string]any) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
 	}
 	replicas := func(n int64) map[string]any { return map[string]any{"replicas": n} }
+	minAvailable := func(n int64) map[string]any {
+		return map[string]any{"schedulingPolicy": map[string]any{"minAvailable": n}}
+	}
+	mpiV1 := MPIJob
+	mpiV1.Version = "v1"
 	cases := []struct {
 		name    string
 		src     GangSource
@@ -88,6 +240,50 @@ func TestSizeFrom(t *testing.T) {
 		{"negative replicas", GangSource{GVK: PyTorchJob, Name: "bad"}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Worker": replicas(-3)}}, 0, "", "gang of -3 pods"},
 		{"huge", GangSource{GVK: LeaderWorkerSet, Name: "big"}, map[string]any{"leaderWorkerTemplate": map[string]any{"size": int64(1 << 40)}}, 0, "", "KubeNexus needs 1 to 100000"},
 		{"wrong types are ignored, not trusted", GangSource{GVK: SparkApplication}, map[string]any{"executor": map[string]any{"instances": "4"}}, 1, "", ""},
+
+		// MPIJob at training-operator's kubeflow.org/v1: the launcher starts with the workers.
+		{"mpi v1 launcher is a member", GangSource{GVK: mpiV1}, map[string]any{"mpiReplicaSpecs": map[string]any{"Launcher": replicas(1), "Worker": replicas(8)},
+			"runPolicy": map[string]any{"cleanPodPolicy": "Running"}}, 9, "", ""},
+		{"mpi v1 has no launcherCreationPolicy", GangSource{GVK: mpiV1}, map[string]any{"launcherCreationPolicy": "WaitForWorkersReady",
+			"mpiReplicaSpecs": map[string]any{"Launcher": replicas(1), "Worker": replicas(8)}}, 9, "", ""},
+		{"mpi v1 minAvailable", GangSource{GVK: mpiV1}, map[string]any{"mpiReplicaSpecs": map[string]any{"Launcher": replicas(1), "Worker": replicas(8)},
+			"runPolicy": minAvailable(5)}, 5, "", ""},
+		{"mpi v1 minAvailable above the replicas", GangSource{GVK: mpiV1, Name: "hvd"}, map[string]any{"mpiReplicaSpecs": map[string]any{"Launcher": replicas(1), "Worker": replicas(2)},
+			"runPolicy": minAvailable(4)}, 0, "", "MPIJob hvd: spec.runPolicy.schedulingPolicy.minAvailable is 4, more than the 3 pods of spec.mpiReplicaSpecs"},
+		{"mpi v2beta1 keeps its shape", GangSource{GVK: MPIJob}, map[string]any{"launcherCreationPolicy": "AtStartup",
+			"mpiReplicaSpecs": map[string]any{"Launcher": replicas(1), "Worker": replicas(8)}}, 9, "", ""},
+
+		// Kubeflow's declared minimum.
+		{"pytorch minAvailable below the replicas", GangSource{GVK: PyTorchJob}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Master": replicas(1), "Worker": replicas(7)},
+			"runPolicy": minAvailable(3)}, 3, "", ""},
+		{"pytorch minAvailable equal to the replicas", GangSource{GVK: PyTorchJob}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Master": replicas(1), "Worker": replicas(7)},
+			"runPolicy": minAvailable(8)}, 8, "", ""},
+		{"pytorch schedulingPolicy without minAvailable", GangSource{GVK: PyTorchJob}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Master": replicas(1), "Worker": replicas(7)},
+			"runPolicy": map[string]any{"schedulingPolicy": map[string]any{"queue": "q"}}}, 8, "", ""},
+		{"tf minAvailable 0 is ignored", GangSource{GVK: TFJob}, map[string]any{"tfReplicaSpecs": map[string]any{"Chief": replicas(1), "Worker": replicas(4)},
+			"runPolicy": minAvailable(0)}, 5, "", ""},
+		{"xgboost negative minAvailable is ignored", GangSource{GVK: XGBoostJob}, map[string]any{"xgbReplicaSpecs": map[string]any{"Master": replicas(1), "Worker": replicas(2)},
+			"runPolicy": minAvailable(-2)}, 3, "", ""},
+		{"minAvailable of another type is ignored", GangSource{GVK: PyTorchJob}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Worker": replicas(4)},
+			"runPolicy": map[string]any{"schedulingPolicy": map[string]any{"minAvailable": "2"}}}, 4, "", ""},
+		{"tf minAvailable above the replicas", GangSource{GVK: TFJob, Name: "tf1"}, map[string]any{"tfReplicaSpecs": map[string]any{"Chief": replicas(1), "Worker": replicas(4)},
+			"runPolicy": minAvailable(6)}, 0, "", "TFJob tf1: spec.runPolicy.schedulingPolicy.minAvailable is 6, more than the 5 pods of spec.tfReplicaSpecs"},
+		{"minAvailable does not hide bad replicas", GangSource{GVK: PyTorchJob, Name: "bad"}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Worker": replicas(-3)},
+			"runPolicy": minAvailable(2)}, 0, "", "gang of -3 pods"},
+		{"sums do not overflow into a plausible size", GangSource{GVK: PyTorchJob, Name: "wrap"}, map[string]any{"pytorchReplicaSpecs": map[string]any{
+			"A": replicas(1 << 62), "B": replicas(1 << 62), "C": replicas(1 << 62), "D": replicas(1 << 62), "E": replicas(5)}}, 0, "", "more than 100000 pods"},
+		{"spark executors do not overflow", GangSource{GVK: SparkApplication, Name: "wrap"}, map[string]any{"executor": map[string]any{"instances": int64(1<<63 - 1)}}, 0, "", "more than 100000 pods"},
+		{"products do not overflow", GangSource{GVK: RayCluster, Name: "wrap"}, map[string]any{"workerGroupSpecs": []any{map[string]any{"minReplicas": int64(1 << 32), "numOfHosts": int64(1 << 32)}}}, 0, "", "more than 100000 pods"},
+
+		// The other frameworks' minimums.
+		{"ray minReplicas, not replicas", GangSource{GVK: RayCluster}, map[string]any{"workerGroupSpecs": []any{map[string]any{"replicas": int64(10), "minReplicas": int64(2), "maxReplicas": int64(20)}}}, 3, "", ""},
+		{"jobset jobs capped by completions", GangSource{GVK: JobSet}, map[string]any{"replicatedJobs": []any{
+			map[string]any{"name": "driver", "template": map[string]any{"spec": map[string]any{"parallelism": int64(4), "completions": int64(1)}}},
+			map[string]any{"name": "workers", "replicas": int64(2), "template": map[string]any{"spec": map[string]any{"parallelism": int64(4), "completions": int64(3)}}},
+			map[string]any{"name": "many", "replicas": int64(1), "template": map[string]any{"spec": map[string]any{"parallelism": int64(2), "completions": int64(10)}}}}}, 9, "", ""},
+		{"jobset with a startupPolicy", GangSource{GVK: JobSet}, map[string]any{"startupPolicy": map[string]any{"startupPolicyOrder": "InOrder"},
+			"replicatedJobs": []any{map[string]any{"name": "w", "replicas": int64(3), "template": map[string]any{"spec": map[string]any{"parallelism": int64(2)}}}}}, 6, "", ""},
+		{"lws group size", GangSource{GVK: LeaderWorkerSet}, map[string]any{"replicas": int64(5), "leaderWorkerTemplate": map[string]any{"size": int64(3)}}, 3, "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

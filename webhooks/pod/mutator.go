@@ -10,9 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,7 +55,8 @@ type Mutator struct {
 	Namespace string
 	Decoder   admission.Decoder
 
-	owners ownerCache
+	// owners keeps sizes read from owners for a few seconds, by owner UID.
+	owners workload.GangSizeCache
 	// badScope is the last unusable namespace selector reported in the log.
 	badScope atomic.Pointer[string]
 }
@@ -196,7 +195,8 @@ func (m *Mutator) mutate(ctx context.Context, pod *corev1.Pod, ns *corev1.Namesp
 	pod.Labels[v1alpha1.LabelKubeNexusGangMinAvailable] = strconv.Itoa(int(size.MinMember))
 }
 
-// size is the gang size: the user's annotation, else the owning object's spec.
+// size is the gang size: the user's annotation, else the owning object's spec, read
+// at the version the pod's owner reference names (src.GVK).
 func (m *Mutator) size(ctx context.Context, pod *corev1.Pod, src workload.GangSource) (workload.GangSize, error) {
 	if v, set := pod.Annotations[v1alpha1.AnnotationGangMinMember]; set {
 		n, err := strconv.Atoi(v)
@@ -205,61 +205,18 @@ func (m *Mutator) size(ctx context.Context, pod *corev1.Pod, src workload.GangSo
 		}
 		return workload.GangSize{MinMember: int32(n)}, nil
 	}
-	key := src.GVK.String() + "/" + pod.Namespace + "/" + src.Name
-	if size, ok := m.owners.get(key); ok {
-		return size, nil
-	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(src.GVK)
-	if err := m.Owners.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: src.Name}, obj); err != nil {
-		switch {
-		case apierrors.IsNotFound(err):
-			return workload.GangSize{}, fmt.Errorf("%s %s not found: set %s to group its pods", src.GVK.Kind, src.Name, v1alpha1.AnnotationGangMinMember)
-		case meta.IsNoMatchError(err):
-			return workload.GangSize{}, fmt.Errorf("%s is not installed in this cluster: set %s to group its pods", src.GVK.GroupKind(), v1alpha1.AnnotationGangMinMember)
+	return m.owners.Size(src, func() (*unstructured.Unstructured, error) {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(src.GVK)
+		if err := m.Owners.Get(ctx, types.NamespacedName{Namespace: src.Namespace, Name: src.Name}, obj); err != nil {
+			switch {
+			case apierrors.IsNotFound(err):
+				return nil, fmt.Errorf("%s %s not found (read as %s): set %s to group its pods", src.GVK.Kind, src.Name, src.GVK.GroupVersion(), v1alpha1.AnnotationGangMinMember)
+			case meta.IsNoMatchError(err):
+				return nil, fmt.Errorf("%s is not installed in this cluster (version %s): set %s to group its pods", src.GVK.GroupKind(), src.GVK.Version, v1alpha1.AnnotationGangMinMember)
+			}
+			return nil, fmt.Errorf("reading %s %s: %w", src.GVK.Kind, src.Name, err)
 		}
-		return workload.GangSize{}, fmt.Errorf("reading %s %s: %w", src.GVK.Kind, src.Name, err)
-	}
-	size, err := workload.SizeFrom(src, obj)
-	if err != nil {
-		return workload.GangSize{}, err
-	}
-	m.owners.put(key, size)
-	return size, nil
-}
-
-// ownerCache keeps gang sizes read from owners for a few seconds: the pods of one
-// job arrive together, and each would otherwise read the same object.
-type ownerCache struct {
-	mu      sync.Mutex
-	entries map[string]ownerEntry
-}
-
-type ownerEntry struct {
-	size    workload.GangSize
-	expires time.Time
-}
-
-const (
-	ownerCacheTTL = 10 * time.Second
-	ownerCacheMax = 4096
-)
-
-func (c *ownerCache) get(key string) (workload.GangSize, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[key]
-	if !ok || time.Now().After(e.expires) {
-		return workload.GangSize{}, false
-	}
-	return e.size, true
-}
-
-func (c *ownerCache) put(key string, size workload.GangSize) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.entries == nil || len(c.entries) >= ownerCacheMax {
-		c.entries = map[string]ownerEntry{} // bounded: start over rather than grow
-	}
-	c.entries[key] = ownerEntry{size: size, expires: time.Now().Add(ownerCacheTTL)}
+		return obj, nil
+	})
 }

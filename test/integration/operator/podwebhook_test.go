@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -15,9 +16,11 @@ import (
 	. "github.com/onsi/gomega"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	runtimeapi "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -36,13 +39,28 @@ const (
 	nsPlain  = "plain"       // not opted in
 )
 
-// owner creates a framework object (a stand-in CRD from testdata/crds, or a batch Job).
-func owner(apiVersion, kind, ns, name string, spec map[string]any) {
+// owner creates a framework object (a stand-in CRD from testdata/crds, or a batch Job)
+// and returns it as stored.
+func owner(apiVersion, kind, ns, name string, spec map[string]any) *unstructured.Unstructured {
 	GinkgoHelper()
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "spec": spec}}
 	u.SetNamespace(ns)
 	u.SetName(name)
 	Expect(k8sClient.Create(suiteCtx, u)).To(Succeed())
+	return u
+}
+
+// unservedVersion reads like an API server that does not serve gvk.
+type unservedVersion struct {
+	client.Reader
+	gvk schema.GroupVersionKind
+}
+
+func (r unservedVersion) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if obj.GetObjectKind().GroupVersionKind() == r.gvk {
+		return &meta.NoKindMatchError{GroupKind: r.gvk.GroupKind(), SearchedVersions: []string{r.gvk.Version}}
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
 }
 
 // podCase is one pod shape and exactly the KubeNexus keys it must end up with.
@@ -82,6 +100,16 @@ var _ = Describe("Pod webhook", Ordered, func() {
 			"Launcher": map[string]any{"replicas": int64(1)}, "Worker": map[string]any{"replicas": int64(4)}}})
 		owner("kubeflow.org/v2beta1", "MPIJob", g, "eager", map[string]any{"launcherCreationPolicy": "AtStartup", "mpiReplicaSpecs": map[string]any{
 			"Launcher": map[string]any{"replicas": int64(1)}, "Worker": map[string]any{"replicas": int64(4)}}})
+		// Kubeflow training-operator's MPIJob (kubeflow.org/v1): its launcher starts with
+		// the workers, and runPolicy.schedulingPolicy.minAvailable declares the minimum.
+		owner("kubeflow.org/v1", "MPIJob", g, "horovod", map[string]any{"runPolicy": map[string]any{"cleanPodPolicy": "Running"}, "mpiReplicaSpecs": map[string]any{
+			"Launcher": map[string]any{"replicas": int64(1)}, "Worker": map[string]any{"replicas": int64(4)}}})
+		owner("kubeflow.org/v1", "MPIJob", g, "horovod-min", map[string]any{
+			"runPolicy":       map[string]any{"schedulingPolicy": map[string]any{"minAvailable": int64(5)}},
+			"mpiReplicaSpecs": map[string]any{"Launcher": map[string]any{"replicas": int64(1)}, "Worker": map[string]any{"replicas": int64(8)}}})
+		owner("kubeflow.org/v1", "PyTorchJob", g, "elastic", map[string]any{
+			"runPolicy":           map[string]any{"schedulingPolicy": map[string]any{"minAvailable": int64(3)}},
+			"pytorchReplicaSpecs": map[string]any{"Master": map[string]any{"replicas": int64(1)}, "Worker": map[string]any{"replicas": int64(7)}}})
 		owner("ray.io/v1", "RayCluster", g, "rc", map[string]any{"workerGroupSpecs": []any{
 			map[string]any{"groupName": "cpu", "minReplicas": int64(2)},
 			map[string]any{"groupName": "tpu", "minReplicas": int64(1), "numOfHosts": int64(2)}}})
@@ -113,6 +141,14 @@ var _ = Describe("Pod webhook", Ordered, func() {
 			class: "training", role: "launcher", tier: "gold"},
 		{name: "MPIJob launcher created at start", pod: testutil.MakePod("eager-launcher", nsGold).Label(kf+"job-role", "launcher").Label(kf+"job-name", "eager").Owner("kubeflow.org/v2beta1", "MPIJob", "eager"),
 			class: "training", role: "launcher", tier: "gold", gang: "eager-mpi", min: "5"},
+		{name: "MPIJob v1 (training-operator) worker", pod: testutil.MakePod("horovod-worker-0", nsGold).Label(kf+"replica-type", "worker").Label(kf+"job-name", "horovod").Label(kf+"operator-name", "mpijob-controller").Owner("kubeflow.org/v1", "MPIJob", "horovod"),
+			class: "training", role: "worker", tier: "gold", gang: "horovod-mpi", min: "5"},
+		{name: "MPIJob v1 launcher, created with the workers, is a member", pod: testutil.MakePod("horovod-launcher", nsGold).Label(kf+"replica-type", "launcher").Label(kf+"job-name", "horovod").Label(kf+"operator-name", "mpijob-controller").Owner("kubeflow.org/v1", "MPIJob", "horovod"),
+			class: "training", role: "launcher", tier: "gold", gang: "horovod-mpi", min: "5"},
+		{name: "MPIJob v1 worker, declared minAvailable", pod: testutil.MakePod("horovod-min-worker-0", nsGold).Label(kf+"replica-type", "worker").Label(kf+"job-name", "horovod-min").Label(kf+"operator-name", "mpijob-controller").Owner("kubeflow.org/v1", "MPIJob", "horovod-min"),
+			class: "training", role: "worker", tier: "gold", gang: "horovod-min-mpi", min: "5"},
+		{name: "PyTorchJob worker, declared minAvailable", pod: testutil.MakePod("elastic-worker-0", nsGold).Label(kf+"replica-type", "worker").Label(kf+"job-name", "elastic").Label(kf+"operator-name", "pytorchjob-controller").Owner("kubeflow.org/v1", "PyTorchJob", "elastic"),
+			class: "training", role: "worker", tier: "gold", gang: "elastic-pytorch", min: "3"},
 		{name: "XGBoostJob whose CRD is not installed", pod: testutil.MakePod("xg-master-0", nsGold).Label(kf+"replica-type", "Master").Label(kf+"job-name", "xg").Label(kf+"operator-name", "xgboostjob-controller"),
 			class: "training", role: "master", tier: "gold", skipped: "XGBoostJob.kubeflow.org is not installed"},
 		{name: "PyTorchJob that does not exist", pod: testutil.MakePod("ghost-worker-0", nsGold).Label(kf+"replica-type", "worker").Label(kf+"job-name", "ghost").Label(kf+"operator-name", "pytorchjob-controller"),
@@ -216,7 +252,8 @@ var _ = Describe("Pod webhook", Ordered, func() {
 	})
 
 	It("gets a PodGroup for every auto-created gang", func() {
-		for gang, min := range map[string]int32{"pi-spark": 5, "mnist-pytorch": 4, "rc-ray": 5, "js-jobset": 9, "allreduce-mpi": 4} {
+		for gang, min := range map[string]int32{"pi-spark": 5, "mnist-pytorch": 4, "rc-ray": 5, "js-jobset": 9, "allreduce-mpi": 4,
+			"horovod-min-mpi": 5, "elastic-pytorch": 3} {
 			Eventually(func() (int32, error) {
 				pg := &v1alpha1.PodGroup{}
 				err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: nsGold, Name: gang}, pg)
@@ -254,6 +291,63 @@ var _ = Describe("Pod webhook", Ordered, func() {
 		}).Should(MatchError(ContainSubstring("must be at most 2")))
 		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: nsGold, Name: "small-ok"}, pg)).To(Succeed())
 		Expect(pg.Spec.MinMember).To(Equal(int32(2)))
+	})
+
+	It("reads an MPIJob at the version its pods' owner reference names", func() {
+		// Kubeflow training-operator v1.x serves MPIJob only as kubeflow.org/v1. The
+		// stand-in CRD serves mpi-operator's v2beta1 as well, so this reader answers
+		// for v2beta1 as the API server of such a cluster does.
+		v2beta1 := schema.GroupVersionKind{Group: "kubeflow.org", Version: "v2beta1", Kind: "MPIJob"}
+		mutator := &pod.Mutator{Client: k8sClient, Owners: unservedVersion{Reader: k8sClient, gvk: v2beta1}, Namespace: namespace,
+			Decoder: admission.NewDecoder(controllers.NewScheme())}
+		for name, want := range map[string]string{"horovod": "5", "horovod-min": "5"} {
+			p := testutil.MakePod(name+"-worker-1", nsGold).Label(kf+"replica-type", "worker").Label(kf+"job-name", name).
+				Label(kf+"operator-name", "mpijob-controller").Owner("kubeflow.org/v1", "MPIJob", name).Obj()
+			raw, err := json.Marshal(p)
+			Expect(err).NotTo(HaveOccurred())
+			resp := mutator.Handle(suiteCtx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Operation: admissionv1.Create, Namespace: nsGold, Object: runtimeapi.RawExtension{Raw: raw},
+			}})
+			Expect(resp.Allowed).To(BeTrue(), name)
+			patch, err := json.Marshal(resp.Patches)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(patch)).NotTo(ContainSubstring(v1alpha1.AnnotationAutoGangSkipped), name)
+			Expect(string(patch)).To(ContainSubstring(`"path":"/metadata/labels/pod-group.scheduling.kubenexus.io~1min-available","value":"`+want+`"`), name)
+		}
+	})
+
+	It("a job deleted and recreated smaller at once gets the new size", func() {
+		spec := func(workers int64) map[string]any {
+			return map[string]any{"pytorchReplicaSpecs": map[string]any{"Worker": map[string]any{"replicas": workers}}}
+		}
+		admit := func(p *testutil.PodWrapper) map[string]string {
+			GinkgoHelper()
+			Expect(k8sClient.Create(suiteCtx, p.Obj())).To(Succeed())
+			got := &corev1.Pod{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(p.Obj()), got)).To(Succeed())
+			Expect(got.Annotations).NotTo(HaveKey(v1alpha1.AnnotationAutoGangSkipped))
+			return got.Labels
+		}
+		worker := func(name string) *testutil.PodWrapper {
+			return testutil.MakePod(name, nsGold).Label(kf+"replica-type", "worker").Label(kf+"job-name", "resized").Label(kf+"operator-name", "pytorchjob-controller")
+		}
+
+		// All of it well within the webhook's 10 s cache lifetime.
+		old := owner("kubeflow.org/v1", "PyTorchJob", nsGold, "resized", spec(4))
+		Expect(admit(worker("resized-worker-0").OwnerUID("kubeflow.org/v1", "PyTorchJob", "resized", old.GetUID()))).
+			To(HaveKeyWithValue(v1alpha1.LabelKubeNexusGangMinAvailable, "4"))
+
+		Expect(k8sClient.Delete(suiteCtx, old)).To(Succeed())
+		Eventually(func() error {
+			return k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(old), &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob"}})
+		}).Should(MatchError(ContainSubstring("not found")))
+		recreated := owner("kubeflow.org/v1", "PyTorchJob", nsGold, "resized", spec(2))
+		Expect(recreated.GetUID()).NotTo(Equal(old.GetUID()))
+
+		// A pod of the new job, and one whose controller reference the webhook cannot use.
+		Expect(admit(worker("resized-worker-1").OwnerUID("kubeflow.org/v1", "PyTorchJob", "resized", recreated.GetUID()))).
+			To(HaveKeyWithValue(v1alpha1.LabelKubeNexusGangMinAvailable, "2"))
+		Expect(admit(worker("resized-worker-2"))).To(HaveKeyWithValue(v1alpha1.LabelKubeNexusGangMinAvailable, "2"))
 	})
 
 	It("refuses a multi-megabyte AdmissionReview without growing", func() {
