@@ -23,6 +23,11 @@ type KubeNexusConfigSpec struct {
 	// +optional
 	Webhook WebhookSpec `json:"webhook,omitempty"`
 
+	// topology declares the network topology levels gangs are placed by.
+	// +kubebuilder:default={}
+	// +optional
+	Topology TopologySpec `json:"topology,omitempty"`
+
 	// volcano lets KubeNexus take the Volcano scheduler's role for workloads written
 	// for Volcano, for clusters that move from Volcano to KubeNexus.
 	// +kubebuilder:default={}
@@ -436,6 +441,38 @@ type WebhookSpec struct {
 	// +kubebuilder:default=bronze
 	// +optional
 	DefaultTier TenantTier `json:"defaultTier,omitempty"`
+}
+
+// TopologySpec declares the network topology.
+type TopologySpec struct {
+	// levels are the topology levels, from the smallest domain to the largest, each
+	// read from a node label. A node without a level's label is a domain of its own
+	// at that level. PodGroups name a level in spec.networkTopology.level; Kueue's
+	// and KAI's topology annotations name the node label.
+	// +kubebuilder:default={{name: nvlink, nodeLabel: "nvidia.com/gpu.clique"}, {name: tor, nodeLabel: "network.kubenexus.io/tor"}, {name: rack, nodeLabel: "network.kubenexus.io/rack"}, {name: zone, nodeLabel: "topology.kubernetes.io/zone"}}
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Levels []TopologyLevel `json:"levels,omitempty"`
+}
+
+// TopologyLevel is one level of the network topology.
+type TopologyLevel struct {
+	// name is the level's name (e.g. rack).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+
+	// nodeLabel is the node label whose value names the node's domain at this level.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$`
+	// +required
+	NodeLabel string `json:"nodeLabel"`
 }
 
 // VolcanoSpec configures KubeNexus's Volcano compatibility.

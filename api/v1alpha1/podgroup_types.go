@@ -78,8 +78,13 @@ type NetworkTopologyPolicy struct {
 	// +optional
 	Mode NetworkTopologyMode `json:"mode,omitempty"`
 
-	// level is the network domain: tor (top-of-rack switch), rack or zone.
-	// +kubebuilder:validation:Enum=zone;rack;tor
+	// level is the network domain, one of the topology levels of the
+	// KubeNexusConfig's spec.topology.levels (by default nvlink, tor, rack, zone). With
+	// required, a lower level that holds the whole gang is used when one does (one
+	// ToR is better than one rack).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +required
 	Level NetworkTopologyLevel `json:"level"`
 }
@@ -96,9 +101,10 @@ const (
 type NetworkTopologyLevel string
 
 const (
-	NetworkLevelZone NetworkTopologyLevel = "zone"
-	NetworkLevelRack NetworkTopologyLevel = "rack"
-	NetworkLevelToR  NetworkTopologyLevel = "tor"
+	NetworkLevelZone   NetworkTopologyLevel = "zone"
+	NetworkLevelRack   NetworkTopologyLevel = "rack"
+	NetworkLevelToR    NetworkTopologyLevel = "tor"
+	NetworkLevelNVLink NetworkTopologyLevel = "nvlink"
 )
 
 // NUMASpreadPolicy is how a gang spreads over the NUMA cells of a node.
@@ -141,6 +147,9 @@ const (
 	ReasonInsufficientCapacity = "InsufficientCapacity"
 	ReasonTimeout              = "Timeout"
 	ReasonGangScheduled        = "GangScheduled"
+	// ReasonTopologyUnsatisfiable: the gang's required network topology fits no
+	// domain of its level; the message names the level, the need and the best domain.
+	ReasonTopologyUnsatisfiable = "TopologyUnsatisfiable"
 )
 
 // PodGroupStatus is the observed state of a gang, computed from its member pods.

@@ -204,3 +204,12 @@ const (
 	VolcanoPodGroupGroup   = "scheduling.volcano.sh"
 	VolcanoPodGroupVersion = "v1beta1"
 )
+
+// Topology annotations of other systems that KubeNexus honours on gang members. Their
+// values are node label keys, mapped to the KubeNexusConfig's topology levels.
+const (
+	AnnotationKueueRequiredTopology  = "kueue.x-k8s.io/podset-required-topology"
+	AnnotationKueuePreferredTopology = "kueue.x-k8s.io/podset-preferred-topology"
+	AnnotationKAIRequiredPlacement   = "kai.scheduler/topology-required-placement"
+	AnnotationKAIPreferredPlacement  = "kai.scheduler/topology-preferred-placement"
+)

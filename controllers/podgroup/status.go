@@ -96,6 +96,8 @@ func schedulingReason(msg string, scheduled, min int) (string, string) {
 	switch {
 	case strings.Contains(msg, v1alpha1.ReasonTimeout+":"):
 		return v1alpha1.ReasonTimeout, msg
+	case strings.Contains(msg, v1alpha1.ReasonTopologyUnsatisfiable+":"):
+		return v1alpha1.ReasonTopologyUnsatisfiable, msg
 	case msg != "":
 		return v1alpha1.ReasonInsufficientCapacity, msg
 	}

@@ -13,7 +13,9 @@ import (
 
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/coscheduling"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/networkfabric"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/tenanthardware"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/workloadaware"
@@ -53,12 +55,16 @@ func SetDefaultFeatureGates() error {
 // Plugins share one KubeNexus object cache that lives as long as runCtx.
 func RegistryOptions(runCtx context.Context) []app.Option {
 	crds := crdcache.NewProvider(runCtx)
+	gangs := &gangview.Registry{}
 	return []app.Option{
 		app.WithPlugin(names.ProfileClassifier, profileclassifier.New),
 		app.WithPlugin(names.Coscheduling, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			return coscheduling.New(ctx, obj, h, crds)
+			return coscheduling.New(ctx, obj, h, crds, gangs)
 		}),
 		app.WithPlugin(names.WorkloadAware, workloadaware.New),
+		app.WithPlugin(names.NetworkFabric, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return networkfabric.New(ctx, obj, h, crds, gangs)
+		}),
 		app.WithPlugin(names.TenantHardware, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return tenanthardware.New(ctx, obj, h, crds)
 		}),

@@ -46,13 +46,13 @@ type plugin struct {
 }
 
 // plugins lists every plugin of the API in profile order.
-func plugins(p *v1alpha1.PluginsSpec) []plugin {
+func plugins(p *v1alpha1.PluginsSpec, topology *v1alpha1.TopologySpec) []plugin {
 	return []plugin{
 		{name: names.ProfileClassifier, enabled: p.ProfileClassifier.Enabled},
 		{name: names.Coscheduling, enabled: p.Coscheduling.Enabled, args: coschedulingArgs(&p.Coscheduling), queueSort: true},
 		{name: names.WorkloadAware, enabled: p.WorkloadAware.Enabled, weight: p.WorkloadAware.Weight, args: workloadAwareArgs(&p.WorkloadAware)},
 		{name: names.TopologyAware, enabled: p.TopologyAware.Enabled, weight: p.TopologyAware.Weight},
-		{name: names.NetworkFabric, enabled: p.NetworkFabric.Enabled, weight: p.NetworkFabric.Weight},
+		{name: names.NetworkFabric, enabled: p.NetworkFabric.Enabled, weight: p.NetworkFabric.Weight, args: networkFabricArgs(topology)},
 		{name: names.ResourceFragmentation, enabled: p.ResourceFragmentation.Enabled, weight: p.ResourceFragmentation.Weight},
 		{name: names.TenantHardware, enabled: p.TenantHardware.Enabled, weight: p.TenantHardware.Weight},
 		{name: names.NUMATopology, enabled: p.NUMATopology.Enabled, weight: p.NUMATopology.Weight},
@@ -75,6 +75,19 @@ func coschedulingArgs(c *v1alpha1.CoschedulingPlugin) *schedconfig.CoschedulingA
 	}
 	if c.StarvationAgingSeconds != 0 {
 		a.StarvationAgingSeconds = ptr.To(c.StarvationAgingSeconds)
+	}
+	return a
+}
+
+// networkFabricArgs renders the topology levels into NetworkFabric's args; nil (the
+// plugin's defaults, the same levels as the API's) when none are set.
+func networkFabricArgs(t *v1alpha1.TopologySpec) any {
+	if len(t.Levels) == 0 {
+		return nil
+	}
+	a := &schedconfig.NetworkFabricArgs{}
+	for _, l := range t.Levels {
+		a.Levels = append(a.Levels, schedconfig.TopologyLevel{Name: l.Name, NodeLabel: l.NodeLabel})
 	}
 	return a
 }
@@ -103,7 +116,7 @@ func SchedulerConfiguration(spec *v1alpha1.KubeNexusConfigSpec, namespace string
 		SchedulerName: ptr.To(schedulerName(s)),
 		Plugins:       &configv1.Plugins{},
 	}
-	for _, p := range plugins(&spec.Plugins) {
+	for _, p := range plugins(&spec.Plugins, &spec.Topology) {
 		if !ptr.Deref(p.enabled, true) || !slices.Contains(names.Implemented, p.name) {
 			continue
 		}

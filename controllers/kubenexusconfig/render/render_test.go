@@ -73,6 +73,7 @@ func TestRenderGolden(t *testing.T) {
 				Coscheduling:      v1alpha1.CoschedulingPlugin{Enabled: ptr.To(false)},
 				ProfileClassifier: v1alpha1.ProfileClassifierPlugin{Enabled: ptr.To(false)},
 				TenantHardware:    v1alpha1.TenantHardwarePlugin{Enabled: ptr.To(false)},
+				NetworkFabric:     v1alpha1.NetworkFabricPlugin{Enabled: ptr.To(false)},
 			},
 		},
 	}
@@ -119,7 +120,7 @@ func TestRenderedProfile(t *testing.T) {
 		Plugins: v1alpha1.PluginsSpec{
 			ProfileClassifier: v1alpha1.ProfileClassifierPlugin{Enabled: ptr.To(false)},
 			// Not registered by the scheduler yet: must never reach the profile.
-			NetworkFabric: v1alpha1.NetworkFabricPlugin{Enabled: ptr.To(true), Weight: 7},
+			ResourceFragmentation: v1alpha1.ResourceFragmentationPlugin{Enabled: ptr.To(true), Weight: 7},
 		},
 	}, "ns")
 	if err != nil {
@@ -133,8 +134,8 @@ func TestRenderedProfile(t *testing.T) {
 	for _, e := range p.Plugins.MultiPoint.Enabled {
 		enabled = append(enabled, e.Name)
 	}
-	if strings.Join(enabled, ",") != "Coscheduling,WorkloadAware,TenantHardware" {
-		t.Errorf("multiPoint enabled %v, want Coscheduling,WorkloadAware,TenantHardware", enabled)
+	if strings.Join(enabled, ",") != "Coscheduling,WorkloadAware,NetworkFabric,TenantHardware" {
+		t.Errorf("multiPoint enabled %v, want Coscheduling,WorkloadAware,NetworkFabric,TenantHardware", enabled)
 	}
 	if qs := p.Plugins.QueueSort; len(qs.Enabled) != 1 || qs.Enabled[0].Name != "Coscheduling" || len(qs.Disabled) != 1 || qs.Disabled[0].Name != "*" {
 		t.Errorf("queueSort %+v, want Coscheduling replacing the default", qs)

@@ -68,6 +68,12 @@ func validateScheduler(spec *v1alpha1.KubeNexusConfigSpec, namespace string) fie
 			"tenantHardware needs spec.plugins.profileClassifier.enabled: true (it reads the tenant tier ProfileClassifier computes); turn both on or tenantHardware off"))
 	}
 
+	// NetworkFabric plans gangs from the members Coscheduling indexes.
+	if p := &spec.Plugins; ptr.Deref(p.NetworkFabric.Enabled, true) && !ptr.Deref(p.Coscheduling.Enabled, true) {
+		errs = append(errs, field.Invalid(specPath.Child("plugins", "networkFabric", "enabled"), true,
+			"networkFabric needs spec.plugins.coscheduling.enabled: true (it plans the gangs Coscheduling tracks); turn both on or networkFabric off"))
+	}
+
 	known := intree.NewInTreeRegistry()
 	for i := range cfg.Profiles {
 		profile := &cfg.Profiles[i]
@@ -80,6 +86,9 @@ func validateScheduler(spec *v1alpha1.KubeNexusConfigSpec, namespace string) fie
 			switch pc.Name {
 			case names.Coscheduling:
 				_, argErrs := schedconfig.CheckCoschedulingArgs(pc.Args, specPath.Child("plugins", "coscheduling"))
+				errs = append(errs, argErrs...)
+			case names.NetworkFabric:
+				_, argErrs := schedconfig.CheckNetworkFabricArgs(pc.Args, specPath.Child("topology"))
 				errs = append(errs, argErrs...)
 			case names.WorkloadAware:
 				_, argErrs := schedconfig.CheckWorkloadAwareArgs(pc.Args, specPath.Child("plugins", "workloadAware"))

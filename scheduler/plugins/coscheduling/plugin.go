@@ -20,6 +20,7 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 )
 
@@ -61,7 +62,7 @@ var (
 
 // New builds the plugin. It registers its pod index on the scheduler's shared pod
 // informer and reads PodGroups from the shared KubeNexus cache.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider) (*Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, gangs *gangview.Registry) (*Plugin, error) {
 	args, err := config.DecodeCoschedulingArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -74,6 +75,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	pl := &Plugin{handle: h, args: args, pgs: pgs, now: time.Now}
 	pl.index = newPodIndex(h.ProfileName(), pl.now)
 	pl.index.onChange = pl.activateIfQuorum
+	if gangs != nil {
+		gangs.Set(h.ProfileName(), pl.pendingMembers)
+	}
 	priorityClasses := h.SharedInformerFactory().Scheduling().V1().PriorityClasses()
 	pl.index.priority = gangPriority{
 		podGroupClass: func(key gang.Key) string {
@@ -203,4 +207,21 @@ func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragmen
 		return nil, nil
 	}
 	return []fwk.SignFragment{{Key: "kubenexus.io/gang", Value: m.Key.String()}}, nil
+}
+
+// pendingMembers returns the gang's members that still need a node, for other
+// plugins of the profile (gangview).
+func (pl *Plugin) pendingMembers(key gang.Key) []*corev1.Pod {
+	pl.index.mu.RLock()
+	defer pl.index.mu.RUnlock()
+	e := pl.index.get(key)
+	if e == nil {
+		return nil
+	}
+	pending := e.pending()
+	out := make([]*corev1.Pod, 0, len(pending))
+	for _, p := range pending {
+		out = append(out, p)
+	}
+	return out
 }

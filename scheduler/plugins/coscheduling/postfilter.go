@@ -3,6 +3,7 @@ package coscheduling
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -13,7 +14,7 @@ import (
 // PostFilter runs when a gang member fits no node. Unless the gang already has its
 // quorum placed, the gang cannot complete in this attempt: its waiting members are
 // rejected now instead of holding capacity until the Permit timeout.
-func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	s := gangState(cs)
 	if s == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
@@ -27,7 +28,17 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	if placed >= int(s.minMember) {
 		return nil, fwk.NewStatus(fwk.Unschedulable) // the gang is complete; this extra member waits alone
 	}
-	msg := fmt.Sprintf("%s: member %s fits no node; %d/%d members of %s placed", ErrReasonGangRejected, pod.Name, placed, s.minMember, s.key)
-	pl.rejectGang(ctx, s.key, s.podGroup, v1alpha1.ReasonInsufficientCapacity, msg)
+	reason, why := v1alpha1.ReasonInsufficientCapacity, "fits no node"
+	// A later plugin's PreFilter refused the member for every node (the status of
+	// nodes absent from the map): its message says why, and the gang's backoff
+	// repeats it (e.g. NetworkFabric's TopologyUnsatisfiable).
+	if st := statuses.Get(""); st != nil && st.Message() != "" && st.Plugin() != "" && !strings.HasPrefix(st.Message(), "node(s) didn't satisfy") {
+		why = "cannot be placed: " + st.Message()
+		if strings.HasPrefix(st.Message(), v1alpha1.ReasonTopologyUnsatisfiable+":") {
+			reason = v1alpha1.ReasonTopologyUnsatisfiable
+		}
+	}
+	msg := fmt.Sprintf("%s: member %s %s; %d/%d members of %s placed", ErrReasonGangRejected, pod.Name, why, placed, s.minMember, s.key)
+	pl.rejectGang(ctx, s.key, s.podGroup, reason, msg)
 	return nil, fwk.NewStatus(fwk.Unschedulable, msg)
 }

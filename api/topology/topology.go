@@ -1,0 +1,146 @@
+// Package topology normalises the network topology policies of gangs, from every
+// source KubeNexus accepts, into one policy the scheduler's NetworkFabric plugin
+// enforces: the PodGroup's spec.networkTopology, the scheduling.kubenexus.io/co-locate
+// pod annotation, Kueue's TAS annotations and KAI's topology annotations. Pod
+// annotations are untrusted input: unknown values are errors naming the key.
+package topology
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// Level is one topology level: its name and the node label naming its domains.
+type Level struct {
+	Name      string
+	NodeLabel string
+}
+
+// DefaultLevels are the levels when the KubeNexusConfig declares none, smallest first.
+var DefaultLevels = []Level{
+	{Name: string(v1alpha1.NetworkLevelNVLink), NodeLabel: v1alpha1.LabelGPUClique},
+	{Name: string(v1alpha1.NetworkLevelToR), NodeLabel: v1alpha1.LabelToR},
+	{Name: string(v1alpha1.NetworkLevelRack), NodeLabel: v1alpha1.LabelRack},
+	{Name: string(v1alpha1.NetworkLevelZone), NodeLabel: v1alpha1.LabelTopologyZone},
+}
+
+// Policy is a gang's network policy: required (only one domain of the level, or a
+// smaller one, may hold it) or preferred (as few domains as possible), at Level (an
+// index into the levels).
+type Policy struct {
+	Required bool
+	Level    int
+	// Source names where the policy came from, for messages.
+	Source string
+}
+
+// PolicyOf returns the network policy of a gang member. The PodGroup's
+// spec.networkTopology wins; then the pod's scheduling.kubenexus.io/co-locate
+// (strict: required at the smallest level that holds the gang, preferred: preferred,
+// none: no policy); then Kueue's and KAI's required / preferred annotations. A gang
+// with none of them is placed preferred, up to the largest level. ok is false when
+// the gang asks for no co-location.
+func PolicyOf(pod *corev1.Pod, pg *v1alpha1.PodGroup, levels []Level) (p Policy, ok bool, err error) {
+	top := len(levels) - 1
+	if pg != nil && pg.Spec.NetworkTopology != nil {
+		nt := pg.Spec.NetworkTopology
+		i := levelByName(levels, string(nt.Level))
+		if i < 0 {
+			return Policy{}, false, fmt.Errorf("PodGroup %s: spec.networkTopology.level %q is not a topology level; the levels are %s",
+				pg.Name, nt.Level, names(levels))
+		}
+		return Policy{Required: nt.Mode == v1alpha1.NetworkTopologyRequired, Level: i, Source: "PodGroup " + pg.Name + " spec.networkTopology"}, true, nil
+	}
+	a := pod.Annotations
+	if v, set := a[v1alpha1.AnnotationCoLocate]; set {
+		switch v1alpha1.CoLocation(v) {
+		case v1alpha1.CoLocationStrict:
+			return Policy{Required: true, Level: top, Source: v1alpha1.AnnotationCoLocate}, true, nil
+		case v1alpha1.CoLocationPreferred:
+			return Policy{Level: top, Source: v1alpha1.AnnotationCoLocate}, true, nil
+		case v1alpha1.CoLocationNone:
+			return Policy{}, false, nil
+		default:
+			return Policy{}, false, fmt.Errorf("annotation %s=%q: must be strict, preferred or none", v1alpha1.AnnotationCoLocate, truncate(v))
+		}
+	}
+	for _, k := range []struct {
+		key      string
+		required bool
+	}{
+		{v1alpha1.AnnotationKueueRequiredTopology, true},
+		{v1alpha1.AnnotationKAIRequiredPlacement, true},
+		{v1alpha1.AnnotationKueuePreferredTopology, false},
+		{v1alpha1.AnnotationKAIPreferredPlacement, false},
+	} {
+		v, set := a[k.key]
+		if !set {
+			continue
+		}
+		i := levelByLabel(levels, v)
+		if i < 0 {
+			return Policy{}, false, fmt.Errorf("annotation %s=%q: not the node label of a topology level; the levels' labels are %s",
+				k.key, truncate(v), labels(levels))
+		}
+		return Policy{Required: k.required, Level: i, Source: k.key}, true, nil
+	}
+	return Policy{Level: top, Source: "default"}, true, nil
+}
+
+// Levels converts the KubeNexusConfig's levels (DefaultLevels when empty).
+func Levels(spec []v1alpha1.TopologyLevel) []Level {
+	if len(spec) == 0 {
+		return DefaultLevels
+	}
+	out := make([]Level, 0, len(spec))
+	for _, l := range spec {
+		out = append(out, Level{Name: l.Name, NodeLabel: l.NodeLabel})
+	}
+	return out
+}
+
+func levelByName(levels []Level, name string) int {
+	for i, l := range levels {
+		if l.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func levelByLabel(levels []Level, label string) int {
+	for i, l := range levels {
+		if l.NodeLabel == label {
+			return i
+		}
+	}
+	return -1
+}
+
+func names(levels []Level) string {
+	var out []string
+	for _, l := range levels {
+		out = append(out, l.Name)
+	}
+	return strings.Join(out, ", ")
+}
+
+func labels(levels []Level) string {
+	var out []string
+	for _, l := range levels {
+		out = append(out, l.NodeLabel)
+	}
+	return strings.Join(out, ", ")
+}
+
+// truncate keeps error messages bounded when values are hostile.
+func truncate(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	return s[:64] + "..."
+}

@@ -1,0 +1,93 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// NetworkFabricArgs are the arguments of the NetworkFabric plugin, which places each
+// gang by one plan: the smallest topology domain that holds all its members.
+type NetworkFabricArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Levels are the topology levels, smallest domain first, each read from a node
+	// label (default: nvlink nvidia.com/gpu.clique, tor network.kubenexus.io/tor, rack
+	// network.kubenexus.io/rack, zone topology.kubernetes.io/zone).
+	Levels []TopologyLevel `json:"levels,omitempty"`
+}
+
+// TopologyLevel is one topology level.
+type TopologyLevel struct {
+	Name      string `json:"name"`
+	NodeLabel string `json:"nodeLabel"`
+}
+
+// DefaultTopologyLevels mirror the KubeNexusConfig's default spec.topology.levels.
+var DefaultTopologyLevels = []TopologyLevel{
+	{Name: "nvlink", NodeLabel: "nvidia.com/gpu.clique"},
+	{Name: "tor", NodeLabel: "network.kubenexus.io/tor"},
+	{Name: "rack", NodeLabel: "network.kubenexus.io/rack"},
+	{Name: "zone", NodeLabel: "topology.kubernetes.io/zone"},
+}
+
+// SetDefaultsNetworkFabricArgs fills unset fields.
+func SetDefaultsNetworkFabricArgs(a *NetworkFabricArgs) {
+	if len(a.Levels) == 0 {
+		a.Levels = append([]TopologyLevel(nil), DefaultTopologyLevels...)
+	}
+}
+
+var levelName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// ValidateNetworkFabricArgs checks defaulted args.
+func ValidateNetworkFabricArgs(path *field.Path, a *NetworkFabricArgs) field.ErrorList {
+	var errs field.ErrorList
+	names, labels := map[string]bool{}, map[string]bool{}
+	for i, l := range a.Levels {
+		p := path.Child("levels").Index(i)
+		if !levelName.MatchString(l.Name) || len(l.Name) > 63 {
+			errs = append(errs, field.Invalid(p.Child("name"), l.Name, "must be a lower-case DNS label (e.g. rack)"))
+		}
+		if names[l.Name] {
+			errs = append(errs, field.Duplicate(p.Child("name"), l.Name))
+		}
+		names[l.Name] = true
+		if msgs := validation.IsQualifiedName(l.NodeLabel); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p.Child("nodeLabel"), l.NodeLabel, fmt.Sprintf("must be a node label key: %v", msgs)))
+		}
+		if labels[l.NodeLabel] {
+			errs = append(errs, field.Duplicate(p.Child("nodeLabel"), l.NodeLabel))
+		}
+		labels[l.NodeLabel] = true
+	}
+	return errs
+}
+
+// DecodeNetworkFabricArgs decodes, defaults and validates NetworkFabric's args.
+func DecodeNetworkFabricArgs(obj runtime.Object) (*NetworkFabricArgs, error) {
+	a := &NetworkFabricArgs{}
+	if err := decodeStrict(obj, a); err != nil {
+		return nil, err
+	}
+	SetDefaultsNetworkFabricArgs(a)
+	if errs := ValidateNetworkFabricArgs(field.NewPath("NetworkFabricArgs"), a); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return a, nil
+}
+
+// CheckNetworkFabricArgs decodes raw args as the scheduler would and reports errors
+// under path.
+func CheckNetworkFabricArgs(raw runtime.Object, path *field.Path) (*NetworkFabricArgs, field.ErrorList) {
+	a := &NetworkFabricArgs{}
+	if err := decodeStrict(raw, a); err != nil {
+		return nil, field.ErrorList{field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("the scheduler cannot decode these args: %v", err))}
+	}
+	SetDefaultsNetworkFabricArgs(a)
+	return a, ValidateNetworkFabricArgs(path, a)
+}

@@ -1,0 +1,297 @@
+package placement
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Shape is one kind of gang member (a role): what one member requests, in
+// milli-units, and how many members of it still need a node.
+type Shape struct {
+	Requests map[corev1.ResourceName]int64
+	Count    int
+}
+
+// PlanNode is a node as the gang planner sees it.
+type PlanNode struct {
+	Name string
+	// Domains holds the node's domain at each topology level, lowest level first; a
+	// node without the level's label is a domain of its own there.
+	Domains []string
+	// Free is allocatable less requested (and less other plans' claims), in
+	// milli-units.
+	Free map[corev1.ResourceName]int64
+	// Eligible says, per shape, whether a member of that shape may run on the node
+	// at all (node selector and affinity, taints).
+	Eligible []bool
+}
+
+// Plan is where a gang goes: the topology level and, in order of preference, the
+// domains of that level, with the members of each shape assigned to nodes.
+type Plan struct {
+	// Level is the index of the level whose domains hold the gang.
+	Level int
+	// Domains are the chosen domains, most preferred first. One when a single
+	// domain holds the whole gang.
+	Domains []string
+	// Fits is true when every member found a node.
+	Fits bool
+	// Claims are the resources the plan sets aside per node for the members not
+	// placed yet, in milli-units.
+	Claims map[string]map[corev1.ResourceName]int64
+}
+
+// Shortage says why no domain of a level holds the gang.
+type Shortage struct {
+	Level int
+	// Need is the number of members; BestFits how many the best domain holds and
+	// BestDomain which it is.
+	Need, BestFits int
+	BestDomain     string
+}
+
+// Compute plans a gang over nodes. It looks for the lowest level, up to maxLevel,
+// with a domain that holds every member, and picks among those domains the best
+// fit: the one left with the least free capacity of the gang's dominant resource
+// (ties by domain name). When none does and spill is set, it takes domains of
+// maxLevel, largest first, until the gang fits (Plan.Fits false if even that does
+// not suffice); without spill it returns the shortage at maxLevel. Cost:
+// O(levels × nodes × shapes × resources).
+func Compute(nodes []PlanNode, shapes []Shape, maxLevel int, spill bool) (Plan, *Shortage) {
+	need := 0
+	for _, s := range shapes {
+		need += s.Count
+	}
+	dominant := dominantResource(shapes)
+	var short *Shortage
+	for level := 0; level <= maxLevel; level++ {
+		domains := group(nodes, level)
+		best := -1
+		var bestLeft int64
+		var bestClaims map[string]map[corev1.ResourceName]int64
+		var bestName string
+		shortage := &Shortage{Level: level, Need: need}
+		for _, d := range domains {
+			placed, claims, left := fit(d.nodes, shapes, dominant)
+			if placed > shortage.BestFits || (placed == shortage.BestFits && shortage.BestDomain == "") {
+				shortage.BestFits, shortage.BestDomain = placed, d.name
+			}
+			if placed < need {
+				continue
+			}
+			if best < 0 || left < bestLeft || (left == bestLeft && d.name < bestName) {
+				best, bestLeft, bestClaims, bestName = 1, left, claims, d.name
+			}
+		}
+		if best >= 0 {
+			return Plan{Level: level, Domains: []string{bestName}, Fits: true, Claims: bestClaims}, nil
+		}
+		short = shortage
+	}
+	if !spill {
+		return Plan{}, short
+	}
+	// Spill over the fewest domains of maxLevel: the largest first.
+	domains := group(nodes, maxLevel)
+	type sized struct {
+		d      domain
+		placed int
+	}
+	var sizes []sized
+	for _, d := range domains {
+		placed, _, _ := fit(d.nodes, shapes, dominant)
+		sizes = append(sizes, sized{d, placed})
+	}
+	sort.SliceStable(sizes, func(i, j int) bool {
+		if sizes[i].placed != sizes[j].placed {
+			return sizes[i].placed > sizes[j].placed
+		}
+		return sizes[i].d.name < sizes[j].d.name
+	})
+	plan := Plan{Level: maxLevel, Claims: map[string]map[corev1.ResourceName]int64{}}
+	remaining := cloneShapes(shapes)
+	for _, s := range sizes {
+		if countOf(remaining) == 0 || s.placed == 0 {
+			break
+		}
+		placedBy := fitInto(s.d.nodes, remaining, plan.Claims)
+		if placedBy > 0 {
+			plan.Domains = append(plan.Domains, s.d.name)
+		}
+	}
+	plan.Fits = countOf(remaining) == 0
+	return plan, short
+}
+
+// Describe says what a shortage means to a user, with the level's name.
+func (s *Shortage) Describe(levelName string, shapes []Shape) string {
+	return fmt.Sprintf("needs %d members (%s) in one %s; the largest %s fits %d", s.Need, describeShapes(shapes), levelName, levelName, s.BestFits)
+}
+
+func describeShapes(shapes []Shape) string {
+	var parts []string
+	for _, s := range shapes {
+		var req []string
+		for name, v := range s.Requests {
+			if name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourcePods || name == corev1.ResourceEphemeralStorage {
+				continue
+			}
+			req = append(req, fmt.Sprintf("%d %s", v/1000, name))
+		}
+		sort.Strings(req)
+		if len(req) == 0 {
+			if v, ok := s.Requests[corev1.ResourceCPU]; ok {
+				req = append(req, fmt.Sprintf("%dm cpu", v))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%d × %s", s.Count, strings.Join(req, ", ")))
+	}
+	return strings.Join(parts, " + ")
+}
+
+type domain struct {
+	name  string
+	nodes []*PlanNode
+}
+
+// group collects the nodes of each domain of a level, in name order.
+func group(nodes []PlanNode, level int) []domain {
+	idx := map[string]int{}
+	var out []domain
+	for i := range nodes {
+		n := &nodes[i]
+		key := "node/" + n.Name
+		if level < len(n.Domains) && n.Domains[level] != "" {
+			key = n.Domains[level]
+		}
+		j, ok := idx[key]
+		if !ok {
+			j = len(out)
+			idx[key] = j
+			out = append(out, domain{name: key})
+		}
+		out[j].nodes = append(out[j].nodes, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// fit places the shapes into a domain's nodes on a scratch copy of their free
+// capacity: how many members fit, the claims per node, and the free capacity of
+// the dominant resource left in the domain.
+func fit(nodes []*PlanNode, shapes []Shape, dominant corev1.ResourceName) (int, map[string]map[corev1.ResourceName]int64, int64) {
+	remaining := cloneShapes(shapes)
+	claims := map[string]map[corev1.ResourceName]int64{}
+	placed := fitInto(nodes, remaining, claims)
+	var left int64
+	for _, n := range nodes {
+		left += n.Free[dominant] - claims[n.Name][dominant]
+	}
+	return placed, claims, left
+}
+
+// fitInto places as many of the remaining members as fit on nodes (largest shapes
+// first, each onto the nodes with the least room for it first, so that the domain
+// is filled compactly), recording claims and decrementing remaining. It returns the
+// number of members placed.
+func fitInto(nodes []*PlanNode, remaining []Shape, claims map[string]map[corev1.ResourceName]int64) int {
+	order := make([]int, len(remaining))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return size(remaining[order[a]]) > size(remaining[order[b]]) })
+	placed := 0
+	for _, si := range order {
+		s := &remaining[si]
+		if s.Count == 0 {
+			continue
+		}
+		type room struct {
+			n   *PlanNode
+			cap int
+		}
+		var rooms []room
+		for _, n := range nodes {
+			if si < len(n.Eligible) && !n.Eligible[si] {
+				continue
+			}
+			if c := capacity(n, claims[n.Name], s.Requests, s.Count); c > 0 {
+				rooms = append(rooms, room{n, c})
+			}
+		}
+		sort.SliceStable(rooms, func(a, b int) bool { return rooms[a].cap < rooms[b].cap })
+		for _, r := range rooms {
+			if s.Count == 0 {
+				break
+			}
+			k := min(r.cap, s.Count)
+			c := claims[r.n.Name]
+			if c == nil {
+				c = map[corev1.ResourceName]int64{}
+				claims[r.n.Name] = c
+			}
+			for name, v := range s.Requests {
+				c[name] += v * int64(k)
+			}
+			s.Count -= k
+			placed += k
+		}
+	}
+	return placed
+}
+
+// capacity is how many members requesting req fit on n given the claims already
+// made on it, at most limit.
+func capacity(n *PlanNode, claimed map[corev1.ResourceName]int64, req map[corev1.ResourceName]int64, limit int) int {
+	c := limit
+	for name, v := range req {
+		if v <= 0 {
+			continue
+		}
+		free := n.Free[name] - claimed[name]
+		if free < v {
+			return 0
+		}
+		if k := int(free / v); k < c {
+			c = k
+		}
+	}
+	return c
+}
+
+// dominantResource is the resource the gang's placement is judged by: GPUs (any
+// extended resource) when the gang asks for them, else CPU.
+func dominantResource(shapes []Shape) corev1.ResourceName {
+	for _, s := range shapes {
+		for name, v := range s.Requests {
+			if v > 0 && name != corev1.ResourceCPU && name != corev1.ResourceMemory && name != corev1.ResourceEphemeralStorage && name != corev1.ResourcePods {
+				return name
+			}
+		}
+	}
+	return corev1.ResourceCPU
+}
+
+// size orders shapes: extended resources first, then CPU.
+func size(s Shape) int64 {
+	var ext int64
+	for name, v := range s.Requests {
+		if name != corev1.ResourceCPU && name != corev1.ResourceMemory && name != corev1.ResourceEphemeralStorage && name != corev1.ResourcePods {
+			ext += v
+		}
+	}
+	return ext*1_000_000 + s.Requests[corev1.ResourceCPU]
+}
+
+func cloneShapes(shapes []Shape) []Shape { return append([]Shape(nil), shapes...) }
+
+func countOf(shapes []Shape) int {
+	n := 0
+	for _, s := range shapes {
+		n += s.Count
+	}
+	return n
+}

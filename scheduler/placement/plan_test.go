@@ -1,0 +1,127 @@
+package placement
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+)
+
+const gpu corev1.ResourceName = "nvidia.com/gpu"
+
+// fleet builds racks × perRack nodes of 8 GPUs and 64 CPUs; levels: tor (two per
+// rack), rack, zone (one). used maps a node name to GPUs already in use.
+func fleet(racks, perRack int, used map[string]int64) []PlanNode {
+	var nodes []PlanNode
+	for r := range racks {
+		for i := range perRack {
+			name := fmt.Sprintf("r%d-n%d", r, i)
+			nodes = append(nodes, PlanNode{
+				Name:    name,
+				Domains: []string{fmt.Sprintf("r%d-tor%d", r, i*2/perRack), fmt.Sprintf("rack-%d", r), "zone-a"},
+				Free:    map[corev1.ResourceName]int64{gpu: (8 - used[name]) * 1000, corev1.ResourceCPU: 64000, corev1.ResourcePods: 110000},
+			})
+		}
+	}
+	return nodes
+}
+
+func gpuMembers(n int, gpus int64) Shape {
+	return Shape{Requests: map[corev1.ResourceName]int64{gpu: gpus * 1000, corev1.ResourceCPU: 8000, corev1.ResourcePods: 1000}, Count: n}
+}
+
+func TestCompute(t *testing.T) {
+	const tor, rack, zone = 0, 1, 2
+	tests := map[string]struct {
+		nodes    []PlanNode
+		shapes   []Shape
+		maxLevel int
+		spill    bool
+		want     Plan
+		short    *Shortage
+		claimsOn []string // nodes the plan claims
+	}{
+		"a gang of two 8-GPU members fits one ToR": {
+			nodes: fleet(2, 4, nil), shapes: []Shape{gpuMembers(2, 8)}, maxLevel: rack,
+			want: Plan{Level: tor, Domains: []string{"r0-tor0"}, Fits: true}, claimsOn: []string{"r0-n0", "r0-n1"},
+		},
+		"four 8-GPU members need a rack; the rack with a busy node does not hold them": {
+			nodes: fleet(2, 4, map[string]int64{"r0-n2": 1}), shapes: []Shape{gpuMembers(4, 8)}, maxLevel: zone,
+			want: Plan{Level: rack, Domains: []string{"rack-1"}, Fits: true}, claimsOn: []string{"r1-n0", "r1-n1", "r1-n2", "r1-n3"},
+		},
+		"best fit: the rack left with the fewest free GPUs": {
+			// rack-0's second ToR has 4 + 4 free GPUs: 4 × 2-GPU members fill it exactly,
+			// where an empty ToR of rack-1 would be left with 8 free.
+			nodes:  fleet(2, 4, map[string]int64{"r0-n0": 7, "r0-n1": 7, "r0-n2": 4, "r0-n3": 4}),
+			shapes: []Shape{gpuMembers(4, 2)}, maxLevel: zone,
+			want: Plan{Level: tor, Domains: []string{"r0-tor1"}, Fits: true}, claimsOn: []string{"r0-n2", "r0-n3"},
+		},
+		"required rack with no rack big enough: the shortage names the best rack": {
+			nodes: fleet(2, 4, nil), shapes: []Shape{gpuMembers(6, 8)}, maxLevel: rack,
+			short: &Shortage{Level: rack, Need: 6, BestFits: 4, BestDomain: "rack-0"},
+		},
+		"preferred: spills over the fewest racks, largest first": {
+			nodes: fleet(3, 4, map[string]int64{"r0-n0": 8, "r0-n1": 8, "r0-n2": 8}), shapes: []Shape{gpuMembers(7, 8)}, maxLevel: rack, spill: true,
+			want:  Plan{Level: rack, Domains: []string{"rack-1", "rack-2"}, Fits: true},
+			short: &Shortage{Level: rack, Need: 7, BestFits: 4, BestDomain: "rack-1"},
+		},
+		"a driver and GPU executors: executors packed, the driver beside them": {
+			nodes: fleet(2, 4, nil),
+			shapes: []Shape{
+				{Requests: map[corev1.ResourceName]int64{corev1.ResourceCPU: 4000}, Count: 1},
+				gpuMembers(2, 8),
+			},
+			maxLevel: zone,
+			want:     Plan{Level: tor, Domains: []string{"r0-tor0"}, Fits: true}, claimsOn: []string{"r0-n0", "r0-n1"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, short := Compute(tc.nodes, tc.shapes, tc.maxLevel, tc.spill)
+			if diff := cmp.Diff(tc.short, short); diff != "" {
+				t.Errorf("shortage (-want +got):\n%s", diff)
+			}
+			claims := got.Claims
+			got.Claims = nil
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+			if tc.claimsOn != nil {
+				var on []string
+				for n := range claims {
+					on = append(on, n)
+				}
+				if diff := cmp.Diff(tc.claimsOn, on, sortStrings); diff != "" {
+					t.Errorf("claimed nodes (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+func TestIneligibleNodesAreNotPlanned(t *testing.T) {
+	nodes := fleet(1, 4, nil)
+	for i := range nodes {
+		nodes[i].Eligible = []bool{i >= 2} // e.g. a node selector matches n2 and n3 only
+	}
+	got, _ := Compute(nodes, []Shape{gpuMembers(2, 8)}, 2, false)
+	if got.Domains[0] != "r0-tor1" {
+		t.Errorf("planned %v, want the ToR of the eligible nodes", got.Domains)
+	}
+}
+
+func TestDescribeShortage(t *testing.T) {
+	s := &Shortage{Level: 1, Need: 16, BestFits: 12}
+	if got, want := s.Describe("rack", []Shape{gpuMembers(16, 8)}), "needs 16 members (16 × 8 nvidia.com/gpu) in one rack; the largest rack fits 12"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// sortStrings compares string slices as sets.
+var sortStrings = cmp.Transformer("sort", func(in []string) []string {
+	out := append([]string(nil), in...)
+	sort.Strings(out)
+	return out
+})

@@ -1,0 +1,133 @@
+// Package networkfabric places each gang by one plan: when a gang's first member
+// reaches PreFilter, it counts from the scheduler snapshot how many members of each
+// shape fit in each domain of each topology level (NVLink domain, ToR, rack, zone)
+// and picks the smallest level whose best domain holds the whole gang, best fit
+// first. Members are then filtered to that domain (required policies) or scored
+// toward it (preferred). The plan sets the capacity it counted aside, so two gangs
+// planned at the same time do not count the same free capacity; it is dropped when
+// the gang is rejected or when all its members are placed.
+package networkfabric
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	"github.com/kube-nexus/kubenexus/api/topology"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
+)
+
+// Name is the plugin's registered name.
+const Name = names.NetworkFabric
+
+const stateKey fwk.StateKey = "PreFilter" + Name
+
+// ErrReasonTopologyUnsatisfiable prefixes the rejection of a gang whose required
+// topology no domain can hold; the PodGroup controller turns it into the
+// TopologyUnsatisfiable condition reason.
+const ErrReasonTopologyUnsatisfiable = v1alpha1.ReasonTopologyUnsatisfiable
+
+// planTTL bounds how long a plan whose gang never completes keeps its claims.
+const planTTL = 10 * time.Minute
+
+// Plugin is the NetworkFabric plugin.
+type Plugin struct {
+	handle fwk.Handle
+	levels []topology.Level
+	pgs    *crdcache.Cache
+	gangs  *gangview.Registry
+	now    func() time.Time
+
+	mu    sync.Mutex
+	plans map[gang.Key]*activePlan
+}
+
+var (
+	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.PreScorePlugin    = &Plugin{}
+	_ fwk.ScorePlugin       = &Plugin{}
+	_ fwk.ReservePlugin     = &Plugin{}
+	_ fwk.EnqueueExtensions = &Plugin{}
+	_ fwk.SignPlugin        = &Plugin{}
+)
+
+// New builds the plugin. Gang members come from Coscheduling's index (gangview);
+// PodGroups from the shared KubeNexus cache.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, gangs *gangview.Registry) (*Plugin, error) {
+	args, err := config.DecodeNetworkFabricArgs(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	pgs, err := crds.Get(ctx, h.KubeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	levels := make([]topology.Level, 0, len(args.Levels))
+	for _, l := range args.Levels {
+		levels = append(levels, topology.Level{Name: l.Name, NodeLabel: l.NodeLabel})
+	}
+	return &Plugin{handle: h, levels: levels, pgs: pgs, gangs: gangs, now: time.Now, plans: map[gang.Key]*activePlan{}}, nil
+}
+
+// Name returns the plugin's name.
+func (pl *Plugin) Name() string { return Name }
+
+// activePlan is a gang's plan and the capacity it still sets aside.
+type activePlan struct {
+	policy topology.Policy
+	// rank orders nodes for scoring: 0 for the best domain, 1 the next, ...; nodes
+	// outside the plan are absent. For required plans it is the filter set.
+	rank map[string]int
+	// claims are the resources set aside per node for the members not placed yet.
+	claims   map[string]map[corev1.ResourceName]int64
+	need     int
+	reserved int
+	created  time.Time
+}
+
+// stateData carries the pod's gang plan from PreFilter to Score and Reserve.
+type stateData struct {
+	key  gang.Key
+	plan *activePlan
+}
+
+func (s *stateData) Clone() fwk.StateData { return s }
+
+func readState(cs fwk.CycleState) *stateData {
+	d, err := cs.Read(stateKey)
+	if err != nil {
+		return nil
+	}
+	s, _ := d.(*stateData)
+	return s
+}
+
+// SignPod keeps members of different gangs apart: their plans differ.
+func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	m, ok, err := gang.Of(pod)
+	if err != nil || !ok {
+		return nil, nil
+	}
+	return []fwk.SignFragment{{Key: "kubenexus.io/network-plan", Value: m.Key.String()}}, nil
+}
+
+// EventsToRegister: a gang refused for its topology can fit once nodes are added or
+// gain capacity or labels, once a bound pod goes away, or once its PodGroup's
+// policy changes.
+func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint}},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: isSchedulableAfterPodDeleted},
+		{Event: fwk.ClusterEvent{Resource: podGroupResource, ActionType: fwk.Update}},
+	}, nil
+}

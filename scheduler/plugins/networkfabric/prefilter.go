@@ -1,0 +1,193 @@
+package networkfabric
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	resourcehelper "k8s.io/component-helpers/resource"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	"github.com/kube-nexus/kubenexus/api/topology"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/placement"
+)
+
+var podGroupResource = fwk.EventResource("podgroups." + v1alpha1.GroupVersion.Version + "." + v1alpha1.GroupVersion.Group)
+
+// PreFilter finds or makes the plan of the pod's gang. Pods of no gang, and gangs
+// that ask for no co-location, are skipped. A required plan restricts the pod to the
+// plan's domain; a gang that no domain of its required level holds is refused,
+// saying which level, what the gang needs and what the best domain holds.
+func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	m, ok, err := gang.Of(pod)
+	if err != nil || !ok {
+		return nil, fwk.NewStatus(fwk.Skip) // malformed labels are Coscheduling's to refuse
+	}
+	policy, ok, err := topology.PolicyOf(pod, pl.pgs.PodGroup(m.Key), pl.levels)
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	ap, status := pl.planFor(m.Key, pod, policy, nodes)
+	if status != nil {
+		return nil, status
+	}
+	cs.Write(stateKey, &stateData{key: m.Key, plan: ap})
+	if !policy.Required {
+		return nil, nil
+	}
+	return &fwk.PreFilterResult{NodeNames: sets.KeySet(ap.rank)}, nil
+}
+
+// PreFilterExtensions is nil: the plan does not change with a pod added to a node
+// during preemption.
+func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// planFor returns the gang's plan, making it when the gang has none, when no member
+// has been placed by the current one yet (the snapshot may have changed since), or
+// when it expired.
+func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy, nodes []fwk.NodeInfo) (*activePlan, *fwk.Status) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	now := pl.now()
+	for k, p := range pl.plans {
+		if now.Sub(p.created) > planTTL {
+			delete(pl.plans, k)
+		}
+	}
+	if ap := pl.plans[key]; ap != nil && ap.reserved > 0 && ap.policy == policy {
+		return ap, nil
+	}
+	delete(pl.plans, key)
+
+	members := []*corev1.Pod{pod}
+	if view := pl.gangs.Get(pl.handle.ProfileName()); view != nil {
+		if pending := view(key); len(pending) > 0 {
+			members = pending
+		}
+	}
+	shapes, reps := shapesOf(members)
+	planNodes := make([]placement.PlanNode, 0, len(nodes))
+	for _, ni := range nodes {
+		planNodes = append(planNodes, pl.planNode(ni, reps))
+	}
+	plan, short := placement.Compute(planNodes, shapes, policy.Level, !policy.Required)
+	if short != nil && policy.Required {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: gang %s %s (%s)",
+			ErrReasonTopologyUnsatisfiable, key, short.Describe(pl.levels[short.Level].Name, shapes), policy.Source))
+	}
+	ap := &activePlan{policy: policy, rank: map[string]int{}, claims: plan.Claims, created: now}
+	for _, s := range shapes {
+		ap.need += s.Count
+	}
+	ranks := map[string]int{}
+	for i, d := range plan.Domains {
+		ranks[d] = i
+	}
+	for _, n := range planNodes {
+		if r, ok := ranks[domainOf(n, plan.Level)]; ok {
+			ap.rank[n.Name] = r
+		}
+	}
+	pl.plans[key] = ap
+	klog.V(4).InfoS("Planned gang", "gang", key, "level", pl.levels[plan.Level].Name, "domains", plan.Domains, "fits", plan.Fits, "members", ap.need)
+	return ap, nil
+}
+
+// planNode is a node as the planner sees it: its domains, its free capacity less
+// what other gangs' plans set aside, and whether each shape may run on it.
+func (pl *Plugin) planNode(ni fwk.NodeInfo, reps []*corev1.Pod) placement.PlanNode {
+	node := ni.Node()
+	n := placement.PlanNode{Name: node.Name, Domains: make([]string, len(pl.levels)), Free: map[corev1.ResourceName]int64{}, Eligible: make([]bool, len(reps))}
+	for i, l := range pl.levels {
+		if v, ok := node.Labels[l.NodeLabel]; ok && v != "" {
+			n.Domains[i] = l.Name + "/" + v
+		}
+	}
+	alloc, req := ni.GetAllocatable(), ni.GetRequested()
+	n.Free[corev1.ResourceCPU] = alloc.GetMilliCPU() - req.GetMilliCPU()
+	n.Free[corev1.ResourceMemory] = (alloc.GetMemory() - req.GetMemory()) * 1000
+	n.Free[corev1.ResourcePods] = int64(alloc.GetAllowedPodNumber()-len(ni.GetPods())) * 1000
+	for name, v := range alloc.GetScalarResources() {
+		n.Free[name] = (v - req.GetScalarResources()[name]) * 1000
+	}
+	for _, other := range pl.plans {
+		for name, v := range other.claims[node.Name] {
+			n.Free[name] -= v
+		}
+	}
+	for i, rep := range reps {
+		n.Eligible[i] = eligible(rep, node)
+	}
+	return n
+}
+
+// eligible applies the node-level checks of kube-scheduler's NodeAffinity,
+// TaintToleration and NodeUnschedulable filters, with the same helpers they use.
+func eligible(pod *corev1.Pod, node *corev1.Node) bool {
+	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
+		return false
+	}
+	logger := klog.Background()
+	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}, false)
+	if untolerated {
+		return false
+	}
+	if node.Spec.Unschedulable {
+		return corev1helpers.TolerationsTolerateTaint(logger, pod.Spec.Tolerations, &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}, false)
+	}
+	return true
+}
+
+// shapesOf groups the gang's members by what decides where they fit: requests,
+// node selector, affinity and tolerations. It returns the shapes (requests in
+// milli-units) and one representative pod of each.
+func shapesOf(members []*corev1.Pod) ([]placement.Shape, []*corev1.Pod) {
+	index := map[string]int{}
+	var shapes []placement.Shape
+	var reps []*corev1.Pod
+	sorted := append([]*corev1.Pod(nil), members...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for _, p := range sorted {
+		reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+		key := shapeKey(reqs, p)
+		i, ok := index[key]
+		if !ok {
+			i = len(shapes)
+			index[key] = i
+			milli := map[corev1.ResourceName]int64{corev1.ResourcePods: 1000}
+			for name, q := range reqs {
+				milli[name] = q.MilliValue()
+			}
+			shapes = append(shapes, placement.Shape{Requests: milli})
+			reps = append(reps, p)
+		}
+		shapes[i].Count++
+	}
+	return shapes, reps
+}
+
+func shapeKey(reqs corev1.ResourceList, p *corev1.Pod) string {
+	b, _ := json.Marshal([]any{reqs, p.Spec.NodeSelector, p.Spec.Affinity, p.Spec.Tolerations})
+	return string(b)
+}
+
+// domainOf is the node's domain at level, as placement groups it.
+func domainOf(n placement.PlanNode, level int) string {
+	if level < len(n.Domains) && n.Domains[level] != "" {
+		return n.Domains[level]
+	}
+	return "node/" + n.Name
+}

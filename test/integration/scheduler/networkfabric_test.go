@@ -1,0 +1,121 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
+)
+
+var _ = Describe("NetworkFabric", func() {
+	// racks creates racks of perRack 8-GPU nodes, two ToRs per rack.
+	racks := func(tc *testCluster, n, perRack int) {
+		GinkgoHelper()
+		for r := range n {
+			for t := range 2 {
+				tc.addLabelledNodes(fmt.Sprintf("r%d-t%d", r, t), perRack/2, map[string]string{
+					v1alpha1.LabelRack: fmt.Sprintf("%s-rack-%d", tc.ns, r),
+					v1alpha1.LabelToR:  fmt.Sprintf("%s-rack-%d-tor-%d", tc.ns, r, t),
+				}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+			}
+		}
+	}
+	// gpuGang creates a PodGroup and its members of 8 GPUs each.
+	gpuGang := func(tc *testCluster, name string, n int, policy *v1alpha1.NetworkTopologyPolicy) {
+		GinkgoHelper()
+		pg := testutil.MakePodGroup(name, tc.ns).MinMember(int32(n)).Obj()
+		pg.Spec.NetworkTopology = policy
+		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		for i := range n {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("%s-%d", name, i)).PodGroup(name).
+				Req("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").Obj())).To(Succeed())
+		}
+	}
+	// domainsOf returns the racks and ToRs the gang's bound members are on.
+	domainsOf := func(tc *testCluster, gang string) (racks, tors map[string]int) {
+		GinkgoHelper()
+		pods := &corev1.PodList{}
+		Expect(k8sClient.List(suiteCtx, pods, client.InNamespace(tc.ns), client.MatchingLabels{v1alpha1.LabelPodGroup: gang})).To(Succeed())
+		racks, tors = map[string]int{}, map[string]int{}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == "" {
+				continue
+			}
+			node := &corev1.Node{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: p.Spec.NodeName}, node)).To(Succeed())
+			racks[node.Labels[v1alpha1.LabelRack]]++
+			tors[node.Labels[v1alpha1.LabelToR]]++
+		}
+		return racks, tors
+	}
+
+	It("places a gang in one rack where one holds it, and in one ToR where one does", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		racks(tc, 2, 8)
+		gpuGang(tc, "big", 8, nil) // no policy: preferred, as compact as fits
+		Eventually(tc.boundFn("big")).WithTimeout(testutil.Timeout).Should(Equal(8))
+		r, _ := domainsOf(tc, "big")
+		Expect(r).To(HaveLen(1), "8 members of 8 GPUs fit one rack of 8 nodes")
+
+		gpuGang(tc, "small", 4, &v1alpha1.NetworkTopologyPolicy{Mode: v1alpha1.NetworkTopologyRequired, Level: v1alpha1.NetworkLevelRack})
+		Eventually(tc.boundFn("small")).WithTimeout(testutil.Timeout).Should(Equal(4))
+		_, t := domainsOf(tc, "small")
+		Expect(t).To(HaveLen(1), "4 members fit one ToR of 4 nodes: a lower level than the required rack")
+	})
+
+	It("binds nothing of a gang whose required rack no rack holds, and says why", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		racks(tc, 2, 4)
+		gpuGang(tc, "wide", 6, &v1alpha1.NetworkTopologyPolicy{Mode: v1alpha1.NetworkTopologyRequired, Level: v1alpha1.NetworkLevelRack})
+		Eventually(tc.scheduledMessage("wide-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
+			"TopologyUnsatisfiable: gang " + tc.ns + "/wide needs 6 members (6 × 8 nvidia.com/gpu) in one rack; the largest rack fits 4"))
+		Eventually(tc.scheduledReason("wide")).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.ReasonTopologyUnsatisfiable))
+		Expect(tc.bound("wide")).To(Equal(0))
+	})
+
+	It("puts two gangs that each fit one rack, submitted together, in different racks, with nothing partially bound", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		racks(tc, 2, 4)
+		req := &v1alpha1.NetworkTopologyPolicy{Mode: v1alpha1.NetworkTopologyRequired, Level: v1alpha1.NetworkLevelRack}
+		gpuGang(tc, "a", 4, req)
+		gpuGang(tc, "b", 4, req)
+		Eventually(func() int { return tc.bound("a") + tc.bound("b") }).WithTimeout(testutil.Timeout).Should(Equal(8))
+		ra, _ := domainsOf(tc, "a")
+		rb, _ := domainsOf(tc, "b")
+		Expect(ra).To(HaveLen(1))
+		Expect(rb).To(HaveLen(1))
+		for k := range ra {
+			Expect(rb).NotTo(HaveKey(k))
+		}
+	})
+
+	It("places a Spark-shaped gang's GPU executors compactly beside its CPU driver", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		racks(tc, 2, 4)
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("spark", tc.ns).MinMember(5).Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, tc.pod("spark-driver").PodGroup("spark").Label("spark-role", "driver").Req("cpu", "2", "memory", "8Gi").Obj())).To(Succeed())
+		for i := range 4 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("spark-exec-%d", i)).PodGroup("spark").Label("spark-role", "executor").
+				Req("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "4").Limit("nvidia.com/gpu", "4").Obj())).To(Succeed())
+		}
+		Eventually(tc.boundFn("spark")).WithTimeout(testutil.Timeout).Should(Equal(5))
+		_, tors := domainsOf(tc, "spark")
+		Expect(tors).To(HaveLen(1), "4 executors of 4 GPUs and the driver fit one ToR: %v", tors)
+		Expect(strings.Join(keys(tors), "")).To(ContainSubstring("tor"))
+	})
+})
+
+func keys(m map[string]int) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
