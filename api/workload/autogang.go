@@ -238,6 +238,45 @@ func SizeFrom(src GangSource, obj *unstructured.Unstructured) (GangSize, error) 
 	return size, nil
 }
 
+// MaxMembersFrom is the most gang members the owning object's spec can run at once:
+// the bound a PodGroup's minMember may not exceed. Declared minimums are ignored here
+// (Kubeflow's minAvailable, Ray's minReplicas, Spark's minExecutors): a PodGroup may
+// ask for any size up to what the workload creates, e.g. Ray's maxReplicas or
+// Spark's maxExecutors.
+func MaxMembersFrom(src GangSource, obj *unstructured.Unstructured) (int32, error) {
+	spec, _ := obj.Object["spec"].(map[string]any)
+	var n int64
+	switch src.GVK.GroupKind() {
+	case SparkApplication.GroupKind():
+		execs := intField(spec, "executor", "instances")
+		if enabled, _ := nested(spec, "dynamicAllocation", "enabled").(bool); enabled {
+			execs = max(execs, intField(spec, "dynamicAllocation", "maxExecutors"))
+		}
+		n = 1 + bounded(execs)
+	case PyTorchJob.GroupKind(), TFJob.GroupKind(), XGBoostJob.GroupKind():
+		field := map[string]string{PyTorchJob.Kind: "pytorchReplicaSpecs", TFJob.Kind: "tfReplicaSpecs", XGBoostJob.Kind: "xgbReplicaSpecs"}[src.GVK.Kind]
+		n = sumReplicas(spec, field, "")
+	case MPIJob.GroupKind():
+		n = sumReplicas(spec, "mpiReplicaSpecs", "")
+	case RayCluster.GroupKind():
+		n = 1
+		groups, _ := spec["workerGroupSpecs"].([]any)
+		for _, g := range groups {
+			gm, _ := g.(map[string]any)
+			hosts := max(intField(gm, "numOfHosts"), 1)
+			most := max(intField(gm, "maxReplicas"), intField(gm, "replicas"), intField(gm, "minReplicas"))
+			n = bounded(n + bounded(most)*bounded(hosts))
+		}
+	default:
+		size, err := SizeFrom(src, obj) // no declared minimum: the size is the maximum
+		return size.MinMember, err
+	}
+	if n < 1 || n > gang.MaxMinMember {
+		return 0, fmt.Errorf("%s %s: its spec gives %d pods; KubeNexus needs 1 to %d", src.GVK.Kind, src.Name, n, gang.MaxMinMember)
+	}
+	return int32(n), nil
+}
+
 // declaredMinimum is a Kubeflow job's spec.runPolicy.schedulingPolicy.minAvailable
 // when it is set and positive (0, a negative or a non-integer value is ignored, as
 // the training-operator's validation would refuse it), else sum, the pods its

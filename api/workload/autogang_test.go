@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
@@ -336,4 +337,34 @@ func FuzzGangSourceOf(f *testing.F) {
 
 func gangNameValid(s string) bool {
 	return len(validation.IsDNS1123Subdomain(s)) == 0 && len(validation.IsValidLabelValue(s)) == 0
+}
+
+func TestMaxMembersFrom(t *testing.T) {
+	obj := func(gvk schema.GroupVersionKind, spec map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+		u.SetGroupVersionKind(gvk)
+		return u
+	}
+	tests := map[string]struct {
+		gvk  schema.GroupVersionKind
+		spec map[string]any
+		want int32
+	}{
+		"PyTorchJob: its replicas, not its declared minimum": {PyTorchJob, map[string]any{
+			"runPolicy":           map[string]any{"schedulingPolicy": map[string]any{"minAvailable": int64(3)}},
+			"pytorchReplicaSpecs": map[string]any{"Master": map[string]any{"replicas": int64(1)}, "Worker": map[string]any{"replicas": int64(7)}}}, 8},
+		"Spark with dynamic allocation: up to maxExecutors": {SparkApplication, map[string]any{
+			"executor": map[string]any{"instances": int64(2)}, "dynamicAllocation": map[string]any{"enabled": true, "minExecutors": int64(1), "maxExecutors": int64(10)}}, 11},
+		"Ray: maxReplicas per group": {RayCluster, map[string]any{"workerGroupSpecs": []any{
+			map[string]any{"minReplicas": int64(1), "maxReplicas": int64(4)}, map[string]any{"replicas": int64(2), "numOfHosts": int64(2)}}}, 9},
+		"mpi-operator MPIJob counts the launcher": {MPIJob, map[string]any{"launcherCreationPolicy": "WaitForWorkersReady",
+			"mpiReplicaSpecs": map[string]any{"Launcher": map[string]any{"replicas": int64(1)}, "Worker": map[string]any{"replicas": int64(4)}}}, 5},
+		"batch Job: as its gang size": {BatchJob, map[string]any{"parallelism": int64(3)}, 3},
+	}
+	for name, tc := range tests {
+		got, err := MaxMembersFrom(GangSource{GVK: tc.gvk, Name: "x"}, obj(tc.gvk, tc.spec))
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %d, %v; want %d", name, got, err, tc.want)
+		}
+	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
 )
 
 // IndexGangKey indexes pods by the namespace/name of their gang.
@@ -139,7 +140,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // AutoPodGroup is the PodGroup to create for a gang defined only by pod labels
 // (KubeNexus, sigs or Kueue dialects), or nil when the gang's members name a PodGroup
 // object the user owns. The oldest member's labels give minMember; the group is owned
-// by that member's controller, so that deleting the workload deletes the group.
+// by the framework object the webhook sized the gang from when the pods name it (a
+// JobSet), else by that member's controller, so that deleting the workload deletes the
+// group.
 func AutoPodGroup(key gang.Key, members []corev1.Pod) *v1alpha1.PodGroup {
 	if len(members) == 0 {
 		return nil
@@ -160,6 +163,15 @@ func AutoPodGroup(key gang.Key, members []corev1.Pod) *v1alpha1.PodGroup {
 			Labels:    map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue},
 		},
 		Spec: v1alpha1.PodGroupSpec{MinMember: m.MinMember},
+	}
+	// The gang's framework object owns the group when the pods name it (a JobSet's
+	// pods are controlled by one of its child Jobs, which must not take the group
+	// with it); otherwise the oldest member's controller.
+	if src, ok := workload.GangSourceOf(&sorted[0], workload.Classify(&sorted[0], workload.Namespace{}, "")); ok && src.Gang == key.Name {
+		if ref, ok := src.OwnerReference(); ok {
+			pg.OwnerReferences = []metav1.OwnerReference{ref}
+			return pg
+		}
 	}
 	if ref := metav1.GetControllerOf(&sorted[0]); ref != nil {
 		pg.OwnerReferences = []metav1.OwnerReference{{

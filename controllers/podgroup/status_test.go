@@ -155,6 +155,18 @@ func TestAutoPodGroup(t *testing.T) {
 		t.Errorf("AutoPodGroup mismatch (-want +got):\n%s", diff)
 	}
 
+	// A JobSet's pods are controlled by its child Jobs: the group belongs to the JobSet.
+	jsKey := gang.Key{Namespace: "ns", Name: "train-jobset"}
+	jsPod := testutil.MakePod("train-workers-0-0", "ns").
+		Label("jobset.sigs.k8s.io/jobset-name", "train").Label("jobset.sigs.k8s.io/jobset-uid", "jobset-uid").
+		Label("jobset.sigs.k8s.io/replicatedjob-name", "workers").
+		Label("pod-group.scheduling.kubenexus.io/name", "train-jobset").Label("pod-group.scheduling.kubenexus.io/min-available", "8").
+		Owner("batch/v1", "Job", "train-workers-0").Obj()
+	if got := AutoPodGroup(jsKey, []corev1.Pod{*jsPod}); got == nil || len(got.OwnerReferences) != 1 ||
+		got.OwnerReferences[0].Kind != "JobSet" || got.OwnerReferences[0].UID != "jobset-uid" || got.OwnerReferences[0].Name != "train" {
+		t.Errorf("JobSet gang's PodGroup owners %v, want the JobSet train (uid jobset-uid)", got)
+	}
+
 	objectDialect := *testutil.MakePod("c", "ns").PodGroup("etl").Obj()
 	if pg := AutoPodGroup(key, []corev1.Pod{objectDialect}); pg != nil {
 		t.Errorf("AutoPodGroup created %v for pods that name a PodGroup object; the user owns that object", pg.Name)

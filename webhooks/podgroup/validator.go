@@ -80,16 +80,21 @@ func (v *Validator) validate(ctx context.Context, pg *v1alpha1.PodGroup) (admiss
 		}
 		return nil, nil
 	}
+	// The owner is read at the version its reference names (training-operator serves
+	// MPIJob as kubeflow.org/v1, mpi-operator as v2beta1).
+	if gv.Version != "" {
+		gvk.Version = gv.Version
+	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
 	if err := v.Owners.Get(ctx, types.NamespacedName{Namespace: pg.Namespace, Name: ref.Name}, obj); err != nil {
 		return ownerUnreadable(gvk, ref.Name, err)
 	}
-	size, err := workload.SizeFrom(workload.GangSource{GVK: gvk, Name: ref.Name}, obj)
+	most, err := workload.MaxMembersFrom(workload.GangSource{GVK: gvk, Name: ref.Name}, obj)
 	if err != nil {
 		return admission.Warnings{err.Error()}, nil
 	}
-	return nil, tooBig(pg, size.MinMember, fmt.Sprintf("%s %s creates at most %d gang members", gvk.Kind, ref.Name, size.MinMember))
+	return nil, tooBig(pg, most, fmt.Sprintf("%s %s creates at most %d gang members", gvk.Kind, ref.Name, most))
 }
 
 func (v *Validator) checkReplicas(ctx context.Context, pg *v1alpha1.PodGroup, gvk schema.GroupVersionKind, name string) (admission.Warnings, error) {
