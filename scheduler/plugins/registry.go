@@ -18,6 +18,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/networkfabric"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/tenanthardware"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/topologyaware"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/workloadaware"
 )
 
@@ -62,6 +63,7 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 			return coscheduling.New(ctx, obj, h, crds, gangs)
 		}),
 		app.WithPlugin(names.WorkloadAware, workloadaware.New),
+		app.WithPlugin(names.TopologyAware, topologyaware.New),
 		app.WithPlugin(names.NetworkFabric, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return networkfabric.New(ctx, obj, h, crds, gangs)
 		}),

@@ -134,8 +134,8 @@ func TestRenderedProfile(t *testing.T) {
 	for _, e := range p.Plugins.MultiPoint.Enabled {
 		enabled = append(enabled, e.Name)
 	}
-	if strings.Join(enabled, ",") != "Coscheduling,WorkloadAware,NetworkFabric,TenantHardware" {
-		t.Errorf("multiPoint enabled %v, want Coscheduling,WorkloadAware,NetworkFabric,TenantHardware", enabled)
+	if strings.Join(enabled, ",") != "Coscheduling,WorkloadAware,TopologyAware,NetworkFabric,TenantHardware" {
+		t.Errorf("multiPoint enabled %v, want Coscheduling,WorkloadAware,TopologyAware,NetworkFabric,TenantHardware", enabled)
 	}
 	if qs := p.Plugins.QueueSort; len(qs.Enabled) != 1 || qs.Enabled[0].Name != "Coscheduling" || len(qs.Disabled) != 1 || qs.Disabled[0].Name != "*" {
 		t.Errorf("queueSort %+v, want Coscheduling replacing the default", qs)
