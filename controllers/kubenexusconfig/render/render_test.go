@@ -247,6 +247,14 @@ func TestValidate(t *testing.T) {
 			wantText:  "Duplicate value",
 		},
 		{
+			name: "two topology levels reading the same node label",
+			mutate: func(s *v1alpha1.KubeNexusConfigSpec) {
+				s.Topology.Levels = []v1alpha1.TopologyLevel{{Name: "rack", NodeLabel: "example.com/rack"}, {Name: "row", NodeLabel: "example.com/rack"}}
+			},
+			wantField: "spec.topology.levels[1].nodeLabel",
+			wantText:  "Duplicate value",
+		},
+		{
 			name:      "negative starvation aging",
 			mutate:    func(s *v1alpha1.KubeNexusConfigSpec) { s.Plugins.Coscheduling.StarvationAgingSeconds = -1 },
 			wantField: "spec.plugins.coscheduling.starvationAgingSeconds",
