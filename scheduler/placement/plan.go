@@ -75,6 +75,14 @@ func Compute(nodes []PlanNode, shapes []Shape, maxLevel int, spill bool) (Plan, 
 		var bestName string
 		shortage := &Shortage{Level: level, Need: need}
 		for _, d := range domains {
+			// Most domains (single nodes at the low levels) cannot hold the gang: a
+			// bound computed without allocating rules them out before a real fit.
+			if bound := upperBound(d.nodes, shapes); bound < need {
+				if bound > shortage.BestFits {
+					shortage.BestFits, shortage.BestDomain = bound, d.name
+				}
+				continue
+			}
 			placed, claims, left := fit(d.nodes, shapes, dominant)
 			if placed > shortage.BestFits || (placed == shortage.BestFits && shortage.BestDomain == "") {
 				shortage.BestFits, shortage.BestDomain = placed, d.name
@@ -177,6 +185,27 @@ func group(nodes []PlanNode, level int) []domain {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
+}
+
+// upperBound is how many members could at most fit the domain: per shape, the sum
+// of its per-node capacities as if no other shape competed. For a single shape it is
+// exactly what fit places.
+func upperBound(nodes []*PlanNode, shapes []Shape) int {
+	total := 0
+	for si, s := range shapes {
+		n := 0
+		for _, node := range nodes {
+			if si < len(node.Eligible) && !node.Eligible[si] {
+				continue
+			}
+			n += capacity(node, nil, s.Requests, s.Count-n)
+			if n >= s.Count {
+				break
+			}
+		}
+		total += n
+	}
+	return total
 }
 
 // fit places the shapes into a domain's nodes on a scratch copy of their free

@@ -125,3 +125,24 @@ var sortStrings = cmp.Transformer("sort", func(in []string) []string {
 	sort.Strings(out)
 	return out
 })
+
+// BenchmarkCompute plans a gang of 8 × 8-GPU members over 5000 nodes in 100 racks of
+// two ToRs, 10 zones, with a quarter of the GPUs in use.
+func BenchmarkCompute(b *testing.B) {
+	var nodes []PlanNode
+	for i := range 5000 {
+		rack := i / 50
+		nodes = append(nodes, PlanNode{
+			Name:    fmt.Sprintf("n%d", i),
+			Domains: []string{"", fmt.Sprintf("r%d-t%d", rack, (i%50)/25), fmt.Sprintf("r%d", rack), fmt.Sprintf("z%d", rack/10)},
+			Free:    map[corev1.ResourceName]int64{gpu: int64(8-(i%4)*2) * 1000, corev1.ResourceCPU: 64000, corev1.ResourcePods: 110000},
+		})
+	}
+	shapes := []Shape{gpuMembers(8, 8)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if p, _ := Compute(nodes, shapes, 3, true); !p.Fits {
+			b.Fatal("no plan")
+		}
+	}
+}
