@@ -38,6 +38,16 @@ while true; do
   if [ -f "${DIR}/report.txt" ]; then
     echo
     cat "${DIR}/report.txt"
+    cat <<EOF
+
+kubectl is built from source into bin/k8s (hack/build-tools.sh kubectl). In your shell:
+  export KUBECONFIG=${DIR}/kubeconfig
+  export PATH=${ROOT}/bin/k8s:\$PATH
+  kubectl get nodes -L topology.kubernetes.io/zone,nvidia.com/gpu.product
+  kubectl get pytorchjobs,mpijobs -A
+  kubectl get podgroups.scheduling.kubenexus.io,podgroups.scheduling.x-k8s.io -A
+Logs of every process (training-operator*.log included) are in ${DIR}/.
+EOF
     exit 0
   fi
   if [ -f "${DIR}/failed" ] || ! kill -0 "$(cat "${PID}")" 2>/dev/null; then

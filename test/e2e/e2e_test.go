@@ -1,6 +1,7 @@
 // Package e2e_test runs the `make demo` flow end to end — a control plane built from
 // source, KubeNexus installed with helm from its chart, the manager and scheduler
-// binaries as processes, kwok nodes, real Deployment and Job controllers — and checks
+// binaries as processes, kwok nodes, real Deployment and Job controllers, the real
+// Kubeflow training-operator v1.8.1 in two modes — and checks
 // the outcome a user would look at.
 package e2e_test
 
@@ -21,9 +22,11 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
 	"github.com/kube-nexus/kubenexus/test/e2e/demo"
@@ -33,9 +36,9 @@ import (
 func TestDemoFlow(t *testing.T) {
 	root := testutil.RepoRoot()
 	bin := filepath.Join(root, "bin")
-	for _, b := range []string{"kubenexus-manager", "kubenexus-scheduler", "k8s/etcd", "k8s/kube-apiserver", "k8s/kube-controller-manager", "k8s/kwok", "k8s/helm"} {
+	for _, b := range []string{"kubenexus-manager", "kubenexus-scheduler", "k8s/etcd", "k8s/kube-apiserver", "k8s/kube-controller-manager", "k8s/kwok", "k8s/helm", "k8s/training-operator"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
-			t.Fatalf("%s is missing: `make test` builds it (make build; hack/build-tools.sh etcd kube-apiserver kube-controller-manager kwok helm)", b)
+			t.Fatalf("%s is missing: `make test` builds it (make build; hack/build-tools.sh etcd kube-apiserver kube-controller-manager kwok helm training-operator)", b)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -48,7 +51,7 @@ func TestDemoFlow(t *testing.T) {
 	defer c.Down()
 	defer func() {
 		if t.Failed() {
-			for _, name := range []string{"kubenexus-manager", "kubenexus-scheduler", "kube-controller-manager", "kwok"} {
+			for _, name := range []string{"kubenexus-manager", "kubenexus-scheduler", "kube-controller-manager", "kwok", "training-operator", "training-operator-scheduler-plugins"} {
 				if data, err := os.ReadFile(filepath.Join(dir, name+".log")); err == nil {
 					t.Logf("--- %s log (tail) ---\n%s", name, tail(string(data), 3000))
 				}
@@ -71,7 +74,7 @@ func TestDemoFlow(t *testing.T) {
 		t.Fatalf("the mix did not settle: %v", settleErr)
 	}
 
-	wantTier := map[string]string{demo.NSML: "gold", demo.NSData: "silver", demo.NSWeb: "bronze"}
+	wantTier := map[string]string{demo.NSML: "gold", demo.NSData: "silver", demo.NSWeb: "bronze", demo.NSResearch: "silver"}
 	for _, p := range placements {
 		if p.Tier != wantTier[p.Namespace] {
 			t.Errorf("%s: pods carry tier %q, want %q from namespace %s", p.Name, p.Tier, wantTier[p.Namespace], p.Namespace)
@@ -86,10 +89,24 @@ func TestDemoFlow(t *testing.T) {
 			if p.GangReason == v1alpha1.ReasonInsufficientCapacity && !strings.Contains(p.GangMessage, "fits no node") {
 				t.Errorf("gang %s: the PodGroup's message does not say a member fits no node: %q", p.Gang, p.GangMessage)
 			}
+		case p.SigsGang:
+			// The training-operator's own scheduler-plugins PodGroup, honoured by
+			// KubeNexus: every member bound, the PodGroup seen Running (KubeNexus
+			// keeps its status; the operator deletes it once the job has
+			// finished), and the job run to completion.
+			if p.Bound != p.Size || p.Pods != p.Size || !slices.Contains(p.SigsPhases, "Running") && !slices.Contains(p.SigsPhases, "Finished") {
+				t.Errorf("scheduling.x-k8s.io gang %s: %d/%d bound of %d pods, PodGroup phases %v", p.Gang, p.Bound, p.Size, p.Pods, p.SigsPhases)
+			}
+			if p.JobState != "Succeeded" {
+				t.Errorf("%s %s/%s is %q, want Succeeded", p.Kind, p.Namespace, p.Name, p.JobState)
+			}
 		case p.Gang != "":
 			// All or nothing: every member bound, and the gang ran to Succeeded.
 			if p.Bound != p.Size || p.Pods != p.Size || p.GangPhase != string(v1alpha1.PodGroupSucceeded) {
 				t.Errorf("gang %s: %d/%d bound of %d pods, PodGroup %q", p.Gang, p.Bound, p.Size, p.Pods, p.GangPhase)
+			}
+			if p.Kubeflow() && p.JobState != "Succeeded" {
+				t.Errorf("%s %s/%s is %q, want Succeeded", p.Kind, p.Namespace, p.Name, p.JobState)
 			}
 		case p.Kind == "Job":
 			if !p.JobComplete {
@@ -102,6 +119,8 @@ func TestDemoFlow(t *testing.T) {
 			checkZoneSkew(t, c, p)
 		}
 	}
+	checkGangMembers(t, c, placements)
+	checkTrainingOperatorWebhook(t, c)
 	checkHardwareTiers(t, c, placements)
 	helmUpgradeAndUninstall(t, c)
 	for _, p := range placements {
@@ -111,6 +130,48 @@ func TestDemoFlow(t *testing.T) {
 					t.Errorf("8-GPU workers landed on %s", m)
 				}
 			}
+		}
+	}
+}
+
+// checkGangMembers: every pod of a gang workload is a member of its gang — the
+// pods the training-operator creates included (the MPIJob's launcher and workers,
+// ganged by the pod webhook from the MPIJob; bert's, by the operator's own
+// scheduling.x-k8s.io/pod-group label).
+func checkGangMembers(t *testing.T, c *demo.Cluster, placements []demo.Placement) {
+	for _, p := range placements {
+		if p.Gang == "" {
+			continue
+		}
+		var pods corev1.PodList
+		if err := c.Client.List(context.Background(), &pods, client.InNamespace(p.Namespace), client.MatchingLabels(p.Selector)); err != nil {
+			t.Fatal(err)
+		}
+		for _, pod := range pods.Items {
+			m, ok, err := gang.Of(&pod)
+			if !ok || err != nil || m.Key.Name != p.Gang {
+				t.Errorf("%s %s: pod %s is not in gang %s (gang %q, labels %v, annotations %v, %v)", p.Kind, p.Name, pod.Name, p.Gang, m.Key.Name, pod.Labels, pod.Annotations, err)
+			}
+		}
+	}
+}
+
+// checkTrainingOperatorWebhook: the training-operator's own validating webhook
+// guards each instance's namespace: a PyTorchJob without a "pytorch" container is
+// refused.
+func checkTrainingOperatorWebhook(t *testing.T, c *demo.Cluster) {
+	for _, ns := range []string{demo.NSML, demo.NSResearch} {
+		job := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+			"metadata": map[string]any{"name": "no-pytorch-container", "namespace": ns},
+			"spec": map[string]any{"pytorchReplicaSpecs": map[string]any{"Worker": map[string]any{
+				"replicas": int64(1),
+				"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "main", "image": "busybox"}}}},
+			}}},
+		}}
+		err := c.Client.Create(context.Background(), job)
+		if err == nil || !strings.Contains(err.Error(), "denied the request") || !strings.Contains(err.Error(), "container with name pytorch") {
+			t.Errorf("PyTorchJob without a pytorch container in %s: got %v, want the training-operator's webhook to refuse it", ns, err)
 		}
 	}
 }

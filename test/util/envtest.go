@@ -66,6 +66,21 @@ func VolcanoPodGroupCRD() (string, error) {
 	return moduleFile("volcano", "volcano.sh/volcano", "config/crd/volcano/bases/scheduling.volcano.sh_podgroups.yaml")
 }
 
+// TrainingOperatorCRDs are the paths of Kubeflow training-operator's own CRDs
+// (kubeflow.org/v1: PyTorchJob, MPIJob, TFJob, ...), from the module pinned in
+// hack/tools/trainingoperator (v1.8.1), whose binary hack/build-tools.sh builds.
+func TrainingOperatorCRDs() ([]string, error) {
+	dir, err := moduleFile("trainingoperator", "github.com/kubeflow/training-operator", "manifests/base/crds")
+	if err != nil {
+		return nil, err
+	}
+	crds, err := filepath.Glob(filepath.Join(dir, "kubeflow.org_*.yaml"))
+	if err == nil && len(crds) == 0 {
+		err = fmt.Errorf("no CRDs in %s", dir)
+	}
+	return crds, err
+}
+
 // moduleFile is the path of a file in a module pinned by a tools module under
 // hack/tools, downloaded through the Go module proxy on first use.
 func moduleFile(toolsModule, module, file string) (string, error) {

@@ -1,8 +1,9 @@
 // Package demo brings up a local KubeNexus cluster from source — etcd,
 // kube-apiserver, kube-controller-manager and kwok, KubeNexus installed from its
-// chart with the real helm, the manager and the scheduler as local processes — fills
-// it with a simulated heterogeneous fleet and a realistic workload mix, and reports
-// where everything landed. `make demo` (hack/demo) and the e2e test run the same code.
+// chart with the real helm, the manager and the scheduler as local processes, and
+// Kubeflow's training-operator v1.8.1 (two instances: its default mode and
+// scheduler-plugins mode) — fills it with a simulated heterogeneous fleet and a
+// realistic workload mix, and reports where everything landed. `make demo` (hack/demo) and the e2e test run the same code.
 package demo
 
 import (
@@ -33,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
@@ -61,9 +63,13 @@ type Cluster struct {
 	Config     *rest.Config
 	Client     client.Client
 	procs      []*exec.Cmd
+	// crds are the CustomResourceDefinitions applyFile created.
+	crds []string
 	// submitted and placed record, per workload, when it was submitted and when
 	// all its pods were first seen bound (Settle polls every 100 ms).
 	submitted, placed map[string]time.Time
+	// sigsPhases are the phases seen of each SigsGang workload's PodGroup.
+	sigsPhases map[string][]string
 }
 
 func (c *Cluster) logf(format string, args ...any) {
@@ -72,7 +78,7 @@ func (c *Cluster) logf(format string, args ...any) {
 
 // Up starts everything and installs KubeNexus. On error, what was started is stopped.
 func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
-	c := &Cluster{opts: opts, submitted: map[string]time.Time{}, placed: map[string]time.Time{}}
+	c := &Cluster{opts: opts, submitted: map[string]time.Time{}, placed: map[string]time.Time{}, sigsPhases: map[string][]string{}}
 	defer func() {
 		if err != nil {
 			c.Down()
@@ -172,8 +178,36 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := c.run("helm", filepath.Join(tools, "helm"), append([]string{"install", "kubenexus", filepath.Join(opts.Root, "charts", "kubenexus"), "--set", "config.create=false"}, helmArgs...)...); err != nil {
 		return nil, err
 	}
-	if err := c.applyFile(ctx, filepath.Join(opts.Root, "test", "testdata", "crds", "frameworks.yaml")); err != nil {
+	// The CRDs of the other systems, before the manager and the scheduler start (they
+	// look for scheduler-plugins' PodGroup kind once, at start): scheduler-plugins'
+	// own PodGroup CRD, Kubeflow training-operator's own CRDs, and stand-ins for
+	// the frameworks whose operators do not run here (Spark, Ray, JobSet, LWS).
+	sigsCRD, err := testutil.SchedulerPluginsCRD()
+	if err != nil {
+		return nil, err
+	}
+	kubeflowCRDs, err := testutil.TrainingOperatorCRDs()
+	if err != nil {
+		return nil, err
+	}
+	c.logf("installing scheduler-plugins' PodGroup CRD, Kubeflow training-operator v1.8.1's CRDs and stand-in CRDs for Spark, Ray, JobSet and LWS")
+	replaced := map[string]bool{}
+	for _, path := range append([]string{sigsCRD}, kubeflowCRDs...) {
+		names, err := c.applyFile(ctx, path, nil)
+		if err != nil {
+			return nil, fmt.Errorf("installing %s: %w", filepath.Base(path), err)
+		}
+		for _, n := range names {
+			replaced[n] = true
+		}
+	}
+	if _, err := c.applyFile(ctx, filepath.Join(opts.Root, "test", "testdata", "crds", "frameworks.yaml"), func(u *unstructured.Unstructured) bool {
+		return replaced[u.GetName()] // a stand-in the real CRD replaces
+	}); err != nil {
 		return nil, fmt.Errorf("installing the framework CRDs: %w", err)
+	}
+	if err := c.waitEstablished(ctx); err != nil {
+		return nil, err
 	}
 
 	c.logf("starting kubenexus-manager (local process, webhooks on 127.0.0.1:%d)", webhookPort)
@@ -228,6 +262,9 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	); err != nil {
 		return nil, err
 	}
+	if err := c.startTrainingOperators(ctx, certDir, caPEM); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -250,11 +287,17 @@ func (c *Cluster) logPath(name string) string { return filepath.Join(c.opts.Dir,
 
 // start runs a long-lived process, its output in Dir/<name>.log.
 func (c *Cluster) start(name, bin string, args ...string) error {
+	return c.startEnv(name, nil, bin, args...)
+}
+
+// startEnv is start with the environment env (nil: this process's).
+func (c *Cluster) startEnv(name string, env []string, bin string, args ...string) error {
 	logFile, err := os.Create(c.logPath(name))
 	if err != nil {
 		return err
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", name, err)
@@ -284,27 +327,61 @@ func (c *Cluster) run(name, bin string, args ...string) error {
 	return nil
 }
 
-// applyFile creates every object of a YAML file.
-func (c *Cluster) applyFile(ctx context.Context, path string) error {
+// applyFile creates every object of a YAML file but those skip (when not nil)
+// selects, and returns the names of the CustomResourceDefinitions it created.
+func (c *Cluster) applyFile(ctx context.Context, path string, skip func(*unstructured.Unstructured) bool) ([]string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var crds []string
 	for _, doc := range strings.Split(string(data), "\n---") {
 		var u map[string]any
 		if err := yaml.Unmarshal([]byte(doc), &u); err != nil {
-			return err
+			return nil, err
 		}
 		if len(u) == 0 {
 			continue
 		}
-		if err := c.Client.Create(ctx, &unstructured.Unstructured{Object: u}); err != nil {
-			return err
+		obj := &unstructured.Unstructured{Object: u}
+		if skip != nil && skip(obj) {
+			continue
+		}
+		if err := c.Client.Create(ctx, obj); err != nil {
+			return nil, err
+		}
+		if obj.GetKind() == "CustomResourceDefinition" {
+			crds = append(crds, obj.GetName())
+			c.crds = append(c.crds, obj.GetName())
 		}
 	}
-	// CRDs become servable shortly after creation.
-	time.Sleep(2 * time.Second)
-	return nil
+	return crds, nil
+}
+
+// waitEstablished waits until every CRD applyFile created is served.
+func (c *Cluster) waitEstablished(ctx context.Context) error {
+	return waitFor(ctx, time.Minute, func() error {
+		for _, name := range c.crds {
+			crd := &unstructured.Unstructured{}
+			crd.SetAPIVersion("apiextensions.k8s.io/v1")
+			crd.SetKind("CustomResourceDefinition")
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+				return err
+			}
+			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+			established := false
+			for _, cond := range conds {
+				cm, _ := cond.(map[string]any)
+				established = established || cm["type"] == "Established" && cm["status"] == "True"
+			}
+			if !established {
+				return fmt.Errorf("CRD %s is not established yet", name)
+			}
+		}
+		// The manager and the scheduler look for this kind in discovery once, at start.
+		_, err := c.Client.RESTMapper().RESTMapping(v1alpha1.SigsPodGroupGVK.GroupKind(), v1alpha1.SigsPodGroupGVK.Version)
+		return err
+	})
 }
 
 // Down stops the processes, then the control plane.

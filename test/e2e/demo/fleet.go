@@ -18,6 +18,7 @@ type nodeClass struct {
 	count    int
 	cpu      string
 	memory   string
+	disk     string // ephemeral-storage (local NVMe)
 	gpus     int
 	product  string // GPU Feature Discovery's nvidia.com/gpu.product
 	gpuMiB   int
@@ -28,10 +29,10 @@ type nodeClass struct {
 
 // The fleet: 40 nodes in 3 zones and 6 racks (2 racks per zone).
 var fleet = []nodeClass{
-	{prefix: "h100", count: 8, cpu: "192", memory: "2Ti", gpus: 8, product: "NVIDIA-H100-80GB-HBM3", gpuMiB: 81559, numa: 2, tier: "premium", instance: "p5.48xlarge"},
-	{prefix: "a100", count: 8, cpu: "96", memory: "1Ti", gpus: 8, product: "NVIDIA-A100-SXM4-80GB", gpuMiB: 81920, numa: 2, tier: "standard", instance: "p4de.24xlarge"},
-	{prefix: "l40s", count: 8, cpu: "48", memory: "384Gi", gpus: 4, product: "NVIDIA-L40S", gpuMiB: 46068, numa: 1, tier: "standard", instance: "g6e.12xlarge"},
-	{prefix: "cpu", count: 16, cpu: "32", memory: "128Gi", numa: 1, tier: "economy", instance: "m7i.8xlarge"},
+	{prefix: "h100", count: 8, cpu: "192", memory: "2Ti", disk: "28Ti", gpus: 8, product: "NVIDIA-H100-80GB-HBM3", gpuMiB: 81559, numa: 2, tier: "premium", instance: "p5.48xlarge"},
+	{prefix: "a100", count: 8, cpu: "96", memory: "1Ti", disk: "7Ti", gpus: 8, product: "NVIDIA-A100-SXM4-80GB", gpuMiB: 81920, numa: 2, tier: "standard", instance: "p4de.24xlarge"},
+	{prefix: "l40s", count: 8, cpu: "48", memory: "384Gi", disk: "3500Gi", gpus: 4, product: "NVIDIA-L40S", gpuMiB: 46068, numa: 1, tier: "standard", instance: "g6e.12xlarge"},
+	{prefix: "cpu", count: 16, cpu: "32", memory: "128Gi", disk: "500Gi", numa: 1, tier: "economy", instance: "m7i.8xlarge"},
 }
 
 var zones = []string{"zone-a", "zone-b", "zone-c"}
@@ -41,6 +42,7 @@ const (
 	NSML   = "team-ml"   // gold
 	NSData = "team-data" // silver
 	NSWeb  = "team-web"  // bronze
+	// NSResearch (silver) is in kubeflow.go.
 )
 
 // CreateFleet creates the simulated nodes (kwok runs them), the HardwareTiers and
@@ -79,6 +81,8 @@ func (c *Cluster) CreateFleet(ctx context.Context) error {
 				corev1.ResourceCPU:    resource.MustParse(nc.cpu),
 				corev1.ResourceMemory: resource.MustParse(nc.memory),
 				corev1.ResourcePods:   resource.MustParse("110"),
+				// Kubeflow's MPI launcher asks for ephemeral storage (its init container).
+				corev1.ResourceEphemeralStorage: resource.MustParse(nc.disk),
 			}
 			if nc.gpus > 0 {
 				res[v1alpha1.ResourceNvidiaGPU] = *resource.NewQuantity(int64(nc.gpus), resource.DecimalSI)
@@ -120,7 +124,7 @@ func (c *Cluster) CreateFleet(ctx context.Context) error {
 		return err
 	}
 
-	c.logf("creating HardwareTiers and the team namespaces (gold, silver, bronze)")
+	c.logf("creating HardwareTiers and the team namespaces (gold, silver, bronze; %s for the training-operator in scheduler-plugins mode)", NSResearch)
 	for _, t := range []struct {
 		name  string
 		rank  int32
@@ -145,7 +149,7 @@ func (c *Cluster) CreateFleet(ctx context.Context) error {
 			return fmt.Errorf("creating HardwareTier %s: %w", t.name, err)
 		}
 	}
-	for ns, tier := range map[string]string{NSML: "gold", NSData: "silver", NSWeb: "bronze"} {
+	for ns, tier := range map[string]string{NSML: "gold", NSData: "silver", NSWeb: "bronze", NSResearch: "silver"} {
 		if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
 			v1alpha1.LabelNamespaceEnabled: "true", v1alpha1.LabelTenantTier: tier,
 		}}}); err != nil {

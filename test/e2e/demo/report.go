@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,6 +38,14 @@ type Placement struct {
 	GangPhase, GangReason, GangMessage string
 	// JobComplete reports a batch Job's Complete condition.
 	JobComplete bool
+	// JobState is a Kubeflow job's last true condition (Created, Running,
+	// Succeeded, ...), as the training-operator wrote it.
+	JobState string
+	// SigsPhases are the phases the demo saw its scheduler-plugins PodGroup go
+	// through (SigsGang workloads), and SigsDeleted whether the training-operator
+	// has deleted it (as it does once the job has finished).
+	SigsPhases  []string
+	SigsDeleted bool
 }
 
 func (c *Cluster) pods(ctx context.Context, w Workload) ([]corev1.Pod, error) {
@@ -89,12 +98,19 @@ func (c *Cluster) Settle(ctx context.Context, timeout time.Duration) error {
 			if bound < w.Size {
 				return fmt.Errorf("%s %s: %d/%d pods bound", w.Kind, w.Name, bound, w.Size)
 			}
+			if w.SigsGang {
+				// Seen Running before the pods finish: the training-operator
+				// deletes the PodGroup once its job has.
+				if phases := c.sigsPhases[w.Name]; len(phases) == 0 || phases[len(phases)-1] != "Running" {
+					return fmt.Errorf("scheduling.x-k8s.io PodGroup %s/%s: phases %v, waiting for Running", w.Namespace, w.Gang, phases)
+				}
+			}
 		}
 		return nil
-	}, c.notePlaced); err != nil {
+	}, c.observe); err != nil {
 		return err
 	}
-	c.logf("finishing the Spark and PyTorch pods (the demo plays their containers exiting 0)")
+	c.logf("finishing the Spark, PyTorch and MPI pods (the demo plays their containers exiting 0: workers first)")
 	for _, w := range Mix {
 		if !w.Finish {
 			continue
@@ -103,6 +119,9 @@ func (c *Cluster) Settle(ctx context.Context, timeout time.Duration) error {
 		if err != nil {
 			return err
 		}
+		// Workers and executors end before the master, launcher or driver that
+		// ends the job.
+		sort.SliceStable(pods, func(i, j int) bool { return !leads(&pods[i]) && leads(&pods[j]) })
 		for i := range pods {
 			p := &pods[i]
 			if err := waitFor(ctx, time.Minute, func() error {
@@ -124,9 +143,18 @@ func (c *Cluster) Settle(ctx context.Context, timeout time.Duration) error {
 			}
 		}
 	}
+	c.logf("waiting for the PodGroups and the training-operator's jobs to succeed")
 	return waitFor(ctx, time.Minute, func() error {
 		for _, w := range Mix {
-			if w.Gang == "" || w.TooBig {
+			if w.TooBig {
+				continue
+			}
+			if w.Kubeflow() {
+				if state, err := c.kubeflowJobState(ctx, w); err != nil || state != "Succeeded" {
+					return fmt.Errorf("%s %s/%s is %q (%v)", w.Kind, w.Namespace, w.Name, state, err)
+				}
+			}
+			if w.Gang == "" || w.SigsGang {
 				continue
 			}
 			pg := &v1alpha1.PodGroup{}
@@ -138,7 +166,47 @@ func (c *Cluster) Settle(ctx context.Context, timeout time.Duration) error {
 			}
 		}
 		return nil
-	})
+	}, c.observe)
+}
+
+// leads reports whether the pod's exit ends its workload (a Kubeflow master or MPI
+// launcher, a Spark driver).
+func leads(p *corev1.Pod) bool {
+	switch strings.ToLower(p.Labels["training.kubeflow.org/replica-type"]) {
+	case "master", "launcher":
+		return true
+	}
+	return p.Labels["spark-role"] == "driver"
+}
+
+// observe runs before every poll of Settle: it notes placements and the phases of
+// the scheduler-plugins PodGroups.
+func (c *Cluster) observe(ctx context.Context) {
+	c.notePlaced(ctx)
+	for _, w := range Mix {
+		if !w.SigsGang {
+			continue
+		}
+		phase, found, err := c.sigsPodGroupPhase(ctx, w.Namespace, w.Gang)
+		if err != nil || !found || phase == "" {
+			continue
+		}
+		if seen := c.sigsPhases[w.Name]; len(seen) == 0 || seen[len(seen)-1] != phase {
+			c.sigsPhases[w.Name] = append(seen, phase)
+		}
+	}
+}
+
+// kubeflowJobState reads the training-operator job's state.
+func (c *Cluster) kubeflowJobState(ctx context.Context, w Workload) (string, error) {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("kubeflow.org/v1")
+	u.SetKind(w.Kind)
+	if err := c.Client.Get(ctx, keyOf(w.Namespace, w.Name), u); err != nil {
+		return "", err
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	return kubeflowJobState(conds), nil
 }
 
 // notePlaced records when each workload first has all its pods bound.
@@ -232,7 +300,22 @@ func (c *Cluster) Report(ctx context.Context) ([]Placement, error) {
 		if placed, ok := c.placed[w.Name]; ok {
 			pl.Formation = placed.Sub(c.submitted[w.Name])
 		}
-		if w.Gang != "" {
+		if w.Kubeflow() {
+			pl.JobState, _ = c.kubeflowJobState(ctx, w)
+		}
+		if w.SigsGang {
+			pl.SigsPhases = c.sigsPhases[w.Name]
+			phase, found, err := c.sigsPodGroupPhase(ctx, w.Namespace, w.Gang)
+			if err != nil {
+				return nil, err
+			}
+			pl.SigsDeleted = !found
+			if found {
+				pl.GangPhase = phase
+			} else if n := len(pl.SigsPhases); n > 0 {
+				pl.GangPhase = pl.SigsPhases[n-1]
+			}
+		} else if w.Gang != "" {
 			pg := &v1alpha1.PodGroup{}
 			if err := c.Client.Get(ctx, keyOf(w.Namespace, w.Gang), pg); err == nil {
 				pl.GangPhase = string(pg.Status.Phase)
@@ -254,10 +337,15 @@ func (c *Cluster) Report(ctx context.Context) ([]Placement, error) {
 // Print writes the placement report.
 func Print(w io.Writer, placements []Placement) {
 	fmt.Fprintln(w, "KubeNexus placement report")
-	fmt.Fprintf(w, "%-18s %-16s %-9s %-6s %-7s %-22s %-17s %-30s %-9s %s\n", "WORKLOAD", "KIND", "NAMESPACE", "TIER", "PODS", "ZONES", "RACKS", "GPU", "FORMED", "STATE")
+	fmt.Fprintf(w, "%-18s %-16s %-13s %-6s %-7s %-22s %-17s %-30s %-9s %s\n", "WORKLOAD", "KIND", "NAMESPACE", "TIER", "PODS", "ZONES", "RACKS", "GPU", "FORMED", "STATE")
 	for _, p := range placements {
 		state := fmt.Sprintf("%d/%d bound", p.Bound, p.Pods)
 		switch {
+		case p.SigsGang:
+			state += ", scheduling.x-k8s.io PodGroup " + p.Gang + " " + strings.Join(p.SigsPhases, "→")
+			if p.SigsDeleted {
+				state += " (deleted by the training-operator)"
+			}
 		case p.GangPhase != "" && p.GangReason != v1alpha1.ReasonGangScheduled:
 			state += ", PodGroup " + p.Gang + " " + p.GangPhase + " (" + p.GangReason + ")"
 		case p.GangPhase != "":
@@ -265,11 +353,14 @@ func Print(w io.Writer, placements []Placement) {
 		case p.Kind == "Job" && p.JobComplete:
 			state = fmt.Sprintf("Complete (%d pods succeeded)", p.Succeeded)
 		}
+		if p.Kubeflow() {
+			state += ", " + p.Kind + " " + p.JobState
+		}
 		formed := "-"
 		if p.Formation > 0 {
 			formed = p.Formation.Round(100 * time.Millisecond).String()
 		}
-		fmt.Fprintf(w, "%-18s %-16s %-9s %-6s %-7d %-22s %-17s %-30s %-9s %s\n", p.Name, p.Kind, p.Namespace, p.Tier, p.Pods,
+		fmt.Fprintf(w, "%-18s %-16s %-13s %-6s %-7d %-22s %-17s %-30s %-9s %s\n", p.Name, p.Kind, p.Namespace, p.Tier, p.Pods,
 			strings.Join(p.Zones, ","), strings.Join(p.Racks, ","), strings.Join(p.GPUModels, ","), formed, state)
 		if len(p.Nodes) > 0 {
 			fmt.Fprintf(w, "%-18s nodes: %s\n", "", strings.Join(p.Nodes, ","))

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 )
 
@@ -18,11 +19,16 @@ import (
 type Workload struct {
 	Name      string
 	Namespace string
-	Kind      string // Deployment, SparkApplication, PyTorchJob, Job
+	Kind      string // Deployment, SparkApplication, PyTorchJob, MPIJob, Job
 	// Selector selects its pods.
 	Selector map[string]string
 	// Gang is the PodGroup its pods form ("" for none).
 	Gang string
+	// SigsGang: Gang is a scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1)
+	// that Kubeflow's training-operator created (--gang-scheduler-name), not a
+	// KubeNexus one. KubeNexus keeps its status; the operator deletes it once the
+	// job has finished.
+	SigsGang bool
 	// Size is how many pods it runs at once.
 	Size int
 	// Finish: the demo completes these pods itself once they all run (kwok
@@ -33,14 +39,27 @@ type Workload struct {
 	TooBig bool
 }
 
+// Kubeflow reports whether Kubeflow's training-operator runs the workload.
+func (w Workload) Kubeflow() bool { return w.Kind == "PyTorchJob" || w.Kind == "MPIJob" }
+
+func kubeflowJob(name string) map[string]string {
+	return map[string]string{"training.kubeflow.org/job-name": name}
+}
+
 // Mix is the workload mix the demo submits.
 var Mix = []Workload{
 	{Name: "storefront", Namespace: NSWeb, Kind: "Deployment", Selector: map[string]string{"app": "storefront"}, Size: 6},
 	{Name: "etl", Namespace: NSData, Kind: "SparkApplication", Selector: map[string]string{"sparkoperator.k8s.io/app-name": "etl"}, Gang: "etl-spark", Size: 5, Finish: true},
-	{Name: "llm-finetune", Namespace: NSML, Kind: "PyTorchJob", Selector: map[string]string{"training.kubeflow.org/job-name": "llm-finetune"}, Gang: "llm-finetune-pytorch", Size: 4, Finish: true},
-	{Name: "resnet", Namespace: NSML, Kind: "PyTorchJob", Selector: map[string]string{"training.kubeflow.org/job-name": "resnet"}, Gang: "resnet-pytorch", Size: 2, Finish: true},
+	// Run by the training-operator in its default mode: KubeNexus gangs their pods.
+	{Name: "llm-finetune", Namespace: NSML, Kind: "PyTorchJob", Selector: kubeflowJob("llm-finetune"), Gang: "llm-finetune-pytorch", Size: 4, Finish: true},
+	{Name: "resnet", Namespace: NSML, Kind: "PyTorchJob", Selector: kubeflowJob("resnet"), Gang: "resnet-pytorch", Size: 2, Finish: true},
+	// The launcher and two workers, created together by MPIJob v1.
+	{Name: "allreduce", Namespace: NSML, Kind: "MPIJob", Selector: kubeflowJob("allreduce"), Gang: "allreduce-mpi", Size: 3, Finish: true},
 	// 17 pods of 8 GPUs: the fleet has 16 eight-GPU nodes.
-	{Name: "llm-pretrain", Namespace: NSML, Kind: "PyTorchJob", Selector: map[string]string{"training.kubeflow.org/job-name": "llm-pretrain"}, Gang: "llm-pretrain-pytorch", Size: 17, TooBig: true},
+	{Name: "llm-pretrain", Namespace: NSML, Kind: "PyTorchJob", Selector: kubeflowJob("llm-pretrain"), Gang: "llm-pretrain-pytorch", Size: 17, TooBig: true},
+	// Run by the training-operator with --gang-scheduler-name=kubenexus-scheduler:
+	// its own scheduling.x-k8s.io PodGroup, named after the job.
+	{Name: "bert", Namespace: NSResearch, Kind: "PyTorchJob", Selector: kubeflowJob("bert"), Gang: "bert", SigsGang: true, Size: 2, Finish: true},
 	{Name: "nightly-report", Namespace: NSData, Kind: "Job", Selector: map[string]string{"batch.kubernetes.io/job-name": "nightly-report"}, Size: 3},
 	{Name: "feature-backfill", Namespace: NSData, Kind: "Job", Selector: map[string]string{"batch.kubernetes.io/job-name": "feature-backfill"}, Size: 2},
 }
@@ -61,12 +80,13 @@ func res(cpu, mem string, gpus int64) corev1.ResourceList {
 	return r
 }
 
-// Submit creates the mix. Pods of Spark and PyTorch are created here the way their
-// operators create them (their operators do not run in the demo; their CRDs do
-// exist, so the webhook reads each job's size from its object). Deployments and
-// Jobs are turned into pods by the real controllers of kube-controller-manager.
+// Submit creates the mix. Spark's pods are created here the way its operator
+// creates them (the Spark operator does not run in the demo; a stand-in of its CRD
+// does, so the webhook reads the executor count from the SparkApplication).
+// PyTorchJobs and the MPIJob are run by Kubeflow's training-operator, Deployments
+// and Jobs by the real controllers of kube-controller-manager.
 func (c *Cluster) Submit(ctx context.Context) error {
-	c.logf("submitting the workload mix: a services Deployment, Spark, three PyTorchJobs (one larger than the fleet), two batch Jobs")
+	c.logf("submitting the workload mix: a services Deployment, Spark, four PyTorchJobs (one larger than the fleet, one in scheduler-plugins mode) and an MPIJob for the training-operator, two batch Jobs")
 
 	// Services: spread over zones, as a service owner asks for.
 	dep := &appsv1.Deployment{
@@ -117,43 +137,33 @@ func (c *Cluster) Submit(ctx context.Context) error {
 		}
 	}
 
-	// PyTorchJobs: a master and workers, each with whole GPU boards or halves. The
-	// last needs 17 whole boards where the fleet has 16: it waits, holding nothing.
+	// Kubeflow jobs, for the training-operator: PyTorchJobs of a master and workers,
+	// each with whole GPU boards or halves (llm-pretrain needs 17 whole boards where
+	// the fleet has 16: it waits, holding nothing), and an MPIJob whose launcher needs
+	// no GPU. bert is in the namespace of the operator in scheduler-plugins mode.
+	const pytorchImage, mpiImage = "nvcr.io/nvidia/pytorch:24.05-py3", "mpioperator/mpi-pi:openmpi"
 	for _, job := range []struct {
-		name    string
-		workers int
-		gpus    int64
-	}{{"llm-finetune", 3, 8}, {"resnet", 1, 4}, {"llm-pretrain", 16, 8}} {
+		ns, name string
+		workers  int64
+		gpus     int64
+	}{{NSML, "llm-finetune", 3, 8}, {NSML, "resnet", 1, 4}, {NSML, "llm-pretrain", 16, 8}, {NSResearch, "bert", 1, 4}} {
 		c.submitted[job.name] = time.Now()
-		if err := c.createObject(ctx, "kubeflow.org/v1", "PyTorchJob", NSML, job.name, map[string]any{"pytorchReplicaSpecs": map[string]any{
-			"Master": map[string]any{"replicas": int64(1)}, "Worker": map[string]any{"replicas": int64(job.workers)},
+		if err := c.createObject(ctx, "kubeflow.org/v1", "PyTorchJob", job.ns, job.name, map[string]any{"pytorchReplicaSpecs": map[string]any{
+			"Master": replicaSpec(1, "pytorch", pytorchImage, res("16", "128Gi", job.gpus), "torchrun", "train.py"),
+			"Worker": replicaSpec(job.workers, "pytorch", pytorchImage, res("16", "128Gi", job.gpus), "torchrun", "train.py"),
 		}}); err != nil {
-			return err
+			return fmt.Errorf("creating PyTorchJob %s/%s: %w", job.ns, job.name, err)
 		}
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion("kubeflow.org/v1")
-		u.SetKind("PyTorchJob")
-		if err := c.Client.Get(ctx, keyOf(NSML, job.name), u); err != nil {
-			return err
-		}
-		owner := metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Name: job.name, UID: u.GetUID(), Controller: ptr.To(true)}
-		for i := 0; i <= job.workers; i++ {
-			role, idx := "master", i
-			if i > 0 {
-				role, idx = "worker", i-1
-			}
-			p := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", job.name, role, idx), Namespace: NSML, OwnerReferences: []metav1.OwnerReference{owner},
-					Labels: map[string]string{
-						"training.kubeflow.org/job-name": job.name, "training.kubeflow.org/replica-type": role,
-						"training.kubeflow.org/replica-index": fmt.Sprint(idx), "training.kubeflow.org/operator-name": "pytorchjob-controller",
-					}},
-				Spec: corev1.PodSpec{Containers: container(res("16", "128Gi", job.gpus))},
-			}
-			if err := c.Client.Create(ctx, p); err != nil {
-				return err
-			}
-		}
+	}
+	c.submitted["allreduce"] = time.Now()
+	if err := c.createObject(ctx, "kubeflow.org/v1", "MPIJob", NSML, "allreduce", map[string]any{
+		"slotsPerWorker": int64(4),
+		"mpiReplicaSpecs": map[string]any{
+			"Launcher": replicaSpec(1, "mpi-launcher", mpiImage, res("1", "2Gi", 0), "mpirun", "-np", "8", "/home/mpiuser/pi"),
+			"Worker":   replicaSpec(2, "mpi-worker", mpiImage, res("16", "64Gi", 4)),
+		},
+	}); err != nil {
+		return fmt.Errorf("creating MPIJob %s/allreduce: %w", NSML, err)
 	}
 
 	// Batch Jobs, run by the real Job controller; kwok completes their pods.
@@ -174,6 +184,18 @@ func (c *Cluster) Submit(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// replicaSpec is a Kubeflow ReplicaSpec of one container.
+func replicaSpec(replicas int64, name, image string, req corev1.ResourceList, command ...string) map[string]any {
+	ctr := container(req)[0]
+	ctr.Name, ctr.Image, ctr.Command = name, image, command
+	tmpl, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{ctr}}})
+	if err != nil {
+		panic(err) // a PodTemplateSpec always converts
+	}
+	delete(tmpl, "metadata")
+	return map[string]any{"replicas": replicas, "template": tmpl}
 }
 
 func (c *Cluster) createObject(ctx context.Context, apiVersion, kind, ns, name string, spec map[string]any) error {
