@@ -63,10 +63,15 @@ func ComputeStatus(pg *v1alpha1.PodGroup, members []corev1.Pod, now metav1.Time)
 		st.Phase = v1alpha1.PodGroupFailed
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonMembersFailed
 		cond.Message = fmt.Sprintf("%d members failed; %d of the %d needed remain", failed, len(members)-failed, min)
-	case running >= min:
+	case running > 0 && running+succeeded >= min:
+		// Members that finished first (workers before their launcher) still count:
+		// the gang started and is running.
 		st.Phase = v1alpha1.PodGroupRunning
 		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonGangScheduled
 		cond.Message = fmt.Sprintf("%d/%d members running", running, min)
+		if succeeded > 0 {
+			cond.Message = fmt.Sprintf("%d/%d members running, %d succeeded", running, min, succeeded)
+		}
 	case scheduled >= min:
 		st.Phase = v1alpha1.PodGroupScheduled
 		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonGangScheduled

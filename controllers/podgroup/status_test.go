@@ -90,6 +90,15 @@ func TestComputeStatus(t *testing.T) {
 			wantPhase: v1alpha1.PodGroupRunning, wantReason: v1alpha1.ReasonGangScheduled,
 			wantCounts: [4]int32{8, 8, 0, 0},
 		},
+		"workers finished before their launcher: still running": {
+			members:   append(repeat(member{node: "n1", phase: corev1.PodSucceeded}, 7), running),
+			wantPhase: v1alpha1.PodGroupRunning, wantReason: v1alpha1.ReasonGangScheduled, wantMsg: "1/8 members running, 7 succeeded",
+			wantCounts: [4]int32{8, 1, 7, 0},
+		},
+		"required topology fits no domain": {
+			members:   append(repeat(pending, 7), member{phase: corev1.PodPending, unschedulable: "0/8 nodes are available: TopologyUnsatisfiable: gang ns/g needs 8 members (8 × 8 nvidia.com/gpu) in one rack; the largest rack fits 4"}),
+			wantPhase: v1alpha1.PodGroupScheduling, wantReason: v1alpha1.ReasonTopologyUnsatisfiable, wantMsg: "the largest rack fits 4",
+		},
 		"all succeeded": {
 			members:   repeat(member{node: "n1", phase: corev1.PodSucceeded}, 8),
 			wantPhase: v1alpha1.PodGroupSucceeded, wantReason: v1alpha1.ReasonGangScheduled,
