@@ -12,10 +12,12 @@ CONTROLLER_GEN := $(TOOLS_BIN)/controller-gen
 export KUBEBUILDER_ASSETS := $(TOOLS_BIN)
 
 GO_TEST_FLAGS ?=
-# Unit tests and the envtest integration suites (the scheduler in-process) run under
-# the race detector; the e2e suite drives separate processes and runs without it.
-TEST_PKGS ?= $(shell go list ./... | grep -v /test/e2e)
-E2E_PKGS ?= ./test/e2e/...
+# Unit tests and the envtest integration suites (the scheduler and manager
+# in-process) run under the race detector. The e2e suite drives separate processes,
+# and the chart and image checks are single-goroutine Helm / file checks: they run
+# without it (and reuse the packages the tool builds compiled).
+PLAIN_PKGS ?= ./test/e2e/... ./test/chart/... ./test/image/...
+TEST_PKGS ?= $(shell go list ./... | grep -v -e /test/e2e -e /test/chart -e /test/image)
 
 .PHONY: all
 all: build
@@ -97,7 +99,7 @@ envtest: ## Build etcd and kube-apiserver for envtest (cached).
 test: envtest build ## Run unit and integration tests under -race, then the e2e (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, helm, kubectl, training-operator), then the fuzzers briefly.
 	hack/build-tools.sh kube-controller-manager kwok helm kubectl training-operator
 	go test -race $(GO_TEST_FLAGS) $(TEST_PKGS)
-	go test $(GO_TEST_FLAGS) $(E2E_PKGS)
+	go test $(GO_TEST_FLAGS) $(PLAIN_PKGS)
 	cd hack/bundle && go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) fuzz FUZZ_TIME=5s
 

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/kube-nexus/kubenexus/api/topology"
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 )
@@ -64,6 +65,9 @@ func (v *Validator) ValidateDelete(context.Context, *v1alpha1.PodGroup) (admissi
 }
 
 func (v *Validator) validate(ctx context.Context, pg *v1alpha1.PodGroup) (admission.Warnings, error) {
+	if err := v.checkTopologyLevel(ctx, pg); err != nil {
+		return nil, err
+	}
 	ref := metav1.GetControllerOf(pg)
 	if ref == nil {
 		return nil, nil
@@ -112,6 +116,33 @@ func (v *Validator) checkReplicas(ctx context.Context, pg *v1alpha1.PodGroup, gv
 
 // ownerUnreadable admits with a warning: the owner may not exist yet (created after
 // its PodGroup) or its framework may not be installed.
+// checkTopologyLevel refuses a spec.networkTopology.level that is not one of the
+// KubeNexusConfig's topology levels (the defaults when there is none).
+func (v *Validator) checkTopologyLevel(ctx context.Context, pg *v1alpha1.PodGroup) error {
+	nt := pg.Spec.NetworkTopology
+	if nt == nil {
+		return nil
+	}
+	levels := topology.DefaultLevels
+	knc := &v1alpha1.KubeNexusConfig{}
+	switch err := v.Owners.Get(ctx, types.NamespacedName{Name: v1alpha1.DefaultConfigName}, knc); {
+	case err == nil:
+		levels = topology.Levels(knc.Spec.Topology.Levels)
+	case !apierrors.IsNotFound(err):
+		return apierrors.NewInternalError(fmt.Errorf("reading the KubeNexusConfig: %w", err))
+	}
+	var names []string
+	for _, l := range levels {
+		if l.Name == string(nt.Level) {
+			return nil
+		}
+		names = append(names, l.Name)
+	}
+	return apierrors.NewInvalid(v1alpha1.GroupVersion.WithKind("PodGroup").GroupKind(), pg.Name, field.ErrorList{
+		field.NotSupported(field.NewPath("spec", "networkTopology", "level"), nt.Level, names),
+	})
+}
+
 func ownerUnreadable(gvk schema.GroupVersionKind, name string, err error) (admission.Warnings, error) {
 	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 		return admission.Warnings{fmt.Sprintf("minMember not checked: %s %s cannot be read (%v)", gvk.Kind, name, err)}, nil

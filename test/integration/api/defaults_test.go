@@ -56,6 +56,17 @@ var _ = Describe("A valid object", func() {
 				AutoGang:          []v1alpha1.Integration{"spark", "pytorch", "tensorflow", "xgboost", "mpi", "ray", "jobset", "leaderworkerset"},
 				DefaultTier:       v1alpha1.TenantTierBronze,
 			},
+			Topology: v1alpha1.TopologySpec{Levels: []v1alpha1.TopologyLevel{
+				{Name: "nvlink", NodeLabel: "nvidia.com/gpu.clique"},
+				{Name: "tor", NodeLabel: "network.kubenexus.io/tor"},
+				{Name: "rack", NodeLabel: "network.kubenexus.io/rack"},
+				{Name: "zone", NodeLabel: "topology.kubernetes.io/zone"},
+			}},
+			Volcano: v1alpha1.VolcanoSpec{
+				Enabled:        ptr.To(false),
+				SchedulerLease: v1alpha1.LeaseReference{Namespace: "volcano-system", Name: "volcano"},
+				SchedulerName:  "volcano",
+			},
 		}
 		Expect(cmp.Diff(want, got.Spec)).To(BeEmpty())
 	})

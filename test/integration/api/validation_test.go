@@ -121,16 +121,18 @@ var _ = Describe("Creating a malformed object", func() {
 				return pg("", ns).NetworkTopology("hard", v1alpha1.NetworkLevelRack).Obj()
 			},
 			want: []string{"spec.networkTopology.mode", `supported values: "required", "preferred"`}}),
-		Entry("PodGroup network topology level datacenter", rejectedCreate{
+		// Levels are the KubeNexusConfig's (the PodGroup webhook checks the name against
+		// them); the schema refuses what can never name one.
+		Entry("PodGroup network topology level that is not a DNS label", rejectedCreate{
 			obj: func(ns string) client.Object {
-				return pg("", ns).NetworkTopology(v1alpha1.NetworkTopologyRequired, "datacenter").Obj()
+				return pg("", ns).NetworkTopology(v1alpha1.NetworkTopologyRequired, "Data_Center").Obj()
 			},
-			want: []string{"spec.networkTopology.level", `supported values: "zone", "rack", "tor"`}}),
+			want: []string{"spec.networkTopology.level", "should match"}}),
 		Entry("PodGroup network topology with an empty level", rejectedCreate{
 			obj: func(ns string) client.Object {
 				return pg("", ns).NetworkTopology(v1alpha1.NetworkTopologyRequired, "").Obj()
 			},
-			want: []string{"spec.networkTopology.level", `Unsupported value: ""`}}),
+			want: []string{"spec.networkTopology.level", "should be at least 1 chars long"}}),
 		Entry("PodGroup numaSpread scatter", rejectedCreate{
 			obj:  func(ns string) client.Object { return pg("", ns).NUMASpread("scatter").Obj() },
 			want: []string{"spec.numaSpread", `supported values: "packed", "balanced", "isolated"`}}),

@@ -291,6 +291,15 @@ var _ = Describe("Pod webhook", Ordered, func() {
 		}).Should(MatchError(ContainSubstring("must be at most 2")))
 		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: nsGold, Name: "small-ok"}, pg)).To(Succeed())
 		Expect(pg.Spec.MinMember).To(Equal(int32(2)))
+
+		// A network topology level the KubeNexusConfig does not declare is refused,
+		// naming the levels there are.
+		err = k8sClient.Create(suiteCtx, testutil.MakePodGroup("spine-wide", nsGold).MinMember(2).
+			NetworkTopology(v1alpha1.NetworkTopologyRequired, "datacenter").Obj())
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(And(ContainSubstring("spec.networkTopology.level"), ContainSubstring(`supported values: "nvlink", "tor", "rack", "zone"`)))
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("rack-wide", nsGold).MinMember(2).
+			NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).Obj())).To(Succeed())
 	})
 
 	It("reads an MPIJob at the version its pods' owner reference names", func() {
