@@ -420,7 +420,9 @@ profiles:
 	mu.Lock()
 	schedPID = cmd.Process.Pid
 	mu.Unlock()
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() { _ = cmd.Process.Kill(); <-exited }()
 
 	// Readiness: /readyz for a scheduler (informers and event handlers synced, the
 	// moment before it starts scheduling), the ready line for the null binder.
@@ -444,19 +446,39 @@ profiles:
 		go fetchProfile(port, filepath.Join(cpuProfileDir, fmt.Sprintf("%s-%s.pprof", w.name, a.name)))
 	}
 
-	select {
-	case <-allBound:
-	case <-time.After(10 * time.Minute):
-		mu.Lock()
-		n := len(bound)
-		mu.Unlock()
-		return result{}, fmt.Errorf("only %d/%d pods bound after 10 minutes (log: %s)", n, w.pods, logFile.Name())
+	// Give up when no pod has been bound for two minutes, or after an hour.
+	deadline := time.After(time.Hour)
+	stall := time.NewTicker(2 * time.Minute)
+	defer stall.Stop()
+	for seen := -1; ; {
+		select {
+		case <-allBound:
+		case err := <-exited:
+			exited <- err // for the deferred kill
+			return result{}, stalled(&mu, bound, w.pods, fmt.Sprintf("before %s exited (%v)", a.binary, err), logFile.Name())
+		case <-deadline:
+			return result{}, stalled(&mu, bound, w.pods, "in an hour", logFile.Name())
+		case <-stall.C:
+			mu.Lock()
+			n := len(bound)
+			mu.Unlock()
+			if n != seen {
+				seen = n
+				continue
+			}
+			return result{}, stalled(&mu, bound, w.pods, "and none for two minutes", logFile.Name())
+		}
+		break
 	}
 	unreserved := "n/a"
 	if a.name == "kubenexus" {
 		unreserved = scrape(port, "kubenexus_coscheduling_unreserved_members_total")
 	}
 	rss := peakRSS(cmd.Process.Pid)
+	attempts := math.NaN()
+	if port != 0 {
+		attempts = scrapeSum(port, "scheduler_schedule_attempts_total") / float64(w.pods)
+	}
 	var ready sample
 	select {
 	case ready = <-readyCh:
@@ -465,7 +487,7 @@ profiles:
 
 	mu.Lock()
 	defer mu.Unlock()
-	r := result{workload: w.name, arm: a.name, pods: w.pods, unreserved: unreserved, peakRSSMiB: rss,
+	r := result{workload: w.name, arm: a.name, pods: w.pods, unreserved: unreserved, peakRSSMiB: rss, attemptsPerPod: attempts,
 		span: last.at.Sub(first.at), startToLast: last.at.Sub(start.at),
 		schedFL: perPod(first.sched, last.sched, w.pods-1), schedSL: perPod(0, last.sched, w.pods),
 		schedRL: math.NaN(),
@@ -501,6 +523,20 @@ profiles:
 		r.gangSpanP50, r.gangSpanP99 = spans[len(spans)/2], spans[(len(spans)*99)/100]
 	}
 	return r, nil
+}
+
+// stalled describes a run that did not bind every pod, with the end of the arm's log
+// (the log directory is removed when the bench exits).
+func stalled(mu *sync.Mutex, bound map[string]time.Time, pods int, how, log string) error {
+	mu.Lock()
+	n := len(bound)
+	mu.Unlock()
+	tail := ""
+	if b, err := os.ReadFile(log); err == nil {
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		tail = strings.Join(lines[max(0, len(lines)-40):], "\n")
+	}
+	return fmt.Errorf("only %d/%d pods bound %s; end of the arm's log:\n%s", n, pods, how, tail)
 }
 
 // pollReady calls ready once the scheduler's /readyz answers 200, polling every 20 ms
@@ -565,19 +601,49 @@ func parallel(n int, f func(int) error) error {
 
 // scrape returns the value of a metric from the scheduler's /metrics endpoint.
 func scrape(port int, metric string) string {
-	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // local self-signed scheduler endpoint
-	resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/metrics", port))
+	body, err := metricsText(port)
 	if err != nil {
 		return "error: " + err.Error()
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(body, "\n") {
 		if strings.HasPrefix(line, metric+" ") {
 			return strings.TrimPrefix(line, metric+" ")
 		}
 	}
 	return "0 (not yet incremented)"
+}
+
+// scrapeSum is the sum of a metric over all its label sets; NaN if unavailable.
+func scrapeSum(port int, metric string) float64 {
+	body, err := metricsText(port)
+	if err != nil {
+		return math.NaN()
+	}
+	sum, found := 0.0, false
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, metric+"{") && !strings.HasPrefix(line, metric+" ") {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			sum, found = sum+v, true
+		}
+	}
+	if !found {
+		return math.NaN()
+	}
+	return sum
+}
+
+func metricsText(port int) (string, error) {
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // local self-signed scheduler endpoint
+	resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
 }
 
 func contains(list []string, s string) bool {

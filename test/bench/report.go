@@ -25,15 +25,17 @@ type result struct {
 	ctlFL, ctlSL              float64 // kube-apiserver + etcd CPU-ms/pod: first→last, start→last
 	apiFL, etcdFL             float64 // the two parts of ctlFL
 
+	attemptsPerPod float64 // scheduler_schedule_attempts_total (all results) / pods
+
 	gangSpanP50, gangSpanP99 time.Duration
 	unreserved               string
 	peakRSSMiB               int
 }
 
 func (r result) line() string {
-	return fmt.Sprintf("  %s run %d %-17s %5d pods  %7.1f pods/s (start→last %6.1f)  sched CPU-ms/pod %s (ready→last %s, start→last %s)  apiserver+etcd %s (%s+%s)  peak RSS %d MiB",
+	return fmt.Sprintf("  %s run %d %-17s %5d pods  %7.1f pods/s (start→last %6.1f)  sched CPU-ms/pod %s (ready→last %s, start→last %s)  apiserver+etcd %s (%s+%s)  attempts/pod %s  peak RSS %d MiB",
 		r.workload, r.rep+1, r.arm, r.pods, r.podsPerSec, r.podsPerSecStart, f2(r.schedFL), f2(r.schedRL), f2(r.schedSL),
-		f2(r.ctlFL), f2(r.apiFL), f2(r.etcdFL), r.peakRSSMiB)
+		f2(r.ctlFL), f2(r.apiFL), f2(r.etcdFL), f2(r.attemptsPerPod), r.peakRSSMiB)
 }
 
 func f2(v float64) string {
@@ -103,6 +105,7 @@ var metrics = []metric{
 		}
 		return r.startReady.Seconds()
 	}},
+	{label: "scheduling attempts/pod", prec: 2, get: func(r result) float64 { return r.attemptsPerPod }},
 	{label: "peak RSS, MiB", prec: 0, get: func(r result) float64 { return float64(r.peakRSSMiB) }},
 	{label: "gang span p50, ms", prec: 0, gang: true, get: func(r result) float64 { return ms(r.gangSpanP50) }},
 	{label: "gang span p99, ms", prec: 0, gang: true, get: func(r result) float64 { return ms(r.gangSpanP99) }},
