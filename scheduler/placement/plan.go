@@ -25,8 +25,11 @@ type PlanNode struct {
 	// milli-units.
 	Free map[corev1.ResourceName]int64
 	// Eligible says, per shape, whether a member of that shape may run on the node
-	// at all (node selector and affinity, taints).
+	// at all (node selector and affinity, taints, tenant tier).
 	Eligible []bool
+	// Preference is how much the gang's tenant prefers the node (its tier score);
+	// domains whose claimed nodes it prefers more win over a tighter fit.
+	Preference int64
 }
 
 // Plan is where a gang goes: the topology level and, in order of preference, the
@@ -54,8 +57,9 @@ type Shortage struct {
 }
 
 // Compute plans a gang over nodes. It looks for the lowest level, up to maxLevel,
-// with a domain that holds every member, and picks among those domains the best
-// fit: the one left with the least free capacity of the gang's dominant resource
+// with a domain that holds every member, and picks among those domains the one whose
+// claimed nodes the gang's tenant prefers most (Preference: its tier score), then the
+// best fit: the one left with the least free capacity of the gang's dominant resource
 // (ties by domain name). When none does and spill is set, it takes domains of
 // maxLevel, largest first, until the gang fits (Plan.Fits false if even that does
 // not suffice); without spill it returns the shortage at maxLevel. Cost:
@@ -70,7 +74,7 @@ func Compute(nodes []PlanNode, shapes []Shape, maxLevel int, spill bool) (Plan, 
 	for level := 0; level <= maxLevel; level++ {
 		domains := group(nodes, level)
 		best := -1
-		var bestLeft int64
+		var bestLeft, bestPref int64
 		var bestClaims map[string]map[corev1.ResourceName]int64
 		var bestName string
 		shortage := &Shortage{Level: level, Need: need}
@@ -90,8 +94,9 @@ func Compute(nodes []PlanNode, shapes []Shape, maxLevel int, spill bool) (Plan, 
 			if placed < need {
 				continue
 			}
-			if best < 0 || left < bestLeft || (left == bestLeft && d.name < bestName) {
-				best, bestLeft, bestClaims, bestName = 1, left, claims, d.name
+			pref := preference(d.nodes, claims)
+			if best < 0 || pref > bestPref || (pref == bestPref && (left < bestLeft || (left == bestLeft && d.name < bestName))) {
+				best, bestLeft, bestPref, bestClaims, bestName = 1, left, pref, claims, d.name
 			}
 		}
 		if best >= 0 {
@@ -185,6 +190,21 @@ func group(nodes []PlanNode, level int) []domain {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
+}
+
+// preference is the mean Preference of the nodes the fit claims.
+func preference(nodes []*PlanNode, claims map[string]map[corev1.ResourceName]int64) int64 {
+	var sum, n int64
+	for _, node := range nodes {
+		if _, ok := claims[node.Name]; ok {
+			sum += node.Preference
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / n
 }
 
 // upperBound is how many members could at most fit the domain: per shape, the sum

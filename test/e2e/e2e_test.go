@@ -74,7 +74,7 @@ func TestDemoFlow(t *testing.T) {
 		t.Fatalf("the mix did not settle: %v", settleErr)
 	}
 
-	wantTier := map[string]string{demo.NSML: "gold", demo.NSData: "silver", demo.NSWeb: "bronze", demo.NSResearch: "silver"}
+	wantTier := map[string]string{demo.NSML: "gold", demo.NSData: "silver", demo.NSWeb: "bronze", demo.NSResearch: "silver", demo.NSHPC: "silver"}
 	for _, p := range placements {
 		if p.Tier != wantTier[p.Namespace] {
 			t.Errorf("%s: pods carry tier %q, want %q from namespace %s", p.Name, p.Tier, wantTier[p.Namespace], p.Namespace)
@@ -89,13 +89,17 @@ func TestDemoFlow(t *testing.T) {
 			if p.GangReason == v1alpha1.ReasonInsufficientCapacity && !strings.Contains(p.GangMessage, "fits no node") {
 				t.Errorf("gang %s: the PodGroup's message does not say a member fits no node: %q", p.Gang, p.GangMessage)
 			}
-		case p.SigsGang:
-			// The training-operator's own scheduler-plugins PodGroup, honoured by
-			// KubeNexus: every member bound, the PodGroup seen Running (KubeNexus
-			// keeps its status; the operator deletes it once the job has
-			// finished), and the job run to completion.
-			if p.Bound != p.Size || p.Pods != p.Size || !slices.Contains(p.SigsPhases, "Running") && !slices.Contains(p.SigsPhases, "Finished") {
-				t.Errorf("scheduling.x-k8s.io gang %s: %d/%d bound of %d pods, PodGroup phases %v", p.Gang, p.Bound, p.Size, p.Pods, p.SigsPhases)
+		case p.ForeignGang != "":
+			// The training-operator's own scheduler-plugins or Volcano PodGroup,
+			// honoured by KubeNexus: every member bound, the PodGroup seen Running
+			// (KubeNexus keeps its status; the operator deletes it once the job has
+			// finished), and the job run to completion. A Volcano PodGroup is admitted
+			// (Inqueue) before the operator creates any pod.
+			if p.Bound != p.Size || p.Pods != p.Size || !slices.Contains(p.SigsPhases, "Running") && !slices.Contains(p.SigsPhases, "Finished") && !slices.Contains(p.SigsPhases, "Completed") {
+				t.Errorf("%s gang %s: %d/%d bound of %d pods, PodGroup phases %v", p.ForeignGang, p.Gang, p.Bound, p.Size, p.Pods, p.SigsPhases)
+			}
+			if p.ForeignGang == v1alpha1.VolcanoPodGroupGroup && !slices.Contains(p.SigsPhases, "Inqueue") {
+				t.Errorf("Volcano gang %s: PodGroup phases %v, never Inqueue", p.Gang, p.SigsPhases)
 			}
 			if p.JobState != "Succeeded" {
 				t.Errorf("%s %s/%s is %q, want Succeeded", p.Kind, p.Namespace, p.Name, p.JobState)
@@ -160,7 +164,7 @@ func checkGangMembers(t *testing.T, c *demo.Cluster, placements []demo.Placement
 // guards each instance's namespace: a PyTorchJob without a "pytorch" container is
 // refused.
 func checkTrainingOperatorWebhook(t *testing.T, c *demo.Cluster) {
-	for _, ns := range []string{demo.NSML, demo.NSResearch} {
+	for _, ns := range []string{demo.NSML, demo.NSResearch, demo.NSHPC} {
 		job := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
 			"metadata": map[string]any{"name": "no-pytorch-container", "namespace": ns},

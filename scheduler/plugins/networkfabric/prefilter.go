@@ -18,6 +18,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/topology"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 )
 
 var podGroupResource = fwk.EventResource("podgroups." + v1alpha1.GroupVersion.Version + "." + v1alpha1.GroupVersion.Group)
@@ -77,11 +78,12 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 		}
 	}
 	shapes, reps := shapesOf(members)
+	prefer := pl.gangs.NodePreference(pl.handle.ProfileName())
 	planNodes := make([]placement.PlanNode, 0, len(nodes))
 	for _, ni := range nodes {
-		planNodes = append(planNodes, pl.planNode(ni, reps))
+		planNodes = append(planNodes, pl.planNode(ni, reps, prefer))
 	}
-	plan, short := placement.Compute(planNodes, shapes, policy.Level, !policy.Required)
+	plan, short := computeByPreference(planNodes, shapes, policy)
 	if short != nil && policy.Required {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: gang %s %s (%s)",
 			ErrReasonTopologyUnsatisfiable, key, short.Describe(pl.levels[short.Level].Name, shapes), policy.Source))
@@ -105,8 +107,9 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 }
 
 // planNode is a node as the planner sees it: its domains, its free capacity less
-// what other gangs' plans set aside, and whether each shape may run on it.
-func (pl *Plugin) planNode(ni fwk.NodeInfo, reps []*corev1.Pod) placement.PlanNode {
+// what other gangs' plans set aside, whether each shape may run on it, and how much
+// the gang's tenant prefers it (TenantHardware's rating, when that plugin runs).
+func (pl *Plugin) planNode(ni fwk.NodeInfo, reps []*corev1.Pod, prefer gangview.NodePreferenceFunc) placement.PlanNode {
 	node := ni.Node()
 	n := placement.PlanNode{Name: node.Name, Domains: make([]string, len(pl.levels)), Free: map[corev1.ResourceName]int64{}, Eligible: make([]bool, len(reps))}
 	for i, l := range pl.levels {
@@ -128,6 +131,13 @@ func (pl *Plugin) planNode(ni fwk.NodeInfo, reps []*corev1.Pod) placement.PlanNo
 	}
 	for i, rep := range reps {
 		n.Eligible[i] = eligible(rep, node)
+		if prefer != nil {
+			score, allowed := prefer(rep, node)
+			n.Eligible[i] = n.Eligible[i] && allowed
+			if i == 0 {
+				n.Preference = score
+			}
+		}
 	}
 	return n
 }
@@ -190,4 +200,32 @@ func domainOf(n placement.PlanNode, level int) string {
 		return n.Domains[level]
 	}
 	return "node/" + n.Name
+}
+
+// computeByPreference plans the gang on the nodes its tenant prefers most (the best
+// tier score) first, and on every eligible node only when those cannot hold it: a
+// gold gang goes to premium hardware, as compactly as premium allows, before it is
+// made more compact on hardware its tenant prefers less.
+func computeByPreference(nodes []placement.PlanNode, shapes []placement.Shape, policy topology.Policy) (placement.Plan, *placement.Shortage) {
+	best, mixed := int64(-1), false
+	for _, n := range nodes {
+		if best >= 0 && n.Preference != best {
+			mixed = true
+		}
+		best = max(best, n.Preference)
+	}
+	if mixed {
+		preferred := make([]placement.PlanNode, len(nodes))
+		for i, n := range nodes {
+			preferred[i] = n
+			if n.Preference < best {
+				preferred[i].Eligible = make([]bool, len(shapes)) // none
+			}
+		}
+		plan, short := placement.Compute(preferred, shapes, policy.Level, !policy.Required)
+		if (policy.Required && short == nil) || (!policy.Required && plan.Fits) {
+			return plan, nil
+		}
+	}
+	return placement.Compute(nodes, shapes, policy.Level, !policy.Required)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/podobj"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
@@ -67,7 +68,7 @@ var (
 
 // New builds the plugin. It reads HardwareTiers from the shared KubeNexus cache and
 // rebuilds its snapshot whenever one changes.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider) (*Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, views *gangview.Registry) (*Plugin, error) {
 	args, err := config.DecodeTenantHardwareArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -98,6 +99,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		pl.activateRefused(logger)
 	}
 	refresh()
+	if views != nil {
+		views.SetNodePreference(h.ProfileName(), pl.nodePreference)
+	}
 	if err := c.OnHardwareTierChange(refresh); err != nil {
 		return nil, fmt.Errorf("%s: watching HardwareTiers: %w", Name, err)
 	}
@@ -289,4 +293,26 @@ func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragmen
 		{Key: "v1.Pod.OwnerReferences.Controller()", Value: controller},
 		{Key: "v1.Pod.RequestsDevices()", Value: requestsDevices(pod)},
 	}, nil
+}
+
+// nodePreference rates a node for a pod outside a scheduling cycle (for
+// NetworkFabric's gang plans): whether the pod's tenant may use it and its score. The
+// tenant tier is read from the namespace label; a namespace without one, a verified
+// DaemonSet pod and a cluster without HardwareTiers give every node the same rating.
+func (pl *Plugin) nodePreference(pod *corev1.Pod, node *corev1.Node) (int64, bool) {
+	tiers := pl.tiers.Load()
+	if tiers == nil || len(tiers.tiers) == 0 || pl.exemption.exempt(pod) {
+		return 0, true
+	}
+	ns, err := pl.namespaces.Get(pod.Namespace)
+	if err != nil || ns.Labels[v1alpha1.LabelTenantTier] == "" {
+		return 0, true
+	}
+	tenant := workload.TierOf(workload.Namespace{Labels: ns.Labels}, "")
+	preemptible := pod.Labels[v1alpha1.LabelPreemptible] == "true"
+	t := tiers.of(node.Labels)
+	if t != nil && t.accessFor(tenant, preemptible) == denied {
+		return 0, false
+	}
+	return tiers.score(t, tenant, preemptible, int64(*pl.args.UntieredNodeScore), int64(*pl.args.BorrowedNodeScore)), true
 }

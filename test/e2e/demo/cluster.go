@@ -68,7 +68,7 @@ type Cluster struct {
 	// submitted and placed record, per workload, when it was submitted and when
 	// all its pods were first seen bound (Settle polls every 100 ms).
 	submitted, placed map[string]time.Time
-	// sigsPhases are the phases seen of each SigsGang workload's PodGroup.
+	// sigsPhases are the phases seen of each ForeignGang workload's PodGroup.
 	sigsPhases map[string][]string
 }
 
@@ -172,6 +172,9 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		"--set", "manager.enabled=false",
 		"--set", fmt.Sprintf("webhook.url=https://127.0.0.1:%d", webhookPort),
 		"--set", "webhook.caBundle=" + base64.StdEncoding.EncodeToString(caPEM),
+		// KubeNexus takes the Volcano scheduler's role for the training-operator
+		// instance that runs in Volcano mode.
+		"--set", "config.volcano.enabled=true",
 	}
 	// First the CRDs, RBAC and webhooks; the KubeNexusConfig comes once the
 	// manager that validates it runs.
@@ -179,10 +182,14 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	// The CRDs of the other systems, before the manager and the scheduler start (they
-	// look for scheduler-plugins' PodGroup kind once, at start): scheduler-plugins'
-	// own PodGroup CRD, Kubeflow training-operator's own CRDs, and stand-ins for
+	// look for the other PodGroup kinds once, at start): scheduler-plugins' and
+	// Volcano's own PodGroup CRDs, Kubeflow training-operator's own CRDs, and stand-ins for
 	// the frameworks whose operators do not run here (Spark, Ray, JobSet, LWS).
 	sigsCRD, err := testutil.SchedulerPluginsCRD()
+	if err != nil {
+		return nil, err
+	}
+	volcanoCRD, err := testutil.VolcanoPodGroupCRD()
 	if err != nil {
 		return nil, err
 	}
@@ -190,9 +197,9 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c.logf("installing scheduler-plugins' PodGroup CRD, Kubeflow training-operator v1.8.1's CRDs and stand-in CRDs for Spark, Ray, JobSet and LWS")
+	c.logf("installing scheduler-plugins' and Volcano's PodGroup CRDs, Kubeflow training-operator v1.8.1's CRDs and stand-in CRDs for Spark, Ray, JobSet and LWS")
 	replaced := map[string]bool{}
-	for _, path := range append([]string{sigsCRD}, kubeflowCRDs...) {
+	for _, path := range append([]string{sigsCRD, volcanoCRD}, kubeflowCRDs...) {
 		names, err := c.applyFile(ctx, path, nil)
 		if err != nil {
 			return nil, fmt.Errorf("installing %s: %w", filepath.Base(path), err)

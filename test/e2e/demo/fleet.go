@@ -149,7 +149,7 @@ func (c *Cluster) CreateFleet(ctx context.Context) error {
 			return fmt.Errorf("creating HardwareTier %s: %w", t.name, err)
 		}
 	}
-	for ns, tier := range map[string]string{NSML: "gold", NSData: "silver", NSWeb: "bronze", NSResearch: "silver"} {
+	for ns, tier := range map[string]string{NSML: "gold", NSData: "silver", NSWeb: "bronze", NSResearch: "silver", NSHPC: "silver"} {
 		if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
 			v1alpha1.LabelNamespaceEnabled: "true", v1alpha1.LabelTenantTier: tier,
 		}}}); err != nil {

@@ -29,21 +29,28 @@ import (
 //     and gangs them, sized from the job it reads;
 //   - in NSResearch, --gang-scheduler-name=kubenexus-scheduler: the operator creates a
 //     scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1) per job and labels
-//     its pods scheduling.x-k8s.io/pod-group, as it would for scheduler-plugins.
+//     its pods scheduling.x-k8s.io/pod-group, as it would for scheduler-plugins;
+//   - in NSHPC, --gang-scheduler-name=volcano: the operator creates a Volcano PodGroup
+//     (scheduling.volcano.sh/v1beta1) per job, creates no pod until the PodGroup is
+//     Inqueue, and names the volcano scheduler on its pods; KubeNexus's Volcano
+//     compatibility (spec.volcano.enabled) admits the PodGroup and schedules the pods.
 const (
 	// NSResearch is the team namespace of the training-operator in scheduler-plugins mode.
 	NSResearch = "team-research" // silver
+	// NSHPC is the team namespace of the training-operator in Volcano mode.
+	NSHPC = "team-hpc" // silver
 	// TrainingOperatorNamespace is where the operators keep their webhook Secrets
 	// (the namespace the operator would run in: MY_POD_NAMESPACE, default kubeflow).
 	TrainingOperatorNamespace = "kubeflow"
 )
 
-// trainingOperators are the two instances.
+// trainingOperators are the three instances.
 var trainingOperators = []struct {
 	name, namespace, gangScheduler string
 }{
 	{name: "training-operator", namespace: NSML},
 	{name: "training-operator-scheduler-plugins", namespace: NSResearch, gangScheduler: "kubenexus-scheduler"},
+	{name: "training-operator-volcano", namespace: NSHPC, gangScheduler: "volcano"},
 }
 
 // trainingOperatorSchemes are the job kinds the operators run. v1.8.1 serves a
@@ -115,7 +122,7 @@ func (c *Cluster) startTrainingOperators(ctx context.Context, certDir string, ca
 		mode := "default mode: KubeNexus gangs its pods"
 		if op.gangScheduler != "" {
 			args = append(args, "--gang-scheduler-name="+op.gangScheduler)
-			mode = "--gang-scheduler-name=" + op.gangScheduler + ": scheduling.x-k8s.io PodGroups"
+			mode = "--gang-scheduler-name=" + op.gangScheduler + ": its own PodGroups"
 		}
 		c.logf("starting Kubeflow training-operator v1.8.1 for namespace %s (%s)", op.namespace, mode)
 		env := append(os.Environ(), "TMPDIR="+tmp, "MY_POD_NAMESPACE="+TrainingOperatorNamespace)
@@ -217,9 +224,13 @@ func kubeflowJobState(conditions []any) string {
 	return state
 }
 
-// sigsPodGroupPhase reads a scheduler-plugins PodGroup's phase ("" when absent).
-func (c *Cluster) sigsPodGroupPhase(ctx context.Context, ns, name string) (string, bool, error) {
+// foreignPodGroupPhase reads the phase of another scheduler's PodGroup (group is
+// scheduling.x-k8s.io or scheduling.volcano.sh); found is false when it is absent.
+func (c *Cluster) foreignPodGroupPhase(ctx context.Context, group, ns, name string) (string, bool, error) {
 	u := v1alpha1.NewSigsPodGroup()
+	if group == v1alpha1.VolcanoPodGroupGroup {
+		u = v1alpha1.NewVolcanoPodGroup()
+	}
 	if err := c.Client.Get(ctx, keyOf(ns, name), u); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", false, nil

@@ -42,7 +42,7 @@ type Placement struct {
 	// Succeeded, ...), as the training-operator wrote it.
 	JobState string
 	// SigsPhases are the phases the demo saw its scheduler-plugins PodGroup go
-	// through (SigsGang workloads), and SigsDeleted whether the training-operator
+	// through (ForeignGang workloads), and SigsDeleted whether the training-operator
 	// has deleted it (as it does once the job has finished).
 	SigsPhases  []string
 	SigsDeleted bool
@@ -98,11 +98,11 @@ func (c *Cluster) Settle(ctx context.Context, timeout time.Duration) error {
 			if bound < w.Size {
 				return fmt.Errorf("%s %s: %d/%d pods bound", w.Kind, w.Name, bound, w.Size)
 			}
-			if w.SigsGang {
+			if w.ForeignGang != "" {
 				// Seen Running before the pods finish: the training-operator
 				// deletes the PodGroup once its job has.
 				if phases := c.sigsPhases[w.Name]; len(phases) == 0 || phases[len(phases)-1] != "Running" {
-					return fmt.Errorf("scheduling.x-k8s.io PodGroup %s/%s: phases %v, waiting for Running", w.Namespace, w.Gang, phases)
+					return fmt.Errorf("%s PodGroup %s/%s: phases %v, waiting for Running", w.ForeignGang, w.Namespace, w.Gang, phases)
 				}
 			}
 		}
@@ -154,7 +154,7 @@ func (c *Cluster) Settle(ctx context.Context, timeout time.Duration) error {
 					return fmt.Errorf("%s %s/%s is %q (%v)", w.Kind, w.Namespace, w.Name, state, err)
 				}
 			}
-			if w.Gang == "" || w.SigsGang {
+			if w.Gang == "" || w.ForeignGang != "" {
 				continue
 			}
 			pg := &v1alpha1.PodGroup{}
@@ -184,10 +184,10 @@ func leads(p *corev1.Pod) bool {
 func (c *Cluster) observe(ctx context.Context) {
 	c.notePlaced(ctx)
 	for _, w := range Mix {
-		if !w.SigsGang {
+		if w.ForeignGang == "" {
 			continue
 		}
-		phase, found, err := c.sigsPodGroupPhase(ctx, w.Namespace, w.Gang)
+		phase, found, err := c.foreignPodGroupPhase(ctx, w.ForeignGang, w.Namespace, w.Gang)
 		if err != nil || !found || phase == "" {
 			continue
 		}
@@ -303,9 +303,9 @@ func (c *Cluster) Report(ctx context.Context) ([]Placement, error) {
 		if w.Kubeflow() {
 			pl.JobState, _ = c.kubeflowJobState(ctx, w)
 		}
-		if w.SigsGang {
+		if w.ForeignGang != "" {
 			pl.SigsPhases = c.sigsPhases[w.Name]
-			phase, found, err := c.sigsPodGroupPhase(ctx, w.Namespace, w.Gang)
+			phase, found, err := c.foreignPodGroupPhase(ctx, w.ForeignGang, w.Namespace, w.Gang)
 			if err != nil {
 				return nil, err
 			}
@@ -341,8 +341,8 @@ func Print(w io.Writer, placements []Placement) {
 	for _, p := range placements {
 		state := fmt.Sprintf("%d/%d bound", p.Bound, p.Pods)
 		switch {
-		case p.SigsGang:
-			state += ", scheduling.x-k8s.io PodGroup " + p.Gang + " " + strings.Join(p.SigsPhases, "→")
+		case p.ForeignGang != "":
+			state += ", " + p.ForeignGang + " PodGroup " + p.Gang + " " + strings.Join(p.SigsPhases, "→")
 			if p.SigsDeleted {
 				state += " (deleted by the training-operator)"
 			}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
 // Workload is one entry of the mix, as the report lists it.
@@ -24,11 +26,12 @@ type Workload struct {
 	Selector map[string]string
 	// Gang is the PodGroup its pods form ("" for none).
 	Gang string
-	// SigsGang: Gang is a scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1)
-	// that Kubeflow's training-operator created (--gang-scheduler-name), not a
-	// KubeNexus one. KubeNexus keeps its status; the operator deletes it once the
-	// job has finished.
-	SigsGang bool
+	// ForeignGang is the API group of another scheduler's PodGroup that Kubeflow's
+	// training-operator created as Gang (--gang-scheduler-name): scheduler-plugins'
+	// scheduling.x-k8s.io or Volcano's scheduling.volcano.sh; "" for KubeNexus
+	// gangs. KubeNexus keeps its status; the operator deletes it once the job has
+	// finished.
+	ForeignGang string
 	// Size is how many pods it runs at once.
 	Size int
 	// Finish: the demo completes these pods itself once they all run (kwok
@@ -59,7 +62,10 @@ var Mix = []Workload{
 	{Name: "llm-pretrain", Namespace: NSML, Kind: "PyTorchJob", Selector: kubeflowJob("llm-pretrain"), Gang: "llm-pretrain-pytorch", Size: 17, TooBig: true},
 	// Run by the training-operator with --gang-scheduler-name=kubenexus-scheduler:
 	// its own scheduling.x-k8s.io PodGroup, named after the job.
-	{Name: "bert", Namespace: NSResearch, Kind: "PyTorchJob", Selector: kubeflowJob("bert"), Gang: "bert", SigsGang: true, Size: 2, Finish: true},
+	{Name: "bert", Namespace: NSResearch, Kind: "PyTorchJob", Selector: kubeflowJob("bert"), Gang: "bert", ForeignGang: v1alpha1.SigsPodGroupGroup, Size: 2, Finish: true},
+	// Run by the training-operator with --gang-scheduler-name=volcano: its own Volcano
+	// PodGroup, which KubeNexus admits (Inqueue) and schedules.
+	{Name: "gpt", Namespace: NSHPC, Kind: "PyTorchJob", Selector: kubeflowJob("gpt"), Gang: "gpt", ForeignGang: v1alpha1.VolcanoPodGroupGroup, Size: 2, Finish: true},
 	{Name: "nightly-report", Namespace: NSData, Kind: "Job", Selector: map[string]string{"batch.kubernetes.io/job-name": "nightly-report"}, Size: 3},
 	{Name: "feature-backfill", Namespace: NSData, Kind: "Job", Selector: map[string]string{"batch.kubernetes.io/job-name": "feature-backfill"}, Size: 2},
 }
@@ -146,7 +152,7 @@ func (c *Cluster) Submit(ctx context.Context) error {
 		ns, name string
 		workers  int64
 		gpus     int64
-	}{{NSML, "llm-finetune", 3, 8}, {NSML, "resnet", 1, 4}, {NSML, "llm-pretrain", 16, 8}, {NSResearch, "bert", 1, 4}} {
+	}{{NSML, "llm-finetune", 3, 8}, {NSML, "resnet", 1, 4}, {NSML, "llm-pretrain", 16, 8}, {NSResearch, "bert", 1, 4}, {NSHPC, "gpt", 1, 4}} {
 		c.submitted[job.name] = time.Now()
 		if err := c.createObject(ctx, "kubeflow.org/v1", "PyTorchJob", job.ns, job.name, map[string]any{"pytorchReplicaSpecs": map[string]any{
 			"Master": replicaSpec(1, "pytorch", pytorchImage, res("16", "128Gi", job.gpus), "torchrun", "train.py"),

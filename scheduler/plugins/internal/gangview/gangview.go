@@ -1,6 +1,7 @@
-// Package gangview lets plugins of one profile see the gang members Coscheduling
-// keeps in its index, without a second index: Coscheduling publishes a view of it per
-// scheduler profile, and other plugins (NetworkFabric) read it when they need it.
+// Package gangview lets plugins of one profile see what other plugins know without a
+// second copy: the gang members Coscheduling keeps in its index, and TenantHardware's
+// rating of a node for a pod. Each publishes a view per scheduler profile, and other
+// plugins (NetworkFabric) read it when they need it.
 package gangview
 
 import (
@@ -15,10 +16,32 @@ import (
 // waiting at Permit, not behind a scheduling gate).
 type PendingFunc func(gang.Key) []*corev1.Pod
 
+// NodePreferenceFunc rates a node for a pod as TenantHardware does: allowed is false
+// when the pod's tenant may not use the node; score (0–100) is its preference.
+type NodePreferenceFunc func(pod *corev1.Pod, node *corev1.Node) (score int64, allowed bool)
+
 // Registry holds one view per scheduler profile.
 type Registry struct {
 	mu        sync.RWMutex
 	byProfile map[string]PendingFunc
+	prefs     map[string]NodePreferenceFunc
+}
+
+// SetNodePreference publishes profile's node preference (TenantHardware's).
+func (r *Registry) SetNodePreference(profile string, f NodePreferenceFunc) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.prefs == nil {
+		r.prefs = map[string]NodePreferenceFunc{}
+	}
+	r.prefs[profile] = f
+}
+
+// NodePreference returns profile's node preference, or nil.
+func (r *Registry) NodePreference(profile string) NodePreferenceFunc {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.prefs[profile]
 }
 
 // Set publishes profile's view.
