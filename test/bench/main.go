@@ -477,7 +477,19 @@ profiles:
 	rss := peakRSS(cmd.Process.Pid)
 	attempts := math.NaN()
 	if port != 0 {
-		attempts = scrapeSum(port, "scheduler_schedule_attempts_total") / float64(w.pods)
+		// A scheduler counts a successful attempt when its binding goroutine returns,
+		// which can be after the bench has seen the binding: wait until the counter
+		// covers every pod and stops moving (at most 3 s).
+		prev := math.NaN()
+		for range 30 {
+			n := scrapeSum(port, "scheduler_schedule_attempts_total")
+			if n >= float64(w.pods) && n == prev {
+				break
+			}
+			prev = n
+			time.Sleep(100 * time.Millisecond)
+		}
+		attempts = prev / float64(w.pods)
 	}
 	var ready sample
 	select {
