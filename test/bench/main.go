@@ -75,6 +75,9 @@ type workload struct {
 	name, desc string
 	pods       int
 	gangSize   int // 0: plain pods
+	// requiredRack: each gang's KubeNexus PodGroup requires one rack
+	// (spec.networkTopology); the other arms see no topology.
+	requiredRack bool
 }
 
 // sigsPermitWaitingTimeSeconds matches the KubeNexus arm's default gang timeout
@@ -114,18 +117,19 @@ func allArms(binDir string) []arm {
 
 func workloads(scale float64) map[string]workload {
 	n := func(full, min int) int { return max(min, int(math.Round(float64(full)*scale))) }
-	w1, w2, w4 := n(5000, 2), n(500, 1), n(1000, 2)
+	w1, w2, w4, w5 := n(5000, 2), n(500, 1), n(1000, 2), n(250, 1)
 	return map[string]workload{
 		"W1": {name: "W1", pods: w1, desc: fmt.Sprintf("%d plain pods", w1)},
 		"W2": {name: "W2", pods: w2 * 8, gangSize: 8, desc: fmt.Sprintf("%d gangs of 8", w2)},
 		"W4": {name: "W4", pods: w4, gangSize: w4, desc: fmt.Sprintf("one gang of %d", w4)},
+		"W5": {name: "W5", pods: w5 * 8, gangSize: 8, requiredRack: true, desc: fmt.Sprintf("%d gangs of 8, required: rack (20 racks × 2 zones)", w5)},
 	}
 }
 
 func main() {
 	nodes := flag.Int("nodes", 1000, "simulated nodes")
 	binDir := flag.String("bin", "bin", "directory holding kubenexus-scheduler, k8s/kube-scheduler and k8s/scheduler-plugins")
-	only := flag.String("workloads", "W1,W2,W4", "workloads to run")
+	only := flag.String("workloads", "W1,W2,W4,W5", "workloads to run")
 	armsFlag := flag.String("arms", "stock,kubenexus,scheduler-plugins,null-binder", "arms to run")
 	scale := flag.Float64("scale", 1, "multiply every workload's pod count (W2: its number of gangs; W4: its gang size) by this, for quick runs")
 	flag.StringVar(&cpuProfileDir, "cpuprofile", "", "directory to write an 8s CPU profile of each scheduler run into")
@@ -243,10 +247,12 @@ func run(nodeCount int, binDir string, scale float64, only, armNames []string) e
 	cs := kubernetes.NewForConfigOrDie(cfg)
 
 	fmt.Printf("CPU time from /proc/PID/stat at %d ticks/s; kube-apiserver pid %d, etcd pid %d\n", clockTicks, cp.apiserver, cp.etcd)
-	fmt.Printf("creating %d nodes (32 cpu, 256Gi, 110 pods each)\n", nodeCount)
+	fmt.Printf("creating %d nodes (32 cpu, 256Gi, 110 pods each) in 20 racks × 2 zones\n", nodeCount)
 	if err := parallel(nodeCount, func(i int) error {
+		rack := i % 20
 		n := testutil.MakeNode(fmt.Sprintf("node-%04d", i)).Capacity("cpu", "32", "memory", "256Gi").
-			Label("topology.kubernetes.io/zone", fmt.Sprintf("zone-%d", i%3)).Obj()
+			Label("topology.kubernetes.io/zone", fmt.Sprintf("zone-%d", rack/10)).
+			Label(v1alpha1.LabelRack, fmt.Sprintf("rack-%02d", rack)).Obj()
 		if err := c.Create(ctx, n); err != nil {
 			return err
 		}
@@ -309,7 +315,11 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 			if a.gangs == sigsGangs {
 				return c.Create(ctx, testutil.ForeignPodGroup(v1alpha1.NewSigsPodGroup(), ns.Name, name, map[string]any{"minMember": int64(w.gangSize)}))
 			}
-			return c.Create(ctx, testutil.MakePodGroup(name, ns.Name).MinMember(int32(w.gangSize)).Obj())
+			pg := testutil.MakePodGroup(name, ns.Name).MinMember(int32(w.gangSize))
+			if w.requiredRack {
+				pg = pg.NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack)
+			}
+			return c.Create(ctx, pg.Obj())
 		}); err != nil {
 			return result{}, err
 		}
@@ -343,6 +353,7 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 		first, last sample
 	)
 	bound := map[string]time.Time{}
+	nodeOf := map[string]string{} // pod → node, for the racks a gang spans
 	allBound := make(chan struct{})
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns.Name))
 	inf := factory.Core().V1().Pods().Informer()
@@ -357,6 +368,7 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 		}
 		s := cp.sample(schedPID)
 		bound[p.Name] = s.at
+		nodeOf[p.Name] = p.Spec.NodeName
 		if len(bound) == 1 {
 			first = s
 		}
@@ -533,6 +545,7 @@ profiles:
 		}
 		sort.Slice(spans, func(i, j int) bool { return spans[i] < spans[j] })
 		r.gangSpanP50, r.gangSpanP99 = spans[len(spans)/2], spans[(len(spans)*99)/100]
+		r.multiRackGangs = multiRackGangs(ctx, c, w, nodeOf)
 	}
 	return r, nil
 }
@@ -681,4 +694,27 @@ func fetchProfile(port int, path string) {
 		_ = os.WriteFile(path, b, 0o644)
 		return
 	}
+}
+
+// multiRackGangs counts the gangs whose members ended on more than one rack.
+func multiRackGangs(ctx context.Context, c client.Client, w workload, nodeOf map[string]string) float64 {
+	racks := map[string]string{}
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return math.NaN()
+	}
+	for _, n := range nodes.Items {
+		racks[n.Name] = n.Labels[v1alpha1.LabelRack]
+	}
+	spanning := 0
+	for g := 0; g < w.pods/w.gangSize; g++ {
+		seen := map[string]bool{}
+		for i := g * w.gangSize; i < (g+1)*w.gangSize; i++ {
+			seen[racks[nodeOf[fmt.Sprintf("p%05d", i)]]] = true
+		}
+		if len(seen) > 1 {
+			spanning++
+		}
+	}
+	return float64(spanning)
 }

@@ -28,6 +28,7 @@ type result struct {
 	attemptsPerPod float64 // scheduler_schedule_attempts_total (all results) / pods
 
 	gangSpanP50, gangSpanP99 time.Duration
+	multiRackGangs           float64 // gangs whose members are on more than one rack
 	unreserved               string
 	peakRSSMiB               int
 }
@@ -109,6 +110,7 @@ var metrics = []metric{
 	{label: "peak RSS, MiB", prec: 0, get: func(r result) float64 { return float64(r.peakRSSMiB) }},
 	{label: "gang span p50, ms", prec: 0, gang: true, get: func(r result) float64 { return ms(r.gangSpanP50) }},
 	{label: "gang span p99, ms", prec: 0, gang: true, get: func(r result) float64 { return ms(r.gangSpanP99) }},
+	{label: "gangs on more than one rack", prec: 0, gang: true, get: func(r result) float64 { return r.multiRackGangs }},
 	{label: "Unreserve count", prec: 0, get: func(r result) float64 {
 		v, err := strconv.ParseFloat(strings.Fields(r.unreserved + " x")[0], 64)
 		if err != nil {
@@ -213,5 +215,8 @@ func report(rs []result, wls []workload, arms []arm) {
 	}
 	if k, s := med("W2", "kubenexus"), med("W1", "stock"); k > 0 && s > 0 {
 		fmt.Printf("\nW2 kubenexus gang throughput vs stock W1 plain-pod throughput (medians): %.2f\n", k/s)
+	}
+	if r, g := med("W5", "kubenexus"), med("W2", "kubenexus"); r > 0 && g > 0 {
+		fmt.Printf("W5 (gangs of 8, required: rack) vs W2 (gangs of 8) kubenexus throughput (medians): %.2f\n", r/g)
 	}
 }
