@@ -96,6 +96,20 @@ var _ = Describe("NetworkFabric", func() {
 		}
 	})
 
+	It("spills a preferred gang that no rack holds over the fewest racks", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		// rack-0 has four 8-GPU nodes, rack-1 and rack-2 two each.
+		for r, n := range []int{4, 2, 2} {
+			tc.addLabelledNodes(fmt.Sprintf("r%d", r), n, map[string]string{v1alpha1.LabelRack: fmt.Sprintf("%s-rack-%d", tc.ns, r)},
+				"cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+		}
+		gpuGang(tc, "spill", 6, &v1alpha1.NetworkTopologyPolicy{Mode: v1alpha1.NetworkTopologyPreferred, Level: v1alpha1.NetworkLevelRack})
+		Eventually(tc.boundFn("spill")).WithTimeout(testutil.Timeout).Should(Equal(6))
+		r, _ := domainsOf(tc, "spill")
+		Expect(r).To(HaveLen(2), "6 members: rack-0's 4 nodes and one of the 2-node racks, not all three racks: %v", r)
+		Expect(r).To(HaveKeyWithValue(tc.ns+"-rack-0", 4))
+	})
+
 	It("places a Spark-shaped gang's GPU executors compactly beside its CPU driver", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		racks(tc, 2, 4)
