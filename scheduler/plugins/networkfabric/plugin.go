@@ -50,6 +50,9 @@ type Plugin struct {
 
 	mu    sync.Mutex
 	plans map[gang.Key]*activePlan
+	// relaxed holds the gangs whose preferred plan, enforced as a filter, left a
+	// member without a node: their next plans only score (until planTTL).
+	relaxed map[gang.Key]time.Time
 }
 
 var (
@@ -57,6 +60,7 @@ var (
 	_ fwk.PreScorePlugin    = &Plugin{}
 	_ fwk.ScorePlugin       = &Plugin{}
 	_ fwk.ReservePlugin     = &Plugin{}
+	_ fwk.PostFilterPlugin  = &Plugin{}
 	_ fwk.EnqueueExtensions = &Plugin{}
 	_ fwk.SignPlugin        = &Plugin{}
 )
@@ -76,7 +80,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	for _, l := range args.Levels {
 		levels = append(levels, topology.Level{Name: l.Name, NodeLabel: l.NodeLabel})
 	}
-	return &Plugin{handle: h, levels: levels, pgs: pgs, gangs: gangs, now: time.Now, plans: map[gang.Key]*activePlan{}}, nil
+	return &Plugin{handle: h, levels: levels, pgs: pgs, gangs: gangs, now: time.Now, plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}, nil
 }
 
 // Name returns the plugin's name.
@@ -99,6 +103,8 @@ type activePlan struct {
 type stateData struct {
 	key  gang.Key
 	plan *activePlan
+	// restricted: PreFilter limited the pod to the plan's nodes.
+	restricted bool
 }
 
 func (s *stateData) Clone() fwk.StateData { return s }

@@ -24,9 +24,13 @@ import (
 var podGroupResource = fwk.EventResource("podgroups." + v1alpha1.GroupVersion.Version + "." + v1alpha1.GroupVersion.Group)
 
 // PreFilter finds or makes the plan of the pod's gang. Pods of no gang, and gangs
-// that ask for no co-location, are skipped. A required plan restricts the pod to the
-// plan's domain; a gang that no domain of its required level holds is refused,
-// saying which level, what the gang needs and what the best domain holds.
+// that ask for no co-location, are skipped. The pod is restricted to the plan's
+// domains: for a required plan always (a gang that no domain of its required level
+// holds is refused, saying which level, what the gang needs and what the best domain
+// holds); for a preferred plan until a member finds no node there, after which the
+// gang's plans only score (PostFilter). Scoring alone would not do: kube-scheduler
+// scores a sample of the feasible nodes in large clusters
+// (percentageOfNodesToScore), which need not include the plan's.
 func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	m, ok, err := gang.Of(pod)
 	if err != nil || !ok {
@@ -43,8 +47,9 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	if status != nil {
 		return nil, status
 	}
-	cs.Write(stateKey, &stateData{key: m.Key, plan: ap})
-	if !policy.Required {
+	restrict := policy.Required || !pl.isRelaxed(m.Key)
+	cs.Write(stateKey, &stateData{key: m.Key, plan: ap, restricted: restrict})
+	if !restrict || len(ap.rank) == 0 {
 		return nil, nil
 	}
 	return &fwk.PreFilterResult{NodeNames: sets.KeySet(ap.rank)}, nil
@@ -64,6 +69,11 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	for k, p := range pl.plans {
 		if now.Sub(p.created) > planTTL {
 			delete(pl.plans, k)
+		}
+	}
+	for k, t := range pl.relaxed {
+		if now.Sub(t) > planTTL {
+			delete(pl.relaxed, k)
 		}
 	}
 	if ap := pl.plans[key]; ap != nil && ap.reserved > 0 && ap.policy == policy {
