@@ -93,7 +93,9 @@ type activePlan struct {
 	// outside the plan are absent. For required plans it is the filter set.
 	rank map[string]int
 	// claims are the resources set aside per node for the members not placed yet.
-	claims   map[string]map[corev1.ResourceName]int64
+	claims map[string]map[corev1.ResourceName]int64
+	// fits: every member found a node in the plan's domains.
+	fits     bool
 	need     int
 	reserved int
 	created  time.Time

@@ -47,7 +47,9 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	if status != nil {
 		return nil, status
 	}
-	restrict := policy.Required || !pl.isRelaxed(m.Key)
+	// A preferred plan that does not hold the whole gang (the cluster lacks room, or the
+	// snapshot does not show all nodes yet) only scores: the gang needs other nodes too.
+	restrict := policy.Required || (ap.fits && !pl.isRelaxed(m.Key))
 	cs.Write(stateKey, &stateData{key: m.Key, plan: ap, restricted: restrict})
 	if !restrict || len(ap.rank) == 0 {
 		return nil, nil
@@ -98,7 +100,7 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: gang %s %s (%s)",
 			ErrReasonTopologyUnsatisfiable, key, short.Describe(pl.levels[short.Level].Name, shapes), policy.Source))
 	}
-	ap := &activePlan{policy: policy, rank: map[string]int{}, claims: plan.Claims, created: now}
+	ap := &activePlan{policy: policy, rank: map[string]int{}, claims: plan.Claims, fits: plan.Fits, created: now}
 	for _, s := range shapes {
 		ap.need += s.Count
 	}
