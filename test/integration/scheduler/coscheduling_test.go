@@ -98,13 +98,19 @@ var _ = Describe("Coscheduling", func() {
 	})
 
 	It("lets a higher-priority gang overtake a lower-priority one queued before it", func() {
-		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		profile := schedulertest.CoschedulingProfile(1, 10)
+		tc := newTestCluster(profile)
 		priorityClass("batch-low", 10)
 		priorityClass("batch-high", 1000)
 		tc.gang("low", 4, "2", "batch-low")
 		tc.gang("high", 4, "2", "batch-high")
-		// No nodes yet: both gangs are queued. Capacity for one gang arrives.
+		// No nodes yet: both gangs are queued, low first. Capacity for one gang arrives
+		// while the scheduler restarts, so that it arrives whole: nodes created one by
+		// one would let a gang be tried, and rejected, on the first node alone.
+		Eventually(tc.scheduledMessage("low-0")).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
+		tc.stopScheduler()
 		tc.addNodes("n", 2, "cpu", "4")
+		tc.startScheduler(profile)
 		Eventually(tc.boundFn("high")).WithTimeout(testutil.Timeout).Should(Equal(4))
 		Consistently(tc.boundFn("low")).WithTimeout(3 * time.Second).Should(Equal(0))
 	})
