@@ -22,9 +22,9 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nod
 	if s == nil {
 		return 0, nil
 	}
-	pl.mu.Lock()
+	// rank is written once, before the plan is shared, and only read after: Score
+	// runs for many nodes at once and takes no lock.
 	r, ok := s.plan.rank[nodeInfo.Node().Name]
-	pl.mu.Unlock()
 	if !ok {
 		return 0, nil
 	}
