@@ -43,7 +43,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -51,6 +50,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/adminkube"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
 )
 
@@ -223,21 +223,13 @@ func run(nodeCount int, binDir string, scale float64, only, armNames []string) e
 		return err
 	}
 	cfg.QPS, cfg.Burst = 5000, 5000
-	admin, err := env.AddUser(envtest.User{Name: "bench", Groups: []string{"system:masters"}}, rest.CopyConfig(cfg))
-	if err != nil {
-		return err
-	}
-	kc, err := admin.KubeConfig()
-	if err != nil {
-		return err
-	}
 	dir, err := os.MkdirTemp("", "kubenexus-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	kcPath := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
+	kcPath, err := adminkube.Write(env, cfg, "bench", dir)
+	if err != nil {
 		return err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})

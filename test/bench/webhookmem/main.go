@@ -52,13 +52,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/adminkube"
 	"github.com/kube-nexus/kubenexus/webhooks"
 	"github.com/kube-nexus/kubenexus/webhooks/pod"
 )
@@ -120,21 +120,13 @@ func run(binDir string, concurrency int, inflight int64, timeout time.Duration, 
 		return err
 	}
 	defer func() { _ = env.Stop() }()
-	admin, err := env.AddUser(envtest.User{Name: "bench", Groups: []string{"system:masters"}}, rest.CopyConfig(cfg))
-	if err != nil {
-		return err
-	}
-	kc, err := admin.KubeConfig()
-	if err != nil {
-		return err
-	}
 	dir, err := os.MkdirTemp("", "kubenexus-webhookmem-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	kcPath := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
+	kcPath, err := adminkube.Write(env, cfg, "bench", dir)
+	if err != nil {
 		return err
 	}
 	certDir := filepath.Join(dir, "certs")
