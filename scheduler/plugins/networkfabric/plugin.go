@@ -92,6 +92,9 @@ type activePlan struct {
 	// rank orders nodes for scoring: 0 for the best domain, 1 the next, ...; nodes
 	// outside the plan are absent. For required plans it is the filter set.
 	rank map[string]int
+	// claimed are the nodes the plan assigned members to when it was made (its
+	// claims shrink as members are placed; this set does not).
+	claimed map[string]bool
 	// claims are the resources set aside per node for the members not placed yet.
 	claims map[string]map[corev1.ResourceName]int64
 	// fits: every member found a node in the plan's domains.

@@ -100,7 +100,10 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: gang %s %s (%s)",
 			ErrReasonTopologyUnsatisfiable, key, short.Describe(pl.levels[short.Level].Name, shapes), policy.Source))
 	}
-	ap := &activePlan{policy: policy, rank: map[string]int{}, claims: plan.Claims, fits: plan.Fits, created: now}
+	ap := &activePlan{policy: policy, rank: map[string]int{}, claimed: map[string]bool{}, claims: plan.Claims, fits: plan.Fits, created: now}
+	for n := range plan.Claims {
+		ap.claimed[n] = true
+	}
 	for _, s := range shapes {
 		ap.need += s.Count
 	}

@@ -15,8 +15,10 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, 
 	return nil
 }
 
-// Score favours the plan's domains: 100 for a node of the best domain, 10 less for
-// each domain after it (at least 10), 0 outside the plan.
+// Score favours the nodes the plan assigned members to (100): they are where the
+// whole gang fits, on the hardware its tenant prefers most. Other nodes of the
+// plan's domains score 50, 10 less for each domain after the first (at least 10);
+// nodes outside the plan 0.
 func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	s := readState(cs)
 	if s == nil {
@@ -24,11 +26,15 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nod
 	}
 	// rank is written once, before the plan is shared, and only read after: Score
 	// runs for many nodes at once and takes no lock.
-	r, ok := s.plan.rank[nodeInfo.Node().Name]
+	name := nodeInfo.Node().Name
+	if s.plan.claimed[name] {
+		return 100, nil
+	}
+	r, ok := s.plan.rank[name]
 	if !ok {
 		return 0, nil
 	}
-	return max(100-10*int64(r), 10), nil
+	return max(50-10*int64(r), 10), nil
 }
 
 // ScoreExtensions is nil: scores are already on the 0–100 scale.
