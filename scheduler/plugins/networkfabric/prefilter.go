@@ -104,6 +104,11 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	for n := range plan.Claims {
 		ap.claimed[n] = true
 	}
+	if !plan.Fits {
+		// A gang that does not fit sets nothing aside: it cannot run on what it would
+		// claim, and other gangs' plans must not be kept off that capacity.
+		ap.claims = map[string]map[corev1.ResourceName]int64{}
+	}
 	for _, s := range shapes {
 		ap.need += s.Count
 	}
