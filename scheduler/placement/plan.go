@@ -40,8 +40,9 @@ type Plan struct {
 	// Domains are the chosen domains, most preferred first. One when a single
 	// domain holds the whole gang.
 	Domains []string
-	// Fits is true when every member found a node.
-	Fits bool
+	// Fits is true when every member found a node; Placed counts those that did.
+	Fits   bool
+	Placed int
 	// Claims are the resources the plan sets aside per node for the members not
 	// placed yet, in milli-units.
 	Claims map[string]map[corev1.ResourceName]int64
@@ -100,7 +101,7 @@ func Compute(nodes []PlanNode, shapes []Shape, maxLevel int, spill bool) (Plan, 
 			}
 		}
 		if best >= 0 {
-			return Plan{Level: level, Domains: []string{bestName}, Fits: true, Claims: bestClaims}, nil
+			return Plan{Level: level, Domains: []string{bestName}, Fits: true, Placed: need, Claims: bestClaims}, nil
 		}
 		short = shortage
 	}
@@ -135,16 +136,18 @@ func Compute(nodes []PlanNode, shapes []Shape, maxLevel int, spill bool) (Plan, 
 			plan.Domains = append(plan.Domains, s.d.name)
 		}
 	}
-	plan.Fits = countOf(remaining) == 0
+	plan.Placed = need - countOf(remaining)
+	plan.Fits = plan.Placed == need
 	return plan, short
 }
 
 // Describe says what a shortage means to a user, with the level's name.
 func (s *Shortage) Describe(levelName string, shapes []Shape) string {
-	return fmt.Sprintf("needs %d members (%s) in one %s; the largest %s fits %d", s.Need, describeShapes(shapes), levelName, levelName, s.BestFits)
+	return fmt.Sprintf("needs %d members (%s) in one %s; the largest %s fits %d", s.Need, DescribeShapes(shapes), levelName, levelName, s.BestFits)
 }
 
-func describeShapes(shapes []Shape) string {
+// DescribeShapes says what a gang's members ask for, e.g. "16 × 8 nvidia.com/gpu".
+func DescribeShapes(shapes []Shape) string {
 	var parts []string
 	for _, s := range shapes {
 		var req []string

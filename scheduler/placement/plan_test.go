@@ -45,18 +45,18 @@ func TestCompute(t *testing.T) {
 	}{
 		"a gang of two 8-GPU members fits one ToR": {
 			nodes: fleet(2, 4, nil), shapes: []Shape{gpuMembers(2, 8)}, maxLevel: rack,
-			want: Plan{Level: tor, Domains: []string{"r0-tor0"}, Fits: true}, claimsOn: []string{"r0-n0", "r0-n1"},
+			want: Plan{Level: tor, Domains: []string{"r0-tor0"}, Fits: true, Placed: 2}, claimsOn: []string{"r0-n0", "r0-n1"},
 		},
 		"four 8-GPU members need a rack; the rack with a busy node does not hold them": {
 			nodes: fleet(2, 4, map[string]int64{"r0-n2": 1}), shapes: []Shape{gpuMembers(4, 8)}, maxLevel: zone,
-			want: Plan{Level: rack, Domains: []string{"rack-1"}, Fits: true}, claimsOn: []string{"r1-n0", "r1-n1", "r1-n2", "r1-n3"},
+			want: Plan{Level: rack, Domains: []string{"rack-1"}, Fits: true, Placed: 4}, claimsOn: []string{"r1-n0", "r1-n1", "r1-n2", "r1-n3"},
 		},
 		"best fit: the rack left with the fewest free GPUs": {
 			// rack-0's second ToR has 4 + 4 free GPUs: 4 × 2-GPU members fill it exactly,
 			// where an empty ToR of rack-1 would be left with 8 free.
 			nodes:  fleet(2, 4, map[string]int64{"r0-n0": 7, "r0-n1": 7, "r0-n2": 4, "r0-n3": 4}),
 			shapes: []Shape{gpuMembers(4, 2)}, maxLevel: zone,
-			want: Plan{Level: tor, Domains: []string{"r0-tor1"}, Fits: true}, claimsOn: []string{"r0-n2", "r0-n3"},
+			want: Plan{Level: tor, Domains: []string{"r0-tor1"}, Fits: true, Placed: 4}, claimsOn: []string{"r0-n2", "r0-n3"},
 		},
 		"required rack with no rack big enough: the shortage names the best rack": {
 			nodes: fleet(2, 4, nil), shapes: []Shape{gpuMembers(6, 8)}, maxLevel: rack,
@@ -64,7 +64,7 @@ func TestCompute(t *testing.T) {
 		},
 		"preferred: spills over the fewest racks, largest first": {
 			nodes: fleet(3, 4, map[string]int64{"r0-n0": 8, "r0-n1": 8, "r0-n2": 8}), shapes: []Shape{gpuMembers(7, 8)}, maxLevel: rack, spill: true,
-			want:  Plan{Level: rack, Domains: []string{"rack-1", "rack-2"}, Fits: true},
+			want:  Plan{Level: rack, Domains: []string{"rack-1", "rack-2"}, Fits: true, Placed: 7},
 			short: &Shortage{Level: rack, Need: 7, BestFits: 4, BestDomain: "rack-1"},
 		},
 		"a driver and GPU executors: executors packed, the driver beside them": {
@@ -74,7 +74,7 @@ func TestCompute(t *testing.T) {
 				gpuMembers(2, 8),
 			},
 			maxLevel: zone,
-			want:     Plan{Level: tor, Domains: []string{"r0-tor0"}, Fits: true}, claimsOn: []string{"r0-n0", "r0-n1"},
+			want:     Plan{Level: tor, Domains: []string{"r0-tor0"}, Fits: true, Placed: 3}, claimsOn: []string{"r0-n0", "r0-n1"},
 		},
 	}
 	for name, tc := range tests {

@@ -37,6 +37,10 @@ const stateKey fwk.StateKey = "PreFilter" + Name
 // TopologyUnsatisfiable condition reason.
 const ErrReasonTopologyUnsatisfiable = v1alpha1.ReasonTopologyUnsatisfiable
 
+// ErrReasonInsufficientCapacity prefixes the refusal of a gang that does not fit the
+// cluster at all.
+const ErrReasonInsufficientCapacity = v1alpha1.ReasonInsufficientCapacity
+
 // planTTL bounds how long a plan whose gang never completes keeps its claims.
 const planTTL = 10 * time.Minute
 

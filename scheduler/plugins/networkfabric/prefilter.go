@@ -93,9 +93,20 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	prefer := pl.gangs.NodePreference(pl.handle.ProfileName())
 	planNodes := make([]placement.PlanNode, 0, len(nodes))
 	for _, ni := range nodes {
-		planNodes = append(planNodes, pl.planNode(ni, reps, prefer))
+		planNodes = append(planNodes, pl.planNode(ni, reps, prefer, true))
 	}
 	plan, short := computeByPreference(planNodes, shapes, policy)
+	if !policy.Required && !plan.Fits && !pl.fitsWithoutClaims(nodes, reps, shapes) {
+		// The gang fits nowhere even on capacity other plans set aside: members that
+		// went on would only hold nodes at Permit, away from gangs that can run, until
+		// the gang times out. Refused here; node and pod-deletion events retry it.
+		need := 0
+		for _, s := range shapes {
+			need += s.Count
+		}
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: gang %s: %d of its %d pending members (%s) fit the nodes that may take them; the rest fits no node",
+			ErrReasonInsufficientCapacity, key, plan.Placed, need, placement.DescribeShapes(shapes)))
+	}
 	if short != nil && policy.Required {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: gang %s %s (%s)",
 			ErrReasonTopologyUnsatisfiable, key, short.Describe(pl.levels[short.Level].Name, shapes), policy.Source))
@@ -129,7 +140,7 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 // planNode is a node as the planner sees it: its domains, its free capacity less
 // what other gangs' plans set aside, whether each shape may run on it, and how much
 // the gang's tenant prefers it (TenantHardware's rating, when that plugin runs).
-func (pl *Plugin) planNode(ni fwk.NodeInfo, reps []*corev1.Pod, prefer gangview.NodePreferenceFunc) placement.PlanNode {
+func (pl *Plugin) planNode(ni fwk.NodeInfo, reps []*corev1.Pod, prefer gangview.NodePreferenceFunc, lessClaims bool) placement.PlanNode {
 	node := ni.Node()
 	n := placement.PlanNode{Name: node.Name, Domains: make([]string, len(pl.levels)), Free: map[corev1.ResourceName]int64{}, Eligible: make([]bool, len(reps))}
 	for i, l := range pl.levels {
@@ -140,11 +151,15 @@ func (pl *Plugin) planNode(ni fwk.NodeInfo, reps []*corev1.Pod, prefer gangview.
 	alloc, req := ni.GetAllocatable(), ni.GetRequested()
 	n.Free[corev1.ResourceCPU] = alloc.GetMilliCPU() - req.GetMilliCPU()
 	n.Free[corev1.ResourceMemory] = (alloc.GetMemory() - req.GetMemory()) * 1000
+	n.Free[corev1.ResourceEphemeralStorage] = (alloc.GetEphemeralStorage() - req.GetEphemeralStorage()) * 1000
 	n.Free[corev1.ResourcePods] = int64(alloc.GetAllowedPodNumber()-len(ni.GetPods())) * 1000
 	for name, v := range alloc.GetScalarResources() {
 		n.Free[name] = (v - req.GetScalarResources()[name]) * 1000
 	}
 	for _, other := range pl.plans {
+		if !lessClaims {
+			break
+		}
 		for name, v := range other.claims[node.Name] {
 			n.Free[name] -= v
 		}
@@ -248,4 +263,16 @@ func computeByPreference(nodes []placement.PlanNode, shapes []placement.Shape, p
 		}
 	}
 	return placement.Compute(nodes, shapes, policy.Level, !policy.Required)
+}
+
+// fitsWithoutClaims reports whether the gang fits the cluster's free capacity when
+// other gangs' plans set nothing aside (callers hold pl.mu).
+func (pl *Plugin) fitsWithoutClaims(nodes []fwk.NodeInfo, reps []*corev1.Pod, shapes []placement.Shape) bool {
+	prefer := pl.gangs.NodePreference(pl.handle.ProfileName())
+	planNodes := make([]placement.PlanNode, 0, len(nodes))
+	for _, ni := range nodes {
+		planNodes = append(planNodes, pl.planNode(ni, reps, prefer, false))
+	}
+	plan, _ := placement.Compute(planNodes, shapes, len(pl.levels)-1, true)
+	return plan.Fits
 }
