@@ -13,6 +13,10 @@ import (
 type Shape struct {
 	Requests map[corev1.ResourceName]int64
 	Count    int
+	// MaxPerNode bounds the members of this shape one node takes (0: no bound),
+	// e.g. 1 for members that keep one another off their node (required pod
+	// anti-affinity on the hostname) or that ask for a host port.
+	MaxPerNode int
 }
 
 // PlanNode is a node as the gang planner sees it.
@@ -30,6 +34,9 @@ type PlanNode struct {
 	// Preference is how much the gang's tenant prefers the node (its tier score);
 	// domains whose claimed nodes it prefers more win over a tighter fit.
 	Preference int64
+	// Anchor marks a node where a member of the gang is already placed: the gang's
+	// plan must keep to the domains of its anchors.
+	Anchor bool
 }
 
 // Plan is where a gang goes: the topology level and, in order of preference, the
@@ -55,6 +62,10 @@ type Shortage struct {
 	// BestDomain which it is.
 	Need, BestFits int
 	BestDomain     string
+	// Anchored names the domain the gang's placed members run in, when the plan was
+	// held to it; Spread says they run in more than one domain of the level.
+	Anchored string
+	Spread   bool
 }
 
 // Compute plans a gang over nodes. It looks for the lowest level, up to maxLevel,
@@ -63,7 +74,9 @@ type Shortage struct {
 // best fit: the one left with the least free capacity of the gang's dominant resource
 // (ties by domain name). When none does and spill is set, it takes domains of
 // maxLevel, largest first, until the gang fits (Plan.Fits false if even that does
-// not suffice); without spill it returns the shortage at maxLevel. Cost:
+// not suffice); without spill it returns the shortage at maxLevel. When some nodes
+// are anchors (members already placed there), only the domains holding every
+// anchor count, and a spill starts from the anchors' domains. Cost:
 // O(levels × nodes × shapes × resources).
 func Compute(nodes []PlanNode, shapes []Shape, maxLevel int, spill bool) (Plan, *Shortage) {
 	need := 0
@@ -73,13 +86,24 @@ func Compute(nodes []PlanNode, shapes []Shape, maxLevel int, spill bool) (Plan, 
 	dominant := dominantResource(shapes)
 	var short *Shortage
 	for level := 0; level <= maxLevel; level++ {
-		domains := group(nodes, level)
+		domains, anchored := group(nodes, level), anchorDomains(nodes, level)
+		if len(anchored) > 1 {
+			// The members already placed span several domains: none holds the gang.
+			short = &Shortage{Level: level, Need: need, Spread: true}
+			continue
+		}
 		best := -1
 		var bestLeft, bestPref int64
 		var bestClaims map[string]map[corev1.ResourceName]int64
 		var bestName string
 		shortage := &Shortage{Level: level, Need: need}
+		for name := range anchored {
+			shortage.Anchored = name
+		}
 		for _, d := range domains {
+			if len(anchored) == 1 && !anchored[d.name] {
+				continue
+			}
 			// Most domains (single nodes at the low levels) cannot hold the gang: a
 			// bound computed without allocating rules them out before a real fit.
 			if bound := upperBound(d.nodes, shapes); bound < need {
@@ -119,7 +143,11 @@ func Compute(nodes []PlanNode, shapes []Shape, maxLevel int, spill bool) (Plan, 
 		placed, _, _ := fit(d.nodes, shapes, dominant)
 		sizes = append(sizes, sized{d, placed})
 	}
+	anchored := anchorDomains(nodes, maxLevel)
 	sort.SliceStable(sizes, func(i, j int) bool {
+		if ai, aj := anchored[sizes[i].d.name], anchored[sizes[j].d.name]; ai != aj {
+			return ai
+		}
 		if sizes[i].placed != sizes[j].placed {
 			return sizes[i].placed > sizes[j].placed
 		}
@@ -128,8 +156,11 @@ func Compute(nodes []PlanNode, shapes []Shape, maxLevel int, spill bool) (Plan, 
 	plan := Plan{Level: maxLevel, Claims: map[string]map[corev1.ResourceName]int64{}}
 	remaining := cloneShapes(shapes)
 	for _, s := range sizes {
-		if countOf(remaining) == 0 || s.placed == 0 {
+		if countOf(remaining) == 0 {
 			break
+		}
+		if s.placed == 0 {
+			continue
 		}
 		placedBy := fitInto(s.d.nodes, remaining, plan.Claims)
 		if placedBy > 0 {
@@ -143,6 +174,12 @@ func Compute(nodes []PlanNode, shapes []Shape, maxLevel int, spill bool) (Plan, 
 
 // Describe says what a shortage means to a user, with the level's name.
 func (s *Shortage) Describe(levelName string, shapes []Shape) string {
+	switch {
+	case s.Spread:
+		return fmt.Sprintf("needs %d more members (%s) in one %s, but its placed members already run in more than one %s", s.Need, DescribeShapes(shapes), levelName, levelName)
+	case s.Anchored != "":
+		return fmt.Sprintf("needs %d more members (%s) in %s, where its placed members run; it fits %d", s.Need, DescribeShapes(shapes), s.Anchored, s.BestFits)
+	}
 	return fmt.Sprintf("needs %d members (%s) in one %s; the largest %s fits %d", s.Need, DescribeShapes(shapes), levelName, levelName, s.BestFits)
 }
 
@@ -179,10 +216,7 @@ func group(nodes []PlanNode, level int) []domain {
 	var out []domain
 	for i := range nodes {
 		n := &nodes[i]
-		key := "node/" + n.Name
-		if level < len(n.Domains) && n.Domains[level] != "" {
-			key = n.Domains[level]
-		}
+		key := n.Domain(level)
 		j, ok := idx[key]
 		if !ok {
 			j = len(out)
@@ -193,6 +227,30 @@ func group(nodes []PlanNode, level int) []domain {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
+}
+
+// anchorDomains returns the domains of level that hold an anchor node.
+func anchorDomains(nodes []PlanNode, level int) map[string]bool {
+	var out map[string]bool
+	for i := range nodes {
+		if !nodes[i].Anchor {
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[nodes[i].Domain(level)] = true
+	}
+	return out
+}
+
+// Domain is the node's domain at level: its label value there, or the node itself
+// when it has none.
+func (n *PlanNode) Domain(level int) string {
+	if level < len(n.Domains) && n.Domains[level] != "" {
+		return n.Domains[level]
+	}
+	return "node/" + n.Name
 }
 
 // preference is the mean Preference of the nodes the fit claims.
@@ -221,7 +279,7 @@ func upperBound(nodes []*PlanNode, shapes []Shape) int {
 			if si < len(node.Eligible) && !node.Eligible[si] {
 				continue
 			}
-			n += capacity(node, nil, s.Requests, s.Count-n)
+			n += capacity(node, nil, s.Requests, perNode(s, s.Count-n))
 			if n >= s.Count {
 				break
 			}
@@ -270,7 +328,7 @@ func fitInto(nodes []*PlanNode, remaining []Shape, claims map[string]map[corev1.
 			if si < len(n.Eligible) && !n.Eligible[si] {
 				continue
 			}
-			if c := capacity(n, claims[n.Name], s.Requests, s.Count); c > 0 {
+			if c := capacity(n, claims[n.Name], s.Requests, perNode(*s, s.Count)); c > 0 {
 				rooms = append(rooms, room{n, c})
 			}
 		}
@@ -312,6 +370,14 @@ func capacity(n *PlanNode, claimed map[corev1.ResourceName]int64, req map[corev1
 		}
 	}
 	return c
+}
+
+// perNode bounds limit by the shape's MaxPerNode.
+func perNode(s Shape, limit int) int {
+	if s.MaxPerNode > 0 && s.MaxPerNode < limit {
+		return s.MaxPerNode
+	}
+	return limit
 }
 
 // dominantResource is the resource the gang's placement is judged by: GPUs (any

@@ -76,6 +76,31 @@ func TestCompute(t *testing.T) {
 			maxLevel: zone,
 			want:     Plan{Level: tor, Domains: []string{"r0-tor0"}, Fits: true, Placed: 3}, claimsOn: []string{"r0-n0", "r0-n1"},
 		},
+		"members that keep off each other's node take one node each": {
+			// 4 × 2-GPU members with hostname anti-affinity: without the bound they
+			// would share one node of a ToR; with it they need a rack's four nodes.
+			nodes: fleet(2, 4, nil), shapes: []Shape{func() Shape { s := gpuMembers(4, 2); s.MaxPerNode = 1; return s }()}, maxLevel: zone,
+			want: Plan{Level: rack, Domains: []string{"rack-0"}, Fits: true, Placed: 4}, claimsOn: []string{"r0-n0", "r0-n1", "r0-n2", "r0-n3"},
+		},
+		"placed members anchor the plan to their rack, though another rack fits better": {
+			// Two members already run on r1-n0 and r1-n1 (rack-1 is busier); the
+			// remaining two join them in rack-1's other ToR rather than rack-0.
+			nodes: anchored(fleet(2, 4, map[string]int64{"r1-n0": 8, "r1-n1": 8}), "r1-n0", "r1-n1"), shapes: []Shape{gpuMembers(2, 8)}, maxLevel: rack,
+			want: Plan{Level: rack, Domains: []string{"rack-1"}, Fits: true, Placed: 2}, claimsOn: []string{"r1-n2", "r1-n3"},
+		},
+		"an anchored rack without room: the shortage names it": {
+			nodes: anchored(fleet(2, 4, map[string]int64{"r1-n0": 8, "r1-n1": 8, "r1-n2": 8, "r1-n3": 4}), "r1-n0"), shapes: []Shape{gpuMembers(2, 8)}, maxLevel: rack,
+			short: &Shortage{Level: rack, Need: 2, BestFits: 0, BestDomain: "", Anchored: "rack-1"},
+		},
+		"members placed in two racks: no single rack holds the gang": {
+			nodes: anchored(fleet(2, 4, nil), "r0-n0", "r1-n0"), shapes: []Shape{gpuMembers(1, 8)}, maxLevel: rack,
+			short: &Shortage{Level: rack, Need: 1, Spread: true},
+		},
+		"preferred with anchors: the spill starts in the anchors' rack": {
+			nodes: anchored(fleet(3, 2, map[string]int64{"r2-n0": 8}), "r2-n0"), shapes: []Shape{gpuMembers(3, 8)}, maxLevel: rack, spill: true,
+			want:  Plan{Level: rack, Domains: []string{"rack-2", "rack-0"}, Fits: true, Placed: 3},
+			short: &Shortage{Level: rack, Need: 3, BestFits: 1, BestDomain: "rack-2", Anchored: "rack-2"},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -101,6 +126,18 @@ func TestCompute(t *testing.T) {
 	}
 }
 
+// anchored marks the named nodes as holding placed members of the gang.
+func anchored(nodes []PlanNode, names ...string) []PlanNode {
+	for i := range nodes {
+		for _, n := range names {
+			if nodes[i].Name == n {
+				nodes[i].Anchor = true
+			}
+		}
+	}
+	return nodes
+}
+
 func TestIneligibleNodesAreNotPlanned(t *testing.T) {
 	nodes := fleet(1, 4, nil)
 	for i := range nodes {
@@ -115,6 +152,10 @@ func TestIneligibleNodesAreNotPlanned(t *testing.T) {
 func TestDescribeShortage(t *testing.T) {
 	s := &Shortage{Level: 1, Need: 16, BestFits: 12}
 	if got, want := s.Describe("rack", []Shape{gpuMembers(16, 8)}), "needs 16 members (16 × 8 nvidia.com/gpu) in one rack; the largest rack fits 12"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	s = &Shortage{Level: 1, Need: 2, BestFits: 1, Anchored: "rack/r7"}
+	if got, want := s.Describe("rack", []Shape{gpuMembers(2, 8)}), "needs 2 more members (2 × 8 nvidia.com/gpu) in rack/r7, where its placed members run; it fits 1"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }

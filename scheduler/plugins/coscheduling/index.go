@@ -39,6 +39,9 @@ type gangEntry struct {
 	// allowed are members released by Permit once the quorum was reached, until
 	// their binding shows up as assigned.
 	allowed sets.Set[types.UID]
+	// reservedOn records the node each member was reserved on (Reserve), for the
+	// members assumed or allowed before their binding shows.
+	reservedOn map[types.UID]string
 
 	// backoffUntil is when a rejected gang may be tried again, and lastRejection
 	// why it was rejected (members in backoff report it).
@@ -77,6 +80,23 @@ func (e *gangEntry) placed() int {
 }
 
 // pending returns the members that still need a scheduling attempt.
+// placedNodes returns the nodes of the members bound, waiting at Permit or
+// permitted (a node once per member).
+func (e *gangEntry) placedNodes() []string {
+	var out []string
+	for uid, p := range e.members {
+		if e.assigned.Has(uid) && p.Spec.NodeName != "" {
+			out = append(out, p.Spec.NodeName)
+		}
+	}
+	for uid, n := range e.reservedOn {
+		if !e.assigned.Has(uid) && (e.assumed.Has(uid) || e.allowed.Has(uid)) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 func (e *gangEntry) pending() map[string]*corev1.Pod {
 	out := map[string]*corev1.Pod{}
 	for uid, p := range e.members {
@@ -193,6 +213,7 @@ func (x *podIndex) removeLocked(uid types.UID) {
 	e.assigned.Delete(uid)
 	e.assumed.Delete(uid)
 	e.allowed.Delete(uid)
+	delete(e.reservedOn, uid)
 	if len(e.members) == 0 && len(e.assumed) == 0 && len(e.allowed) == 0 {
 		delete(x.gangs, key)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -14,7 +15,7 @@ import (
 )
 
 // Reserve records the member as reserved for its gang.
-func (pl *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+func (pl *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
 	s := gangState(cs)
 	if s == nil {
 		return nil
@@ -27,6 +28,10 @@ func (pl *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod,
 		pl.index.gangs[s.key] = e
 	}
 	e.assumed.Insert(pod.UID)
+	if e.reservedOn == nil {
+		e.reservedOn = map[types.UID]string{}
+	}
+	e.reservedOn[pod.UID] = nodeName
 	return nil
 }
 

@@ -77,6 +77,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	pl.index.onChange = pl.activateIfQuorum
 	if gangs != nil {
 		gangs.Set(h.ProfileName(), pl.pendingMembers)
+		gangs.SetPlaced(h.ProfileName(), pl.placedNodes)
 	}
 	priorityClasses := h.SharedInformerFactory().Scheduling().V1().PriorityClasses()
 	pl.index.priority = gangPriority{
@@ -207,6 +208,17 @@ func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragmen
 		return nil, nil
 	}
 	return []fwk.SignFragment{{Key: "kubenexus.io/gang", Value: m.Key.String()}}, nil
+}
+
+// placedNodes returns the nodes the gang's members are bound to, reserved on or
+// permitted on (gangview.PlacedFunc).
+func (pl *Plugin) placedNodes(key gang.Key) []string {
+	pl.index.mu.RLock()
+	defer pl.index.mu.RUnlock()
+	if e := pl.index.get(key); e != nil {
+		return e.placedNodes()
+	}
+	return nil
 }
 
 // pendingMembers returns the gang's members that still need a node, for other

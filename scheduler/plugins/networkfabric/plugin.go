@@ -5,7 +5,11 @@
 // first. Members are then filtered to that domain (required policies) or scored
 // toward it (preferred). The plan sets the capacity it counted aside, so two gangs
 // planned at the same time do not count the same free capacity; it is dropped when
-// the gang is rejected or when all its members are placed.
+// the gang is rejected or when all its members are placed. A gang with members
+// already placed (a half-placed gang whose plan lost its nodes, members that
+// arrive after the quorum) is planned again around them: the rest must join their
+// domain. Members that keep one another off a node (required hostname
+// anti-affinity, host ports) are planned one per node.
 package networkfabric
 
 import (

@@ -13,6 +13,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/topology"
@@ -78,7 +79,7 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 			delete(pl.relaxed, k)
 		}
 	}
-	if ap := pl.plans[key]; ap != nil && ap.reserved > 0 && ap.policy == policy {
+	if ap := pl.plans[key]; ap != nil && ap.reserved > 0 && ap.policy == policy && pl.stillHolds(ap) {
 		return ap, nil
 	}
 	delete(pl.plans, key)
@@ -89,14 +90,20 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 			members = pending
 		}
 	}
-	shapes, reps := shapesOf(members)
+	// Members already placed (by an earlier plan, or before the rest of the gang
+	// arrived) anchor the plan: the rest must join their domain.
+	var anchors sets.Set[string]
+	if placed := pl.gangs.Placed(pl.handle.ProfileName()); placed != nil {
+		anchors = sets.New(placed(key)...)
+	}
+	shapes, roles := shapesOf(members)
 	prefer := pl.gangs.NodePreference(pl.handle.ProfileName())
 	planNodes := make([]placement.PlanNode, 0, len(nodes))
 	for _, ni := range nodes {
-		planNodes = append(planNodes, pl.planNode(ni, reps, prefer, true))
+		planNodes = append(planNodes, pl.planNode(ni, roles, prefer, anchors, true))
 	}
 	plan, short := computeByPreference(planNodes, shapes, policy)
-	if !policy.Required && !plan.Fits && !pl.fitsWithoutClaims(nodes, reps, shapes) {
+	if !policy.Required && !plan.Fits && !pl.fitsWithoutClaims(nodes, roles, shapes, anchors) {
 		// The gang fits nowhere even on capacity other plans set aside: members that
 		// went on would only hold nodes at Permit, away from gangs that can run, until
 		// the gang times out. Refused here; node and pod-deletion events retry it.
@@ -128,7 +135,7 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 		ranks[d] = i
 	}
 	for _, n := range planNodes {
-		if r, ok := ranks[domainOf(n, plan.Level)]; ok {
+		if r, ok := ranks[n.Domain(plan.Level)]; ok {
 			ap.rank[n.Name] = r
 		}
 	}
@@ -138,23 +145,16 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 }
 
 // planNode is a node as the planner sees it: its domains, its free capacity less
-// what other gangs' plans set aside, whether each shape may run on it, and how much
-// the gang's tenant prefers it (TenantHardware's rating, when that plugin runs).
-func (pl *Plugin) planNode(ni fwk.NodeInfo, reps []*corev1.Pod, prefer gangview.NodePreferenceFunc, lessClaims bool) placement.PlanNode {
+// what other gangs' plans set aside, whether each role may run on it, how much the
+// gang's tenant prefers it (TenantHardware's rating, when that plugin runs), and
+// whether a member of the gang is placed there already.
+func (pl *Plugin) planNode(ni fwk.NodeInfo, roles []role, prefer gangview.NodePreferenceFunc, anchors sets.Set[string], lessClaims bool) placement.PlanNode {
 	node := ni.Node()
-	n := placement.PlanNode{Name: node.Name, Domains: make([]string, len(pl.levels)), Free: map[corev1.ResourceName]int64{}, Eligible: make([]bool, len(reps))}
+	n := placement.PlanNode{Name: node.Name, Domains: make([]string, len(pl.levels)), Free: freeOf(ni), Eligible: make([]bool, len(roles)), Anchor: anchors.Has(node.Name)}
 	for i, l := range pl.levels {
 		if v, ok := node.Labels[l.NodeLabel]; ok && v != "" {
 			n.Domains[i] = l.Name + "/" + v
 		}
-	}
-	alloc, req := ni.GetAllocatable(), ni.GetRequested()
-	n.Free[corev1.ResourceCPU] = alloc.GetMilliCPU() - req.GetMilliCPU()
-	n.Free[corev1.ResourceMemory] = (alloc.GetMemory() - req.GetMemory()) * 1000
-	n.Free[corev1.ResourceEphemeralStorage] = (alloc.GetEphemeralStorage() - req.GetEphemeralStorage()) * 1000
-	n.Free[corev1.ResourcePods] = int64(alloc.GetAllowedPodNumber()-len(ni.GetPods())) * 1000
-	for name, v := range alloc.GetScalarResources() {
-		n.Free[name] = (v - req.GetScalarResources()[name]) * 1000
 	}
 	for _, other := range pl.plans {
 		if !lessClaims {
@@ -164,10 +164,10 @@ func (pl *Plugin) planNode(ni fwk.NodeInfo, reps []*corev1.Pod, prefer gangview.
 			n.Free[name] -= v
 		}
 	}
-	for i, rep := range reps {
-		n.Eligible[i] = eligible(rep, node)
+	for i, r := range roles {
+		n.Eligible[i] = eligible(r.pod, node) && r.fitsBesidePods(ni)
 		if prefer != nil {
-			score, allowed := prefer(rep, node)
+			score, allowed := prefer(r.pod, node)
 			n.Eligible[i] = n.Eligible[i] && allowed
 			if i == 0 {
 				n.Preference = score
@@ -175,6 +175,45 @@ func (pl *Plugin) planNode(ni fwk.NodeInfo, reps []*corev1.Pod, prefer gangview.
 		}
 	}
 	return n
+}
+
+// freeOf is the node's allocatable less what its pods (bound, assumed) request, in
+// milli-units.
+func freeOf(ni fwk.NodeInfo) map[corev1.ResourceName]int64 {
+	alloc, req := ni.GetAllocatable(), ni.GetRequested()
+	free := map[corev1.ResourceName]int64{
+		corev1.ResourceCPU:              alloc.GetMilliCPU() - req.GetMilliCPU(),
+		corev1.ResourceMemory:           (alloc.GetMemory() - req.GetMemory()) * 1000,
+		corev1.ResourceEphemeralStorage: (alloc.GetEphemeralStorage() - req.GetEphemeralStorage()) * 1000,
+		corev1.ResourcePods:             int64(alloc.GetAllowedPodNumber()-len(ni.GetPods())) * 1000,
+	}
+	for name, v := range alloc.GetScalarResources() {
+		free[name] = (v - req.GetScalarResources()[name]) * 1000
+	}
+	return free
+}
+
+// stillHolds reports whether the capacity a plan still sets aside is free on its
+// nodes in the current snapshot: pods placed outside the plan (bound by another
+// scheduler, or members of no gang) can take it while the gang is half placed.
+func (pl *Plugin) stillHolds(ap *activePlan) bool {
+	lister := pl.handle.SnapshotSharedLister()
+	if lister == nil {
+		return true
+	}
+	for name, claim := range ap.claims {
+		ni, err := lister.NodeInfos().Get(name)
+		if err != nil {
+			return false
+		}
+		free := freeOf(ni)
+		for r, v := range claim {
+			if v > 0 && free[r] < v {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // eligible applies the node-level checks of kube-scheduler's NodeAffinity,
@@ -196,13 +235,50 @@ func eligible(pod *corev1.Pod, node *corev1.Node) bool {
 	return true
 }
 
+// role is one shape of member, with a representative pod and what keeps members of
+// it apart: required anti-affinity on the hostname (the InterPodAffinity filter)
+// and host ports (the NodePorts filter).
+type role struct {
+	pod *corev1.Pod
+	// hostAntiAffinity are the pod's required anti-affinity terms whose topology is
+	// the node.
+	hostAntiAffinity []fwk.AffinityTerm
+	ports            []corev1.ContainerPort
+}
+
+// fitsBesidePods applies the role's hostname anti-affinity and host ports to the
+// pods already on the node, as InterPodAffinity and NodePorts would.
+func (r role) fitsBesidePods(ni fwk.NodeInfo) bool {
+	if len(r.ports) > 0 {
+		used := ni.GetUsedPorts()
+		for _, p := range r.ports {
+			if used.CheckConflict(p.HostIP, string(p.Protocol), p.HostPort) {
+				return false
+			}
+		}
+	}
+	if len(r.hostAntiAffinity) == 0 {
+		return true
+	}
+	for _, p := range ni.GetPods() {
+		for i := range r.hostAntiAffinity {
+			if r.hostAntiAffinity[i].Matches(p.GetPod(), nil) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // shapesOf groups the gang's members by what decides where they fit: requests,
-// node selector, affinity and tolerations. It returns the shapes (requests in
-// milli-units) and one representative pod of each.
-func shapesOf(members []*corev1.Pod) ([]placement.Shape, []*corev1.Pod) {
+// node selector, affinity, tolerations and host ports. It returns the shapes
+// (requests in milli-units; one member per node for roles whose members keep one
+// another off a node) and one role per shape. Anti-affinity over a wider topology
+// (a zone, a rack) is left to the InterPodAffinity filter: the plan does not model it.
+func shapesOf(members []*corev1.Pod) ([]placement.Shape, []role) {
 	index := map[string]int{}
 	var shapes []placement.Shape
-	var reps []*corev1.Pod
+	var roles []role
 	sorted := append([]*corev1.Pod(nil), members...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, p := range sorted {
@@ -216,25 +292,57 @@ func shapesOf(members []*corev1.Pod) ([]placement.Shape, []*corev1.Pod) {
 			for name, q := range reqs {
 				milli[name] = q.MilliValue()
 			}
-			shapes = append(shapes, placement.Shape{Requests: milli})
-			reps = append(reps, p)
+			r := roleOf(p)
+			shape := placement.Shape{Requests: milli}
+			if len(r.ports) > 0 {
+				shape.MaxPerNode = 1
+			}
+			for j := range r.hostAntiAffinity {
+				if r.hostAntiAffinity[j].Matches(p, nil) {
+					shape.MaxPerNode = 1
+				}
+			}
+			shapes = append(shapes, shape)
+			roles = append(roles, r)
 		}
 		shapes[i].Count++
 	}
-	return shapes, reps
+	return shapes, roles
+}
+
+func roleOf(p *corev1.Pod) role {
+	r := role{pod: p, ports: hostPorts(p)}
+	if p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil || len(p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) == 0 {
+		return r
+	}
+	pi, err := schedframework.NewPodInfo(p)
+	if err != nil {
+		return r // an unparsable term: InterPodAffinity refuses the pod itself
+	}
+	for _, t := range pi.GetRequiredAntiAffinityTerms() {
+		if t.TopologyKey == corev1.LabelHostname {
+			r.hostAntiAffinity = append(r.hostAntiAffinity, t)
+		}
+	}
+	return r
+}
+
+// hostPorts returns the host ports the pod's containers ask for.
+func hostPorts(p *corev1.Pod) []corev1.ContainerPort {
+	var ports []corev1.ContainerPort
+	for _, c := range p.Spec.Containers {
+		for _, port := range c.Ports {
+			if port.HostPort > 0 {
+				ports = append(ports, port)
+			}
+		}
+	}
+	return ports
 }
 
 func shapeKey(reqs corev1.ResourceList, p *corev1.Pod) string {
-	b, _ := json.Marshal([]any{reqs, p.Spec.NodeSelector, p.Spec.Affinity, p.Spec.Tolerations})
+	b, _ := json.Marshal([]any{reqs, p.Spec.NodeSelector, p.Spec.Affinity, p.Spec.Tolerations, hostPorts(p)})
 	return string(b)
-}
-
-// domainOf is the node's domain at level, as placement groups it.
-func domainOf(n placement.PlanNode, level int) string {
-	if level < len(n.Domains) && n.Domains[level] != "" {
-		return n.Domains[level]
-	}
-	return "node/" + n.Name
 }
 
 // computeByPreference plans the gang on the nodes its tenant prefers most (the best
@@ -267,11 +375,11 @@ func computeByPreference(nodes []placement.PlanNode, shapes []placement.Shape, p
 
 // fitsWithoutClaims reports whether the gang fits the cluster's free capacity when
 // other gangs' plans set nothing aside (callers hold pl.mu).
-func (pl *Plugin) fitsWithoutClaims(nodes []fwk.NodeInfo, reps []*corev1.Pod, shapes []placement.Shape) bool {
+func (pl *Plugin) fitsWithoutClaims(nodes []fwk.NodeInfo, roles []role, shapes []placement.Shape, anchors sets.Set[string]) bool {
 	prefer := pl.gangs.NodePreference(pl.handle.ProfileName())
 	planNodes := make([]placement.PlanNode, 0, len(nodes))
 	for _, ni := range nodes {
-		planNodes = append(planNodes, pl.planNode(ni, reps, prefer, false))
+		planNodes = append(planNodes, pl.planNode(ni, roles, prefer, anchors, false))
 	}
 	plan, _ := placement.Compute(planNodes, shapes, len(pl.levels)-1, true)
 	return plan.Fits

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-nexus/kubenexus/api/topology"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
@@ -64,5 +66,45 @@ func TestComputeByPreference(t *testing.T) {
 	p, short := computeByPreference(mixedRacks(), gang(3), topology.Policy{Required: true, Level: 2})
 	if short != nil || len(p.Domains) != 1 {
 		t.Errorf("3 members, required rack: %v %v; want one rack", p.Domains, short)
+	}
+}
+
+func TestShapesOfBoundsMembersThatKeepApart(t *testing.T) {
+	member := func(name string, antiAffinity bool, hostPort int32) *corev1.Pod {
+		p := &corev1.Pod{}
+		p.Name, p.Namespace = name, "ml"
+		p.Labels = map[string]string{"job": "train"}
+		c := corev1.Container{Name: "w", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2")}}}
+		if hostPort > 0 {
+			c.Ports = []corev1.ContainerPort{{ContainerPort: hostPort, HostPort: hostPort, Protocol: corev1.ProtocolTCP}}
+		}
+		p.Spec.Containers = []corev1.Container{c}
+		if antiAffinity {
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"job": "train"}}, TopologyKey: corev1.LabelHostname,
+			}}}}
+		}
+		return p
+	}
+	tests := map[string]struct {
+		members []*corev1.Pod
+		want    []int // MaxPerNode per shape
+	}{
+		"plain members share nodes":            {[]*corev1.Pod{member("a", false, 0), member("b", false, 0)}, []int{0}},
+		"hostname anti-affinity to each other": {[]*corev1.Pod{member("a", true, 0), member("b", true, 0)}, []int{1}},
+		"a host port":                          {[]*corev1.Pod{member("a", false, 9000), member("b", false, 9000)}, []int{1}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			shapes, roles := shapesOf(tc.members)
+			if len(shapes) != len(tc.want) || len(roles) != len(tc.want) {
+				t.Fatalf("got %d shapes, want %d", len(shapes), len(tc.want))
+			}
+			for i, s := range shapes {
+				if s.MaxPerNode != tc.want[i] || s.Count != 2 {
+					t.Errorf("shape %d: MaxPerNode %d count %d, want %d and 2", i, s.MaxPerNode, s.Count, tc.want[i])
+				}
+			}
+		})
 	}
 }

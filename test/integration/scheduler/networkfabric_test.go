@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -93,6 +94,59 @@ var _ = Describe("NetworkFabric", func() {
 		for k := range ra {
 			Expect(rb).NotTo(HaveKey(k))
 		}
+	})
+
+	It("keeps a gang's late member in the rack its placed members run in, waiting while that rack is full", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		racks(tc, 2, 4)
+		pg := testutil.MakePodGroup("elastic", tc.ns).MinMember(2).Obj()
+		pg.Spec.NetworkTopology = &v1alpha1.NetworkTopologyPolicy{Mode: v1alpha1.NetworkTopologyRequired, Level: v1alpha1.NetworkLevelRack}
+		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		member := func(name string) *testutil.PodWrapper {
+			return tc.pod(name).PodGroup("elastic").Req("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8")
+		}
+		Expect(k8sClient.Create(suiteCtx, member("elastic-0").Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, member("elastic-1").Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, member("elastic-2").Gate("example.com/later").Obj())).To(Succeed())
+		Eventually(tc.boundFn("elastic")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		placed, _ := domainsOf(tc, "elastic")
+		Expect(placed).To(HaveLen(1))
+		var rack string
+		for r := range placed {
+			rack = r
+		}
+
+		// Fill the rest of that rack outside the scheduler; the other rack stays empty.
+		nodes := &corev1.NodeList{}
+		Expect(k8sClient.List(suiteCtx, nodes, client.MatchingLabels{v1alpha1.LabelRack: rack})).To(Succeed())
+		used := map[string]bool{}
+		for _, n := range []string{"elastic-0", "elastic-1"} {
+			used[tc.nodeOf(n)()] = true
+		}
+		var fillers []string
+		for _, n := range nodes.Items {
+			if used[n.Name] {
+				continue
+			}
+			f := tc.pod(fmt.Sprintf("filler-%d", len(fillers))).Req("nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").Obj()
+			f.Spec.NodeName = n.Name
+			Expect(k8sClient.Create(suiteCtx, f)).To(Succeed())
+			fillers = append(fillers, f.Name)
+		}
+		Expect(fillers).To(HaveLen(2))
+
+		late := &corev1.Pod{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "elastic-2"}, late)).To(Succeed())
+		late.Spec.SchedulingGates = nil
+		Expect(k8sClient.Update(suiteCtx, late)).To(Succeed())
+		Eventually(tc.scheduledMessage("elastic-2")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
+			"TopologyUnsatisfiable: gang " + tc.ns + "/elastic needs 1 more members (1 × 8 nvidia.com/gpu) in rack/" + rack + ", where its placed members run; it fits 0"))
+		Expect(tc.nodeOf("elastic-2")()).To(BeEmpty(), "the other rack is empty, but the gang requires one rack")
+
+		Expect(k8sClient.Delete(suiteCtx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: fillers[0]}}, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(tc.nodeOf("elastic-2")).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
+		placed, _ = domainsOf(tc, "elastic")
+		Expect(placed).To(Equal(map[string]int{rack: 3}))
 	})
 
 	It("spills a preferred gang that no rack holds over the fewest racks", func() {

@@ -16,6 +16,10 @@ import (
 // waiting at Permit, not behind a scheduling gate).
 type PendingFunc func(gang.Key) []*corev1.Pod
 
+// PlacedFunc returns the nodes of a gang's members already placed: bound, waiting at
+// Permit or permitted (a node once per member).
+type PlacedFunc func(gang.Key) []string
+
 // NodePreferenceFunc rates a node for a pod as TenantHardware does: allowed is false
 // when the pod's tenant may not use the node; score (0–100) is its preference.
 type NodePreferenceFunc func(pod *corev1.Pod, node *corev1.Node) (score int64, allowed bool)
@@ -25,6 +29,24 @@ type Registry struct {
 	mu        sync.RWMutex
 	byProfile map[string]PendingFunc
 	prefs     map[string]NodePreferenceFunc
+	placed    map[string]PlacedFunc
+}
+
+// SetPlaced publishes profile's placed-member view (Coscheduling's).
+func (r *Registry) SetPlaced(profile string, f PlacedFunc) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.placed == nil {
+		r.placed = map[string]PlacedFunc{}
+	}
+	r.placed[profile] = f
+}
+
+// Placed returns profile's placed-member view, or nil.
+func (r *Registry) Placed(profile string) PlacedFunc {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.placed[profile]
 }
 
 // SetNodePreference publishes profile's node preference (TenantHardware's).
