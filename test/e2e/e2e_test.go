@@ -124,6 +124,7 @@ func TestDemoFlow(t *testing.T) {
 		}
 	}
 	checkGangMembers(t, c, placements)
+	checkPlacement(t, placements)
 	checkTrainingOperatorWebhook(t, c)
 	checkHardwareTiers(t, c, placements)
 	helmUpgradeAndUninstall(t, c)
@@ -133,6 +134,24 @@ func TestDemoFlow(t *testing.T) {
 				if m != "NVIDIA-H100-80GB-HBM3" && m != "NVIDIA-A100-SXM4-80GB" {
 					t.Errorf("8-GPU workers landed on %s", m)
 				}
+			}
+		}
+	}
+}
+
+// checkPlacement: every gang that ran is in one rack (each fits one rack of the
+// hardware its tier prefers: GPU boards of one kind are racked together), and no
+// workload that asks for no GPU runs on a GPU node (the CPU servers have room).
+func checkPlacement(t *testing.T, placements []demo.Placement) {
+	t.Helper()
+	for _, p := range placements {
+		if p.Gang != "" && !p.TooBig && p.Bound > 0 && len(p.Racks) != 1 {
+			t.Errorf("gang %s spans racks %v; it fits one", p.Gang, p.Racks)
+		}
+		switch p.Kind {
+		case "Deployment", "Job", "SparkApplication":
+			if p.Bound > 0 && !slices.Equal(p.GPUModels, []string{"cpu-only"}) {
+				t.Errorf("%s %s asks for no GPU but ran on %v", p.Kind, p.Name, p.GPUModels)
 			}
 		}
 	}

@@ -25,17 +25,31 @@ type nodeClass struct {
 	numa     int
 	tier     string // HardwareTier label value
 	instance string
+	// racks hold the class's nodes: GPU boards of one kind are racked together,
+	// CPU servers go round the racks.
+	racks []int
 }
 
-// The fleet: 40 nodes in 3 zones and 6 racks (2 racks per zone).
+// The fleet: 40 nodes in 3 zones and 6 racks (racks 1–2 in zone-a, 3–4 in zone-b,
+// 5–6 in zone-c); each GPU rack holds four boards of one kind and some CPU servers.
 var fleet = []nodeClass{
-	{prefix: "h100", count: 8, cpu: "192", memory: "2Ti", disk: "28Ti", gpus: 8, product: "NVIDIA-H100-80GB-HBM3", gpuMiB: 81559, numa: 2, tier: "premium", instance: "p5.48xlarge"},
-	{prefix: "a100", count: 8, cpu: "96", memory: "1Ti", disk: "7Ti", gpus: 8, product: "NVIDIA-A100-SXM4-80GB", gpuMiB: 81920, numa: 2, tier: "standard", instance: "p4de.24xlarge"},
-	{prefix: "l40s", count: 8, cpu: "48", memory: "384Gi", disk: "3500Gi", gpus: 4, product: "NVIDIA-L40S", gpuMiB: 46068, numa: 1, tier: "standard", instance: "g6e.12xlarge"},
-	{prefix: "cpu", count: 16, cpu: "32", memory: "128Gi", disk: "500Gi", numa: 1, tier: "economy", instance: "m7i.8xlarge"},
+	{prefix: "h100", count: 8, cpu: "192", memory: "2Ti", disk: "28Ti", gpus: 8, product: "NVIDIA-H100-80GB-HBM3", gpuMiB: 81559, numa: 2, tier: "premium", instance: "p5.48xlarge", racks: []int{1, 3}},
+	{prefix: "a100", count: 8, cpu: "96", memory: "1Ti", disk: "7Ti", gpus: 8, product: "NVIDIA-A100-SXM4-80GB", gpuMiB: 81920, numa: 2, tier: "standard", instance: "p4de.24xlarge", racks: []int{2, 4}},
+	{prefix: "l40s", count: 8, cpu: "48", memory: "384Gi", disk: "3500Gi", gpus: 4, product: "NVIDIA-L40S", gpuMiB: 46068, numa: 1, tier: "standard", instance: "g6e.12xlarge", racks: []int{5, 6}},
+	{prefix: "cpu", count: 16, cpu: "32", memory: "128Gi", disk: "500Gi", numa: 1, tier: "economy", instance: "m7i.8xlarge", racks: []int{1, 2, 3, 4, 5, 6}},
 }
 
 var zones = []string{"zone-a", "zone-b", "zone-c"}
+
+// rackOf places the n-th node of a class: GPU classes fill their racks in turn,
+// CPU servers go round theirs.
+func (nc nodeClass) rackOf(n int) (rack, zone string) {
+	r := nc.racks[n%len(nc.racks)]
+	if nc.gpus > 0 {
+		r = nc.racks[n*len(nc.racks)/nc.count]
+	}
+	return fmt.Sprintf("rack-%d", r), zones[(r-1)/2]
+}
 
 // Namespaces of the workload mix and their tenant tiers.
 const (
@@ -52,8 +66,7 @@ func (c *Cluster) CreateFleet(ctx context.Context) error {
 	i := 0
 	for _, nc := range fleet {
 		for n := 0; n < nc.count; n++ {
-			zone := zones[i%len(zones)]
-			rack := fmt.Sprintf("rack-%d", (i%len(zones))*2+(i/len(zones))%2+1)
+			rack, zone := nc.rackOf(n)
 			name := fmt.Sprintf("%s-%d", nc.prefix, n)
 			node := &corev1.Node{
 				ObjectMeta: metav1.ObjectMeta{
