@@ -13,6 +13,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 )
 
 const stateKey fwk.StateKey = "PreFilter" + Name
@@ -114,22 +115,8 @@ func addTo(total, rl corev1.ResourceList) {
 func freeOf(name corev1.ResourceName, nodes []fwk.NodeInfo) resource.Quantity {
 	var milli int64
 	for _, n := range nodes {
-		alloc, req := n.GetAllocatable(), n.GetRequested()
-		var a, r int64
-		switch name {
-		case corev1.ResourceCPU:
-			a, r = alloc.GetMilliCPU(), req.GetMilliCPU()
-		case corev1.ResourceMemory:
-			a, r = alloc.GetMemory()*1000, req.GetMemory()*1000
-		case corev1.ResourceEphemeralStorage:
-			a, r = alloc.GetEphemeralStorage()*1000, req.GetEphemeralStorage()*1000
-		case corev1.ResourcePods:
-			a, r = int64(alloc.GetAllowedPodNumber())*1000, int64(len(n.GetPods()))*1000
-		default:
-			a, r = alloc.GetScalarResources()[name]*1000, req.GetScalarResources()[name]*1000
-		}
-		if a > r {
-			milli += a - r
+		if f := nodefree.Of(n, name); f > 0 {
+			milli += f
 		}
 	}
 	return *resource.NewMilliQuantity(milli, resource.DecimalSI)

@@ -20,6 +20,7 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 )
 
 var podGroupResource = fwk.EventResource("podgroups." + v1alpha1.GroupVersion.Version + "." + v1alpha1.GroupVersion.Group)
@@ -150,7 +151,7 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 // whether a member of the gang is placed there already.
 func (pl *Plugin) planNode(ni fwk.NodeInfo, roles []role, prefer gangview.NodePreferenceFunc, anchors sets.Set[string], lessClaims bool) placement.PlanNode {
 	node := ni.Node()
-	n := placement.PlanNode{Name: node.Name, Domains: make([]string, len(pl.levels)), Free: freeOf(ni), Eligible: make([]bool, len(roles)), Anchor: anchors.Has(node.Name)}
+	n := placement.PlanNode{Name: node.Name, Domains: make([]string, len(pl.levels)), Free: nodefree.All(ni), Eligible: make([]bool, len(roles)), Anchor: anchors.Has(node.Name)}
 	for i, l := range pl.levels {
 		if v, ok := node.Labels[l.NodeLabel]; ok && v != "" {
 			n.Domains[i] = l.Name + "/" + v
@@ -177,25 +178,10 @@ func (pl *Plugin) planNode(ni fwk.NodeInfo, roles []role, prefer gangview.NodePr
 	return n
 }
 
-// freeOf is the node's allocatable less what its pods (bound, assumed) request, in
-// milli-units.
-func freeOf(ni fwk.NodeInfo) map[corev1.ResourceName]int64 {
-	alloc, req := ni.GetAllocatable(), ni.GetRequested()
-	free := map[corev1.ResourceName]int64{
-		corev1.ResourceCPU:              alloc.GetMilliCPU() - req.GetMilliCPU(),
-		corev1.ResourceMemory:           (alloc.GetMemory() - req.GetMemory()) * 1000,
-		corev1.ResourceEphemeralStorage: (alloc.GetEphemeralStorage() - req.GetEphemeralStorage()) * 1000,
-		corev1.ResourcePods:             int64(alloc.GetAllowedPodNumber()-len(ni.GetPods())) * 1000,
-	}
-	for name, v := range alloc.GetScalarResources() {
-		free[name] = (v - req.GetScalarResources()[name]) * 1000
-	}
-	return free
-}
-
 // stillHolds reports whether the capacity a plan still sets aside is free on its
 // nodes in the current snapshot: pods placed outside the plan (bound by another
 // scheduler, or members of no gang) can take it while the gang is half placed.
+// Cost: O(nodes the plan still claims on).
 func (pl *Plugin) stillHolds(ap *activePlan) bool {
 	lister := pl.handle.SnapshotSharedLister()
 	if lister == nil {
@@ -206,9 +192,12 @@ func (pl *Plugin) stillHolds(ap *activePlan) bool {
 		if err != nil {
 			return false
 		}
-		free := freeOf(ni)
 		for r, v := range claim {
-			if v > 0 && free[r] < v {
+			if v <= 0 {
+				continue
+			}
+			free := nodefree.Of(ni, r)
+			if free < v {
 				return false
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -25,7 +26,9 @@ func (pl *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod,
 		return nil // the plan was replaced or dropped since PreFilter
 	}
 	ap.reserved++
-	release(ap.claims, nodeName, resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	reqs[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI) // the plan counts the pod slot too
+	release(ap.claims, nodeName, reqs)
 	if ap.reserved >= ap.need {
 		delete(pl.plans, s.key)
 	}
@@ -49,7 +52,7 @@ func (pl *Plugin) Unreserve(_ context.Context, cs fwk.CycleState, _ *corev1.Pod,
 }
 
 // release takes one member's requests off the claims, from its node first, then from
-// the other claimed nodes.
+// the other claimed nodes; a node whose claims reach zero leaves the map.
 func release(claims map[string]map[corev1.ResourceName]int64, nodeName string, reqs corev1.ResourceList) {
 	for name, q := range reqs {
 		v := q.MilliValue()
@@ -65,6 +68,18 @@ func release(claims map[string]map[corev1.ResourceName]int64, nodeName string, r
 			take := min(v, c[name])
 			c[name] -= take
 			v -= take
+		}
+	}
+	for n, c := range claims {
+		empty := true
+		for _, v := range c {
+			if v > 0 {
+				empty = false
+				break
+			}
+		}
+		if empty {
+			delete(claims, n)
 		}
 	}
 }
