@@ -132,7 +132,7 @@ func main() {
 	only := flag.String("workloads", "W1,W2,W4,W5", "workloads to run")
 	armsFlag := flag.String("arms", "stock,kubenexus,scheduler-plugins,null-binder", "arms to run")
 	scale := flag.Float64("scale", 1, "multiply every workload's pod count (W2: its number of gangs; W4: its gang size) by this, for quick runs")
-	flag.StringVar(&cpuProfileDir, "cpuprofile", "", "directory to write an 8s CPU profile of each scheduler run into")
+	flag.StringVar(&cpuProfileDir, "cpuprofile", "", "directory to write an 8s CPU profile of each scheduler run, and a heap profile at its last binding, into")
 	flag.IntVar(&repeat, "repeat", 5, "runs of each workload per arm; run r starts with arm r mod (number of arms)")
 	flag.StringVar(&kubenexusArgs, "kubenexus-args", "", "extra flags for kubenexus-scheduler, space-separated (e.g. --feature-gates=...)")
 	nb := flag.Bool("null-binder", false, "internal: run as the null-binder arm's process")
@@ -403,7 +403,7 @@ profiles:
 			return result{}, err
 		}
 		args = []string{"--config=" + cfgPath, "--secure-port=" + strconv.Itoa(port),
-			"--authorization-always-allow-paths=/metrics,/healthz,/readyz,/debug/pprof/profile", "--v=1"}
+			"--authorization-always-allow-paths=/metrics,/healthz,/readyz,/debug/pprof/profile,/debug/pprof/heap", "--v=1"}
 		if a.name == "kubenexus" && kubenexusArgs != "" {
 			args = append(args, strings.Fields(kubenexusArgs)...)
 		}
@@ -473,6 +473,9 @@ profiles:
 			return result{}, stalled(&mu, bound, w.pods, "and none for two minutes", logFile.Name())
 		}
 		break
+	}
+	if cpuProfileDir != "" && port != 0 {
+		fetchHeap(port, filepath.Join(cpuProfileDir, fmt.Sprintf("%s-%s.heap.pprof", w.name, a.name)))
 	}
 	unreserved := "n/a"
 	if a.name == "kubenexus" {
@@ -686,6 +689,18 @@ func fetchProfile(port int, path string) {
 		_ = os.WriteFile(path, b, 0o644)
 		return
 	}
+}
+
+// fetchHeap saves the scheduler's heap profile (in-use and allocated bytes).
+func fetchHeap(port int, path string) {
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // local self-signed scheduler endpoint
+	resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/heap", port))
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	_ = os.WriteFile(path, b, 0o644)
 }
 
 // multiRackGangs counts the gangs whose members ended on more than one rack.
