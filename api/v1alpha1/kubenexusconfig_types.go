@@ -337,6 +337,24 @@ type ResourceFragmentationPlugin struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$`
 	// +optional
 	GPUResourceName string `json:"gpuResourceName,omitempty"`
+
+	// additionalGPUResources are more extended resources that count as GPUs (e.g.
+	// amd.com/gpu); a node's GPUs are the sum over all of them.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$`
+	// +listType=set
+	// +optional
+	AdditionalGPUResources []string `json:"additionalGPUResources,omitempty"`
+
+	// arrivalHalfLifeSeconds is how fast the plugin forgets the sizes of GPU pods that
+	// arrived recently (queued pods always count): an arrival counts half after this
+	// long.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	// +kubebuilder:default=600
+	// +optional
+	ArrivalHalfLifeSeconds int32 `json:"arrivalHalfLifeSeconds,omitempty"`
 }
 
 // TenantHardwarePlugin configures TenantHardware.

@@ -16,6 +16,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/networkfabric"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/resourcefragmentation"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/tenanthardware"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/topologyaware"
@@ -67,6 +68,7 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 		app.WithPlugin(names.NetworkFabric, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return networkfabric.New(ctx, obj, h, crds, gangs)
 		}),
+		app.WithPlugin(names.ResourceFragmentation, resourcefragmentation.New),
 		app.WithPlugin(names.TenantHardware, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return tenanthardware.New(ctx, obj, h, crds, gangs)
 		}),

@@ -53,7 +53,7 @@ func plugins(p *v1alpha1.PluginsSpec, topology *v1alpha1.TopologySpec) []plugin 
 		{name: names.WorkloadAware, enabled: p.WorkloadAware.Enabled, weight: p.WorkloadAware.Weight, args: workloadAwareArgs(&p.WorkloadAware)},
 		{name: names.TopologyAware, enabled: p.TopologyAware.Enabled, weight: p.TopologyAware.Weight},
 		{name: names.NetworkFabric, enabled: p.NetworkFabric.Enabled, weight: p.NetworkFabric.Weight, args: networkFabricArgs(topology)},
-		{name: names.ResourceFragmentation, enabled: p.ResourceFragmentation.Enabled, weight: p.ResourceFragmentation.Weight},
+		{name: names.ResourceFragmentation, enabled: p.ResourceFragmentation.Enabled, weight: p.ResourceFragmentation.Weight, args: resourceFragmentationArgs(&p.ResourceFragmentation)},
 		{name: names.TenantHardware, enabled: p.TenantHardware.Enabled, weight: p.TenantHardware.Weight},
 		{name: names.NUMATopology, enabled: p.NUMATopology.Enabled, weight: p.NUMATopology.Weight},
 		{name: names.VRAM, enabled: p.VRAM.Enabled, weight: p.VRAM.Weight},
@@ -88,6 +88,25 @@ func networkFabricArgs(t *v1alpha1.TopologySpec) any {
 	a := &schedconfig.NetworkFabricArgs{}
 	for _, l := range t.Levels {
 		a.Levels = append(a.Levels, schedconfig.TopologyLevel{Name: l.Name, NodeLabel: l.NodeLabel})
+	}
+	return a
+}
+
+// resourceFragmentationArgs maps the API's GPU resource names and arrival half-life
+// to the plugin's args; nil (the plugin's defaults) when none are set.
+func resourceFragmentationArgs(r *v1alpha1.ResourceFragmentationPlugin) any {
+	if r.GPUResourceName == "" && len(r.AdditionalGPUResources) == 0 && r.ArrivalHalfLifeSeconds == 0 {
+		return nil
+	}
+	a := &schedconfig.ResourceFragmentationArgs{}
+	if r.GPUResourceName != "" {
+		a.GPUResources = append(a.GPUResources, corev1.ResourceName(r.GPUResourceName))
+	}
+	for _, name := range r.AdditionalGPUResources {
+		a.GPUResources = append(a.GPUResources, corev1.ResourceName(name))
+	}
+	if r.ArrivalHalfLifeSeconds != 0 {
+		a.ArrivalHalfLifeSeconds = ptr.To(r.ArrivalHalfLifeSeconds)
 	}
 	return a
 }

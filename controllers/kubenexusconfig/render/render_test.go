@@ -119,8 +119,9 @@ func TestRenderedProfile(t *testing.T) {
 		Scheduler: v1alpha1.SchedulerSpec{SchedulerName: "gpu-scheduler"},
 		Plugins: v1alpha1.PluginsSpec{
 			ProfileClassifier: v1alpha1.ProfileClassifierPlugin{Enabled: ptr.To(false)},
-			// Not registered by the scheduler yet: must never reach the profile.
 			ResourceFragmentation: v1alpha1.ResourceFragmentationPlugin{Enabled: ptr.To(true), Weight: 7},
+			// Not registered by the scheduler yet: must never reach the profile.
+			NUMATopology: v1alpha1.NUMATopologyPlugin{Enabled: ptr.To(true), Weight: 5},
 		},
 	}, "ns")
 	if err != nil {
@@ -134,8 +135,13 @@ func TestRenderedProfile(t *testing.T) {
 	for _, e := range p.Plugins.MultiPoint.Enabled {
 		enabled = append(enabled, e.Name)
 	}
-	if strings.Join(enabled, ",") != "Coscheduling,WorkloadAware,TopologyAware,NetworkFabric,TenantHardware" {
-		t.Errorf("multiPoint enabled %v, want Coscheduling,WorkloadAware,TopologyAware,NetworkFabric,TenantHardware", enabled)
+	if strings.Join(enabled, ",") != "Coscheduling,WorkloadAware,TopologyAware,NetworkFabric,ResourceFragmentation,TenantHardware" {
+		t.Errorf("multiPoint enabled %v, want Coscheduling,WorkloadAware,TopologyAware,NetworkFabric,ResourceFragmentation,TenantHardware", enabled)
+	}
+	for _, e := range p.Plugins.MultiPoint.Enabled {
+		if e.Name == "ResourceFragmentation" && (e.Weight == nil || *e.Weight != 7) {
+			t.Errorf("ResourceFragmentation weight %v, want 7", e.Weight)
+		}
 	}
 	if qs := p.Plugins.QueueSort; len(qs.Enabled) != 1 || qs.Enabled[0].Name != "Coscheduling" || len(qs.Disabled) != 1 || qs.Disabled[0].Name != "*" {
 		t.Errorf("queueSort %+v, want Coscheduling replacing the default", qs)

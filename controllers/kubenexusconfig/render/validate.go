@@ -90,6 +90,9 @@ func validateScheduler(spec *v1alpha1.KubeNexusConfigSpec, namespace string) fie
 			case names.NetworkFabric:
 				_, argErrs := schedconfig.CheckNetworkFabricArgs(pc.Args, specPath.Child("topology"))
 				errs = append(errs, argErrs...)
+			case names.ResourceFragmentation:
+				_, argErrs := schedconfig.CheckResourceFragmentationArgs(pc.Args, specPath.Child("plugins", "resourceFragmentation"))
+				errs = append(errs, argErrs...)
 			case names.WorkloadAware:
 				_, argErrs := schedconfig.CheckWorkloadAwareArgs(pc.Args, specPath.Child("plugins", "workloadAware"))
 				errs = append(errs, argErrs...)

@@ -1,0 +1,84 @@
+package config
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+)
+
+// ResourceFragmentationArgs are the arguments of the ResourceFragmentation plugin,
+// which places GPU pods where they fragment GPU capacity least relative to the
+// demand that is coming (queued GPU pods and recent arrivals), and keeps nodes whole
+// while queued pods need them.
+type ResourceFragmentationArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// GPUResources are the extended resources that count as GPUs; a node's GPUs are
+	// their sum.
+	GPUResources []corev1.ResourceName `json:"gpuResources,omitempty"`
+
+	// ArrivalHalfLifeSeconds is how fast the memory of recent GPU pod arrivals fades:
+	// an arrival counts half after this long.
+	ArrivalHalfLifeSeconds *int32 `json:"arrivalHalfLifeSeconds,omitempty"`
+}
+
+// DefaultArrivalHalfLifeSeconds is ten minutes.
+const DefaultArrivalHalfLifeSeconds = 600
+
+// SetDefaultsResourceFragmentationArgs fills unset fields.
+func SetDefaultsResourceFragmentationArgs(a *ResourceFragmentationArgs) {
+	if len(a.GPUResources) == 0 {
+		a.GPUResources = []corev1.ResourceName{"nvidia.com/gpu"}
+	}
+	if a.ArrivalHalfLifeSeconds == nil {
+		a.ArrivalHalfLifeSeconds = ptr.To[int32](DefaultArrivalHalfLifeSeconds)
+	}
+}
+
+// ValidateResourceFragmentationArgs checks defaulted args.
+func ValidateResourceFragmentationArgs(path *field.Path, a *ResourceFragmentationArgs) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[corev1.ResourceName]bool{}
+	for i, r := range a.GPUResources {
+		p := path.Child("gpuResources").Index(i)
+		switch {
+		case r == "":
+			errs = append(errs, field.Required(p, "a resource name"))
+		case seen[r]:
+			errs = append(errs, field.Duplicate(p, r))
+		}
+		seen[r] = true
+	}
+	if h := *a.ArrivalHalfLifeSeconds; h < 1 || h > 86400 {
+		errs = append(errs, field.Invalid(path.Child("arrivalHalfLifeSeconds"), h, "must be between 1 and 86400 seconds"))
+	}
+	return errs
+}
+
+// DecodeResourceFragmentationArgs decodes, defaults and validates the plugin's args.
+func DecodeResourceFragmentationArgs(obj runtime.Object) (*ResourceFragmentationArgs, error) {
+	a := &ResourceFragmentationArgs{}
+	if err := decodeStrict(obj, a); err != nil {
+		return nil, err
+	}
+	SetDefaultsResourceFragmentationArgs(a)
+	if errs := ValidateResourceFragmentationArgs(field.NewPath("ResourceFragmentationArgs"), a); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return a, nil
+}
+
+// CheckResourceFragmentationArgs decodes raw args as the scheduler would and reports
+// errors under path (the KubeNexusConfig field they are rendered from).
+func CheckResourceFragmentationArgs(raw runtime.Object, path *field.Path) (*ResourceFragmentationArgs, field.ErrorList) {
+	a := &ResourceFragmentationArgs{}
+	if err := decodeStrict(raw, a); err != nil {
+		return nil, field.ErrorList{field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("the scheduler cannot decode these args: %v", err))}
+	}
+	SetDefaultsResourceFragmentationArgs(a)
+	return a, ValidateResourceFragmentationArgs(path, a)
+}

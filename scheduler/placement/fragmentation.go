@@ -1,0 +1,89 @@
+package placement
+
+import (
+	"sort"
+	"strconv"
+)
+
+// Demand is the GPU work expected to arrive: a weight per task size in whole GPUs
+// (queued pods count one each, recent arrivals a decaying share).
+type Demand map[int64]float64
+
+// Fragmentation is the expected number of a node's free GPUs that a task drawn from
+// demand could not use because it needs more GPUs than the node has free (the
+// measure of Weng et al., "Beware of Fragmentation", ATC'23, for whole GPUs). Zero
+// when demand is empty.
+func Fragmentation(free int64, d Demand) float64 {
+	var total, stranded float64
+	for k, w := range d {
+		if w <= 0 {
+			continue
+		}
+		total += w
+		if k > free {
+			stranded += w
+		}
+	}
+	if total == 0 || free <= 0 {
+		return 0
+	}
+	return float64(free) * stranded / total
+}
+
+// FragmentationDelta is how much placing a task of req GPUs on a node with free GPUs
+// raises the node's fragmentation; placements that fragment least are best.
+func FragmentationDelta(free, req int64, d Demand) float64 {
+	return Fragmentation(free-req, d) - Fragmentation(free, d)
+}
+
+// Breaks reports whether placing req GPUs on a node with free GPUs leaves a queued
+// task size without enough nodes: for some size k queued, the node hosts k now and
+// not after, and no more nodes than queued tasks of size k host it (hosts[k]).
+func Breaks(free, req int64, queued map[int64]int, hosts map[int64]int) bool {
+	for k, n := range queued {
+		if n > 0 && k <= free && k > free-req && hosts[k] <= n {
+			return true
+		}
+	}
+	return false
+}
+
+// GPUNode is a node as the largest-gang measure sees it.
+type GPUNode struct {
+	// Free whole GPUs.
+	Free int64
+	// Domains at each topology level, lowest first ("" where the node has no label:
+	// a domain of its own).
+	Domains []string
+}
+
+// LargestGang is the largest gang of members of k GPUs each that fits in one domain
+// of level (len(Domains) or more: anywhere), counting each node's free GPUs, and the
+// domain that holds it.
+func LargestGang(nodes []GPUNode, k int64, level int) (members int64, domain string) {
+	if k <= 0 {
+		return 0, ""
+	}
+	per := map[string]int64{}
+	for i, n := range nodes {
+		key := ""
+		if level < len(n.Domains) {
+			key = n.Domains[level]
+			if key == "" {
+				key = "node#" + strconv.Itoa(i)
+			}
+		}
+		per[key] += n.Free / k
+	}
+	keys := make([]string, 0, len(per))
+	for d := range per {
+		keys = append(keys, d)
+	}
+	sort.Strings(keys)
+	for _, d := range keys {
+		if per[d] > members {
+			members, domain = per[d], d
+		}
+	}
+	return members, domain
+}

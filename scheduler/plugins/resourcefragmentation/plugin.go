@@ -1,0 +1,178 @@
+// Package resourcefragmentation places GPU pods where they fragment GPU capacity
+// least, relative to the demand that is coming: the GPU pods queued for this
+// scheduler and a decaying memory of recent arrivals. A node's fragmentation is the
+// expected number of its free GPUs that a task of that demand could not use (Weng et
+// al., ATC'23); a pod goes where placing it raises that least, so small pods fill
+// nodes that are already broken and whole nodes stay whole. While queued pods need
+// whole nodes (or any size that only a few nodes still host), a placement that would
+// take the last such nodes from them scores lowest. Pods that ask for no GPU are
+// skipped at PreScore.
+package resourcefragmentation
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	resourcehelper "k8s.io/component-helpers/resource"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	"github.com/kube-nexus/kubenexus/scheduler/placement"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
+)
+
+// Name is the plugin's registered name.
+const Name = names.ResourceFragmentation
+
+const stateKey fwk.StateKey = "PreScore" + Name
+
+// breakPenalty ranks a placement that takes the last hosts of a queued size below
+// every other: fragmentation deltas are at most a node's GPUs × 1000.
+const breakPenalty = 1 << 40
+
+// Plugin is the ResourceFragmentation plugin.
+type Plugin struct {
+	gpus   []corev1.ResourceName
+	demand *tracker
+}
+
+var (
+	_ fwk.PreScorePlugin    = &Plugin{}
+	_ fwk.ScorePlugin       = &Plugin{}
+	_ fwk.ScoreExtensions   = &Plugin{}
+	_ fwk.EnqueueExtensions = &Plugin{}
+	_ fwk.SignPlugin        = &Plugin{}
+)
+
+// New builds the plugin; it follows the profile's pods through the scheduler's
+// shared informer to know the queued GPU demand.
+func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args, err := config.DecodeResourceFragmentationArgs(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	t := newTracker(h.ProfileName(), args.GPUResources, *args.ArrivalHalfLifeSeconds)
+	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(t.handler()); err != nil {
+		return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
+	}
+	return &Plugin{gpus: args.GPUResources, demand: t}, nil
+}
+
+// Name returns the plugin's name.
+func (pl *Plugin) Name() string { return Name }
+
+// EventsToRegister is empty: the plugin only scores, it never rejects a pod.
+func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{}, nil
+}
+
+// SignPod: the score depends on the pod's GPU request, which the default plugins
+// already sign with its other requests; the count is added for clarity.
+func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return []fwk.SignFragment{{Key: "kubenexus.io/gpus", Value: strconv.FormatInt(gpusOf(pod, pl.gpus), 10)}}, nil
+}
+
+type stateData struct {
+	req    int64
+	demand placement.Demand
+	queued map[int64]int
+	hosts  map[int64]int
+}
+
+func (s *stateData) Clone() fwk.StateData { return s }
+
+// PreScore takes the demand as it is now (the pod itself left out) and counts, for
+// each queued size, the nodes that host it among the nodes that passed the pod's
+// filters: O(nodes × queued sizes), once per GPU pod.
+func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	req := gpusOf(pod, pl.gpus)
+	if req == 0 {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	demand, queued := pl.demand.snapshot(pod.UID)
+	hosts := map[int64]int{}
+	for _, ni := range nodes {
+		if len(queued) == 0 {
+			break
+		}
+		free := pl.freeGPUs(ni)
+		for k := range queued {
+			if free >= k {
+				hosts[k]++
+			}
+		}
+	}
+	cs.Write(stateKey, &stateData{req: req, demand: demand, queued: queued, hosts: hosts})
+	return nil
+}
+
+// Score is minus the rise in the node's fragmentation (in thousandths of a GPU),
+// lowered by breakPenalty when the placement takes one of the last hosts of a size
+// queued pods need. NormalizeScore maps it to 0–100.
+func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
+	d, err := cs.Read(stateKey)
+	if err != nil {
+		return 0, fwk.AsStatus(err)
+	}
+	s := d.(*stateData)
+	free := pl.freeGPUs(ni)
+	if free < s.req {
+		return -breakPenalty * 2, nil // does not fit; Filter has already said so
+	}
+	score := -int64(math.Round(placement.FragmentationDelta(free, s.req, s.demand) * 1000))
+	if placement.Breaks(free, s.req, s.queued, s.hosts) {
+		score -= breakPenalty
+	}
+	return score, nil
+}
+
+// ScoreExtensions normalises the scores.
+func (pl *Plugin) ScoreExtensions() fwk.ScoreExtensions { return pl }
+
+// NormalizeScore maps the least fragmenting node to 100 and the most to 0; when all
+// nodes are alike, all get 0 (the plugin has no preference).
+func (pl *Plugin) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *corev1.Pod, scores fwk.NodeScoreList) *fwk.Status {
+	if len(scores) == 0 {
+		return nil
+	}
+	lo, hi := scores[0].Score, scores[0].Score
+	for _, s := range scores {
+		lo, hi = min(lo, s.Score), max(hi, s.Score)
+	}
+	for i := range scores {
+		if hi == lo {
+			scores[i].Score = 0
+			continue
+		}
+		scores[i].Score = int64(float64(scores[i].Score-lo) / float64(hi-lo) * float64(fwk.MaxNodeScore))
+	}
+	return nil
+}
+
+// freeGPUs is the node's free whole GPUs, over every resource that counts as one.
+func (pl *Plugin) freeGPUs(ni fwk.NodeInfo) int64 {
+	var free int64
+	for _, r := range pl.gpus {
+		if f := nodefree.Of(ni, r); f > 0 {
+			free += f / 1000
+		}
+	}
+	return free
+}
+
+// gpusOf is the pod's request of GPUs, over every resource that counts as one.
+func gpusOf(pod *corev1.Pod, gpus []corev1.ResourceName) int64 {
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	var n int64
+	for _, r := range gpus {
+		if q, ok := reqs[r]; ok {
+			n += q.Value()
+		}
+	}
+	return n
+}

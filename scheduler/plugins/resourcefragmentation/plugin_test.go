@@ -1,0 +1,141 @@
+package resourcefragmentation
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+const gpu corev1.ResourceName = "nvidia.com/gpu"
+
+func gpuPod(name string, gpus int64) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml", UID: types.UID(name)}, Spec: corev1.PodSpec{SchedulerName: "kubenexus-scheduler"}}
+	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	if gpus > 0 {
+		req[gpu] = *resource.NewQuantity(gpus, resource.DecimalSI)
+	}
+	p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: req}}}
+	return p
+}
+
+// node has 8 GPUs, used of them requested by bound pods.
+func node(name string, used int64) fwk.NodeInfo {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourcePods: resource.MustParse("110"), gpu: resource.MustParse("8")}}}
+	var pods []*corev1.Pod
+	if used > 0 {
+		b := gpuPod(name+"-used", used)
+		b.Spec.NodeName = name
+		pods = append(pods, b)
+	}
+	ni := schedframework.NewNodeInfo(pods...)
+	ni.SetNode(n)
+	return ni
+}
+
+// best scores pod on nodes as the framework would and returns the winner.
+func best(t *testing.T, pl *Plugin, pod *corev1.Pod, nodes []fwk.NodeInfo) string {
+	t.Helper()
+	cs := schedframework.NewCycleState()
+	if st := pl.PreScore(context.Background(), cs, pod, nodes); !st.IsSuccess() {
+		t.Fatalf("PreScore: %v", st)
+	}
+	var scores fwk.NodeScoreList
+	for _, ni := range nodes {
+		s, st := pl.Score(context.Background(), cs, pod, ni)
+		if !st.IsSuccess() {
+			t.Fatalf("Score: %v", st)
+		}
+		scores = append(scores, fwk.NodeScore{Name: ni.Node().Name, Score: s})
+	}
+	if st := pl.NormalizeScore(context.Background(), cs, pod, scores); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	win := scores[0]
+	for _, s := range scores[1:] {
+		if s.Score > win.Score {
+			win = s
+		}
+	}
+	return fmt.Sprintf("%s=%d", win.Name, win.Score)
+}
+
+func newPlugin(queued ...*corev1.Pod) *Plugin {
+	t := newTracker("kubenexus-scheduler", []corev1.ResourceName{gpu}, 600)
+	for _, p := range queued {
+		t.observe(p, true)
+	}
+	return &Plugin{gpus: []corev1.ResourceName{gpu}, demand: t}
+}
+
+func TestSmallPodGoesWhereFragmentationIs(t *testing.T) {
+	pod := gpuPod("one", 1)
+	pl := newPlugin(pod, gpuPod("past-2", 2), gpuPod("past-8", 8))
+	pl.demand.unqueue("past-2") // arrived earlier, placed since: arrivals only
+	pl.demand.unqueue("past-8")
+	if got := best(t, pl, pod, []fwk.NodeInfo{node("pristine", 0), node("six-used", 6)}); got != "six-used=100" {
+		t.Errorf("1-GPU pod went to %s, want six-used=100", got)
+	}
+}
+
+func TestQueuedWholeNodeDemandKeepsPristineNodesWhole(t *testing.T) {
+	// Twelve 4-GPU arrivals weigh the expectation toward 4-GPU tasks, for which a
+	// half-used node is worth keeping (by fragmentation alone the 1-GPU pod would
+	// split the pristine node); one 8-GPU pod is queued, and only one node can host it.
+	var queued []*corev1.Pod
+	for i := range 12 {
+		queued = append(queued, gpuPod(fmt.Sprintf("past-4-%d", i), 4))
+	}
+	pod := gpuPod("one", 1)
+	pl := newPlugin(append(queued, gpuPod("waiting-8", 8), pod)...)
+	for _, p := range queued {
+		pl.demand.unqueue(p.UID)
+	}
+	nodes := []fwk.NodeInfo{node("pristine", 0), node("half-used", 4)}
+	if got := best(t, pl, pod, nodes); got != "half-used=100" {
+		t.Errorf("with an 8-GPU pod queued, the 1-GPU pod went to %s, want half-used=100", got)
+	}
+	// Two pristine nodes for one queued 8-GPU pod: splitting one is allowed, and the
+	// half-used node (worth keeping for 4-GPU tasks) is spared.
+	nodes = append(nodes, node("pristine-2", 0))
+	if got := best(t, pl, pod, nodes); got != "pristine=100" {
+		t.Errorf("with two whole nodes for one queued 8-GPU pod, the 1-GPU pod went to %s, want pristine=100 (a whole node to spare; the half-used node kept for 4-GPU tasks)", got)
+	}
+}
+
+func TestCPUPodsAreSkipped(t *testing.T) {
+	pl := newPlugin()
+	cs := schedframework.NewCycleState()
+	if st := pl.PreScore(context.Background(), cs, gpuPod("cpu", 0), []fwk.NodeInfo{node("a", 0)}); !st.IsSkip() {
+		t.Errorf("PreScore for a CPU pod: %v, want Skip", st)
+	}
+}
+
+func TestTrackerQueuesAndForgets(t *testing.T) {
+	tr := newTracker("kubenexus-scheduler", []corev1.ResourceName{gpu}, 600)
+	p := gpuPod("a", 8)
+	tr.observe(p, true)
+	other := gpuPod("b", 8)
+	other.Spec.SchedulerName = "default-scheduler"
+	tr.observe(other, true)
+	if _, q := tr.snapshot(""); q[8] != 1 {
+		t.Fatalf("queued %v, want one 8-GPU pod (the other scheduler's pod is not ours)", q)
+	}
+	if _, q := tr.snapshot("a"); len(q) != 0 {
+		t.Errorf("the pod being scheduled counts itself: %v", q)
+	}
+	bound := p.DeepCopy()
+	bound.Spec.NodeName = "n1"
+	tr.observe(bound, false)
+	d, q := tr.snapshot("")
+	if len(q) != 0 || d[8] <= 0 {
+		t.Errorf("after binding: queued %v demand %v; want none queued and the arrival remembered", q, d)
+	}
+}
