@@ -144,3 +144,13 @@ func truncate(s string) string {
 	}
 	return s[:64] + "..."
 }
+
+// DomainsOf returns a node's domain at each level: the value of the level's label,
+// or "" where the node has none (a domain of its own).
+func DomainsOf(levels []Level, nodeLabels map[string]string) []string {
+	out := make([]string, len(levels))
+	for i, l := range levels {
+		out[i] = nodeLabels[l.NodeLabel]
+	}
+	return out
+}

@@ -91,6 +91,14 @@ type HardwareTierStatus struct {
 	// +optional
 	GPUAllocated int64 `json:"gpuAllocated,omitempty"`
 
+	// largestPlaceableGangs are, for members of 1, 2, 4 and 8 GPUs and for each
+	// topology level of the KubeNexusConfig (and anywhere in the tier), the largest
+	// gang whose members fit the tier's free nvidia.com/gpu now, counting each
+	// node's free GPUs, and the domain that holds it.
+	// +listType=atomic
+	// +optional
+	LargestPlaceableGangs []PlaceableGang `json:"largestPlaceableGangs,omitempty"`
+
 	// observedGeneration is the spec generation this status was computed for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -100,6 +108,21 @@ type HardwareTierStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// PlaceableGang is the largest gang of members of one size that fits in one domain
+// of a topology level.
+type PlaceableGang struct {
+	// gpusPerMember is the members' size.
+	GPUsPerMember int32 `json:"gpusPerMember"`
+	// level is the topology level's name, or "any" for anywhere in the tier.
+	Level string `json:"level"`
+	// members is how many members of that size fit in the best domain.
+	Members int32 `json:"members"`
+	// domain is the best domain (the level's label value, or a node's name where it
+	// has no label); empty for "any".
+	// +optional
+	Domain string `json:"domain,omitempty"`
 }
 
 // HardwareTier is a named class of nodes with a rank, a cost and an access policy

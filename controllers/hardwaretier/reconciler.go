@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kube-nexus/kubenexus/api/topology"
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
@@ -56,7 +57,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return n
 	}
-	status := ComputeStatus(tier, tiers.Items, nodes.Items, allocated)
+	// Topology levels come from the KubeNexusConfig (the defaults without one).
+	var configs v1alpha1.KubeNexusConfigList
+	if err := r.Client.List(ctx, &configs); err != nil {
+		return ctrl.Result{}, err
+	}
+	levels := topology.DefaultLevels
+	if len(configs.Items) > 0 {
+		levels = topology.Levels(configs.Items[0].Spec.Topology.Levels)
+	}
+	status := ComputeStatus(tier, tiers.Items, nodes.Items, allocated, levels)
 	if listErr != nil {
 		return ctrl.Result{}, listErr
 	}

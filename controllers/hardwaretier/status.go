@@ -1,5 +1,6 @@
 // Package hardwaretier reports what each HardwareTier covers: its nodes, their GPUs
-// and how many are allocated, and whether it overlaps another tier.
+// and how many are allocated, the largest gangs its free GPUs hold, and whether it
+// overlaps another tier.
 package hardwaretier
 
 import (
@@ -12,7 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kube-nexus/kubenexus/api/topology"
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/placement"
 )
 
 // Reasons of the Overlapping condition.
@@ -28,10 +31,11 @@ const (
 // unfinished pods bound to a node request. A node in two tiers makes
 // both report Overlapping with the other tier's name and an example node: the
 // scheduler could not tell which tier's tenants own it.
-func ComputeStatus(tier *v1alpha1.HardwareTier, tiers []v1alpha1.HardwareTier, nodes []corev1.Node, gpuAllocated func(node string) int64) v1alpha1.HardwareTierStatus {
+func ComputeStatus(tier *v1alpha1.HardwareTier, tiers []v1alpha1.HardwareTier, nodes []corev1.Node, gpuAllocated func(node string) int64, levels []topology.Level) v1alpha1.HardwareTierStatus {
 	status := *tier.Status.DeepCopy()
 	status.ObservedGeneration = tier.Generation
 	status.Nodes, status.GPUCapacity, status.GPUAllocated = 0, 0, 0
+	status.LargestPlaceableGangs = nil
 
 	sel, err := metav1.LabelSelectorAsSelector(&tier.Spec.NodeSelector)
 	if err != nil {
@@ -49,6 +53,7 @@ func ComputeStatus(tier *v1alpha1.HardwareTier, tiers []v1alpha1.HardwareTier, n
 		}
 	}
 	overlaps := map[string][]string{} // other tier → shared nodes
+	var gpuNodes []placement.GPUNode
 	for i := range nodes {
 		n := &nodes[i]
 		set := labels.Set(n.Labels)
@@ -56,14 +61,28 @@ func ComputeStatus(tier *v1alpha1.HardwareTier, tiers []v1alpha1.HardwareTier, n
 			continue
 		}
 		status.Nodes++
+		var capacity int64
 		if q, ok := n.Status.Allocatable[v1alpha1.ResourceNvidiaGPU]; ok {
-			status.GPUCapacity += q.Value()
+			capacity = q.Value()
+			status.GPUCapacity += capacity
 		}
-		status.GPUAllocated += gpuAllocated(n.Name)
+		used := gpuAllocated(n.Name)
+		status.GPUAllocated += used
+		gpuNodes = append(gpuNodes, placement.GPUNode{Name: n.Name, Free: max(capacity-used, 0), Domains: topology.DomainsOf(levels, n.Labels)})
 		for name, s := range others {
 			if s.Matches(set) {
 				overlaps[name] = append(overlaps[name], n.Name)
 			}
+		}
+	}
+	if status.GPUCapacity > 0 {
+		levelNames := make([]string, len(levels))
+		for i, l := range levels {
+			levelNames[i] = l.Name
+		}
+		for _, g := range placement.LargestGangs(gpuNodes, levelNames) {
+			status.LargestPlaceableGangs = append(status.LargestPlaceableGangs, v1alpha1.PlaceableGang{
+				GPUsPerMember: int32(g.GPUsPerMember), Level: g.Level, Members: int32(min(g.Members, 1<<30)), Domain: g.Domain})
 		}
 	}
 	if len(overlaps) == 0 {

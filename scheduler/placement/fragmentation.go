@@ -1,9 +1,6 @@
 package placement
 
-import (
-	"sort"
-	"strconv"
-)
+import "sort"
 
 // Demand is the GPU work expected to arrive: a weight per task size in whole GPUs
 // (queued pods count one each, recent arrivals a decaying share).
@@ -50,6 +47,7 @@ func Breaks(free, req int64, queued map[int64]int, hosts map[int64]int) bool {
 
 // GPUNode is a node as the largest-gang measure sees it.
 type GPUNode struct {
+	Name string
 	// Free whole GPUs.
 	Free int64
 	// Domains at each topology level, lowest first ("" where the node has no label:
@@ -59,18 +57,18 @@ type GPUNode struct {
 
 // LargestGang is the largest gang of members of k GPUs each that fits in one domain
 // of level (len(Domains) or more: anywhere), counting each node's free GPUs, and the
-// domain that holds it.
+// domain that holds it (ties: the first by name). O(nodes).
 func LargestGang(nodes []GPUNode, k int64, level int) (members int64, domain string) {
 	if k <= 0 {
 		return 0, ""
 	}
 	per := map[string]int64{}
-	for i, n := range nodes {
+	for _, n := range nodes {
 		key := ""
 		if level < len(n.Domains) {
 			key = n.Domains[level]
 			if key == "" {
-				key = "node#" + strconv.Itoa(i)
+				key = n.Name // a node without the level's label is a domain of its own
 			}
 		}
 		per[key] += n.Free / k
@@ -86,4 +84,36 @@ func LargestGang(nodes []GPUNode, k int64, level int) (members int64, domain str
 		}
 	}
 	return members, domain
+}
+
+// MemberSizes are the member sizes, in GPUs, the largest-gang measure reports.
+var MemberSizes = []int64{1, 2, 4, 8}
+
+// PlaceableGang is the largest gang of members of GPUsPerMember GPUs each that fits
+// in one domain of Level (the level's name; "any" for anywhere), and where.
+type PlaceableGang struct {
+	GPUsPerMember int64
+	Level         string
+	Members       int64
+	Domain        string
+}
+
+// LargestGangs measures, for each member size and each level (lowest first, then
+// anywhere), the largest gang that fits in one domain of the level.
+func LargestGangs(nodes []GPUNode, levelNames []string) []PlaceableGang {
+	var out []PlaceableGang
+	for _, k := range MemberSizes {
+		for l := 0; l <= len(levelNames); l++ {
+			name := "any"
+			if l < len(levelNames) {
+				name = levelNames[l]
+			}
+			members, domain := LargestGang(nodes, k, l)
+			if l == len(levelNames) {
+				domain = ""
+			}
+			out = append(out, PlaceableGang{GPUsPerMember: k, Level: name, Members: members, Domain: domain})
+		}
+	}
+	return out
 }

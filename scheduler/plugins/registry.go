@@ -68,7 +68,9 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 		app.WithPlugin(names.NetworkFabric, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return networkfabric.New(ctx, obj, h, crds, gangs)
 		}),
-		app.WithPlugin(names.ResourceFragmentation, resourcefragmentation.New),
+		app.WithPlugin(names.ResourceFragmentation, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return resourcefragmentation.New(ctx, obj, h, crds)
+		}),
 		app.WithPlugin(names.TenantHardware, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return tenanthardware.New(ctx, obj, h, crds, gangs)
 		}),

@@ -53,7 +53,7 @@ func plugins(p *v1alpha1.PluginsSpec, topology *v1alpha1.TopologySpec) []plugin 
 		{name: names.WorkloadAware, enabled: p.WorkloadAware.Enabled, weight: p.WorkloadAware.Weight, args: workloadAwareArgs(&p.WorkloadAware)},
 		{name: names.TopologyAware, enabled: p.TopologyAware.Enabled, weight: p.TopologyAware.Weight},
 		{name: names.NetworkFabric, enabled: p.NetworkFabric.Enabled, weight: p.NetworkFabric.Weight, args: networkFabricArgs(topology)},
-		{name: names.ResourceFragmentation, enabled: p.ResourceFragmentation.Enabled, weight: p.ResourceFragmentation.Weight, args: resourceFragmentationArgs(&p.ResourceFragmentation)},
+		{name: names.ResourceFragmentation, enabled: p.ResourceFragmentation.Enabled, weight: p.ResourceFragmentation.Weight, args: resourceFragmentationArgs(&p.ResourceFragmentation, topology)},
 		{name: names.TenantHardware, enabled: p.TenantHardware.Enabled, weight: p.TenantHardware.Weight},
 		{name: names.NUMATopology, enabled: p.NUMATopology.Enabled, weight: p.NUMATopology.Weight},
 		{name: names.VRAM, enabled: p.VRAM.Enabled, weight: p.VRAM.Weight},
@@ -92,13 +92,17 @@ func networkFabricArgs(t *v1alpha1.TopologySpec) any {
 	return a
 }
 
-// resourceFragmentationArgs maps the API's GPU resource names and arrival half-life
-// to the plugin's args; nil (the plugin's defaults) when none are set.
-func resourceFragmentationArgs(r *v1alpha1.ResourceFragmentationPlugin) any {
-	if r.GPUResourceName == "" && len(r.AdditionalGPUResources) == 0 && r.ArrivalHalfLifeSeconds == 0 {
+// resourceFragmentationArgs maps the API's GPU resource names, arrival half-life and
+// topology levels (for its gauges) to the plugin's args; nil (the plugin's defaults)
+// when none are set.
+func resourceFragmentationArgs(r *v1alpha1.ResourceFragmentationPlugin, t *v1alpha1.TopologySpec) any {
+	if r.GPUResourceName == "" && len(r.AdditionalGPUResources) == 0 && r.ArrivalHalfLifeSeconds == 0 && len(t.Levels) == 0 {
 		return nil
 	}
 	a := &schedconfig.ResourceFragmentationArgs{}
+	for _, l := range t.Levels {
+		a.Levels = append(a.Levels, schedconfig.TopologyLevel{Name: l.Name, NodeLabel: l.NodeLabel})
+	}
 	if r.GPUResourceName != "" {
 		a.GPUResources = append(a.GPUResources, corev1.ResourceName(r.GPUResourceName))
 	}

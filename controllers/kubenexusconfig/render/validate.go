@@ -91,8 +91,14 @@ func validateScheduler(spec *v1alpha1.KubeNexusConfigSpec, namespace string) fie
 				_, argErrs := schedconfig.CheckNetworkFabricArgs(pc.Args, specPath.Child("topology"))
 				errs = append(errs, argErrs...)
 			case names.ResourceFragmentation:
-				_, argErrs := schedconfig.CheckResourceFragmentationArgs(pc.Args, specPath.Child("plugins", "resourceFragmentation"))
-				errs = append(errs, argErrs...)
+				// Its levels are spec.topology's, which NetworkFabric's args carry too:
+				// each error once.
+				_, argErrs := schedconfig.CheckResourceFragmentationArgs(pc.Args, specPath.Child("plugins", "resourceFragmentation"), specPath.Child("topology"))
+				for _, e := range argErrs {
+					if !slices.ContainsFunc(errs, func(x *field.Error) bool { return x.Error() == e.Error() }) {
+						errs = append(errs, e)
+					}
+				}
 			case names.WorkloadAware:
 				_, argErrs := schedconfig.CheckWorkloadAwareArgs(pc.Args, specPath.Child("plugins", "workloadAware"))
 				errs = append(errs, argErrs...)

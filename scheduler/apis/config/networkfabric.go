@@ -46,9 +46,15 @@ var levelName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // ValidateNetworkFabricArgs checks defaulted args.
 func ValidateNetworkFabricArgs(path *field.Path, a *NetworkFabricArgs) field.ErrorList {
+	return validateLevels(path, a.Levels)
+}
+
+// validateLevels checks topology levels: DNS-label names and node label keys, each
+// once.
+func validateLevels(path *field.Path, levels []TopologyLevel) field.ErrorList {
 	var errs field.ErrorList
 	names, labels := map[string]bool{}, map[string]bool{}
-	for i, l := range a.Levels {
+	for i, l := range levels {
 		p := path.Child("levels").Index(i)
 		if !levelName.MatchString(l.Name) || len(l.Name) > 63 {
 			errs = append(errs, field.Invalid(p.Child("name"), l.Name, "must be a lower-case DNS label (e.g. rack)"))

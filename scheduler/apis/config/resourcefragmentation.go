@@ -24,6 +24,10 @@ type ResourceFragmentationArgs struct {
 	// ArrivalHalfLifeSeconds is how fast the memory of recent GPU pod arrivals fades:
 	// an arrival counts half after this long.
 	ArrivalHalfLifeSeconds *int32 `json:"arrivalHalfLifeSeconds,omitempty"`
+
+	// Levels are the topology levels the largest-placeable-gang gauges report, as
+	// NetworkFabric's (the KubeNexusConfig's spec.topology.levels).
+	Levels []TopologyLevel `json:"levels,omitempty"`
 }
 
 // DefaultArrivalHalfLifeSeconds is ten minutes.
@@ -34,13 +38,17 @@ func SetDefaultsResourceFragmentationArgs(a *ResourceFragmentationArgs) {
 	if len(a.GPUResources) == 0 {
 		a.GPUResources = []corev1.ResourceName{"nvidia.com/gpu"}
 	}
+	if len(a.Levels) == 0 {
+		a.Levels = append([]TopologyLevel(nil), DefaultTopologyLevels...)
+	}
 	if a.ArrivalHalfLifeSeconds == nil {
 		a.ArrivalHalfLifeSeconds = ptr.To[int32](DefaultArrivalHalfLifeSeconds)
 	}
 }
 
-// ValidateResourceFragmentationArgs checks defaulted args.
-func ValidateResourceFragmentationArgs(path *field.Path, a *ResourceFragmentationArgs) field.ErrorList {
+// ValidateResourceFragmentationArgs checks defaulted args; errors in the levels are
+// reported under levelsPath (they come from the KubeNexusConfig's spec.topology).
+func ValidateResourceFragmentationArgs(path, levelsPath *field.Path, a *ResourceFragmentationArgs) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[corev1.ResourceName]bool{}
 	for i, r := range a.GPUResources {
@@ -53,6 +61,7 @@ func ValidateResourceFragmentationArgs(path *field.Path, a *ResourceFragmentatio
 		}
 		seen[r] = true
 	}
+	errs = append(errs, validateLevels(levelsPath, a.Levels)...)
 	if h := *a.ArrivalHalfLifeSeconds; h < 1 || h > 86400 {
 		errs = append(errs, field.Invalid(path.Child("arrivalHalfLifeSeconds"), h, "must be between 1 and 86400 seconds"))
 	}
@@ -66,19 +75,21 @@ func DecodeResourceFragmentationArgs(obj runtime.Object) (*ResourceFragmentation
 		return nil, err
 	}
 	SetDefaultsResourceFragmentationArgs(a)
-	if errs := ValidateResourceFragmentationArgs(field.NewPath("ResourceFragmentationArgs"), a); len(errs) > 0 {
+	path := field.NewPath("ResourceFragmentationArgs")
+	if errs := ValidateResourceFragmentationArgs(path, path, a); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
 	return a, nil
 }
 
 // CheckResourceFragmentationArgs decodes raw args as the scheduler would and reports
-// errors under path (the KubeNexusConfig field they are rendered from).
-func CheckResourceFragmentationArgs(raw runtime.Object, path *field.Path) (*ResourceFragmentationArgs, field.ErrorList) {
+// errors under path (the KubeNexusConfig field they are rendered from), those of the
+// topology levels under levelsPath.
+func CheckResourceFragmentationArgs(raw runtime.Object, path, levelsPath *field.Path) (*ResourceFragmentationArgs, field.ErrorList) {
 	a := &ResourceFragmentationArgs{}
 	if err := decodeStrict(raw, a); err != nil {
 		return nil, field.ErrorList{field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("the scheduler cannot decode these args: %v", err))}
 	}
 	SetDefaultsResourceFragmentationArgs(a)
-	return a, ValidateResourceFragmentationArgs(path, a)
+	return a, ValidateResourceFragmentationArgs(path, levelsPath, a)
 }

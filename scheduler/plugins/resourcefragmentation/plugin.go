@@ -7,6 +7,11 @@
 // whole nodes (or any size that only a few nodes still host), a placement that would
 // take the last such nodes from them scores lowest. Pods that ask for no GPU are
 // skipped at PreScore.
+//
+// The plugin also serves kubenexus_largest_placeable_gang: per GPU model,
+// HardwareTier, member size (1, 2, 4, 8 GPUs) and topology level, the largest gang
+// that fits now in one domain (computed on scrape by placement.LargestGangs, the code
+// the manager uses for HardwareTier status).
 package resourcefragmentation
 
 import (
@@ -20,7 +25,9 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/kube-nexus/kubenexus/api/topology"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
@@ -51,15 +58,28 @@ var (
 
 // New builds the plugin; it follows the profile's pods through the scheduler's
 // shared informer to know the queued GPU demand.
-func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider) (fwk.Plugin, error) {
 	args, err := config.DecodeResourceFragmentationArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	t := newTracker(h.ProfileName(), args.GPUResources, *args.ArrivalHalfLifeSeconds)
-	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(t.handler()); err != nil {
+	informers := h.SharedInformerFactory().Core().V1()
+	if _, err := informers.Pods().Informer().AddEventHandler(t.handler()); err != nil {
 		return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
 	}
+	cache, err := crds.Get(ctx, h.KubeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	levels := make([]topology.Level, 0, len(args.Levels))
+	for _, l := range args.Levels {
+		levels = append(levels, topology.Level{Name: l.Name, NodeLabel: l.NodeLabel})
+	}
+	// The gauges are the scheduler's, not a profile's: the plugin built last serves
+	// them.
+	serve(&gangCollector{nodes: informers.Nodes().Lister(), pods: informers.Pods().Lister(),
+		tiers: cache.HardwareTiers, levels: levels, gpus: args.GPUResources})
 	return &Plugin{gpus: args.GPUResources, demand: t}, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -47,5 +49,63 @@ var _ = Describe("ResourceFragmentation", func() {
 		pg.Spec.MinMember = 2
 		Expect(k8sClient.Update(suiteCtx, pg)).To(Succeed())
 		Eventually(tc.boundFn("train")).WithTimeout(testutil.Timeout).Should(Equal(2))
+	})
+
+	It("serves the largest placeable gang per GPU model, tier and level, and shows it in the HardwareTier's status", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		model, hw := "TestGPU-"+tc.ns, "gauge-"+tc.ns
+		labels := func(rack string) map[string]string {
+			return map[string]string{"hw": hw, v1alpha1.LabelGPUProduct: model, v1alpha1.LabelRack: rack + "-" + tc.ns}
+		}
+		// rack a: two 8-GPU nodes, one with 5 GPUs in use; rack b: one 8-GPU node.
+		tc.addLabelledNodes("a", 2, labels("a"), "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+		tc.addLabelledNodes("b", 1, labels("b"), "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+		tier := testutil.MakeHardwareTier(hw, 50).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw}}).Obj()
+		Expect(k8sClient.Create(suiteCtx, tier)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, tier))).To(Succeed()) })
+		used := tc.pod("used").Req("nvidia.com/gpu", "5").Limit("nvidia.com/gpu", "5").Obj()
+		used.Spec.NodeName = tc.ns + "-a-0"
+		Expect(k8sClient.Create(suiteCtx, used)).To(Succeed())
+
+		// By hand: free GPUs are 3 and 8 in rack a, 8 in rack b.
+		want := map[string]float64{
+			"8/rack": 1, "8/any": 2, "4/rack": 2, "4/any": 4, "2/rack": 5, "2/any": 9, "1/rack": 11, "1/any": 19,
+		}
+		gauges := func() map[string]float64 {
+			families, err := legacyregistry.DefaultGatherer.Gather()
+			Expect(err).NotTo(HaveOccurred())
+			got := map[string]float64{}
+			for _, f := range families {
+				if f.GetName() != "kubenexus_largest_placeable_gang" {
+					continue
+				}
+				for _, m := range f.GetMetric() {
+					l := map[string]string{}
+					for _, p := range m.GetLabel() {
+						l[p.GetName()] = p.GetValue()
+					}
+					if l["gpu_model"] == model && l["hardware_tier"] == hw && (l["level"] == "rack" || l["level"] == "any") {
+						got[l["gpus_per_member"]+"/"+l["level"]] = m.GetGauge().GetValue()
+					}
+				}
+			}
+			return got
+		}
+		Eventually(gauges).WithTimeout(testutil.Timeout).Should(Equal(want))
+
+		status := func() map[string]int32 {
+			t := &v1alpha1.HardwareTier{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(tier), t)).To(Succeed())
+			got := map[string]int32{}
+			for _, g := range t.Status.LargestPlaceableGangs {
+				if g.Level == "rack" || g.Level == "any" {
+					got[fmt.Sprintf("%d/%s", g.GPUsPerMember, g.Level)] = g.Members
+				}
+			}
+			return got
+		}
+		Eventually(status).WithTimeout(testutil.Timeout).Should(Equal(map[string]int32{
+			"8/rack": 1, "8/any": 2, "4/rack": 2, "4/any": 4, "2/rack": 5, "2/any": 9, "1/rack": 11, "1/any": 19,
+		}))
 	})
 })

@@ -1,0 +1,138 @@
+package resourcefragmentation
+
+import (
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/klog/v2"
+
+	"github.com/kube-nexus/kubenexus/api/topology"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/placement"
+)
+
+var largestGangDesc = metrics.NewDesc("kubenexus_largest_placeable_gang",
+	"The largest gang of members of gpus_per_member GPUs each that fits, now, in one domain of the topology level (\"any\": anywhere) "+
+		"among the nodes of one GPU model (nvidia.com/gpu.product) and HardwareTier, counting each node's free GPUs.",
+	[]string{"gpu_model", "hardware_tier", "gpus_per_member", "level"}, nil, metrics.ALPHA, "")
+
+// gangCollector computes the largest placeable gangs when /metrics is scraped, from
+// the scheduler's informer caches (bound pods; not the pods assumed in a cycle).
+// Cost per scrape: O(nodes + pods).
+type gangCollector struct {
+	nodes  corelisters.NodeLister
+	pods   corelisters.PodLister
+	tiers  func() ([]v1alpha1.HardwareTier, error)
+	levels []topology.Level
+	gpus   []corev1.ResourceName
+}
+
+// gauges is the one collector registered with the scheduler's registry; it
+// delegates to the collector of the plugin built last (profiles of one scheduler
+// share its informers).
+type gauges struct {
+	metrics.BaseStableCollector
+	current atomic.Pointer[gangCollector]
+}
+
+var (
+	registerGauges sync.Once
+	theGauges      = &gauges{}
+)
+
+// serve makes c the source of the gauges, registering them on first use.
+func serve(c *gangCollector) {
+	theGauges.current.Store(c)
+	registerGauges.Do(func() { legacyregistry.CustomMustRegister(theGauges) })
+}
+
+func (g *gauges) DescribeWithStability(ch chan<- *metrics.Desc) { ch <- largestGangDesc }
+
+func (g *gauges) CollectWithStability(ch chan<- metrics.Metric) {
+	if c := g.current.Load(); c != nil {
+		c.collect(ch)
+	}
+}
+
+func (c *gangCollector) collect(ch chan<- metrics.Metric) {
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	pods, err := c.pods.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	used := map[string]int64{}
+	for _, p := range pods {
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+		for _, r := range c.gpus {
+			if q, ok := reqs[r]; ok {
+				used[p.Spec.NodeName] += q.Value()
+			}
+		}
+	}
+	type tier struct {
+		name     string
+		rank     int32
+		selector labels.Selector
+	}
+	var tiers []tier
+	if hwts, err := c.tiers(); err == nil {
+		for _, h := range hwts {
+			if sel, err := metav1.LabelSelectorAsSelector(&h.Spec.NodeSelector); err == nil && !sel.Empty() {
+				tiers = append(tiers, tier{h.Name, h.Spec.Rank, sel})
+			}
+		}
+	} else {
+		klog.V(4).InfoS("Largest placeable gang: HardwareTiers not readable", "err", err)
+	}
+	// The higher rank wins where selectors overlap, as TenantHardware decides.
+	slices.SortStableFunc(tiers, func(a, b tier) int { return int(b.rank - a.rank) })
+	type group struct{ model, tier string }
+	groups := map[group][]placement.GPUNode{}
+	for _, n := range nodes {
+		var capacity int64
+		for _, r := range c.gpus {
+			if q, ok := n.Status.Allocatable[r]; ok {
+				capacity += q.Value()
+			}
+		}
+		if capacity == 0 {
+			continue
+		}
+		g := group{model: n.Labels[v1alpha1.LabelGPUProduct], tier: "none"}
+		if g.model == "" {
+			g.model = "unknown"
+		}
+		for _, t := range tiers {
+			if t.selector.Matches(labels.Set(n.Labels)) {
+				g.tier = t.name
+				break
+			}
+		}
+		groups[g] = append(groups[g], placement.GPUNode{Name: n.Name, Free: max(capacity-used[n.Name], 0), Domains: topology.DomainsOf(c.levels, n.Labels)})
+	}
+	levelNames := make([]string, len(c.levels))
+	for i, l := range c.levels {
+		levelNames[i] = l.Name
+	}
+	for g, members := range groups {
+		for _, pg := range placement.LargestGangs(members, levelNames) {
+			ch <- metrics.NewLazyConstMetric(largestGangDesc, metrics.GaugeValue, float64(pg.Members),
+				g.model, g.tier, strconv.FormatInt(pg.GPUsPerMember, 10), pg.Level)
+		}
+	}
+}
