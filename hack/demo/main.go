@@ -59,6 +59,7 @@ func run(root, dir string) error {
 	}
 	var report bytes.Buffer
 	demo.Print(&report, placements)
+	demo.PrintCapacity(&report, c.Capacity())
 	fmt.Fprintf(&report, "\nCluster up in %s. Use it with:\n  export KUBECONFIG=%s\nStop it with: make demo-down\n",
 		time.Since(start).Round(time.Second), c.Kubeconfig)
 	if settleErr != nil {

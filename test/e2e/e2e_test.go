@@ -70,6 +70,7 @@ func TestDemoFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	demo.Print(testWriter{t}, placements)
+	demo.PrintCapacity(testWriter{t}, c.Capacity())
 	if settleErr != nil {
 		t.Fatalf("the mix did not settle: %v", settleErr)
 	}

@@ -142,7 +142,7 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni 
 	s := d.(*stateData)
 	free := pl.freeGPUs(ni)
 	if free < s.req {
-		return -breakPenalty * 2, nil // does not fit; Filter has already said so
+		return -breakPenalty - 1<<20, nil // does not fit (Filter has already said so): the bottom of the lower band
 	}
 	score := -int64(math.Round(placement.FragmentationDelta(free, s.req, s.demand) * 1000))
 	if placement.Breaks(free, s.req, s.queued, s.hosts) {
@@ -154,22 +154,39 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni 
 // ScoreExtensions normalises the scores.
 func (pl *Plugin) ScoreExtensions() fwk.ScoreExtensions { return pl }
 
-// NormalizeScore maps the least fragmenting node to 100 and the most to 0; when all
-// nodes are alike, all get 0 (the plugin has no preference).
+// NormalizeScore maps the scores to 0–100 in two bands, so that one node that would
+// take a queued size's last host does not flatten the ranking of the others: nodes
+// without that penalty get 20–100 (least fragmenting highest), nodes with it 0–19.
+// When all nodes of a band are alike they get the band's top (the plugin has no
+// preference among them).
 func (pl *Plugin) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *corev1.Pod, scores fwk.NodeScoreList) *fwk.Status {
-	if len(scores) == 0 {
-		return nil
+	const split = 20
+	type band struct {
+		lo, hi   int64
+		seen     bool
+		from, to int64
 	}
-	lo, hi := scores[0].Score, scores[0].Score
-	for _, s := range scores {
-		lo, hi = min(lo, s.Score), max(hi, s.Score)
+	good, bad := band{from: split, to: fwk.MaxNodeScore}, band{from: 0, to: split - 1}
+	bandOf := func(s int64) (*band, int64) {
+		if s <= -breakPenalty/2 {
+			return &bad, s + breakPenalty
+		}
+		return &good, s
+	}
+	for _, ns := range scores {
+		b, v := bandOf(ns.Score)
+		if !b.seen {
+			b.lo, b.hi, b.seen = v, v, true
+		}
+		b.lo, b.hi = min(b.lo, v), max(b.hi, v)
 	}
 	for i := range scores {
-		if hi == lo {
-			scores[i].Score = 0
+		b, v := bandOf(scores[i].Score)
+		if b.hi == b.lo {
+			scores[i].Score = b.to
 			continue
 		}
-		scores[i].Score = int64(float64(scores[i].Score-lo) / float64(hi-lo) * float64(fwk.MaxNodeScore))
+		scores[i].Score = b.from + int64(float64(v-b.lo)/float64(b.hi-b.lo)*float64(b.to-b.from))
 	}
 	return nil
 }

@@ -139,3 +139,23 @@ func TestTrackerQueuesAndForgets(t *testing.T) {
 		t.Errorf("after binding: queued %v demand %v; want none queued and the arrival remembered", q, d)
 	}
 }
+
+// A node that takes a queued size's last host is ranked below the others without
+// flattening their ranking.
+func TestNormalizeKeepsTheRankingBesideAPenalizedNode(t *testing.T) {
+	pl := newPlugin()
+	scores := fwk.NodeScoreList{
+		{Name: "penalized", Score: -breakPenalty - 500},
+		{Name: "worse", Score: -3000},
+		{Name: "better", Score: -1000},
+	}
+	if st := pl.NormalizeScore(context.Background(), nil, nil, scores); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	want := map[string]int64{"penalized": 19, "worse": 20, "better": 100}
+	for _, s := range scores {
+		if s.Score != want[s.Name] {
+			t.Errorf("%s: %d, want %d", s.Name, s.Score, want[s.Name])
+		}
+	}
+}

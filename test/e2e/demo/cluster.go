@@ -70,6 +70,8 @@ type Cluster struct {
 	submitted, placed map[string]time.Time
 	// sigsPhases are the phases seen of each ForeignGang workload's PodGroup.
 	sigsPhases map[string][]string
+	// capacity is the GPU capacity Settle saw once the mix was placed.
+	capacity []GPUCapacity
 }
 
 func (c *Cluster) logf(format string, args ...any) {

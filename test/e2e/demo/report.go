@@ -15,9 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/placement"
 )
 
 func keyOf(ns, name string) types.NamespacedName {
@@ -110,6 +112,12 @@ func (c *Cluster) Settle(ctx context.Context, timeout time.Duration) error {
 	}, c.observe); err != nil {
 		return err
 	}
+	// What the placed mix leaves free, before the jobs finish.
+	capacity, err := c.gpuCapacity(ctx)
+	if err != nil {
+		return err
+	}
+	c.capacity = capacity
 	c.logf("finishing the Spark, PyTorch and MPI pods (the demo plays their containers exiting 0: workers first)")
 	for _, w := range Mix {
 		if !w.Finish {
@@ -332,6 +340,70 @@ func (c *Cluster) Report(ctx context.Context) ([]Placement, error) {
 		out = append(out, pl)
 	}
 	return out, nil
+}
+
+// GPUCapacity is what the placed mix left of one GPU model: its GPUs, the free ones,
+// and the largest gang of 8-GPU members that fits anywhere and in one rack (by
+// placement.LargestGang, the code behind the scheduler's gauges).
+type GPUCapacity struct {
+	Model                     string
+	GPUs, Free                int64
+	Largest8Any, Largest8Rack int64
+	Rack                      string
+}
+
+// Capacity returns the GPU capacity Settle recorded once every workload was placed.
+func (c *Cluster) Capacity() []GPUCapacity { return c.capacity }
+
+func (c *Cluster) gpuCapacity(ctx context.Context) ([]GPUCapacity, error) {
+	var nodes corev1.NodeList
+	if err := c.Client.List(ctx, &nodes); err != nil {
+		return nil, err
+	}
+	var pods corev1.PodList
+	if err := c.Client.List(ctx, &pods); err != nil {
+		return nil, err
+	}
+	used := map[string]int64{}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		q := resourcehelper.PodRequests(&p, resourcehelper.PodResourcesOptions{})[v1alpha1.ResourceNvidiaGPU]
+		used[p.Spec.NodeName] += q.Value()
+	}
+	byModel := map[string][]placement.GPUNode{}
+	total := map[string]int64{}
+	for _, n := range nodes.Items {
+		q, ok := n.Status.Allocatable[v1alpha1.ResourceNvidiaGPU]
+		if !ok || q.Value() == 0 {
+			continue
+		}
+		model := n.Labels[v1alpha1.LabelGPUProduct]
+		total[model] += q.Value()
+		byModel[model] = append(byModel[model], placement.GPUNode{Name: n.Name, Free: max(q.Value()-used[n.Name], 0), Domains: []string{n.Labels[v1alpha1.LabelRack]}})
+	}
+	var out []GPUCapacity
+	for model, ns := range byModel {
+		gc := GPUCapacity{Model: model, GPUs: total[model]}
+		for _, n := range ns {
+			gc.Free += n.Free
+		}
+		gc.Largest8Rack, gc.Rack = placement.LargestGang(ns, 8, 0)
+		gc.Largest8Any, _ = placement.LargestGang(ns, 8, 1)
+		out = append(out, gc)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Model < out[j].Model })
+	return out, nil
+}
+
+// PrintCapacity writes, per GPU model, what the placed mix left free.
+func PrintCapacity(w io.Writer, capacity []GPUCapacity) {
+	fmt.Fprintln(w, "GPU capacity once the mix was placed")
+	fmt.Fprintf(w, "%-24s %-6s %-6s %s\n", "GPU MODEL", "GPUS", "FREE", "LARGEST 8-GPU GANG (anywhere / one rack)")
+	for _, gc := range capacity {
+		fmt.Fprintf(w, "%-24s %-6d %-6d %d / %d (%s)\n", gc.Model, gc.GPUs, gc.Free, gc.Largest8Any, gc.Largest8Rack, gc.Rack)
+	}
 }
 
 // Print writes the placement report.
