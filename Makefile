@@ -129,6 +129,14 @@ bench: ## CPU-ms/pod and pods/s of kubenexus-scheduler, stock kube-scheduler, sc
 	go build -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
 	go run ./test/bench -bin $(BIN) $(BENCH_FLAGS)
 
+.PHONY: bench-placement
+TRACE ?= ../shared/data/alibaba-gpu-2023
+bench-placement: ## Replay the Alibaba 2023 GPU trace (default and multigpu50) through stock kube-scheduler, stock with MostAllocated, and kubenexus-scheduler; GPU allocation and fragmentation per arm, CSV + PNG + summary under .bench-placement/.
+	hack/build-tools.sh etcd kube-apiserver kube-scheduler
+	go build -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
+	go run ./test/benchplacement -bin $(BIN) -nodes $(TRACE)/openb_node_list_all_node.csv -pods $(TRACE)/openb_pod_list_default.csv $(BENCH_PLACEMENT_FLAGS)
+	go run ./test/benchplacement -bin $(BIN) -nodes $(TRACE)/openb_node_list_all_node.csv -pods $(TRACE)/openb_pod_list_multigpu50.csv $(BENCH_PLACEMENT_FLAGS)
+
 .PHONY: bench-webhook
 bench-webhook: ## Peak RSS of kubenexus-manager under 64 concurrent maximum-size AdmissionReviews (printed, not asserted).
 	hack/build-tools.sh etcd kube-apiserver

@@ -240,7 +240,7 @@ func run(nodeCount int, binDir string, scale float64, only, armNames []string) e
 
 	fmt.Printf("CPU time from /proc/PID/stat at %d ticks/s; kube-apiserver pid %d, etcd pid %d\n", clockTicks, cp.apiserver, cp.etcd)
 	fmt.Printf("creating %d nodes (32 cpu, 256Gi, 110 pods each) in 20 racks × 2 zones\n", nodeCount)
-	if err := parallel(nodeCount, func(i int) error {
+	if err := testutil.Parallel(nodeCount, func(i int) error {
 		rack := i % 20
 		n := testutil.MakeNode(fmt.Sprintf("node-%04d", i)).Capacity("cpu", "32", "memory", "256Gi").
 			Label("topology.kubernetes.io/zone", fmt.Sprintf("zone-%d", rack/10)).
@@ -302,7 +302,7 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 	}
 	fmt.Printf("%s/%s: creating %d pods\n", w.name, a.name, w.pods)
 	if w.gangSize > 0 {
-		if err := parallel(w.pods/w.gangSize, func(g int) error {
+		if err := testutil.Parallel(w.pods/w.gangSize, func(g int) error {
 			name := fmt.Sprintf("g%04d", g)
 			if a.gangs == sigsGangs {
 				return c.Create(ctx, testutil.ForeignPodGroup(v1alpha1.NewSigsPodGroup(), ns.Name, name, map[string]any{"minMember": int64(w.gangSize)}))
@@ -316,7 +316,7 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 			return result{}, err
 		}
 	}
-	if err := parallel(w.pods, func(i int) error {
+	if err := testutil.Parallel(w.pods, func(i int) error {
 		p := testutil.MakePod(fmt.Sprintf("p%05d", i), ns.Name).SchedulerName(a.schedulerName).Req("cpu", "100m", "memory", "128Mi")
 		if w.gangSize > 0 {
 			p.PodGroup(fmt.Sprintf("g%04d", i/w.gangSize)) // label scheduling.x-k8s.io/pod-group, which both PodGroup APIs use
@@ -592,31 +592,6 @@ func armNamesOf(arms []arm) []string {
 		names = append(names, a.name)
 	}
 	return names
-}
-
-// parallel runs f(0..n-1) on 32 workers and returns the first error.
-func parallel(n int, f func(int) error) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	next := make(chan int)
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := f(i); err != nil {
-					errs <- err
-				}
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	close(errs)
-	return <-errs
 }
 
 // scrape returns the value of a metric from the scheduler's /metrics endpoint.

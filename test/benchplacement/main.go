@@ -1,0 +1,492 @@
+// Command benchplacement replays a GPU cluster trace (the Alibaba 2023 trace of Weng
+// et al., "Beware of Fragmentation", ATC'23, by default) through real scheduler
+// binaries on one local kube-apiserver, one arm after another with identical nodes
+// and pods, and reports how well each packs GPUs:
+//
+//	stock:              kube-scheduler with its default plugins
+//	stock-mostallocated: kube-scheduler with NodeResourcesFit MostAllocated
+//	kubenexus:          kubenexus-scheduler with the operator's default plugin set
+//
+// Pods arrive one at a time in creation order (the next once the scheduler has bound
+// or refused the last; refused pods are deleted, nothing else is) until the GPUs
+// asked for reach the cluster's. A task that asks for a fraction of a GPU asks for a
+// whole one in every arm: GPU sharing is not modelled. A task's gpu_spec becomes a
+// required node affinity on nvidia.com/gpu.product.
+//
+// Run it with `make bench-placement`.
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/controllers"
+	"github.com/kube-nexus/kubenexus/scheduler/placement"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/adminkube"
+	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
+)
+
+const gpu corev1.ResourceName = v1alpha1.ResourceNvidiaGPU
+
+type arm struct {
+	name, binary, schedulerName, profile string
+}
+
+func arms(binDir string) []arm {
+	return []arm{
+		{name: "stock", binary: filepath.Join(binDir, "k8s", "kube-scheduler"), schedulerName: "default-scheduler",
+			profile: "- schedulerName: default-scheduler\n"},
+		{name: "stock-mostallocated", binary: filepath.Join(binDir, "k8s", "kube-scheduler"), schedulerName: "default-scheduler",
+			profile: `- schedulerName: default-scheduler
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+        resources: [{name: cpu, weight: 1}, {name: memory, weight: 1}, {name: nvidia.com/gpu, weight: 1}]
+`},
+		{name: "kubenexus", binary: filepath.Join(binDir, "kubenexus-scheduler"), schedulerName: schedulertest.SchedulerName,
+			profile: schedulertest.KubeNexusProfile(schedulertest.SchedulerName, 5, 300)},
+	}
+}
+
+type traceNode struct {
+	name          string
+	cpuMilli, mib int64
+	gpus          int64
+	model         string
+}
+
+type task struct {
+	name          string
+	cpuMilli, mib int64
+	gpus          int64 // whole GPUs asked for (a fraction counts as one)
+	fractional    bool
+	models        []string
+	created       int64
+}
+
+func main() {
+	nodesFile := flag.String("nodes", "", "node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
+	podsFile := flag.String("pods", "", "pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...,creation_time,...])")
+	binDir := flag.String("bin", "bin", "directory holding kubenexus-scheduler and k8s/kube-scheduler")
+	out := flag.String("out", "", "results directory (default: a new one under .bench-placement/)")
+	armsFlag := flag.String("arms", "stock,stock-mostallocated,kubenexus", "arms to run")
+	flag.Parse()
+	if err := run(*nodesFile, *podsFile, *binDir, *out, strings.Split(*armsFlag, ",")); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-placement:", err)
+		os.Exit(1)
+	}
+}
+
+func run(nodesFile, podsFile, binDir, out string, armNames []string) error {
+	ctx := context.Background()
+	nodes, err := readNodes(nodesFile)
+	if err != nil {
+		return err
+	}
+	tasks, err := readTasks(podsFile)
+	if err != nil {
+		return err
+	}
+	var totalGPUs int64
+	for _, n := range nodes {
+		totalGPUs += n.gpus
+	}
+	var chosen []arm
+	for _, a := range arms(binDir) {
+		if slicesContains(armNames, a.name) {
+			if _, err := os.Stat(a.binary); err != nil {
+				return fmt.Errorf("arm %s needs %s: %w", a.name, a.binary, err)
+			}
+			chosen = append(chosen, a)
+		}
+	}
+	if out == "" {
+		out = filepath.Join(".bench-placement", time.Now().Format("20060102-150405")+"-"+strings.TrimSuffix(filepath.Base(podsFile), ".csv"))
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+
+	if err := testutil.RequireAssets(); err != nil {
+		return err
+	}
+	env := &envtest.Environment{CRDDirectoryPaths: []string{testutil.CRDPath()}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = env.Stop() }()
+	cfg.QPS, cfg.Burst = 5000, 5000
+	dir, err := os.MkdirTemp("", "kubenexus-bench-placement-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	kcPath, err := adminkube.Write(env, cfg, "bench-placement", dir)
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
+	if err != nil {
+		return err
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+
+	fmt.Printf("trace %s: %d nodes, %d GPUs; %d tasks in %s\n", nodesFile, len(nodes), totalGPUs, len(tasks), podsFile)
+	if err := testutil.Parallel(len(nodes), func(i int) error {
+		n := nodes[i]
+		w := testutil.MakeNode(n.name).Capacity("cpu", fmt.Sprintf("%dm", n.cpuMilli), "memory", fmt.Sprintf("%dMi", n.mib), "pods", "512")
+		if n.gpus > 0 {
+			w = w.Capacity("cpu", fmt.Sprintf("%dm", n.cpuMilli), "memory", fmt.Sprintf("%dMi", n.mib), "pods", "512", string(gpu), strconv.FormatInt(n.gpus, 10)).
+				Label(v1alpha1.LabelGPUProduct, n.model)
+		}
+		obj := w.Obj()
+		if err := c.Create(ctx, obj); err != nil {
+			return err
+		}
+		obj.Spec.Taints = nil
+		return c.Update(ctx, obj)
+	}); err != nil {
+		return err
+	}
+
+	var results []result
+	for _, a := range chosen {
+		r, err := replay(ctx, c, cs, dir, kcPath, a, nodes, tasks, totalGPUs)
+		if err != nil {
+			return fmt.Errorf("%s: %w", a.name, err)
+		}
+		results = append(results, r)
+	}
+	return write(out, nodesFile, podsFile, totalGPUs, results)
+}
+
+// point is the allocation after one GPU task arrived.
+type point struct{ arrived, allocated float64 } // percent of the cluster's GPUs
+
+type result struct {
+	arm                 string
+	tasks, failed       int
+	gpuFailed           int
+	firstFailUnalloc    int64 // -1: no GPU task failed
+	at80, at90, at100   float64
+	largest8            int64
+	podsPerSec          float64
+	curve               []point
+	fractionalTasks     int
+	allocatedGPUsAtStop int64
+}
+
+func replay(ctx context.Context, c client.Client, cs kubernetes.Interface, dir, kcPath string, a arm, nodes []traceNode, tasks []task, totalGPUs int64) (result, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "replay-" + a.name + "-"}}
+	if err := c.Create(ctx, ns); err != nil {
+		return result{}, err
+	}
+	defer func() {
+		_ = c.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(ns.Name), client.GracePeriodSeconds(0))
+	}()
+
+	// Outcomes of the pods, from an informer on the namespace.
+	type outcome struct {
+		node   string
+		failed bool
+	}
+	var mu sync.Mutex
+	waiting := map[string]chan outcome{}
+	notify := func(obj any) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		var o outcome
+		switch {
+		case p.Spec.NodeName != "":
+			o.node = p.Spec.NodeName
+		default:
+			refused := false
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+					refused = true
+				}
+			}
+			if !refused {
+				return
+			}
+			o.failed = true
+		}
+		mu.Lock()
+		ch := waiting[p.Name]
+		delete(waiting, p.Name)
+		mu.Unlock()
+		if ch != nil {
+			ch <- o
+		}
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns.Name))
+	inf := factory.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: notify, UpdateFunc: func(_, o any) { notify(o) }}); err != nil {
+		return result{}, err
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+
+	cfgPath := filepath.Join(dir, a.name+"-config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {leaderElect: false}
+clientConnection: {kubeconfig: %s, qps: 5000, burst: 5000}
+profiles:
+%s`, kcPath, a.profile)), 0o600); err != nil {
+		return result{}, err
+	}
+	logFile, err := os.Create(filepath.Join(dir, a.name+".log"))
+	if err != nil {
+		return result{}, err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(a.binary, "--config="+cfgPath, "--secure-port=0", "--v=1")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return result{}, err
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+
+	r := result{arm: a.name, firstFailUnalloc: -1, at80: -1, at90: -1, at100: -1}
+	used := map[string]int64{}
+	var arrived, allocated int64
+	start := time.Now()
+	fmt.Printf("%s: replaying until %d GPUs are asked for\n", a.name, totalGPUs)
+	for _, t := range tasks {
+		if arrived >= totalGPUs {
+			break
+		}
+		ch := make(chan outcome, 1)
+		mu.Lock()
+		waiting[t.name] = ch
+		mu.Unlock()
+		if err := c.Create(ctx, podOf(t, ns.Name, a.schedulerName)); err != nil {
+			return result{}, fmt.Errorf("creating %s: %w", t.name, err)
+		}
+		var o outcome
+		select {
+		case o = <-ch:
+		case <-time.After(2 * time.Minute):
+			return result{}, fmt.Errorf("%s: neither bound nor refused in 2 minutes (log %s)", t.name, logFile.Name())
+		}
+		r.tasks++
+		if t.fractional {
+			r.fractionalTasks++
+		}
+		if o.failed {
+			r.failed++
+			if t.gpus > 0 {
+				r.gpuFailed++
+				if r.firstFailUnalloc < 0 {
+					r.firstFailUnalloc = totalGPUs - allocated
+				}
+			}
+			if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: t.name}}, client.GracePeriodSeconds(0)); err != nil {
+				return result{}, err
+			}
+		} else {
+			used[o.node] += t.gpus
+			allocated += t.gpus
+		}
+		if t.gpus == 0 {
+			continue
+		}
+		arrived += t.gpus
+		p := point{arrived: pct(arrived, totalGPUs), allocated: pct(allocated, totalGPUs)}
+		r.curve = append(r.curve, p)
+		for _, mark := range []struct {
+			at  float64
+			dst *float64
+		}{{80, &r.at80}, {90, &r.at90}, {100, &r.at100}} {
+			if *mark.dst < 0 && p.arrived >= mark.at {
+				*mark.dst = p.allocated
+			}
+		}
+		if r.tasks%500 == 0 {
+			fmt.Printf("  %s: %d tasks, demand %.0f%%, allocated %.1f%%, %d failed\n", a.name, r.tasks, p.arrived, p.allocated, r.failed)
+		}
+	}
+	r.podsPerSec = float64(r.tasks) / time.Since(start).Seconds()
+	r.allocatedGPUsAtStop = allocated
+	var free []placement.GPUNode
+	for _, n := range nodes {
+		if n.gpus > 0 {
+			free = append(free, placement.GPUNode{Name: n.name, Free: n.gpus - used[n.name]})
+		}
+	}
+	r.largest8, _ = placement.LargestGang(free, 8, 0)
+	fmt.Printf("%s: %d tasks (%d failed, %d of them GPU tasks); unallocated GPUs at the first GPU failure %d; allocated at 100%% demand %.1f%%; %.0f pods/s\n",
+		a.name, r.tasks, r.failed, r.gpuFailed, r.firstFailUnalloc, r.at100, r.podsPerSec)
+	return r, nil
+}
+
+func podOf(t task, ns, schedulerName string) *corev1.Pod {
+	req := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewMilliQuantity(t.cpuMilli, resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(t.mib<<20, resource.BinarySI),
+	}
+	lim := corev1.ResourceList{}
+	if t.gpus > 0 {
+		req[gpu] = *resource.NewQuantity(t.gpus, resource.DecimalSI)
+		lim[gpu] = req[gpu]
+	}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: ns},
+		Spec: corev1.PodSpec{SchedulerName: schedulerName, Containers: []corev1.Container{{
+			Name: "task", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}}},
+	}
+	if len(t.models) > 0 {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+				Key: v1alpha1.LabelGPUProduct, Operator: corev1.NodeSelectorOpIn, Values: t.models}}}}}}}
+	}
+	return p
+}
+
+func pct(n, total int64) float64 { return 100 * float64(n) / float64(total) }
+
+// readCSV reads a CSV with a header into maps from column name to value.
+func readCSV(path string) ([]map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rd := csv.NewReader(f)
+	header, err := rd.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading the header: %w", path, err)
+	}
+	var rows []map[string]string
+	for line := 2; ; line++ {
+		rec, err := rd.Read()
+		if err == io.EOF {
+			return rows, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		row := map[string]string{"#line": strconv.Itoa(line)}
+		for i, h := range header {
+			if i < len(rec) {
+				row[h] = rec[i]
+			}
+		}
+		rows = append(rows, row)
+	}
+}
+
+// number reads an integer column, naming the file, line and column when it is not one.
+func number(path string, row map[string]string, col string) (int64, error) {
+	v := row[col]
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s:%s: column %s is %q, want a non-negative integer", path, row["#line"], col, v)
+	}
+	return n, nil
+}
+
+func readNodes(path string) ([]traceNode, error) {
+	rows, err := readCSV(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []traceNode
+	for _, row := range rows {
+		n := traceNode{name: strings.ToLower(row["sn"]), model: row["model"]}
+		var err error
+		if n.cpuMilli, err = number(path, row, "cpu_milli"); err != nil {
+			return nil, err
+		}
+		if n.mib, err = number(path, row, "memory_mib"); err != nil {
+			return nil, err
+		}
+		if n.gpus, err = number(path, row, "gpu"); err != nil {
+			return nil, err
+		}
+		if n.name == "" {
+			return nil, fmt.Errorf("%s:%s: column sn is empty", path, row["#line"])
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func readTasks(path string) ([]task, error) {
+	rows, err := readCSV(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []task
+	for _, row := range rows {
+		t := task{name: strings.ToLower(row["name"])}
+		var err error
+		if t.cpuMilli, err = number(path, row, "cpu_milli"); err != nil {
+			return nil, err
+		}
+		if t.mib, err = number(path, row, "memory_mib"); err != nil {
+			return nil, err
+		}
+		if t.gpus, err = number(path, row, "num_gpu"); err != nil {
+			return nil, err
+		}
+		milli, err := number(path, row, "gpu_milli")
+		if err != nil {
+			return nil, err
+		}
+		if t.gpus > 0 && milli > 0 && milli < 1000 {
+			t.fractional = true // asks for a whole GPU: sharing is not modelled
+		}
+		if t.created, err = number(path, row, "creation_time"); err != nil {
+			return nil, err
+		}
+		if spec := row["gpu_spec"]; spec != "" {
+			t.models = strings.Split(spec, "|")
+		}
+		out = append(out, t)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].created < out[j].created })
+	return out, nil
+}
+
+func slicesContains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

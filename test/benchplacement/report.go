@@ -1,0 +1,115 @@
+package main
+
+import (
+	"encoding/csv"
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// write saves the allocation curves (CSV and PNG) and a markdown summary under out,
+// and prints the summary.
+func write(out, nodesFile, podsFile string, totalGPUs int64, results []result) error {
+	f, err := os.Create(filepath.Join(out, "allocation.csv"))
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	_ = w.Write([]string{"arm", "arrived_gpu_demand_pct", "gpu_allocation_pct"})
+	for _, r := range results {
+		for _, p := range r.curve {
+			_ = w.Write([]string{r.arm, strconv.FormatFloat(p.arrived, 'f', 3, 64), strconv.FormatFloat(p.allocated, 'f', 3, 64)})
+		}
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := plotCurves(filepath.Join(out, "allocation.png"), filepath.Base(podsFile), results); err != nil {
+		return err
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Placement quality: %s\n\n", filepath.Base(podsFile))
+	fmt.Fprintf(&b, "Nodes %s (%d GPUs), tasks %s in creation order until the GPUs asked for reach the cluster's; refused tasks are deleted, nothing else is. "+
+		"Tasks asking for a fraction of a GPU ask for a whole one in every arm (GPU sharing is not modelled).\n\n", nodesFile, totalGPUs, podsFile)
+	fmt.Fprintf(&b, "| arm | tasks | failed (GPU) | unallocated GPUs at first GPU failure | GPU allocation at 80 / 90 / 100%% demand | largest 8-GPU gang at the end | pods/s |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|\n")
+	for _, r := range results {
+		first := "none failed"
+		if r.firstFailUnalloc >= 0 {
+			first = strconv.FormatInt(r.firstFailUnalloc, 10)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d (%d) | %s | %s / %s / %s | %d | %.0f |\n", r.arm, r.tasks, r.failed, r.gpuFailed, first,
+			pctOrDash(r.at80), pctOrDash(r.at90), pctOrDash(r.at100), r.largest8, r.podsPerSec)
+	}
+	if len(results) > 0 {
+		fmt.Fprintf(&b, "\n%d of the tasks replayed asked for a fraction of a GPU.\n", results[0].fractionalTasks)
+	}
+	var base, packed, nexus *result
+	for i := range results {
+		switch results[i].arm {
+		case "stock":
+			base = &results[i]
+		case "stock-mostallocated":
+			packed = &results[i]
+		case "kubenexus":
+			nexus = &results[i]
+		}
+	}
+	if nexus != nil && nexus.firstFailUnalloc >= 0 {
+		for _, other := range []*result{base, packed} {
+			if other != nil && other.firstFailUnalloc > 0 {
+				fmt.Fprintf(&b, "\nkubenexus / %s, unallocated GPUs at first GPU failure: %.2f\n", other.arm, float64(nexus.firstFailUnalloc)/float64(other.firstFailUnalloc))
+			}
+		}
+	}
+	fmt.Fprintf(&b, "\nCurves: allocation.csv, allocation.png.\n")
+	if err := os.WriteFile(filepath.Join(out, "summary.md"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	fmt.Print(b.String())
+	fmt.Printf("results in %s\n", out)
+	return nil
+}
+
+func pctOrDash(v float64) string {
+	if v < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", v)
+}
+
+func plotCurves(path, title string, results []result) error {
+	p := plot.New()
+	p.Title.Text = "GPU allocation vs arrived GPU demand: " + title
+	p.X.Label.Text = "arrived GPU demand, % of the cluster's GPUs"
+	p.Y.Label.Text = "GPUs allocated, %"
+	colors := []color.Color{color.RGBA{R: 200, A: 255}, color.RGBA{G: 140, A: 255}, color.RGBA{B: 200, A: 255}}
+	for i, r := range results {
+		pts := make(plotter.XYs, len(r.curve))
+		for j, c := range r.curve {
+			pts[j].X, pts[j].Y = c.arrived, c.allocated
+		}
+		line, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		line.Color = colors[i%len(colors)]
+		line.Width = vg.Points(1.5)
+		p.Add(line)
+		p.Legend.Add(r.arm, line)
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+}
