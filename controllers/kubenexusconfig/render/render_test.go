@@ -118,7 +118,7 @@ func TestRenderedProfile(t *testing.T) {
 	cfg, err := SchedulerConfiguration(&v1alpha1.KubeNexusConfigSpec{
 		Scheduler: v1alpha1.SchedulerSpec{SchedulerName: "gpu-scheduler"},
 		Plugins: v1alpha1.PluginsSpec{
-			ProfileClassifier: v1alpha1.ProfileClassifierPlugin{Enabled: ptr.To(false)},
+			ProfileClassifier:     v1alpha1.ProfileClassifierPlugin{Enabled: ptr.To(false)},
 			ResourceFragmentation: v1alpha1.ResourceFragmentationPlugin{Enabled: ptr.To(true), Weight: 7},
 			// Not registered by the scheduler yet: must never reach the profile.
 			NUMATopology: v1alpha1.NUMATopologyPlugin{Enabled: ptr.To(true), Weight: 5},
