@@ -43,7 +43,7 @@ var _ = Describe("A valid object", func() {
 				}},
 				TopologyAware:         v1alpha1.TopologyAwarePlugin{Enabled: ptr.To(true), Weight: 2},
 				NetworkFabric:         v1alpha1.NetworkFabricPlugin{Enabled: ptr.To(true), Weight: 3},
-				ResourceFragmentation: v1alpha1.ResourceFragmentationPlugin{Enabled: ptr.To(true), Weight: 2, GPUResourceName: "nvidia.com/gpu"},
+				ResourceFragmentation: v1alpha1.ResourceFragmentationPlugin{Enabled: ptr.To(true), Weight: 2, GPUResourceName: "nvidia.com/gpu", ArrivalHalfLifeSeconds: 600},
 				TenantHardware:        v1alpha1.TenantHardwarePlugin{Enabled: ptr.To(true), Weight: 3},
 				NUMATopology:          v1alpha1.NUMATopologyPlugin{Enabled: ptr.To(true), Weight: 1},
 				VRAM:                  v1alpha1.VRAMPlugin{Enabled: ptr.To(true), Weight: 1},
