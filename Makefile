@@ -130,12 +130,15 @@ bench: ## CPU-ms/pod and pods/s of kubenexus-scheduler, stock kube-scheduler, sc
 	go run ./test/bench -bin $(BIN) $(BENCH_FLAGS)
 
 .PHONY: bench-placement
+# multigpu50 repeats the default trace's first 7000 tasks and appends its multi-GPU ones, with no
+# creation times: in file order it would replay the same tasks, so it is shuffled (seed 1, the
+# same for every arm).
 TRACE ?= ../shared/data/alibaba-gpu-2023
 bench-placement: ## Replay the Alibaba 2023 GPU trace (default and multigpu50) through stock kube-scheduler, stock with MostAllocated, and kubenexus-scheduler; GPU allocation and fragmentation per arm, CSV + PNG + summary under .bench-placement/.
 	hack/build-tools.sh etcd kube-apiserver kube-scheduler
 	go build -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
 	go run ./test/benchplacement -bin $(BIN) -nodes $(TRACE)/openb_node_list_all_node.csv -pods $(TRACE)/openb_pod_list_default.csv $(BENCH_PLACEMENT_FLAGS)
-	go run ./test/benchplacement -bin $(BIN) -nodes $(TRACE)/openb_node_list_all_node.csv -pods $(TRACE)/openb_pod_list_multigpu50.csv $(BENCH_PLACEMENT_FLAGS)
+	go run ./test/benchplacement -bin $(BIN) -nodes $(TRACE)/openb_node_list_all_node.csv -pods $(TRACE)/openb_pod_list_multigpu50.csv -shuffle-seed 1 $(BENCH_PLACEMENT_FLAGS)
 
 .PHONY: bench-webhook
 bench-webhook: ## Peak RSS of kubenexus-manager under 64 concurrent maximum-size AdmissionReviews (printed, not asserted).

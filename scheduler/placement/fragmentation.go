@@ -2,35 +2,46 @@ package placement
 
 import "sort"
 
-// Demand is the GPU work expected to arrive: a weight per task size in whole GPUs
-// (queued pods count one each, recent arrivals a decaying share).
-type Demand map[int64]float64
+// Demand is the GPU work expected to arrive, per task size in whole GPUs: how much
+// weight the size has (queued pods count one each, recent arrivals a decaying share)
+// and what a task of that size asks for besides GPUs, on average.
+type Demand map[int64]Need
 
-// Fragmentation is the expected number of a node's free GPUs that a task drawn from
-// demand could not use because it needs more GPUs than the node has free (the
-// measure of Weng et al., "Beware of Fragmentation", ATC'23, for whole GPUs). Zero
-// when demand is empty.
-func Fragmentation(free int64, d Demand) float64 {
-	var total, stranded float64
-	for k, w := range d {
-		if w <= 0 {
-			continue
-		}
-		total += w
-		if k > free {
-			stranded += w
-		}
-	}
-	if total == 0 || free <= 0 {
-		return 0
-	}
-	return float64(free) * stranded / total
+// Need is one task size's weight and mean CPU (milli) and memory (bytes) per task.
+type Need struct {
+	Weight           float64
+	MilliCPU, Memory int64
 }
 
-// FragmentationDelta is how much placing a task of req GPUs on a node with free GPUs
-// raises the node's fragmentation; placements that fragment least are best.
-func FragmentationDelta(free, req int64, d Demand) float64 {
-	return Fragmentation(free-req, d) - Fragmentation(free, d)
+// Room is what a node has free: whole GPUs, milli-CPU and memory bytes.
+type Room struct{ GPUs, MilliCPU, Memory int64 }
+
+// Fragmentation is the expected number of a node's free GPUs that a task drawn from
+// demand could not use, because it needs more GPUs than the node has free, or more
+// CPU or memory than is left beside them (the measure of Weng et al., "Beware of
+// Fragmentation", ATC'23, for whole GPUs). Zero when demand is empty.
+func Fragmentation(free Room, d Demand) float64 {
+	var total, stranded float64
+	for k, n := range d {
+		if n.Weight <= 0 {
+			continue
+		}
+		total += n.Weight
+		if k > free.GPUs || n.MilliCPU > free.MilliCPU || n.Memory > free.Memory {
+			stranded += n.Weight
+		}
+	}
+	if total == 0 || free.GPUs <= 0 {
+		return 0
+	}
+	return float64(free.GPUs) * stranded / total
+}
+
+// FragmentationDelta is how much placing a task that takes req from a node with free
+// room raises the node's fragmentation; placements that fragment least are best.
+func FragmentationDelta(free, req Room, d Demand) float64 {
+	after := Room{GPUs: free.GPUs - req.GPUs, MilliCPU: free.MilliCPU - req.MilliCPU, Memory: free.Memory - req.Memory}
+	return Fragmentation(after, d) - Fragmentation(free, d)
 }
 
 // Breaks reports whether placing req GPUs on a node with free GPUs leaves a queued

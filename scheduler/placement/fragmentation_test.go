@@ -6,7 +6,9 @@ import (
 )
 
 func TestFragmentation(t *testing.T) {
-	d := Demand{1: 1, 4: 2, 8: 1} // a quarter 1-GPU tasks, half 4-GPU, a quarter 8-GPU
+	// A quarter 1-GPU tasks, half 4-GPU, a quarter 8-GPU; each asks 1 CPU per GPU.
+	d := Demand{1: {Weight: 1, MilliCPU: 1000}, 4: {Weight: 2, MilliCPU: 4000}, 8: {Weight: 1, MilliCPU: 8000}}
+	room := func(gpus int64) Room { return Room{GPUs: gpus, MilliCPU: 64000, Memory: 1 << 40} }
 	tests := []struct {
 		free int64
 		want float64
@@ -24,17 +26,23 @@ func TestFragmentation(t *testing.T) {
 		{-1, 0},       // over-committed node: nothing free
 	}
 	for _, tc := range tests {
-		if got := Fragmentation(tc.free, d); math.Abs(got-tc.want) > 1e-9 {
+		if got := Fragmentation(room(tc.free), d); math.Abs(got-tc.want) > 1e-9 {
 			t.Errorf("Fragmentation(%d) = %v, want %v", tc.free, got, tc.want)
 		}
 	}
-	if got := Fragmentation(3, Demand{}); got != 0 {
+	if got := Fragmentation(room(3), Demand{}); got != 0 {
 		t.Errorf("no demand: %v, want 0", got)
 	}
 	// A 1-GPU task on a pristine node strands 7 for the 8-GPU quarter; on a node with
 	// 2 free it strands less than the node already did.
-	if a, b := FragmentationDelta(8, 1, d), FragmentationDelta(2, 1, d); !(b < a) {
+	one := Room{GPUs: 1, MilliCPU: 1000}
+	if a, b := FragmentationDelta(room(8), one, d), FragmentationDelta(room(2), one, d); !(b < a) {
 		t.Errorf("delta on the broken node %v should be below the pristine node's %v", b, a)
+	}
+	// GPUs beside too little CPU are stranded too: 8 free GPUs and 3 CPUs serve only
+	// the 1-GPU quarter.
+	if got, want := Fragmentation(Room{GPUs: 8, MilliCPU: 3000, Memory: 1 << 40}, d), 8*0.75; math.Abs(got-want) > 1e-9 {
+		t.Errorf("8 GPUs beside 3 CPUs: %v, want %v", got, want)
 	}
 }
 

@@ -7,7 +7,8 @@
 //	stock-mostallocated: kube-scheduler with NodeResourcesFit MostAllocated
 //	kubenexus:          kubenexus-scheduler with the operator's default plugin set
 //
-// Pods arrive one at a time in creation order (the next once the scheduler has bound
+// Pods arrive one at a time in creation order, or file order, or shuffled with
+// -shuffle-seed (the next once the scheduler has bound
 // or refused the last; refused pods are deleted, nothing else is) until the GPUs
 // asked for reach the cluster's. A task that asks for a fraction of a GPU asks for a
 // whole one in every arm: GPU sharing is not modelled. A task's gpu_spec becomes a
@@ -22,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,12 +96,15 @@ func main() {
 	binDir := flag.String("bin", "bin", "directory holding kubenexus-scheduler and k8s/kube-scheduler")
 	out := flag.String("out", "", "results directory (default: a new one under .bench-placement/)")
 	armsFlag := flag.String("arms", "stock,stock-mostallocated,kubenexus", "arms to run")
+	flag.Int64Var(&shuffleSeed, "shuffle-seed", 0, "replay the tasks in an order shuffled with this seed (the same for every arm) instead of creation (or file) order; 0: no shuffle")
 	flag.Parse()
 	if err := run(*nodesFile, *podsFile, *binDir, *out, strings.Split(*armsFlag, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-placement:", err)
 		os.Exit(1)
 	}
 }
+
+var shuffleSeed int64
 
 func run(nodesFile, podsFile, binDir, out string, armNames []string) error {
 	ctx := context.Background()
@@ -479,6 +484,9 @@ func readTasks(path string) ([]task, error) {
 		out = append(out, t)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].created < out[j].created })
+	if shuffleSeed != 0 {
+		rand.New(rand.NewSource(shuffleSeed)).Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	}
 	return out, nil
 }
 

@@ -41,7 +41,11 @@ func write(out, nodesFile, podsFile string, totalGPUs int64, results []result) e
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Placement quality: %s\n\n", filepath.Base(podsFile))
-	fmt.Fprintf(&b, "Nodes %s (%d GPUs), tasks %s in creation order until the GPUs asked for reach the cluster's; refused tasks are deleted, nothing else is. "+
+	order := "creation (file) order"
+	if shuffleSeed != 0 {
+		order = fmt.Sprintf("an order shuffled with seed %d", shuffleSeed)
+	}
+	fmt.Fprintf(&b, "Nodes %s (%d GPUs), tasks %s in "+order+" until the GPUs asked for reach the cluster's; refused tasks are deleted, nothing else is. "+
 		"Tasks asking for a fraction of a GPU ask for a whole one in every arm (GPU sharing is not modelled).\n\n", nodesFile, totalGPUs, podsFile)
 	fmt.Fprintf(&b, "| arm | tasks | failed (GPU) | unallocated GPUs at first GPU failure | GPU allocation at 80 / 90 / 100%% demand | largest 8-GPU gang at the end | pods/s |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|\n")

@@ -21,16 +21,31 @@ type tracker struct {
 	halfLife  time.Duration
 	now       func() time.Time
 
-	mu       sync.Mutex
-	queued   map[types.UID]int64
-	perSize  map[int64]int // queued pods per size
-	arrivals map[int64]float64
+	mu     sync.Mutex
+	queued map[types.UID]shape
+	// perSize sums the queued pods per size (Weight counts them).
+	perSize map[int64]sums
+	// arrivals are the decayed arrival weights per size, with CPU and memory summed
+	// under the same weights.
+	arrivals map[int64]sums
 	decayed  time.Time
+}
+
+// shape is what a GPU pod asks for.
+type shape struct{ gpus, milliCPU, memory int64 }
+
+// sums accumulates weights and weighted CPU and memory of one size.
+type sums struct{ weight, milliCPU, memory float64 }
+
+func (s *sums) add(sh shape, w float64) {
+	s.weight += w
+	s.milliCPU += w * float64(sh.milliCPU)
+	s.memory += w * float64(sh.memory)
 }
 
 func newTracker(scheduler string, gpus []corev1.ResourceName, halfLifeSeconds int32) *tracker {
 	return &tracker{scheduler: scheduler, gpus: gpus, halfLife: time.Duration(halfLifeSeconds) * time.Second, now: time.Now,
-		queued: map[types.UID]int64{}, perSize: map[int64]int{}, arrivals: map[int64]float64{}}
+		queued: map[types.UID]shape{}, perSize: map[int64]sums{}, arrivals: map[int64]sums{}}
 }
 
 func (t *tracker) handler() cache.ResourceEventHandlerFuncs {
@@ -64,8 +79,8 @@ func (t *tracker) observe(p *corev1.Pod, added bool) {
 	if p.Spec.SchedulerName != t.scheduler {
 		return
 	}
-	k := gpusOf(p, t.gpus)
-	if k == 0 {
+	sh := shapeOf(p, t.gpus)
+	if sh.gpus == 0 {
 		return
 	}
 	waiting := p.Spec.NodeName == "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil
@@ -73,21 +88,29 @@ func (t *tracker) observe(p *corev1.Pod, added bool) {
 	defer t.mu.Unlock()
 	t.unqueue(p.UID)
 	if waiting {
-		t.queued[p.UID] = k
-		t.perSize[k]++
+		t.queued[p.UID] = sh
+		s := t.perSize[sh.gpus]
+		s.add(sh, 1)
+		t.perSize[sh.gpus] = s
 	}
 	if added && waiting {
 		t.decay()
-		t.arrivals[k]++
+		a := t.arrivals[sh.gpus]
+		a.add(sh, 1)
+		t.arrivals[sh.gpus] = a
 	}
 }
 
 // unqueue forgets a queued pod (callers hold mu).
 func (t *tracker) unqueue(uid types.UID) {
-	if k, ok := t.queued[uid]; ok {
+	if sh, ok := t.queued[uid]; ok {
 		delete(t.queued, uid)
-		if t.perSize[k]--; t.perSize[k] <= 0 {
-			delete(t.perSize, k)
+		s := t.perSize[sh.gpus]
+		s.add(sh, -1)
+		if s.weight < 0.5 {
+			delete(t.perSize, sh.gpus)
+		} else {
+			t.perSize[sh.gpus] = s
 		}
 	}
 }
@@ -98,7 +121,8 @@ func (t *tracker) decay() {
 	if !t.decayed.IsZero() {
 		f := math.Exp2(-now.Sub(t.decayed).Seconds() / t.halfLife.Seconds())
 		for k, v := range t.arrivals {
-			if v *= f; v < 1e-3 {
+			v.weight, v.milliCPU, v.memory = v.weight*f, v.milliCPU*f, v.memory*f
+			if v.weight < 1e-3 {
 				delete(t.arrivals, k)
 			} else {
 				t.arrivals[k] = v
@@ -109,24 +133,34 @@ func (t *tracker) decay() {
 }
 
 // snapshot returns the demand (queued pods count one each, arrivals their decayed
-// count) and the queued pods per size, leaving out the pod being scheduled.
+// weight; CPU and memory are the weighted means per size) and the queued pods per
+// size, leaving out the pod being scheduled.
 func (t *tracker) snapshot(self types.UID) (placement.Demand, map[int64]int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.decay()
-	demand := placement.Demand{}
+	total := map[int64]sums{}
 	queued := map[int64]int{}
-	for k, n := range t.perSize {
-		if sk, ok := t.queued[self]; ok && sk == k {
-			n--
+	for k, s := range t.perSize {
+		if sh, ok := t.queued[self]; ok && sh.gpus == k {
+			s.add(sh, -1)
 		}
-		if n > 0 {
+		if n := int(s.weight + 0.5); n > 0 {
 			queued[k] = n
-			demand[k] = float64(n)
+			total[k] = s
 		}
 	}
-	for k, v := range t.arrivals {
-		demand[k] += v
+	for k, a := range t.arrivals {
+		s := total[k]
+		s.weight, s.milliCPU, s.memory = s.weight+a.weight, s.milliCPU+a.milliCPU, s.memory+a.memory
+		total[k] = s
+	}
+	demand := placement.Demand{}
+	for k, s := range total {
+		if s.weight <= 0 {
+			continue
+		}
+		demand[k] = placement.Need{Weight: s.weight, MilliCPU: int64(s.milliCPU / s.weight), Memory: int64(s.memory / s.weight)}
 	}
 	return demand, queued
 }

@@ -1,8 +1,8 @@
 // Package resourcefragmentation places GPU pods where they fragment GPU capacity
 // least, relative to the demand that is coming: the GPU pods queued for this
 // scheduler and a decaying memory of recent arrivals. A node's fragmentation is the
-// expected number of its free GPUs that a task of that demand could not use (Weng et
-// al., ATC'23); a pod goes where placing it raises that least, so small pods fill
+// expected number of its free GPUs that a task of that demand could not use, for want
+// of GPUs or of the CPU and memory left beside them (Weng et al., ATC'23); a pod goes where placing it raises that least, so small pods fill
 // nodes that are already broken and whole nodes stay whole. While queued pods need
 // whole nodes (or any size that only a few nodes still host), a placement that would
 // take the last such nodes from them scores lowest. Pods that ask for no GPU are
@@ -94,11 +94,11 @@ func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint,
 // SignPod: the score depends on the pod's GPU request, which the default plugins
 // already sign with its other requests; the count is added for clarity.
 func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	return []fwk.SignFragment{{Key: "kubenexus.io/gpus", Value: strconv.FormatInt(gpusOf(pod, pl.gpus), 10)}}, nil
+	return []fwk.SignFragment{{Key: "kubenexus.io/gpus", Value: strconv.FormatInt(shapeOf(pod, pl.gpus).gpus, 10)}}, nil
 }
 
 type stateData struct {
-	req    int64
+	req    placement.Room
 	demand placement.Demand
 	queued map[int64]int
 	hosts  map[int64]int
@@ -110,17 +110,18 @@ func (s *stateData) Clone() fwk.StateData { return s }
 // each queued size, the nodes that host it among the nodes that passed the pod's
 // filters: O(nodes × queued sizes), once per GPU pod.
 func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
-	req := gpusOf(pod, pl.gpus)
-	if req == 0 {
+	sh := shapeOf(pod, pl.gpus)
+	if sh.gpus == 0 {
 		return fwk.NewStatus(fwk.Skip)
 	}
+	req := placement.Room{GPUs: sh.gpus, MilliCPU: sh.milliCPU, Memory: sh.memory}
 	demand, queued := pl.demand.snapshot(pod.UID)
 	hosts := map[int64]int{}
 	for _, ni := range nodes {
 		if len(queued) == 0 {
 			break
 		}
-		free := pl.freeGPUs(ni)
+		free := pl.room(ni).GPUs
 		for k := range queued {
 			if free >= k {
 				hosts[k]++
@@ -140,12 +141,12 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni 
 		return 0, fwk.AsStatus(err)
 	}
 	s := d.(*stateData)
-	free := pl.freeGPUs(ni)
-	if free < s.req {
+	free := pl.room(ni)
+	if free.GPUs < s.req.GPUs {
 		return -breakPenalty - 1<<20, nil // does not fit (Filter has already said so): the bottom of the lower band
 	}
 	score := -int64(math.Round(placement.FragmentationDelta(free, s.req, s.demand) * 1000))
-	if placement.Breaks(free, s.req, s.queued, s.hosts) {
+	if placement.Breaks(free.GPUs, s.req.GPUs, s.queued, s.hosts) {
 		score -= breakPenalty
 	}
 	return score, nil
@@ -191,25 +192,27 @@ func (pl *Plugin) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *corev1.
 	return nil
 }
 
-// freeGPUs is the node's free whole GPUs, over every resource that counts as one.
-func (pl *Plugin) freeGPUs(ni fwk.NodeInfo) int64 {
-	var free int64
-	for _, r := range pl.gpus {
-		if f := nodefree.Of(ni, r); f > 0 {
-			free += f / 1000
+// room is the node's free whole GPUs (over every resource that counts as one), CPU
+// and memory.
+func (pl *Plugin) room(ni fwk.NodeInfo) placement.Room {
+	r := placement.Room{MilliCPU: nodefree.Of(ni, corev1.ResourceCPU), Memory: nodefree.Of(ni, corev1.ResourceMemory) / 1000}
+	for _, name := range pl.gpus {
+		if f := nodefree.Of(ni, name); f > 0 {
+			r.GPUs += f / 1000
 		}
 	}
-	return free
+	return r
 }
 
-// gpusOf is the pod's request of GPUs, over every resource that counts as one.
-func gpusOf(pod *corev1.Pod, gpus []corev1.ResourceName) int64 {
+// shapeOf is what the pod asks for: GPUs (over every resource that counts as one),
+// CPU and memory.
+func shapeOf(pod *corev1.Pod, gpus []corev1.ResourceName) shape {
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	var n int64
+	sh := shape{milliCPU: reqs.Cpu().MilliValue(), memory: reqs.Memory().Value()}
 	for _, r := range gpus {
 		if q, ok := reqs[r]; ok {
-			n += q.Value()
+			sh.gpus += q.Value()
 		}
 	}
-	return n
+	return sh
 }

@@ -135,7 +135,7 @@ func TestTrackerQueuesAndForgets(t *testing.T) {
 	bound.Spec.NodeName = "n1"
 	tr.observe(bound, false)
 	d, q := tr.snapshot("")
-	if len(q) != 0 || d[8] <= 0 {
+	if len(q) != 0 || d[8].Weight <= 0 {
 		t.Errorf("after binding: queued %v demand %v; want none queued and the arrival remembered", q, d)
 	}
 }
