@@ -2,15 +2,17 @@ package placement
 
 import "sort"
 
-// Demand is the GPU work expected to arrive, per task size in whole GPUs: how much
-// weight the size has (queued pods count one each, recent arrivals a decaying share)
-// and what a task of that size asks for besides GPUs, on average.
-type Demand map[int64]Need
+// Demand is the GPU work expected to arrive, as task shapes: GPUs, the CPU and memory
+// asked for beside them, and how much weight the shape has (queued pods count one
+// each, recent arrivals a decaying share).
+type Demand []Need
 
-// Need is one task size's weight and mean CPU (milli) and memory (bytes) per task.
+// Need is one task shape: whole GPUs, CPU (milli) and memory (bytes) per task, and
+// its weight.
 type Need struct {
-	Weight           float64
+	GPUs             int64
 	MilliCPU, Memory int64
+	Weight           float64
 }
 
 // Room is what a node has free: whole GPUs, milli-CPU and memory bytes.
@@ -22,12 +24,12 @@ type Room struct{ GPUs, MilliCPU, Memory int64 }
 // Fragmentation", ATC'23, for whole GPUs). Zero when demand is empty.
 func Fragmentation(free Room, d Demand) float64 {
 	var total, stranded float64
-	for k, n := range d {
+	for _, n := range d {
 		if n.Weight <= 0 {
 			continue
 		}
 		total += n.Weight
-		if k > free.GPUs || n.MilliCPU > free.MilliCPU || n.Memory > free.Memory {
+		if n.GPUs > free.GPUs || n.MilliCPU > free.MilliCPU || n.Memory > free.Memory {
 			stranded += n.Weight
 		}
 	}

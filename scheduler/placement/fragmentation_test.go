@@ -7,7 +7,7 @@ import (
 
 func TestFragmentation(t *testing.T) {
 	// A quarter 1-GPU tasks, half 4-GPU, a quarter 8-GPU; each asks 1 CPU per GPU.
-	d := Demand{1: {Weight: 1, MilliCPU: 1000}, 4: {Weight: 2, MilliCPU: 4000}, 8: {Weight: 1, MilliCPU: 8000}}
+	d := Demand{{GPUs: 1, Weight: 1, MilliCPU: 1000}, {GPUs: 4, Weight: 2, MilliCPU: 4000}, {GPUs: 8, Weight: 1, MilliCPU: 8000}}
 	room := func(gpus int64) Room { return Room{GPUs: gpus, MilliCPU: 64000, Memory: 1 << 40} }
 	tests := []struct {
 		free int64

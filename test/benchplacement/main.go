@@ -198,6 +198,7 @@ type result struct {
 	tasks, failed       int
 	gpuFailed           int
 	firstFailUnalloc    int64 // -1: no GPU task failed
+	firstFail           string
 	at80, at90, at100   float64
 	largest8            int64
 	podsPerSec          float64
@@ -314,6 +315,7 @@ profiles:
 				r.gpuFailed++
 				if r.firstFailUnalloc < 0 {
 					r.firstFailUnalloc = totalGPUs - allocated
+					r.firstFail = fmt.Sprintf("%s (%d GPUs, %dm CPU, %d MiB)", t.name, t.gpus, t.cpuMilli, t.mib)
 				}
 			}
 			if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: t.name}}, client.GracePeriodSeconds(0)); err != nil {
@@ -350,8 +352,8 @@ profiles:
 		}
 	}
 	r.largest8, _ = placement.LargestGang(free, 8, 0)
-	fmt.Printf("%s: %d tasks (%d failed, %d of them GPU tasks); unallocated GPUs at the first GPU failure %d; allocated at 100%% demand %.1f%%; %.0f pods/s\n",
-		a.name, r.tasks, r.failed, r.gpuFailed, r.firstFailUnalloc, r.at100, r.podsPerSec)
+	fmt.Printf("%s: %d tasks (%d failed, %d of them GPU tasks); unallocated GPUs at the first GPU failure %d (%s); allocated at 100%% demand %.1f%%; %.0f pods/s\n",
+		a.name, r.tasks, r.failed, r.gpuFailed, r.firstFailUnalloc, r.firstFail, r.at100, r.podsPerSec)
 	return r, nil
 }
 

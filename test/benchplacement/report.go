@@ -52,7 +52,7 @@ func write(out, nodesFile, podsFile string, totalGPUs int64, results []result) e
 	for _, r := range results {
 		first := "none failed"
 		if r.firstFailUnalloc >= 0 {
-			first = strconv.FormatInt(r.firstFailUnalloc, 10)
+			first = fmt.Sprintf("%d (%s)", r.firstFailUnalloc, r.firstFail)
 		}
 		fmt.Fprintf(&b, "| %s | %d | %d (%d) | %s | %s / %s / %s | %d | %.0f |\n", r.arm, r.tasks, r.failed, r.gpuFailed, first,
 			pctOrDash(r.at80), pctOrDash(r.at90), pctOrDash(r.at100), r.largest8, r.podsPerSec)

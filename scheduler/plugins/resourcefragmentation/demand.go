@@ -13,8 +13,10 @@ import (
 )
 
 // tracker follows the profile's GPU pods: those waiting for a node (queued) and a
-// decaying count of arrivals per size. It is fed by the shared pod informer; the
-// scheduling cycle only reads it.
+// decaying count of arrivals, per class of shape (GPUs, and CPU and memory rounded up
+// to steps, so that a few tasks that need a large node are not averaged away among
+// many small ones). It is fed by the shared pod informer; the scheduling cycle only
+// reads it.
 type tracker struct {
 	scheduler string
 	gpus      []corev1.ResourceName
@@ -23,18 +25,31 @@ type tracker struct {
 
 	mu     sync.Mutex
 	queued map[types.UID]shape
-	// perSize sums the queued pods per size (Weight counts them).
-	perSize map[int64]sums
-	// arrivals are the decayed arrival weights per size, with CPU and memory summed
+	// waiting sums the queued pods per class (weight counts them).
+	waiting map[class]sums
+	// arrivals are the decayed arrival weights per class, with CPU and memory summed
 	// under the same weights.
-	arrivals map[int64]sums
+	arrivals map[class]sums
 	decayed  time.Time
 }
 
 // shape is what a GPU pod asks for.
 type shape struct{ gpus, milliCPU, memory int64 }
 
-// sums accumulates weights and weighted CPU and memory of one size.
+// class groups shapes: the same GPUs, CPU in steps of 8 cores and memory in steps of
+// 64 GiB (rounded up).
+type class struct{ gpus, cpuStep, memStep int64 }
+
+const (
+	cpuStep = 8000     // milli-CPU
+	memStep = 64 << 30 // bytes
+)
+
+func classOf(sh shape) class {
+	return class{gpus: sh.gpus, cpuStep: (sh.milliCPU + cpuStep - 1) / cpuStep, memStep: (sh.memory + memStep - 1) / memStep}
+}
+
+// sums accumulates weights and weighted CPU and memory of one class.
 type sums struct{ weight, milliCPU, memory float64 }
 
 func (s *sums) add(sh shape, w float64) {
@@ -45,7 +60,7 @@ func (s *sums) add(sh shape, w float64) {
 
 func newTracker(scheduler string, gpus []corev1.ResourceName, halfLifeSeconds int32) *tracker {
 	return &tracker{scheduler: scheduler, gpus: gpus, halfLife: time.Duration(halfLifeSeconds) * time.Second, now: time.Now,
-		queued: map[types.UID]shape{}, perSize: map[int64]sums{}, arrivals: map[int64]sums{}}
+		queued: map[types.UID]shape{}, waiting: map[class]sums{}, arrivals: map[class]sums{}}
 }
 
 func (t *tracker) handler() cache.ResourceEventHandlerFuncs {
@@ -89,29 +104,32 @@ func (t *tracker) observe(p *corev1.Pod, added bool) {
 	t.unqueue(p.UID)
 	if waiting {
 		t.queued[p.UID] = sh
-		s := t.perSize[sh.gpus]
+		s := t.waiting[classOf(sh)]
 		s.add(sh, 1)
-		t.perSize[sh.gpus] = s
+		t.waiting[classOf(sh)] = s
 	}
 	if added && waiting {
 		t.decay()
-		a := t.arrivals[sh.gpus]
+		a := t.arrivals[classOf(sh)]
 		a.add(sh, 1)
-		t.arrivals[sh.gpus] = a
+		t.arrivals[classOf(sh)] = a
 	}
 }
 
 // unqueue forgets a queued pod (callers hold mu).
 func (t *tracker) unqueue(uid types.UID) {
-	if sh, ok := t.queued[uid]; ok {
-		delete(t.queued, uid)
-		s := t.perSize[sh.gpus]
-		s.add(sh, -1)
-		if s.weight < 0.5 {
-			delete(t.perSize, sh.gpus)
-		} else {
-			t.perSize[sh.gpus] = s
-		}
+	sh, ok := t.queued[uid]
+	if !ok {
+		return
+	}
+	delete(t.queued, uid)
+	c := classOf(sh)
+	s := t.waiting[c]
+	s.add(sh, -1)
+	if s.weight < 0.5 {
+		delete(t.waiting, c)
+	} else {
+		t.waiting[c] = s
 	}
 }
 
@@ -120,12 +138,12 @@ func (t *tracker) decay() {
 	now := t.now()
 	if !t.decayed.IsZero() {
 		f := math.Exp2(-now.Sub(t.decayed).Seconds() / t.halfLife.Seconds())
-		for k, v := range t.arrivals {
+		for c, v := range t.arrivals {
 			v.weight, v.milliCPU, v.memory = v.weight*f, v.milliCPU*f, v.memory*f
 			if v.weight < 1e-3 {
-				delete(t.arrivals, k)
+				delete(t.arrivals, c)
 			} else {
-				t.arrivals[k] = v
+				t.arrivals[c] = v
 			}
 		}
 	}
@@ -133,34 +151,34 @@ func (t *tracker) decay() {
 }
 
 // snapshot returns the demand (queued pods count one each, arrivals their decayed
-// weight; CPU and memory are the weighted means per size) and the queued pods per
-// size, leaving out the pod being scheduled.
+// weight; one shape per class, with the class's weighted mean CPU and memory) and the
+// queued pods per GPU count, leaving out the pod being scheduled.
 func (t *tracker) snapshot(self types.UID) (placement.Demand, map[int64]int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.decay()
-	total := map[int64]sums{}
+	total := map[class]sums{}
 	queued := map[int64]int{}
-	for k, s := range t.perSize {
-		if sh, ok := t.queued[self]; ok && sh.gpus == k {
+	for c, s := range t.waiting {
+		if sh, ok := t.queued[self]; ok && classOf(sh) == c {
 			s.add(sh, -1)
 		}
 		if n := int(s.weight + 0.5); n > 0 {
-			queued[k] = n
-			total[k] = s
+			queued[c.gpus] += n
+			total[c] = s
 		}
 	}
-	for k, a := range t.arrivals {
-		s := total[k]
+	for c, a := range t.arrivals {
+		s := total[c]
 		s.weight, s.milliCPU, s.memory = s.weight+a.weight, s.milliCPU+a.milliCPU, s.memory+a.memory
-		total[k] = s
+		total[c] = s
 	}
-	demand := placement.Demand{}
-	for k, s := range total {
+	demand := make(placement.Demand, 0, len(total))
+	for c, s := range total {
 		if s.weight <= 0 {
 			continue
 		}
-		demand[k] = placement.Need{Weight: s.weight, MilliCPU: int64(s.milliCPU / s.weight), Memory: int64(s.memory / s.weight)}
+		demand = append(demand, placement.Need{GPUs: c.gpus, Weight: s.weight, MilliCPU: int64(s.milliCPU / s.weight), Memory: int64(s.memory / s.weight)})
 	}
 	return demand, queued
 }

@@ -135,7 +135,7 @@ func TestTrackerQueuesAndForgets(t *testing.T) {
 	bound.Spec.NodeName = "n1"
 	tr.observe(bound, false)
 	d, q := tr.snapshot("")
-	if len(q) != 0 || d[8].Weight <= 0 {
+	if len(q) != 0 || len(d) != 1 || d[0].GPUs != 8 || d[0].Weight <= 0 {
 		t.Errorf("after binding: queued %v demand %v; want none queued and the arrival remembered", q, d)
 	}
 }
@@ -156,6 +156,30 @@ func TestNormalizeKeepsTheRankingBesideAPenalizedNode(t *testing.T) {
 	for _, s := range scores {
 		if s.Score != want[s.Name] {
 			t.Errorf("%s: %d, want %d", s.Name, s.Score, want[s.Name])
+		}
+	}
+}
+
+// Tasks that need a large node are a shape of their own, not averaged into the many
+// small ones of the same GPU count: a node without their CPU strands GPUs for them.
+func TestDemandKeepsLargeShapesApart(t *testing.T) {
+	tr := newTracker("kubenexus-scheduler", []corev1.ResourceName{gpu}, 600)
+	task := func(name string, cpu string) *corev1.Pod {
+		p := gpuPod(name, 8)
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse(cpu)
+		return p
+	}
+	for i := range 9 {
+		tr.observe(task(fmt.Sprintf("small-%d", i), "64"), true)
+	}
+	tr.observe(task("large", "120"), true)
+	d, _ := tr.snapshot("")
+	if len(d) != 2 {
+		t.Fatalf("demand %+v, want two shapes of 8 GPUs (64 and 120 CPUs)", d)
+	}
+	for _, n := range d {
+		if n.MilliCPU != 64000 && n.MilliCPU != 120000 {
+			t.Errorf("shape %+v: CPU averaged across classes", n)
 		}
 	}
 }
