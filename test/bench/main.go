@@ -132,7 +132,7 @@ func main() {
 	only := flag.String("workloads", "W1,W2,W4,W5", "workloads to run")
 	armsFlag := flag.String("arms", "stock,kubenexus,scheduler-plugins,null-binder", "arms to run")
 	scale := flag.Float64("scale", 1, "multiply every workload's pod count (W2: its number of gangs; W4: its gang size) by this, for quick runs")
-	flag.StringVar(&cpuProfileDir, "cpuprofile", "", "directory to write an 8s CPU profile of each scheduler run, and a heap profile at its last binding, into")
+	flag.StringVar(&cpuProfileDir, "cpuprofile", "", "directory to write an 8s CPU profile of each scheduler run, and heap profiles at its first and last bindings, into")
 	flag.IntVar(&repeat, "repeat", 5, "runs of each workload per arm; run r starts with arm r mod (number of arms)")
 	flag.StringVar(&kubenexusArgs, "kubenexus-args", "", "extra flags for kubenexus-scheduler, space-separated (e.g. --feature-gates=...)")
 	nb := flag.Bool("null-binder", false, "internal: run as the null-binder arm's process")
@@ -343,6 +343,7 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 		mu          sync.Mutex
 		schedPID    int
 		first, last sample
+		heapPort    int
 	)
 	bound := map[string]time.Time{}
 	nodeOf := map[string]string{} // pod → node, for the racks a gang spans
@@ -363,6 +364,11 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 		nodeOf[p.Name] = p.Spec.NodeName
 		if len(bound) == 1 {
 			first = s
+			if cpuProfileDir != "" && heapPort != 0 {
+				// A gang's members all wait at Permit until its first binding: the
+				// heap is near its peak here.
+				go fetchHeap(heapPort, filepath.Join(cpuProfileDir, fmt.Sprintf("%s-%s.first.heap.pprof", w.name, a.name)))
+			}
 		}
 		if len(bound) == w.pods {
 			last = s
@@ -392,6 +398,9 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 		if port, err = testutil.FreePort(); err != nil {
 			return result{}, err
 		}
+		mu.Lock()
+		heapPort = port // read by the binding handler, once the scheduler runs
+		mu.Unlock()
 		cfgPath := filepath.Join(dir, a.name+"-config.yaml")
 		cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
