@@ -2,11 +2,14 @@
 // least, relative to the demand that is coming: the GPU pods queued for this
 // scheduler and a decaying memory of recent arrivals. A node's fragmentation is the
 // expected number of its free GPUs that a task of that demand could not use, for want
-// of GPUs or of the CPU and memory left beside them (Weng et al., ATC'23); a pod goes where placing it raises that least, so small pods fill
-// nodes that are already broken and whole nodes stay whole. While queued pods need
+// of GPUs or of the CPU and memory left beside them (Weng et al., ATC'23); a pod goes
+// where placing it raises that least, so small pods fill nodes that are already
+// broken and whole nodes stay whole. While queued pods need
 // whole nodes (or any size that only a few nodes still host), a placement that would
-// take the last such nodes from them scores lowest. Pods that ask for no GPU are
-// skipped at PreScore.
+// take the last such nodes from them scores lowest, and so does a placement that
+// breaks a wholly free multi-node NVLink domain (nvidia.com/gpu.clique) while tasks
+// that take whole nodes are in the demand. Pods that ask for no GPU are skipped at
+// PreScore.
 //
 // The plugin also serves kubenexus_largest_placeable_gang: per GPU model,
 // HardwareTier, member size (1, 2, 4, 8 GPUs) and topology level, the largest gang
@@ -26,6 +29,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/topology"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
@@ -102,6 +106,12 @@ type stateData struct {
 	demand placement.Demand
 	queued map[int64]int
 	hosts  map[int64]int
+	// freeCliques are the multi-node NVLink domains (nvidia.com/gpu.clique) whose
+	// nodes, as far as the pod's feasible nodes show, have every GPU free.
+	freeCliques map[string]bool
+	// wholeNode is the largest GPU count in the demand: a node with no more GPUs is
+	// one a task may need whole.
+	wholeNode int64
 }
 
 func (s *stateData) Clone() fwk.StateData { return s }
@@ -117,18 +127,31 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	req := placement.Room{GPUs: sh.gpus, MilliCPU: sh.milliCPU, Memory: sh.memory}
 	demand, queued := pl.demand.snapshot(pod.UID)
 	hosts := map[int64]int{}
+	cliqueNodes, cliqueBusy := map[string]int{}, map[string]bool{}
 	for _, ni := range nodes {
-		if len(queued) == 0 {
-			break
-		}
 		free := pl.room(ni).GPUs
 		for k := range queued {
 			if free >= k {
 				hosts[k]++
 			}
 		}
+		if c := ni.Node().Labels[v1alpha1.LabelGPUClique]; c != "" {
+			cliqueNodes[c]++
+			if free < pl.capacity(ni) {
+				cliqueBusy[c] = true
+			}
+		}
 	}
-	cs.Write(stateKey, &stateData{req: req, demand: demand, queued: queued, hosts: hosts})
+	s := &stateData{req: req, demand: demand, queued: queued, hosts: hosts, freeCliques: map[string]bool{}}
+	for c, n := range cliqueNodes {
+		if n > 1 && !cliqueBusy[c] {
+			s.freeCliques[c] = true
+		}
+	}
+	for _, n := range demand {
+		s.wholeNode = max(s.wholeNode, n.GPUs)
+	}
+	cs.Write(stateKey, s)
 	return nil
 }
 
@@ -146,7 +169,7 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni 
 		return -breakPenalty - 1<<20, nil // does not fit (Filter has already said so): the bottom of the lower band
 	}
 	score := -int64(math.Round(placement.FragmentationDelta(free, s.req, s.demand) * 1000))
-	if placement.Breaks(free.GPUs, s.req.GPUs, s.queued, s.hosts) {
+	if placement.Breaks(free.GPUs, s.req.GPUs, s.queued, s.hosts) || s.breaksClique(ni, s.req.GPUs, pl.capacity(ni)) {
 		score -= breakPenalty
 	}
 	return score, nil
@@ -190,6 +213,23 @@ func (pl *Plugin) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *corev1.
 		scores[i].Score = b.from + int64(float64(v-b.lo)/float64(b.hi-b.lo)*float64(b.to-b.from))
 	}
 	return nil
+}
+
+// breaksClique reports whether placing req GPUs on the node would break a free
+// multi-node NVLink domain while the demand has tasks that take whole nodes of this
+// size (the members of gangs that span a domain): such domains are kept whole.
+func (s *stateData) breaksClique(ni fwk.NodeInfo, req, capacity int64) bool {
+	c := ni.Node().Labels[v1alpha1.LabelGPUClique]
+	return c != "" && s.freeCliques[c] && req < capacity && s.wholeNode >= capacity
+}
+
+// capacity is the node's allocatable GPUs.
+func (pl *Plugin) capacity(ni fwk.NodeInfo) int64 {
+	var n int64
+	for _, name := range pl.gpus {
+		n += ni.GetAllocatable().GetScalarResources()[name]
+	}
+	return n
 }
 
 // room is the node's free whole GPUs (over every resource that counts as one), CPU

@@ -178,8 +178,53 @@ func TestDemandKeepsLargeShapesApart(t *testing.T) {
 		t.Fatalf("demand %+v, want two shapes of 8 GPUs (64 and 120 CPUs)", d)
 	}
 	for _, n := range d {
-		if n.MilliCPU != 64000 && n.MilliCPU != 120000 {
+		// Means of decayed weights: within a milli-CPU of the class's own CPU.
+		if (n.MilliCPU < 63999 || n.MilliCPU > 64001) && (n.MilliCPU < 119999 || n.MilliCPU > 120001) {
 			t.Errorf("shape %+v: CPU averaged across classes", n)
 		}
+	}
+}
+
+// A wholly free multi-node NVLink domain is kept for the tasks that take whole nodes:
+// a 1-GPU pod goes to a free node of a domain already in use.
+func TestFreeNVLinkDomainsStayWhole(t *testing.T) {
+	inClique := func(ni fwk.NodeInfo, clique string) fwk.NodeInfo {
+		ni.Node().Labels = map[string]string{"nvidia.com/gpu.clique": clique}
+		return ni
+	}
+	nodes := []fwk.NodeInfo{
+		inClique(node("a-0", 0), "a"), inClique(node("a-1", 0), "a"),
+		inClique(node("b-0", 4), "b"), inClique(node("b-1", 0), "b"),
+	}
+	pod := gpuPod("one", 1)
+	// Whole-node tasks (8 GPUs) have arrived: domain a stays whole, and by
+	// fragmentation alone b-1 (pristine) and a's nodes would tie below b-0, so the
+	// pod goes to b-0.
+	pl := newPlugin(gpuPod("past-8", 8), pod)
+	pl.demand.unqueue("past-8")
+	got := best(t, pl, pod, nodes)
+	if got != "b-0=100" {
+		t.Errorf("1-GPU pod went to %s, want b-0=100 (domain a kept whole)", got)
+	}
+	// Domain a's nodes rank in the lower band.
+	cs := schedframework.NewCycleState()
+	if st := pl.PreScore(context.Background(), cs, pod, nodes); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	sa, _ := pl.Score(context.Background(), cs, pod, nodes[0])
+	sb, _ := pl.Score(context.Background(), cs, pod, nodes[3])
+	if !(sa < sb) || sa > -breakPenalty/2 {
+		t.Errorf("a-0 scored %d, b-1 %d: a free domain's node should rank below", sa, sb)
+	}
+	// With only 1-GPU work in the demand there are no whole-node tasks to keep a
+	// domain for.
+	pl = newPlugin(gpuPod("past-1", 1), pod)
+	pl.demand.unqueue("past-1")
+	cs = schedframework.NewCycleState()
+	if st := pl.PreScore(context.Background(), cs, pod, nodes); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if sa, _ := pl.Score(context.Background(), cs, pod, nodes[0]); sa <= -breakPenalty/2 {
+		t.Errorf("without whole-node demand a-0 is still penalised (%d)", sa)
 	}
 }
