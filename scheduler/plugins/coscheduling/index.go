@@ -79,7 +79,6 @@ func (e *gangEntry) placed() int {
 	return n
 }
 
-// pending returns the members that still need a scheduling attempt.
 // placedNodes returns the nodes of the members bound, waiting at Permit or
 // permitted (a node once per member).
 func (e *gangEntry) placedNodes() []string {
@@ -97,6 +96,7 @@ func (e *gangEntry) placedNodes() []string {
 	return out
 }
 
+// pending returns the members that still need a scheduling attempt.
 func (e *gangEntry) pending() map[string]*corev1.Pod {
 	out := map[string]*corev1.Pod{}
 	for uid, p := range e.members {
