@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -157,4 +158,28 @@ func FuzzClassify(f *testing.F) {
 			t.Fatalf("gang labels present: want exactly one of membership or error, got %v, %v", p.Gang, p.GangError)
 		}
 	})
+}
+
+func TestHeldGPUs(t *testing.T) {
+	pod := func(node string, phase corev1.PodPhase, gpus string) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{v1alpha1.ResourceNvidiaGPU: resource.MustParse(gpus), "amd.com/gpu": resource.MustParse("1")}}}}},
+			Status: corev1.PodStatus{Phase: phase}}
+	}
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want int64
+	}{
+		{pod("n1", corev1.PodRunning, "4"), 4},
+		{pod("", corev1.PodPending, "4"), 0},     // not bound: holds nothing
+		{pod("n1", corev1.PodSucceeded, "4"), 0}, // finished
+		{pod("n1", corev1.PodPending, "2"), 2},   // bound, not started yet
+	} {
+		if got := HeldGPUs(tc.pod); got != tc.want {
+			t.Errorf("%s/%s: %d, want %d", tc.pod.Spec.NodeName, tc.pod.Status.Phase, got, tc.want)
+		}
+	}
+	if got := HeldGPUs(pod("n1", corev1.PodRunning, "4"), v1alpha1.ResourceNvidiaGPU, "amd.com/gpu"); got != 5 {
+		t.Errorf("two GPU resources: %d, want 5", got)
+	}
 }

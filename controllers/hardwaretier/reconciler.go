@@ -16,6 +16,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/topology"
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
 )
 
 // nodeNameIndex indexes GPU pods by spec.nodeName.
@@ -53,7 +54,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		var n int64
 		for j := range pods.Items {
-			n += gpuRequest(&pods.Items[j])
+			n += workload.HeldGPUs(&pods.Items[j])
 		}
 		return n
 	}
@@ -76,15 +77,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	patch := client.MergeFromWithOptions(tier.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	tier.Status = status
 	return ctrl.Result{}, r.Client.Status().Patch(ctx, tier, patch)
-}
-
-// gpuRequest is the GPUs a pod holds on its node: its effective request, while it
-// is not finished.
-func gpuRequest(p *corev1.Pod) int64 {
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		return 0
-	}
-	return requestedGPUs(p)
 }
 
 // requestedGPUs is the pod's effective GPU request if it is bound to a node.

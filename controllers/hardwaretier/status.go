@@ -76,11 +76,7 @@ func ComputeStatus(tier *v1alpha1.HardwareTier, tiers []v1alpha1.HardwareTier, n
 		}
 	}
 	if status.GPUCapacity > 0 {
-		levelNames := make([]string, len(levels))
-		for i, l := range levels {
-			levelNames[i] = l.Name
-		}
-		for _, g := range placement.LargestGangs(gpuNodes, levelNames) {
+		for _, g := range placement.LargestGangs(gpuNodes, levels) {
 			status.LargestPlaceableGangs = append(status.LargestPlaceableGangs, v1alpha1.PlaceableGang{
 				GPUsPerMember: int32(g.GPUsPerMember), Level: g.Level, Members: int32(min(g.Members, 1<<30)), Domain: g.Domain})
 		}

@@ -1,6 +1,10 @@
 package placement
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/kube-nexus/kubenexus/api/topology"
+)
 
 // Demand is the GPU work expected to arrive, as task shapes: GPUs, the CPU and memory
 // asked for beside them, and how much weight the shape has (queued pods count one
@@ -112,17 +116,18 @@ type PlaceableGang struct {
 }
 
 // LargestGangs measures, for each member size and each level (lowest first, then
-// anywhere), the largest gang that fits in one domain of the level.
-func LargestGangs(nodes []GPUNode, levelNames []string) []PlaceableGang {
+// anywhere), the largest gang that fits in one domain of the level. The nodes'
+// Domains follow levels (topology.DomainsOf).
+func LargestGangs(nodes []GPUNode, levels []topology.Level) []PlaceableGang {
 	var out []PlaceableGang
 	for _, k := range MemberSizes {
-		for l := 0; l <= len(levelNames); l++ {
+		for l := 0; l <= len(levels); l++ {
 			name := "any"
-			if l < len(levelNames) {
-				name = levelNames[l]
+			if l < len(levels) {
+				name = levels[l].Name
 			}
 			members, domain := LargestGang(nodes, k, l)
-			if l == len(levelNames) {
+			if l == len(levels) {
 				domain = ""
 			}
 			out = append(out, PlaceableGang{GPUsPerMember: k, Level: name, Members: members, Domain: domain})

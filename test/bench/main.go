@@ -45,7 +45,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers"
@@ -212,26 +211,17 @@ func run(nodeCount int, binDir string, scale float64, only, armNames []string) e
 		}
 		crds = append(crds, p)
 	}
-	env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
+	plane, err := adminkube.Start(crds, "kubenexus-bench-", "bench")
 	if err != nil {
 		return err
 	}
-	defer func() { _ = env.Stop() }()
+	defer plane.Stop()
+	cfg, dir, kcPath := plane.Config, plane.Dir, plane.Kubeconfig
 	var cp controlPlane
 	if cp.apiserver, cp.etcd, err = envtestPIDs(); err != nil {
 		return err
 	}
 	cfg.QPS, cfg.Burst = 5000, 5000
-	dir, err := os.MkdirTemp("", "kubenexus-bench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	kcPath, err := adminkube.Write(env, cfg, "bench", dir)
-	if err != nil {
-		return err
-	}
 	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
 	if err != nil {
 		return err

@@ -40,7 +40,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers"
@@ -139,22 +138,13 @@ func run(nodesFile, podsFile, binDir, out string, armNames []string) error {
 	if err := testutil.RequireAssets(); err != nil {
 		return err
 	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{testutil.CRDPath()}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
+	plane, err := adminkube.Start([]string{testutil.CRDPath()}, "kubenexus-bench-placement-", "bench-placement")
 	if err != nil {
 		return err
 	}
-	defer func() { _ = env.Stop() }()
+	defer plane.Stop()
+	cfg, dir, kcPath := plane.Config, plane.Dir, plane.Kubeconfig
 	cfg.QPS, cfg.Burst = 5000, 5000
-	dir, err := os.MkdirTemp("", "kubenexus-bench-placement-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	kcPath, err := adminkube.Write(env, cfg, "bench-placement", dir)
-	if err != nil {
-		return err
-	}
 	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
 	if err != nil {
 		return err

@@ -85,11 +85,16 @@ func networkFabricArgs(t *v1alpha1.TopologySpec) any {
 	if len(t.Levels) == 0 {
 		return nil
 	}
-	a := &schedconfig.NetworkFabricArgs{}
+	return &schedconfig.NetworkFabricArgs{Levels: levelArgs(t)}
+}
+
+// levelArgs renders the KubeNexusConfig's topology levels as plugin args.
+func levelArgs(t *v1alpha1.TopologySpec) []schedconfig.TopologyLevel {
+	var out []schedconfig.TopologyLevel
 	for _, l := range t.Levels {
-		a.Levels = append(a.Levels, schedconfig.TopologyLevel{Name: l.Name, NodeLabel: l.NodeLabel})
+		out = append(out, schedconfig.TopologyLevel{Name: l.Name, NodeLabel: l.NodeLabel})
 	}
-	return a
+	return out
 }
 
 // resourceFragmentationArgs maps the API's GPU resource names, arrival half-life and
@@ -99,10 +104,7 @@ func resourceFragmentationArgs(r *v1alpha1.ResourceFragmentationPlugin, t *v1alp
 	if r.GPUResourceName == "" && len(r.AdditionalGPUResources) == 0 && r.ArrivalHalfLifeSeconds == 0 && len(t.Levels) == 0 {
 		return nil
 	}
-	a := &schedconfig.ResourceFragmentationArgs{}
-	for _, l := range t.Levels {
-		a.Levels = append(a.Levels, schedconfig.TopologyLevel{Name: l.Name, NodeLabel: l.NodeLabel})
-	}
+	a := &schedconfig.ResourceFragmentationArgs{Levels: levelArgs(t)}
 	if r.GPUResourceName != "" {
 		a.GPUResources = append(a.GPUResources, corev1.ResourceName(r.GPUResourceName))
 	}

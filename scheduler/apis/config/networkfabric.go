@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kube-nexus/kubenexus/api/topology"
 )
 
 // NetworkFabricArgs are the arguments of the NetworkFabric plugin, which places each
@@ -33,6 +35,15 @@ var DefaultTopologyLevels = []TopologyLevel{
 	{Name: "tor", NodeLabel: "network.kubenexus.io/tor"},
 	{Name: "rack", NodeLabel: "network.kubenexus.io/rack"},
 	{Name: "zone", NodeLabel: "topology.kubernetes.io/zone"},
+}
+
+// Levels converts args' topology levels to the ones api/topology works with.
+func Levels(ls []TopologyLevel) []topology.Level {
+	out := make([]topology.Level, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, topology.Level{Name: l.Name, NodeLabel: l.NodeLabel})
+	}
+	return out
 }
 
 // SetDefaultsNetworkFabricArgs fills unset fields.

@@ -84,10 +84,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	levels := make([]topology.Level, 0, len(args.Levels))
-	for _, l := range args.Levels {
-		levels = append(levels, topology.Level{Name: l.Name, NodeLabel: l.NodeLabel})
-	}
+	levels := config.Levels(args.Levels)
 	return &Plugin{handle: h, levels: levels, pgs: pgs, gangs: gangs, now: time.Now, plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}, nil
 }
 

@@ -12,11 +12,11 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 
 	"github.com/kube-nexus/kubenexus/api/topology"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 )
 
@@ -74,14 +74,8 @@ func (c *gangCollector) collect(ch chan<- metrics.Metric) {
 	}
 	used := map[string]int64{}
 	for _, p := range pods {
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-		for _, r := range c.gpus {
-			if q, ok := reqs[r]; ok {
-				used[p.Spec.NodeName] += q.Value()
-			}
+		if n := workload.HeldGPUs(p, c.gpus...); n > 0 {
+			used[p.Spec.NodeName] += n
 		}
 	}
 	type tier struct {
@@ -125,12 +119,8 @@ func (c *gangCollector) collect(ch chan<- metrics.Metric) {
 		}
 		groups[g] = append(groups[g], placement.GPUNode{Name: n.Name, Free: max(capacity-used[n.Name], 0), Domains: topology.DomainsOf(c.levels, n.Labels)})
 	}
-	levelNames := make([]string, len(c.levels))
-	for i, l := range c.levels {
-		levelNames[i] = l.Name
-	}
 	for g, members := range groups {
-		for _, pg := range placement.LargestGangs(members, levelNames) {
+		for _, pg := range placement.LargestGangs(members, c.levels) {
 			ch <- metrics.NewLazyConstMetric(largestGangDesc, metrics.GaugeValue, float64(pg.Members),
 				g.model, g.tier, strconv.FormatInt(pg.GPUsPerMember, 10), pg.Level)
 		}

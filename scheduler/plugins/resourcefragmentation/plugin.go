@@ -28,7 +28,6 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/kube-nexus/kubenexus/api/topology"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
@@ -76,10 +75,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	levels := make([]topology.Level, 0, len(args.Levels))
-	for _, l := range args.Levels {
-		levels = append(levels, topology.Level{Name: l.Name, NodeLabel: l.NodeLabel})
-	}
+	levels := config.Levels(args.Levels)
 	// The gauges are the scheduler's, not a profile's: the plugin built last serves
 	// them.
 	serve(&gangCollector{nodes: informers.Nodes().Lister(), pods: informers.Pods().Lister(),

@@ -53,7 +53,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers"
@@ -114,21 +113,12 @@ func run(binDir string, concurrency int, inflight int64, timeout time.Duration, 
 	if _, err := os.Stat(manager); err != nil {
 		return fmt.Errorf("%w (build it with `go build -o %s ./cmd/manager`)", err, manager)
 	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{testutil.CRDPath()}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
+	plane, err := adminkube.Start([]string{testutil.CRDPath()}, "kubenexus-webhookmem-", "bench")
 	if err != nil {
 		return err
 	}
-	defer func() { _ = env.Stop() }()
-	dir, err := os.MkdirTemp("", "kubenexus-webhookmem-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	kcPath, err := adminkube.Write(env, cfg, "bench", dir)
-	if err != nil {
-		return err
-	}
+	defer plane.Stop()
+	cfg, dir, kcPath := plane.Config, plane.Dir, plane.Kubeconfig
 	certDir := filepath.Join(dir, "certs")
 	if err := writeSelfSigned(certDir); err != nil {
 		return err

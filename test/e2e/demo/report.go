@@ -15,10 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 )
 
@@ -365,12 +365,10 @@ func (c *Cluster) gpuCapacity(ctx context.Context) ([]GPUCapacity, error) {
 		return nil, err
 	}
 	used := map[string]int64{}
-	for _, p := range pods.Items {
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
+	for i := range pods.Items {
+		if n := workload.HeldGPUs(&pods.Items[i]); n > 0 {
+			used[pods.Items[i].Spec.NodeName] += n
 		}
-		q := resourcehelper.PodRequests(&p, resourcehelper.PodResourcesOptions{})[v1alpha1.ResourceNvidiaGPU]
-		used[p.Spec.NodeName] += q.Value()
 	}
 	byModel := map[string][]placement.GPUNode{}
 	total := map[string]int64{}

@@ -28,3 +28,40 @@ func Write(env *envtest.Environment, cfg *rest.Config, user, dir string) (string
 	}
 	return path, nil
 }
+
+// ControlPlane is a started envtest control plane with a scratch directory holding
+// an admin kubeconfig, for the processes a benchmark runs against it.
+type ControlPlane struct {
+	Env        *envtest.Environment
+	Config     *rest.Config
+	Dir        string
+	Kubeconfig string
+}
+
+// Start starts envtest with the CRDs in crdDirs, makes a scratch directory (prefix
+// names it) and writes an admin kubeconfig for user there. Stop undoes both.
+func Start(crdDirs []string, prefix, user string) (*ControlPlane, error) {
+	env := &envtest.Environment{CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, err
+	}
+	cp := &ControlPlane{Env: env, Config: cfg}
+	if cp.Dir, err = os.MkdirTemp("", prefix); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	if cp.Kubeconfig, err = Write(env, cfg, user, cp.Dir); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	return cp, nil
+}
+
+// Stop stops the control plane and removes the scratch directory.
+func (cp *ControlPlane) Stop() {
+	_ = cp.Env.Stop()
+	if cp.Dir != "" {
+		_ = os.RemoveAll(cp.Dir)
+	}
+}
