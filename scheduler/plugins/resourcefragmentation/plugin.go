@@ -241,8 +241,12 @@ func (pl *Plugin) room(ni fwk.NodeInfo) placement.Room {
 }
 
 // shapeOf is what the pod asks for: GPUs (over every resource that counts as one),
-// CPU and memory.
+// CPU and memory; the zero shape for a pod that names no GPU resource, which is told
+// by a look at its containers' requests and limits, without summing them.
 func shapeOf(pod *corev1.Pod, gpus []corev1.ResourceName) shape {
+	if !namesGPU(pod, gpus) {
+		return shape{}
+	}
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	sh := shape{milliCPU: reqs.Cpu().MilliValue(), memory: reqs.Memory().Value()}
 	for _, r := range gpus {
@@ -251,4 +255,22 @@ func shapeOf(pod *corev1.Pod, gpus []corev1.ResourceName) shape {
 		}
 	}
 	return sh
+}
+
+// namesGPU reports whether any container of the pod requests or limits a GPU
+// resource.
+func namesGPU(pod *corev1.Pod, gpus []corev1.ResourceName) bool {
+	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range cs {
+			for _, r := range gpus {
+				if _, ok := cs[i].Resources.Requests[r]; ok {
+					return true
+				}
+				if _, ok := cs[i].Resources.Limits[r]; ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
