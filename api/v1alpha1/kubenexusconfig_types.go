@@ -408,6 +408,15 @@ type ResourceReservationPlugin struct {
 	// +kubebuilder:default=true
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
+
+	// weight is the plugin's score weight: how strongly an owner's pod is drawn to
+	// the node its reservation holds. High by default, so that the owner consumes its
+	// reservation before other placement preferences count.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=10
+	// +optional
+	Weight int32 `json:"weight,omitempty"`
 }
 
 // BackfillPlugin configures Backfill.

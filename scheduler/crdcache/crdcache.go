@@ -1,5 +1,5 @@
 // Package crdcache is the scheduler's one informer cache of KubeNexus objects
-// (PodGroups and HardwareTiers, and scheduler-plugins' and Volcano's PodGroups when
+// (PodGroups, HardwareTiers and ResourceReservations, and scheduler-plugins' and Volcano's PodGroups when
 // installed), shared by every plugin of every profile: plugins never keep a
 // private informer and never call the API server in a scheduling cycle.
 package crdcache
@@ -150,6 +150,39 @@ func (c *Cache) OnHardwareTierChange(f func()) error {
 	return c.onSpecChange(&v1alpha1.HardwareTier{}, true, func(any) { f() })
 }
 
+// Reservations returns every ResourceReservation.
+func (c *Cache) Reservations() ([]v1alpha1.ResourceReservation, error) {
+	var list v1alpha1.ResourceReservationList
+	if err := c.cache.List(context.Background(), &list); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// Reservation returns the ResourceReservation named by key, or nil.
+func (c *Cache) Reservation(key client.ObjectKey) *v1alpha1.ResourceReservation {
+	rr := &v1alpha1.ResourceReservation{}
+	if err := c.cache.Get(context.Background(), key, rr); err != nil {
+		return nil
+	}
+	return rr
+}
+
+// OnReservationChange calls f whenever a ResourceReservation is added, changed
+// (spec or status: the scheduler and the manager both write its status) or deleted.
+func (c *Cache) OnReservationChange(f func()) error {
+	inf, err := c.cache.GetInformer(context.Background(), &v1alpha1.ResourceReservation{})
+	if err != nil {
+		return err
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { f() },
+		UpdateFunc: func(any, any) { f() },
+		DeleteFunc: func(any) { f() },
+	})
+	return err
+}
+
 // Provider creates the Cache on first use and hands the same one to every caller.
 type Provider struct {
 	// runCtx bounds the life of the cache (the scheduler process's).
@@ -181,6 +214,10 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 		}
 		if _, err := c.GetInformer(ctx, &v1alpha1.HardwareTier{}); err != nil {
 			p.err = fmt.Errorf("watching HardwareTiers: %w", err)
+			return
+		}
+		if _, err := c.GetInformer(ctx, &v1alpha1.ResourceReservation{}); err != nil {
+			p.err = fmt.Errorf("watching ResourceReservations: %w", err)
 			return
 		}
 		// Other schedulers' PodGroups, when their CRDs are installed at start-up (a

@@ -18,6 +18,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/networkfabric"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/resourcefragmentation"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/resourcereservation"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/tenanthardware"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/topologyaware"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/workloadaware"
@@ -25,7 +26,9 @@ import (
 
 // What kubenexus-scheduler needs beyond the built-in system:kube-scheduler and
 // system:volume-scheduler ClusterRoles (generated into config/rbac/scheduler):
-// +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=podgroups;hardwaretiers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=podgroups;hardwaretiers;resourcereservations,verbs=get;list;watch
+// ResourceReservation places reservations and records their node and consumption.
+// +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=resourcereservations/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update;patch,resourceNames=kubenexus-scheduler
 // TenantHardware verifies the DaemonSet a pod claims as its controller; Coscheduling
 // orders gangs by their PodGroup's PriorityClass.
@@ -58,6 +61,7 @@ func SetDefaultFeatureGates() error {
 func RegistryOptions(runCtx context.Context) []app.Option {
 	crds := crdcache.NewProvider(runCtx)
 	gangs := &gangview.Registry{}
+	reservations := resourcereservation.NewShared()
 	return []app.Option{
 		app.WithPlugin(names.ProfileClassifier, profileclassifier.New),
 		app.WithPlugin(names.Coscheduling, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
@@ -73,6 +77,9 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 		}),
 		app.WithPlugin(names.TenantHardware, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return tenanthardware.New(ctx, obj, h, crds, gangs)
+		}),
+		app.WithPlugin(names.ResourceReservation, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return resourcereservation.New(ctx, obj, h, crds, reservations)
 		}),
 	}
 }

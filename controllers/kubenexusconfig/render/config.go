@@ -57,7 +57,7 @@ func plugins(p *v1alpha1.PluginsSpec, topology *v1alpha1.TopologySpec) []plugin 
 		{name: names.TenantHardware, enabled: p.TenantHardware.Enabled, weight: p.TenantHardware.Weight},
 		{name: names.NUMATopology, enabled: p.NUMATopology.Enabled, weight: p.NUMATopology.Weight},
 		{name: names.VRAM, enabled: p.VRAM.Enabled, weight: p.VRAM.Weight},
-		{name: names.ResourceReservation, enabled: p.ResourceReservation.Enabled},
+		{name: names.ResourceReservation, enabled: p.ResourceReservation.Enabled, weight: p.ResourceReservation.Weight},
 		{name: names.Backfill, enabled: p.Backfill.Enabled, weight: p.Backfill.Weight},
 		{name: names.GangPreemption, enabled: p.GangPreemption.Enabled},
 	}

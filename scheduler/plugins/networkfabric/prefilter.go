@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	resourcehelper "k8s.io/component-helpers/resource"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
@@ -166,7 +164,7 @@ func (pl *Plugin) planNode(ni fwk.NodeInfo, roles []role, prefer gangview.NodePr
 		}
 	}
 	for i, r := range roles {
-		n.Eligible[i] = eligible(r.pod, node) && r.fitsBesidePods(ni)
+		n.Eligible[i] = nodefree.Eligible(r.pod, node) && r.fitsBesidePods(ni)
 		if prefer != nil {
 			score, allowed := prefer(r.pod, node)
 			n.Eligible[i] = n.Eligible[i] && allowed
@@ -201,25 +199,6 @@ func (pl *Plugin) stillHolds(ap *activePlan) bool {
 				return false
 			}
 		}
-	}
-	return true
-}
-
-// eligible applies the node-level checks of kube-scheduler's NodeAffinity,
-// TaintToleration and NodeUnschedulable filters, with the same helpers they use.
-func eligible(pod *corev1.Pod, node *corev1.Node) bool {
-	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
-		return false
-	}
-	logger := klog.Background()
-	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
-		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-	}, false)
-	if untolerated {
-		return false
-	}
-	if node.Spec.Unschedulable {
-		return corev1helpers.TolerationsTolerateTaint(logger, pod.Spec.Tolerations, &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}, false)
 	}
 	return true
 }

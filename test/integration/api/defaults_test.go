@@ -47,7 +47,7 @@ var _ = Describe("A valid object", func() {
 				TenantHardware:        v1alpha1.TenantHardwarePlugin{Enabled: ptr.To(true), Weight: 3},
 				NUMATopology:          v1alpha1.NUMATopologyPlugin{Enabled: ptr.To(true), Weight: 1},
 				VRAM:                  v1alpha1.VRAMPlugin{Enabled: ptr.To(true), Weight: 1},
-				ResourceReservation:   v1alpha1.ResourceReservationPlugin{Enabled: ptr.To(true)},
+				ResourceReservation:   v1alpha1.ResourceReservationPlugin{Enabled: ptr.To(true), Weight: 10},
 				Backfill:              v1alpha1.BackfillPlugin{Enabled: ptr.To(true), Weight: 1},
 				GangPreemption:        v1alpha1.GangPreemptionPlugin{Enabled: ptr.To(true), PreemptServicesForBatch: ptr.To(false)},
 			},

@@ -27,8 +27,9 @@ func CoschedulingProfile(backoffSeconds, timeoutSeconds int) string {
 // KubeNexusProfile is one profile entry with the plugins the operator renders by
 // default — ProfileClassifier, Coscheduling (replacing the default queue sort),
 // WorkloadAware at weight 2 (replacing NodeResourcesFit's score), TopologyAware at
-// weight 2, NetworkFabric at weight 3, ResourceFragmentation at weight 2 and
-// TenantHardware at weight 3 — enabled wherever they apply.
+// weight 2, NetworkFabric at weight 3, ResourceFragmentation at weight 2,
+// TenantHardware at weight 3 and ResourceReservation at weight 10 — enabled
+// wherever they apply.
 func KubeNexusProfile(schedulerName string, backoffSeconds, timeoutSeconds int) string {
 	return fmt.Sprintf(`- schedulerName: %s
   plugins:
@@ -36,7 +37,7 @@ func KubeNexusProfile(schedulerName string, backoffSeconds, timeoutSeconds int) 
       enabled: [{name: Coscheduling}]
       disabled: [{name: "*"}]
     multiPoint:
-      enabled: [{name: ProfileClassifier}, {name: Coscheduling}, {name: WorkloadAware, weight: 2}, {name: TopologyAware, weight: 2}, {name: NetworkFabric, weight: 3}, {name: ResourceFragmentation, weight: 2}, {name: TenantHardware, weight: 3}]
+      enabled: [{name: ProfileClassifier}, {name: Coscheduling}, {name: WorkloadAware, weight: 2}, {name: TopologyAware, weight: 2}, {name: NetworkFabric, weight: 3}, {name: ResourceFragmentation, weight: 2}, {name: TenantHardware, weight: 3}, {name: ResourceReservation, weight: 10}]
     score:
       disabled: [{name: NodeResourcesFit}]
   pluginConfig:

@@ -1,0 +1,50 @@
+package config
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+)
+
+// ResourceReservationArgs are the arguments of the ResourceReservation plugin, which
+// holds the capacity of ResourceReservations for their owners and places the
+// reservations that name no node.
+type ResourceReservationArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// PlacementRetrySeconds is how often a reservation that fits no node is tried
+	// again (default 5; 1–300). Reservation changes retry it at once.
+	PlacementRetrySeconds *int32 `json:"placementRetrySeconds,omitempty"`
+}
+
+// SetDefaultsResourceReservationArgs fills unset fields.
+func SetDefaultsResourceReservationArgs(a *ResourceReservationArgs) {
+	if a.PlacementRetrySeconds == nil {
+		a.PlacementRetrySeconds = ptr.To[int32](5)
+	}
+}
+
+// ValidateResourceReservationArgs checks defaulted args.
+func ValidateResourceReservationArgs(path *field.Path, a *ResourceReservationArgs) field.ErrorList {
+	if v := *a.PlacementRetrySeconds; v < 1 || v > 300 {
+		return field.ErrorList{field.Invalid(path.Child("placementRetrySeconds"), v, fmt.Sprintf("must be between 1 and 300 seconds, got %d", v))}
+	}
+	return nil
+}
+
+// DecodeResourceReservationArgs decodes, defaults and validates ResourceReservation's
+// args.
+func DecodeResourceReservationArgs(obj runtime.Object) (*ResourceReservationArgs, error) {
+	a := &ResourceReservationArgs{}
+	if err := decodeStrict(obj, a); err != nil {
+		return nil, err
+	}
+	SetDefaultsResourceReservationArgs(a)
+	if errs := ValidateResourceReservationArgs(field.NewPath("ResourceReservationArgs"), a); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return a, nil
+}

@@ -1,0 +1,193 @@
+package resourcereservation
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// ownerID names a reservation owner: "<kind>/<namespace>/<name>".
+type ownerID string
+
+func ownerOf(kind v1alpha1.ReservationOwnerKind, namespace, name string) ownerID {
+	return ownerID(string(kind) + "/" + namespace + "/" + name)
+}
+
+// reservation is one ResourceReservation as the plugin holds it.
+type reservation struct {
+	key   types.NamespacedName
+	owner ownerID
+	// kind and name of the owner, for messages and the consumer test.
+	ownerKind v1alpha1.ReservationOwnerKind
+	ownerName string
+	// ownerUID binds the reservation to one incarnation of the owner (spec.owner.uid,
+	// else status.ownerUID); empty until the owner has been seen.
+	ownerUID string
+	// node holds the capacity: spec.nodeName, else the node the scheduler placed it
+	// on (status.nodeName); empty while unplaced.
+	node string
+	// slot is one slot's resources in milli-units; slots how many are held.
+	slot  map[corev1.ResourceName]int64
+	slots int
+	// expire is when an unconsumed reservation stops holding (zero: it does not).
+	expire time.Time
+	phase  v1alpha1.ReservationPhase
+	// consumed and placedStatus mirror the status, so that the status writer knows
+	// what to change.
+	consumed int32
+	status   string // status.nodeName
+}
+
+func newReservation(rr *v1alpha1.ResourceReservation) *reservation {
+	r := &reservation{
+		key:       types.NamespacedName{Namespace: rr.Namespace, Name: rr.Name},
+		owner:     ownerOf(rr.Spec.Owner.Kind, rr.Namespace, rr.Spec.Owner.Name),
+		ownerKind: rr.Spec.Owner.Kind,
+		ownerName: rr.Spec.Owner.Name,
+		ownerUID:  rr.Spec.Owner.UID,
+		node:      rr.Spec.NodeName,
+		slot:      map[corev1.ResourceName]int64{},
+		slots:     int(rr.Spec.Slots),
+		phase:     rr.Status.Phase,
+		consumed:  rr.Status.ConsumedSlots,
+		status:    rr.Status.NodeName,
+	}
+	if r.ownerUID == "" {
+		r.ownerUID = rr.Status.OwnerUID
+	}
+	if r.node == "" {
+		r.node = rr.Status.NodeName
+	}
+	if r.slots < 1 {
+		r.slots = 1
+	}
+	for name, q := range rr.Spec.Resources {
+		if v := q.MilliValue(); v > 0 {
+			r.slot[name] = v
+		}
+	}
+	if r.phase != v1alpha1.ReservationConsumed {
+		ttl := time.Duration(rr.Spec.TTLSeconds) * time.Second
+		if ttl <= 0 {
+			ttl = defaultTTL
+		}
+		r.expire = rr.CreationTimestamp.Add(ttl)
+	}
+	return r
+}
+
+// defaultTTL applies to an object that skipped API defaulting, as in the manager.
+const defaultTTL = 600 * time.Second
+
+// terminal: the reservation no longer holds anything, whatever the time.
+func (r *reservation) terminal() bool {
+	return r.phase == v1alpha1.ReservationExpired || r.phase == v1alpha1.ReservationReleased
+}
+
+// holds reports whether the reservation holds capacity at now: not ended, and not
+// past its expiry unless consumed. The scheduler does not wait for the manager to
+// write Expired: the capacity is free at the expiry instant.
+func (r *reservation) holds(now time.Time) bool {
+	return !r.terminal() && (r.expire.IsZero() || now.Before(r.expire))
+}
+
+// consumedBy reports whether pod is one of the owner's pods: for a PodGroup owner,
+// a member of that gang; for a Pod owner, that pod or a pod it controls (a Spark
+// driver's executors name the driver pod as their owner).
+func (r *reservation) consumedBy(pod *corev1.Pod) bool {
+	if pod.Namespace != r.key.Namespace {
+		return false
+	}
+	switch r.ownerKind {
+	case v1alpha1.ReservationOwnerPod:
+		if pod.Name == r.ownerName {
+			return r.ownerUID == "" || string(pod.UID) == r.ownerUID
+		}
+		for _, ref := range pod.OwnerReferences {
+			if ref.Kind == "Pod" && ref.APIVersion == "v1" && ref.Name == r.ownerName {
+				return r.ownerUID == "" || string(ref.UID) == r.ownerUID
+			}
+		}
+		return false
+	default:
+		m, ok, err := gang.Of(pod)
+		return err == nil && ok && m.Key.Name == r.ownerName
+	}
+}
+
+// ownersOf lists the owners a pod may consume reservations of.
+func ownersOf(pod *corev1.Pod) []ownerID {
+	out := []ownerID{ownerOf(v1alpha1.ReservationOwnerPod, pod.Namespace, pod.Name)}
+	for _, ref := range pod.OwnerReferences {
+		if ref.Kind == "Pod" && ref.APIVersion == "v1" {
+			out = append(out, ownerOf(v1alpha1.ReservationOwnerPod, pod.Namespace, ref.Name))
+		}
+	}
+	if m, ok, err := gang.Of(pod); err == nil && ok {
+		out = append(out, ownerOf(v1alpha1.ReservationOwnerPodGroup, pod.Namespace, m.Key.Name))
+	}
+	return out
+}
+
+// index is an immutable view of every reservation, rebuilt on each change.
+type index struct {
+	byNode  map[string][]*reservation
+	byOwner map[ownerID][]*reservation
+	all     map[types.NamespacedName]*reservation
+	// nextExpiry is the earliest expiry of a reservation that holds capacity now
+	// (zero: none), when queued pods must be retried.
+	nextExpiry time.Time
+}
+
+func buildIndex(rrs []v1alpha1.ResourceReservation, now time.Time) *index {
+	idx := &index{byNode: map[string][]*reservation{}, byOwner: map[ownerID][]*reservation{}, all: map[types.NamespacedName]*reservation{}}
+	for i := range rrs {
+		if !rrs[i].DeletionTimestamp.IsZero() {
+			continue
+		}
+		r := newReservation(&rrs[i])
+		idx.all[r.key] = r
+		if !r.holds(now) {
+			continue
+		}
+		idx.byOwner[r.owner] = append(idx.byOwner[r.owner], r)
+		if r.node != "" {
+			idx.byNode[r.node] = append(idx.byNode[r.node], r)
+		}
+		if !r.expire.IsZero() && (idx.nextExpiry.IsZero() || r.expire.Before(idx.nextExpiry)) {
+			idx.nextExpiry = r.expire
+		}
+	}
+	return idx
+}
+
+// mine returns the reservations, held now, that pod may consume.
+func (idx *index) mine(pod *corev1.Pod, now time.Time) []*reservation {
+	var out []*reservation
+	for _, o := range ownersOf(pod) {
+		for _, r := range idx.byOwner[o] {
+			if r.holds(now) && r.consumedBy(pod) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// podsConsuming counts the pods on a node that consume r, at most r.slots.
+func podsConsuming(r *reservation, pods []*corev1.Pod) int {
+	n := 0
+	for _, p := range pods {
+		if r.consumedBy(p) {
+			n++
+			if n == r.slots {
+				break
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,324 @@
+// Package resourcereservation makes ResourceReservations hold capacity: pods that
+// are not the owner's cannot use what a reservation holds on its node, the owner's
+// pods are drawn to it and consume it slot by slot, and reservations that name no
+// node are placed by the scheduler. The manager's controller ends reservations (TTL,
+// owner gone); the scheduler frees their capacity at the expiry instant itself.
+package resourcereservation
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
+)
+
+// Name is the plugin's registered name.
+const Name = names.ResourceReservation
+
+const stateKey fwk.StateKey = "PreFilter" + Name
+
+// reservationResource is how the scheduler names ResourceReservation events.
+var reservationResource = fwk.EventResource("resourcereservations." + v1alpha1.GroupVersion.Version + "." + v1alpha1.GroupVersion.Group)
+
+// Plugin is the ResourceReservation plugin of one scheduler profile.
+type Plugin struct {
+	handle fwk.Handle
+	shared *Shared
+	// refused holds the pending pods Filter refused a node to (uid → pod) until they
+	// are bound or deleted; they are activated when reservations stop holding (an
+	// expiry is no API event, and the scheduler's own reservation event may reach
+	// the queue before this plugin's cache has the change).
+	refused sync.Map
+}
+
+var (
+	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.FilterPlugin      = &Plugin{}
+	_ fwk.PreScorePlugin    = &Plugin{}
+	_ fwk.ScorePlugin       = &Plugin{}
+	_ fwk.ReservePlugin     = &Plugin{}
+	_ fwk.EnqueueExtensions = &Plugin{}
+	_ fwk.SignPlugin        = &Plugin{}
+)
+
+// New builds the plugin on the process's Shared reservation state, starting it on
+// first use.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, shared *Shared) (*Plugin, error) {
+	args, err := config.DecodeResourceReservationArgs(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	c, err := crds.Get(ctx, h.KubeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	if err := shared.start(ctx, h, c, time.Duration(*args.PlacementRetrySeconds)*time.Second); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	pl := &Plugin{handle: h, shared: shared}
+	shared.whenReleased(func() { pl.activateRefused(klog.FromContext(ctx)) })
+	shared.onPodDone(func(pod *corev1.Pod) { pl.refused.Delete(pod.UID) })
+	return pl, nil
+}
+
+// Name returns the plugin's name.
+func (pl *Plugin) Name() string { return Name }
+
+// activateRefused moves the pods Filter refused back to the active queue.
+func (pl *Plugin) activateRefused(logger klog.Logger) {
+	pods := map[string]*corev1.Pod{}
+	pl.refused.Range(func(_, v any) bool {
+		pod := v.(*corev1.Pod)
+		pods[pod.Namespace+"/"+pod.Name] = pod
+		return true
+	})
+	if len(pods) > 0 {
+		logger.V(4).Info("Reserved capacity was released; retrying the pods it kept out", "pods", len(pods))
+		pl.handle.Activate(logger, pods)
+	}
+}
+
+type stateData struct {
+	idx *index
+	now time.Time
+	// mine are the held reservations the pod may consume.
+	mine []*reservation
+	// requests are the pod's requests in milli-units.
+	requests map[corev1.ResourceName]int64
+	recorded atomic.Bool
+}
+
+func (s *stateData) Clone() fwk.StateData { return s }
+
+func readState(cs fwk.CycleState) *stateData {
+	d, err := cs.Read(stateKey)
+	if err != nil {
+		return nil
+	}
+	s, _ := d.(*stateData)
+	return s
+}
+
+// isMine reports whether r is one the pod may consume.
+func (s *stateData) isMine(r *reservation) bool {
+	for _, m := range s.mine {
+		if m == r {
+			return true
+		}
+	}
+	return false
+}
+
+// PreFilter takes the reservation index for the cycle. With no reservation holding
+// capacity on any node the plugin skips the pod: it costs pods nothing then.
+func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	idx := pl.shared.index()
+	if len(idx.byNode) == 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	now := time.Now()
+	s := &stateData{idx: idx, now: now, mine: idx.mine(pod, now), requests: map[corev1.ResourceName]int64{}}
+	for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
+		if v := q.MilliValue(); v > 0 {
+			s.requests[name] = v
+		}
+	}
+	cs.Write(stateKey, s)
+	return nil, nil
+}
+
+// PreFilterExtensions is nil: what other pods hold is read from the node's pods.
+func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Filter refuses a node where the pod's requests fit only in capacity that
+// reservations of other owners hold. A reservation holds its unconsumed slots: its
+// slots less the owner's pods already on the node (bound or assumed, from the
+// snapshot).
+func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, ni fwk.NodeInfo) *fwk.Status {
+	s := readState(cs)
+	if s == nil {
+		return nil
+	}
+	rs := s.idx.byNode[ni.Node().Name]
+	if len(rs) == 0 {
+		return nil
+	}
+	held := map[corev1.ResourceName]int64{}
+	var holders []string
+	pods := podsOf(ni)
+	for _, r := range rs {
+		if s.isMine(r) || !r.holds(s.now) {
+			continue
+		}
+		left := r.slots - podsConsuming(r, pods)
+		if left <= 0 {
+			continue
+		}
+		for name, v := range r.slot {
+			held[name] += int64(left) * v
+		}
+		holders = append(holders, fmt.Sprintf("%s (%s %s, %d slot(s))", r.key, r.ownerKind, r.ownerName, left))
+	}
+	var short []string
+	for name, req := range s.requests {
+		h := held[name]
+		if h == 0 {
+			continue
+		}
+		if free := nodefree.Of(ni, name); req > free-h {
+			short = append(short, string(name))
+		}
+	}
+	if len(short) == 0 {
+		return nil
+	}
+	if s.recorded.CompareAndSwap(false, true) {
+		pl.refused.Store(pod.UID, pod)
+	}
+	sort.Strings(short)
+	return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node(s) had %s held by ResourceReservation %s", strings.Join(short, ", "), strings.Join(holders, ", ")))
+}
+
+func podsOf(ni fwk.NodeInfo) []*corev1.Pod {
+	infos := ni.GetPods()
+	out := make([]*corev1.Pod, 0, len(infos))
+	for _, p := range infos {
+		out = append(out, p.GetPod())
+	}
+	return out
+}
+
+// PreScore skips pods that own no reservation with a node.
+func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	s := readState(cs)
+	if s == nil {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	for _, r := range s.mine {
+		if r.node != "" {
+			return nil
+		}
+	}
+	return fwk.NewStatus(fwk.Skip)
+}
+
+// Score is 100 on a node where one of the pod's reservations has a slot left, else
+// 0: the owner's pods take their reserved capacity first.
+func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
+	s := readState(cs)
+	if s == nil {
+		return 0, nil
+	}
+	name := ni.Node().Name
+	var pods []*corev1.Pod
+	for _, r := range s.mine {
+		if r.node != name {
+			continue
+		}
+		if pods == nil {
+			pods = podsOf(ni)
+		}
+		if podsConsuming(r, pods) < r.slots {
+			return fwk.MaxNodeScore, nil
+		}
+	}
+	return 0, nil
+}
+
+// ScoreExtensions is nil: scores are already on the 0–100 scale.
+func (pl *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
+
+// Reserve notes where the pod goes, so that a reservation placed meanwhile counts
+// it before it is bound, and has the status of the reservations it consumes on
+// that node rewritten.
+func (pl *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
+	pl.shared.assume(pod, nodeName)
+	if s := readState(cs); s != nil {
+		for _, r := range s.mine {
+			if r.node == nodeName {
+				pl.shared.enqueue(r.key)
+			}
+		}
+	}
+	return nil
+}
+
+// Unreserve forgets the assumption and rewrites the consumed reservations' status.
+func (pl *Plugin) Unreserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) {
+	pl.shared.forget(pod)
+	if s := readState(cs); s != nil {
+		for _, r := range s.mine {
+			if r.node == nodeName {
+				pl.shared.enqueue(r.key)
+			}
+		}
+	}
+}
+
+// EventsToRegister: a pod refused for held capacity can fit once a reservation
+// stops holding (changed or deleted) or a pod leaves the node.
+func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: reservationResource, ActionType: fwk.Update | fwk.Delete}, QueueingHintFn: isSchedulableAfterReservationChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: isSchedulableAfterPodDelete},
+	}, nil
+}
+
+// isSchedulableAfterReservationChange queues on a deleted reservation and on one
+// that stopped holding, that consumed a slot or moved to another node.
+func isSchedulableAfterReservationChange(_ klog.Logger, _ *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	if oldObj == nil || newObj == nil {
+		return fwk.Queue, nil
+	}
+	o, n := asReservation(oldObj), asReservation(newObj)
+	if o == nil || n == nil {
+		return fwk.Queue, nil
+	}
+	if o.Status.Phase == n.Status.Phase && o.Status.ConsumedSlots == n.Status.ConsumedSlots && o.Status.NodeName == n.Status.NodeName {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+// isSchedulableAfterPodDelete queues when an assigned pod goes: its node has room
+// again.
+func isSchedulableAfterPodDelete(_ klog.Logger, _ *corev1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
+	if p, ok := oldObj.(*corev1.Pod); ok && p.Spec.NodeName == "" {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+// SignPod: the verdict depends on the owners the pod may consume reservations of;
+// pods that own none (nearly all) add nothing.
+func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	idx := pl.shared.index()
+	if len(idx.byOwner) == 0 {
+		return nil, nil
+	}
+	var keys []string
+	for _, o := range ownersOf(pod) {
+		if len(idx.byOwner[o]) > 0 {
+			keys = append(keys, string(o))
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	return []fwk.SignFragment{{Key: "kubenexus.io/reservation-owners", Value: keys}}, nil
+}

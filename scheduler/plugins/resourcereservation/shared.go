@@ -1,0 +1,503 @@
+package resourcereservation
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/podobj"
+)
+
+// ConditionPlaced says whether the scheduler has found the reservation a node.
+const ConditionPlaced = "Placed"
+
+// Reasons of the Placed condition.
+const (
+	ReasonPinned     = "Pinned"
+	ReasonPlaced     = "Placed"
+	ReasonNoNodeFits = "NoNodeFits"
+)
+
+// Shared is the scheduler process's one view of ResourceReservations, used by the
+// plugin of every profile: the index Filter reads, the pods assumed but not bound
+// yet, and the worker that places reservations and writes their status.
+type Shared struct {
+	once sync.Once
+	err  error
+
+	idx   atomic.Pointer[index]
+	cache *crdcache.Cache
+	// writer patches reservation status (the scheduler's client is typed for core
+	// APIs only).
+	writer client.Client
+	pods   corelisters.PodLister
+	nodes  corelisters.NodeLister
+	// assumed holds pods reserved on a node and not bound yet (uid → assumedPod):
+	// the informers do not show them, the placement of a reservation must.
+	assumed sync.Map
+	queue   workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	retry   time.Duration
+	timer   *time.Timer
+
+	mu        sync.Mutex
+	onRelease []func()
+	onDone    []func(*corev1.Pod)
+}
+
+type assumedPod struct {
+	pod  *corev1.Pod
+	node string
+}
+
+// NewShared returns the state the plugins of one scheduler process share.
+func NewShared() *Shared { return &Shared{} }
+
+func (s *Shared) index() *index {
+	if idx := s.idx.Load(); idx != nil {
+		return idx
+	}
+	return &index{}
+}
+
+// start wires the state to the cache and informers and runs the status worker,
+// once per process.
+func (s *Shared) start(ctx context.Context, h fwk.Handle, c *crdcache.Cache, retry time.Duration) error {
+	s.once.Do(func() {
+		s.err = s.run(ctx, h, c, retry)
+	})
+	return s.err
+}
+
+func (s *Shared) run(ctx context.Context, h fwk.Handle, c *crdcache.Cache, retry time.Duration) error {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	w, err := client.New(h.KubeConfig(), client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("creating the reservation status client: %w", err)
+	}
+	informers := h.SharedInformerFactory()
+	s.cache, s.writer, s.retry = c, w, retry
+	s.pods = informers.Core().V1().Pods().Lister()
+	s.nodes = informers.Core().V1().Nodes().Lister()
+	s.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
+		workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "kubenexus-reservations"})
+	logger := klog.FromContext(ctx)
+	s.rebuild(logger)
+	if err := c.OnReservationChange(func() { s.rebuild(logger) }); err != nil {
+		return fmt.Errorf("watching ResourceReservations: %w", err)
+	}
+	done := func(pod *corev1.Pod) {
+		s.assumed.Delete(pod.UID)
+		s.mu.Lock()
+		fns := s.onDone
+		s.mu.Unlock()
+		for _, f := range fns {
+			f(pod)
+		}
+	}
+	if _, err := informers.Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, newObj any) {
+			if pod := podobj.From(newObj); pod != nil && pod.Spec.NodeName != "" {
+				done(pod)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			pod := podobj.From(obj)
+			if pod == nil {
+				return
+			}
+			done(pod)
+			// A consumer leaving changes its reservations' consumed count.
+			if pod.Spec.NodeName != "" {
+				for _, r := range s.index().mine(pod, time.Now()) {
+					s.enqueue(r.key)
+				}
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("watching pods: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		s.queue.ShutDown()
+	}()
+	go func() {
+		for s.next(ctx) {
+		}
+	}()
+	return nil
+}
+
+// whenReleased registers f to run when a reservation stops holding capacity.
+func (s *Shared) whenReleased(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onRelease = append(s.onRelease, f)
+}
+
+// onPodDone registers f to run when a pod is bound or deleted.
+func (s *Shared) onPodDone(f func(*corev1.Pod)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onDone = append(s.onDone, f)
+}
+
+// rebuild indexes the reservations again, queues those whose status the scheduler
+// must write, and, when one stopped holding capacity, retries the pods it kept out.
+// It runs on every reservation change and at the next expiry.
+func (s *Shared) rebuild(logger klog.Logger) {
+	rrs, err := s.cache.Reservations()
+	if err != nil {
+		logger.Error(err, "Listing ResourceReservations from the cache")
+		return
+	}
+	now := time.Now()
+	idx := buildIndex(rrs, now)
+	old := s.idx.Swap(idx)
+	released := false
+	if old != nil {
+		for node, rs := range old.byNode {
+			for _, r := range rs {
+				n := idx.all[r.key]
+				if n == nil || !n.holds(now) || n.node != node || n.consumed > r.consumed {
+					released = true
+				}
+			}
+		}
+	}
+	for _, r := range idx.all {
+		if r.holds(now) && (r.node == "" || r.status != r.node || r.phase == "" || r.phase == v1alpha1.ReservationPending) {
+			s.enqueue(r.key)
+		}
+	}
+	s.mu.Lock()
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	if !idx.nextExpiry.IsZero() {
+		s.timer = time.AfterFunc(time.Until(idx.nextExpiry)+10*time.Millisecond, func() { s.rebuild(logger) })
+	}
+	fns := s.onRelease
+	s.mu.Unlock()
+	if released {
+		for _, f := range fns {
+			f()
+		}
+	}
+}
+
+func (s *Shared) enqueue(key types.NamespacedName) {
+	if s.queue != nil {
+		s.queue.Add(key)
+	}
+}
+
+func (s *Shared) assume(pod *corev1.Pod, node string) {
+	s.assumed.Store(pod.UID, assumedPod{pod: pod, node: node})
+}
+
+func (s *Shared) forget(pod *corev1.Pod) { s.assumed.Delete(pod.UID) }
+
+func (s *Shared) next(ctx context.Context) bool {
+	key, shutdown := s.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer s.queue.Done(key)
+	requeue, err := s.sync(ctx, key)
+	switch {
+	case err != nil:
+		klog.FromContext(ctx).V(2).Info("Writing ResourceReservation status; retrying", "reservation", key, "err", err)
+		s.queue.AddRateLimited(key)
+	case requeue > 0:
+		s.queue.Forget(key)
+		s.queue.AddAfter(key, requeue)
+	default:
+		s.queue.Forget(key)
+	}
+	return true
+}
+
+// sync places an unplaced reservation and writes its node, phase and consumed
+// slots. It returns when to look again for a reservation no node fits.
+func (s *Shared) sync(ctx context.Context, key types.NamespacedName) (time.Duration, error) {
+	rr := s.cache.Reservation(key)
+	if rr == nil || !rr.DeletionTimestamp.IsZero() {
+		return 0, nil
+	}
+	r := newReservation(rr)
+	if !r.holds(time.Now()) {
+		return 0, nil // the manager ends it
+	}
+	placed := metav1.Condition{Type: ConditionPlaced, Status: metav1.ConditionTrue, Reason: ReasonPinned,
+		Message: fmt.Sprintf("Held on node %s, named by spec.nodeName.", r.node)}
+	var requeue time.Duration
+	node := r.node
+	switch {
+	case rr.Spec.NodeName != "":
+	case node != "":
+		placed.Reason, placed.Message = ReasonPlaced, fmt.Sprintf("Placed by the scheduler on node %s.", node)
+	default:
+		var why string
+		node, why = s.place(r)
+		if node == "" {
+			placed = metav1.Condition{Type: ConditionPlaced, Status: metav1.ConditionFalse, Reason: ReasonNoNodeFits, Message: why}
+			requeue = s.retry
+		} else {
+			placed.Reason, placed.Message = ReasonPlaced, fmt.Sprintf("Placed by the scheduler on node %s.", node)
+		}
+	}
+	status := rr.Status.DeepCopy()
+	if node != "" {
+		status.NodeName = node
+		status.ConsumedSlots = int32(s.consumedOn(r, node))
+		if status.Phase != v1alpha1.ReservationConsumed {
+			status.Phase = v1alpha1.ReservationReserved
+			if int(status.ConsumedSlots) >= r.slots {
+				status.Phase = v1alpha1.ReservationConsumed
+			}
+		}
+	} else if status.Phase == "" {
+		status.Phase = v1alpha1.ReservationPending
+	}
+	placed.ObservedGeneration = rr.Generation
+	meta.SetStatusCondition(&status.Conditions, placed)
+	if statusEqual(&rr.Status, status) {
+		return requeue, nil
+	}
+	patch := client.MergeFromWithOptions(rr.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	rr.Status = *status
+	if err := s.writer.Status().Patch(ctx, rr, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	return requeue, nil
+}
+
+func statusEqual(a, b *v1alpha1.ResourceReservationStatus) bool {
+	if a.NodeName != b.NodeName || a.Phase != b.Phase || a.ConsumedSlots != b.ConsumedSlots {
+		return false
+	}
+	ca, cb := meta.FindStatusCondition(a.Conditions, ConditionPlaced), meta.FindStatusCondition(b.Conditions, ConditionPlaced)
+	if ca == nil || cb == nil {
+		return ca == cb
+	}
+	return ca.Status == cb.Status && ca.Reason == cb.Reason && ca.Message == cb.Message && ca.ObservedGeneration == cb.ObservedGeneration
+}
+
+// consumedOn counts the owner's pods bound or assumed on node, at most the slots.
+func (s *Shared) consumedOn(r *reservation, node string) int {
+	seen := map[types.UID]bool{}
+	n := 0
+	count := func(p *corev1.Pod) {
+		if n < r.slots && !seen[p.UID] && !terminated(p) && r.consumedBy(p) {
+			seen[p.UID] = true
+			n++
+		}
+	}
+	if pods, err := s.pods.Pods(r.key.Namespace).List(labels.Everything()); err == nil {
+		for _, p := range pods {
+			if p.Spec.NodeName == node {
+				count(p)
+			}
+		}
+	}
+	s.assumed.Range(func(_, v any) bool {
+		if a := v.(assumedPod); a.node == node {
+			count(a.pod)
+		}
+		return true
+	})
+	return n
+}
+
+func terminated(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// place picks a node for an unplaced reservation: among the nodes its owner's pods
+// may run on (node affinity, taints and unschedulable of a pod of the owner, when
+// one exists), those where all its slots fit beside their pods (bound and assumed)
+// and other reservations. It prefers a node where the owner's pods already run,
+// then the tightest fit of the slot's dominant resource (GPUs, else CPU), so that
+// whole free nodes stay whole. It lists from the informers: it runs in the
+// background for unplaced reservations only, never in a scheduling cycle.
+func (s *Shared) place(r *reservation) (string, string) {
+	nodes, err := s.nodes.List(labels.Everything())
+	if err != nil {
+		return "", fmt.Sprintf("listing nodes: %v", err)
+	}
+	pods, err := s.pods.List(labels.Everything())
+	if err != nil {
+		return "", fmt.Sprintf("listing pods: %v", err)
+	}
+	used := map[string]map[corev1.ResourceName]int64{}
+	add := func(node string, req map[corev1.ResourceName]int64, times int64) {
+		u := used[node]
+		if u == nil {
+			u = map[corev1.ResourceName]int64{}
+			used[node] = u
+		}
+		for name, v := range req {
+			u[name] += v * times
+		}
+	}
+	var rep *corev1.Pod
+	hosts := map[string]bool{}
+	for _, p := range pods {
+		if r.consumedBy(p) {
+			if rep == nil {
+				rep = p
+			}
+			if p.Spec.NodeName != "" {
+				hosts[p.Spec.NodeName] = true
+			}
+		}
+		if p.Spec.NodeName != "" && !terminated(p) {
+			add(p.Spec.NodeName, requestsOf(p), 1)
+		}
+	}
+	s.assumed.Range(func(_, v any) bool {
+		a := v.(assumedPod)
+		if cur, err := s.pods.Pods(a.pod.Namespace).Get(a.pod.Name); err == nil && cur.UID == a.pod.UID && cur.Spec.NodeName == "" {
+			add(a.node, requestsOf(a.pod), 1)
+		}
+		return true
+	})
+	now := time.Now()
+	idx := s.index()
+	for node, rs := range idx.byNode {
+		for _, o := range rs {
+			if o.key != r.key && o.holds(now) {
+				// Slots consumed are in the pods' requests already.
+				left := int64(o.slots) - int64(o.consumed)
+				if left > 0 {
+					add(node, o.slot, left)
+				}
+			}
+		}
+	}
+	dominant := corev1.ResourceCPU
+	for name := range r.slot {
+		if strings.Contains(string(name), "gpu") {
+			dominant = name
+		}
+	}
+	type candidate struct {
+		name     string
+		host     bool
+		leftover int64
+	}
+	var fits []candidate
+	eligible := 0
+	for _, n := range nodes {
+		if rep != nil && !nodefree.Eligible(rep, n) || rep == nil && !nodefree.Eligible(&corev1.Pod{}, n) {
+			continue
+		}
+		eligible++
+		ok := true
+		var leftover int64
+		for name, v := range r.slot {
+			alloc, has := n.Status.Allocatable[name]
+			free := int64(0)
+			if has {
+				free = alloc.MilliValue() - used[n.Name][name]
+			}
+			if free < v*int64(r.slots) {
+				ok = false
+				break
+			}
+			if name == dominant {
+				leftover = free - v*int64(r.slots)
+			}
+		}
+		if ok {
+			fits = append(fits, candidate{name: n.Name, host: hosts[n.Name], leftover: leftover})
+		}
+	}
+	if len(fits) == 0 {
+		return "", fmt.Sprintf("No node has %d slot(s) of %s free beside its pods and other reservations (%d eligible node(s)); retrying every %s.",
+			r.slots, describe(r.slot), eligible, s.retry)
+	}
+	sort.Slice(fits, func(i, j int) bool {
+		a, b := fits[i], fits[j]
+		if a.host != b.host {
+			return a.host
+		}
+		if a.leftover != b.leftover {
+			return a.leftover < b.leftover
+		}
+		return a.name < b.name
+	})
+	return fits[0].name, ""
+}
+
+func requestsOf(p *corev1.Pod) map[corev1.ResourceName]int64 {
+	out := map[corev1.ResourceName]int64{}
+	for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+		out[name] = q.MilliValue()
+	}
+	return out
+}
+
+// describe renders a slot as "{cpu: 4, nvidia.com/gpu: 1}".
+func describe(slot map[corev1.ResourceName]int64) string {
+	names := make([]string, 0, len(slot))
+	for name := range slot {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, name := range names {
+		q := resource.NewMilliQuantity(slot[corev1.ResourceName(name)], resource.DecimalSI)
+		if name == string(corev1.ResourceMemory) {
+			q = resource.NewQuantity(slot[corev1.ResourceName(name)]/1000, resource.BinarySI)
+		}
+		parts = append(parts, name+": "+q.String())
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// asReservation reads a reservation from the scheduler's dynamic informer
+// (unstructured) or a typed object; nil when it is neither.
+func asReservation(obj any) *v1alpha1.ResourceReservation {
+	switch o := obj.(type) {
+	case *v1alpha1.ResourceReservation:
+		return o
+	case *unstructured.Unstructured:
+		rr := &v1alpha1.ResourceReservation{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, rr); err != nil {
+			return nil
+		}
+		return rr
+	}
+	return nil
+}

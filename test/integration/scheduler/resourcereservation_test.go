@@ -1,0 +1,138 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
+)
+
+var _ = Describe("ResourceReservation", func() {
+	// reservation creates rr and deletes it when the test ends (reservations outlive
+	// the test's pods and nodes otherwise, and an unplaced one would be placed on the
+	// next test's nodes).
+	reservation := func(rr *v1alpha1.ResourceReservation) {
+		GinkgoHelper()
+		Expect(k8sClient.Create(suiteCtx, rr)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, rr))).To(Succeed()) })
+	}
+	status := func(tc *testCluster, name string) func() v1alpha1.ResourceReservationStatus {
+		return func() v1alpha1.ResourceReservationStatus {
+			rr := &v1alpha1.ResourceReservation{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: name}, rr)).To(Succeed())
+			return rr.Status
+		}
+	}
+	placedMessage := func(tc *testCluster, name string) func() string {
+		return func() string {
+			if c := meta.FindStatusCondition(status(tc, name)().Conditions, "Placed"); c != nil {
+				return string(c.Status) + ": " + c.Message
+			}
+			return ""
+		}
+	}
+
+	It("keeps a plain pod out of a node-pinned reservation and lets the owner's member in", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		tc.addNodes("n", 1, "cpu", "8", "memory", "32Gi")
+		node := tc.ns + "-n-0"
+		reservation(testutil.MakeReservation("hold", tc.ns, "train").Node(node).Resources(testutil.ResourceList("cpu", "6")).Obj())
+		Eventually(func() v1alpha1.ReservationPhase { return status(tc, "hold")().Phase }).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.ReservationReserved))
+		Expect(placedMessage(tc, "hold")()).To(Equal("True: Held on node " + node + ", named by spec.nodeName."))
+
+		Expect(k8sClient.Create(suiteCtx, tc.pod("plain").Req("cpu", "4").Obj())).To(Succeed())
+		Eventually(tc.scheduledMessage("plain")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
+			fmt.Sprintf("node(s) had cpu held by ResourceReservation %s/hold (PodGroup train, 1 slot(s))", tc.ns)))
+		Consistently(tc.nodeOf("plain")).WithTimeout(2 * time.Second).Should(BeEmpty())
+
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("train", tc.ns).MinMember(1).Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, tc.pod("train-0").PodGroup("train").Req("cpu", "6").Obj())).To(Succeed())
+		Eventually(tc.nodeOf("train-0")).WithTimeout(testutil.Timeout).Should(Equal(node))
+		Eventually(status(tc, "hold")).WithTimeout(testutil.Timeout).Should(And(
+			HaveField("Phase", v1alpha1.ReservationConsumed), HaveField("ConsumedSlots", int32(1))))
+		// The member took the reserved room; the plain pod still does not fit beside it.
+		Consistently(tc.nodeOf("plain")).WithTimeout(2 * time.Second).Should(BeEmpty())
+	})
+
+	It("places a reservation that names no node on the tightest fit, says where, and gives the room back at its expiry", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		tc.addNodes("n", 2, "cpu", "8", "memory", "32Gi")
+		busy, idle := tc.ns+"-n-0", tc.ns+"-n-1"
+		used := tc.pod("used").Req("cpu", "4").Obj()
+		used.Spec.NodeName = busy
+		Expect(k8sClient.Create(suiteCtx, used)).To(Succeed())
+
+		// 4 CPUs fit on both nodes; the busy node is the tighter fit, and the whole
+		// idle node stays whole.
+		reservation(testutil.MakeReservation("small", tc.ns, "job-a").Resources(testutil.ResourceList("cpu", "2")).Slots(2).Obj())
+		Eventually(func() string { return status(tc, "small")().NodeName }).WithTimeout(testutil.Timeout).Should(Equal(busy))
+		Expect(status(tc, "small")().Phase).To(Equal(v1alpha1.ReservationReserved))
+		Expect(placedMessage(tc, "small")()).To(Equal("True: Placed by the scheduler on node " + busy + "."))
+
+		// The whole idle node, for 6 seconds.
+		reservation(testutil.MakeReservation("whole", tc.ns, "job-b").Resources(testutil.ResourceList("cpu", "8")).TTL(6).Obj())
+		Eventually(func() string { return status(tc, "whole")().NodeName }).WithTimeout(testutil.Timeout).Should(Equal(idle))
+
+		// A third fits nowhere and says so.
+		reservation(testutil.MakeReservation("none", tc.ns, "job-c").Resources(testutil.ResourceList("cpu", "3")).Obj())
+		Eventually(placedMessage(tc, "none")).WithTimeout(testutil.Timeout).Should(HavePrefix(
+			"False: No node has 1 slot(s) of {cpu: 3} free beside its pods and other reservations"))
+		Expect(status(tc, "none")().Phase).To(Equal(v1alpha1.ReservationPending))
+		none := &v1alpha1.ResourceReservation{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "none"}, none)).To(Succeed())
+		Expect(k8sClient.Delete(suiteCtx, none)).To(Succeed())
+
+		// Every CPU not used is reserved: a plain pod waits until "whole" expires, and
+		// then takes the idle node.
+		rr := &v1alpha1.ResourceReservation{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "whole"}, rr)).To(Succeed())
+		expiry := rr.CreationTimestamp.Add(6 * time.Second)
+		Expect(k8sClient.Create(suiteCtx, tc.pod("plain").Req("cpu", "2").Obj())).To(Succeed())
+		Eventually(tc.scheduledMessage("plain")).WithTimeout(testutil.Timeout).Should(ContainSubstring("held by ResourceReservation"))
+		// Creation timestamps have second precision: hold off a second early.
+		if wait := time.Until(expiry) - time.Second; wait > 0 {
+			Consistently(tc.nodeOf("plain")).WithTimeout(wait).Should(BeEmpty())
+		}
+		Eventually(tc.nodeOf("plain")).WithTimeout(testutil.Timeout).Should(Equal(idle))
+		Eventually(func() v1alpha1.ReservationPhase { return status(tc, "whole")().Phase }).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.ReservationExpired))
+	})
+
+	It("holds a Spark driver's reservation for its executors, which consume it", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		tc.addNodes("n", 3, "cpu", "16", "memory", "64Gi")
+		driver := tc.pod("spark-driver").Label("spark-role", "driver").Req("cpu", "1").Obj()
+		Expect(k8sClient.Create(suiteCtx, driver)).To(Succeed())
+		Eventually(tc.nodeOf("spark-driver")).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
+
+		reservation(testutil.MakeReservation("executors", tc.ns, "").Owner(v1alpha1.ReservationOwnerPod, "spark-driver").
+			Resources(testutil.ResourceList("cpu", "6", "memory", "8Gi")).Slots(2).Obj())
+		var node string
+		Eventually(func() string { node = status(tc, "executors")().NodeName; return node }).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
+		// The driver's node holds the executors (the owner's pods run there).
+		Expect(node).To(Equal(tc.nodeOf("spark-driver")()))
+
+		// A plain pod that fits only in the reserved room goes elsewhere.
+		Expect(k8sClient.Create(suiteCtx, tc.pod("other").Req("cpu", "14").Obj())).To(Succeed())
+		Eventually(tc.nodeOf("other")).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
+		Expect(tc.nodeOf("other")()).NotTo(Equal(node))
+
+		d := &corev1.Pod{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(driver), d)).To(Succeed())
+		for i := range 2 {
+			name := fmt.Sprintf("spark-exec-%d", i)
+			Expect(k8sClient.Create(suiteCtx, tc.pod(name).Label("spark-role", "executor").OwnerUID("v1", "Pod", "spark-driver", d.UID).
+				Req("cpu", "6", "memory", "8Gi").Obj())).To(Succeed())
+			Eventually(tc.nodeOf(name)).WithTimeout(testutil.Timeout).Should(Equal(node), "executor %s should land in the driver's reservation", name)
+		}
+		Eventually(status(tc, "executors")).WithTimeout(testutil.Timeout).Should(And(
+			HaveField("Phase", v1alpha1.ReservationConsumed), HaveField("ConsumedSlots", int32(2))))
+	})
+})
