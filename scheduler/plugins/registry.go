@@ -13,6 +13,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/coscheduling"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/gangpreemption"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/networkfabric"
@@ -38,6 +39,9 @@ import (
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=podgroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=podgroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
+// GangPreemption evicts its victims through the Eviction API, so that
+// PodDisruptionBudgets hold.
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 
 // DefaultFeatureGates are kubenexus-scheduler's defaults where they differ from
 // kube-scheduler's. Flags (--feature-gates) still override them.
@@ -80,6 +84,9 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 		}),
 		app.WithPlugin(names.ResourceReservation, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return resourcereservation.New(ctx, obj, h, crds, reservations)
+		}),
+		app.WithPlugin(names.GangPreemption, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return gangpreemption.New(ctx, obj, h, crds, gangs)
 		}),
 	}
 }

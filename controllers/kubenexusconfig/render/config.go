@@ -29,6 +29,10 @@ import (
 // replaces.
 const NodeResourcesFit = "NodeResourcesFit"
 
+// DefaultPreemption is kube-scheduler's preemption PostFilter, which GangPreemption
+// replaces.
+const DefaultPreemption = "DefaultPreemption"
+
 // LeaseName is the scheduler's leader election lease, in the scheduler's namespace.
 // It does not follow the scheduler name so that the shipped RBAC can name it.
 const LeaseName = "kubenexus-scheduler"
@@ -59,7 +63,7 @@ func plugins(p *v1alpha1.PluginsSpec, topology *v1alpha1.TopologySpec) []plugin 
 		{name: names.VRAM, enabled: p.VRAM.Enabled, weight: p.VRAM.Weight},
 		{name: names.ResourceReservation, enabled: p.ResourceReservation.Enabled, weight: p.ResourceReservation.Weight},
 		{name: names.Backfill, enabled: p.Backfill.Enabled, weight: p.Backfill.Weight},
-		{name: names.GangPreemption, enabled: p.GangPreemption.Enabled},
+		{name: names.GangPreemption, enabled: p.GangPreemption.Enabled, args: gangPreemptionArgs(&p.GangPreemption)},
 	}
 }
 
@@ -117,6 +121,15 @@ func resourceFragmentationArgs(r *v1alpha1.ResourceFragmentationPlugin, t *v1alp
 	return a
 }
 
+// gangPreemptionArgs maps the API's GangPreemption settings to the plugin's args; nil
+// (the plugin's defaults) when none are set.
+func gangPreemptionArgs(g *v1alpha1.GangPreemptionPlugin) any {
+	if g.PreemptServicesForBatch == nil {
+		return nil
+	}
+	return &schedconfig.GangPreemptionArgs{PreemptServicesForBatch: ptr.To(*g.PreemptServicesForBatch)}
+}
+
 // workloadAwareArgs maps the API's WorkloadAware resource weights to the plugin's
 // args; nil (the plugin's defaults) when none are set.
 func workloadAwareArgs(w *v1alpha1.WorkloadAwarePlugin) any {
@@ -155,6 +168,11 @@ func SchedulerConfiguration(spec *v1alpha1.KubeNexusConfigSpec, namespace string
 			// NodeResourcesFit's least-allocated score would pull packed pods apart.
 			// Its filter stays on.
 			profile.Plugins.Score.Disabled = append(profile.Plugins.Score.Disabled, configv1.Plugin{Name: NodeResourcesFit})
+		}
+		if p.name == names.GangPreemption {
+			// GangPreemption preempts for plain pods too, with gangs kept whole;
+			// DefaultPreemption would evict single gang members.
+			profile.Plugins.PostFilter.Disabled = append(profile.Plugins.PostFilter.Disabled, configv1.Plugin{Name: DefaultPreemption})
 		}
 		if p.queueSort {
 			profile.Plugins.QueueSort = configv1.PluginSet{

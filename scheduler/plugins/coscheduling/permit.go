@@ -12,6 +12,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 )
 
 // Reserve records the member as reserved for its gang.
@@ -158,6 +159,6 @@ func (pl *Plugin) rejectGang(ctx context.Context, key gang.Key, pg *v1alpha1.Pod
 
 func (pl *Plugin) recordEvent(key gang.Key, pg *v1alpha1.PodGroup, eventType, reason, note string, args ...any) {
 	if r := pl.handle.EventRecorder(); r != nil {
-		r.Eventf(podGroupRef(key, pg), nil, eventType, reason, "Scheduling", note, args...)
+		r.Eventf(gangview.PodGroupRef(key, pg), nil, eventType, reason, "Scheduling", note, args...)
 	}
 }

@@ -179,24 +179,6 @@ func (pl *Plugin) activateIfQuorum(key gang.Key) {
 	}
 }
 
-// podGroupRef is the reference events are recorded against: the PodGroup of
-// whichever API defines the gang (KubeNexus's when none exists).
-func podGroupRef(key gang.Key, pg *v1alpha1.PodGroup) *corev1.ObjectReference {
-	ref := &corev1.ObjectReference{
-		APIVersion: v1alpha1.GroupVersion.String(),
-		Kind:       "PodGroup",
-		Namespace:  key.Namespace,
-		Name:       key.Name,
-	}
-	if pg != nil {
-		ref.UID = pg.UID
-		if pg.APIVersion != "" {
-			ref.APIVersion = pg.APIVersion
-		}
-	}
-	return ref
-}
-
 // SignPod keeps pods of different gangs apart in the scheduler's opportunistic
 // batching; Coscheduling filters no node, so plain pods add nothing.
 func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {

@@ -16,7 +16,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -132,12 +131,7 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	now := time.Now()
-	s := &stateData{idx: idx, now: now, mine: idx.mine(pod, now), requests: map[corev1.ResourceName]int64{}}
-	for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
-		if v := q.MilliValue(); v > 0 {
-			s.requests[name] = v
-		}
-	}
+	s := &stateData{idx: idx, now: now, mine: idx.mine(pod, now), requests: nodefree.Requests(pod)}
 	cs.Write(stateKey, s)
 	return nil, nil
 }

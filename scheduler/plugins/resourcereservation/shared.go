@@ -22,7 +22,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -382,13 +381,13 @@ func (s *Shared) place(r *reservation) (string, string) {
 			}
 		}
 		if p.Spec.NodeName != "" && !terminated(p) {
-			add(p.Spec.NodeName, requestsOf(p), 1)
+			add(p.Spec.NodeName, nodefree.Requests(p), 1)
 		}
 	}
 	s.assumed.Range(func(_, v any) bool {
 		a := v.(assumedPod)
 		if cur, err := s.pods.Pods(a.pod.Namespace).Get(a.pod.Name); err == nil && cur.UID == a.pod.UID && cur.Spec.NodeName == "" {
-			add(a.node, requestsOf(a.pod), 1)
+			add(a.node, nodefree.Requests(a.pod), 1)
 		}
 		return true
 	})
@@ -458,14 +457,6 @@ func (s *Shared) place(r *reservation) (string, string) {
 		return a.name < b.name
 	})
 	return fits[0].name, ""
-}
-
-func requestsOf(p *corev1.Pod) map[corev1.ResourceName]int64 {
-	out := map[corev1.ResourceName]int64{}
-	for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
-		out[name] = q.MilliValue()
-	}
-	return out
 }
 
 // describe renders a slot as "{cpu: 4, nvidia.com/gpu: 1}".

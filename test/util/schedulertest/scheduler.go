@@ -28,8 +28,8 @@ func CoschedulingProfile(backoffSeconds, timeoutSeconds int) string {
 // default — ProfileClassifier, Coscheduling (replacing the default queue sort),
 // WorkloadAware at weight 2 (replacing NodeResourcesFit's score), TopologyAware at
 // weight 2, NetworkFabric at weight 3, ResourceFragmentation at weight 2,
-// TenantHardware at weight 3 and ResourceReservation at weight 10 — enabled
-// wherever they apply.
+// TenantHardware at weight 3, ResourceReservation at weight 10 and GangPreemption
+// (replacing DefaultPreemption) — enabled wherever they apply.
 func KubeNexusProfile(schedulerName string, backoffSeconds, timeoutSeconds int) string {
 	return fmt.Sprintf(`- schedulerName: %s
   plugins:
@@ -37,9 +37,11 @@ func KubeNexusProfile(schedulerName string, backoffSeconds, timeoutSeconds int) 
       enabled: [{name: Coscheduling}]
       disabled: [{name: "*"}]
     multiPoint:
-      enabled: [{name: ProfileClassifier}, {name: Coscheduling}, {name: WorkloadAware, weight: 2}, {name: TopologyAware, weight: 2}, {name: NetworkFabric, weight: 3}, {name: ResourceFragmentation, weight: 2}, {name: TenantHardware, weight: 3}, {name: ResourceReservation, weight: 10}]
+      enabled: [{name: ProfileClassifier}, {name: Coscheduling}, {name: WorkloadAware, weight: 2}, {name: TopologyAware, weight: 2}, {name: NetworkFabric, weight: 3}, {name: ResourceFragmentation, weight: 2}, {name: TenantHardware, weight: 3}, {name: ResourceReservation, weight: 10}, {name: GangPreemption}]
     score:
       disabled: [{name: NodeResourcesFit}]
+    postFilter:
+      disabled: [{name: DefaultPreemption}]
   pluginConfig:
   - name: Coscheduling
     args:

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
 // PendingFunc returns a gang's members that still need a node (not bound, not
@@ -81,4 +82,22 @@ func (r *Registry) Get(profile string) PendingFunc {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.byProfile[profile]
+}
+
+// PodGroupRef is the reference events about a gang are recorded against: the
+// PodGroup of whichever API defines the gang (KubeNexus's when none exists).
+func PodGroupRef(key gang.Key, pg *v1alpha1.PodGroup) *corev1.ObjectReference {
+	ref := &corev1.ObjectReference{
+		APIVersion: v1alpha1.GroupVersion.String(),
+		Kind:       "PodGroup",
+		Namespace:  key.Namespace,
+		Name:       key.Name,
+	}
+	if pg != nil {
+		ref.UID = pg.UID
+		if pg.APIVersion != "" {
+			ref.APIVersion = pg.APIVersion
+		}
+	}
+	return ref
 }

@@ -6,6 +6,7 @@ package nodefree
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
@@ -37,4 +38,16 @@ func All(ni fwk.NodeInfo) map[corev1.ResourceName]int64 {
 		free[name] = Of(ni, name)
 	}
 	return free
+}
+
+// Requests returns what a pod requests (its effective requests: init containers
+// and overhead counted as the kubelet does), in milli-units, zero requests left out.
+func Requests(pod *corev1.Pod) map[corev1.ResourceName]int64 {
+	out := map[corev1.ResourceName]int64{}
+	for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
+		if v := q.MilliValue(); v > 0 {
+			out[name] = v
+		}
+	}
+	return out
 }

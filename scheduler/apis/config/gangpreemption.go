@@ -1,0 +1,57 @@
+package config
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+)
+
+// GangPreemptionArgs are the arguments of the GangPreemption plugin, the PostFilter
+// that evicts whole lower-priority gangs and lower-priority pods to make room.
+type GangPreemptionArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// PreemptServicesForBatch lets batch and training pods evict lower-priority
+	// service, inference and interactive pods. Default false: those are preempted
+	// only by pods of their own kind.
+	PreemptServicesForBatch *bool `json:"preemptServicesForBatch,omitempty"`
+
+	// VictimGraceSeconds is how long a preemptor waits for the pods it evicted to
+	// go before it may choose victims again (default 120; 1–3600). While they
+	// terminate, further members of its gang do not evict more.
+	VictimGraceSeconds *int32 `json:"victimGraceSeconds,omitempty"`
+}
+
+// SetDefaultsGangPreemptionArgs fills unset fields.
+func SetDefaultsGangPreemptionArgs(a *GangPreemptionArgs) {
+	if a.PreemptServicesForBatch == nil {
+		a.PreemptServicesForBatch = ptr.To(false)
+	}
+	if a.VictimGraceSeconds == nil {
+		a.VictimGraceSeconds = ptr.To[int32](120)
+	}
+}
+
+// ValidateGangPreemptionArgs checks defaulted args.
+func ValidateGangPreemptionArgs(path *field.Path, a *GangPreemptionArgs) field.ErrorList {
+	if v := *a.VictimGraceSeconds; v < 1 || v > 3600 {
+		return field.ErrorList{field.Invalid(path.Child("victimGraceSeconds"), v, fmt.Sprintf("must be between 1 and 3600 seconds, got %d", v))}
+	}
+	return nil
+}
+
+// DecodeGangPreemptionArgs decodes, defaults and validates GangPreemption's args.
+func DecodeGangPreemptionArgs(obj runtime.Object) (*GangPreemptionArgs, error) {
+	a := &GangPreemptionArgs{}
+	if err := decodeStrict(obj, a); err != nil {
+		return nil, err
+	}
+	SetDefaultsGangPreemptionArgs(a)
+	if errs := ValidateGangPreemptionArgs(field.NewPath("GangPreemptionArgs"), a); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return a, nil
+}

@@ -1,0 +1,215 @@
+package gangpreemption
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
+
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/podobj"
+)
+
+// markerPrefix starts the message of the DisruptionTarget condition GangPreemption
+// puts on a victim before evicting it. The mark is what is evicted: a victim
+// marked but not evicted yet (the scheduler stopped in between) is evicted by the
+// next scheduler, with the rest of its gang.
+const markerPrefix = "KubeNexus GangPreemption"
+
+// evictor marks victims and evicts the marked pods through the Eviction API.
+type evictor struct {
+	cs     kubernetes.Interface
+	pods   corelisters.PodLister
+	handle fwk.Handle
+	queue  workqueue.TypedRateLimitingInterface[types.NamespacedName]
+}
+
+// marked reports whether GangPreemption chose the pod as a victim.
+func marked(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler && strings.HasPrefix(c.Message, markerPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func startEvictor(ctx context.Context, h fwk.Handle) (*evictor, error) {
+	informers := h.SharedInformerFactory()
+	e := &evictor{
+		cs:     h.ClientSet(),
+		pods:   informers.Core().V1().Pods().Lister(),
+		handle: h,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
+			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "kubenexus-evictions"}),
+	}
+	onPod := func(obj any) {
+		if p := podobj.From(obj); p != nil && marked(p) && p.DeletionTimestamp == nil && p.Spec.NodeName != "" {
+			e.enqueueUnit(p)
+		}
+	}
+	if _, err := informers.Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    onPod,
+		UpdateFunc: func(_, newObj any) { onPod(newObj) },
+	}); err != nil {
+		return nil, fmt.Errorf("watching pods: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		e.queue.ShutDown()
+	}()
+	go func() {
+		for e.next(ctx) {
+		}
+	}()
+	return e, nil
+}
+
+// enqueueUnit queues a marked pod and, when it is in a gang, every bound member of
+// its gang: a gang is evicted whole, also when only some members were marked.
+func (e *evictor) enqueueUnit(p *corev1.Pod) {
+	e.queue.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+	key, ok := gangOf(p)
+	if !ok {
+		return
+	}
+	pods, err := e.pods.Pods(p.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, m := range pods {
+		if k, ok := gangOf(m); ok && k == key && m.Spec.NodeName != "" && m.DeletionTimestamp == nil {
+			e.queue.Add(types.NamespacedName{Namespace: m.Namespace, Name: m.Name})
+		}
+	}
+}
+
+// evict marks the victims (in the background: the scheduling cycle does not wait
+// for the API) and queues them for eviction. Every victim is marked before any is
+// evicted.
+func (e *evictor) evict(us []*unit, message string, preemptor *corev1.Pod) {
+	go func() {
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		for _, u := range us {
+			for _, p := range u.pods {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					e.mark(ctx, p, message)
+					if r := e.handle.EventRecorder(); r != nil {
+						r.Eventf(p, preemptor, corev1.EventTypeNormal, "Preempted", "Preempting", "%s; %s is evicted whole", message, u.describe())
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		for _, u := range us {
+			for _, p := range u.pods {
+				e.queue.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+			}
+		}
+	}()
+}
+
+// mark adds the DisruptionTarget condition that names the preemptor.
+func (e *evictor) mark(ctx context.Context, p *corev1.Pod, message string) {
+	cur, err := e.pods.Pods(p.Namespace).Get(p.Name)
+	if err != nil || cur.UID != p.UID {
+		return
+	}
+	status := cur.Status.DeepCopy()
+	cond := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: corev1.PodReasonPreemptionByScheduler,
+		Message: message, LastTransitionTime: metav1.Now()}
+	replaced := false
+	for i := range status.Conditions {
+		if status.Conditions[i].Type == corev1.DisruptionTarget {
+			status.Conditions[i], replaced = cond, true
+		}
+	}
+	if !replaced {
+		status.Conditions = append(status.Conditions, cond)
+	}
+	if err := schedutil.PatchPodStatus(ctx, e.cs, cur.Name, cur.Namespace, &cur.Status, status); err != nil && !apierrors.IsNotFound(err) {
+		klog.FromContext(ctx).V(2).Info("Marking a preemption victim failed; evicting it anyway", "pod", klog.KObj(p), "err", err)
+	}
+}
+
+func (e *evictor) next(ctx context.Context) bool {
+	key, shutdown := e.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer e.queue.Done(key)
+	p, err := e.pods.Pods(key.Namespace).Get(key.Name)
+	if err != nil || p.DeletionTimestamp != nil {
+		e.queue.Forget(key)
+		return true
+	}
+	ev := &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}},
+	}
+	err = e.cs.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev)
+	switch {
+	case err == nil:
+		evictions.WithLabelValues("Evicted").Inc()
+		e.queue.Forget(key)
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		e.queue.Forget(key)
+	default:
+		// 429: a PodDisruptionBudget does not allow it now; retried with backoff.
+		evictions.WithLabelValues("Retried").Inc()
+		klog.FromContext(ctx).V(2).Info("Evicting a preemption victim; retrying", "pod", klog.KObj(p), "err", err)
+		e.queue.AddRateLimited(key)
+	}
+	return true
+}
+
+// Metrics served on the scheduler's /metrics endpoint.
+var (
+	preemptions = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "kubenexus",
+		Subsystem:      "gang_preemption",
+		Name:           "attempts_total",
+		Help:           "PostFilter runs that chose victims (Evicting) or found none (NoVictims).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	victimUnits = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "kubenexus",
+		Subsystem:      "gang_preemption",
+		Name:           "victims_total",
+		Help:           "Units chosen for eviction: whole gangs, or single pods.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"kind"})
+	evictions = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "kubenexus",
+		Subsystem:      "gang_preemption",
+		Name:           "evictions_total",
+		Help:           "Eviction API calls for victims: Evicted, or Retried (refused, e.g. by a PodDisruptionBudget).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	registerMetrics sync.Once
+)
+
+// RegisterMetrics adds the plugin's metrics to the scheduler's registry (once).
+func RegisterMetrics() {
+	registerMetrics.Do(func() {
+		legacyregistry.MustRegister(preemptions, victimUnits, evictions)
+	})
+}

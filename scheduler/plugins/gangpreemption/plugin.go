@@ -1,0 +1,325 @@
+// Package gangpreemption is the PostFilter that makes room for a pod or a gang that
+// fits nowhere: it evicts whole lower-priority gangs (every member, never part of
+// one) and lower-priority pods, through the Eviction API so that
+// PodDisruptionBudgets hold, choosing the cheapest set (least GPU time thrown away,
+// then lowest priority, then fewest pods), and nominates the preemptor. It replaces
+// DefaultPreemption in a KubeNexus profile, with the same guarantees for plain pods.
+package gangpreemption
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	schedulinglisters "k8s.io/client-go/listers/scheduling/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
+)
+
+// Name is the plugin's registered name.
+const Name = names.GangPreemption
+
+// Plugin is the GangPreemption plugin.
+type Plugin struct {
+	args     *config.GangPreemptionArgs
+	handle   fwk.Handle
+	crds     *crdcache.Cache
+	views    *gangview.Registry
+	pdbs     policylisters.PodDisruptionBudgetLister
+	classes  schedulinglisters.PriorityClassLister
+	evictor  *evictor
+	gpuNames []corev1.ResourceName
+
+	mu sync.Mutex
+	// inflight are the preemptions whose victims may still be running, by
+	// preemptor (its gang, or the pod): further members do not evict more until
+	// those are gone or the grace passed.
+	inflight map[string]*preemption
+}
+
+type preemption struct {
+	victims []*corev1.Pod
+	until   time.Time
+}
+
+var _ fwk.PostFilterPlugin = &Plugin{}
+
+// New builds the plugin and starts its evictor, which also finishes evictions a
+// previous scheduler process began (see evictor).
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, views *gangview.Registry) (*Plugin, error) {
+	args, err := config.DecodeGangPreemptionArgs(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	c, err := crds.Get(ctx, h.KubeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	informers := h.SharedInformerFactory()
+	ev, err := startEvictor(ctx, h)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	RegisterMetrics()
+	return &Plugin{
+		args:     args,
+		handle:   h,
+		crds:     c,
+		views:    views,
+		pdbs:     informers.Policy().V1().PodDisruptionBudgets().Lister(),
+		classes:  informers.Scheduling().V1().PriorityClasses().Lister(),
+		evictor:  ev,
+		gpuNames: []corev1.ResourceName{v1alpha1.ResourceNvidiaGPU},
+		inflight: map[string]*preemption{},
+	}, nil
+}
+
+// Name returns the plugin's name.
+func (pl *Plugin) Name() string { return Name }
+
+// PostFilter chooses victims for a pod that fits no node, or for the members of its
+// gang that still need a node, hands them to the evictor and nominates the pod.
+func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	logger := klog.FromContext(ctx)
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "not eligible to preempt: preemptionPolicy is Never")
+	}
+	prof, ok := profileclassifier.ProfileOf(cs)
+	if !ok {
+		prof = workload.Classify(pod, workload.Namespace{}, "")
+	}
+	owner := "pod " + pod.Namespace + "/" + pod.Name
+	if prof.Gang != nil {
+		owner = "gang " + prof.Gang.Key.String()
+	}
+	if msg := pl.waiting(owner); msg != "" {
+		return nil, fwk.NewStatus(fwk.Unschedulable, msg)
+	}
+	members := pl.members(pod, prof)
+	infos, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	s, running := pl.newSearch(infos, members)
+	if at := s.place(nil, nil); at != nil {
+		// Room exists by the resources; something preemption cannot change keeps
+		// the pod out (affinity, topology, ports, volumes).
+		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption would not help: the members fit by their requests; another constraint refuses them")
+	}
+	var gk *gang.Key
+	if prof.Gang != nil {
+		gk = &prof.Gang.Key
+	}
+	prio := pl.priority(pod, gk)
+	batch := prof.Class == v1alpha1.WorkloadClassBatch || prof.Class == v1alpha1.WorkloadClassTraining
+	may := func(v *corev1.Pod, vp workload.Profile, vprio int32) bool {
+		if vprio >= prio || v.DeletionTimestamp != nil {
+			return false
+		}
+		if prof.Gang != nil && vp.Gang != nil && vp.Gang.Key == prof.Gang.Key {
+			return false
+		}
+		if batch && !*pl.args.PreemptServicesForBatch && isService(vp.Class) {
+			return false
+		}
+		return true
+	}
+	c := s.choose(units(running, may, pl.priority, pl.gpuNames, time.Now()))
+	if c == nil {
+		preemptions.WithLabelValues("NoVictims").Inc()
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("preemption found no lower-priority gangs or pods whose eviction makes room for %d member(s) (PodDisruptionBudgets respected)", len(members)))
+	}
+	// The node of the pod itself is its nomination.
+	nominated := s.nodes[c.nodes[0]].obj.Name
+	var victims []*corev1.Pod
+	for _, u := range c.victims {
+		victims = append(victims, u.pods...)
+		victimUnits.WithLabelValues(unitKind(u)).Inc()
+	}
+	preemptions.WithLabelValues("Evicting").Inc()
+	pl.mu.Lock()
+	pl.inflight[owner] = &preemption{victims: victims, until: time.Now().Add(time.Duration(*pl.args.VictimGraceSeconds) * time.Second)}
+	pl.mu.Unlock()
+
+	who := fmt.Sprintf("%s %s/%s (priority %d)", strings.SplitN(owner, " ", 2)[0], pod.Namespace, ownerName(pod, prof), prio)
+	places := map[string]bool{}
+	for _, ni := range c.nodes {
+		places[s.nodes[ni].obj.Name] = true
+	}
+	note := fmt.Sprintf("evicting %s to place %d member(s) of %s on %s", summary(c.victims), len(members), who, strings.Join(sortedKeys(places), ", "))
+	logger.V(2).Info("GangPreemption", "preemptor", klog.KObj(pod), "victims", len(victims), "decision", note)
+	pl.record(pod, prof, corev1.EventTypeNormal, "Preempting", "Preempting", note)
+	pl.evictor.evict(c.victims, fmt.Sprintf("%s: preempted by %s", markerPrefix, who), pod)
+	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: nominated, NominatingMode: fwk.ModeOverride}},
+		fwk.NewStatus(fwk.Success, note)
+}
+
+func ownerName(pod *corev1.Pod, prof workload.Profile) string {
+	if prof.Gang != nil {
+		return prof.Gang.Key.Name
+	}
+	return pod.Name
+}
+
+func unitKind(u *unit) string {
+	if u.gang != nil {
+		return "gang"
+	}
+	return "pod"
+}
+
+func isService(c v1alpha1.WorkloadClass) bool {
+	return c == v1alpha1.WorkloadClassService || c == v1alpha1.WorkloadClassInference || c == v1alpha1.WorkloadClassInteractive
+}
+
+// waiting says why the preemptor must not evict more: pods it evicted are still
+// there (within the grace).
+func (pl *Plugin) waiting(owner string) string {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	p := pl.inflight[owner]
+	if p == nil {
+		return ""
+	}
+	if time.Now().After(p.until) {
+		delete(pl.inflight, owner)
+		return ""
+	}
+	left := 0
+	for _, v := range p.victims {
+		if cur, err := pl.handle.SharedInformerFactory().Core().V1().Pods().Lister().Pods(v.Namespace).Get(v.Name); err == nil && cur.UID == v.UID {
+			left++
+		}
+	}
+	if left == 0 {
+		delete(pl.inflight, owner)
+		return ""
+	}
+	return fmt.Sprintf("waiting for %d preempted pod(s) to terminate", left)
+}
+
+// members returns the pods to make room for: the pod, and for a gang member the
+// gang's other members that still need a node, up to its quorum.
+func (pl *Plugin) members(pod *corev1.Pod, prof workload.Profile) []*corev1.Pod {
+	out := []*corev1.Pod{pod}
+	if prof.Gang == nil || pl.views == nil {
+		return out
+	}
+	key := prof.Gang.Key
+	minMember := prof.Gang.MinMember
+	if minMember == 0 {
+		if pg := pl.crds.PodGroup(key); pg != nil {
+			minMember = pg.Spec.MinMember
+		}
+	}
+	placed := 0
+	if f := pl.views.Placed(pl.handle.ProfileName()); f != nil {
+		placed = len(f(key))
+	}
+	need := int(minMember) - placed
+	pending := pl.views.Get(pl.handle.ProfileName())
+	if need <= 1 || pending == nil {
+		return out
+	}
+	others := pending(key)
+	sort.Slice(others, func(i, j int) bool { return others[i].Name < others[j].Name })
+	for _, p := range others {
+		if len(out) >= need {
+			break
+		}
+		if p.UID != pod.UID {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// newSearch builds the search over the snapshot: every node's free room, the
+// members' eligible nodes, the PodDisruptionBudgets, and the running pods.
+func (pl *Plugin) newSearch(infos []fwk.NodeInfo, pods []*corev1.Pod) (*search, []*corev1.Pod) {
+	s := &search{byName: make(map[string]int, len(infos)), budget: map[types.UID]int32{}}
+	var running []*corev1.Pod
+	for i, ni := range infos {
+		s.nodes = append(s.nodes, node{obj: ni.Node(), free: nodefree.All(ni)})
+		s.byName[ni.Node().Name] = i
+		for _, p := range ni.GetPods() {
+			running = append(running, p.GetPod())
+		}
+	}
+	for _, p := range pods {
+		m := member{pod: p, req: nodefree.Requests(p), eligible: map[int]bool{}}
+		for i, n := range s.nodes {
+			if nodefree.Eligible(p, n.obj) {
+				m.eligible[i] = true
+			}
+		}
+		s.members = append(s.members, m)
+	}
+	if pdbs, err := pl.pdbs.List(labels.Everything()); err == nil {
+		for _, pdb := range pdbs {
+			s.pdbs = append(s.pdbs, pdb)
+			s.budget[pdb.UID] = pdb.Status.DisruptionsAllowed
+		}
+	}
+	return s, running
+}
+
+// record posts an event on the preemptor's PodGroup (or the pod, outside a gang).
+func (pl *Plugin) record(pod *corev1.Pod, prof workload.Profile, eventType, reason, action, note string) {
+	r := pl.handle.EventRecorder()
+	if r == nil {
+		return
+	}
+	if prof.Gang != nil {
+		r.Eventf(gangview.PodGroupRef(prof.Gang.Key, pl.crds.PodGroup(prof.Gang.Key)), pod, eventType, reason, action, "%s", note)
+		return
+	}
+	r.Eventf(pod, nil, eventType, reason, action, "%s", note)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// priority is a pod's priority for preemption: the value of the PriorityClass its
+// gang's PodGroup names (as Coscheduling orders the queue), else the pod's own.
+func (pl *Plugin) priority(p *corev1.Pod, g *gang.Key) int32 {
+	if g != nil {
+		if pg := pl.crds.PodGroup(*g); pg != nil && pg.Spec.PriorityClassName != "" {
+			if pc, err := pl.classes.Get(pg.Spec.PriorityClassName); err == nil {
+				return pc.Value
+			}
+		}
+	}
+	return corev1helpers.PodPriority(p)
+}
+
+// gangOf returns a pod's gang, if it is in one.
+func gangOf(p *corev1.Pod) (gang.Key, bool) {
+	m, ok, err := gang.Of(p)
+	return m.Key, ok && err == nil
+}

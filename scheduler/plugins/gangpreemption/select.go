@@ -1,0 +1,355 @@
+package gangpreemption
+
+import (
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
+)
+
+// unit is what is evicted together: every member of a gang, or one pod.
+type unit struct {
+	key  string // "gang ns/name" or "pod ns/name"
+	gang *gang.Key
+	pods []*corev1.Pod
+	// priority is the highest priority among its pods.
+	priority int32
+	// gpuSeconds is the GPU time its pods have run: what evicting it throws away.
+	gpuSeconds float64
+}
+
+func (u *unit) describe() string {
+	if u.gang != nil {
+		return fmt.Sprintf("gang %s (%d pods, priority %d)", u.gang, len(u.pods), u.priority)
+	}
+	return fmt.Sprintf("pod %s/%s (priority %d)", u.pods[0].Namespace, u.pods[0].Name, u.priority)
+}
+
+// less orders units by what losing them costs: GPU time thrown away, then
+// priority, then size; by key for determinism.
+func less(a, b *unit) bool {
+	if a.priority != b.priority {
+		return a.priority < b.priority
+	}
+	if a.gpuSeconds != b.gpuSeconds {
+		return a.gpuSeconds < b.gpuSeconds
+	}
+	if len(a.pods) != len(b.pods) {
+		return len(a.pods) < len(b.pods)
+	}
+	return a.key < b.key
+}
+
+// candidate says whether a running pod may be evicted for the preemptor.
+type candidate func(victim *corev1.Pod, victimProfile workload.Profile, priority int32) bool
+
+// priorityFunc is a pod's priority for preemption: its gang's (the PriorityClass
+// its PodGroup names) when it has one, else its own.
+type priorityFunc func(p *corev1.Pod, g *gang.Key) int32
+
+// units groups the pods on the nodes into eviction units. A gang is a candidate
+// only if every one of its members is: a gang is evicted whole or not at all.
+func units(pods []*corev1.Pod, may candidate, priority priorityFunc, gpuNames []corev1.ResourceName, now time.Time) []*unit {
+	byKey := map[string]*unit{}
+	refused := map[string]bool{}
+	var order []string
+	for _, p := range pods {
+		prof := workload.Classify(p, workload.Namespace{}, "")
+		key := "pod " + p.Namespace + "/" + p.Name
+		var gk *gang.Key
+		if prof.Gang != nil {
+			k := prof.Gang.Key
+			gk, key = &k, "gang "+k.String()
+		}
+		if refused[key] {
+			continue
+		}
+		prio := priority(p, gk)
+		if !may(p, prof, prio) {
+			refused[key] = true
+			delete(byKey, key)
+			continue
+		}
+		u := byKey[key]
+		if u == nil {
+			u = &unit{key: key, gang: gk, priority: prio}
+			byKey[key] = u
+			order = append(order, key)
+		}
+		u.pods = append(u.pods, p)
+		if prio > u.priority {
+			u.priority = prio
+		}
+		if g := workload.HeldGPUs(p, gpuNames...); g > 0 {
+			start := p.CreationTimestamp.Time
+			if p.Status.StartTime != nil {
+				start = p.Status.StartTime.Time
+			}
+			if ran := now.Sub(start).Seconds(); ran > 0 {
+				u.gpuSeconds += float64(g) * ran
+			}
+		}
+	}
+	out := make([]*unit, 0, len(byKey))
+	for _, k := range order {
+		if u := byKey[k]; u != nil {
+			out = append(out, u)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return less(out[i], out[j]) })
+	return out
+}
+
+// node is a node as the victim search sees it.
+type node struct {
+	obj  *corev1.Node
+	free map[corev1.ResourceName]int64
+}
+
+// member is one pod of the preemptor's that needs a node, with its requests and
+// the nodes it may run on at all (index into the node list).
+type member struct {
+	pod      *corev1.Pod
+	req      map[corev1.ResourceName]int64
+	eligible map[int]bool
+}
+
+// search finds the victims that make room for members.
+type search struct {
+	nodes   []node
+	byName  map[string]int
+	members []member
+	// pdbs in the victims' namespaces, and what each still allows (by UID).
+	pdbs   []*policyv1.PodDisruptionBudget
+	budget map[types.UID]int32
+}
+
+// freedBy is what evicting the units frees, per node index.
+func (s *search) freedBy(us []*unit) map[int]map[corev1.ResourceName]int64 {
+	freed := map[int]map[corev1.ResourceName]int64{}
+	for _, u := range us {
+		for _, p := range u.pods {
+			i, ok := s.byName[p.Spec.NodeName]
+			if !ok {
+				continue
+			}
+			f := freed[i]
+			if f == nil {
+				f = map[corev1.ResourceName]int64{}
+				freed[i] = f
+			}
+			for name, v := range nodefree.Requests(p) {
+				f[name] += v
+			}
+			f[corev1.ResourcePods] += 1000
+		}
+	}
+	return freed
+}
+
+// place assigns every member a node, largest first, each to the eligible node
+// that it leaves with the least free room of its largest request, counting what
+// the units free. It returns the node of each member, or nil when one does not fit.
+func (s *search) place(us []*unit, only map[int]bool) []int {
+	freed := s.freedBy(us)
+	used := map[int]map[corev1.ResourceName]int64{}
+	order := make([]int, len(s.members))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return size(s.members[order[a]].req) > size(s.members[order[b]].req) })
+	out := make([]int, len(s.members))
+	for _, mi := range order {
+		m := s.members[mi]
+		best, bestLeft := -1, int64(0)
+		for ni := range m.eligible {
+			if only != nil && !only[ni] {
+				continue
+			}
+			left, ok := s.room(ni, m.req, freed[ni], used[ni])
+			if ok && (best < 0 || left < bestLeft || left == bestLeft && s.nodes[ni].obj.Name < s.nodes[best].obj.Name) {
+				best, bestLeft = ni, left
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		u := used[best]
+		if u == nil {
+			u = map[corev1.ResourceName]int64{}
+			used[best] = u
+		}
+		for name, v := range m.req {
+			u[name] += v
+		}
+		u[corev1.ResourcePods] += 1000
+		out[mi] = best
+	}
+	return out
+}
+
+// room checks req against node ni's free room plus freed less used; it returns the
+// room left of the largest requested resource.
+func (s *search) room(ni int, req, freed, used map[corev1.ResourceName]int64) (int64, bool) {
+	var left, largest int64
+	free := s.nodes[ni].free
+	for name, v := range req {
+		avail := free[name] + freed[name] - used[name]
+		if avail < v {
+			return 0, false
+		}
+		if v >= largest {
+			largest, left = v, avail-v
+		}
+	}
+	if free[corev1.ResourcePods]+freed[corev1.ResourcePods]-used[corev1.ResourcePods] < 1000 {
+		return 0, false
+	}
+	return left, true
+}
+
+func size(req map[corev1.ResourceName]int64) int64 {
+	var n int64
+	for _, v := range req {
+		n += v
+	}
+	return n
+}
+
+// allowed reports whether evicting u keeps every PodDisruptionBudget within
+// budget (what each still allows, by UID), and if so spends it.
+func (s *search) allowed(u *unit, budget map[types.UID]int32) bool {
+	need := map[types.UID]int32{}
+	for _, p := range u.pods {
+		for _, pdb := range s.pdbs {
+			if pdb.Namespace != p.Namespace {
+				continue
+			}
+			// A nil selector selects nothing, an empty one every pod (policy/v1).
+			sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+			if err != nil || !sel.Matches(labels.Set(p.Labels)) {
+				continue
+			}
+			need[pdb.UID]++
+		}
+	}
+	for uid, n := range need {
+		if n > budget[uid] {
+			return false
+		}
+	}
+	for uid, n := range need {
+		budget[uid] -= n
+	}
+	return true
+}
+
+// choice is a victim set and where the members go once it is gone.
+type choice struct {
+	victims []*unit
+	nodes   []int
+}
+
+func (c *choice) cost() (float64, int32, int) {
+	var gpu float64
+	var prio int32
+	pods := 0
+	for i, u := range c.victims {
+		gpu += u.gpuSeconds
+		if i == 0 || u.priority > prio {
+			prio = u.priority
+		}
+		pods += len(u.pods)
+	}
+	return gpu, prio, pods
+}
+
+func (c *choice) better(o *choice) bool {
+	if o == nil {
+		return true
+	}
+	ag, ap, an := c.cost()
+	bg, bp, bn := o.cost()
+	if ag != bg {
+		return ag < bg
+	}
+	if ap != bp {
+		return ap < bp
+	}
+	return an < bn
+}
+
+// choose returns the cheapest victim set that lets every member be placed, or nil.
+// For one member it tries each node in turn, with the units that have a pod there
+// (DefaultPreemption's search, with gangs evicted whole); for a gang it adds units
+// in order of cost over the whole cluster until the members fit. Either way it then
+// drops every unit the placement does not need, last added first.
+func (s *search) choose(all []*unit) *choice {
+	if len(s.members) == 1 {
+		var best *choice
+		onNode := map[int][]*unit{}
+		for _, u := range all {
+			seen := map[int]bool{}
+			for _, p := range u.pods {
+				if i, ok := s.byName[p.Spec.NodeName]; ok && !seen[i] {
+					seen[i] = true
+					onNode[i] = append(onNode[i], u)
+				}
+			}
+		}
+		for ni := range s.members[0].eligible {
+			if c := s.grow(onNode[ni], map[int]bool{ni: true}); c != nil && c.better(best) {
+				best = c
+			}
+		}
+		return best
+	}
+	return s.grow(all, nil)
+}
+
+// grow adds units (already in order) until the members fit on the nodes in only
+// (nil: any), then drops those not needed.
+func (s *search) grow(us []*unit, only map[int]bool) *choice {
+	budget := maps.Clone(s.budget)
+	var picked []*unit
+	var at []int
+	for _, u := range us {
+		if !s.allowed(u, budget) {
+			continue
+		}
+		picked = append(picked, u)
+		if at = s.place(picked, only); at != nil {
+			break
+		}
+	}
+	if at == nil {
+		return nil
+	}
+	for i := len(picked) - 1; i >= 0 && len(picked) > 1; i-- {
+		without := append(append([]*unit(nil), picked[:i]...), picked[i+1:]...)
+		if a := s.place(without, only); a != nil {
+			picked, at = without, a
+		}
+	}
+	return &choice{victims: picked, nodes: at}
+}
+
+// summary names the victims for events and messages.
+func summary(us []*unit) string {
+	parts := make([]string, 0, len(us))
+	for _, u := range us {
+		parts = append(parts, u.describe())
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,156 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
+)
+
+var _ = Describe("GangPreemption", func() {
+	// A full cluster: four nodes of 4 CPUs hold two priority-10 gangs of four 2-CPU
+	// members; a fifth node is full of priority-0 service pods.
+	fill := func(tc *testCluster) {
+		GinkgoHelper()
+		priorityClass("batch-low", 10)
+		priorityClass("batch-high", 1000)
+		tc.addNodes("n", 5, "cpu", "4", "memory", "16Gi")
+		for i := range 4 {
+			svc := tc.pod(fmt.Sprintf("web-%d", i)).Label(v1alpha1.LabelWorkloadType, "service").Req("cpu", "1").Obj()
+			svc.Spec.NodeName = tc.ns + "-n-4"
+			Expect(k8sClient.Create(suiteCtx, svc)).To(Succeed())
+		}
+		for _, g := range []string{"low-a", "low-b"} {
+			tc.preemptibleGang(g, 4, "2", "batch-low")
+			Eventually(tc.boundFn(g)).WithTimeout(testutil.Timeout).Should(Equal(4))
+		}
+	}
+	// left counts a gang's pods that still exist (evicted ones are deleted at once:
+	// their grace period is 0, and there is no kubelet).
+	left := func(tc *testCluster, group string) func() int {
+		return func() int {
+			pods := &corev1.PodList{}
+			Expect(k8sClient.List(suiteCtx, pods, client.InNamespace(tc.ns), client.MatchingLabels{v1alpha1.LabelPodGroup: group})).To(Succeed())
+			return len(pods.Items)
+		}
+	}
+	services := func(tc *testCluster) int {
+		pods := &corev1.PodList{}
+		Expect(k8sClient.List(suiteCtx, pods, client.InNamespace(tc.ns), client.MatchingLabels{v1alpha1.LabelWorkloadType: "service"})).To(Succeed())
+		return len(pods.Items)
+	}
+
+	It("evicts exactly one whole lower-priority gang, no service, for a priority-1000 gang of 4 on a full cluster", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		fill(tc)
+		tc.preemptibleGang("high", 4, "2", "batch-high")
+		Eventually(tc.boundFn("high")).WithTimeout(testutil.Timeout).Should(Equal(4))
+		a, b := left(tc, "low-a")(), left(tc, "low-b")()
+		Expect([]int{a, b}).To(ConsistOf(0, 4), "one whole gang evicted, the other untouched")
+		Expect(services(tc)).To(Equal(4))
+		Expect(tc.eventReasons("high")).To(ContainElement("Preempting"))
+		victim := "low-a"
+		if a == 4 {
+			victim = "low-b"
+		}
+		Expect(tc.podEvents(victim+"-0", "Preempted")).To(ContainElement(ContainSubstring(
+			fmt.Sprintf("KubeNexus GangPreemption: preempted by gang %s/high (priority 1000); gang %s/%s (4 pods, priority 10) is evicted whole", tc.ns, tc.ns, victim))))
+		// The survivors keep running.
+		Consistently(func() int { return left(tc, "low-a")() + left(tc, "low-b")() }).WithTimeout(2 * time.Second).Should(Equal(4))
+	})
+
+	It("picks another gang when a PodDisruptionBudget forbids evicting the cheapest", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		fill(tc)
+		// low-a sorts first; its budget allows no disruption.
+		pdb := &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Name: "low-a", Namespace: tc.ns},
+			Spec: policyv1.PodDisruptionBudgetSpec{
+				MinAvailable: ptr.To(intstr.FromInt32(4)),
+				Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelPodGroup: "low-a"}},
+			},
+		}
+		Expect(k8sClient.Create(suiteCtx, pdb)).To(Succeed())
+		// No disruption controller runs here: write the status it would.
+		pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: 0, CurrentHealthy: 4, DesiredHealthy: 4, ExpectedPods: 4}
+		Expect(k8sClient.Status().Update(suiteCtx, pdb)).To(Succeed())
+
+		tc.preemptibleGang("high", 4, "2", "batch-high")
+		Eventually(tc.boundFn("high")).WithTimeout(testutil.Timeout).Should(Equal(4))
+		Expect(left(tc, "low-a")()).To(Equal(4))
+		Expect(left(tc, "low-b")()).To(Equal(0))
+	})
+
+	It("finishes a preemption a stopped scheduler began: a gang with one member marked is evicted whole", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		fill(tc)
+		tc.stopScheduler()
+		// As a scheduler that stopped after marking its first victim leaves it.
+		p := &corev1.Pod{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "low-b-2"}, p)).To(Succeed())
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+			Reason: corev1.PodReasonPreemptionByScheduler, Message: "KubeNexus GangPreemption: preempted by gang x/high (priority 1000)", LastTransitionTime: metav1.Now()})
+		Expect(k8sClient.Status().Update(suiteCtx, p)).To(Succeed())
+		tc.startScheduler(schedulertest.CoschedulingProfile(1, 20))
+		Eventually(left(tc, "low-b")).WithTimeout(testutil.Timeout).Should(Equal(0))
+		Consistently(left(tc, "low-a")).WithTimeout(2 * time.Second).Should(Equal(4))
+		Expect(services(tc)).To(Equal(4))
+	})
+
+	It("keeps plain pods' preemption: a high-priority pod evicts the lowest-priority pod on one node, never a service for batch", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		priorityClass("batch-low", 10)
+		priorityClass("batch-high", 1000)
+		tc.addNodes("n", 2, "cpu", "4", "memory", "16Gi")
+		svc := tc.pod("web").Label(v1alpha1.LabelWorkloadType, "service").Req("cpu", "4").Obj()
+		svc.Spec.NodeName = tc.ns + "-n-0"
+		Expect(k8sClient.Create(suiteCtx, svc)).To(Succeed())
+		for i := range 2 {
+			p := tc.pod(fmt.Sprintf("low-%d", i)).Label(v1alpha1.LabelWorkloadType, "batch").PriorityClass("batch-low").Req("cpu", "2").Obj()
+			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+			Expect(k8sClient.Create(suiteCtx, p)).To(Succeed())
+			Eventually(tc.nodeOf(p.Name)).WithTimeout(testutil.Timeout).Should(Equal(tc.ns + "-n-1"))
+		}
+		Expect(k8sClient.Create(suiteCtx, tc.pod("high").Label(v1alpha1.LabelWorkloadType, "batch").PriorityClass("batch-high").Req("cpu", "2").Obj())).To(Succeed())
+		Eventually(tc.nodeOf("high")).WithTimeout(testutil.Timeout).Should(Equal(tc.ns + "-n-1"))
+		Expect(tc.boundCount("low-")()).To(Equal(1), "one 2-CPU pod makes room for one 2-CPU pod")
+		Expect(services(tc)).To(Equal(1))
+	})
+})
+
+// preemptibleGang is gang with members that go at once when evicted (grace period
+// 0: there is no kubelet to finish a graceful deletion).
+func (tc *testCluster) preemptibleGang(name string, n int32, cpu string, priorityClass string) {
+	GinkgoHelper()
+	Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup(name, tc.ns).MinMember(n).Obj())).To(Succeed())
+	for i := range n {
+		p := tc.pod(fmt.Sprintf("%s-%d", name, i)).PodGroup(name).Req("cpu", cpu).PriorityClass(priorityClass).Obj()
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+		Expect(k8sClient.Create(suiteCtx, p)).To(Succeed())
+	}
+}
+
+// podEvents returns the notes of the pod's events with the given reason.
+func (tc *testCluster) podEvents(pod, reason string) []string {
+	GinkgoHelper()
+	evs := &corev1.EventList{}
+	Expect(k8sClient.List(suiteCtx, evs, client.InNamespace(tc.ns))).To(Succeed())
+	var out []string
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Kind == "Pod" && e.InvolvedObject.Name == pod && e.Reason == reason {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
