@@ -108,6 +108,12 @@ func (e *evictor) evict(us []*unit, message string, preemptor *corev1.Pod) {
 		var wg sync.WaitGroup
 		for _, u := range us {
 			for _, p := range u.pods {
+				// A member waiting at Permit is not bound: rejecting it frees its
+				// node, and the pod stays to be scheduled again.
+				if wp := e.handle.GetWaitingPod(p.UID); wp != nil {
+					wp.Reject(Name, message)
+					continue
+				}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -157,7 +163,8 @@ func (e *evictor) next(ctx context.Context) bool {
 	}
 	defer e.queue.Done(key)
 	p, err := e.pods.Pods(key.Namespace).Get(key.Name)
-	if err != nil || p.DeletionTimestamp != nil {
+	// Only bound pods are evicted; a victim waiting at Permit was rejected instead.
+	if err != nil || p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
 		e.queue.Forget(key)
 		return true
 	}

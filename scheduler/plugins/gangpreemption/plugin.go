@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -114,22 +115,16 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	if msg := pl.waiting(owner); msg != "" {
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg)
 	}
-	members := pl.members(pod, prof)
 	infos, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
 		return nil, fwk.AsStatus(err)
-	}
-	s, running := pl.newSearch(infos, members)
-	if at := s.place(nil, nil); at != nil {
-		// Room exists by the resources; something preemption cannot change keeps
-		// the pod out (affinity, topology, ports, volumes).
-		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption would not help: the members fit by their requests; another constraint refuses them")
 	}
 	var gk *gang.Key
 	if prof.Gang != nil {
 		gk = &prof.Gang.Key
 	}
-	prio := pl.priority(pod, gk)
+	priority := pl.priorities()
+	prio := priority(pod, gk)
 	batch := prof.Class == v1alpha1.WorkloadClassBatch || prof.Class == v1alpha1.WorkloadClassTraining
 	may := func(v *corev1.Pod, vp workload.Profile, vprio int32) bool {
 		if vprio >= prio || v.DeletionTimestamp != nil {
@@ -143,7 +138,27 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 		}
 		return true
 	}
-	c := s.choose(units(running, may, pl.priority, pl.gpuNames, time.Now()))
+	// Victims first: with none (every pod of equal or higher priority, the usual
+	// case) the search over nodes is not built at all.
+	var running []*corev1.Pod
+	for _, ni := range infos {
+		for _, p := range ni.GetPods() {
+			running = append(running, p.GetPod())
+		}
+	}
+	candidates := units(running, prio, may, priority, pl.gpuNames, time.Now())
+	if len(candidates) == 0 {
+		preemptions.WithLabelValues("NoVictims").Inc()
+		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: no running pod or gang of lower priority may be evicted for it")
+	}
+	members := pl.members(pod, prof)
+	s := pl.newSearch(infos, members)
+	if at := s.place(nil, nil); at != nil {
+		// Room exists by the resources; something preemption cannot change keeps
+		// the pod out (affinity, topology, ports, volumes).
+		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption would not help: the members fit by their requests; another constraint refuses them")
+	}
+	c := s.choose(candidates)
 	if c == nil {
 		preemptions.WithLabelValues("NoVictims").Inc()
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("preemption found no lower-priority gangs or pods whose eviction makes room for %d member(s) (PodDisruptionBudgets respected)", len(members)))
@@ -254,22 +269,28 @@ func (pl *Plugin) members(pod *corev1.Pod, prof workload.Profile) []*corev1.Pod 
 }
 
 // newSearch builds the search over the snapshot: every node's free room, the
-// members' eligible nodes, the PodDisruptionBudgets, and the running pods.
-func (pl *Plugin) newSearch(infos []fwk.NodeInfo, pods []*corev1.Pod) (*search, []*corev1.Pod) {
+// members' eligible nodes and the PodDisruptionBudgets. Members with the same node
+// constraints (a gang's usually) share one pass over the nodes.
+func (pl *Plugin) newSearch(infos []fwk.NodeInfo, pods []*corev1.Pod) *search {
 	s := &search{byName: make(map[string]int, len(infos)), budget: map[types.UID]int32{}}
-	var running []*corev1.Pod
 	for i, ni := range infos {
 		s.nodes = append(s.nodes, node{obj: ni.Node(), free: nodefree.All(ni)})
 		s.byName[ni.Node().Name] = i
-		for _, p := range ni.GetPods() {
-			running = append(running, p.GetPod())
-		}
 	}
 	for _, p := range pods {
-		m := member{pod: p, req: nodefree.Requests(p), eligible: map[int]bool{}}
-		for i, n := range s.nodes {
-			if nodefree.Eligible(p, n.obj) {
-				m.eligible[i] = true
+		m := member{pod: p, req: nodefree.Requests(p)}
+		for _, prev := range s.members {
+			if sameConstraints(prev.pod, p) {
+				m.eligible = prev.eligible
+				break
+			}
+		}
+		if m.eligible == nil {
+			m.eligible = map[int]bool{}
+			for i, n := range s.nodes {
+				if nodefree.Eligible(p, n.obj) {
+					m.eligible[i] = true
+				}
 			}
 		}
 		s.members = append(s.members, m)
@@ -280,7 +301,14 @@ func (pl *Plugin) newSearch(infos []fwk.NodeInfo, pods []*corev1.Pod) (*search, 
 			s.budget[pdb.UID] = pdb.Status.DisruptionsAllowed
 		}
 	}
-	return s, running
+	return s
+}
+
+// sameConstraints: what nodefree.Eligible reads is equal for both pods.
+func sameConstraints(a, b *corev1.Pod) bool {
+	return equality.Semantic.DeepEqual(a.Spec.NodeSelector, b.Spec.NodeSelector) &&
+		equality.Semantic.DeepEqual(a.Spec.Affinity, b.Spec.Affinity) &&
+		equality.Semantic.DeepEqual(a.Spec.Tolerations, b.Spec.Tolerations)
 }
 
 // record posts an event on the preemptor's PodGroup (or the pod, outside a gang).
@@ -305,17 +333,28 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// priority is a pod's priority for preemption: the value of the PriorityClass its
-// gang's PodGroup names (as Coscheduling orders the queue), else the pod's own.
-func (pl *Plugin) priority(p *corev1.Pod, g *gang.Key) int32 {
-	if g != nil {
-		if pg := pl.crds.PodGroup(*g); pg != nil && pg.Spec.PriorityClassName != "" {
-			if pc, err := pl.classes.Get(pg.Spec.PriorityClassName); err == nil {
-				return pc.Value
+// priorities returns a pod's priority for preemption: the value of the
+// PriorityClass its gang's PodGroup names (as Coscheduling orders the queue), else
+// the pod's own. Each gang is looked up once per call of PostFilter.
+func (pl *Plugin) priorities() priorityFunc {
+	byGang := map[gang.Key]*int32{}
+	return func(p *corev1.Pod, g *gang.Key) int32 {
+		if g != nil {
+			v, seen := byGang[*g]
+			if !seen {
+				if pg := pl.crds.PodGroup(*g); pg != nil && pg.Spec.PriorityClassName != "" {
+					if pc, err := pl.classes.Get(pg.Spec.PriorityClassName); err == nil {
+						v = &pc.Value
+					}
+				}
+				byGang[*g] = v
+			}
+			if v != nil {
+				return *v
 			}
 		}
+		return corev1helpers.PodPriority(p)
 	}
-	return corev1helpers.PodPriority(p)
 }
 
 // gangOf returns a pod's gang, if it is in one.
