@@ -8,6 +8,9 @@
 //	W1: 5000 plain pods on 1000 nodes
 //	W2: 500 gangs of 8 (PodGroup objects; the stock scheduler sees plain pods)
 //	W4: one gang of 1000
+//	W5: 250 gangs of 8 that require one rack
+//	W6: 1000 nodes full of priority-10 gangs of 4 (bound before the scheduler
+//	    starts), then 50 priority-1000 gangs of 4 that fit only by preemption
 //
 // Wall-clock throughput on a small shared machine moves by tens of percent between
 // runs, so each run also records cost: the CPU time (utime+stime from /proc) of the
@@ -43,6 +46,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -77,6 +81,10 @@ type workload struct {
 	// requiredRack: each gang's KubeNexus PodGroup requires one rack
 	// (spec.networkTopology); the other arms see no topology.
 	requiredRack bool
+	// preempt: every node is first filled with bound lower-priority gangs of
+	// gangSize members of 8 CPUs, and the workload's pods (higher priority, 8 CPUs)
+	// fit only where those are evicted.
+	preempt bool
 }
 
 // sigsPermitWaitingTimeSeconds matches the KubeNexus arm's default gang timeout
@@ -116,12 +124,13 @@ func allArms(binDir string) []arm {
 
 func workloads(scale float64) map[string]workload {
 	n := func(full, min int) int { return max(min, int(math.Round(float64(full)*scale))) }
-	w1, w2, w4, w5 := n(5000, 2), n(500, 1), n(1000, 2), n(250, 1)
+	w1, w2, w4, w5, w6 := n(5000, 2), n(500, 1), n(1000, 2), n(250, 1), n(50, 1)
 	return map[string]workload{
 		"W1": {name: "W1", pods: w1, desc: fmt.Sprintf("%d plain pods", w1)},
 		"W2": {name: "W2", pods: w2 * 8, gangSize: 8, desc: fmt.Sprintf("%d gangs of 8", w2)},
 		"W4": {name: "W4", pods: w4, gangSize: w4, desc: fmt.Sprintf("one gang of %d", w4)},
 		"W5": {name: "W5", pods: w5 * 8, gangSize: 8, requiredRack: true, desc: fmt.Sprintf("%d gangs of 8, required: rack (20 racks × 2 zones)", w5)},
+		"W6": {name: "W6", pods: w6 * 4, gangSize: 4, preempt: true, desc: fmt.Sprintf("%d priority-1000 gangs of 4 × 8 CPUs on nodes full of priority-10 gangs of 4 (one member per node)", w6)},
 	}
 }
 
@@ -249,6 +258,9 @@ func run(nodeCount int, binDir string, scale float64, only, armNames []string) e
 		for rep := range repeat {
 			for k := range arms {
 				a := arms[(rep+k)%len(arms)] // run rep starts with arm rep mod N
+				if wl.preempt && a.name == "null-binder" {
+					continue // binding is not preempting
+				}
 				r, err := runOne(ctx, c, cs, cp, dir, kcPath, a, wl, sigs)
 				if err != nil {
 					return fmt.Errorf("%s/%s: %w", wl.name, a.name, err)
@@ -290,6 +302,15 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 	if err := c.Create(ctx, ns); err != nil {
 		return result{}, err
 	}
+	var fill *filled
+	if w.preempt {
+		f, err := fillNodes(ctx, c, a, w, strings.ToLower(w.name)+"-fill-"+a.name+"-")
+		if err != nil {
+			return result{}, err
+		}
+		defer f.cleanup(ctx, c, sigsCRD)
+		fill = f
+	}
 	fmt.Printf("%s/%s: creating %d pods\n", w.name, a.name, w.pods)
 	if w.gangSize > 0 {
 		if err := testutil.Parallel(w.pods/w.gangSize, func(g int) error {
@@ -308,6 +329,10 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 	}
 	if err := testutil.Parallel(w.pods, func(i int) error {
 		p := testutil.MakePod(fmt.Sprintf("p%05d", i), ns.Name).SchedulerName(a.schedulerName).Req("cpu", "100m", "memory", "128Mi")
+		if w.preempt {
+			p = p.Req("cpu", "8", "memory", "1Gi").PriorityClass(benchHighPriority)
+			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+		}
 		if w.gangSize > 0 {
 			p.PodGroup(fmt.Sprintf("g%04d", i/w.gangSize)) // label scheduling.x-k8s.io/pod-group, which both PodGroup APIs use
 		}
@@ -508,7 +533,7 @@ profiles:
 	r := result{workload: w.name, arm: a.name, pods: w.pods, unreserved: unreserved, peakRSSMiB: rss, attemptsPerPod: attempts,
 		span: last.at.Sub(first.at), startToLast: last.at.Sub(start.at),
 		schedFL: perPod(first.sched, last.sched, w.pods-1), schedSL: perPod(0, last.sched, w.pods),
-		schedRL: math.NaN(),
+		schedRL: math.NaN(), evictedPerPod: math.NaN(), partialGangs: math.NaN(),
 		ctlFL:   perPod(first.api+first.etcd, last.api+last.etcd, w.pods-1),
 		ctlSL:   perPod(start.api+start.etcd, last.api+last.etcd, w.pods),
 		apiFL:   perPod(first.api, last.api, w.pods-1), etcdFL: perPod(first.etcd, last.etcd, w.pods-1)}
@@ -521,6 +546,9 @@ profiles:
 	}
 	if r.startToLast > 0 {
 		r.podsPerSecStart = float64(w.pods) / r.startToLast.Seconds()
+	}
+	if fill != nil {
+		r.evictedPerPod, r.partialGangs = fill.count(ctx, c, w.pods)
 	}
 	if w.gangSize > 0 {
 		var spans []time.Duration

@@ -31,6 +31,10 @@ type result struct {
 	multiRackGangs           float64 // gangs whose members are on more than one rack
 	unreserved               string
 	peakRSSMiB               int
+
+	// W6: lower-priority pods evicted per pod placed, and lower-priority gangs left
+	// with some but not all members.
+	evictedPerPod, partialGangs float64
 }
 
 func (r result) line() string {
@@ -90,6 +94,8 @@ type metric struct {
 	prec  int
 	get   func(result) float64
 	gang  bool // only for gang workloads
+	// preempt: only for the preemption workload
+	preempt bool
 }
 
 var metrics = []metric{
@@ -111,6 +117,8 @@ var metrics = []metric{
 	{label: "gang span p50, ms", prec: 0, gang: true, get: func(r result) float64 { return ms(r.gangSpanP50) }},
 	{label: "gang span p99, ms", prec: 0, gang: true, get: func(r result) float64 { return ms(r.gangSpanP99) }},
 	{label: "gangs on more than one rack", prec: 0, gang: true, get: func(r result) float64 { return r.multiRackGangs }},
+	{label: "evicted pods per placed pod", prec: 2, preempt: true, get: func(r result) float64 { return r.evictedPerPod }},
+	{label: "gangs left partly evicted", prec: 0, preempt: true, get: func(r result) float64 { return r.partialGangs }},
 	{label: "Unreserve count", prec: 0, get: func(r result) float64 {
 		v, err := strconv.ParseFloat(strings.Fields(r.unreserved + " x")[0], 64)
 		if err != nil {
@@ -157,7 +165,7 @@ func report(rs []result, wls []workload, arms []arm) {
 		}
 		fmt.Println()
 		for _, m := range metrics {
-			if m.gang && w.gangSize == 0 {
+			if m.gang && w.gangSize == 0 || m.preempt && !w.preempt {
 				continue
 			}
 			fmt.Printf("%-32s", m.label)

@@ -171,7 +171,10 @@ func SchedulerConfiguration(spec *v1alpha1.KubeNexusConfigSpec, namespace string
 		}
 		if p.name == names.GangPreemption {
 			// GangPreemption preempts for plain pods too, with gangs kept whole;
-			// DefaultPreemption would evict single gang members.
+			// DefaultPreemption would evict single gang members. Named at postFilter
+			// as well, it runs before Coscheduling's PostFilter: a gang it makes room
+			// for is not rejected into backoff first.
+			profile.Plugins.PostFilter.Enabled = append(profile.Plugins.PostFilter.Enabled, configv1.Plugin{Name: names.GangPreemption})
 			profile.Plugins.PostFilter.Disabled = append(profile.Plugins.PostFilter.Disabled, configv1.Plugin{Name: DefaultPreemption})
 		}
 		if p.queueSort {

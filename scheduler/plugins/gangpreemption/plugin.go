@@ -59,7 +59,16 @@ type Plugin struct {
 
 type preemption struct {
 	victims []*corev1.Pod
-	until   time.Time
+	// claims are the members the room was made for, each with its node: until they
+	// are bound, other preemptors count that room as taken.
+	claims []claim
+	until  time.Time
+}
+
+type claim struct {
+	pod  *corev1.Pod
+	node string
+	req  map[corev1.ResourceName]int64
 }
 
 var _ fwk.PostFilterPlugin = &Plugin{}
@@ -112,8 +121,13 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	if prof.Gang != nil {
 		owner = "gang " + prof.Gang.Key.String()
 	}
-	if msg := pl.waiting(owner); msg != "" {
-		return nil, fwk.NewStatus(fwk.Unschedulable, msg)
+	if msg, node := pl.waiting(owner, pod); msg != "" {
+		// The room is being made: the member keeps its claim (nominated there, so
+		// that pods of lower priority do not take it) and its gang is not rejected.
+		if node == "" {
+			return nil, fwk.NewStatus(fwk.Unschedulable, msg)
+		}
+		return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Success, msg)
 	}
 	infos, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
@@ -126,8 +140,10 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	priority := pl.priorities()
 	prio := priority(pod, gk)
 	batch := prof.Class == v1alpha1.WorkloadClassBatch || prof.Class == v1alpha1.WorkloadClassTraining
+	chosen := pl.chosen()
 	may := func(v *corev1.Pod, vp workload.Profile, vprio int32) bool {
-		if vprio >= prio || v.DeletionTimestamp != nil {
+		// Victims already chosen go anyway, and their room is claimed.
+		if vprio >= prio || v.DeletionTimestamp != nil || chosen[v.UID] || marked(v) {
 			return false
 		}
 		if prof.Gang != nil && vp.Gang != nil && vp.Gang.Key == prof.Gang.Key {
@@ -152,7 +168,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: no running pod or gang of lower priority may be evicted for it")
 	}
 	members := pl.members(pod, prof)
-	s := pl.newSearch(infos, members)
+	s := pl.newSearch(infos, members, pl.claimed(owner))
 	if at := s.place(nil, nil); at != nil {
 		// Room exists by the resources; something preemption cannot change keeps
 		// the pod out (affinity, topology, ports, volumes).
@@ -172,7 +188,11 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	}
 	preemptions.WithLabelValues("Evicting").Inc()
 	pl.mu.Lock()
-	pl.inflight[owner] = &preemption{victims: victims, until: time.Now().Add(time.Duration(*pl.args.VictimGraceSeconds) * time.Second)}
+	claims := make([]claim, 0, len(s.members))
+	for i, m := range s.members {
+		claims = append(claims, claim{pod: m.pod, node: s.nodes[c.nodes[i]].obj.Name, req: m.req})
+	}
+	pl.inflight[owner] = &preemption{victims: victims, claims: claims, until: time.Now().Add(time.Duration(*pl.args.VictimGraceSeconds) * time.Second)}
 	pl.mu.Unlock()
 
 	who := fmt.Sprintf("%s %s/%s (priority %d)", strings.SplitN(owner, " ", 2)[0], pod.Namespace, ownerName(pod, prof), prio)
@@ -206,30 +226,109 @@ func isService(c v1alpha1.WorkloadClass) bool {
 	return c == v1alpha1.WorkloadClassService || c == v1alpha1.WorkloadClassInference || c == v1alpha1.WorkloadClassInteractive
 }
 
-// waiting says why the preemptor must not evict more: pods it evicted are still
-// there (within the grace).
-func (pl *Plugin) waiting(owner string) string {
+// waiting says why the preemptor must not evict more: within the grace, pods it
+// evicted are still there, or members it made room for are not placed yet (they
+// go to the room, not to new victims). node is the node the room was made on for
+// pod, if it is one of those members.
+func (pl *Plugin) waiting(owner string, pod *corev1.Pod) (msg, node string) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	p := pl.inflight[owner]
 	if p == nil {
-		return ""
+		return "", ""
 	}
 	if time.Now().After(p.until) {
 		delete(pl.inflight, owner)
-		return ""
+		return "", ""
 	}
 	left := 0
 	for _, v := range p.victims {
-		if cur, err := pl.handle.SharedInformerFactory().Core().V1().Pods().Lister().Pods(v.Namespace).Get(v.Name); err == nil && cur.UID == v.UID {
+		if pl.exists(v) {
 			left++
 		}
 	}
-	if left == 0 {
-		delete(pl.inflight, owner)
-		return ""
+	open := 0
+	for _, c := range p.claims {
+		if c.pod.UID == pod.UID {
+			node = c.node
+		}
+		if pl.exists(c.pod) && !pl.bound(c.pod) {
+			open++
+		}
 	}
-	return fmt.Sprintf("waiting for %d preempted pod(s) to terminate", left)
+	switch {
+	case left > 0:
+		return fmt.Sprintf("waiting for %d preempted pod(s) to terminate", left), node
+	case open > 0:
+		return fmt.Sprintf("waiting for %d member(s) to take the room preemption made", open), node
+	}
+	return "", ""
+}
+
+// bound reports whether the pod is bound, by the informer cache.
+func (pl *Plugin) bound(p *corev1.Pod) bool {
+	cur, err := pl.handle.SharedInformerFactory().Core().V1().Pods().Lister().Pods(p.Namespace).Get(p.Name)
+	return err == nil && cur.UID == p.UID && cur.Spec.NodeName != ""
+}
+
+// chosen returns the victims of the preemptions in flight.
+func (pl *Plugin) chosen() map[types.UID]bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	out := map[types.UID]bool{}
+	for _, p := range pl.inflight {
+		for _, v := range p.victims {
+			out[v.UID] = true
+		}
+	}
+	return out
+}
+
+// exists reports whether the pod (that incarnation) is in the informer cache.
+func (pl *Plugin) exists(p *corev1.Pod) bool {
+	cur, err := pl.handle.SharedInformerFactory().Core().V1().Pods().Lister().Pods(p.Namespace).Get(p.Name)
+	return err == nil && cur.UID == p.UID
+}
+
+// claimed is the room other preemptors made and their members have not taken yet,
+// per node. A preemption is forgotten once its grace passed or its members are all
+// bound or gone.
+func (pl *Plugin) claimed(owner string) map[string]map[corev1.ResourceName]int64 {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	out := map[string]map[corev1.ResourceName]int64{}
+	lister := pl.handle.SharedInformerFactory().Core().V1().Pods().Lister()
+	now := time.Now()
+	for o, p := range pl.inflight {
+		if now.After(p.until) {
+			delete(pl.inflight, o)
+			continue
+		}
+		open := 0
+		for _, c := range p.claims {
+			cur, err := lister.Pods(c.pod.Namespace).Get(c.pod.Name)
+			if err != nil || cur.UID != c.pod.UID || cur.Spec.NodeName != "" {
+				continue
+			}
+			open++
+			if o == owner {
+				continue
+			}
+			n := out[c.node]
+			if n == nil {
+				n = map[corev1.ResourceName]int64{}
+				out[c.node] = n
+			}
+			for name, v := range c.req {
+				n[name] += v
+			}
+			n[corev1.ResourcePods] += 1000
+		}
+		if open == 0 {
+			delete(pl.inflight, o)
+		}
+	}
+	return out
 }
 
 // members returns the pods to make room for: the pod, and for a gang member the
@@ -269,12 +368,17 @@ func (pl *Plugin) members(pod *corev1.Pod, prof workload.Profile) []*corev1.Pod 
 }
 
 // newSearch builds the search over the snapshot: every node's free room, the
-// members' eligible nodes and the PodDisruptionBudgets. Members with the same node
-// constraints (a gang's usually) share one pass over the nodes.
-func (pl *Plugin) newSearch(infos []fwk.NodeInfo, pods []*corev1.Pod) *search {
+// members' eligible nodes and the PodDisruptionBudgets. Room other preemptors
+// claimed is not free. Members with the same node constraints (a gang's usually)
+// share one pass over the nodes.
+func (pl *Plugin) newSearch(infos []fwk.NodeInfo, pods []*corev1.Pod, claimed map[string]map[corev1.ResourceName]int64) *search {
 	s := &search{byName: make(map[string]int, len(infos)), budget: map[types.UID]int32{}}
 	for i, ni := range infos {
-		s.nodes = append(s.nodes, node{obj: ni.Node(), free: nodefree.All(ni)})
+		free := nodefree.All(ni)
+		for name, v := range claimed[ni.Node().Name] {
+			free[name] -= v
+		}
+		s.nodes = append(s.nodes, node{obj: ni.Node(), free: free})
 		s.byName[ni.Node().Name] = i
 	}
 	for _, p := range pods {

@@ -29,7 +29,8 @@ func CoschedulingProfile(backoffSeconds, timeoutSeconds int) string {
 // WorkloadAware at weight 2 (replacing NodeResourcesFit's score), TopologyAware at
 // weight 2, NetworkFabric at weight 3, ResourceFragmentation at weight 2,
 // TenantHardware at weight 3, ResourceReservation at weight 10 and GangPreemption
-// (replacing DefaultPreemption) — enabled wherever they apply.
+// (replacing DefaultPreemption, and first among the PostFilters) — enabled
+// wherever they apply.
 func KubeNexusProfile(schedulerName string, backoffSeconds, timeoutSeconds int) string {
 	return fmt.Sprintf(`- schedulerName: %s
   plugins:
@@ -41,6 +42,7 @@ func KubeNexusProfile(schedulerName string, backoffSeconds, timeoutSeconds int) 
     score:
       disabled: [{name: NodeResourcesFit}]
     postFilter:
+      enabled: [{name: GangPreemption}]
       disabled: [{name: DefaultPreemption}]
   pluginConfig:
   - name: Coscheduling
