@@ -46,8 +46,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -534,9 +534,9 @@ profiles:
 		span: last.at.Sub(first.at), startToLast: last.at.Sub(start.at),
 		schedFL: perPod(first.sched, last.sched, w.pods-1), schedSL: perPod(0, last.sched, w.pods),
 		schedRL: math.NaN(), evictedPerPod: math.NaN(), partialGangs: math.NaN(),
-		ctlFL:   perPod(first.api+first.etcd, last.api+last.etcd, w.pods-1),
-		ctlSL:   perPod(start.api+start.etcd, last.api+last.etcd, w.pods),
-		apiFL:   perPod(first.api, last.api, w.pods-1), etcdFL: perPod(first.etcd, last.etcd, w.pods-1)}
+		ctlFL: perPod(first.api+first.etcd, last.api+last.etcd, w.pods-1),
+		ctlSL: perPod(start.api+start.etcd, last.api+last.etcd, w.pods),
+		apiFL: perPod(first.api, last.api, w.pods-1), etcdFL: perPod(first.etcd, last.etcd, w.pods-1)}
 	if !ready.at.IsZero() {
 		r.startReady = ready.at.Sub(start.at)
 		r.schedRL = perPod(ready.sched, last.sched, w.pods)
