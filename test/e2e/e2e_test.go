@@ -128,6 +128,7 @@ func TestDemoFlow(t *testing.T) {
 	checkPlacement(t, placements)
 	checkTrainingOperatorWebhook(t, c)
 	checkHardwareTiers(t, c, placements)
+	checkGangPreemption(t, c)
 	helmUpgradeAndUninstall(t, c)
 	for _, p := range placements {
 		if p.Name == "llm-finetune" {
