@@ -83,6 +83,7 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 			return tenanthardware.New(ctx, obj, h, crds, gangs)
 		}),
 		app.WithPlugin(names.ResourceReservation, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			gangs.SetHeld(reservations.Held)
 			return resourcereservation.New(ctx, obj, h, crds, reservations)
 		}),
 		app.WithPlugin(names.GangPreemption, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {

@@ -144,7 +144,7 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 }
 
 // planNode is a node as the planner sees it: its domains, its free capacity less
-// what other gangs' plans set aside, whether each role may run on it, how much the
+// what other gangs' plans set aside and what reservations of other owners hold, whether each role may run on it, how much the
 // gang's tenant prefers it (TenantHardware's rating, when that plugin runs), and
 // whether a member of the gang is placed there already.
 func (pl *Plugin) planNode(ni fwk.NodeInfo, roles []role, prefer gangview.NodePreferenceFunc, anchors sets.Set[string], lessClaims bool) placement.PlanNode {
@@ -160,6 +160,12 @@ func (pl *Plugin) planNode(ni fwk.NodeInfo, roles []role, prefer gangview.NodePr
 			break
 		}
 		for name, v := range other.claims[node.Name] {
+			n.Free[name] -= v
+		}
+	}
+	// Capacity ResourceReservations of other owners hold is not free for the gang.
+	if held := pl.gangs.Held(); held != nil && len(roles) > 0 {
+		for name, v := range held(roles[0].pod, ni) {
 			n.Free[name] -= v
 		}
 	}

@@ -152,22 +152,7 @@ func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 	if len(rs) == 0 {
 		return nil
 	}
-	held := map[corev1.ResourceName]int64{}
-	var holders []string
-	pods := podsOf(ni)
-	for _, r := range rs {
-		if s.isMine(r) || !r.holds(s.now) {
-			continue
-		}
-		left := r.slots - podsConsuming(r, pods)
-		if left <= 0 {
-			continue
-		}
-		for name, v := range r.slot {
-			held[name] += int64(left) * v
-		}
-		holders = append(holders, fmt.Sprintf("%s (%s %s, %d slot(s))", r.key, r.ownerKind, r.ownerName, left))
-	}
+	held, holders := heldOn(rs, ni, s.now, s.isMine)
 	var short []string
 	for name, req := range s.requests {
 		h := held[name]
@@ -186,6 +171,39 @@ func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 	}
 	sort.Strings(short)
 	return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node(s) had %s held by ResourceReservation %s", strings.Join(short, ", "), strings.Join(holders, ", ")))
+}
+
+// heldOn sums what the reservations rs hold on the node beyond the pods that
+// consume them, leaving out those mine says the pod may use; holders describes them.
+func heldOn(rs []*reservation, ni fwk.NodeInfo, now time.Time, mine func(*reservation) bool) (map[corev1.ResourceName]int64, []string) {
+	held := map[corev1.ResourceName]int64{}
+	var holders []string
+	pods := podsOf(ni)
+	for _, r := range rs {
+		if mine(r) || !r.holds(now) {
+			continue
+		}
+		left := r.slots - podsConsuming(r, pods)
+		if left <= 0 {
+			continue
+		}
+		for name, v := range r.slot {
+			held[name] += int64(left) * v
+		}
+		holders = append(holders, fmt.Sprintf("%s (%s %s, %d slot(s))", r.key, r.ownerKind, r.ownerName, left))
+	}
+	return held, holders
+}
+
+// Held returns what reservations of other owners hold on the node against pod, for
+// plugins that plan on free capacity (NetworkFabric); nil when nothing is held.
+func (s *Shared) Held(pod *corev1.Pod, ni fwk.NodeInfo) map[corev1.ResourceName]int64 {
+	rs := s.index().byNode[ni.Node().Name]
+	if len(rs) == 0 {
+		return nil
+	}
+	held, _ := heldOn(rs, ni, time.Now(), func(r *reservation) bool { return r.consumedBy(pod) })
+	return held
 }
 
 func podsOf(ni fwk.NodeInfo) []*corev1.Pod {

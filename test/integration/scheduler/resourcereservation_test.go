@@ -105,6 +105,25 @@ var _ = Describe("ResourceReservation", func() {
 		Eventually(func() v1alpha1.ReservationPhase { return status(tc, "whole")().Phase }).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.ReservationExpired))
 	})
 
+	It("keeps a gang's placement plan off capacity another owner's reservation holds", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		// One rack of two nodes; the gang requires one rack, so its members go where
+		// its plan claims room.
+		tc.addLabelledNodes("n", 2, map[string]string{v1alpha1.LabelRack: "r-" + tc.ns}, "cpu", "8", "memory", "32Gi")
+		// The first node, which the plan would take on a tie, is wholly reserved.
+		reserved := tc.ns + "-n-0"
+		reservation(testutil.MakeReservation("hold", tc.ns, "other").Node(reserved).Resources(testutil.ResourceList("cpu", "8")).Obj())
+		Eventually(func() v1alpha1.ReservationPhase { return status(tc, "hold")().Phase }).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.ReservationReserved))
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("train", tc.ns).MinMember(2).
+			NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).Obj())).To(Succeed())
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("train-%d", i)).PodGroup("train").Req("cpu", "4").Obj())).To(Succeed())
+		}
+		Eventually(tc.boundFn("train")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		Expect(tc.nodeOf("train-0")()).To(Equal(tc.ns + "-n-1"))
+		Expect(tc.nodeOf("train-1")()).To(Equal(tc.ns + "-n-1"))
+	})
+
 	It("holds a Spark driver's reservation for its executors, which consume it", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		tc.addNodes("n", 3, "cpu", "16", "memory", "64Gi")

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -25,12 +26,32 @@ type PlacedFunc func(gang.Key) []string
 // when the pod's tenant may not use the node; score (0–100) is its preference.
 type NodePreferenceFunc func(pod *corev1.Pod, node *corev1.Node) (score int64, allowed bool)
 
+// HeldFunc returns what ResourceReservations of other owners hold on a node against
+// pod (nil when nothing): capacity a plan must not count as free.
+type HeldFunc func(pod *corev1.Pod, ni fwk.NodeInfo) map[corev1.ResourceName]int64
+
 // Registry holds one view per scheduler profile.
 type Registry struct {
 	mu        sync.RWMutex
+	held      HeldFunc
 	byProfile map[string]PendingFunc
 	prefs     map[string]NodePreferenceFunc
 	placed    map[string]PlacedFunc
+}
+
+// SetHeld publishes the reserved capacity view (ResourceReservation's, one per
+// process).
+func (r *Registry) SetHeld(f HeldFunc) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.held = f
+}
+
+// Held returns the reserved capacity view, or nil.
+func (r *Registry) Held() HeldFunc {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.held
 }
 
 // SetPlaced publishes profile's placed-member view (Coscheduling's).
