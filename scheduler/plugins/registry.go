@@ -12,6 +12,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/backfill"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/coscheduling"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/gangpreemption"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
@@ -86,8 +87,11 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 			gangs.SetHeld(reservations.Held)
 			return resourcereservation.New(ctx, obj, h, crds, reservations)
 		}),
+		app.WithPlugin(names.Backfill, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return backfill.New(ctx, obj, h, reservations)
+		}),
 		app.WithPlugin(names.GangPreemption, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			return gangpreemption.New(ctx, obj, h, crds, gangs)
+			return gangpreemption.New(ctx, obj, h, crds, gangs, reservations)
 		}),
 	}
 }

@@ -135,8 +135,8 @@ func TestRenderedProfile(t *testing.T) {
 	for _, e := range p.Plugins.MultiPoint.Enabled {
 		enabled = append(enabled, e.Name)
 	}
-	if strings.Join(enabled, ",") != "Coscheduling,WorkloadAware,TopologyAware,NetworkFabric,ResourceFragmentation,TenantHardware,ResourceReservation,GangPreemption" {
-		t.Errorf("multiPoint enabled %v, want Coscheduling,WorkloadAware,TopologyAware,NetworkFabric,ResourceFragmentation,TenantHardware,ResourceReservation,GangPreemption", enabled)
+	if strings.Join(enabled, ",") != "Coscheduling,WorkloadAware,TopologyAware,NetworkFabric,ResourceFragmentation,TenantHardware,ResourceReservation,Backfill,GangPreemption" {
+		t.Errorf("multiPoint enabled %v, want Coscheduling,WorkloadAware,TopologyAware,NetworkFabric,ResourceFragmentation,TenantHardware,ResourceReservation,Backfill,GangPreemption", enabled)
 	}
 	for _, e := range p.Plugins.MultiPoint.Enabled {
 		if e.Name == "ResourceFragmentation" && (e.Weight == nil || *e.Weight != 7) {

@@ -34,6 +34,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/resourcereservation"
 )
 
 // Name is the plugin's registered name.
@@ -49,6 +50,10 @@ type Plugin struct {
 	classes  schedulinglisters.PriorityClassLister
 	evictor  *evictor
 	gpuNames []corev1.ResourceName
+
+	// reserved are the ResourceReservations: capacity Backfill lent to preemptible
+	// pods on an owner's reservation is taken back for the owner.
+	reserved *resourcereservation.Shared
 
 	mu sync.Mutex
 	// inflight are the preemptions whose victims may still be running, by
@@ -75,7 +80,7 @@ var _ fwk.PostFilterPlugin = &Plugin{}
 
 // New builds the plugin and starts its evictor, which also finishes evictions a
 // previous scheduler process began (see evictor).
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, views *gangview.Registry) (*Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, views *gangview.Registry, reservations *resourcereservation.Shared) (*Plugin, error) {
 	args, err := config.DecodeGangPreemptionArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -100,6 +105,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		evictor:  ev,
 		gpuNames: []corev1.ResourceName{v1alpha1.ResourceNvidiaGPU},
 		inflight: map[string]*preemption{},
+		reserved: reservations,
 	}, nil
 }
 
@@ -141,9 +147,24 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	prio := priority(pod, gk)
 	batch := prof.Class == v1alpha1.WorkloadClassBatch || prof.Class == v1alpha1.WorkloadClassTraining
 	chosen := pl.chosen()
+	// Preemptible pods on nodes where the pod's own reservations hold room borrowed
+	// it (Backfill): they give it back whatever their priority.
+	var reclaim func(*corev1.Pod) bool
+	if nodes := pl.reserved.NodesFor(pod); len(nodes) > 0 {
+		reclaim = func(v *corev1.Pod) bool {
+			return nodes[v.Spec.NodeName] && pl.reserved.Borrows(v)
+		}
+	}
 	may := func(v *corev1.Pod, vp workload.Profile, vprio int32) bool {
 		// Victims already chosen go anyway, and their room is claimed.
-		if vprio >= prio || v.DeletionTimestamp != nil || chosen[v.UID] || marked(v) {
+		if v.DeletionTimestamp != nil || chosen[v.UID] || marked(v) {
+			return false
+		}
+		// Lent room goes back to its owner, whatever the borrower is.
+		if reclaim != nil && reclaim(v) {
+			return true
+		}
+		if vprio >= prio {
 			return false
 		}
 		if prof.Gang != nil && vp.Gang != nil && vp.Gang.Key == prof.Gang.Key {
@@ -162,7 +183,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 			running = append(running, p.GetPod())
 		}
 	}
-	candidates := units(running, prio, may, priority, pl.gpuNames, time.Now())
+	candidates := units(running, prio, reclaim, may, priority, pl.gpuNames, time.Now())
 	if len(candidates) == 0 {
 		preemptions.WithLabelValues("NoVictims").Inc()
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: no running pod or gang of lower priority may be evicted for it")

@@ -62,8 +62,9 @@ type priorityFunc func(p *corev1.Pod, g *gang.Key) int32
 // only if every one of its members is: a gang is evicted whole or not at all.
 //
 // Pods of priority below (the preemptor's) or higher are refused before they are
-// classified: with no lower-priority pod, this is one cheap pass.
-func units(pods []*corev1.Pod, below int32, may candidate, priority priorityFunc, gpuNames []corev1.ResourceName, now time.Time) []*unit {
+// classified, unless reclaim (nil: none) says they hold room lent to the
+// preemptor: with no such pod, this is one cheap pass.
+func units(pods []*corev1.Pod, below int32, reclaim func(*corev1.Pod) bool, may candidate, priority priorityFunc, gpuNames []corev1.ResourceName, now time.Time) []*unit {
 	byKey := map[string]*unit{}
 	refused := map[string]bool{}
 	var order []string
@@ -77,7 +78,7 @@ func units(pods []*corev1.Pod, below int32, may candidate, priority priorityFunc
 			continue
 		}
 		prio := priority(p, gk)
-		if prio >= below {
+		if prio >= below && (reclaim == nil || !reclaim(p)) {
 			refused[key] = true
 			delete(byKey, key)
 			continue

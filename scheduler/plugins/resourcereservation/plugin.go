@@ -99,6 +99,8 @@ type stateData struct {
 	mine []*reservation
 	// requests are the pod's requests in milli-units.
 	requests map[corev1.ResourceName]int64
+	// borrower: a preemptible pod Backfill lends reserved capacity to.
+	borrower bool
 	recorded atomic.Bool
 }
 
@@ -131,7 +133,7 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	now := time.Now()
-	s := &stateData{idx: idx, now: now, mine: idx.mine(pod, now), requests: nodefree.Requests(pod)}
+	s := &stateData{idx: idx, now: now, mine: idx.mine(pod, now), requests: nodefree.Requests(pod), borrower: pl.shared.Lends(pod)}
 	cs.Write(stateKey, s)
 	return nil, nil
 }
@@ -140,12 +142,13 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // Filter refuses a node where the pod's requests fit only in capacity that
-// reservations of other owners hold. A reservation holds its unconsumed slots: its
+// reservations of other owners hold, unless Backfill lends it to the pod
+// (preemptible: its owner takes it back through GangPreemption). A reservation holds its unconsumed slots: its
 // slots less the owner's pods already on the node (bound or assumed, from the
 // snapshot).
 func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, ni fwk.NodeInfo) *fwk.Status {
 	s := readState(cs)
-	if s == nil {
+	if s == nil || s.borrower {
 		return nil
 	}
 	rs := s.idx.byNode[ni.Node().Name]
@@ -324,6 +327,9 @@ func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragmen
 		return nil, nil
 	}
 	var keys []string
+	if pl.shared.Lends(pod) {
+		keys = append(keys, "borrower")
+	}
 	for _, o := range ownersOf(pod) {
 		if len(idx.byOwner[o]) > 0 {
 			keys = append(keys, string(o))

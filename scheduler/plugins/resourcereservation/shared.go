@@ -63,6 +63,10 @@ type Shared struct {
 	retry   time.Duration
 	timer   *time.Timer
 
+	// lending: reserved capacity not consumed yet may be used by preemptible pods
+	// (the Backfill plugin is on); GangPreemption takes it back for the owner.
+	lending atomic.Bool
+
 	mu        sync.Mutex
 	onRelease []func()
 	onDone    []func(*corev1.Pod)
@@ -150,6 +154,45 @@ func (s *Shared) run(ctx context.Context, h fwk.Handle, c *crdcache.Cache, retry
 		}
 	}()
 	return nil
+}
+
+// Lend lets preemptible pods use capacity reservations hold and their owners have
+// not consumed yet (Backfill).
+func (s *Shared) Lend() { s.lending.Store(true) }
+
+// Lends reports whether reserved capacity is lent to pod.
+func (s *Shared) Lends(pod *corev1.Pod) bool {
+	return s.lending.Load() && pod.Labels[v1alpha1.LabelPreemptible] == "true"
+}
+
+// Borrows reports whether a bound pod runs on room lent to it: it is preemptible,
+// lending is on, and it consumes no reservation on its node.
+func (s *Shared) Borrows(pod *corev1.Pod) bool {
+	if !s.Lends(pod) {
+		return false
+	}
+	for _, r := range s.index().byNode[pod.Spec.NodeName] {
+		if r.consumedBy(pod) {
+			return false
+		}
+	}
+	return true
+}
+
+// NodesFor returns the nodes where reservations pod may consume hold capacity now:
+// where GangPreemption may take back what was lent.
+func (s *Shared) NodesFor(pod *corev1.Pod) map[string]bool {
+	idx := s.index()
+	if len(idx.byNode) == 0 {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, r := range idx.mine(pod, time.Now()) {
+		if r.node != "" {
+			out[r.node] = true
+		}
+	}
+	return out
 }
 
 // whenReleased registers f to run when a reservation stops holding capacity.

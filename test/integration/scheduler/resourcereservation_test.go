@@ -7,7 +7,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -122,6 +124,34 @@ var _ = Describe("ResourceReservation", func() {
 		Eventually(tc.boundFn("train")).WithTimeout(testutil.Timeout).Should(Equal(2))
 		Expect(tc.nodeOf("train-0")()).To(Equal(tc.ns + "-n-1"))
 		Expect(tc.nodeOf("train-1")()).To(Equal(tc.ns + "-n-1"))
+	})
+
+	It("lends reserved room to a preemptible pod (Backfill) and evicts it when the owner comes, whatever its priority", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		priorityClass("batch-high", 1000)
+		tc.addNodes("n", 1, "cpu", "8", "memory", "32Gi")
+		node := tc.ns + "-n-0"
+		reservation(testutil.MakeReservation("hold", tc.ns, "train").Node(node).Resources(testutil.ResourceList("cpu", "8")).Obj())
+		Eventually(func() v1alpha1.ReservationPhase { return status(tc, "hold")().Phase }).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.ReservationReserved))
+
+		// A plain pod stays out; a preemptible one, of higher priority than the owner,
+		// borrows the room.
+		Expect(k8sClient.Create(suiteCtx, tc.pod("plain").Req("cpu", "4").Obj())).To(Succeed())
+		borrower := tc.pod("borrower").Label(v1alpha1.LabelPreemptible, "true").PriorityClass("batch-high").Req("cpu", "4").Obj()
+		borrower.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+		Expect(k8sClient.Create(suiteCtx, borrower)).To(Succeed())
+		Eventually(tc.nodeOf("borrower")).WithTimeout(testutil.Timeout).Should(Equal(node))
+		Eventually(tc.scheduledMessage("plain")).WithTimeout(testutil.Timeout).Should(ContainSubstring("held by ResourceReservation"))
+
+		// The owner's member (priority 0) needs the whole reservation: the borrower goes.
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("train", tc.ns).MinMember(1).Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, tc.pod("train-0").PodGroup("train").Req("cpu", "8").Obj())).To(Succeed())
+		Eventually(tc.nodeOf("train-0")).WithTimeout(testutil.Timeout).Should(Equal(node))
+		Eventually(func() bool {
+			err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "borrower"}, &corev1.Pod{})
+			return apierrors.IsNotFound(err)
+		}).WithTimeout(testutil.Timeout).Should(BeTrue(), "the borrower should have been evicted")
+		Expect(tc.nodeOf("plain")()).To(BeEmpty())
 	})
 
 	It("holds a Spark driver's reservation for its executors, which consume it", func() {
