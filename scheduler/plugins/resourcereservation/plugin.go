@@ -143,9 +143,9 @@ func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // Filter refuses a node where the pod's requests fit only in capacity that
 // reservations of other owners hold, unless Backfill lends it to the pod
-// (preemptible: its owner takes it back through GangPreemption). A reservation holds its unconsumed slots: its
-// slots less the owner's pods already on the node (bound or assumed, from the
-// snapshot).
+// (preemptible: its owner takes it back through GangPreemption). A reservation
+// holds its unconsumed slots: its slots less the owner's pods already on the node
+// (bound or assumed, from the snapshot).
 func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, ni fwk.NodeInfo) *fwk.Status {
 	s := readState(cs)
 	if s == nil || s.borrower {
