@@ -66,6 +66,26 @@ type PodGroupSpec struct {
 	// +kubebuilder:validation:Enum=packed;balanced;isolated
 	// +optional
 	NUMASpread NUMASpreadPolicy `json:"numaSpread,omitempty"`
+
+	// reserveCapacity opts the gang into holding capacity while it waits. Once its
+	// members are rejected for lack of capacity (and preemption found no room), the
+	// scheduler creates a ResourceReservation named "<podgroup>-accumulate", labelled
+	// scheduling.kubenexus.io/accumulate=true, that holds free room for the members
+	// still missing wherever it frees, so that smaller pods do not take it: the room
+	// accumulates until the gang fits or ttlSeconds pass.
+	// +optional
+	ReserveCapacity *CapacityReservationPolicy `json:"reserveCapacity,omitempty"`
+}
+
+// CapacityReservationPolicy bounds the capacity a waiting gang holds.
+type CapacityReservationPolicy struct {
+	// ttlSeconds is how long the room is held for the gang, from the reservation's
+	// creation, unless its members consume it first.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	// +kubebuilder:default=600
+	// +optional
+	TTLSeconds int32 `json:"ttlSeconds,omitempty"`
 }
 
 // NetworkTopologyPolicy constrains where a gang's members land on the network.

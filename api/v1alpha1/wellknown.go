@@ -213,3 +213,11 @@ const (
 	AnnotationKAIRequiredPlacement   = "kai.scheduler/topology-required-placement"
 	AnnotationKAIPreferredPlacement  = "kai.scheduler/topology-preferred-placement"
 )
+
+// Keys on ResourceReservations.
+const (
+	// LabelReservationAccumulate ("true") marks a reservation that holds free room for
+	// its PodGroup's missing members wherever it frees, rather than on one node (see
+	// PodGroupSpec.ReserveCapacity). The scheduler creates them.
+	LabelReservationAccumulate = "scheduling.kubenexus.io/accumulate"
+)

@@ -29,8 +29,10 @@ import (
 // What kubenexus-scheduler needs beyond the built-in system:kube-scheduler and
 // system:volume-scheduler ClusterRoles (generated into config/rbac/scheduler):
 // +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=podgroups;hardwaretiers;resourcereservations,verbs=get;list;watch
-// ResourceReservation places reservations and records their node and consumption.
+// ResourceReservation places reservations and records their node and consumption,
+// and creates the accumulating reservation of a gang that asks for one.
 // +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=resourcereservations/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=resourcereservations,verbs=create
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update;patch,resourceNames=kubenexus-scheduler
 // TenantHardware verifies the DaemonSet a pod claims as its controller; Coscheduling
 // orders gangs by their PodGroup's PriorityClass.
@@ -85,7 +87,8 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 		}),
 		app.WithPlugin(names.ResourceReservation, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			gangs.SetHeld(reservations.Held)
-			return resourcereservation.New(ctx, obj, h, crds, reservations)
+			gangs.SetShortage(reservations.Accumulate)
+			return resourcereservation.New(ctx, obj, h, crds, reservations, gangs)
 		}),
 		app.WithPlugin(names.Backfill, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return backfill.New(ctx, obj, h, reservations)

@@ -45,6 +45,8 @@ type Plugin struct {
 	pgs    *crdcache.Cache
 	index  *podIndex
 	now    func() time.Time
+	// gangs holds the views other plugins publish (nil in unit tests).
+	gangs *gangview.Registry
 	// classesSynced reports whether the PriorityClass cache has synced (nil: synced).
 	classesSynced func() bool
 }
@@ -72,7 +74,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	RegisterMetrics()
-	pl := &Plugin{handle: h, args: args, pgs: pgs, now: time.Now}
+	pl := &Plugin{handle: h, args: args, pgs: pgs, now: time.Now, gangs: gangs}
 	pl.index = newPodIndex(h.ProfileName(), pl.now)
 	pl.index.onChange = pl.activateIfQuorum
 	if gangs != nil {

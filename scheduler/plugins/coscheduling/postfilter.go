@@ -40,5 +40,11 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	}
 	msg := fmt.Sprintf("%s: member %s %s; %d/%d members of %s placed", ErrReasonGangRejected, pod.Name, why, placed, s.minMember, s.key)
 	pl.rejectGang(ctx, s.key, s.podGroup, reason, msg)
+	// A gang that asks for it holds the room that frees from now on.
+	if reason == v1alpha1.ReasonInsufficientCapacity && s.podGroup != nil && s.podGroup.Spec.ReserveCapacity != nil && pl.gangs != nil {
+		if f := pl.gangs.Shortage(); f != nil {
+			f(s.podGroup, pod, int(s.minMember)-placed)
+		}
+	}
 	return nil, fwk.NewStatus(fwk.Unschedulable, msg)
 }

@@ -40,26 +40,30 @@ type reservation struct {
 	// what to change.
 	consumed int32
 	status   string // status.nodeName
+	// accumulate: the reservation holds free room for its PodGroup's missing members
+	// on any node, as it frees (LabelReservationAccumulate), rather than on one node.
+	accumulate bool
 }
 
 func newReservation(rr *v1alpha1.ResourceReservation) *reservation {
 	r := &reservation{
-		key:       types.NamespacedName{Namespace: rr.Namespace, Name: rr.Name},
-		owner:     ownerOf(rr.Spec.Owner.Kind, rr.Namespace, rr.Spec.Owner.Name),
-		ownerKind: rr.Spec.Owner.Kind,
-		ownerName: rr.Spec.Owner.Name,
-		ownerUID:  rr.Spec.Owner.UID,
-		node:      rr.Spec.NodeName,
-		slot:      map[corev1.ResourceName]int64{},
-		slots:     int(rr.Spec.Slots),
-		phase:     rr.Status.Phase,
-		consumed:  rr.Status.ConsumedSlots,
-		status:    rr.Status.NodeName,
+		key:        types.NamespacedName{Namespace: rr.Namespace, Name: rr.Name},
+		owner:      ownerOf(rr.Spec.Owner.Kind, rr.Namespace, rr.Spec.Owner.Name),
+		ownerKind:  rr.Spec.Owner.Kind,
+		ownerName:  rr.Spec.Owner.Name,
+		ownerUID:   rr.Spec.Owner.UID,
+		node:       rr.Spec.NodeName,
+		slot:       map[corev1.ResourceName]int64{},
+		slots:      int(rr.Spec.Slots),
+		phase:      rr.Status.Phase,
+		consumed:   rr.Status.ConsumedSlots,
+		status:     rr.Status.NodeName,
+		accumulate: rr.Labels[v1alpha1.LabelReservationAccumulate] == "true" && rr.Spec.Owner.Kind == v1alpha1.ReservationOwnerPodGroup && rr.Spec.NodeName == "",
 	}
 	if r.ownerUID == "" {
 		r.ownerUID = rr.Status.OwnerUID
 	}
-	if r.node == "" {
+	if r.node == "" && !r.accumulate {
 		r.node = rr.Status.NodeName
 	}
 	if r.slots < 1 {
@@ -135,9 +139,11 @@ func ownersOf(pod *corev1.Pod) []ownerID {
 
 // index is an immutable view of every reservation, rebuilt on each change.
 type index struct {
-	byNode  map[string][]*reservation
-	byOwner map[ownerID][]*reservation
-	all     map[types.NamespacedName]*reservation
+	byNode map[string][]*reservation
+	// accumulating hold room on any node (see reservation.accumulate).
+	accumulating []*reservation
+	byOwner      map[ownerID][]*reservation
+	all          map[types.NamespacedName]*reservation
 	// nextExpiry is the earliest expiry of a reservation that holds capacity now
 	// (zero: none), when queued pods must be retried.
 	nextExpiry time.Time
@@ -155,7 +161,10 @@ func buildIndex(rrs []v1alpha1.ResourceReservation, now time.Time) *index {
 			continue
 		}
 		idx.byOwner[r.owner] = append(idx.byOwner[r.owner], r)
-		if r.node != "" {
+		switch {
+		case r.accumulate:
+			idx.accumulating = append(idx.accumulating, r)
+		case r.node != "":
 			idx.byNode[r.node] = append(idx.byNode[r.node], r)
 		}
 		if !r.expire.IsZero() && (idx.nextExpiry.IsZero() || r.expire.Before(idx.nextExpiry)) {

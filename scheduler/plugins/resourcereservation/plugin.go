@@ -19,9 +19,11 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 )
@@ -38,6 +40,9 @@ var reservationResource = fwk.EventResource("resourcereservations." + v1alpha1.G
 type Plugin struct {
 	handle fwk.Handle
 	shared *Shared
+	// gangs gives the members a gang has placed and those still pending
+	// (Coscheduling's), for accumulating reservations.
+	gangs *gangview.Registry
 	// refused holds the pending pods Filter refused a node to (uid → pod) until they
 	// are bound or deleted; they are activated when reservations stop holding (an
 	// expiry is no API event, and the scheduler's own reservation event may reach
@@ -57,7 +62,7 @@ var (
 
 // New builds the plugin on the process's Shared reservation state, starting it on
 // first use.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, shared *Shared) (*Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, shared *Shared, gangs *gangview.Registry) (*Plugin, error) {
 	args, err := config.DecodeResourceReservationArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -69,7 +74,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	if err := shared.start(ctx, h, c, time.Duration(*args.PlacementRetrySeconds)*time.Second); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	pl := &Plugin{handle: h, shared: shared}
+	pl := &Plugin{handle: h, shared: shared, gangs: gangs}
 	shared.whenReleased(func() { pl.activateRefused(klog.FromContext(ctx)) })
 	shared.onPodDone(func(pod *corev1.Pod) { pl.refused.Delete(pod.UID) })
 	return pl, nil
@@ -101,7 +106,11 @@ type stateData struct {
 	requests map[corev1.ResourceName]int64
 	// borrower: a preemptible pod Backfill lends reserved capacity to.
 	borrower bool
-	recorded atomic.Bool
+	// accumulated is the room accumulating reservations of other owners hold on
+	// each node this cycle, and accumulators names them per node.
+	accumulated  map[string]map[corev1.ResourceName]int64
+	accumulators map[string][]string
+	recorded     atomic.Bool
 }
 
 func (s *stateData) Clone() fwk.StateData { return s }
@@ -127,15 +136,79 @@ func (s *stateData) isMine(r *reservation) bool {
 
 // PreFilter takes the reservation index for the cycle. With no reservation holding
 // capacity on any node the plugin skips the pod: it costs pods nothing then.
-func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	idx := pl.shared.index()
-	if len(idx.byNode) == 0 {
+	if len(idx.byNode) == 0 && len(idx.accumulating) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	now := time.Now()
 	s := &stateData{idx: idx, now: now, mine: idx.mine(pod, now), requests: nodefree.Requests(pod), borrower: pl.shared.Lends(pod)}
+	if !s.borrower {
+		s.accumulated, s.accumulators = pl.accumulated(idx, nodes, now, s.isMine)
+	}
 	cs.Write(stateKey, s)
 	return nil, nil
+}
+
+// accumulated assigns the room accumulating reservations hold in this cycle: for
+// each (not the pod's own), its missing members — slots less the members its gang
+// has placed — go to the nodes, in snapshot order, whose free room takes a slot and
+// that a pending member may run on. Cost O(nodes) per accumulating reservation; none
+// when there are none.
+func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, mine func(*reservation) bool) (map[string]map[corev1.ResourceName]int64, map[string][]string) {
+	if len(idx.accumulating) == 0 {
+		return nil, nil
+	}
+	held := map[string]map[corev1.ResourceName]int64{}
+	names := map[string][]string{}
+	for _, r := range idx.accumulating {
+		if mine(r) || !r.holds(now) {
+			continue
+		}
+		key := gang.Key{Namespace: r.key.Namespace, Name: r.ownerName}
+		missing := r.slots
+		var member *corev1.Pod
+		if pl.gangs != nil {
+			if placed := pl.gangs.Placed(pl.handle.ProfileName()); placed != nil {
+				missing -= len(placed(key))
+			}
+			if pending := pl.gangs.Get(pl.handle.ProfileName()); pending != nil {
+				if ps := pending(key); len(ps) > 0 {
+					member = ps[0]
+				}
+			}
+		}
+		for _, ni := range nodes {
+			if missing <= 0 {
+				break
+			}
+			if member != nil && !nodefree.Eligible(member, ni.Node()) {
+				continue
+			}
+			name := ni.Node().Name
+			k := missing
+			for res, v := range r.slot {
+				free := nodefree.Of(ni, res) - held[name][res]
+				if n := int(free / v); n < k {
+					k = n
+				}
+			}
+			if k <= 0 {
+				continue
+			}
+			h := held[name]
+			if h == nil {
+				h = map[corev1.ResourceName]int64{}
+				held[name] = h
+			}
+			for res, v := range r.slot {
+				h[res] += int64(k) * v
+			}
+			names[name] = append(names[name], fmt.Sprintf("%s (PodGroup %s, %d slot(s) accumulating)", r.key, r.ownerName, k))
+			missing -= k
+		}
+	}
+	return held, names
 }
 
 // PreFilterExtensions is nil: what other pods hold is read from the node's pods.
@@ -151,11 +224,16 @@ func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 	if s == nil || s.borrower {
 		return nil
 	}
-	rs := s.idx.byNode[ni.Node().Name]
-	if len(rs) == 0 {
+	name := ni.Node().Name
+	rs, acc := s.idx.byNode[name], s.accumulated[name]
+	if len(rs) == 0 && len(acc) == 0 {
 		return nil
 	}
 	held, holders := heldOn(rs, ni, s.now, s.isMine)
+	for res, v := range acc {
+		held[res] += v
+	}
+	holders = append(holders, s.accumulators[name]...)
 	var short []string
 	for name, req := range s.requests {
 		h := held[name]
@@ -265,7 +343,7 @@ func (pl *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod,
 	pl.shared.assume(pod, nodeName)
 	if s := readState(cs); s != nil {
 		for _, r := range s.mine {
-			if r.node == nodeName {
+			if r.node == nodeName || r.accumulate {
 				pl.shared.enqueue(r.key)
 			}
 		}
@@ -278,7 +356,7 @@ func (pl *Plugin) Unreserve(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	pl.shared.forget(pod)
 	if s := readState(cs); s != nil {
 		for _, r := range s.mine {
-			if r.node == nodeName {
+			if r.node == nodeName || r.accumulate {
 				pl.shared.enqueue(r.key)
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -37,9 +38,10 @@ const ConditionPlaced = "Placed"
 
 // Reasons of the Placed condition.
 const (
-	ReasonPinned     = "Pinned"
-	ReasonPlaced     = "Placed"
-	ReasonNoNodeFits = "NoNodeFits"
+	ReasonPinned       = "Pinned"
+	ReasonPlaced       = "Placed"
+	ReasonNoNodeFits   = "NoNodeFits"
+	ReasonAccumulating = "Accumulating"
 )
 
 // Shared is the scheduler process's one view of ResourceReservations, used by the
@@ -61,7 +63,10 @@ type Shared struct {
 	assumed sync.Map
 	queue   workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	retry   time.Duration
-	timer   *time.Timer
+	// creating holds the PodGroups (by UID) whose accumulating reservation is being
+	// created.
+	creating sync.Map
+	timer    *time.Timer
 
 	// lending: reserved capacity not consumed yet may be used by preemptible pods
 	// (the Backfill plugin is on); GangPreemption takes it back for the owner.
@@ -99,7 +104,10 @@ func (s *Shared) start(ctx context.Context, h fwk.Handle, c *crdcache.Cache, ret
 func (s *Shared) run(ctx context.Context, h fwk.Handle, c *crdcache.Cache, retry time.Duration) error {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
-	w, err := client.New(h.KubeConfig(), client.Options{Scheme: scheme})
+	// The scheduler's client speaks protobuf, which KubeNexus types do not.
+	cfg := rest.CopyConfig(h.KubeConfig())
+	cfg.ContentType = "application/json"
+	w, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return fmt.Errorf("creating the reservation status client: %w", err)
 	}
@@ -297,6 +305,9 @@ func (s *Shared) sync(ctx context.Context, key types.NamespacedName) (time.Durat
 	if !r.holds(time.Now()) {
 		return 0, nil // the manager ends it
 	}
+	if r.accumulate {
+		return 0, s.syncAccumulating(ctx, rr, r)
+	}
 	placed := metav1.Condition{Type: ConditionPlaced, Status: metav1.ConditionTrue, Reason: ReasonPinned,
 		Message: fmt.Sprintf("Held on node %s, named by spec.nodeName.", r.node)}
 	var requeue time.Duration
@@ -344,6 +355,109 @@ func (s *Shared) sync(ctx context.Context, key types.NamespacedName) (time.Durat
 	return requeue, nil
 }
 
+// syncAccumulating writes an accumulating reservation's status: the gang's members
+// bound anywhere are its consumed slots.
+func (s *Shared) syncAccumulating(ctx context.Context, rr *v1alpha1.ResourceReservation, r *reservation) error {
+	consumed := s.consumedOn(r, "")
+	status := rr.Status.DeepCopy()
+	status.ConsumedSlots = int32(consumed)
+	if status.Phase != v1alpha1.ReservationConsumed {
+		status.Phase = v1alpha1.ReservationReserved
+		if consumed >= r.slots {
+			status.Phase = v1alpha1.ReservationConsumed
+		}
+	}
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ConditionPlaced, Status: metav1.ConditionTrue, Reason: ReasonAccumulating,
+		ObservedGeneration: rr.Generation,
+		Message:            fmt.Sprintf("Holds free room for the missing members of PodGroup %s, %d slot(s) of %s, on any node as it frees.", r.ownerName, r.slots, describe(r.slot))})
+	if statusEqual(&rr.Status, status) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(rr.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	rr.Status = *status
+	if err := s.writer.Status().Patch(ctx, rr, patch); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// Accumulate creates the accumulating reservation of a gang rejected for lack of
+// capacity whose PodGroup asks for one (spec.reserveCapacity), unless it holds one:
+// missing slots of the pending member's requests, owned by the PodGroup (deleted
+// with it), for the PodGroup's TTL. It returns at once; the API call runs behind.
+func (s *Shared) Accumulate(pg *v1alpha1.PodGroup, member *corev1.Pod, missing int) {
+	if s.writer == nil || pg.Spec.ReserveCapacity == nil || missing < 1 || pg.UID == "" {
+		return
+	}
+	now := time.Now()
+	for _, r := range s.index().byOwner[ownerOf(v1alpha1.ReservationOwnerPodGroup, pg.Namespace, pg.Name)] {
+		if r.accumulate && r.holds(now) {
+			return
+		}
+	}
+	req := corev1.ResourceList{}
+	for name, v := range nodefree.Requests(member) {
+		if name == corev1.ResourcePods || len(req) == 12 {
+			continue
+		}
+		req[name] = *resource.NewMilliQuantity(v, resource.DecimalSI)
+	}
+	if len(req) == 0 {
+		return // a slot of nothing holds nothing
+	}
+	ttl := pg.Spec.ReserveCapacity.TTLSeconds
+	if ttl <= 0 {
+		ttl = int32(defaultTTL / time.Second)
+	}
+	rr := &v1alpha1.ResourceReservation{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            accumulateName(pg.Name),
+			Namespace:       pg.Namespace,
+			Labels:          map[string]string{v1alpha1.LabelReservationAccumulate: "true"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "PodGroup", Name: pg.Name, UID: pg.UID}},
+		},
+		Spec: v1alpha1.ResourceReservationSpec{
+			Owner:      v1alpha1.ReservationOwner{Kind: v1alpha1.ReservationOwnerPodGroup, Name: pg.Name, UID: string(pg.UID)},
+			Resources:  req,
+			Slots:      int32(min(missing, 10000)),
+			TTLSeconds: ttl,
+		},
+	}
+	if _, busy := s.creating.LoadOrStore(pg.UID, true); busy {
+		return
+	}
+	go func() {
+		defer s.creating.Delete(pg.UID)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err := s.writer.Create(ctx, rr)
+		if apierrors.IsAlreadyExists(err) {
+			// An earlier one ended (expired or released): replace it.
+			old := &v1alpha1.ResourceReservation{}
+			if err := s.writer.Get(ctx, client.ObjectKeyFromObject(rr), old); err == nil {
+				if r := newReservation(old); !r.holds(time.Now()) {
+					if err := s.writer.Delete(ctx, old, client.Preconditions{UID: &old.UID}); err == nil {
+						err = s.writer.Create(ctx, rr)
+					}
+				}
+			}
+			return
+		}
+		if err != nil {
+			klog.Background().V(2).Info("Creating the accumulating reservation of a gang", "podGroup", klog.KObj(pg), "err", err)
+		}
+	}()
+}
+
+// accumulateName is "<podgroup>-accumulate", shortened to stay a valid name.
+func accumulateName(pg string) string {
+	const suffix = "-accumulate"
+	if len(pg)+len(suffix) > 253 {
+		pg = strings.TrimRight(pg[:253-len(suffix)], "-.")
+	}
+	return pg + suffix
+}
+
 func statusEqual(a, b *v1alpha1.ResourceReservationStatus) bool {
 	if a.NodeName != b.NodeName || a.Phase != b.Phase || a.ConsumedSlots != b.ConsumedSlots {
 		return false
@@ -355,7 +469,8 @@ func statusEqual(a, b *v1alpha1.ResourceReservationStatus) bool {
 	return ca.Status == cb.Status && ca.Reason == cb.Reason && ca.Message == cb.Message && ca.ObservedGeneration == cb.ObservedGeneration
 }
 
-// consumedOn counts the owner's pods bound or assumed on node, at most the slots.
+// consumedOn counts the owner's pods bound or assumed on node ("": on any node),
+// at most the slots.
 func (s *Shared) consumedOn(r *reservation, node string) int {
 	seen := map[types.UID]bool{}
 	n := 0
@@ -367,13 +482,13 @@ func (s *Shared) consumedOn(r *reservation, node string) int {
 	}
 	if pods, err := s.pods.Pods(r.key.Namespace).List(labels.Everything()); err == nil {
 		for _, p := range pods {
-			if p.Spec.NodeName == node {
+			if p.Spec.NodeName != "" && (node == "" || p.Spec.NodeName == node) {
 				count(p)
 			}
 		}
 	}
 	s.assumed.Range(func(_, v any) bool {
-		if a := v.(assumedPod); a.node == node {
+		if a := v.(assumedPod); node == "" || a.node == node {
 			count(a.pod)
 		}
 		return true

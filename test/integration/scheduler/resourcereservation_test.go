@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -152,6 +153,48 @@ var _ = Describe("ResourceReservation", func() {
 			return apierrors.IsNotFound(err)
 		}).WithTimeout(testutil.Timeout).Should(BeTrue(), "the borrower should have been evicted")
 		Expect(tc.nodeOf("plain")()).To(BeEmpty())
+	})
+
+	It("accumulates freed room for a gang that asks for it, so that a small pod does not take it", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 60))
+		tc.addNodes("n", 2, "cpu", "8", "memory", "32Gi")
+		fillers := make([]*corev1.Pod, 2)
+		for i := range 2 {
+			fillers[i] = tc.pod(fmt.Sprintf("filler-%d", i)).Req("cpu", "8").Obj()
+			fillers[i].Spec.NodeName = fmt.Sprintf("%s-n-%d", tc.ns, i)
+			fillers[i].Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+			Expect(k8sClient.Create(suiteCtx, fillers[i])).To(Succeed())
+		}
+		pg := testutil.MakePodGroup("big", tc.ns).MinMember(2).Obj()
+		pg.Spec.ReserveCapacity = &v1alpha1.CapacityReservationPolicy{TTLSeconds: 120}
+		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("big-%d", i)).PodGroup("big").Req("cpu", "8").Obj())).To(Succeed())
+		}
+		// Rejected for capacity, the gang gets its accumulating reservation.
+		Eventually(func() error {
+			return k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "big-accumulate"}, &v1alpha1.ResourceReservation{})
+		}).WithTimeout(testutil.Timeout).Should(Succeed())
+		DeferCleanup(func() {
+			Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, &v1alpha1.ResourceReservation{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: "big-accumulate"}}))).To(Succeed())
+		})
+		rr := status(tc, "big-accumulate")
+		Eventually(func() string { return placedMessage(tc, "big-accumulate")() }).WithTimeout(testutil.Timeout).Should(Equal(
+			"True: Holds free room for the missing members of PodGroup big, 2 slot(s) of {cpu: 8}, on any node as it frees."))
+		Expect(rr().Phase).To(Equal(v1alpha1.ReservationReserved))
+
+		// A small pod waits; the first node frees, and the room is held for the gang.
+		Expect(k8sClient.Create(suiteCtx, tc.pod("small").Req("cpu", "2").Obj())).To(Succeed())
+		Expect(k8sClient.Delete(suiteCtx, fillers[0])).To(Succeed())
+		Eventually(tc.scheduledMessage("small")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
+			fmt.Sprintf("held by ResourceReservation %s/big-accumulate (PodGroup big, 1 slot(s) accumulating)", tc.ns)))
+		Consistently(tc.nodeOf("small")).WithTimeout(3 * time.Second).Should(BeEmpty())
+
+		// The second frees: the gang has its room and runs; the small pod still waits.
+		Expect(k8sClient.Delete(suiteCtx, fillers[1])).To(Succeed())
+		Eventually(tc.boundFn("big")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		Eventually(rr).WithTimeout(testutil.Timeout).Should(And(HaveField("Phase", v1alpha1.ReservationConsumed), HaveField("ConsumedSlots", int32(2))))
+		Expect(tc.nodeOf("small")()).To(BeEmpty())
 	})
 
 	It("holds a Spark driver's reservation for its executors, which consume it", func() {

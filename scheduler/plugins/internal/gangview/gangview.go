@@ -30,10 +30,16 @@ type NodePreferenceFunc func(pod *corev1.Pod, node *corev1.Node) (score int64, a
 // pod (nil when nothing): capacity a plan must not count as free.
 type HeldFunc func(pod *corev1.Pod, ni fwk.NodeInfo) map[corev1.ResourceName]int64
 
+// ShortageFunc is told that a gang whose PodGroup asks for it
+// (spec.reserveCapacity) was rejected for lack of capacity, with one of its pending
+// members (the shape of a slot) and how many members still need a node.
+type ShortageFunc func(pg *v1alpha1.PodGroup, member *corev1.Pod, missing int)
+
 // Registry holds one view per scheduler profile.
 type Registry struct {
 	mu        sync.RWMutex
 	held      HeldFunc
+	shortage  ShortageFunc
 	byProfile map[string]PendingFunc
 	prefs     map[string]NodePreferenceFunc
 	placed    map[string]PlacedFunc
@@ -52,6 +58,21 @@ func (r *Registry) Held() HeldFunc {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.held
+}
+
+// SetShortage publishes what to do when a gang that asks for it lacks capacity
+// (ResourceReservation's accumulation, one per process).
+func (r *Registry) SetShortage(f ShortageFunc) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.shortage = f
+}
+
+// Shortage returns the shortage handler, or nil.
+func (r *Registry) Shortage() ShortageFunc {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.shortage
 }
 
 // SetPlaced publishes profile's placed-member view (Coscheduling's).
