@@ -432,6 +432,14 @@ type BackfillPlugin struct {
 	// +kubebuilder:default=1
 	// +optional
 	Weight int32 `json:"weight,omitempty"`
+
+	// safetyMarginSeconds is how long before a waiting gang can start a pod whose
+	// runtime is bounded must end to borrow the room accumulating for that gang.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	// +kubebuilder:default=30
+	// +optional
+	SafetyMarginSeconds *int32 `json:"safetyMarginSeconds,omitempty"`
 }
 
 // GangPreemptionPlugin configures GangPreemption.

@@ -221,3 +221,11 @@ const (
 	// PodGroupSpec.ReserveCapacity). The scheduler creates them.
 	LabelReservationAccumulate = "scheduling.kubenexus.io/accumulate"
 )
+
+// Keys of other projects KubeNexus reads.
+const (
+	// LabelKueueMaxExecTime is Kueue's maximum execution time of a workload, in
+	// seconds, as a label on the job and its pods: a bound on the pod's runtime that
+	// Backfill trusts like activeDeadlineSeconds.
+	LabelKueueMaxExecTime = "kueue.x-k8s.io/max-exec-time-seconds"
+)

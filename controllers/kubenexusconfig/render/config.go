@@ -62,7 +62,7 @@ func plugins(p *v1alpha1.PluginsSpec, topology *v1alpha1.TopologySpec) []plugin 
 		{name: names.NUMATopology, enabled: p.NUMATopology.Enabled, weight: p.NUMATopology.Weight},
 		{name: names.VRAM, enabled: p.VRAM.Enabled, weight: p.VRAM.Weight},
 		{name: names.ResourceReservation, enabled: p.ResourceReservation.Enabled, weight: p.ResourceReservation.Weight},
-		{name: names.Backfill, enabled: p.Backfill.Enabled, weight: p.Backfill.Weight},
+		{name: names.Backfill, enabled: p.Backfill.Enabled, weight: p.Backfill.Weight, args: backfillArgs(&p.Backfill)},
 		{name: names.GangPreemption, enabled: p.GangPreemption.Enabled, args: gangPreemptionArgs(&p.GangPreemption)},
 	}
 }
@@ -119,6 +119,15 @@ func resourceFragmentationArgs(r *v1alpha1.ResourceFragmentationPlugin, t *v1alp
 		a.ArrivalHalfLifeSeconds = ptr.To(r.ArrivalHalfLifeSeconds)
 	}
 	return a
+}
+
+// backfillArgs maps the API's safety margin to Backfill's args; nil (the plugin's
+// defaults) when unset.
+func backfillArgs(b *v1alpha1.BackfillPlugin) any {
+	if b.SafetyMarginSeconds == nil {
+		return nil
+	}
+	return &schedconfig.BackfillArgs{SafetyMarginSeconds: ptr.To(*b.SafetyMarginSeconds)}
 }
 
 // gangPreemptionArgs maps the API's GangPreemption settings to the plugin's args; nil

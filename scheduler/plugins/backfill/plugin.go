@@ -1,13 +1,17 @@
 // Package backfill lends capacity that ResourceReservations hold, and their owners
-// have not consumed yet, to preemptible pods (workload.kubenexus.io/preemptible=true):
-// the ResourceReservation filter lets them in, this plugin's score sends them there
-// before they take capacity nobody holds, and GangPreemption evicts them when the
-// owner comes for the room, whatever their priority.
+// have not consumed yet. Preemptible pods (workload.kubenexus.io/preemptible=true)
+// may use any of it: the ResourceReservation filter lets them in, this plugin's
+// score sends them there before they take capacity nobody holds, and GangPreemption
+// evicts them when the owner comes for the room, whatever their priority. Pods whose
+// runtime is bounded (activeDeadlineSeconds, Kueue's max execution time) may use the
+// room accumulating for a waiting gang when they end, with the safety margin, before
+// that gang can start (EASY backfill).
 package backfill
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,10 +42,12 @@ var (
 
 // New builds the plugin and turns lending on in the reservations the process shares.
 func New(_ context.Context, obj runtime.Object, _ fwk.Handle, shared *resourcereservation.Shared) (*Plugin, error) {
-	if _, err := config.DecodeBackfillArgs(obj); err != nil {
+	args, err := config.DecodeBackfillArgs(obj)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	shared.Lend()
+	shared.LendBounded(time.Duration(*args.SafetyMarginSeconds) * time.Second)
 	return &Plugin{shared: shared}, nil
 }
 

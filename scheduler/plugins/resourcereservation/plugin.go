@@ -16,11 +16,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
@@ -110,7 +112,10 @@ type stateData struct {
 	// each node this cycle, and accumulators names them per node.
 	accumulated  map[string]map[corev1.ResourceName]int64
 	accumulators map[string][]string
-	recorded     atomic.Bool
+	// lent are the accumulating reservations whose room this bounded pod may use,
+	// with the slots each holds per node.
+	lent     map[types.NamespacedName]map[string]int
+	recorded atomic.Bool
 }
 
 func (s *stateData) Clone() fwk.StateData { return s }
@@ -144,7 +149,13 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	now := time.Now()
 	s := &stateData{idx: idx, now: now, mine: idx.mine(pod, now), requests: nodefree.Requests(pod), borrower: pl.shared.Lends(pod)}
 	if !s.borrower {
-		s.accumulated, s.accumulators = pl.accumulated(idx, nodes, now, s.isMine)
+		var bound time.Duration
+		if pl.shared.lendsBounded() {
+			if b, ok := workload.RuntimeBound(pod); ok {
+				bound = b
+			}
+		}
+		s.accumulated, s.accumulators, s.lent = pl.accumulated(idx, nodes, now, s.isMine, bound)
 	}
 	cs.Write(stateKey, s)
 	return nil, nil
@@ -155,12 +166,20 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 // has placed — go to the nodes, in snapshot order, whose free room takes a slot and
 // that a pending member may run on. Cost O(nodes) per accumulating reservation; none
 // when there are none.
-func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, mine func(*reservation) bool) (map[string]map[corev1.ResourceName]int64, map[string][]string) {
+//
+// A pod whose runtime is bounded (bound > 0, with Backfill on) borrows that room
+// when it ends, with the safety margin, before the gang can start: when the room
+// held now is short of the gang's need and the pods that free the rest end later
+// (EASY backfill's rule: never delay the waiting gang's earliest start).
+func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, mine func(*reservation) bool, bound time.Duration) (map[string]map[corev1.ResourceName]int64, map[string][]string, map[types.NamespacedName]map[string]int) {
 	if len(idx.accumulating) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	held := map[string]map[corev1.ResourceName]int64{}
 	names := map[string][]string{}
+	lent := map[types.NamespacedName]map[string]int{}
+	// Room lent to bounded pods still counts toward the slot it was lent from.
+	borrowed := pl.shared.borrowed()
 	for _, r := range idx.accumulating {
 		if mine(r) || !r.holds(now) {
 			continue
@@ -178,6 +197,7 @@ func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, m
 				}
 			}
 		}
+		slots := map[string]int{}
 		for _, ni := range nodes {
 			if missing <= 0 {
 				break
@@ -188,14 +208,31 @@ func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, m
 			name := ni.Node().Name
 			k := missing
 			for res, v := range r.slot {
-				free := nodefree.Of(ni, res) - held[name][res]
+				free := nodefree.Of(ni, res) - held[name][res] + borrowed[r.key][name][res]
 				if n := int(free / v); n < k {
 					k = n
 				}
 			}
-			if k <= 0 {
+			if k > 0 {
+				slots[name] = k
+				missing -= k
+			}
+		}
+		note := ""
+		if bound > 0 && missing > 0 {
+			start := shadow(r, missing, nodes, held, slots, member, pl.shared.borrows)
+			if !now.Add(bound + pl.shared.margin()).After(start) {
+				lent[r.key] = slots // the pod ends before the gang can start: it may borrow
 				continue
 			}
+			note = fmt.Sprintf("; this pod may run %s, the gang may start ", bound)
+			if start.Equal(never) {
+				note += "once pods with no runtime bound end"
+			} else {
+				note += "in " + start.Sub(now).Round(time.Second).String()
+			}
+		}
+		for name, k := range slots {
 			h := held[name]
 			if h == nil {
 				h = map[corev1.ResourceName]int64{}
@@ -204,11 +241,72 @@ func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, m
 			for res, v := range r.slot {
 				h[res] += int64(k) * v
 			}
-			names[name] = append(names[name], fmt.Sprintf("%s (PodGroup %s, %d slot(s) accumulating)", r.key, r.ownerName, k))
-			missing -= k
+			names[name] = append(names[name], fmt.Sprintf("%s (PodGroup %s, %d slot(s) accumulating%s)", r.key, r.ownerName, k, note))
 		}
 	}
-	return held, names
+	return held, names, lent
+}
+
+// never is the start of a gang that waits for pods whose runtime is not bounded.
+var never = time.Unix(1<<62, 0)
+
+// shadow is the earliest time an accumulating reservation's gang can start: when the
+// bound pods that end soonest (activeDeadlineSeconds, Kueue's max execution time)
+// have freed room for the missing slots it does not hold yet, beside what this cycle
+// holds (held, and slots: what r itself holds per node; pods borrowing held room are
+// counted in it). never when the pods that would free it have no bound.
+func shadow(r *reservation, missing int, nodes []fwk.NodeInfo, held map[string]map[corev1.ResourceName]int64, slots map[string]int, member *corev1.Pod, borrowing func(types.UID) bool) time.Time {
+	type ending struct {
+		at   time.Time
+		node int
+		req  map[corev1.ResourceName]int64
+	}
+	var ends []ending
+	for i, ni := range nodes {
+		if member != nil && !nodefree.Eligible(member, ni.Node()) {
+			continue
+		}
+		for _, pi := range ni.GetPods() {
+			p := pi.GetPod()
+			if borrowing(p.UID) {
+				continue // its room is in the hold already
+			}
+			if b, ok := workload.RuntimeBound(p); ok {
+				ends = append(ends, ending{at: workload.Ends(p, b), node: i, req: nodefree.Requests(p)})
+			}
+		}
+	}
+	sort.Slice(ends, func(i, j int) bool { return ends[i].at.Before(ends[j].at) })
+	freed := map[int]map[corev1.ResourceName]int64{}
+	gained := map[int]int{}
+	total := 0
+	for _, e := range ends {
+		f := freed[e.node]
+		if f == nil {
+			f = map[corev1.ResourceName]int64{}
+			freed[e.node] = f
+		}
+		for res, v := range e.req {
+			f[res] += v
+		}
+		ni := nodes[e.node]
+		name := ni.Node().Name
+		k := -1
+		for res, v := range r.slot {
+			room := nodefree.Of(ni, res) - held[name][res] - int64(slots[name])*v + f[res]
+			if n := int(room / v); k < 0 || n < k {
+				k = n
+			}
+		}
+		if k > gained[e.node] {
+			total += k - gained[e.node]
+			gained[e.node] = k
+		}
+		if total >= missing {
+			return e.at
+		}
+	}
+	return never
 }
 
 // PreFilterExtensions is nil: what other pods hold is read from the node's pods.
@@ -342,6 +440,11 @@ func (pl *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
 func (pl *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
 	pl.shared.assume(pod, nodeName)
 	if s := readState(cs); s != nil {
+		for key, slots := range s.lent {
+			if slots[nodeName] > 0 {
+				pl.shared.borrow(pod, key, nodeName, s.requests)
+			}
+		}
 		for _, r := range s.mine {
 			if r.node == nodeName || r.accumulate {
 				pl.shared.enqueue(r.key)
@@ -354,6 +457,7 @@ func (pl *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod,
 // Unreserve forgets the assumption and rewrites the consumed reservations' status.
 func (pl *Plugin) Unreserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) {
 	pl.shared.forget(pod)
+	pl.shared.unborrow(pod)
 	if s := readState(cs); s != nil {
 		for _, r := range s.mine {
 			if r.node == nodeName || r.accumulate {

@@ -66,15 +66,62 @@ type Shared struct {
 	// creating holds the PodGroups (by UID) whose accumulating reservation is being
 	// created.
 	creating sync.Map
-	timer    *time.Timer
+	// borrowers are the bounded pods placed on room an accumulating reservation
+	// lent them (uid → borrower), until they end.
+	borrowers sync.Map
+	timer     *time.Timer
 
 	// lending: reserved capacity not consumed yet may be used by preemptible pods
 	// (the Backfill plugin is on); GangPreemption takes it back for the owner.
 	lending atomic.Bool
+	// bounded: room accumulating for a gang is lent to pods whose runtime is bounded
+	// and that end, with marginNanos to spare, before the gang can start.
+	bounded     atomic.Bool
+	marginNanos atomic.Int64
 
 	mu        sync.Mutex
 	onRelease []func()
 	onDone    []func(*corev1.Pod)
+}
+
+type borrower struct {
+	key  types.NamespacedName
+	node string
+	req  map[corev1.ResourceName]int64
+}
+
+func (s *Shared) borrow(pod *corev1.Pod, key types.NamespacedName, node string, req map[corev1.ResourceName]int64) {
+	s.borrowers.Store(pod.UID, borrower{key: key, node: node, req: req})
+}
+
+func (s *Shared) unborrow(pod *corev1.Pod) { s.borrowers.Delete(pod.UID) }
+
+func (s *Shared) borrows(uid types.UID) bool {
+	_, ok := s.borrowers.Load(uid)
+	return ok
+}
+
+// borrowed sums the room lent per reservation and node.
+func (s *Shared) borrowed() map[types.NamespacedName]map[string]map[corev1.ResourceName]int64 {
+	out := map[types.NamespacedName]map[string]map[corev1.ResourceName]int64{}
+	s.borrowers.Range(func(_, v any) bool {
+		b := v.(borrower)
+		byNode := out[b.key]
+		if byNode == nil {
+			byNode = map[string]map[corev1.ResourceName]int64{}
+			out[b.key] = byNode
+		}
+		room := byNode[b.node]
+		if room == nil {
+			room = map[corev1.ResourceName]int64{}
+			byNode[b.node] = room
+		}
+		for name, v := range b.req {
+			room[name] += v
+		}
+		return true
+	})
+	return out
 }
 
 type assumedPod struct {
@@ -135,6 +182,9 @@ func (s *Shared) run(ctx context.Context, h fwk.Handle, c *crdcache.Cache, retry
 		UpdateFunc: func(_, newObj any) {
 			if pod := podobj.From(newObj); pod != nil && pod.Spec.NodeName != "" {
 				done(pod)
+				if terminated(pod) {
+					s.unborrow(pod)
+				}
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -143,6 +193,7 @@ func (s *Shared) run(ctx context.Context, h fwk.Handle, c *crdcache.Cache, retry
 				return
 			}
 			done(pod)
+			s.unborrow(pod)
 			// A consumer leaving changes its reservations' consumed count.
 			if pod.Spec.NodeName != "" {
 				for _, r := range s.index().mine(pod, time.Now()) {
@@ -167,6 +218,16 @@ func (s *Shared) run(ctx context.Context, h fwk.Handle, c *crdcache.Cache, retry
 // Lend lets preemptible pods use capacity reservations hold and their owners have
 // not consumed yet (Backfill).
 func (s *Shared) Lend() { s.lending.Store(true) }
+
+// LendBounded lends room accumulating for a waiting gang to pods whose runtime is
+// bounded and that end, margin before, the gang can start (Backfill).
+func (s *Shared) LendBounded(margin time.Duration) {
+	s.marginNanos.Store(int64(margin))
+	s.bounded.Store(true)
+}
+
+func (s *Shared) lendsBounded() bool    { return s.bounded.Load() }
+func (s *Shared) margin() time.Duration { return time.Duration(s.marginNanos.Load()) }
 
 // Lends reports whether reserved capacity is lent to pod.
 func (s *Shared) Lends(pod *corev1.Pod) bool {

@@ -48,7 +48,7 @@ var _ = Describe("A valid object", func() {
 				NUMATopology:          v1alpha1.NUMATopologyPlugin{Enabled: ptr.To(true), Weight: 1},
 				VRAM:                  v1alpha1.VRAMPlugin{Enabled: ptr.To(true), Weight: 1},
 				ResourceReservation:   v1alpha1.ResourceReservationPlugin{Enabled: ptr.To(true), Weight: 10},
-				Backfill:              v1alpha1.BackfillPlugin{Enabled: ptr.To(true), Weight: 1},
+				Backfill:              v1alpha1.BackfillPlugin{Enabled: ptr.To(true), Weight: 1, SafetyMarginSeconds: ptr.To[int32](30)},
 				GangPreemption:        v1alpha1.GangPreemptionPlugin{Enabled: ptr.To(true), PreemptServicesForBatch: ptr.To(false)},
 			},
 			Webhook: v1alpha1.WebhookSpec{
@@ -88,7 +88,7 @@ var _ = Describe("A valid object", func() {
 		Expect(got.Spec.Scheduler.Replicas).To(BeEquivalentTo(3))
 		Expect(got.Spec.Scheduler.ClientConnection).To(Equal(v1alpha1.ClientConnectionSpec{QPS: 200, Burst: 400}))
 		Expect(got.Spec.Scheduler.LeaderElection.Enabled).To(Equal(ptr.To(true)))
-		Expect(got.Spec.Plugins.Backfill).To(Equal(v1alpha1.BackfillPlugin{Enabled: ptr.To(false), Weight: 1}))
+		Expect(got.Spec.Plugins.Backfill).To(Equal(v1alpha1.BackfillPlugin{Enabled: ptr.To(false), Weight: 1, SafetyMarginSeconds: ptr.To[int32](30)}))
 		Expect(got.Spec.Plugins.WorkloadAware.Weight).To(BeEquivalentTo(7))
 		Expect(got.Spec.Plugins.Coscheduling.Enabled).To(Equal(ptr.To(true)))
 	})

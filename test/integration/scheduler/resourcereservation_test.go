@@ -197,6 +197,54 @@ var _ = Describe("ResourceReservation", func() {
 		Expect(tc.nodeOf("small")()).To(BeEmpty())
 	})
 
+	It("lends a waiting gang's accumulating room to a pod that ends before the gang can start, and not to one that ends later", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 60))
+		tc.addNodes("n", 2, "cpu", "8", "memory", "32Gi")
+		// filler-0 runs without a bound; filler-1 ends within 300 s: the gang of two
+		// 8-CPU members can start once both nodes are free, in about 300 s.
+		fillers := make([]*corev1.Pod, 2)
+		for i := range 2 {
+			fillers[i] = tc.pod(fmt.Sprintf("filler-%d", i)).Req("cpu", "8").Obj()
+			fillers[i].Spec.NodeName = fmt.Sprintf("%s-n-%d", tc.ns, i)
+			fillers[i].Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+		}
+		fillers[1].Spec.ActiveDeadlineSeconds = ptr.To[int64](300)
+		for _, f := range fillers {
+			Expect(k8sClient.Create(suiteCtx, f)).To(Succeed())
+		}
+		pg := testutil.MakePodGroup("big", tc.ns).MinMember(2).Obj()
+		pg.Spec.ReserveCapacity = &v1alpha1.CapacityReservationPolicy{TTLSeconds: 600}
+		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("big-%d", i)).PodGroup("big").Req("cpu", "8").Obj())).To(Succeed())
+		}
+		Eventually(func() error {
+			return k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "big-accumulate"}, &v1alpha1.ResourceReservation{})
+		}).WithTimeout(testutil.Timeout).Should(Succeed())
+		DeferCleanup(func() {
+			Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, &v1alpha1.ResourceReservation{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: "big-accumulate"}}))).To(Succeed())
+		})
+		// The first node frees and is held for the gang.
+		Expect(k8sClient.Delete(suiteCtx, fillers[0])).To(Succeed())
+		bounded := func(name string, seconds int64) {
+			p := tc.pod(name).Req("cpu", "2").Obj()
+			p.Spec.ActiveDeadlineSeconds = ptr.To(seconds)
+			Expect(k8sClient.Create(suiteCtx, p)).To(Succeed())
+		}
+		// Ten minutes is past the gang's start: it waits, and is told why.
+		bounded("long", 600)
+		Eventually(tc.scheduledMessage("long")).WithTimeout(testutil.Timeout).Should(MatchRegexp(
+			`held by ResourceReservation %s/big-accumulate \(PodGroup big, 1 slot\(s\) accumulating; this pod may run 10m0s, the gang may start in [0-9m]+s\)`, tc.ns))
+		// One minute (plus the 30 s margin) ends before it: it borrows the held room.
+		bounded("short", 60)
+		Eventually(tc.nodeOf("short")).WithTimeout(testutil.Timeout).Should(Equal(tc.ns + "-n-0"))
+		// The room stays held for the gang: neither the long one nor a plain pod takes
+		// what the short one left.
+		Expect(k8sClient.Create(suiteCtx, tc.pod("plain").Req("cpu", "2").Obj())).To(Succeed())
+		Eventually(tc.scheduledMessage("plain")).WithTimeout(testutil.Timeout).Should(ContainSubstring("big-accumulate"))
+		Consistently(func() string { return tc.nodeOf("long")() + tc.nodeOf("plain")() }).WithTimeout(3 * time.Second).Should(BeEmpty())
+	})
+
 	It("holds a Spark driver's reservation for its executors, which consume it", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		tc.addNodes("n", 3, "cpu", "16", "memory", "64Gi")
