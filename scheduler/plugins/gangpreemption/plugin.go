@@ -149,10 +149,25 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	chosen := pl.chosen()
 	// Preemptible pods on nodes where the pod's own reservations hold room borrowed
 	// it (Backfill): they give it back whatever their priority.
+	// So do preemptible pods that borrow a HardwareTier the pod's tenant is admitted
+	// to.
 	var reclaim func(*corev1.Pod) bool
-	if nodes := pl.reserved.NodesFor(pod); len(nodes) > 0 {
+	reserved := pl.reserved.NodesFor(pod)
+	var tierBorrow gangview.TierBorrowFunc
+	if pl.views != nil {
+		tierBorrow = pl.views.TierBorrow(pl.handle.ProfileName())
+	}
+	if len(reserved) > 0 || tierBorrow != nil {
+		nodeObj := make(map[string]*corev1.Node, len(infos))
+		for _, ni := range infos {
+			nodeObj[ni.Node().Name] = ni.Node()
+		}
 		reclaim = func(v *corev1.Pod) bool {
-			return nodes[v.Spec.NodeName] && pl.reserved.Borrows(v)
+			if reserved[v.Spec.NodeName] && pl.reserved.Borrows(v) {
+				return true
+			}
+			n := nodeObj[v.Spec.NodeName]
+			return tierBorrow != nil && n != nil && tierBorrow(v, pod, n)
 		}
 	}
 	may := func(v *corev1.Pod, vp workload.Profile, vprio int32) bool {

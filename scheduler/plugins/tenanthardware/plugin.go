@@ -101,6 +101,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	refresh()
 	if views != nil {
 		views.SetNodePreference(h.ProfileName(), pl.nodePreference)
+		views.SetTierBorrow(h.ProfileName(), pl.borrowsFrom)
 	}
 	if err := c.OnHardwareTierChange(refresh); err != nil {
 		return nil, fmt.Errorf("%s: watching HardwareTiers: %w", Name, err)
@@ -299,6 +300,30 @@ func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragmen
 // NetworkFabric's gang plans): whether the pod's tenant may use it and its score. The
 // tenant tier is read from the namespace label; a namespace without one, a verified
 // DaemonSet pod and a cluster without HardwareTiers give every node the same rating.
+// borrowsFrom reports whether victim is on node only by borrowing its HardwareTier
+// while preemptor's tenant tier is admitted there (gangview.TierBorrowFunc). Tenant
+// tiers come from the pods' namespaces.
+func (pl *Plugin) borrowsFrom(victim, preemptor *corev1.Pod, node *corev1.Node) bool {
+	tiers := pl.tiers.Load()
+	if tiers == nil || len(tiers.tiers) == 0 || victim.Labels[v1alpha1.LabelPreemptible] != "true" {
+		return false
+	}
+	t := tiers.of(node.Labels)
+	if t == nil {
+		return false
+	}
+	tenantOf := func(p *corev1.Pod) (v1alpha1.TenantTier, bool) {
+		ns, err := pl.namespaces.Get(p.Namespace)
+		if err != nil {
+			return "", false
+		}
+		return workload.TierOf(workload.Namespace{Labels: ns.Labels}, ""), true
+	}
+	vt, ok1 := tenantOf(victim)
+	pt, ok2 := tenantOf(preemptor)
+	return ok1 && ok2 && t.accessFor(vt, true) == borrowed && t.accessFor(pt, false) == allowed
+}
+
 func (pl *Plugin) nodePreference(pod *corev1.Pod, node *corev1.Node) (int64, bool) {
 	tiers := pl.tiers.Load()
 	if tiers == nil || len(tiers.tiers) == 0 || pl.exemption.exempt(pod) {

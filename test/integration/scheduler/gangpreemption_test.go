@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -106,6 +107,38 @@ var _ = Describe("GangPreemption", func() {
 		Eventually(left(tc, "low-b")).WithTimeout(testutil.Timeout).Should(Equal(0))
 		Consistently(left(tc, "low-a")).WithTimeout(2 * time.Second).Should(Equal(4))
 		Expect(services(tc)).To(Equal(4))
+	})
+
+	It("evicts a bronze borrower from premium when a gold gang needs the node, whatever the borrower's priority", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		priorityClass("batch-high", 1000)
+		hw := "premium-" + tc.ns
+		tc.addLabelledNodes("p", 1, map[string]string{"hw": hw}, "cpu", "8", "memory", "32Gi")
+		tier := testutil.MakeHardwareTier(hw, 100).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw}}).
+			Tenants(v1alpha1.TenantTierGold).Borrowing(v1alpha1.BorrowingPreemptible).Obj()
+		Expect(k8sClient.Create(suiteCtx, tier)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, tier))).To(Succeed()) })
+		tc.setTier(v1alpha1.TenantTierGold)
+		// A bronze namespace's preemptible pod, of high priority, borrows the premium node.
+		bronze := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bronze-", Labels: map[string]string{v1alpha1.LabelTenantTier: "bronze"}}}
+		Expect(k8sClient.Create(suiteCtx, bronze)).To(Succeed())
+		DeferCleanup(func() {
+			Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Pod{}, client.InNamespace(bronze.Name), client.GracePeriodSeconds(0))).To(Succeed())
+		})
+		borrower := testutil.MakePod("borrower", bronze.Name).SchedulerName(schedulertest.SchedulerName).NodeSelector("kubenexus.io/test", tc.nodeLabel).
+			Label(v1alpha1.LabelPreemptible, "true").PriorityClass("batch-high").Req("cpu", "8").Obj()
+		borrower.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+		Expect(k8sClient.Create(suiteCtx, borrower)).To(Succeed())
+		Eventually(func() string {
+			p := &corev1.Pod{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(borrower), p)).To(Succeed())
+			return p.Spec.NodeName
+		}).WithTimeout(testutil.Timeout).Should(Equal(tc.ns + "-p-0"))
+
+		// A gold gang of priority 0 needs the node: the borrower goes, the gang runs.
+		tc.preemptibleGang("gold", 2, "4", "")
+		Eventually(tc.boundFn("gold")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		Expect(apierrors.IsNotFound(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(borrower), &corev1.Pod{}))).To(BeTrue())
 	})
 
 	It("keeps plain pods' preemption: a high-priority pod evicts the lowest-priority pod on one node, never a service for batch", func() {

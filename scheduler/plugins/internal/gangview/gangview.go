@@ -35,14 +35,20 @@ type HeldFunc func(pod *corev1.Pod, ni fwk.NodeInfo) map[corev1.ResourceName]int
 // members (the shape of a slot) and how many members still need a node.
 type ShortageFunc func(pg *v1alpha1.PodGroup, member *corev1.Pod, missing int)
 
+// TierBorrowFunc reports whether victim runs on node only by borrowing the node's
+// HardwareTier (it is preemptible and its tenant tier is not admitted there) while
+// the preemptor's tenant tier is admitted: TenantHardware's verdict.
+type TierBorrowFunc func(victim, preemptor *corev1.Pod, node *corev1.Node) bool
+
 // Registry holds one view per scheduler profile.
 type Registry struct {
-	mu        sync.RWMutex
-	held      HeldFunc
-	shortage  ShortageFunc
-	byProfile map[string]PendingFunc
-	prefs     map[string]NodePreferenceFunc
-	placed    map[string]PlacedFunc
+	mu         sync.RWMutex
+	tierBorrow map[string]TierBorrowFunc
+	held       HeldFunc
+	shortage   ShortageFunc
+	byProfile  map[string]PendingFunc
+	prefs      map[string]NodePreferenceFunc
+	placed     map[string]PlacedFunc
 }
 
 // SetHeld publishes the reserved capacity view (ResourceReservation's, one per
@@ -58,6 +64,23 @@ func (r *Registry) Held() HeldFunc {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.held
+}
+
+// SetTierBorrow publishes profile's tier borrowing verdict (TenantHardware's).
+func (r *Registry) SetTierBorrow(profile string, f TierBorrowFunc) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tierBorrow == nil {
+		r.tierBorrow = map[string]TierBorrowFunc{}
+	}
+	r.tierBorrow[profile] = f
+}
+
+// TierBorrow returns profile's tier borrowing verdict, or nil.
+func (r *Registry) TierBorrow(profile string) TierBorrowFunc {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.tierBorrow[profile]
 }
 
 // SetShortage publishes what to do when a gang that asks for it lacks capacity
