@@ -204,7 +204,11 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: no running pod or gang of lower priority may be evicted for it")
 	}
 	members := pl.members(pod, prof)
-	s := pl.newSearch(infos, members, pl.claimed(owner))
+	present := make(map[types.UID]bool, len(running))
+	for _, p := range running {
+		present[p.UID] = true
+	}
+	s := pl.newSearch(infos, members, pl.claimed(owner, present))
 	if at := s.place(nil, nil); at != nil {
 		// Room exists by the resources; something preemption cannot change keeps
 		// the pod out (affinity, topology, ports, volumes).
@@ -327,12 +331,25 @@ func (pl *Plugin) exists(p *corev1.Pod) bool {
 }
 
 // claimed is the room other preemptors made and their members have not taken yet,
-// per node. A preemption is forgotten once its grace passed or its members are all
-// bound or gone.
-func (pl *Plugin) claimed(owner string) map[string]map[corev1.ResourceName]int64 {
+// per node: their open claims, less what their victims still in the snapshot
+// (present) hold — that room is not free in the snapshot yet, and counting it as
+// claimed too would make it look taken twice. A preemption is forgotten once its
+// grace passed or its members are all bound or gone.
+func (pl *Plugin) claimed(owner string, present map[types.UID]bool) map[string]map[corev1.ResourceName]int64 {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	out := map[string]map[corev1.ResourceName]int64{}
+	add := func(node string, req map[corev1.ResourceName]int64, sign int64) {
+		n := out[node]
+		if n == nil {
+			n = map[corev1.ResourceName]int64{}
+			out[node] = n
+		}
+		for name, v := range req {
+			n[name] += sign * v
+		}
+		n[corev1.ResourcePods] += sign * 1000
+	}
 	lister := pl.handle.SharedInformerFactory().Core().V1().Pods().Lister()
 	now := time.Now()
 	for o, p := range pl.inflight {
@@ -347,21 +364,20 @@ func (pl *Plugin) claimed(owner string) map[string]map[corev1.ResourceName]int64
 				continue
 			}
 			open++
-			if o == owner {
-				continue
+			if o != owner {
+				add(c.node, c.req, 1)
 			}
-			n := out[c.node]
-			if n == nil {
-				n = map[corev1.ResourceName]int64{}
-				out[c.node] = n
-			}
-			for name, v := range c.req {
-				n[name] += v
-			}
-			n[corev1.ResourcePods] += 1000
 		}
 		if open == 0 {
 			delete(pl.inflight, o)
+			continue
+		}
+		if o != owner {
+			for _, v := range p.victims {
+				if present[v.UID] {
+					add(v.Spec.NodeName, nodefree.Requests(v), -1)
+				}
+			}
 		}
 	}
 	return out
