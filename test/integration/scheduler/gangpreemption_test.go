@@ -107,6 +107,10 @@ var _ = Describe("GangPreemption", func() {
 		Eventually(left(tc, "low-b")).WithTimeout(testutil.Timeout).Should(Equal(0))
 		Consistently(left(tc, "low-a")).WithTimeout(2 * time.Second).Should(Equal(4))
 		Expect(services(tc)).To(Equal(4))
+		// Preemption leaves no reservation behind.
+		rrs := &v1alpha1.ResourceReservationList{}
+		Expect(k8sClient.List(suiteCtx, rrs, client.InNamespace(tc.ns))).To(Succeed())
+		Expect(rrs.Items).To(BeEmpty())
 	})
 
 	It("evicts a bronze borrower from premium when a gold gang needs the node, whatever the borrower's priority", func() {
