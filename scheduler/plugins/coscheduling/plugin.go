@@ -80,6 +80,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	if gangs != nil {
 		gangs.Set(h.ProfileName(), pl.pendingMembers)
 		gangs.SetPlaced(h.ProfileName(), pl.placedNodes)
+		gangs.SetPriority(h.ProfileName(), pl.gangPriority)
 	}
 	priorityClasses := h.SharedInformerFactory().Scheduling().V1().PriorityClasses()
 	pl.index.priority = gangPriority{
@@ -192,6 +193,18 @@ func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragmen
 		return nil, nil
 	}
 	return []fwk.SignFragment{{Key: "kubenexus.io/gang", Value: m.Key.String()}}, nil
+}
+
+// gangPriority returns the priority the gang's PodGroup names, as resolved for the
+// queue (gangview.PriorityFunc).
+func (pl *Plugin) gangPriority(key gang.Key) (*int32, bool) {
+	pl.index.mu.RLock()
+	defer pl.index.mu.RUnlock()
+	e := pl.index.get(key)
+	if e == nil {
+		return nil, false
+	}
+	return e.priority, true
 }
 
 // placedNodes returns the nodes the gang's members are bound to, reserved on or

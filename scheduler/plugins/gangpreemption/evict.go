@@ -37,6 +37,9 @@ type evictor struct {
 	pods   corelisters.PodLister
 	handle fwk.Handle
 	queue  workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	// ours are the victims this process marked (uid): their whole unit is queued
+	// already, so their mark needs no expansion to the gang.
+	ours sync.Map
 }
 
 // marked reports whether GangPreemption chose the pod as a victim.
@@ -59,9 +62,15 @@ func startEvictor(ctx context.Context, h fwk.Handle) (*evictor, error) {
 			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "kubenexus-evictions"}),
 	}
 	onPod := func(obj any) {
-		if p := podobj.From(obj); p != nil && marked(p) && p.DeletionTimestamp == nil && p.Spec.NodeName != "" {
-			e.enqueueUnit(p)
+		p := podobj.From(obj)
+		if p == nil || !marked(p) || p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
+			return
 		}
+		if _, mine := e.ours.Load(p.UID); mine {
+			e.queue.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+			return
+		}
+		e.enqueueUnit(p)
 	}
 	if _, err := informers.Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    onPod,
@@ -114,6 +123,7 @@ func (e *evictor) evict(us []*unit, message string, preemptor *corev1.Pod) {
 					wp.Reject(Name, message)
 					continue
 				}
+				e.ours.Store(p.UID, true)
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -176,8 +186,10 @@ func (e *evictor) next(ctx context.Context) bool {
 	switch {
 	case err == nil:
 		evictions.WithLabelValues("Evicted").Inc()
+		e.ours.Delete(p.UID)
 		e.queue.Forget(key)
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		e.ours.Delete(p.UID)
 		e.queue.Forget(key)
 	default:
 		// 429: a PodDisruptionBudget does not allow it now; retried with backoff.

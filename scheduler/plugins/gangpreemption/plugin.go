@@ -490,24 +490,38 @@ func sortedKeys(m map[string]bool) []string {
 }
 
 // priorities returns a pod's priority for preemption: the value of the
-// PriorityClass its gang's PodGroup names (as Coscheduling orders the queue), else
-// the pod's own. Each gang is looked up once per call of PostFilter.
+// PriorityClass its gang's PodGroup names, as Coscheduling resolved it for the queue
+// (for a gang it does not know, from the PodGroup, once per gang per call), else
+// the pod's own.
 func (pl *Plugin) priorities() priorityFunc {
+	var resolved gangview.PriorityFunc
+	if pl.views != nil {
+		resolved = pl.views.Priority(pl.handle.ProfileName())
+	}
 	byGang := map[gang.Key]*int32{}
 	return func(p *corev1.Pod, g *gang.Key) int32 {
-		if g != nil {
-			v, seen := byGang[*g]
-			if !seen {
-				if pg := pl.crds.PodGroup(*g); pg != nil && pg.Spec.PriorityClassName != "" {
-					if pc, err := pl.classes.Get(pg.Spec.PriorityClassName); err == nil {
-						v = &pc.Value
-					}
+		if g == nil {
+			return corev1helpers.PodPriority(p)
+		}
+		if resolved != nil {
+			if v, known := resolved(*g); known {
+				if v != nil {
+					return *v
 				}
-				byGang[*g] = v
+				return corev1helpers.PodPriority(p)
 			}
-			if v != nil {
-				return *v
+		}
+		v, seen := byGang[*g]
+		if !seen {
+			if pg := pl.crds.PodGroup(*g); pg != nil && pg.Spec.PriorityClassName != "" {
+				if pc, err := pl.classes.Get(pg.Spec.PriorityClassName); err == nil {
+					v = &pc.Value
+				}
 			}
+			byGang[*g] = v
+		}
+		if v != nil {
+			return *v
 		}
 		return corev1helpers.PodPriority(p)
 	}

@@ -40,10 +40,16 @@ type ShortageFunc func(pg *v1alpha1.PodGroup, member *corev1.Pod, missing int)
 // the preemptor's tenant tier is admitted: TenantHardware's verdict.
 type TierBorrowFunc func(victim, preemptor *corev1.Pod, node *corev1.Node) bool
 
+// PriorityFunc returns the value of the PriorityClass a gang's PodGroup names, as
+// the queue orders it: nil when it names none (the members' own priorities apply);
+// known is false when the gang is not in the view at all.
+type PriorityFunc func(gang.Key) (value *int32, known bool)
+
 // Registry holds one view per scheduler profile.
 type Registry struct {
 	mu         sync.RWMutex
 	tierBorrow map[string]TierBorrowFunc
+	priority   map[string]PriorityFunc
 	held       HeldFunc
 	shortage   ShortageFunc
 	byProfile  map[string]PendingFunc
@@ -81,6 +87,23 @@ func (r *Registry) TierBorrow(profile string) TierBorrowFunc {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.tierBorrow[profile]
+}
+
+// SetPriority publishes profile's gang priorities (Coscheduling's).
+func (r *Registry) SetPriority(profile string, f PriorityFunc) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.priority == nil {
+		r.priority = map[string]PriorityFunc{}
+	}
+	r.priority[profile] = f
+}
+
+// Priority returns profile's gang priorities, or nil.
+func (r *Registry) Priority(profile string) PriorityFunc {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.priority[profile]
 }
 
 // SetShortage publishes what to do when a gang that asks for it lacks capacity
