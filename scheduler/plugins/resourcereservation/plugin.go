@@ -239,7 +239,7 @@ func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, m
 				held[name] = h
 			}
 			for res, v := range r.slot {
-				h[res] += int64(k) * v
+				h[res] += times(v, k)
 			}
 			names[name] = append(names[name], fmt.Sprintf("%s (PodGroup %s, %d slot(s) accumulating%s)", r.key, r.ownerName, k, note))
 		}
@@ -293,7 +293,7 @@ func shadow(r *reservation, missing int, nodes []fwk.NodeInfo, held map[string]m
 		name := ni.Node().Name
 		k := -1
 		for res, v := range r.slot {
-			room := nodefree.Of(ni, res) - held[name][res] - int64(slots[name])*v + f[res]
+			room := nodefree.Of(ni, res) - held[name][res] - times(v, slots[name]) + f[res]
 			if n := int(room / v); k < 0 || n < k {
 				k = n
 			}
@@ -367,7 +367,7 @@ func heldOn(rs []*reservation, ni fwk.NodeInfo, now time.Time, mine func(*reserv
 			continue
 		}
 		for name, v := range r.slot {
-			held[name] += int64(left) * v
+			held[name] += times(v, left)
 		}
 		holders = append(holders, fmt.Sprintf("%s (%s %s, %d slot(s))", r.key, r.ownerKind, r.ownerName, left))
 	}

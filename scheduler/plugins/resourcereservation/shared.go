@@ -495,7 +495,8 @@ func (s *Shared) Accumulate(pg *v1alpha1.PodGroup, member *corev1.Pod, missing i
 		if apierrors.IsAlreadyExists(err) {
 			// An earlier one ended (expired or released): replace it.
 			old := &v1alpha1.ResourceReservation{}
-			if err := s.writer.Get(ctx, client.ObjectKeyFromObject(rr), old); err == nil {
+			if err := s.writer.Get(ctx, client.ObjectKeyFromObject(rr), old); err == nil && old.Labels[v1alpha1.LabelReservationAccumulate] == "true" {
+				// Only one of ours is replaced, never a user's object of that name.
 				if r := newReservation(old); !r.holds(time.Now()) {
 					if err := s.writer.Delete(ctx, old, client.Preconditions{UID: &old.UID}); err == nil {
 						err = s.writer.Create(ctx, rr)
@@ -578,14 +579,14 @@ func (s *Shared) place(r *reservation) (string, string) {
 		return "", fmt.Sprintf("listing pods: %v", err)
 	}
 	used := map[string]map[corev1.ResourceName]int64{}
-	add := func(node string, req map[corev1.ResourceName]int64, times int64) {
+	add := func(node string, req map[corev1.ResourceName]int64, n int) {
 		u := used[node]
 		if u == nil {
 			u = map[corev1.ResourceName]int64{}
 			used[node] = u
 		}
 		for name, v := range req {
-			u[name] += v * times
+			u[name] += times(v, n)
 		}
 	}
 	var rep *corev1.Pod
@@ -616,7 +617,7 @@ func (s *Shared) place(r *reservation) (string, string) {
 		for _, o := range rs {
 			if o.key != r.key && o.holds(now) {
 				// Slots consumed are in the pods' requests already.
-				left := int64(o.slots) - int64(o.consumed)
+				left := o.slots - int(o.consumed)
 				if left > 0 {
 					add(node, o.slot, left)
 				}
@@ -649,12 +650,12 @@ func (s *Shared) place(r *reservation) (string, string) {
 			if has {
 				free = alloc.MilliValue() - used[n.Name][name]
 			}
-			if free < v*int64(r.slots) {
+			if free < times(v, r.slots) {
 				ok = false
 				break
 			}
 			if name == dominant {
-				leftover = free - v*int64(r.slots)
+				leftover = free - times(v, r.slots)
 			}
 		}
 		if ok {
