@@ -267,9 +267,10 @@ func isService(c v1alpha1.WorkloadClass) bool {
 }
 
 // waiting says why the preemptor must not evict more: within the grace, pods it
-// evicted are still there, or members it made room for are not placed yet (they
-// go to the room, not to new victims). node is the node the room was made on for
-// pod, if it is one of those members.
+// evicted are still there, or members it made room for are not placed yet while
+// that room is still free (they go to the room, not to new victims). node is the
+// node the room was made on for pod, if it is one of those members. Once the room
+// is gone to others, the preemption is forgotten and the gang may choose again.
 func (pl *Plugin) waiting(owner string, pod *corev1.Pod) (msg, node string) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
@@ -288,21 +289,65 @@ func (pl *Plugin) waiting(owner string, pod *corev1.Pod) (msg, node string) {
 		}
 	}
 	open := 0
+	need := map[string]map[corev1.ResourceName]int64{}
 	for _, c := range p.claims {
 		if c.pod.UID == pod.UID {
 			node = c.node
 		}
 		if pl.exists(c.pod) && !pl.bound(c.pod) {
 			open++
+			if !pl.placed(c.pod, c.node) {
+				n := need[c.node]
+				if n == nil {
+					n = map[corev1.ResourceName]int64{}
+					need[c.node] = n
+				}
+				for name, v := range c.req {
+					n[name] += v
+				}
+			}
 		}
 	}
 	switch {
 	case left > 0:
 		return fmt.Sprintf("waiting for %d preempted pod(s) to terminate", left), node
-	case open > 0:
+	case open > 0 && pl.roomHolds(need):
 		return fmt.Sprintf("waiting for %d member(s) to take the room preemption made", open), node
 	}
+	// Done, or the room was taken by others meanwhile: the gang may choose again.
+	delete(pl.inflight, owner)
 	return "", ""
+}
+
+// placed reports whether the pod is in the snapshot on node (assumed or waiting at
+// Permit there): its room is taken by itself.
+func (pl *Plugin) placed(p *corev1.Pod, node string) bool {
+	ni, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(node)
+	if err != nil {
+		return false
+	}
+	for _, q := range ni.GetPods() {
+		if q.GetPod().UID == p.UID {
+			return true
+		}
+	}
+	return false
+}
+
+// roomHolds reports whether the snapshot still has the room claimed on each node.
+func (pl *Plugin) roomHolds(need map[string]map[corev1.ResourceName]int64) bool {
+	for node, req := range need {
+		ni, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(node)
+		if err != nil {
+			return false
+		}
+		for name, v := range req {
+			if nodefree.Of(ni, name) < v {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // bound reports whether the pod is bound, by the informer cache.
