@@ -42,6 +42,7 @@ const (
 	ReasonPlaced       = "Placed"
 	ReasonNoNodeFits   = "NoNodeFits"
 	ReasonAccumulating = "Accumulating"
+	ReasonNodeNotFound = "NodeNotFound"
 )
 
 // Shared is the scheduler process's one view of ResourceReservations, used by the
@@ -375,6 +376,13 @@ func (s *Shared) sync(ctx context.Context, key types.NamespacedName) (time.Durat
 	node := r.node
 	switch {
 	case rr.Spec.NodeName != "":
+		if _, err := s.nodes.Get(rr.Spec.NodeName); err != nil {
+			// Nothing to hold yet: Filter never sees that node. Looked at again
+			// every retry, so a node that joins later gets its reservation.
+			placed = metav1.Condition{Type: ConditionPlaced, Status: metav1.ConditionFalse, Reason: ReasonNodeNotFound,
+				Message: fmt.Sprintf("Node %s, named by spec.nodeName, does not exist; nothing is held until it does.", rr.Spec.NodeName)}
+			node, requeue = "", s.retry
+		}
 	case node != "":
 		placed.Reason, placed.Message = ReasonPlaced, fmt.Sprintf("Placed by the scheduler on node %s.", node)
 	default:

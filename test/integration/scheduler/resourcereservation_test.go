@@ -51,6 +51,12 @@ var _ = Describe("ResourceReservation", func() {
 		Eventually(func() v1alpha1.ReservationPhase { return status(tc, "hold")().Phase }).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.ReservationReserved))
 		Expect(placedMessage(tc, "hold")()).To(Equal("True: Held on node " + node + ", named by spec.nodeName."))
 
+		// A reservation naming a node that does not exist says so and holds nothing.
+		reservation(testutil.MakeReservation("nowhere", tc.ns, "train").Node(tc.ns+"-missing").Resources(testutil.ResourceList("cpu", "1")).Obj())
+		Eventually(placedMessage(tc, "nowhere")).WithTimeout(testutil.Timeout).Should(Equal(
+			"False: Node " + tc.ns + "-missing, named by spec.nodeName, does not exist; nothing is held until it does."))
+		Expect(status(tc, "nowhere")().Phase).To(Equal(v1alpha1.ReservationPending))
+
 		Expect(k8sClient.Create(suiteCtx, tc.pod("plain").Req("cpu", "4").Obj())).To(Succeed())
 		Eventually(tc.scheduledMessage("plain")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
 			fmt.Sprintf("node(s) had cpu held by ResourceReservation %s/hold (PodGroup train, 1 slot(s))", tc.ns)))
