@@ -80,7 +80,7 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 			return networkfabric.New(ctx, obj, h, crds, gangs)
 		}),
 		app.WithPlugin(names.ResourceFragmentation, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			return resourcefragmentation.New(ctx, obj, h, crds)
+			return resourcefragmentation.New(ctx, obj, h, crds, gangs)
 		}),
 		app.WithPlugin(names.TenantHardware, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return tenanthardware.New(ctx, obj, h, crds, gangs)

@@ -32,6 +32,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 )
@@ -49,6 +50,8 @@ const breakPenalty = 1 << 40
 type Plugin struct {
 	gpus   []corev1.ResourceName
 	demand *tracker
+	// gangs gives what ResourceReservations hold (nil in unit tests).
+	gangs *gangview.Registry
 }
 
 var (
@@ -61,7 +64,7 @@ var (
 
 // New builds the plugin; it follows the profile's pods through the scheduler's
 // shared informer to know the queued GPU demand.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider) (fwk.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, gangs *gangview.Registry) (fwk.Plugin, error) {
 	args, err := config.DecodeResourceFragmentationArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -80,7 +83,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	// them.
 	serve(&gangCollector{nodes: informers.Nodes().Lister(), pods: informers.Pods().Lister(),
 		tiers: cache.HardwareTiers, levels: levels, gpus: args.GPUResources})
-	return &Plugin{gpus: args.GPUResources, demand: t}, nil
+	return &Plugin{gpus: args.GPUResources, demand: t, gangs: gangs}, nil
 }
 
 // Name returns the plugin's name.
@@ -108,6 +111,9 @@ type stateData struct {
 	// wholeNode is the largest GPU count in the demand: a node with no more GPUs is
 	// one a task may need whole.
 	wholeNode int64
+	// held is what reservations of other owners hold on a node against the pod (nil:
+	// none): room the pod cannot use is not free to it.
+	held func(fwk.NodeInfo) map[corev1.ResourceName]int64
 }
 
 func (s *stateData) Clone() fwk.StateData { return s }
@@ -122,10 +128,16 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	}
 	req := placement.Room{GPUs: sh.gpus, MilliCPU: sh.milliCPU, Memory: sh.memory}
 	demand, queued := pl.demand.snapshot(pod.UID)
+	var held func(fwk.NodeInfo) map[corev1.ResourceName]int64
+	if pl.gangs != nil {
+		if f := pl.gangs.Held(); f != nil {
+			held = func(ni fwk.NodeInfo) map[corev1.ResourceName]int64 { return f(pod, ni) }
+		}
+	}
 	hosts := map[int64]int{}
 	cliqueNodes, cliqueBusy := map[string]int{}, map[string]bool{}
 	for _, ni := range nodes {
-		free := pl.room(ni).GPUs
+		free := pl.room(ni, held).GPUs
 		for k := range queued {
 			if free >= k {
 				hosts[k]++
@@ -138,7 +150,7 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 			}
 		}
 	}
-	s := &stateData{req: req, demand: demand, queued: queued, hosts: hosts, freeCliques: map[string]bool{}}
+	s := &stateData{req: req, demand: demand, queued: queued, hosts: hosts, freeCliques: map[string]bool{}, held: held}
 	for c, n := range cliqueNodes {
 		if n > 1 && !cliqueBusy[c] {
 			s.freeCliques[c] = true
@@ -160,7 +172,7 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni 
 		return 0, fwk.AsStatus(err)
 	}
 	s := d.(*stateData)
-	free := pl.room(ni)
+	free := pl.room(ni, s.held)
 	if free.GPUs < s.req.GPUs {
 		return -breakPenalty - 1<<20, nil // does not fit (Filter has already said so): the bottom of the lower band
 	}
@@ -229,11 +241,15 @@ func (pl *Plugin) capacity(ni fwk.NodeInfo) int64 {
 }
 
 // room is the node's free whole GPUs (over every resource that counts as one), CPU
-// and memory.
-func (pl *Plugin) room(ni fwk.NodeInfo) placement.Room {
-	r := placement.Room{MilliCPU: nodefree.Of(ni, corev1.ResourceCPU), Memory: nodefree.Of(ni, corev1.ResourceMemory) / 1000}
+// and memory, less what held (nil: nothing) says reservations of other owners hold.
+func (pl *Plugin) room(ni fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64) placement.Room {
+	var h map[corev1.ResourceName]int64
+	if held != nil {
+		h = held(ni)
+	}
+	r := placement.Room{MilliCPU: nodefree.Of(ni, corev1.ResourceCPU) - h[corev1.ResourceCPU], Memory: (nodefree.Of(ni, corev1.ResourceMemory) - h[corev1.ResourceMemory]) / 1000}
 	for _, name := range pl.gpus {
-		if f := nodefree.Of(ni, name); f > 0 {
+		if f := nodefree.Of(ni, name) - h[name]; f > 0 {
 			r.GPUs += f / 1000
 		}
 	}

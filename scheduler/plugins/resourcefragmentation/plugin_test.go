@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 )
 
 const gpu corev1.ResourceName = "nvidia.com/gpu"
@@ -226,5 +228,29 @@ func TestFreeNVLinkDomainsStayWhole(t *testing.T) {
 	}
 	if sa, _ := pl.Score(context.Background(), cs, pod, nodes[0]); sa <= -breakPenalty/2 {
 		t.Errorf("without whole-node demand a-0 is still penalised (%d)", sa)
+	}
+}
+
+// Room that a reservation of another owner holds is not free to the pod: a 1-GPU pod
+// that would take the fragmented node's last 2 GPUs goes to the pristine node once
+// those 2 are held.
+func TestReservedRoomIsNotFree(t *testing.T) {
+	pod := gpuPod("one", 1)
+	pl := newPlugin(pod, gpuPod("past-2", 2), gpuPod("past-8", 8))
+	pl.demand.unqueue("past-2")
+	pl.demand.unqueue("past-8")
+	nodes := []fwk.NodeInfo{node("reserved", 6), node("open", 0)}
+	if got := best(t, pl, pod, nodes); got != "reserved=100" {
+		t.Fatalf("without reservations the fragmented node wins: got %s, want reserved=100", got)
+	}
+	pl.gangs = &gangview.Registry{}
+	pl.gangs.SetHeld(func(_ *corev1.Pod, ni fwk.NodeInfo) map[corev1.ResourceName]int64 {
+		if ni.Node().Name == "reserved" {
+			return map[corev1.ResourceName]int64{gpu: 2000}
+		}
+		return nil
+	})
+	if got := best(t, pl, pod, nodes); got != "open=100" {
+		t.Errorf("with the reserved node's free GPUs held: got %s, want open=100", got)
 	}
 }
