@@ -52,7 +52,7 @@ var _ = Describe("ResourceReservation", func() {
 		Expect(placedMessage(tc, "hold")()).To(Equal("True: Held on node " + node + ", named by spec.nodeName."))
 
 		// A reservation naming a node that does not exist says so and holds nothing.
-		reservation(testutil.MakeReservation("nowhere", tc.ns, "train").Node(tc.ns+"-missing").Resources(testutil.ResourceList("cpu", "1")).Obj())
+		reservation(testutil.MakeReservation("nowhere", tc.ns, "train").Node(tc.ns + "-missing").Resources(testutil.ResourceList("cpu", "1")).Obj())
 		Eventually(placedMessage(tc, "nowhere")).WithTimeout(testutil.Timeout).Should(Equal(
 			"False: Node " + tc.ns + "-missing, named by spec.nodeName, does not exist; nothing is held until it does."))
 		Expect(status(tc, "nowhere")().Phase).To(Equal(v1alpha1.ReservationPending))
