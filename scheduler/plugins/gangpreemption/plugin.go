@@ -289,7 +289,7 @@ func (pl *Plugin) waiting(owner string, pod *corev1.Pod) (msg, node string) {
 		}
 	}
 	open := 0
-	need := map[string]map[corev1.ResourceName]int64{}
+	need := nodefree.Tally[string]{}
 	for _, c := range p.claims {
 		if c.pod.UID == pod.UID {
 			node = c.node
@@ -297,14 +297,7 @@ func (pl *Plugin) waiting(owner string, pod *corev1.Pod) (msg, node string) {
 		if pl.exists(c.pod) && !pl.bound(c.pod) {
 			open++
 			if !pl.placed(c.pod, c.node) {
-				n := need[c.node]
-				if n == nil {
-					n = map[corev1.ResourceName]int64{}
-					need[c.node] = n
-				}
-				for name, v := range c.req {
-					n[name] += v
-				}
+				need.Add(c.node, c.req, 1)
 			}
 		}
 	}
@@ -335,7 +328,7 @@ func (pl *Plugin) placed(p *corev1.Pod, node string) bool {
 }
 
 // roomHolds reports whether the snapshot still has the room claimed on each node.
-func (pl *Plugin) roomHolds(need map[string]map[corev1.ResourceName]int64) bool {
+func (pl *Plugin) roomHolds(need nodefree.Tally[string]) bool {
 	for node, req := range need {
 		ni, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(node)
 		if err != nil {
@@ -380,21 +373,10 @@ func (pl *Plugin) exists(p *corev1.Pod) bool {
 // (present) hold — that room is not free in the snapshot yet, and counting it as
 // claimed too would make it look taken twice. A preemption is forgotten once its
 // grace passed or its members are all bound or gone.
-func (pl *Plugin) claimed(owner string, present map[types.UID]bool) map[string]map[corev1.ResourceName]int64 {
+func (pl *Plugin) claimed(owner string, present map[types.UID]bool) nodefree.Tally[string] {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	out := map[string]map[corev1.ResourceName]int64{}
-	add := func(node string, req map[corev1.ResourceName]int64, sign int64) {
-		n := out[node]
-		if n == nil {
-			n = map[corev1.ResourceName]int64{}
-			out[node] = n
-		}
-		for name, v := range req {
-			n[name] += sign * v
-		}
-		n[corev1.ResourcePods] += sign * 1000
-	}
+	out := nodefree.Tally[string]{}
 	lister := pl.handle.SharedInformerFactory().Core().V1().Pods().Lister()
 	now := time.Now()
 	for o, p := range pl.inflight {
@@ -410,7 +392,7 @@ func (pl *Plugin) claimed(owner string, present map[types.UID]bool) map[string]m
 			}
 			open++
 			if o != owner {
-				add(c.node, c.req, 1)
+				out.AddPod(c.node, c.req, 1)
 			}
 		}
 		if open == 0 {
@@ -420,7 +402,7 @@ func (pl *Plugin) claimed(owner string, present map[types.UID]bool) map[string]m
 		if o != owner {
 			for _, v := range p.victims {
 				if present[v.UID] {
-					add(v.Spec.NodeName, nodefree.Requests(v), -1)
+					out.AddPod(v.Spec.NodeName, nodefree.Requests(v), -1)
 				}
 			}
 		}
@@ -468,7 +450,7 @@ func (pl *Plugin) members(pod *corev1.Pod, prof workload.Profile) []*corev1.Pod 
 // members' eligible nodes and the PodDisruptionBudgets. Room other preemptors
 // claimed is not free. Members with the same node constraints (a gang's usually)
 // share one pass over the nodes.
-func (pl *Plugin) newSearch(infos []fwk.NodeInfo, pods []*corev1.Pod, claimed map[string]map[corev1.ResourceName]int64) *search {
+func (pl *Plugin) newSearch(infos []fwk.NodeInfo, pods []*corev1.Pod, claimed nodefree.Tally[string]) *search {
 	s := &search{byName: make(map[string]int, len(infos)), budget: map[types.UID]int32{}}
 	for i, ni := range infos {
 		free := nodefree.All(ni)

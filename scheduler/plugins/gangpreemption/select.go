@@ -164,23 +164,13 @@ type search struct {
 }
 
 // freedBy is what evicting the units frees, per node index.
-func (s *search) freedBy(us []*unit) map[int]map[corev1.ResourceName]int64 {
-	freed := map[int]map[corev1.ResourceName]int64{}
+func (s *search) freedBy(us []*unit) nodefree.Tally[int] {
+	freed := nodefree.Tally[int]{}
 	for _, u := range us {
 		for _, p := range u.pods {
-			i, ok := s.byName[p.Spec.NodeName]
-			if !ok {
-				continue
+			if i, ok := s.byName[p.Spec.NodeName]; ok {
+				freed.AddPod(i, nodefree.Requests(p), 1)
 			}
-			f := freed[i]
-			if f == nil {
-				f = map[corev1.ResourceName]int64{}
-				freed[i] = f
-			}
-			for name, v := range nodefree.Requests(p) {
-				f[name] += v
-			}
-			f[corev1.ResourcePods] += 1000
 		}
 	}
 	return freed
@@ -191,7 +181,7 @@ func (s *search) freedBy(us []*unit) map[int]map[corev1.ResourceName]int64 {
 // the units free. It returns the node of each member, or nil when one does not fit.
 func (s *search) place(us []*unit, only map[int]bool) []int {
 	freed := s.freedBy(us)
-	used := map[int]map[corev1.ResourceName]int64{}
+	used := nodefree.Tally[int]{}
 	order := make([]int, len(s.members))
 	for i := range order {
 		order[i] = i
@@ -213,15 +203,7 @@ func (s *search) place(us []*unit, only map[int]bool) []int {
 		if best < 0 {
 			return nil
 		}
-		u := used[best]
-		if u == nil {
-			u = map[corev1.ResourceName]int64{}
-			used[best] = u
-		}
-		for name, v := range m.req {
-			u[name] += v
-		}
-		u[corev1.ResourcePods] += 1000
+		used.AddPod(best, m.req, 1)
 		out[mi] = best
 	}
 	return out

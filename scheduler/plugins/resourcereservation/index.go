@@ -1,7 +1,6 @@
 package resourcereservation
 
 import (
-	"math"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -200,17 +199,4 @@ func podsConsuming(r *reservation, pods []*corev1.Pod) int {
 		}
 	}
 	return n
-}
-
-// times multiplies a quantity by a slot count, saturating: a reservation of many
-// large slots (10000 × 1Ti) must hold "everything", not wrap around to a negative.
-func times(v int64, n int) int64 {
-	if v <= 0 || n <= 0 {
-		return 0
-	}
-	const limit = math.MaxInt64 / 4
-	if v > limit/int64(n) {
-		return limit
-	}
-	return v * int64(n)
 }

@@ -101,16 +101,3 @@ func TestConsumedBy(t *testing.T) {
 		t.Error("an executor of another driver incarnation consumes the reservation")
 	}
 }
-
-func TestTimesSaturates(t *testing.T) {
-	tebi := resource.MustParse("1Ti")
-	if got := times(tebi.MilliValue(), 10000); got <= 0 {
-		t.Fatalf("10000 slots of 1Ti hold %d milli-bytes: wrapped around", got)
-	}
-	if got := times(2000, 3); got != 6000 {
-		t.Errorf("times(2000, 3) = %d, want 6000", got)
-	}
-	if got := times(2000, 0); got != 0 {
-		t.Errorf("times(2000, 0) = %d, want 0", got)
-	}
-}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/refused"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 )
 
@@ -45,11 +45,11 @@ type Plugin struct {
 	// gangs gives the members a gang has placed and those still pending
 	// (Coscheduling's), for accumulating reservations.
 	gangs *gangview.Registry
-	// refused holds the pending pods Filter refused a node to (uid → pod) until they
-	// are bound or deleted; they are activated when reservations stop holding (an
-	// expiry is no API event, and the scheduler's own reservation event may reach
-	// the queue before this plugin's cache has the change).
-	refused sync.Map
+	// refused are the pending pods Filter refused a node to; they are activated when
+	// reservations stop holding (an expiry is no API event, and the scheduler's own
+	// reservation event may reach the queue before this plugin's cache has the
+	// change).
+	refused *refused.Pods
 }
 
 var (
@@ -76,28 +76,17 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	if err := shared.start(ctx, h, c, time.Duration(*args.PlacementRetrySeconds)*time.Second); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	pl := &Plugin{handle: h, shared: shared, gangs: gangs}
-	shared.whenReleased(func() { pl.activateRefused(klog.FromContext(ctx)) })
-	shared.onPodDone(func(pod *corev1.Pod) { pl.refused.Delete(pod.UID) })
+	refusedPods, err := refused.New(h)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	pl := &Plugin{handle: h, shared: shared, gangs: gangs, refused: refusedPods}
+	shared.whenReleased(func() { pl.refused.Activate(klog.FromContext(ctx), "Reserved capacity was released") })
 	return pl, nil
 }
 
 // Name returns the plugin's name.
 func (pl *Plugin) Name() string { return Name }
-
-// activateRefused moves the pods Filter refused back to the active queue.
-func (pl *Plugin) activateRefused(logger klog.Logger) {
-	pods := map[string]*corev1.Pod{}
-	pl.refused.Range(func(_, v any) bool {
-		pod := v.(*corev1.Pod)
-		pods[pod.Namespace+"/"+pod.Name] = pod
-		return true
-	})
-	if len(pods) > 0 {
-		logger.V(4).Info("Reserved capacity was released; retrying the pods it kept out", "pods", len(pods))
-		pl.handle.Activate(logger, pods)
-	}
-}
 
 type stateData struct {
 	idx *index
@@ -110,7 +99,7 @@ type stateData struct {
 	borrower bool
 	// accumulated is the room accumulating reservations of other owners hold on
 	// each node this cycle, and accumulators names them per node.
-	accumulated  map[string]map[corev1.ResourceName]int64
+	accumulated  nodefree.Tally[string]
 	accumulators map[string][]string
 	// lent are the accumulating reservations whose room this bounded pod may use,
 	// with the slots each holds per node.
@@ -171,11 +160,11 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 // when it ends, with the safety margin, before the gang can start: when the room
 // held now is short of the gang's need and the pods that free the rest end later
 // (EASY backfill's rule: never delay the waiting gang's earliest start).
-func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, mine func(*reservation) bool, bound time.Duration) (map[string]map[corev1.ResourceName]int64, map[string][]string, map[types.NamespacedName]map[string]int) {
+func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, mine func(*reservation) bool, bound time.Duration) (nodefree.Tally[string], map[string][]string, map[types.NamespacedName]map[string]int) {
 	if len(idx.accumulating) == 0 {
 		return nil, nil, nil
 	}
-	held := map[string]map[corev1.ResourceName]int64{}
+	held := nodefree.Tally[string]{}
 	names := map[string][]string{}
 	lent := map[types.NamespacedName]map[string]int{}
 	// Room lent to bounded pods still counts toward the slot it was lent from.
@@ -233,14 +222,7 @@ func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, m
 			}
 		}
 		for name, k := range slots {
-			h := held[name]
-			if h == nil {
-				h = map[corev1.ResourceName]int64{}
-				held[name] = h
-			}
-			for res, v := range r.slot {
-				h[res] += times(v, k)
-			}
+			held.Add(name, r.slot, k)
 			names[name] = append(names[name], fmt.Sprintf("%s (PodGroup %s, %d slot(s) accumulating%s)", r.key, r.ownerName, k, note))
 		}
 	}
@@ -255,7 +237,7 @@ var never = time.Unix(1<<62, 0)
 // have freed room for the missing slots it does not hold yet, beside what this cycle
 // holds (held, and slots: what r itself holds per node; pods borrowing held room are
 // counted in it). never when the pods that would free it have no bound.
-func shadow(r *reservation, missing int, nodes []fwk.NodeInfo, held map[string]map[corev1.ResourceName]int64, slots map[string]int, member *corev1.Pod, borrowing func(types.UID) bool) time.Time {
+func shadow(r *reservation, missing int, nodes []fwk.NodeInfo, held nodefree.Tally[string], slots map[string]int, member *corev1.Pod, borrowing func(types.UID) bool) time.Time {
 	type ending struct {
 		at   time.Time
 		node int
@@ -277,23 +259,17 @@ func shadow(r *reservation, missing int, nodes []fwk.NodeInfo, held map[string]m
 		}
 	}
 	sort.Slice(ends, func(i, j int) bool { return ends[i].at.Before(ends[j].at) })
-	freed := map[int]map[corev1.ResourceName]int64{}
+	freed := nodefree.Tally[int]{}
 	gained := map[int]int{}
 	total := 0
 	for _, e := range ends {
+		freed.Add(e.node, e.req, 1)
 		f := freed[e.node]
-		if f == nil {
-			f = map[corev1.ResourceName]int64{}
-			freed[e.node] = f
-		}
-		for res, v := range e.req {
-			f[res] += v
-		}
 		ni := nodes[e.node]
 		name := ni.Node().Name
 		k := -1
 		for res, v := range r.slot {
-			room := nodefree.Of(ni, res) - held[name][res] - times(v, slots[name]) + f[res]
+			room := nodefree.Of(ni, res) - held[name][res] - nodefree.Times(v, slots[name]) + f[res]
 			if n := int(room / v); k < 0 || n < k {
 				k = n
 			}
@@ -346,7 +322,7 @@ func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 		return nil
 	}
 	if s.recorded.CompareAndSwap(false, true) {
-		pl.refused.Store(pod.UID, pod)
+		pl.refused.Add(pod)
 	}
 	sort.Strings(short)
 	return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node(s) had %s held by ResourceReservation %s", strings.Join(short, ", "), strings.Join(holders, ", ")))
@@ -367,7 +343,7 @@ func heldOn(rs []*reservation, ni fwk.NodeInfo, now time.Time, mine func(*reserv
 			continue
 		}
 		for name, v := range r.slot {
-			held[name] += times(v, left)
+			held[name] += nodefree.Times(v, left)
 		}
 		holders = append(holders, fmt.Sprintf("%s (%s %s, %d slot(s))", r.key, r.ownerKind, r.ownerName, left))
 	}

@@ -82,7 +82,6 @@ type Shared struct {
 
 	mu        sync.Mutex
 	onRelease []func()
-	onDone    []func(*corev1.Pod)
 }
 
 type borrower struct {
@@ -103,23 +102,14 @@ func (s *Shared) borrows(uid types.UID) bool {
 }
 
 // borrowed sums the room lent per reservation and node.
-func (s *Shared) borrowed() map[types.NamespacedName]map[string]map[corev1.ResourceName]int64 {
-	out := map[types.NamespacedName]map[string]map[corev1.ResourceName]int64{}
+func (s *Shared) borrowed() map[types.NamespacedName]nodefree.Tally[string] {
+	out := map[types.NamespacedName]nodefree.Tally[string]{}
 	s.borrowers.Range(func(_, v any) bool {
 		b := v.(borrower)
-		byNode := out[b.key]
-		if byNode == nil {
-			byNode = map[string]map[corev1.ResourceName]int64{}
-			out[b.key] = byNode
+		if out[b.key] == nil {
+			out[b.key] = nodefree.Tally[string]{}
 		}
-		room := byNode[b.node]
-		if room == nil {
-			room = map[corev1.ResourceName]int64{}
-			byNode[b.node] = room
-		}
-		for name, v := range b.req {
-			room[name] += v
-		}
+		out[b.key].Add(b.node, b.req, 1)
 		return true
 	})
 	return out
@@ -170,15 +160,7 @@ func (s *Shared) run(ctx context.Context, h fwk.Handle, c *crdcache.Cache, retry
 	if err := c.OnReservationChange(func() { s.rebuild(logger) }); err != nil {
 		return fmt.Errorf("watching ResourceReservations: %w", err)
 	}
-	done := func(pod *corev1.Pod) {
-		s.assumed.Delete(pod.UID)
-		s.mu.Lock()
-		fns := s.onDone
-		s.mu.Unlock()
-		for _, f := range fns {
-			f(pod)
-		}
-	}
+	done := func(pod *corev1.Pod) { s.assumed.Delete(pod.UID) }
 	if _, err := informers.Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, newObj any) {
 			if pod := podobj.From(newObj); pod != nil && pod.Spec.NodeName != "" {
@@ -270,13 +252,6 @@ func (s *Shared) whenReleased(f func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.onRelease = append(s.onRelease, f)
-}
-
-// onPodDone registers f to run when a pod is bound or deleted.
-func (s *Shared) onPodDone(f func(*corev1.Pod)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.onDone = append(s.onDone, f)
 }
 
 // rebuild indexes the reservations again, queues those whose status the scheduler
@@ -586,17 +561,7 @@ func (s *Shared) place(r *reservation) (string, string) {
 	if err != nil {
 		return "", fmt.Sprintf("listing pods: %v", err)
 	}
-	used := map[string]map[corev1.ResourceName]int64{}
-	add := func(node string, req map[corev1.ResourceName]int64, n int) {
-		u := used[node]
-		if u == nil {
-			u = map[corev1.ResourceName]int64{}
-			used[node] = u
-		}
-		for name, v := range req {
-			u[name] += times(v, n)
-		}
-	}
+	used := nodefree.Tally[string]{}
 	var rep *corev1.Pod
 	hosts := map[string]bool{}
 	for _, p := range pods {
@@ -609,13 +574,13 @@ func (s *Shared) place(r *reservation) (string, string) {
 			}
 		}
 		if p.Spec.NodeName != "" && !terminated(p) {
-			add(p.Spec.NodeName, nodefree.Requests(p), 1)
+			used.Add(p.Spec.NodeName, nodefree.Requests(p), 1)
 		}
 	}
 	s.assumed.Range(func(_, v any) bool {
 		a := v.(assumedPod)
 		if cur, err := s.pods.Pods(a.pod.Namespace).Get(a.pod.Name); err == nil && cur.UID == a.pod.UID && cur.Spec.NodeName == "" {
-			add(a.node, nodefree.Requests(a.pod), 1)
+			used.Add(a.node, nodefree.Requests(a.pod), 1)
 		}
 		return true
 	})
@@ -627,7 +592,7 @@ func (s *Shared) place(r *reservation) (string, string) {
 				// Slots consumed are in the pods' requests already.
 				left := o.slots - int(o.consumed)
 				if left > 0 {
-					add(node, o.slot, left)
+					used.Add(node, o.slot, left)
 				}
 			}
 		}
@@ -658,12 +623,12 @@ func (s *Shared) place(r *reservation) (string, string) {
 			if has {
 				free = alloc.MilliValue() - used[n.Name][name]
 			}
-			if free < times(v, r.slots) {
+			if free < nodefree.Times(v, r.slots) {
 				ok = false
 				break
 			}
 			if name == dominant {
-				leftover = free - times(v, r.slots)
+				leftover = free - nodefree.Times(v, r.slots)
 			}
 		}
 		if ok {

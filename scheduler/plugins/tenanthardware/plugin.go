@@ -8,7 +8,6 @@ package tenanthardware
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,7 +24,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/podobj"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/refused"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 )
@@ -50,11 +49,11 @@ type Plugin struct {
 	exemption daemonSetExemption
 	// namespaces gives queueing hints the tenant tier (never the pod's own label).
 	namespaces corelisters.NamespaceLister
-	// refused holds the pending pods Filter refused a node to (uid → pod), until
-	// they are bound or deleted. When the tiers change they are activated: the
-	// scheduler's own HardwareTier event may reach the queue before this plugin's
-	// cache has the change, and the retry would then see the old tiers.
-	refused sync.Map
+	// refused are the pending pods Filter refused a node to. When the tiers change
+	// they are activated: the scheduler's own HardwareTier event may reach the
+	// queue before this plugin's cache has the change, and the retry would then see
+	// the old tiers.
+	refused *refused.Pods
 }
 
 var (
@@ -78,11 +77,16 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	informers := h.SharedInformerFactory()
+	refusedPods, err := refused.New(h)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
 	pl := &Plugin{
 		args:       args,
 		handle:     h,
 		exemption:  daemonSetExemption{daemonSets: informers.Apps().V1().DaemonSets().Lister()},
 		namespaces: informers.Core().V1().Namespaces().Lister(),
+		refused:    refusedPods,
 	}
 	logger := klog.FromContext(ctx)
 	refresh := func() {
@@ -96,7 +100,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 			logger.Error(e, "Ignoring a HardwareTier")
 		}
 		pl.tiers.Store(set)
-		pl.activateRefused(logger)
+		pl.refused.Activate(logger, "HardwareTiers changed")
 	}
 	refresh()
 	if views != nil {
@@ -106,43 +110,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	if err := c.OnHardwareTierChange(refresh); err != nil {
 		return nil, fmt.Errorf("%s: watching HardwareTiers: %w", Name, err)
 	}
-	forget := func(obj any) {
-		if pod := podobj.From(obj); pod != nil {
-			pl.refused.Delete(pod.UID)
-		}
-	}
 	// A DaemonSet's pod can reach the scheduler before the DaemonSet reaches its
 	// cache; once the DaemonSet arrives, the pods Filter refused are retried.
 	if _, err := informers.Apps().V1().DaemonSets().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { pl.activateRefused(logger) },
+		AddFunc: func(any) { pl.refused.Activate(logger, "A DaemonSet arrived") },
 	}); err != nil {
 		return nil, fmt.Errorf("%s: watching DaemonSets: %w", Name, err)
 	}
-	if _, err := informers.Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, newObj any) {
-			if pod := podobj.From(newObj); pod != nil && pod.Spec.NodeName != "" {
-				pl.refused.Delete(pod.UID)
-			}
-		},
-		DeleteFunc: forget,
-	}); err != nil {
-		return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
-	}
 	return pl, nil
-}
-
-// activateRefused moves the pods Filter refused back to the active queue.
-func (pl *Plugin) activateRefused(logger klog.Logger) {
-	pods := map[string]*corev1.Pod{}
-	pl.refused.Range(func(_, v any) bool {
-		pod := v.(*corev1.Pod)
-		pods[pod.Namespace+"/"+pod.Name] = pod
-		return true
-	})
-	if len(pods) > 0 {
-		logger.V(4).Info("HardwareTiers changed; retrying the pods they refused", "pods", len(pods))
-		pl.handle.Activate(logger, pods)
-	}
 }
 
 // Name returns the plugin's name.
@@ -199,7 +174,7 @@ func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 		return nil
 	}
 	if s.recorded.CompareAndSwap(false, true) {
-		pl.refused.Store(pod.UID, pod)
+		pl.refused.Add(pod)
 	}
 	// Resolvable: a HardwareTier or node label change can admit the pod.
 	return fwk.NewStatus(fwk.Unschedulable, t.message(s.tenant))

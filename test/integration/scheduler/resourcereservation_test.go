@@ -43,6 +43,38 @@ var _ = Describe("ResourceReservation", func() {
 		}
 	}
 
+	// waitingGang fills two 8-CPU nodes with one pod each (with the given
+	// activeDeadlineSeconds, nil for none), submits the gang "big" of two 8-CPU
+	// members asking for reserveCapacity, and waits for its accumulating
+	// reservation. It returns the fillers.
+	waitingGang := func(tc *testCluster, deadlines ...*int64) []*corev1.Pod {
+		GinkgoHelper()
+		tc.addNodes("n", len(deadlines), "cpu", "8", "memory", "32Gi")
+		var fillers []*corev1.Pod
+		for i, d := range deadlines {
+			f := tc.pod(fmt.Sprintf("filler-%d", i)).Req("cpu", "8").Obj()
+			f.Spec.NodeName = fmt.Sprintf("%s-n-%d", tc.ns, i)
+			f.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+			f.Spec.ActiveDeadlineSeconds = d
+			Expect(k8sClient.Create(suiteCtx, f)).To(Succeed())
+			fillers = append(fillers, f)
+		}
+		pg := testutil.MakePodGroup("big", tc.ns).MinMember(2).Obj()
+		pg.Spec.ReserveCapacity = &v1alpha1.CapacityReservationPolicy{TTLSeconds: 600}
+		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("big-%d", i)).PodGroup("big").Req("cpu", "8").Obj())).To(Succeed())
+		}
+		// Rejected for capacity, the gang gets its accumulating reservation.
+		Eventually(func() error {
+			return k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "big-accumulate"}, &v1alpha1.ResourceReservation{})
+		}).WithTimeout(testutil.Timeout).Should(Succeed())
+		DeferCleanup(func() {
+			Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, &v1alpha1.ResourceReservation{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: "big-accumulate"}}))).To(Succeed())
+		})
+		return fillers
+	}
+
 	It("keeps a plain pod out of a node-pinned reservation and lets the owner's member in", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		tc.addNodes("n", 1, "cpu", "8", "memory", "32Gi")
@@ -163,27 +195,7 @@ var _ = Describe("ResourceReservation", func() {
 
 	It("accumulates freed room for a gang that asks for it, so that a small pod does not take it", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 60))
-		tc.addNodes("n", 2, "cpu", "8", "memory", "32Gi")
-		fillers := make([]*corev1.Pod, 2)
-		for i := range 2 {
-			fillers[i] = tc.pod(fmt.Sprintf("filler-%d", i)).Req("cpu", "8").Obj()
-			fillers[i].Spec.NodeName = fmt.Sprintf("%s-n-%d", tc.ns, i)
-			fillers[i].Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
-			Expect(k8sClient.Create(suiteCtx, fillers[i])).To(Succeed())
-		}
-		pg := testutil.MakePodGroup("big", tc.ns).MinMember(2).Obj()
-		pg.Spec.ReserveCapacity = &v1alpha1.CapacityReservationPolicy{TTLSeconds: 120}
-		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
-		for i := range 2 {
-			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("big-%d", i)).PodGroup("big").Req("cpu", "8").Obj())).To(Succeed())
-		}
-		// Rejected for capacity, the gang gets its accumulating reservation.
-		Eventually(func() error {
-			return k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "big-accumulate"}, &v1alpha1.ResourceReservation{})
-		}).WithTimeout(testutil.Timeout).Should(Succeed())
-		DeferCleanup(func() {
-			Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, &v1alpha1.ResourceReservation{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: "big-accumulate"}}))).To(Succeed())
-		})
+		fillers := waitingGang(tc, nil, nil)
 		rr := status(tc, "big-accumulate")
 		Eventually(func() string { return placedMessage(tc, "big-accumulate")() }).WithTimeout(testutil.Timeout).Should(Equal(
 			"True: Holds free room for the missing members of PodGroup big, 2 slot(s) of {cpu: 8}, on any node as it frees."))
@@ -205,31 +217,9 @@ var _ = Describe("ResourceReservation", func() {
 
 	It("lends a waiting gang's accumulating room to a pod that ends before the gang can start, and not to one that ends later", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 60))
-		tc.addNodes("n", 2, "cpu", "8", "memory", "32Gi")
 		// filler-0 runs without a bound; filler-1 ends within 300 s: the gang of two
 		// 8-CPU members can start once both nodes are free, in about 300 s.
-		fillers := make([]*corev1.Pod, 2)
-		for i := range 2 {
-			fillers[i] = tc.pod(fmt.Sprintf("filler-%d", i)).Req("cpu", "8").Obj()
-			fillers[i].Spec.NodeName = fmt.Sprintf("%s-n-%d", tc.ns, i)
-			fillers[i].Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
-		}
-		fillers[1].Spec.ActiveDeadlineSeconds = ptr.To[int64](300)
-		for _, f := range fillers {
-			Expect(k8sClient.Create(suiteCtx, f)).To(Succeed())
-		}
-		pg := testutil.MakePodGroup("big", tc.ns).MinMember(2).Obj()
-		pg.Spec.ReserveCapacity = &v1alpha1.CapacityReservationPolicy{TTLSeconds: 600}
-		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
-		for i := range 2 {
-			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("big-%d", i)).PodGroup("big").Req("cpu", "8").Obj())).To(Succeed())
-		}
-		Eventually(func() error {
-			return k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "big-accumulate"}, &v1alpha1.ResourceReservation{})
-		}).WithTimeout(testutil.Timeout).Should(Succeed())
-		DeferCleanup(func() {
-			Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, &v1alpha1.ResourceReservation{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: "big-accumulate"}}))).To(Succeed())
-		})
+		fillers := waitingGang(tc, nil, ptr.To[int64](300))
 		// The first node frees and is held for the gang.
 		Expect(k8sClient.Delete(suiteCtx, fillers[0])).To(Succeed())
 		bounded := func(name string, seconds int64) {
