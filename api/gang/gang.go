@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kube-nexus/kubenexus/api/internal/untrusted"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
@@ -121,7 +122,7 @@ func validName(key, name string) error {
 		return nil
 	}
 	errs := validation.IsDNS1123Subdomain(name)
-	return fmt.Errorf("%s=%q is not a valid PodGroup name: %s", key, truncate(name), strings.Join(errs, "; "))
+	return fmt.Errorf("%s=%q is not a valid PodGroup name: %s", key, untrusted.Truncate(name), strings.Join(errs, "; "))
 }
 
 // IsValidName reports whether s can name a PodGroup (a DNS-1123 subdomain).
@@ -159,18 +160,9 @@ func isDNS1123Subdomain(s string) bool {
 func parseMin(key, raw string) (int32, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 32)
 	if err != nil || n < 1 || n > MaxMinMember {
-		return 0, fmt.Errorf("%s=%q must be an integer between 1 and %d", key, truncate(raw), MaxMinMember)
+		return 0, fmt.Errorf("%s=%q must be an integer between 1 and %d", key, untrusted.Truncate(raw), MaxMinMember)
 	}
 	return int32(n), nil
-}
-
-// truncate keeps error messages bounded when values are hostile.
-func truncate(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
 }
 
 // IsGated reports whether the pod still waits behind a scheduling gate (its own

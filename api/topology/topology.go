@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kube-nexus/kubenexus/api/internal/untrusted"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
@@ -65,7 +66,7 @@ func PolicyOf(pod *corev1.Pod, pg *v1alpha1.PodGroup, levels []Level) (p Policy,
 		case v1alpha1.CoLocationNone:
 			return Policy{}, false, nil
 		default:
-			return Policy{}, false, fmt.Errorf("annotation %s=%q: must be strict, preferred or none", v1alpha1.AnnotationCoLocate, truncate(v))
+			return Policy{}, false, fmt.Errorf("annotation %s=%q: must be strict, preferred or none", v1alpha1.AnnotationCoLocate, untrusted.Truncate(v))
 		}
 	}
 	for _, k := range []struct {
@@ -84,7 +85,7 @@ func PolicyOf(pod *corev1.Pod, pg *v1alpha1.PodGroup, levels []Level) (p Policy,
 		i := levelByLabel(levels, v)
 		if i < 0 {
 			return Policy{}, false, fmt.Errorf("annotation %s=%q: not the node label of a topology level; the levels' labels are %s",
-				k.key, truncate(v), labels(levels))
+				k.key, untrusted.Truncate(v), labels(levels))
 		}
 		return Policy{Required: k.required, Level: i, Source: k.key}, true, nil
 	}
@@ -135,14 +136,6 @@ func labels(levels []Level) string {
 		out = append(out, l.NodeLabel)
 	}
 	return strings.Join(out, ", ")
-}
-
-// truncate keeps error messages bounded when values are hostile.
-func truncate(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	return s[:64] + "..."
 }
 
 // DomainsOf returns a node's domain at each level: the value of the level's label,

@@ -107,6 +107,9 @@ const (
 const (
 	// AnnotationNUMAPolicy is the pod's NUMA placement policy (see NUMAPolicy).
 	AnnotationNUMAPolicy = "numa.scheduling.kubenexus.io/policy"
+	// AnnotationNUMAPolicyLegacy is the predecessor's key for the same hint, read
+	// when AnnotationNUMAPolicy is absent (values single-numa-node, best-effort, none).
+	AnnotationNUMAPolicyLegacy = "scheduling.kubenexus.io/numa-policy"
 	// AnnotationVRAMRequest is the GPU memory a pod needs per GPU, as a quantity ("40Gi").
 	AnnotationVRAMRequest = "scheduling.kubenexus.io/vram-request"
 	// AnnotationCoLocate asks for network co-location of a gang (see CoLocation).
@@ -153,6 +156,11 @@ const (
 	// LabelNUMANodeCount is the fallback NUMA cell count of a node when no
 	// NodeResourceTopology object describes it.
 	LabelNUMANodeCount = "numa.kubenexus.io/node-count"
+	// LabelNUMACellPrefix starts the fallback per-cell labels
+	// numa.kubenexus.io/node-<i>-cpus (a whole number of CPUs), -memory (a
+	// quantity) and -gpus (a whole number); a cell without them gets an even share of
+	// the node's allocatable.
+	LabelNUMACellPrefix = "numa.kubenexus.io/node-"
 	// LabelGPUModelFallback and LabelGPUVRAMFallback describe GPUs on nodes without
 	// GPU Feature Discovery.
 	LabelGPUModelFallback = "gpu.kubenexus.io/model"

@@ -1,6 +1,6 @@
 // Package crdcache is the scheduler's one informer cache of KubeNexus objects
-// (PodGroups, HardwareTiers and ResourceReservations, and scheduler-plugins' and Volcano's PodGroups when
-// installed), shared by every plugin of every profile: plugins never keep a
+// (PodGroups, HardwareTiers and ResourceReservations, and scheduler-plugins' and
+// Volcano's PodGroups and NodeResourceTopologies when installed), shared by every plugin of every profile: plugins never keep a
 // private informer and never call the API server in a scheduling cycle.
 package crdcache
 
@@ -25,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	nrtv1alpha2 "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2"
+
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
@@ -35,6 +37,9 @@ type Cache struct {
 	// foreign are the other schedulers' PodGroup APIs whose CRDs were served when the
 	// cache started; their PodGroups are watched too.
 	foreign []foreignPodGroups
+	// nrt: the NodeResourceTopology API (topology.node.k8s.io/v1alpha2) was served
+	// when the cache started, and its objects are watched.
+	nrt bool
 }
 
 // foreignPodGroups is another scheduler's PodGroup API that KubeNexus honours.
@@ -183,6 +188,41 @@ func (c *Cache) OnReservationChange(f func()) error {
 	return err
 }
 
+// NodeResourceTopologyServed reports whether NodeResourceTopology objects are
+// watched (their CRD was installed when the scheduler started).
+func (c *Cache) NodeResourceTopologyServed() bool { return c.nrt }
+
+// OnNodeResourceTopologyChange calls f with every NodeResourceTopology added or
+// updated, and with a nil object and its name when one is deleted. It does nothing
+// when the API is not served.
+func (c *Cache) OnNodeResourceTopologyChange(f func(name string, nrt *nrtv1alpha2.NodeResourceTopology)) error {
+	if !c.nrt {
+		return nil
+	}
+	inf, err := c.cache.GetInformer(context.Background(), &nrtv1alpha2.NodeResourceTopology{})
+	if err != nil {
+		return err
+	}
+	set := func(obj any) {
+		if n, ok := obj.(*nrtv1alpha2.NodeResourceTopology); ok {
+			f(n.Name, n)
+		}
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    set,
+		UpdateFunc: func(_, newObj any) { set(newObj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if m, err := meta.Accessor(obj); err == nil {
+				f(m.GetName(), nil)
+			}
+		},
+	})
+	return err
+}
+
 // Provider creates the Cache on first use and hands the same one to every caller.
 type Provider struct {
 	// runCtx bounds the life of the cache (the scheduler process's).
@@ -203,6 +243,7 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 	p.once.Do(func() {
 		scheme := runtime.NewScheme()
 		utilruntime.Must(v1alpha1.AddToScheme(scheme))
+		utilruntime.Must(nrtv1alpha2.AddToScheme(scheme))
 		c, err := cache.New(cfg, cache.Options{Scheme: scheme})
 		if err != nil {
 			p.err = fmt.Errorf("creating the KubeNexus object cache: %w", err)
@@ -238,6 +279,18 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 			}
 			foreign = append(foreign, f)
 		}
+		// NUMA facts, where an exporter (NFD's topology updater, RTE) publishes them.
+		nrt, err := served(cfg, nrtv1alpha2.SchemeGroupVersion, "noderesourcetopologies")
+		if err != nil {
+			p.err = fmt.Errorf("discovering %s: %w", nrtv1alpha2.SchemeGroupVersion, err)
+			return
+		}
+		if nrt {
+			if _, err := c.GetInformer(ctx, &nrtv1alpha2.NodeResourceTopology{}); err != nil {
+				p.err = fmt.Errorf("watching NodeResourceTopologies: %w", err)
+				return
+			}
+		}
 		go func() {
 			if err := c.Start(p.runCtx); err != nil {
 				klog.FromContext(ctx).Error(err, "KubeNexus object cache stopped")
@@ -249,7 +302,7 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 			p.err = fmt.Errorf("KubeNexus object cache did not sync within %s (are the CRDs installed and readable?)", syncTimeout)
 			return
 		}
-		p.cache = &Cache{cache: c, foreign: foreign}
+		p.cache = &Cache{cache: c, foreign: foreign, nrt: nrt}
 	})
 	return p.cache, p.err
 }
