@@ -18,6 +18,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/networkfabric"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/numatopology"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/resourcefragmentation"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/resourcereservation"
@@ -42,6 +43,8 @@ import (
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=podgroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=podgroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
+// NUMATopology reads the kubelet's per-NUMA-cell reports when their CRD is installed.
+// +kubebuilder:rbac:groups=topology.node.k8s.io,resources=noderesourcetopologies,verbs=get;list;watch
 // GangPreemption evicts its victims through the Eviction API, so that
 // PodDisruptionBudgets hold.
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
@@ -84,6 +87,9 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 		}),
 		app.WithPlugin(names.TenantHardware, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return tenanthardware.New(ctx, obj, h, crds, gangs)
+		}),
+		app.WithPlugin(names.NUMATopology, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return numatopology.New(ctx, obj, h, crds)
 		}),
 		app.WithPlugin(names.ResourceReservation, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			gangs.SetHeld(reservations.Held)

@@ -49,18 +49,7 @@ func SetDefaultsResourceFragmentationArgs(a *ResourceFragmentationArgs) {
 // ValidateResourceFragmentationArgs checks defaulted args; errors in the levels are
 // reported under levelsPath (they come from the KubeNexusConfig's spec.topology).
 func ValidateResourceFragmentationArgs(path, levelsPath *field.Path, a *ResourceFragmentationArgs) field.ErrorList {
-	var errs field.ErrorList
-	seen := map[corev1.ResourceName]bool{}
-	for i, r := range a.GPUResources {
-		p := path.Child("gpuResources").Index(i)
-		switch {
-		case r == "":
-			errs = append(errs, field.Required(p, "a resource name"))
-		case seen[r]:
-			errs = append(errs, field.Duplicate(p, r))
-		}
-		seen[r] = true
-	}
+	errs := validateGPUResources(path.Child("gpuResources"), a.GPUResources)
 	errs = append(errs, validateLevels(levelsPath, a.Levels)...)
 	if h := *a.ArrivalHalfLifeSeconds; h < 1 || h > 86400 {
 		errs = append(errs, field.Invalid(path.Child("arrivalHalfLifeSeconds"), h, "must be between 1 and 86400 seconds"))
@@ -92,4 +81,21 @@ func CheckResourceFragmentationArgs(raw runtime.Object, path, levelsPath *field.
 	}
 	SetDefaultsResourceFragmentationArgs(a)
 	return a, ValidateResourceFragmentationArgs(path, levelsPath, a)
+}
+
+// validateGPUResources checks a list of the extended resources that count as GPUs.
+func validateGPUResources(path *field.Path, names []corev1.ResourceName) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[corev1.ResourceName]bool{}
+	for i, r := range names {
+		p := path.Index(i)
+		switch {
+		case r == "":
+			errs = append(errs, field.Required(p, "a resource name"))
+		case seen[r]:
+			errs = append(errs, field.Duplicate(p, r))
+		}
+		seen[r] = true
+	}
+	return errs
 }
