@@ -81,11 +81,21 @@ func TrainingOperatorCRDs() ([]string, error) {
 	return crds, err
 }
 
+// NodeResourceTopologyCRD is the path of the NodeResourceTopology CRD
+// (topology.node.k8s.io), from the API module the scheduler builds with.
+func NodeResourceTopologyCRD() (string, error) {
+	return moduleFile("", "github.com/k8stopologyawareschedwg/noderesourcetopology-api", "manifests/crd.yaml")
+}
+
 // moduleFile is the path of a file in a module pinned by a tools module under
-// hack/tools, downloaded through the Go module proxy on first use.
+// hack/tools ("": the main module), downloaded through the Go module proxy on
+// first use.
 func moduleFile(toolsModule, module, file string) (string, error) {
 	cmd := exec.Command("go", "mod", "download", "-json", module)
-	cmd.Dir = filepath.Join(RepoRoot(), "hack", "tools", toolsModule)
+	cmd.Dir = RepoRoot()
+	if toolsModule != "" {
+		cmd.Dir = filepath.Join(RepoRoot(), "hack", "tools", toolsModule)
+	}
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("downloading %s (hack/tools/%s): %w", module, toolsModule, err)

@@ -61,7 +61,10 @@ var _ = BeforeSuite(func() {
 	// And Volcano's, for its compatibility mode.
 	volcanoCRD, err := testutil.VolcanoPodGroupCRD()
 	Expect(err).NotTo(HaveOccurred())
-	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testutil.CRDPath(), sigsCRD, volcanoCRD}, ErrorIfCRDPathMissing: true}
+	// And the kubelet's NUMA reports (NodeResourceTopology), for NUMATopology.
+	nrtCRD, err := testutil.NodeResourceTopologyCRD()
+	Expect(err).NotTo(HaveOccurred())
+	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testutil.CRDPath(), sigsCRD, volcanoCRD, nrtCRD}, ErrorIfCRDPathMissing: true}
 	cfg, err := testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	cfg.QPS, cfg.Burst = 5000, 5000
