@@ -394,10 +394,11 @@ type VRAMPlugin struct {
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 
-	// weight is the plugin's score weight.
+	// weight is the plugin's score weight: how strongly a pod that asks for GPU
+	// memory is drawn to the tightest card that holds it.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
-	// +kubebuilder:default=1
+	// +kubebuilder:default=3
 	// +optional
 	Weight int32 `json:"weight,omitempty"`
 }

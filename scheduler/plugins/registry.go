@@ -15,6 +15,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/backfill"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/coscheduling"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/gangpreemption"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/devices"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/networkfabric"
@@ -24,6 +25,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/resourcereservation"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/tenanthardware"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/topologyaware"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/vram"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/workloadaware"
 )
 
@@ -72,6 +74,7 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 	crds := crdcache.NewProvider(runCtx)
 	gangs := &gangview.Registry{}
 	reservations := resourcereservation.NewShared()
+	deviceIndex := &devices.Provider{}
 	return []app.Option{
 		app.WithPlugin(names.ProfileClassifier, profileclassifier.New),
 		app.WithPlugin(names.Coscheduling, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
@@ -90,6 +93,13 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 		}),
 		app.WithPlugin(names.NUMATopology, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return numatopology.New(ctx, obj, h, crds)
+		}),
+		app.WithPlugin(names.VRAM, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			index, err := deviceIndex.Get(h)
+			if err != nil {
+				return nil, err
+			}
+			return vram.New(ctx, obj, h, index)
 		}),
 		app.WithPlugin(names.ResourceReservation, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			gangs.SetHeld(reservations.Held)

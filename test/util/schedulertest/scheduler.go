@@ -28,7 +28,7 @@ func CoschedulingProfile(backoffSeconds, timeoutSeconds int) string {
 // default — ProfileClassifier, Coscheduling (replacing the default queue sort),
 // WorkloadAware at weight 2 (replacing NodeResourcesFit's score), TopologyAware at
 // weight 2, NetworkFabric at weight 3, ResourceFragmentation at weight 2,
-// TenantHardware at weight 3, NUMATopology at weight 1, ResourceReservation at weight 10, Backfill at
+// TenantHardware at weight 3, NUMATopology at weight 1, VRAM at weight 3, ResourceReservation at weight 10, Backfill at
 // weight 1 and GangPreemption
 // (replacing DefaultPreemption, and first among the PostFilters) — enabled
 // wherever they apply.
@@ -39,7 +39,7 @@ func KubeNexusProfile(schedulerName string, backoffSeconds, timeoutSeconds int) 
       enabled: [{name: Coscheduling}]
       disabled: [{name: "*"}]
     multiPoint:
-      enabled: [{name: ProfileClassifier}, {name: Coscheduling}, {name: WorkloadAware, weight: 2}, {name: TopologyAware, weight: 2}, {name: NetworkFabric, weight: 3}, {name: ResourceFragmentation, weight: 2}, {name: TenantHardware, weight: 3}, {name: NUMATopology, weight: 1}, {name: ResourceReservation, weight: 10}, {name: Backfill, weight: 1}, {name: GangPreemption}]
+      enabled: [{name: ProfileClassifier}, {name: Coscheduling}, {name: WorkloadAware, weight: 2}, {name: TopologyAware, weight: 2}, {name: NetworkFabric, weight: 3}, {name: ResourceFragmentation, weight: 2}, {name: TenantHardware, weight: 3}, {name: NUMATopology, weight: 1}, {name: VRAM, weight: 3}, {name: ResourceReservation, weight: 10}, {name: Backfill, weight: 1}, {name: GangPreemption}]
     score:
       disabled: [{name: NodeResourcesFit}]
     postFilter:

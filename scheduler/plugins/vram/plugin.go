@@ -1,0 +1,323 @@
+// Package vram places pods that ask for GPU memory
+// (scheduling.kubenexus.io/vram-request, per GPU) on GPUs that have it, and among
+// those on the tightest fit, so that large-memory cards stay free for the pods that
+// need them. A node's GPU memory comes from GPU Feature Discovery's
+// nvidia.com/gpu.memory label (or the gpu.kubenexus.io/vram fallback), else from
+// the memory capacity of the DRA devices its ResourceSlices publish. For pods whose
+// GPUs come from DRA ResourceClaims, devices that allocated claims hold are not
+// counted; the in-tree DynamicResources plugin still chooses the devices.
+package vram
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/devices"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
+)
+
+// Name is the plugin's registered name.
+const Name = names.VRAM
+
+const stateKey fwk.StateKey = "PreFilter" + Name
+
+// Plugin is the VRAM plugin.
+type Plugin struct {
+	args    *config.VRAMArgs
+	handle  fwk.Handle
+	devices *devices.Index
+}
+
+var (
+	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.FilterPlugin      = &Plugin{}
+	_ fwk.PreScorePlugin    = &Plugin{}
+	_ fwk.ScorePlugin       = &Plugin{}
+	_ fwk.EnqueueExtensions = &Plugin{}
+	_ fwk.SignPlugin        = &Plugin{}
+)
+
+// New builds the plugin on the shared device index.
+func New(_ context.Context, obj runtime.Object, h fwk.Handle, index *devices.Index) (*Plugin, error) {
+	args, err := config.DecodeVRAMArgs(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	return &Plugin{args: args, handle: h, devices: index}, nil
+}
+
+// Name returns the plugin's name.
+func (pl *Plugin) Name() string { return Name }
+
+type stateData struct {
+	// request is the GPU memory the pod needs per GPU, in bytes.
+	request int64
+	// gpus is how many device-plugin GPUs the pod requests; 0 for a pod whose GPUs
+	// come from ResourceClaims.
+	gpus int64
+	// allocated are the DRA devices allocated claims hold (for claim pods).
+	allocated sets.Set[structured.DeviceID]
+}
+
+func (s *stateData) Clone() fwk.StateData { return s }
+
+func readState(cs fwk.CycleState) *stateData {
+	d, err := cs.Read(stateKey)
+	if err != nil {
+		return nil
+	}
+	s, _ := d.(*stateData)
+	return s
+}
+
+// PreFilter reads the pod's request. Pods without one are skipped; a malformed one,
+// or one on a pod that asks for no GPU at all, keeps the pod pending with a message
+// naming the annotation.
+func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	request, ok, err := workload.VRAMRequestOf(pod.Annotations)
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	s := &stateData{request: request, gpus: pl.gpusOf(pod)}
+	if s.gpus == 0 {
+		if len(pod.Spec.ResourceClaims) == 0 {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+				"annotation %s is set, but the pod requests no GPU (%v) and no ResourceClaim", v1alpha1.AnnotationVRAMRequest, pl.args.GPUResources))
+		}
+		allocated, err := pl.handle.SharedDRAManager().ResourceClaims().ListAllAllocatedDevices()
+		if err != nil {
+			return nil, fwk.AsStatus(fmt.Errorf("listing allocated devices: %w", err))
+		}
+		s.allocated = allocated
+	}
+	cs.Write(stateKey, s)
+	return nil, nil
+}
+
+func (pl *Plugin) gpusOf(pod *corev1.Pod) int64 {
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	var n int64
+	for _, r := range pl.args.GPUResources {
+		if q, ok := reqs[r]; ok {
+			n += q.Value()
+		}
+	}
+	return n
+}
+
+// PreFilterExtensions is nil.
+func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// gpuMemory is what a node offers the pod.
+type gpuMemory struct {
+	// fitting are the memories of the usable GPUs with at least the request.
+	fitting []int64
+	// usable counts the GPUs considered (all of a device-plugin node's, the free
+	// devices for a claim pod); largest is the most memory among them.
+	usable  int
+	largest int64
+	// source names where the figures come from.
+	source string
+}
+
+// memoryOf reads a node's GPU memory for the pod; "" reason when known.
+func (pl *Plugin) memoryOf(s *stateData, node *corev1.Node) (gpuMemory, string) {
+	if s.gpus > 0 {
+		per, label, err := labelMemory(node)
+		if err != nil {
+			return gpuMemory{}, err.Error()
+		}
+		if label != "" {
+			n := int(pl.gpuCount(node))
+			m := gpuMemory{usable: n, largest: per, source: label}
+			if per >= s.request {
+				m.fitting = make([]int64, n)
+				for i := range m.fitting {
+					m.fitting[i] = per
+				}
+			}
+			return m, ""
+		}
+	}
+	m := gpuMemory{source: "ResourceSlices"}
+	known := false
+	for _, d := range pl.devices.OnNode(node.Name) {
+		mem, ok := pl.deviceMemory(&d)
+		if !ok {
+			continue
+		}
+		known = true
+		if s.allocated != nil && s.allocated.Has(d.ID) {
+			continue
+		}
+		m.usable++
+		m.largest = max(m.largest, mem)
+		if mem >= s.request {
+			m.fitting = append(m.fitting, mem)
+		}
+	}
+	if !known {
+		return gpuMemory{}, fmt.Sprintf("the node publishes no GPU memory (no %s or %s label, no ResourceSlice device with a %v capacity)",
+			v1alpha1.LabelGPUMemory, v1alpha1.LabelGPUVRAMFallback, pl.args.DeviceMemoryCapacities)
+	}
+	return m, ""
+}
+
+func (pl *Plugin) deviceMemory(d *devices.Device) (int64, bool) {
+	for _, name := range pl.args.DeviceMemoryCapacities {
+		if q, ok := d.CapacityNamed(name); ok {
+			return q.Value(), true
+		}
+	}
+	return 0, false
+}
+
+func (pl *Plugin) gpuCount(node *corev1.Node) int64 {
+	var n int64
+	for _, r := range pl.args.GPUResources {
+		if q, ok := node.Status.Allocatable[r]; ok {
+			n += q.Value()
+		}
+	}
+	return n
+}
+
+// labelMemory reads the memory per GPU from GPU Feature Discovery's label (MiB),
+// else the fallback label (a quantity). label is "" when the node has neither; a
+// malformed value is an error naming the label.
+func labelMemory(node *corev1.Node) (int64, string, error) {
+	if raw, ok := node.Labels[v1alpha1.LabelGPUMemory]; ok {
+		mib, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || mib <= 0 || mib > math.MaxInt64>>20 {
+			return 0, "", fmt.Errorf("node label %s=%q must be the MiB of memory per GPU", v1alpha1.LabelGPUMemory, raw)
+		}
+		return mib << 20, v1alpha1.LabelGPUMemory, nil
+	}
+	if raw, ok := node.Labels[v1alpha1.LabelGPUVRAMFallback]; ok {
+		q, err := resource.ParseQuantity(raw)
+		if err != nil || q.Sign() <= 0 {
+			return 0, "", fmt.Errorf("node label %s=%q must be a quantity of memory per GPU (for example 80Gi)", v1alpha1.LabelGPUVRAMFallback, raw)
+		}
+		return q.Value(), v1alpha1.LabelGPUVRAMFallback, nil
+	}
+	return 0, "", nil
+}
+
+func bytes(v int64) string { return resource.NewQuantity(v, resource.BinarySI).String() }
+
+// Filter refuses nodes whose GPUs have less memory than the pod needs per GPU: for
+// device-plugin GPUs, fewer GPUs with enough memory than the pod requests; for a
+// claim pod, no free device with enough.
+func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	s := readState(cs)
+	if s == nil {
+		return nil
+	}
+	m, why := pl.memoryOf(s, nodeInfo.Node())
+	if why != "" {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "VRAM: "+why)
+	}
+	need := max(s.gpus, 1)
+	if int64(len(m.fitting)) >= need {
+		return nil
+	}
+	switch {
+	case s.gpus == 0:
+		// Resolvable: a claim released frees its devices.
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("VRAM: no free device on the node has %s (%d free, the largest %s)", bytes(s.request), m.usable, bytes(m.largest)))
+	case m.source == "ResourceSlices":
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("VRAM: %d of the node's GPUs have %s; the pod needs %d", len(m.fitting), bytes(s.request), s.gpus))
+	}
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("VRAM: the node's GPUs have %s each (%s); the pod needs %s per GPU", bytes(m.largest), m.source, bytes(s.request)))
+}
+
+// PreScore skips scoring when PreFilter skipped the pod.
+func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	if readState(cs) == nil {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	return nil
+}
+
+// Score is the best fit: the request as a share of the smallest memory that holds
+// it, so a 40Gi pod scores 83 on a 48 GB card and 50 on an 80 GB one.
+func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	s := readState(cs)
+	if s == nil {
+		return 0, nil
+	}
+	m, why := pl.memoryOf(s, nodeInfo.Node())
+	if why != "" || len(m.fitting) == 0 {
+		return 0, nil
+	}
+	smallest := m.fitting[0]
+	for _, v := range m.fitting[1:] {
+		smallest = min(smallest, v)
+	}
+	return int64(100 * float64(s.request) / float64(smallest)), nil
+}
+
+// ScoreExtensions is nil: scores are already on the 0–100 scale.
+func (pl *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
+
+// EventsToRegister: a refused pod can fit once a node gains or changes its GPU
+// memory label, a ResourceSlice publishes devices, or (claim pods) a claim releases
+// its devices.
+func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update}},
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Update | fwk.Delete}, QueueingHintFn: isSchedulableAfterClaimChange},
+	}, nil
+}
+
+// isSchedulableAfterNodeChange queues a pod when the node's labels give its GPUs
+// enough memory, or the node has no label (its slices may).
+func (pl *Plugin) isSchedulableAfterNodeChange(_ klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+	n, ok := newObj.(*corev1.Node)
+	if !ok {
+		return fwk.Queue, nil
+	}
+	request, ok, err := workload.VRAMRequestOf(pod.Annotations)
+	if !ok || err != nil {
+		return fwk.QueueSkip, nil
+	}
+	per, label, err := labelMemory(n)
+	if err != nil || (label != "" && per < request) {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+// isSchedulableAfterClaimChange queues only pods that use claims.
+func isSchedulableAfterClaimChange(_ klog.Logger, pod *corev1.Pod, _, _ any) (fwk.QueueingHint, error) {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+// SignPod: the verdict depends on the request (the GPU count is in the requests
+// NodeResourcesFit signs).
+func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return []fwk.SignFragment{
+		{Key: "v1.Pod.Annotations[" + v1alpha1.AnnotationVRAMRequest + "]", Value: pod.Annotations[v1alpha1.AnnotationVRAMRequest]},
+	}, nil
+}

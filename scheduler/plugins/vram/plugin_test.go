@@ -1,0 +1,50 @@
+package vram
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
+)
+
+func gpuNode(labels map[string]string) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: labels},
+		Status:     corev1.NodeStatus{Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}},
+	}
+}
+
+func TestLabelMemoryAndBestFit(t *testing.T) {
+	args, err := config.DecodeVRAMArgs(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := &Plugin{args: args}
+	s := &stateData{request: 40 << 30, gpus: 1}
+	l40s, why := pl.memoryOf(s, gpuNode(map[string]string{v1alpha1.LabelGPUMemory: "49152"}))
+	if why != "" || len(l40s.fitting) != 8 {
+		t.Fatalf("48Gi GFD node: %+v %q", l40s, why)
+	}
+	h100, _ := pl.memoryOf(s, gpuNode(map[string]string{v1alpha1.LabelGPUVRAMFallback: "80Gi"}))
+	if len(h100.fitting) != 8 || h100.source != v1alpha1.LabelGPUVRAMFallback {
+		t.Fatalf("80Gi fallback node: %+v", h100)
+	}
+	// 40/48 and 40/80 of the smallest card that holds the request.
+	if a, b := 100*float64(s.request)/float64(l40s.fitting[0]), 100*float64(s.request)/float64(h100.fitting[0]); int(a) != 83 || int(b) != 50 {
+		t.Fatalf("scores %v and %v, want 83 and 50", a, b)
+	}
+	big := &stateData{request: 70 << 30, gpus: 1}
+	if m, _ := pl.memoryOf(big, gpuNode(map[string]string{v1alpha1.LabelGPUMemory: "49152"})); len(m.fitting) != 0 || m.largest != 48<<30 {
+		t.Fatalf("70Gi on 48Gi cards: %+v", m)
+	}
+	for _, bad := range []map[string]string{{v1alpha1.LabelGPUMemory: "80GB"}, {v1alpha1.LabelGPUVRAMFallback: "huge"}, {v1alpha1.LabelGPUMemory: "-1"}} {
+		if _, why := pl.memoryOf(s, gpuNode(bad)); !strings.Contains(why, "must be") {
+			t.Errorf("labels %v: %q, want a message naming the label", bad, why)
+		}
+	}
+}
