@@ -120,8 +120,8 @@ func TestRenderedProfile(t *testing.T) {
 		Plugins: v1alpha1.PluginsSpec{
 			ProfileClassifier:     v1alpha1.ProfileClassifierPlugin{Enabled: ptr.To(false)},
 			ResourceFragmentation: v1alpha1.ResourceFragmentationPlugin{Enabled: ptr.To(true), Weight: 7},
-			// Not registered by the scheduler yet: must never reach the profile.
-			NUMATopology: v1alpha1.NUMATopologyPlugin{Enabled: ptr.To(true), Weight: 5},
+			NUMATopology:          v1alpha1.NUMATopologyPlugin{Enabled: ptr.To(true), Weight: 5},
+			VRAM:                  v1alpha1.VRAMPlugin{Enabled: ptr.To(false)},
 		},
 	}, "ns")
 	if err != nil {
@@ -135,12 +135,15 @@ func TestRenderedProfile(t *testing.T) {
 	for _, e := range p.Plugins.MultiPoint.Enabled {
 		enabled = append(enabled, e.Name)
 	}
-	if strings.Join(enabled, ",") != "Coscheduling,WorkloadAware,TopologyAware,NetworkFabric,ResourceFragmentation,TenantHardware,ResourceReservation,Backfill,GangPreemption" {
-		t.Errorf("multiPoint enabled %v, want Coscheduling,WorkloadAware,TopologyAware,NetworkFabric,ResourceFragmentation,TenantHardware,ResourceReservation,Backfill,GangPreemption", enabled)
+	if want := "Coscheduling,WorkloadAware,TopologyAware,NetworkFabric,ResourceFragmentation,TenantHardware,NUMATopology,ResourceReservation,Backfill,GangPreemption"; strings.Join(enabled, ",") != want {
+		t.Errorf("multiPoint enabled %v, want %s", enabled, want)
 	}
 	for _, e := range p.Plugins.MultiPoint.Enabled {
 		if e.Name == "ResourceFragmentation" && (e.Weight == nil || *e.Weight != 7) {
 			t.Errorf("ResourceFragmentation weight %v, want 7", e.Weight)
+		}
+		if e.Name == "NUMATopology" && (e.Weight == nil || *e.Weight != 5) {
+			t.Errorf("NUMATopology weight %v, want 5", e.Weight)
 		}
 	}
 	if qs := p.Plugins.QueueSort; len(qs.Enabled) != 1 || qs.Enabled[0].Name != "Coscheduling" || len(qs.Disabled) != 1 || qs.Disabled[0].Name != "*" {
