@@ -7,6 +7,7 @@ import (
 
 // HardwareTierSpec describes a class of nodes (for example premium H100 nodes) and
 // which tenant tiers may use it.
+// +kubebuilder:validation:XValidation:rule="(has(self.deviceSelectors) && size(self.deviceSelectors) > 0) || (has(self.nodeSelector) && ((has(self.nodeSelector.matchLabels) && size(self.nodeSelector.matchLabels) > 0) || (has(self.nodeSelector.matchExpressions) && size(self.nodeSelector.matchExpressions) > 0)))",message="spec.nodeSelector must have at least one matchLabels entry or matchExpressions term, or spec.deviceSelectors must be set; an empty selector would select every node"
 type HardwareTierSpec struct {
 	// rank orders tiers: a higher rank is more premium. Gold tenants prefer the
 	// highest rank they are allowed; bronze tenants avoid high ranks.
@@ -15,10 +16,19 @@ type HardwareTierSpec struct {
 	// +required
 	Rank int32 `json:"rank"`
 
-	// nodeSelector selects the nodes of this tier. It must not be empty.
-	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="spec.nodeSelector must have at least one matchLabels entry or matchExpressions term; an empty selector would select every node"
-	// +required
-	NodeSelector metav1.LabelSelector `json:"nodeSelector"`
+	// nodeSelector selects the nodes of this tier by their labels. It may be empty
+	// only when deviceSelectors is set.
+	// +optional
+	NodeSelector metav1.LabelSelector `json:"nodeSelector,omitempty"`
+
+	// deviceSelectors select the nodes of this tier by the DRA devices their
+	// ResourceSlices publish (for example a product name, or at least 80Gi of
+	// memory): a node is in the tier when one of its devices matches one of the
+	// selectors. With a nodeSelector too, a node must match both.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	DeviceSelectors []DeviceSelector `json:"deviceSelectors,omitempty"`
 
 	// gpuModels lists the GPU products of this tier as GPU Feature Discovery reports
 	// them in nvidia.com/gpu.product (for example NVIDIA-H100-80GB-HBM3).
@@ -60,6 +70,66 @@ type HardwareTierSpec struct {
 	// +kubebuilder:default=Never
 	// +optional
 	Borrowing BorrowingPolicy `json:"borrowing,omitempty"`
+}
+
+// DeviceSelector matches DRA devices; every field that is set must match.
+// +kubebuilder:validation:XValidation:rule="has(self.driver) || has(self.attributes) || has(self.capacity)",message="a device selector needs a driver, attributes or capacity; an empty one would match every device"
+type DeviceSelector struct {
+	// driver is the DRA driver that publishes the devices (for example
+	// gpu.nvidia.com).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Driver string `json:"driver,omitempty"`
+
+	// attributes the device must have, each with one of the listed values (compared
+	// as text: strings, integers, booleans and versions).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Attributes []DeviceAttributeRequirement `json:"attributes,omitempty"`
+
+	// capacity the device must have at least (for example memory of 80Gi).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Capacity []DeviceCapacityRequirement `json:"capacity,omitempty"`
+}
+
+// DeviceAttributeRequirement asks for a device attribute with one of some values.
+type DeviceAttributeRequirement struct {
+	// name of the attribute, qualified by its domain (gpu.nvidia.com/productName) or
+	// not (productName, in any driver's domain).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +required
+	Name string `json:"name"`
+
+	// values the attribute may have.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=128
+	// +listType=set
+	// +required
+	Values []string `json:"values"`
+}
+
+// DeviceCapacityRequirement asks for at least some amount of a device capacity.
+type DeviceCapacityRequirement struct {
+	// name of the capacity, qualified by its domain (gpu.nvidia.com/memory) or not
+	// (memory, in any driver's domain).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +required
+	Name string `json:"name"`
+
+	// min is the least the device must have.
+	// +required
+	Min resource.Quantity `json:"min"`
 }
 
 // BorrowingPolicy says whether other tenant tiers may borrow a hardware tier.

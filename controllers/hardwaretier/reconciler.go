@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	resourcehelper "k8s.io/component-helpers/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kube-nexus/kubenexus/api/hardware"
 	"github.com/kube-nexus/kubenexus/api/topology"
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
@@ -26,10 +28,14 @@ const nodeNameIndex = "kubenexus.spec.nodeName"
 // +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=hardwaretiers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceslices,verbs=get;list;watch
 
 // Reconciler keeps HardwareTier status current.
 type Reconciler struct {
 	Client client.Client
+	// slices: the cluster serves resource.k8s.io/v1 ResourceSlices, which tiers
+	// with deviceSelectors read (set by SetupWithManager).
+	slices bool
 }
 
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -67,7 +73,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if len(configs.Items) > 0 {
 		levels = topology.Levels(configs.Items[0].Spec.Topology.Levels)
 	}
-	status := ComputeStatus(tier, tiers.Items, nodes.Items, allocated, levels)
+	devicesOf, err := r.devices(ctx, tiers.Items)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	status := ComputeStatus(tier, tiers.Items, nodes.Items, devicesOf, allocated, levels)
 	if listErr != nil {
 		return ctrl.Result{}, listErr
 	}
@@ -77,6 +87,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	patch := client.MergeFromWithOptions(tier.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	tier.Status = status
 	return ctrl.Result{}, r.Client.Status().Patch(ctx, tier, patch)
+}
+
+// devices returns each node's DRA devices, read only when some tier selects by
+// them (and the API serves ResourceSlices).
+func (r *Reconciler) devices(ctx context.Context, tiers []v1alpha1.HardwareTier) (func(string) []hardware.Device, error) {
+	none := func(string) []hardware.Device { return nil }
+	uses := false
+	for i := range tiers {
+		uses = uses || len(tiers[i].Spec.DeviceSelectors) > 0
+	}
+	if !uses || !r.slices {
+		return none, nil
+	}
+	var list resourceapi.ResourceSliceList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	byNode := hardware.ByNode(list.Items)
+	return func(node string) []hardware.Device { return byNode[node] }, nil
 }
 
 // requestedGPUs is the pod's effective GPU request if it is bound to a node.
@@ -122,11 +151,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return !o.Status.Allocatable[v1alpha1.ResourceNvidiaGPU].Equal(n.Status.Allocatable[v1alpha1.ResourceNvidiaGPU])
 		},
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("hardwaretier").
 		// A tier's selector changing changes its neighbours' overlap too.
 		Watches(&v1alpha1.HardwareTier{}, allTiers, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Node{}, allTiers, builder.WithPredicates(nodeChanges)).
-		Watches(&corev1.Pod{}, allTiers, builder.WithPredicates(gpuPods)).
-		Complete(r)
+		Watches(&corev1.Pod{}, allTiers, builder.WithPredicates(gpuPods))
+	// Devices move nodes into and out of tiers that select by them; clusters that
+	// do not serve resource.k8s.io/v1 have none.
+	if _, err := mgr.GetRESTMapper().RESTMapping(resourceapi.SchemeGroupVersion.WithKind("ResourceSlice").GroupKind(), resourceapi.SchemeGroupVersion.Version); err == nil {
+		r.slices = true
+		b = b.Watches(&resourceapi.ResourceSlice{}, allTiers)
+	}
+	return b.Complete(r)
 }

@@ -11,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kube-nexus/kubenexus/api/hardware"
 	"github.com/kube-nexus/kubenexus/api/topology"
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
@@ -27,28 +27,29 @@ const (
 	maxNamedOtherTiers = 5
 )
 
-// ComputeStatus is tier's status given every tier, every node and the GPUs that
-// unfinished pods bound to a node request. A node in two tiers makes
+// ComputeStatus is tier's status given every tier, every node, the DRA devices
+// each node's ResourceSlices publish (for tiers that select by them) and the GPUs
+// that unfinished pods bound to a node request. A node in two tiers makes
 // both report Overlapping with the other tier's name and an example node: the
 // scheduler could not tell which tier's tenants own it.
-func ComputeStatus(tier *v1alpha1.HardwareTier, tiers []v1alpha1.HardwareTier, nodes []corev1.Node, gpuAllocated func(node string) int64, levels []topology.Level) v1alpha1.HardwareTierStatus {
+func ComputeStatus(tier *v1alpha1.HardwareTier, tiers []v1alpha1.HardwareTier, nodes []corev1.Node, devicesOf func(node string) []hardware.Device, gpuAllocated func(node string) int64, levels []topology.Level) v1alpha1.HardwareTierStatus {
 	status := *tier.Status.DeepCopy()
 	status.ObservedGeneration = tier.Generation
 	status.Nodes, status.GPUCapacity, status.GPUAllocated = 0, 0, 0
 	status.LargestPlaceableGangs = nil
 
-	sel, err := metav1.LabelSelectorAsSelector(&tier.Spec.NodeSelector)
+	sel, err := hardware.NewSelector(&tier.Spec)
 	if err != nil {
-		setCondition(&status, tier.Generation, metav1.ConditionUnknown, ReasonBadSelector, fmt.Sprintf("spec.nodeSelector: %v", err))
+		setCondition(&status, tier.Generation, metav1.ConditionUnknown, ReasonBadSelector, err.Error())
 		return status
 	}
-	others := map[string]labels.Selector{}
+	others := map[string]*hardware.Selector{}
 	for i := range tiers {
 		t := &tiers[i]
 		if t.Name == tier.Name {
 			continue
 		}
-		if s, err := metav1.LabelSelectorAsSelector(&t.Spec.NodeSelector); err == nil {
+		if s, err := hardware.NewSelector(&t.Spec); err == nil {
 			others[t.Name] = s
 		}
 	}
@@ -56,8 +57,8 @@ func ComputeStatus(tier *v1alpha1.HardwareTier, tiers []v1alpha1.HardwareTier, n
 	var gpuNodes []placement.GPUNode
 	for i := range nodes {
 		n := &nodes[i]
-		set := labels.Set(n.Labels)
-		if !sel.Matches(set) {
+		devs := devicesOf(n.Name)
+		if !sel.Matches(n.Labels, devs) {
 			continue
 		}
 		status.Nodes++
@@ -70,7 +71,7 @@ func ComputeStatus(tier *v1alpha1.HardwareTier, tiers []v1alpha1.HardwareTier, n
 		status.GPUAllocated += used
 		gpuNodes = append(gpuNodes, placement.GPUNode{Name: n.Name, Free: max(capacity-used, 0), Domains: topology.DomainsOf(levels, n.Labels)})
 		for name, s := range others {
-			if s.Matches(set) {
+			if s.Matches(n.Labels, devs) {
 				overlaps[name] = append(overlaps[name], n.Name)
 			}
 		}
@@ -104,7 +105,7 @@ func ComputeStatus(tier *v1alpha1.HardwareTier, tiers []v1alpha1.HardwareTier, n
 		parts = append(parts, fmt.Sprintf("%s (%d nodes, e.g. %s)", name, len(shared), strings.Join(example, ", ")))
 	}
 	setCondition(&status, tier.Generation, metav1.ConditionTrue, ReasonOverlap,
-		"Nodes selected by this tier are also selected by "+strings.Join(parts, "; ")+". Make the nodeSelectors disjoint.")
+		"Nodes selected by this tier are also selected by "+strings.Join(parts, "; ")+". Make the selectors disjoint.")
 	return status
 }
 

@@ -89,7 +89,11 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 			return resourcefragmentation.New(ctx, obj, h, crds, gangs)
 		}),
 		app.WithPlugin(names.TenantHardware, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			return tenanthardware.New(ctx, obj, h, crds, gangs)
+			index, err := deviceIndex.Get(h)
+			if err != nil {
+				return nil, err
+			}
+			return tenanthardware.New(ctx, obj, h, crds, gangs, index)
 		}),
 		app.WithPlugin(names.NUMATopology, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return numatopology.New(ctx, obj, h, crds)

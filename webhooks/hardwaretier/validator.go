@@ -1,5 +1,5 @@
-// Package hardwaretier refuses a HardwareTier whose node selector overlaps another
-// tier's: a node in two tiers would make tenant matching ambiguous. Overlap needs the
+// Package hardwaretier refuses a HardwareTier whose selectors (node labels, DRA
+// devices) overlap another tier's: a node in two tiers would make tenant matching ambiguous. Overlap needs the
 // other tiers and the nodes, which CEL cannot see.
 package hardwaretier
 
@@ -11,14 +11,15 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/kube-nexus/kubenexus/api/hardware"
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
@@ -39,7 +40,7 @@ func (v *Validator) ValidateCreate(ctx context.Context, t *v1alpha1.HardwareTier
 // ValidateUpdate checks only a changed selector, so that a tier that came to
 // overlap through node relabelling can still be edited (its status says so).
 func (v *Validator) ValidateUpdate(ctx context.Context, old, t *v1alpha1.HardwareTier) (admission.Warnings, error) {
-	if reflect.DeepEqual(old.Spec.NodeSelector, t.Spec.NodeSelector) {
+	if reflect.DeepEqual(old.Spec.NodeSelector, t.Spec.NodeSelector) && reflect.DeepEqual(old.Spec.DeviceSelectors, t.Spec.DeviceSelectors) {
 		return nil, nil
 	}
 	return nil, v.validate(ctx, t)
@@ -51,7 +52,7 @@ func (v *Validator) ValidateDelete(context.Context, *v1alpha1.HardwareTier) (adm
 
 func (v *Validator) validate(ctx context.Context, t *v1alpha1.HardwareTier) error {
 	path := field.NewPath("spec", "nodeSelector")
-	sel, err := metav1.LabelSelectorAsSelector(&t.Spec.NodeSelector)
+	sel, err := hardware.NewSelector(&t.Spec)
 	if err != nil {
 		return invalid(t, field.Invalid(path, t.Spec.NodeSelector, err.Error()))
 	}
@@ -63,28 +64,52 @@ func (v *Validator) validate(ctx context.Context, t *v1alpha1.HardwareTier) erro
 	if err := v.Client.List(ctx, &nodes); err != nil {
 		return apierrors.NewInternalError(err)
 	}
+	var devicesOf func(string) []hardware.Device
 	slices.SortFunc(tiers.Items, func(a, b v1alpha1.HardwareTier) int { return strings.Compare(a.Name, b.Name) })
 	for i := range tiers.Items {
 		other := &tiers.Items[i]
 		if other.Name == t.Name {
 			continue
 		}
-		if reflect.DeepEqual(other.Spec.NodeSelector, t.Spec.NodeSelector) {
+		if reflect.DeepEqual(other.Spec.NodeSelector, t.Spec.NodeSelector) && reflect.DeepEqual(other.Spec.DeviceSelectors, t.Spec.DeviceSelectors) {
 			return invalid(t, field.Invalid(path, t.Spec.NodeSelector, fmt.Sprintf("is the same as HardwareTier %s's; a node may belong to one tier only", other.Name)))
 		}
-		otherSel, err := metav1.LabelSelectorAsSelector(&other.Spec.NodeSelector)
+		otherSel, err := hardware.NewSelector(&other.Spec)
 		if err != nil {
 			continue
 		}
+		if devicesOf == nil && (sel.UsesDevices() || otherSel.UsesDevices()) {
+			if devicesOf, err = v.devices(ctx); err != nil {
+				return apierrors.NewInternalError(err)
+			}
+		}
 		for j := range nodes.Items {
-			set := labels.Set(nodes.Items[j].Labels)
-			if sel.Matches(set) && otherSel.Matches(set) {
+			n := &nodes.Items[j]
+			var devs []hardware.Device
+			if devicesOf != nil {
+				devs = devicesOf(n.Name)
+			}
+			if sel.Matches(n.Labels, devs) && otherSel.Matches(n.Labels, devs) {
 				return invalid(t, field.Invalid(path, sel.String(), fmt.Sprintf("selects node %s, which HardwareTier %s (%s) selects too; a node may belong to one tier only",
-					nodes.Items[j].Name, other.Name, otherSel.String())))
+					n.Name, other.Name, otherSel.String())))
 			}
 		}
 	}
 	return nil
+}
+
+// devices reads each node's DRA devices; none where the cluster does not serve
+// ResourceSlices.
+func (v *Validator) devices(ctx context.Context) (func(string) []hardware.Device, error) {
+	var list resourceapi.ResourceSliceList
+	if err := v.Client.List(ctx, &list); err != nil {
+		if meta.IsNoMatchError(err) {
+			return func(string) []hardware.Device { return nil }, nil
+		}
+		return nil, err
+	}
+	byNode := hardware.ByNode(list.Items)
+	return func(node string) []hardware.Device { return byNode[node] }, nil
 }
 
 func invalid(t *v1alpha1.HardwareTier, e *field.Error) error {

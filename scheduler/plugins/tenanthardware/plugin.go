@@ -19,10 +19,12 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/kube-nexus/kubenexus/api/hardware"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/devices"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/refused"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
@@ -54,6 +56,8 @@ type Plugin struct {
 	// queue before this plugin's cache has the change, and the retry would then see
 	// the old tiers.
 	refused *refused.Pods
+	// devices are the nodes' DRA devices, for tiers that select by them.
+	devices *devices.Index
 }
 
 var (
@@ -67,7 +71,7 @@ var (
 
 // New builds the plugin. It reads HardwareTiers from the shared KubeNexus cache and
 // rebuilds its snapshot whenever one changes.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, views *gangview.Registry) (*Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, views *gangview.Registry, index *devices.Index) (*Plugin, error) {
 	args, err := config.DecodeTenantHardwareArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -87,6 +91,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		exemption:  daemonSetExemption{daemonSets: informers.Apps().V1().DaemonSets().Lister()},
 		namespaces: informers.Core().V1().Namespaces().Lister(),
 		refused:    refusedPods,
+		devices:    index,
 	}
 	logger := klog.FromContext(ctx)
 	refresh := func() {
@@ -107,6 +112,12 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		views.SetNodePreference(h.ProfileName(), pl.nodePreference)
 		views.SetTierBorrow(h.ProfileName(), pl.borrowsFrom)
 	}
+	// A node's devices can move it into or out of a tier that selects by them.
+	index.OnChange(func() {
+		if t := pl.tiers.Load(); t != nil && t.usesDevices {
+			pl.refused.Activate(logger, "ResourceSlices changed")
+		}
+	})
 	if err := c.OnHardwareTierChange(refresh); err != nil {
 		return nil, fmt.Errorf("%s: watching HardwareTiers: %w", Name, err)
 	}
@@ -118,6 +129,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		return nil, fmt.Errorf("%s: watching DaemonSets: %w", Name, err)
 	}
 	return pl, nil
+}
+
+// devicesOf reads a node's devices when a tier asks for them.
+func (pl *Plugin) devicesOf(node *corev1.Node) func() []hardware.Device {
+	return func() []hardware.Device { return pl.devices.OnNode(node.Name) }
 }
 
 // Name returns the plugin's name.
@@ -169,7 +185,7 @@ func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 	if s == nil {
 		return nil
 	}
-	t := s.tiers.of(nodeInfo.Node().Labels)
+	t := s.tiers.of(nodeInfo.Node().Labels, pl.devicesOf(nodeInfo.Node()))
 	if t == nil || t.accessFor(s.tenant, s.preemptible) != denied {
 		return nil
 	}
@@ -194,7 +210,7 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nod
 	if s == nil {
 		return 0, nil
 	}
-	t := s.tiers.of(nodeInfo.Node().Labels)
+	t := s.tiers.of(nodeInfo.Node().Labels, pl.devicesOf(nodeInfo.Node()))
 	return s.tiers.score(t, s.tenant, s.preemptible, int64(*pl.args.UntieredNodeScore), int64(*pl.args.BorrowedNodeScore)), nil
 }
 
@@ -207,6 +223,7 @@ func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint,
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
 		{Event: fwk.ClusterEvent{Resource: hardwareTierResource, ActionType: fwk.All}, QueueingHintFn: isSchedulableAfterHardwareTierChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.All}, QueueingHintFn: pl.isSchedulableAfterSliceChange},
 	}, nil
 }
 
@@ -228,10 +245,19 @@ func (pl *Plugin) isSchedulableAfterNodeChange(_ klog.Logger, pod *corev1.Pod, _
 	if tiers == nil {
 		return fwk.Queue, nil
 	}
-	if t := tiers.of(node.Labels); t != nil && t.accessFor(tenant, pod.Labels[v1alpha1.LabelPreemptible] == "true") == denied {
+	if t := tiers.of(node.Labels, pl.devicesOf(node)); t != nil && t.accessFor(tenant, pod.Labels[v1alpha1.LabelPreemptible] == "true") == denied {
 		return fwk.QueueSkip, nil
 	}
 	return fwk.Queue, nil
+}
+
+// isSchedulableAfterSliceChange queues only while some tier selects nodes by their
+// devices.
+func (pl *Plugin) isSchedulableAfterSliceChange(klog.Logger, *corev1.Pod, any, any) (fwk.QueueingHint, error) {
+	if t := pl.tiers.Load(); t != nil && t.usesDevices {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
 }
 
 // isSchedulableAfterHardwareTierChange queues on any spec change (status updates —
@@ -283,7 +309,7 @@ func (pl *Plugin) borrowsFrom(victim, preemptor *corev1.Pod, node *corev1.Node) 
 	if tiers == nil || len(tiers.tiers) == 0 || victim.Labels[v1alpha1.LabelPreemptible] != "true" {
 		return false
 	}
-	t := tiers.of(node.Labels)
+	t := tiers.of(node.Labels, pl.devicesOf(node))
 	if t == nil {
 		return false
 	}
@@ -310,7 +336,7 @@ func (pl *Plugin) nodePreference(pod *corev1.Pod, node *corev1.Node) (int64, boo
 	}
 	tenant := workload.TierOf(workload.Namespace{Labels: ns.Labels}, "")
 	preemptible := pod.Labels[v1alpha1.LabelPreemptible] == "true"
-	t := tiers.of(node.Labels)
+	t := tiers.of(node.Labels, pl.devicesOf(node))
 	if t != nil && t.accessFor(tenant, preemptible) == denied {
 		return 0, false
 	}

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-
+	"github.com/kube-nexus/kubenexus/api/hardware"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
@@ -14,7 +12,7 @@ import (
 type tier struct {
 	name      string
 	rank      int32
-	selector  labels.Selector
+	selector  *hardware.Selector
 	allowed   []v1alpha1.TenantTier
 	borrowing v1alpha1.BorrowingPolicy
 }
@@ -25,6 +23,8 @@ type tierSet struct {
 	// tiers are ordered by rank, highest first, then by name.
 	tiers            []tier
 	minRank, maxRank int32
+	// usesDevices: some tier selects nodes by their DRA devices.
+	usesDevices bool
 }
 
 // newTierSet builds the snapshot. A selector the API server accepted always
@@ -34,11 +34,12 @@ func newTierSet(hwts []v1alpha1.HardwareTier) (*tierSet, []error) {
 	var errs []error
 	for i := range hwts {
 		h := &hwts[i]
-		sel, err := metav1.LabelSelectorAsSelector(&h.Spec.NodeSelector)
-		if err != nil || sel.Empty() {
-			errs = append(errs, fmt.Errorf("HardwareTier %s: spec.nodeSelector selects no usable set of nodes (%v); the tier is ignored", h.Name, err))
+		sel, err := hardware.NewSelector(&h.Spec)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("HardwareTier %s: %w; the tier is ignored", h.Name, err))
 			continue
 		}
+		s.usesDevices = s.usesDevices || sel.UsesDevices()
 		s.tiers = append(s.tiers, tier{name: h.Name, rank: h.Spec.Rank, selector: sel, allowed: h.Spec.AllowedTenantTiers, borrowing: h.Spec.Borrowing})
 	}
 	slices.SortFunc(s.tiers, func(a, b tier) int {
@@ -56,13 +57,17 @@ func newTierSet(hwts []v1alpha1.HardwareTier) (*tierSet, []error) {
 	return s, errs
 }
 
-// of returns the tier of a node with these labels, or nil. Admission refuses
-// overlapping selectors; if two tiers still select a node, the higher rank wins, so
-// the stricter policy usually applies.
-func (s *tierSet) of(nodeLabels map[string]string) *tier {
-	set := labels.Set(nodeLabels)
+// of returns the tier of a node with these labels and devices (read only when a
+// tier selects by devices; nil: none), or nil. Admission refuses overlapping
+// selectors; if two tiers still select a node, the higher rank wins, so the stricter
+// policy usually applies.
+func (s *tierSet) of(nodeLabels map[string]string, devices func() []hardware.Device) *tier {
+	var devs []hardware.Device
+	if s.usesDevices && devices != nil {
+		devs = devices()
+	}
 	for i := range s.tiers {
-		if s.tiers[i].selector.Matches(set) {
+		if s.tiers[i].selector.Matches(nodeLabels, devs) {
 			return &s.tiers[i]
 		}
 	}

@@ -37,10 +37,10 @@ func demoTiers(t *testing.T) *tierSet {
 
 func TestTierOfNode(t *testing.T) {
 	s := demoTiers(t)
-	if got := s.of(map[string]string{"hw": "standard", "zone": "a"}); got == nil || got.name != "standard" {
+	if got := s.of(map[string]string{"hw": "standard", "zone": "a"}, nil); got == nil || got.name != "standard" {
 		t.Errorf("standard node: tier %v", got)
 	}
-	if got := s.of(map[string]string{"zone": "a"}); got != nil {
+	if got := s.of(map[string]string{"zone": "a"}, nil); got != nil {
 		t.Errorf("unlabelled node: tier %s, want none", got.name)
 	}
 	// Two tiers selecting one node (admission refuses this, but a node relabelled
@@ -49,14 +49,14 @@ func TestTierOfNode(t *testing.T) {
 		*testutil.MakeHardwareTier("cheap", 5).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}).Tenants(bronze).Obj(),
 		*testutil.MakeHardwareTier("gpu", 90).Selector(hwSelector("gpu")).Tenants(gold).Obj(),
 	})
-	if got := overlap.of(map[string]string{"hw": "gpu", "zone": "a"}); got == nil || got.name != "gpu" {
+	if got := overlap.of(map[string]string{"hw": "gpu", "zone": "a"}, nil); got == nil || got.name != "gpu" {
 		t.Errorf("node in two tiers: %v, want gpu (higher rank)", got)
 	}
 }
 
 func TestAccessAndMessage(t *testing.T) {
 	s := demoTiers(t)
-	premium, standard := s.of(map[string]string{"hw": "premium"}), s.of(map[string]string{"hw": "standard"})
+	premium, standard := s.of(map[string]string{"hw": "premium"}, nil), s.of(map[string]string{"hw": "standard"}, nil)
 	for _, tc := range []struct {
 		t           *tier
 		tenant      v1alpha1.TenantTier
@@ -84,7 +84,7 @@ func TestAccessAndMessage(t *testing.T) {
 
 func TestScore(t *testing.T) {
 	s := demoTiers(t)
-	node := func(hw string) *tier { return s.of(map[string]string{"hw": hw}) }
+	node := func(hw string) *tier { return s.of(map[string]string{"hw": hw}, nil) }
 	for _, tc := range []struct {
 		hw          string // "" for an untiered node
 		tenant      v1alpha1.TenantTier
@@ -115,7 +115,7 @@ func TestScore(t *testing.T) {
 	}
 	// One tier: no rank spread, every tenant allowed on it scores the middle.
 	single, _ := newTierSet([]v1alpha1.HardwareTier{*testutil.MakeHardwareTier("only", 7).Selector(hwSelector("x")).Tenants(gold, bronze).Obj()})
-	only := single.of(map[string]string{"hw": "x"})
+	only := single.of(map[string]string{"hw": "x"}, nil)
 	if g, b := single.score(only, gold, false, 50, 0), single.score(only, bronze, false, 50, 0); g != 75 || b != 75 {
 		t.Errorf("single tier scores gold %d bronze %d, want 75 75", g, b)
 	}
@@ -127,7 +127,7 @@ func TestUnusableSelectorsAreIgnored(t *testing.T) {
 		*testutil.MakeHardwareTier("all", 1).Selector(metav1.LabelSelector{}).Tenants(gold).Obj(),
 		*testutil.MakeHardwareTier("bad", 2).Selector(metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "hw", Operator: "Near"}}}).Obj(),
 	})
-	if len(errs) != 2 || !strings.Contains(errs[0].Error(), "HardwareTier all: spec.nodeSelector selects no usable set of nodes") ||
+	if len(errs) != 2 || !strings.Contains(errs[0].Error(), "HardwareTier all: spec.nodeSelector is empty and spec.deviceSelectors is unset: the tier would select every node; the tier is ignored") ||
 		!strings.Contains(errs[1].Error(), "HardwareTier bad:") {
 		t.Errorf("errors %v", errs)
 	}

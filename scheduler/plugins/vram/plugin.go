@@ -164,7 +164,7 @@ func (pl *Plugin) memoryOf(s *stateData, node *corev1.Node) (gpuMemory, string) 
 			continue
 		}
 		known = true
-		if s.allocated != nil && s.allocated.Has(d.ID) {
+		if s.allocated != nil && s.allocated.Has(devices.IDOf(&d)) {
 			continue
 		}
 		m.usable++

@@ -9,6 +9,8 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -94,6 +96,73 @@ var _ = Describe("TenantHardware", func() {
 		premium.Spec.AllowedTenantTiers = append(premium.Spec.AllowedTenantTiers, v1alpha1.TenantTierBronze)
 		Expect(k8sClient.Update(suiteCtx, premium)).To(Succeed())
 		Eventually(bronze.nodeOf("bronze-2")).WithTimeout(testutil.Timeout).Should(HavePrefix(tc.ns + "-premium-"))
+	})
+
+	It("selects a tier's nodes by the DRA devices their ResourceSlices publish, as its label twin does, and reports them in its status", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		tc.setTier(v1alpha1.TenantTierGold)
+		bronzeNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bronze-", Labels: map[string]string{v1alpha1.LabelTenantTier: "bronze"}}}
+		Expect(k8sClient.Create(suiteCtx, bronzeNS)).To(Succeed())
+		bronze := &testCluster{ns: bronzeNS.Name, nodeLabel: tc.nodeLabel}
+		DeferCleanup(func() {
+			Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Pod{}, client.InNamespace(bronze.ns), client.GracePeriodSeconds(0))).To(Succeed())
+		})
+		// Same nodes, no tier labels: one publishes 80Gi devices, the other 48Gi.
+		tc.addNodes("big", 1, "cpu", "4")
+		tc.addNodes("small", 1, "cpu", "4")
+		driver := "gpu-" + tc.ns + ".example.com"
+		tc.resourceSlice(tc.ns+"-big-0", driver, "80Gi", 2)
+		tc.resourceSlice(tc.ns+"-small-0", driver, "48Gi", 2)
+		bigMemory := &v1alpha1.HardwareTier{
+			ObjectMeta: metav1.ObjectMeta{Name: "big-memory-" + tc.ns},
+			Spec: v1alpha1.HardwareTierSpec{
+				Rank:               90,
+				AllowedTenantTiers: []v1alpha1.TenantTier{v1alpha1.TenantTierGold},
+				DeviceSelectors: []v1alpha1.DeviceSelector{{
+					Driver:   driver,
+					Capacity: []v1alpha1.DeviceCapacityRequirement{{Name: "memory", Min: resource.MustParse("80Gi")}},
+				}},
+			},
+		}
+		Expect(k8sClient.Create(suiteCtx, bigMemory)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, bigMemory))).To(Succeed()) })
+
+		// Bronze fills the small node and is refused the big one, as with a label tier.
+		for i := range 5 {
+			Expect(k8sClient.Create(suiteCtx, bronze.pod(fmt.Sprintf("bronze-%d", i)).Req("cpu", "1").Obj())).To(Succeed())
+		}
+		Eventually(bronze.boundCount("bronze-")).WithTimeout(testutil.Timeout).Should(Equal(4))
+		for i := range 4 {
+			Expect(bronze.nodeOf(fmt.Sprintf("bronze-%d", i))()).To(Equal(tc.ns + "-small-0"))
+		}
+		Eventually(bronze.scheduledMessage("bronze-4")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
+			fmt.Sprintf("node is in HardwareTier %s, which admits tenant tiers [gold] and does not lend to tier bronze", bigMemory.Name)))
+		// Gold prefers it (the most premium tier it may use).
+		Expect(k8sClient.Create(suiteCtx, tc.pod("gold-0").Req("cpu", "1").Obj())).To(Succeed())
+		Eventually(tc.nodeOf("gold-0")).WithTimeout(testutil.Timeout).Should(Equal(tc.ns + "-big-0"))
+		// The manager counts the tier's nodes by the same devices.
+		Eventually(func() int32 {
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(bigMemory), bigMemory)).To(Succeed())
+			return bigMemory.Status.Nodes
+		}).WithTimeout(testutil.Timeout).Should(Equal(int32(1)))
+
+		// The small node's devices are upgraded: it joins the tier, and the tier's
+		// status follows.
+		slice := &resourceapi.ResourceSlice{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: tc.ns + "-small-0-gpus"}, slice)).To(Succeed())
+		for i := range slice.Spec.Devices {
+			slice.Spec.Devices[i].Capacity["memory"] = resourceapi.DeviceCapacity{Value: resource.MustParse("96Gi")}
+		}
+		Expect(k8sClient.Update(suiteCtx, slice)).To(Succeed())
+		Eventually(func() int32 {
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(bigMemory), bigMemory)).To(Succeed())
+			return bigMemory.Status.Nodes
+		}).WithTimeout(testutil.Timeout).Should(Equal(int32(2)))
+		// (A pod without requests: the small node's CPUs are full.)
+		Expect(k8sClient.Create(suiteCtx, bronze.pod("bronze-late").Obj())).To(Succeed())
+		Eventually(bronze.scheduledMessage("bronze-late")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
+			fmt.Sprintf("2 node is in HardwareTier %s", bigMemory.Name)))
+		Expect(bronze.nodeOf("bronze-late")()).To(BeEmpty())
 	})
 })
 

@@ -5,58 +5,23 @@
 package devices
 
 import (
-	"strings"
 	"sync"
 	"sync/atomic"
 
-	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/kube-nexus/kubenexus/api/hardware"
 )
 
 // Device is one device a ResourceSlice publishes for a node.
-type Device struct {
-	ID structured.DeviceID
-	// Attributes and Capacity are keyed by fully qualified name: an attribute the
-	// slice names without a domain is in its driver's ("gpu.nvidia.com/productName").
-	Attributes map[string]resourceapi.DeviceAttribute
-	Capacity   map[string]resource.Quantity
-}
+type Device = hardware.Device
 
-// CapacityNamed returns the device's capacity whose name is name, qualified
-// ("gpu.nvidia.com/memory") or not ("memory", in any domain).
-func (d *Device) CapacityNamed(name string) (resource.Quantity, bool) {
-	if q, ok := d.Capacity[name]; ok {
-		return q, true
-	}
-	if !strings.Contains(name, "/") {
-		for k, q := range d.Capacity {
-			if strings.HasSuffix(k, "/"+name) {
-				return q, true
-			}
-		}
-	}
-	return resource.Quantity{}, false
-}
-
-// AttributeNamed returns the device's attribute named name, qualified or not.
-func (d *Device) AttributeNamed(name string) (resourceapi.DeviceAttribute, bool) {
-	if a, ok := d.Attributes[name]; ok {
-		return a, true
-	}
-	if !strings.Contains(name, "/") {
-		for k, a := range d.Attributes {
-			if strings.HasSuffix(k, "/"+name) {
-				return a, true
-			}
-		}
-	}
-	return resourceapi.DeviceAttribute{}, false
-}
+// IDOf is the device's identity as the DRA allocator names it.
+func IDOf(d *Device) structured.DeviceID { return structured.MakeDeviceID(d.Driver, d.Pool, d.Name) }
 
 // Index is the devices of every node.
 type Index struct {
@@ -125,38 +90,13 @@ func (x *Index) snapshot() map[string][]Device {
 	slices, err := x.lister.List(labels.Everything())
 	if err == nil {
 		for _, s := range slices {
-			if s.Spec.NodeName == nil || *s.Spec.NodeName == "" {
-				continue
-			}
-			node := *s.Spec.NodeName
-			for i := range s.Spec.Devices {
-				m[node] = append(m[node], deviceOf(s, &s.Spec.Devices[i]))
+			if node := hardware.NodeOf(s); node != "" {
+				m[node] = append(m[node], hardware.DevicesOf(s)...)
 			}
 		}
 	}
 	x.snap.Store(&snapshot{version: v, byNode: m})
 	return m
-}
-
-func deviceOf(s *resourceapi.ResourceSlice, d *resourceapi.Device) Device {
-	qualify := func(name resourceapi.QualifiedName) string {
-		if strings.Contains(string(name), "/") {
-			return string(name)
-		}
-		return s.Spec.Driver + "/" + string(name)
-	}
-	out := Device{
-		ID:         structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, d.Name),
-		Attributes: make(map[string]resourceapi.DeviceAttribute, len(d.Attributes)),
-		Capacity:   make(map[string]resource.Quantity, len(d.Capacity)),
-	}
-	for k, a := range d.Attributes {
-		out.Attributes[qualify(k)] = a
-	}
-	for k, c := range d.Capacity {
-		out.Capacity[qualify(k)] = c.Value
-	}
-	return out
 }
 
 // Provider creates the Index on first use and hands the same one to every plugin of

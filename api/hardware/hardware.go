@@ -1,0 +1,218 @@
+// Package hardware decides which nodes a HardwareTier selects: by node labels, by
+// the DRA devices the node's ResourceSlices publish, or both. The scheduler's
+// TenantHardware, the manager's HardwareTier status and the admission webhook all
+// match nodes with it.
+package hardware
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// Device is one device a ResourceSlice publishes for a node.
+type Device struct {
+	Driver, Pool, Name string
+	// Attributes and Capacity are keyed by fully qualified name: a name the slice
+	// gives without a domain is in its driver's ("gpu.nvidia.com/productName").
+	Attributes map[string]resourceapi.DeviceAttribute
+	Capacity   map[string]resource.Quantity
+}
+
+// DevicesOf returns the devices of a ResourceSlice.
+func DevicesOf(s *resourceapi.ResourceSlice) []Device {
+	qualify := func(name resourceapi.QualifiedName) string {
+		if strings.Contains(string(name), "/") {
+			return string(name)
+		}
+		return s.Spec.Driver + "/" + string(name)
+	}
+	out := make([]Device, 0, len(s.Spec.Devices))
+	for i := range s.Spec.Devices {
+		d := &s.Spec.Devices[i]
+		dev := Device{
+			Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Name: d.Name,
+			Attributes: make(map[string]resourceapi.DeviceAttribute, len(d.Attributes)),
+			Capacity:   make(map[string]resource.Quantity, len(d.Capacity)),
+		}
+		for k, a := range d.Attributes {
+			dev.Attributes[qualify(k)] = a
+		}
+		for k, c := range d.Capacity {
+			dev.Capacity[qualify(k)] = c.Value
+		}
+		out = append(out, dev)
+	}
+	return out
+}
+
+// NodeOf is the node a ResourceSlice publishes devices for; "" for slices of
+// several nodes (a node selector, all nodes), which tiers do not read.
+func NodeOf(s *resourceapi.ResourceSlice) string {
+	if s.Spec.NodeName == nil {
+		return ""
+	}
+	return *s.Spec.NodeName
+}
+
+// ByNode gathers the devices of slices by the node they are published for.
+func ByNode(slices []resourceapi.ResourceSlice) map[string][]Device {
+	byNode := map[string][]Device{}
+	for i := range slices {
+		if node := NodeOf(&slices[i]); node != "" {
+			byNode[node] = append(byNode[node], DevicesOf(&slices[i])...)
+		}
+	}
+	return byNode
+}
+
+// CapacityNamed returns the device's capacity called name, qualified
+// ("gpu.nvidia.com/memory") or not ("memory", in any domain).
+func (d *Device) CapacityNamed(name string) (resource.Quantity, bool) {
+	if q, ok := d.Capacity[name]; ok {
+		return q, true
+	}
+	if !strings.Contains(name, "/") {
+		for k, q := range d.Capacity {
+			if strings.HasSuffix(k, "/"+name) {
+				return q, true
+			}
+		}
+	}
+	return resource.Quantity{}, false
+}
+
+// AttributeNamed returns the device's attribute called name, qualified or not.
+func (d *Device) AttributeNamed(name string) (resourceapi.DeviceAttribute, bool) {
+	if a, ok := d.Attributes[name]; ok {
+		return a, true
+	}
+	if !strings.Contains(name, "/") {
+		for k, a := range d.Attributes {
+			if strings.HasSuffix(k, "/"+name) {
+				return a, true
+			}
+		}
+	}
+	return resourceapi.DeviceAttribute{}, false
+}
+
+// attributeString is an attribute's value as selectors compare it.
+func attributeString(a resourceapi.DeviceAttribute) string {
+	switch {
+	case a.StringValue != nil:
+		return *a.StringValue
+	case a.IntValue != nil:
+		return strconv.FormatInt(*a.IntValue, 10)
+	case a.BoolValue != nil:
+		return strconv.FormatBool(*a.BoolValue)
+	case a.VersionValue != nil:
+		return *a.VersionValue
+	}
+	return ""
+}
+
+// Selector is a HardwareTier's choice of nodes.
+type Selector struct {
+	labels  labels.Selector
+	devices []v1alpha1.DeviceSelector
+}
+
+// NewSelector reads a tier's spec. A tier selects by nodeSelector, deviceSelectors
+// or both (a node must then match both); an empty nodeSelector with no device
+// selector would select every node and is an error.
+func NewSelector(spec *v1alpha1.HardwareTierSpec) (*Selector, error) {
+	sel, err := metav1.LabelSelectorAsSelector(&spec.NodeSelector)
+	if err != nil {
+		return nil, fmt.Errorf("spec.nodeSelector: %w", err)
+	}
+	if sel.Empty() && len(spec.DeviceSelectors) == 0 {
+		return nil, fmt.Errorf("spec.nodeSelector is empty and spec.deviceSelectors is unset: the tier would select every node")
+	}
+	return &Selector{labels: sel, devices: spec.DeviceSelectors}, nil
+}
+
+// UsesDevices reports whether the selector reads devices.
+func (s *Selector) UsesDevices() bool { return len(s.devices) > 0 }
+
+// Matches reports whether a node with these labels and devices is selected: its
+// labels match nodeSelector and, with deviceSelectors, one of its devices matches
+// one of them.
+func (s *Selector) Matches(nodeLabels map[string]string, devs []Device) bool {
+	if !s.labels.Matches(labels.Set(nodeLabels)) {
+		return false
+	}
+	if len(s.devices) == 0 {
+		return true
+	}
+	for i := range devs {
+		for j := range s.devices {
+			if deviceMatches(&s.devices[j], &devs[i]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// String describes the selector for messages.
+func (s *Selector) String() string {
+	var parts []string
+	if !s.labels.Empty() {
+		parts = append(parts, "nodes "+s.labels.String())
+	}
+	for _, d := range s.devices {
+		parts = append(parts, "devices "+describe(&d))
+	}
+	return strings.Join(parts, " with ")
+}
+
+func deviceMatches(sel *v1alpha1.DeviceSelector, d *Device) bool {
+	if sel.Driver != "" && sel.Driver != d.Driver {
+		return false
+	}
+	for _, r := range sel.Attributes {
+		a, ok := d.AttributeNamed(r.Name)
+		if !ok {
+			return false
+		}
+		v, found := attributeString(a), false
+		for _, want := range r.Values {
+			if v == want {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	for _, r := range sel.Capacity {
+		q, ok := d.CapacityNamed(r.Name)
+		if !ok || q.Cmp(r.Min) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func describe(d *v1alpha1.DeviceSelector) string {
+	var parts []string
+	if d.Driver != "" {
+		parts = append(parts, "driver="+d.Driver)
+	}
+	for _, a := range d.Attributes {
+		parts = append(parts, a.Name+" in ("+strings.Join(a.Values, ",")+")")
+	}
+	for _, c := range d.Capacity {
+		parts = append(parts, c.Name+">="+c.Min.String())
+	}
+	return strings.Join(parts, ",")
+}
