@@ -46,7 +46,7 @@ var _ = Describe("A valid object", func() {
 				ResourceFragmentation: v1alpha1.ResourceFragmentationPlugin{Enabled: ptr.To(true), Weight: 2, GPUResourceName: "nvidia.com/gpu", ArrivalHalfLifeSeconds: 600},
 				TenantHardware:        v1alpha1.TenantHardwarePlugin{Enabled: ptr.To(true), Weight: 3},
 				NUMATopology:          v1alpha1.NUMATopologyPlugin{Enabled: ptr.To(true), Weight: 1},
-				VRAM:                  v1alpha1.VRAMPlugin{Enabled: ptr.To(true), Weight: 1},
+				VRAM:                  v1alpha1.VRAMPlugin{Enabled: ptr.To(true), Weight: 3},
 				ResourceReservation:   v1alpha1.ResourceReservationPlugin{Enabled: ptr.To(true), Weight: 10},
 				Backfill:              v1alpha1.BackfillPlugin{Enabled: ptr.To(true), Weight: 1, SafetyMarginSeconds: ptr.To[int32](30)},
 				GangPreemption:        v1alpha1.GangPreemptionPlugin{Enabled: ptr.To(true), PreemptServicesForBatch: ptr.To(false)},

@@ -190,7 +190,21 @@ var _ = Describe("Creating a malformed object", func() {
 			want: []string{"spec.rank", "less than or equal to 100"}}),
 		Entry("HardwareTier with an empty node selector", rejectedCreate{
 			obj:  func(string) client.Object { return hwt("", 10).Selector(metav1.LabelSelector{}).Obj() },
-			want: []string{"spec.nodeSelector must have at least one matchLabels entry or matchExpressions term"}}),
+			want: []string{"spec.nodeSelector must have at least one matchLabels entry or matchExpressions term, or spec.deviceSelectors must be set"}}),
+		Entry("HardwareTier with an empty device selector", rejectedCreate{
+			obj: func(string) client.Object {
+				t := hwt("", 10).Selector(metav1.LabelSelector{}).Obj()
+				t.Spec.DeviceSelectors = []v1alpha1.DeviceSelector{{}}
+				return t
+			},
+			want: []string{"spec.deviceSelectors[0]", "a device selector needs a driver, attributes or capacity"}}),
+		Entry("HardwareTier asking for a device attribute with no values", rejectedCreate{
+			obj: func(string) client.Object {
+				t := hwt("", 10).Obj()
+				t.Spec.DeviceSelectors = []v1alpha1.DeviceSelector{{Attributes: []v1alpha1.DeviceAttributeRequirement{{Name: "productName"}}}}
+				return t
+			},
+			want: []string{"spec.deviceSelectors[0].attributes[0].values"}}),
 		Entry("HardwareTier open to no tenant tier", rejectedCreate{
 			obj:  func(string) client.Object { return hwt("", 10).Tenants().Obj() },
 			want: []string{"spec.allowedTenantTiers: Required value"}}),
