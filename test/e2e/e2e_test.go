@@ -113,6 +113,16 @@ func TestDemoFlow(t *testing.T) {
 			if p.Kubeflow() && p.JobState != "Succeeded" {
 				t.Errorf("%s %s/%s is %q, want Succeeded", p.Kind, p.Namespace, p.Name, p.JobState)
 			}
+		case p.NUMA != "":
+			// Pinned to one cell: bound on nodes whose cells the report names.
+			if p.Bound != p.Size || len(p.Notes) != len(p.Nodes) {
+				t.Errorf("%s (%s): %d/%d bound, NUMA notes %v", p.Name, p.NUMA, p.Bound, p.Size, p.Notes)
+			}
+		case p.VRAM != "":
+			// 70Gi per GPU: 80 GB cards only (silver may use the A100s, not the H100s).
+			if !p.JobComplete || !slices.Equal(p.GPUModels, []string{"NVIDIA-A100-SXM4-80GB"}) {
+				t.Errorf("%s (vram %s): complete %v, GPUs %v, want the 80 GB A100s", p.Name, p.VRAM, p.JobComplete, p.GPUModels)
+			}
 		case p.Kind == "Job":
 			if !p.JobComplete {
 				t.Errorf("Job %s did not complete", p.Name)
@@ -152,7 +162,7 @@ func checkPlacement(t *testing.T, placements []demo.Placement) {
 		}
 		switch p.Kind {
 		case "Deployment", "Job", "SparkApplication":
-			if p.Bound > 0 && !slices.Equal(p.GPUModels, []string{"cpu-only"}) {
+			if p.GPUs == 0 && p.Bound > 0 && !slices.Equal(p.GPUModels, []string{"cpu-only"}) {
 				t.Errorf("%s %s asks for no GPU but ran on %v", p.Kind, p.Name, p.GPUModels)
 			}
 		}

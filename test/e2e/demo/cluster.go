@@ -199,9 +199,15 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c.logf("installing scheduler-plugins' and Volcano's PodGroup CRDs, Kubeflow training-operator v1.8.1's CRDs and stand-in CRDs for Spark, Ray, JobSet and LWS")
+	// And the NodeResourceTopology CRD, whose objects (the kubelet's NUMA reports)
+	// the fleet publishes for its GPU boards.
+	nrtCRD, err := testutil.NodeResourceTopologyCRD()
+	if err != nil {
+		return nil, err
+	}
+	c.logf("installing scheduler-plugins' and Volcano's PodGroup CRDs, Kubeflow training-operator v1.8.1's CRDs, the NodeResourceTopology CRD and stand-in CRDs for Spark, Ray, JobSet and LWS")
 	replaced := map[string]bool{}
-	for _, path := range append([]string{sigsCRD, volcanoCRD}, kubeflowCRDs...) {
+	for _, path := range append([]string{sigsCRD, volcanoCRD, nrtCRD}, kubeflowCRDs...) {
 		names, err := c.applyFile(ctx, path, nil)
 		if err != nil {
 			return nil, fmt.Errorf("installing %s: %w", filepath.Base(path), err)

@@ -6,8 +6,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
@@ -62,7 +65,7 @@ const (
 // CreateFleet creates the simulated nodes (kwok runs them), the HardwareTiers and
 // the opted-in namespaces.
 func (c *Cluster) CreateFleet(ctx context.Context) error {
-	c.logf("creating 40 simulated nodes (H100, A100, L40S, CPU) in 3 zones and 6 racks")
+	c.logf("creating 40 simulated nodes (H100, A100, L40S, CPU) in 3 zones and 6 racks; GPU nodes publish their devices in ResourceSlices, two-socket boards their NUMA cells in NodeResourceTopologies")
 	i := 0
 	for _, nc := range fleet {
 		for n := 0; n < nc.count; n++ {
@@ -108,6 +111,9 @@ func (c *Cluster) CreateFleet(ctx context.Context) error {
 			node.Status.Capacity, node.Status.Allocatable = res, res.DeepCopy()
 			if err := c.Client.Create(ctx, node); err != nil {
 				return fmt.Errorf("creating node %s: %w", name, err)
+			}
+			if err := c.publishDevices(ctx, nc, name, res); err != nil {
+				return err
 			}
 			i++
 		}
@@ -168,6 +174,78 @@ func (c *Cluster) CreateFleet(ctx context.Context) error {
 		}}}); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// gpuDriver is the DRA driver name the fleet's ResourceSlices use (NVIDIA's).
+const gpuDriver = "gpu.nvidia.com"
+
+// publishDevices publishes what a node's agents would: its GPUs in a ResourceSlice
+// shaped like NVIDIA's DRA driver's (productName, type, memory capacity), and, for
+// boards of several NUMA cells, the kubelet's NodeResourceTopology report (idle
+// cells, each an equal share of the node; topology manager policy best-effort, as
+// HGX boards whose 8-GPU pods span both sockets run it).
+func (c *Cluster) publishDevices(ctx context.Context, nc nodeClass, node string, res corev1.ResourceList) error {
+	if nc.gpus > 0 {
+		slice := &resourceapi.ResourceSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: node + "-" + gpuDriver},
+			Spec: resourceapi.ResourceSliceSpec{
+				Driver:   gpuDriver,
+				Pool:     resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
+				NodeName: ptr.To(node),
+			},
+		}
+		for g := range nc.gpus {
+			slice.Spec.Devices = append(slice.Spec.Devices, resourceapi.Device{
+				Name: fmt.Sprintf("gpu-%d", g),
+				Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+					"productName": {StringValue: ptr.To(nc.product)},
+					"type":        {StringValue: ptr.To("gpu")},
+				},
+				Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+					"memory": {Value: *resource.NewQuantity(int64(nc.gpuMiB)<<20, resource.BinarySI)},
+				},
+			})
+		}
+		if err := c.Client.Create(ctx, slice); err != nil {
+			return fmt.Errorf("creating ResourceSlice %s: %w", slice.Name, err)
+		}
+	}
+	if nc.numa < 2 {
+		return nil
+	}
+	share := func(name corev1.ResourceName) string {
+		q := res[name]
+		if name == corev1.ResourceCPU {
+			return resource.NewMilliQuantity(q.MilliValue()/int64(nc.numa), resource.DecimalSI).String()
+		}
+		return resource.NewQuantity(q.Value()/int64(nc.numa), resource.BinarySI).String()
+	}
+	var zones []any
+	for cell := range nc.numa {
+		var resources []any
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, v1alpha1.ResourceNvidiaGPU} {
+			if _, ok := res[name]; !ok {
+				continue
+			}
+			v := share(name)
+			resources = append(resources, map[string]any{"name": string(name), "capacity": v, "allocatable": v, "available": v})
+		}
+		zones = append(zones, map[string]any{"name": fmt.Sprintf("node-%d", cell), "type": "Node", "resources": resources})
+	}
+	nrt := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "topology.node.k8s.io/v1alpha2",
+		"kind":       "NodeResourceTopology",
+		"metadata":   map[string]any{"name": node},
+		"attributes": []any{
+			map[string]any{"name": "topologyManagerPolicy", "value": "best-effort"},
+			map[string]any{"name": "topologyManagerScope", "value": "pod"},
+		},
+		"zones": zones,
+	}}
+	if err := c.Client.Create(ctx, nrt); err != nil {
+		return fmt.Errorf("creating NodeResourceTopology %s: %w", node, err)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,6 +49,9 @@ type Placement struct {
 	// has deleted it (as it does once the job has finished).
 	SigsPhases  []string
 	SigsDeleted bool
+	// Notes explain NUMA and GPU-memory placements: the cells of the nodes a
+	// NUMA-pinned workload runs on, the GPU memory of a VRAM workload's cards.
+	Notes []string
 }
 
 func (c *Cluster) pods(ctx context.Context, w Workload) ([]corev1.Pod, error) {
@@ -337,9 +341,54 @@ func (c *Cluster) Report(ctx context.Context) ([]Placement, error) {
 				pl.JobComplete = jobComplete(job)
 			}
 		}
+		notes, err := c.hardwareNotes(ctx, w, pl.Nodes, byName)
+		if err != nil {
+			return nil, err
+		}
+		pl.Notes = notes
 		out = append(out, pl)
 	}
 	return out, nil
+}
+
+// hardwareNotes describes, for a NUMA-pinned workload, the NUMA cells of its nodes
+// (from their NodeResourceTopology, else the fallback label) and, for a workload
+// that asks for GPU memory, the memory of its nodes' GPUs.
+func (c *Cluster) hardwareNotes(ctx context.Context, w Workload, nodes []string, byName map[string]*corev1.Node) ([]string, error) {
+	var notes []string
+	for _, name := range nodes {
+		n := byName[name]
+		if n == nil {
+			continue
+		}
+		if w.NUMA != "" {
+			nrt := &unstructured.Unstructured{}
+			nrt.SetAPIVersion("topology.node.k8s.io/v1alpha2")
+			nrt.SetKind("NodeResourceTopology")
+			err := c.Client.Get(ctx, client.ObjectKey{Name: name}, nrt)
+			switch {
+			case err == nil:
+				zones, _, _ := unstructured.NestedSlice(nrt.Object, "zones")
+				var cell []string
+				if len(zones) > 0 {
+					res, _, _ := unstructured.NestedSlice(zones[0].(map[string]any), "resources")
+					for _, r := range res {
+						m := r.(map[string]any)
+						cell = append(cell, fmt.Sprintf("%v %v", m["allocatable"], m["name"]))
+					}
+				}
+				notes = append(notes, fmt.Sprintf("%s on %s: %d NUMA cells of %s (NodeResourceTopology)", w.NUMA, name, len(zones), strings.Join(cell, ", ")))
+			case apierrors.IsNotFound(err):
+				notes = append(notes, fmt.Sprintf("%s on %s: %s NUMA cell(s) (%s label)", w.NUMA, name, n.Labels[v1alpha1.LabelNUMANodeCount], v1alpha1.LabelNUMANodeCount))
+			default:
+				return nil, err
+			}
+		}
+		if w.VRAM != "" {
+			notes = append(notes, fmt.Sprintf("needs %s per GPU; %s has %s with %sMi each", w.VRAM, name, n.Labels[v1alpha1.LabelGPUProduct], n.Labels[v1alpha1.LabelGPUMemory]))
+		}
+	}
+	return notes, nil
 }
 
 // GPUCapacity is what the placed mix left of one GPU model: its GPUs, the free ones,
@@ -437,6 +486,9 @@ func Print(w io.Writer, placements []Placement) {
 		}
 		if p.GangMessage != "" && p.GangReason != v1alpha1.ReasonGangScheduled {
 			fmt.Fprintf(w, "%-18s why: %s\n", "", p.GangMessage)
+		}
+		for _, n := range p.Notes {
+			fmt.Fprintf(w, "%-18s %s\n", "", n)
 		}
 	}
 }

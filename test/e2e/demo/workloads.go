@@ -40,6 +40,12 @@ type Workload struct {
 	// TooBig: a gang that needs more than the whole fleet has. It must bind no pod
 	// at all, and its PodGroup must say why.
 	TooBig bool
+	// GPUs each of its pods asks for, for workloads outside a gang (services and
+	// Jobs are otherwise CPU-only).
+	GPUs int
+	// NUMA is the NUMA policy its pods ask for; VRAM the GPU memory per GPU.
+	NUMA v1alpha1.NUMAPolicy
+	VRAM string
 }
 
 // Kubeflow reports whether Kubeflow's training-operator runs the workload.
@@ -68,6 +74,10 @@ var Mix = []Workload{
 	{Name: "gpt", Namespace: NSHPC, Kind: "PyTorchJob", Selector: kubeflowJob("gpt"), Gang: "gpt", ForeignGang: v1alpha1.VolcanoPodGroupGroup, Size: 2, Finish: true},
 	{Name: "nightly-report", Namespace: NSData, Kind: "Job", Selector: map[string]string{"batch.kubernetes.io/job-name": "nightly-report"}, Size: 3},
 	{Name: "feature-backfill", Namespace: NSData, Kind: "Job", Selector: map[string]string{"batch.kubernetes.io/job-name": "feature-backfill"}, Size: 2},
+	// A NUMA-pinned inference service (Guaranteed, single-numa) and a Job that needs
+	// 70Gi of GPU memory per GPU (80 GB cards only).
+	{Name: "llm-inference", Namespace: NSML, Kind: "Deployment", Selector: map[string]string{"app": "llm-inference"}, Size: 2, GPUs: 1, NUMA: v1alpha1.NUMAPolicySingleNUMA},
+	{Name: "embeddings", Namespace: NSData, Kind: "Job", Selector: map[string]string{"batch.kubernetes.io/job-name": "embeddings"}, Size: 2, GPUs: 1, VRAM: "70Gi"},
 }
 
 func container(req corev1.ResourceList) []corev1.Container {
@@ -92,7 +102,7 @@ func res(cpu, mem string, gpus int64) corev1.ResourceList {
 // PyTorchJobs and the MPIJob are run by Kubeflow's training-operator, Deployments
 // and Jobs by the real controllers of kube-controller-manager.
 func (c *Cluster) Submit(ctx context.Context) error {
-	c.logf("submitting the workload mix: a services Deployment, Spark, four PyTorchJobs (one larger than the fleet, one in scheduler-plugins mode) and an MPIJob for the training-operator, two batch Jobs")
+	c.logf("submitting the workload mix: a services Deployment, Spark, five PyTorchJobs (one larger than the fleet, one in scheduler-plugins mode, one in Volcano mode) and an MPIJob for the training-operator, two batch Jobs, a NUMA-pinned inference Deployment and a Job that needs 70Gi of GPU memory")
 
 	// Services: spread over zones, as a service owner asks for.
 	dep := &appsv1.Deployment{
@@ -172,17 +182,44 @@ func (c *Cluster) Submit(ctx context.Context) error {
 		return fmt.Errorf("creating MPIJob %s/allreduce: %w", NSML, err)
 	}
 
+	// Inference pinned to one NUMA cell: whole CPUs, memory and a GPU from one socket.
+	pinned := res("16", "64Gi", 1)
+	inference := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "llm-inference", Namespace: NSML},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "llm-inference"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels:      map[string]string{"app": "llm-inference"},
+					Annotations: map[string]string{v1alpha1.AnnotationNUMAPolicy: string(v1alpha1.NUMAPolicySingleNUMA)},
+				},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "server", Image: "nvcr.io/nvidia/tritonserver:24.05-py3",
+					Resources: corev1.ResourceRequirements{Requests: pinned, Limits: pinned}}}},
+			},
+		},
+	}
+	c.submitted["llm-inference"] = time.Now()
+	if err := c.Client.Create(ctx, inference); err != nil {
+		return err
+	}
+
 	// Batch Jobs, run by the real Job controller; kwok completes their pods.
 	for _, j := range []struct {
 		name                    string
 		parallelism, completion int32
-	}{{"nightly-report", 3, 6}, {"feature-backfill", 2, 4}} {
+		gpus                    int64
+		vram                    string
+	}{{"nightly-report", 3, 6, 0, ""}, {"feature-backfill", 2, 4, 0, ""}, {"embeddings", 2, 2, 1, "70Gi"}} {
 		job := &batchv1.Job{
 			ObjectMeta: metav1.ObjectMeta{Name: j.name, Namespace: NSData},
 			Spec: batchv1.JobSpec{
 				Parallelism: ptr.To(j.parallelism), Completions: ptr.To(j.completion),
-				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: container(res("1", "2Gi", 0))}},
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: container(res("1", "2Gi", j.gpus))}},
 			},
+		}
+		if j.vram != "" {
+			job.Spec.Template.Annotations = map[string]string{v1alpha1.AnnotationVRAMRequest: j.vram}
 		}
 		c.submitted[j.name] = time.Now()
 		if err := c.Client.Create(ctx, job); err != nil {
