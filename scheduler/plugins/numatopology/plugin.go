@@ -257,8 +257,12 @@ func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 		// Preemption cannot help; a report or label arriving can (queueing hints).
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %s", s.own, why))
 	}
-	policy, d := effectivePolicy(s.own, t), demandOf(pod, t)
-	if policy == "" || (len(d) == 0 && policy != v1alpha1.NUMAPolicyIsolated) {
+	policy := effectivePolicy(s.own, t)
+	if policy == "" || policy == v1alpha1.NUMAPolicyBestEffort {
+		return nil // best-effort never refuses
+	}
+	d := demandOf(pod, t)
+	if len(d) == 0 && policy != v1alpha1.NUMAPolicyIsolated {
 		return nil
 	}
 	st := pl.cellStateOf(nodeInfo, t)
@@ -337,9 +341,11 @@ func (pl *Plugin) cellStateOf(nodeInfo fwk.NodeInfo, t *topology) *cellState {
 	return st
 }
 
-// PreScore skips scoring when PreFilter skipped the pod.
+// PreScore skips scoring when PreFilter skipped the pod, and for pods without a
+// hint of their own: the kubelet's policy only filters them, so that pods which did
+// not ask for NUMA placement are not drawn to the nodes that report cells.
 func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
-	if readState(cs) == nil {
+	if s := readState(cs); s == nil || s.own == "" {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	return nil

@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,7 +69,9 @@ type Cluster struct {
 	// submitted and placed record, per workload, when it was submitted and when
 	// all its pods were first seen bound (Settle polls every 100 ms).
 	submitted, placed map[string]time.Time
-	// sigsPhases are the phases seen of each ForeignGang workload's PodGroup.
+	// sigsPhases are the phases a watch saw each ForeignGang workload's PodGroup
+	// go through, under phasesMu.
+	phasesMu   sync.Mutex
 	sigsPhases map[string][]string
 	// capacity is the GPU capacity Settle saw once the mix was placed.
 	capacity []GPUCapacity

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -107,7 +108,7 @@ func (c *Cluster) Settle(ctx context.Context, timeout time.Duration) error {
 			if w.ForeignGang != "" {
 				// Seen Running before the pods finish: the training-operator
 				// deletes the PodGroup once its job has.
-				if phases := c.sigsPhases[w.Name]; len(phases) == 0 || phases[len(phases)-1] != "Running" {
+				if phases := c.phases(w.Name); len(phases) == 0 || phases[len(phases)-1] != "Running" {
 					return fmt.Errorf("%s PodGroup %s/%s: phases %v, waiting for Running", w.ForeignGang, w.Namespace, w.Gang, phases)
 				}
 			}
@@ -191,22 +192,61 @@ func leads(p *corev1.Pod) bool {
 	return p.Labels["spark-role"] == "driver"
 }
 
-// observe runs before every poll of Settle: it notes placements and the phases of
-// the scheduler-plugins PodGroups.
+// observe runs before every poll of Settle: it notes placements.
 func (c *Cluster) observe(ctx context.Context) {
 	c.notePlaced(ctx)
+}
+
+// notePhase records a phase of a ForeignGang workload's PodGroup, once per change.
+func (c *Cluster) notePhase(workload, phase string) {
+	if phase == "" {
+		return
+	}
+	c.phasesMu.Lock()
+	defer c.phasesMu.Unlock()
+	if seen := c.sigsPhases[workload]; len(seen) == 0 || seen[len(seen)-1] != phase {
+		c.sigsPhases[workload] = append(seen, phase)
+	}
+}
+
+// phases returns the phases recorded for a workload.
+func (c *Cluster) phases(workload string) []string {
+	c.phasesMu.Lock()
+	defer c.phasesMu.Unlock()
+	return slices.Clone(c.sigsPhases[workload])
+}
+
+// watchForeignPhases records every phase the ForeignGang workloads' PodGroups go
+// through, from watches: a phase shorter than Settle's poll (a Volcano PodGroup can
+// be Inqueue for a few milliseconds) would otherwise be missed.
+func (c *Cluster) watchForeignPhases(ctx context.Context) error {
+	dc, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
 	for _, w := range Mix {
 		if w.ForeignGang == "" {
 			continue
 		}
-		phase, found, err := c.foreignPodGroupPhase(ctx, w.ForeignGang, w.Namespace, w.Gang)
-		if err != nil || !found || phase == "" {
-			continue
+		gvk := v1alpha1.SigsPodGroupGVK
+		if w.ForeignGang == v1alpha1.VolcanoPodGroupGroup {
+			gvk = v1alpha1.VolcanoPodGroupGVK
 		}
-		if seen := c.sigsPhases[w.Name]; len(seen) == 0 || seen[len(seen)-1] != phase {
-			c.sigsPhases[w.Name] = append(seen, phase)
+		watch, err := dc.Resource(gvk.GroupVersion().WithResource("podgroups")).Namespace(w.Namespace).
+			Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + w.Gang})
+		if err != nil {
+			return fmt.Errorf("watching %s PodGroup %s/%s: %w", w.ForeignGang, w.Namespace, w.Gang, err)
 		}
+		go func(name string) {
+			for ev := range watch.ResultChan() {
+				if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+					phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+					c.notePhase(name, phase)
+				}
+			}
+		}(w.Name)
 	}
+	return nil
 }
 
 // kubeflowJobState reads the training-operator job's state.
@@ -316,7 +356,7 @@ func (c *Cluster) Report(ctx context.Context) ([]Placement, error) {
 			pl.JobState, _ = c.kubeflowJobState(ctx, w)
 		}
 		if w.ForeignGang != "" {
-			pl.SigsPhases = c.sigsPhases[w.Name]
+			pl.SigsPhases = c.phases(w.Name)
 			phase, found, err := c.foreignPodGroupPhase(ctx, w.ForeignGang, w.Namespace, w.Gang)
 			if err != nil {
 				return nil, err

@@ -104,6 +104,10 @@ func res(cpu, mem string, gpus int64) corev1.ResourceList {
 func (c *Cluster) Submit(ctx context.Context) error {
 	c.logf("submitting the workload mix: a services Deployment, Spark, five PyTorchJobs (one larger than the fleet, one in scheduler-plugins mode, one in Volcano mode) and an MPIJob for the training-operator, two batch Jobs, a NUMA-pinned inference Deployment and a Job that needs 70Gi of GPU memory")
 
+	if err := c.watchForeignPhases(ctx); err != nil {
+		return err
+	}
+
 	// Services: spread over zones, as a service owner asks for.
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "storefront", Namespace: NSWeb},
