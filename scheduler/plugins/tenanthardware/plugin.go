@@ -19,7 +19,6 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/kube-nexus/kubenexus/api/hardware"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
@@ -57,7 +56,7 @@ type Plugin struct {
 	// the old tiers.
 	refused *refused.Pods
 	// devices are the nodes' DRA devices, for tiers that select by them.
-	devices *devices.Index
+	devices deviceLister
 }
 
 var (
@@ -91,7 +90,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		exemption:  daemonSetExemption{daemonSets: informers.Apps().V1().DaemonSets().Lister()},
 		namespaces: informers.Core().V1().Namespaces().Lister(),
 		refused:    refusedPods,
-		devices:    index,
+	}
+	if index != nil {
+		pl.devices = index
 	}
 	logger := klog.FromContext(ctx)
 	refresh := func() {
@@ -113,11 +114,13 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		views.SetTierBorrow(h.ProfileName(), pl.borrowsFrom)
 	}
 	// A node's devices can move it into or out of a tier that selects by them.
-	index.OnChange(func() {
-		if t := pl.tiers.Load(); t != nil && t.usesDevices {
-			pl.refused.Activate(logger, "ResourceSlices changed")
-		}
-	})
+	if index != nil {
+		index.OnChange(func() {
+			if t := pl.tiers.Load(); t != nil && t.usesDevices {
+				pl.refused.Activate(logger, "ResourceSlices changed")
+			}
+		})
+	}
 	if err := c.OnHardwareTierChange(refresh); err != nil {
 		return nil, fmt.Errorf("%s: watching HardwareTiers: %w", Name, err)
 	}
@@ -129,11 +132,6 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		return nil, fmt.Errorf("%s: watching DaemonSets: %w", Name, err)
 	}
 	return pl, nil
-}
-
-// devicesOf reads a node's devices when a tier asks for them.
-func (pl *Plugin) devicesOf(node *corev1.Node) func() []hardware.Device {
-	return func() []hardware.Device { return pl.devices.OnNode(node.Name) }
 }
 
 // Name returns the plugin's name.
@@ -185,7 +183,7 @@ func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 	if s == nil {
 		return nil
 	}
-	t := s.tiers.of(nodeInfo.Node().Labels, pl.devicesOf(nodeInfo.Node()))
+	t := s.tiers.of(nodeInfo.Node().Name, nodeInfo.Node().Labels, pl.devices)
 	if t == nil || t.accessFor(s.tenant, s.preemptible) != denied {
 		return nil
 	}
@@ -210,7 +208,7 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nod
 	if s == nil {
 		return 0, nil
 	}
-	t := s.tiers.of(nodeInfo.Node().Labels, pl.devicesOf(nodeInfo.Node()))
+	t := s.tiers.of(nodeInfo.Node().Name, nodeInfo.Node().Labels, pl.devices)
 	return s.tiers.score(t, s.tenant, s.preemptible, int64(*pl.args.UntieredNodeScore), int64(*pl.args.BorrowedNodeScore)), nil
 }
 
@@ -245,7 +243,7 @@ func (pl *Plugin) isSchedulableAfterNodeChange(_ klog.Logger, pod *corev1.Pod, _
 	if tiers == nil {
 		return fwk.Queue, nil
 	}
-	if t := tiers.of(node.Labels, pl.devicesOf(node)); t != nil && t.accessFor(tenant, pod.Labels[v1alpha1.LabelPreemptible] == "true") == denied {
+	if t := tiers.of(node.Name, node.Labels, pl.devices); t != nil && t.accessFor(tenant, pod.Labels[v1alpha1.LabelPreemptible] == "true") == denied {
 		return fwk.QueueSkip, nil
 	}
 	return fwk.Queue, nil
@@ -309,7 +307,7 @@ func (pl *Plugin) borrowsFrom(victim, preemptor *corev1.Pod, node *corev1.Node) 
 	if tiers == nil || len(tiers.tiers) == 0 || victim.Labels[v1alpha1.LabelPreemptible] != "true" {
 		return false
 	}
-	t := tiers.of(node.Labels, pl.devicesOf(node))
+	t := tiers.of(node.Name, node.Labels, pl.devices)
 	if t == nil {
 		return false
 	}
@@ -336,7 +334,7 @@ func (pl *Plugin) nodePreference(pod *corev1.Pod, node *corev1.Node) (int64, boo
 	}
 	tenant := workload.TierOf(workload.Namespace{Labels: ns.Labels}, "")
 	preemptible := pod.Labels[v1alpha1.LabelPreemptible] == "true"
-	t := tiers.of(node.Labels, pl.devicesOf(node))
+	t := tiers.of(node.Name, node.Labels, pl.devices)
 	if t != nil && t.accessFor(tenant, preemptible) == denied {
 		return 0, false
 	}

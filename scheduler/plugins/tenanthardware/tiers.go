@@ -57,14 +57,19 @@ func newTierSet(hwts []v1alpha1.HardwareTier) (*tierSet, []error) {
 	return s, errs
 }
 
-// of returns the tier of a node with these labels and devices (read only when a
-// tier selects by devices; nil: none), or nil. Admission refuses overlapping
-// selectors; if two tiers still select a node, the higher rank wins, so the stricter
-// policy usually applies.
-func (s *tierSet) of(nodeLabels map[string]string, devices func() []hardware.Device) *tier {
+// deviceLister gives a node's DRA devices.
+type deviceLister interface {
+	OnNode(node string) []hardware.Device
+}
+
+// of returns the tier of a node with these labels, or nil. The node's devices are
+// read (from devices; nil: none) only when a tier selects by them. Admission refuses
+// overlapping selectors; if two tiers still select a node, the higher rank wins, so
+// the stricter policy usually applies.
+func (s *tierSet) of(nodeName string, nodeLabels map[string]string, devices deviceLister) *tier {
 	var devs []hardware.Device
 	if s.usesDevices && devices != nil {
-		devs = devices()
+		devs = devices.OnNode(nodeName)
 	}
 	for i := range s.tiers {
 		if s.tiers[i].selector.Matches(nodeLabels, devs) {

@@ -37,10 +37,10 @@ func demoTiers(t *testing.T) *tierSet {
 
 func TestTierOfNode(t *testing.T) {
 	s := demoTiers(t)
-	if got := s.of(map[string]string{"hw": "standard", "zone": "a"}, nil); got == nil || got.name != "standard" {
+	if got := s.of("n", map[string]string{"hw": "standard", "zone": "a"}, nil); got == nil || got.name != "standard" {
 		t.Errorf("standard node: tier %v", got)
 	}
-	if got := s.of(map[string]string{"zone": "a"}, nil); got != nil {
+	if got := s.of("n", map[string]string{"zone": "a"}, nil); got != nil {
 		t.Errorf("unlabelled node: tier %s, want none", got.name)
 	}
 	// Two tiers selecting one node (admission refuses this, but a node relabelled
@@ -49,14 +49,14 @@ func TestTierOfNode(t *testing.T) {
 		*testutil.MakeHardwareTier("cheap", 5).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}).Tenants(bronze).Obj(),
 		*testutil.MakeHardwareTier("gpu", 90).Selector(hwSelector("gpu")).Tenants(gold).Obj(),
 	})
-	if got := overlap.of(map[string]string{"hw": "gpu", "zone": "a"}, nil); got == nil || got.name != "gpu" {
+	if got := overlap.of("n", map[string]string{"hw": "gpu", "zone": "a"}, nil); got == nil || got.name != "gpu" {
 		t.Errorf("node in two tiers: %v, want gpu (higher rank)", got)
 	}
 }
 
 func TestAccessAndMessage(t *testing.T) {
 	s := demoTiers(t)
-	premium, standard := s.of(map[string]string{"hw": "premium"}, nil), s.of(map[string]string{"hw": "standard"}, nil)
+	premium, standard := s.of("n", map[string]string{"hw": "premium"}, nil), s.of("n", map[string]string{"hw": "standard"}, nil)
 	for _, tc := range []struct {
 		t           *tier
 		tenant      v1alpha1.TenantTier
@@ -84,7 +84,7 @@ func TestAccessAndMessage(t *testing.T) {
 
 func TestScore(t *testing.T) {
 	s := demoTiers(t)
-	node := func(hw string) *tier { return s.of(map[string]string{"hw": hw}, nil) }
+	node := func(hw string) *tier { return s.of("n", map[string]string{"hw": hw}, nil) }
 	for _, tc := range []struct {
 		hw          string // "" for an untiered node
 		tenant      v1alpha1.TenantTier
@@ -115,7 +115,7 @@ func TestScore(t *testing.T) {
 	}
 	// One tier: no rank spread, every tenant allowed on it scores the middle.
 	single, _ := newTierSet([]v1alpha1.HardwareTier{*testutil.MakeHardwareTier("only", 7).Selector(hwSelector("x")).Tenants(gold, bronze).Obj()})
-	only := single.of(map[string]string{"hw": "x"}, nil)
+	only := single.of("n", map[string]string{"hw": "x"}, nil)
 	if g, b := single.score(only, gold, false, 50, 0), single.score(only, bronze, false, 50, 0); g != 75 || b != 75 {
 		t.Errorf("single tier scores gold %d bronze %d, want 75 75", g, b)
 	}
