@@ -17,8 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
 	kubenexusv1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/controllers/admissioncheck"
 	"github.com/kube-nexus/kubenexus/controllers/hardwaretier"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
@@ -38,6 +40,7 @@ func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(kubenexusv1alpha1.AddToScheme(s))
+	utilruntime.Must(kueue.AddToScheme(s))
 	return s
 }
 
@@ -118,6 +121,15 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := (&hardwaretier.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the HardwareTier controller: %w", err)
+	}
+	// Kueue's placement-feasibility AdmissionCheck, when Kueue's CRDs are installed
+	// when the manager starts.
+	if !admissioncheck.Served(mgr) {
+		mgr.GetLogger().Info("Kueue's CRDs are not installed; the placement-feasibility AdmissionCheck is off", "controllerName", admissioncheck.ControllerName)
+		return nil
+	}
+	if err := (&admissioncheck.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the placement-feasibility AdmissionCheck: %w", err)
 	}
 	return nil
 }

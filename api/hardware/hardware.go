@@ -6,6 +6,7 @@ package hardware
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -215,4 +216,35 @@ func describe(d *v1alpha1.DeviceSelector) string {
 		parts = append(parts, c.Name+">="+c.Min.String())
 	}
 	return strings.Join(parts, ",")
+}
+
+// Access is what a HardwareTier lets a pod do on its nodes.
+type Access int
+
+const (
+	// Allowed: the pod's tenant tier is in allowedTenantTiers.
+	Allowed Access = iota
+	// Borrowed: not allowed, but the tier lends to preemptible pods.
+	Borrowed
+	// Denied: neither.
+	Denied
+)
+
+// AccessFor is what a tier with these allowed tenant tiers and borrowing policy
+// lets a pod of tenant tier tenant do.
+func AccessFor(allowed []v1alpha1.TenantTier, borrowing v1alpha1.BorrowingPolicy, tenant v1alpha1.TenantTier, preemptible bool) Access {
+	switch {
+	case slices.Contains(allowed, tenant):
+		return Allowed
+	case borrowing == v1alpha1.BorrowingPreemptible && preemptible:
+		return Borrowed
+	default:
+		return Denied
+	}
+}
+
+// AdmitsClusterQueue reports whether a tier admits workloads that Kueue admitted
+// through clusterQueue: any, when the tier names no ClusterQueue.
+func AdmitsClusterQueue(spec *v1alpha1.HardwareTierSpec, clusterQueue string) bool {
+	return len(spec.AllowedClusterQueues) == 0 || slices.Contains(spec.AllowedClusterQueues, clusterQueue)
 }

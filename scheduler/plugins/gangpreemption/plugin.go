@@ -30,6 +30,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/placement"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
@@ -471,7 +472,7 @@ func (pl *Plugin) newSearch(infos []fwk.NodeInfo, pods []*corev1.Pod, claimed no
 		if m.eligible == nil {
 			m.eligible = map[int]bool{}
 			for i, n := range s.nodes {
-				if nodefree.Eligible(p, n.obj) {
+				if placement.Eligible(p, n.obj) {
 					m.eligible[i] = true
 				}
 			}
@@ -487,7 +488,7 @@ func (pl *Plugin) newSearch(infos []fwk.NodeInfo, pods []*corev1.Pod, claimed no
 	return s
 }
 
-// sameConstraints: what nodefree.Eligible reads is equal for both pods.
+// sameConstraints: what placement.Eligible reads is equal for both pods.
 func sameConstraints(a, b *corev1.Pod) bool {
 	return equality.Semantic.DeepEqual(a.Spec.NodeSelector, b.Spec.NodeSelector) &&
 		equality.Semantic.DeepEqual(a.Spec.Affinity, b.Spec.Affinity) &&

@@ -170,7 +170,7 @@ func (pl *Plugin) planNode(ni fwk.NodeInfo, roles []role, prefer gangview.NodePr
 		}
 	}
 	for i, r := range roles {
-		n.Eligible[i] = nodefree.Eligible(r.pod, node) && r.fitsBesidePods(ni)
+		n.Eligible[i] = placement.Eligible(r.pod, node) && r.fitsBesidePods(ni)
 		if prefer != nil {
 			score, allowed := prefer(r.pod, node)
 			n.Eligible[i] = n.Eligible[i] && allowed

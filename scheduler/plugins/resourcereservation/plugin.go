@@ -24,6 +24,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/placement"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/refused"
@@ -191,7 +192,7 @@ func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, m
 			if missing <= 0 {
 				break
 			}
-			if member != nil && !nodefree.Eligible(member, ni.Node()) {
+			if member != nil && !placement.Eligible(member, ni.Node()) {
 				continue
 			}
 			name := ni.Node().Name
@@ -245,7 +246,7 @@ func shadow(r *reservation, missing int, nodes []fwk.NodeInfo, held nodefree.Tal
 	}
 	var ends []ending
 	for i, ni := range nodes {
-		if member != nil && !nodefree.Eligible(member, ni.Node()) {
+		if member != nil && !placement.Eligible(member, ni.Node()) {
 			continue
 		}
 		for _, pi := range ni.GetPods() {

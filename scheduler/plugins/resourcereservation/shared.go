@@ -29,6 +29,7 @@ import (
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/placement"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/podobj"
 )
@@ -611,7 +612,7 @@ func (s *Shared) place(r *reservation) (string, string) {
 	var fits []candidate
 	eligible := 0
 	for _, n := range nodes {
-		if rep != nil && !nodefree.Eligible(rep, n) || rep == nil && !nodefree.Eligible(&corev1.Pod{}, n) {
+		if rep != nil && !placement.Eligible(rep, n) || rep == nil && !placement.Eligible(&corev1.Pod{}, n) {
 			continue
 		}
 		eligible++

@@ -80,26 +80,16 @@ func (s *tierSet) of(nodeName string, nodeLabels map[string]string, devices devi
 }
 
 // access is what a tier lets a pod do on its nodes.
-type access int
+type access = hardware.Access
 
 const (
-	// allowed: the pod's tenant tier is in allowedTenantTiers.
-	allowed access = iota
-	// borrowed: not allowed, but the tier lends to preemptible pods.
-	borrowed
-	// denied: neither.
-	denied
+	allowed  = hardware.Allowed
+	borrowed = hardware.Borrowed
+	denied   = hardware.Denied
 )
 
 func (t *tier) accessFor(tenant v1alpha1.TenantTier, preemptible bool) access {
-	switch {
-	case slices.Contains(t.allowed, tenant):
-		return allowed
-	case t.borrowing == v1alpha1.BorrowingPreemptible && preemptible:
-		return borrowed
-	default:
-		return denied
-	}
+	return hardware.AccessFor(t.allowed, t.borrowing, tenant, preemptible)
 }
 
 // score rates a node of tier t (nil: untiered) for a pod of tenant tier tenant, on

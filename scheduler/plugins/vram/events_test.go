@@ -15,7 +15,9 @@ import (
 func TestQueueingHints(t *testing.T) {
 	pl := &Plugin{}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.AnnotationVRAMRequest: "70Gi"}}}
-	node := func(labels map[string]string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: labels}} }
+	node := func(labels map[string]string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: labels}}
+	}
 	for _, tc := range []struct {
 		name string
 		node *corev1.Node

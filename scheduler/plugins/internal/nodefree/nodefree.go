@@ -1,5 +1,4 @@
-// Package nodefree reads what a node offers a pod: whether the pod may run there at
-// all (Eligible), and its free capacity from the scheduler snapshot: its
+// Package nodefree reads what a node offers a pod from the scheduler snapshot: its
 // allocatable less what its bound and assumed pods request, in milli-units (the pods
 // resource counts pod slots).
 package nodefree

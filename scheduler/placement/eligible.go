@@ -1,4 +1,4 @@
-package nodefree
+package placement
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -7,7 +7,8 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Eligible applies the node-level checks of kube-scheduler's NodeAffinity,
+// Eligible reports whether the pod may run on the node at all: it applies the
+// node-level checks of kube-scheduler's NodeAffinity,
 // TaintToleration and NodeUnschedulable filters, with the same helpers they use.
 func Eligible(pod *corev1.Pod, node *corev1.Node) bool {
 	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {

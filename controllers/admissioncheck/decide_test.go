@@ -1,0 +1,99 @@
+package admissioncheck
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-nexus/kubenexus/api/topology"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+const gpu = corev1.ResourceName("nvidia.com/gpu")
+
+// fleet is n 8-GPU nodes, in racks of perRack, each with usedGPUs held.
+func fleet(n, perRack int, usedGPUs func(i int) int64) *Cluster {
+	c := &Cluster{Requested: map[string]corev1.ResourceList{}, Levels: topology.DefaultLevels}
+	for i := range n {
+		name := fmt.Sprintf("n%02d", i)
+		c.Nodes = append(c.Nodes, corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+				v1alpha1.LabelRack: fmt.Sprintf("rack-%d", i/perRack), "pool": "gpu"}},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("64"), gpu: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}},
+		})
+		if u := usedGPUs(i); u > 0 {
+			c.Requested[name] = corev1.ResourceList{gpu: *resource.NewQuantity(u, resource.DecimalSI), corev1.ResourcePods: resource.MustParse("1")}
+		}
+	}
+	return c
+}
+
+func job(count int, gpus string, required string) *Workload {
+	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), gpu: resource.MustParse(gpus)}
+	return &Workload{ClusterQueue: "cq", Tenant: v1alpha1.TenantTierGold, PodSets: []PodSet{{
+		Name: "main", Count: count, RequiredTopology: required,
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: rl, Limits: rl}}}}},
+	}}}
+}
+
+func TestDecide(t *testing.T) {
+	half := func(int) int64 { return 4 }
+	for _, tc := range []struct {
+		name    string
+		cluster *Cluster
+		w       *Workload
+		fits    bool
+		message string
+	}{
+		{"64 GPUs free in halves cannot hold 8 × 8", fleet(16, 4, half), job(8, "8", ""), false,
+			"8 × 8 nvidia.com/gpu: the nodes they may use hold 0 of the 8 pods now; 64 nvidia.com/gpu free on those nodes, but fragmented"},
+		{"but 16 × 4 fit", fleet(16, 4, half), job(16, "4", ""), true, "16 × 4 nvidia.com/gpu fit on the cluster's free capacity now"},
+		{"8 free nodes hold 8 × 8", fleet(16, 4, func(i int) int64 { return int64(i%2) * 8 }), job(8, "8", ""), true, "8 × 8 nvidia.com/gpu fit on the cluster's free capacity now"},
+		{"in one rack: the free nodes are spread over four racks", fleet(16, 4, func(i int) int64 { return int64(i%2) * 8 }), job(4, "8", v1alpha1.LabelRack), false,
+			"needs 4 members (4 × 8 nvidia.com/gpu) in one rack; the largest rack fits 2; 64 nvidia.com/gpu free on those nodes, but fragmented"},
+		{"one rack of four free nodes", fleet(16, 4, func(i int) int64 { return map[bool]int64{true: 0, false: 8}[i < 4] }), job(4, "8", v1alpha1.LabelRack), true,
+			"4 × 8 nvidia.com/gpu fit in rack rack-0 now"},
+		{"not enough at all", fleet(2, 4, half), job(4, "8", ""), false,
+			"4 × 8 nvidia.com/gpu: the nodes they may use hold 0 of the 4 pods now; 8 nvidia.com/gpu free on those nodes, 32 needed"},
+	} {
+		d := Decide(tc.cluster, tc.w)
+		if d.Fits != tc.fits || !strings.Contains(d.Message, tc.message) {
+			t.Errorf("%s: fits %v %q, want %v %q", tc.name, d.Fits, d.Message, tc.fits, tc.message)
+		}
+	}
+}
+
+func TestDecideHonoursTiersFlavorsAndTaints(t *testing.T) {
+	c := fleet(4, 4, func(int) int64 { return 0 })
+	// Two nodes in a tier for another ClusterQueue, one tainted, one left.
+	c.Nodes[0].Labels["hw"], c.Nodes[1].Labels["hw"] = "reserved", "reserved"
+	c.Tiers = []v1alpha1.HardwareTier{{ObjectMeta: metav1.ObjectMeta{Name: "reserved"}, Spec: v1alpha1.HardwareTierSpec{
+		Rank: 10, NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"hw": "reserved"}},
+		AllowedTenantTiers: []v1alpha1.TenantTier{v1alpha1.TenantTierGold}, AllowedClusterQueues: []string{"other"},
+	}}}
+	c.Nodes[2].Spec.Taints = []corev1.Taint{{Key: "maintenance", Effect: corev1.TaintEffectNoSchedule}}
+	if d := Decide(c, job(2, "8", "")); d.Fits || !strings.Contains(d.Message, "hold 1 of the 2 pods") {
+		t.Errorf("two 8-GPU pods with one usable node: %+v", d)
+	}
+	if d := Decide(c, job(1, "8", "")); !d.Fits {
+		t.Errorf("one 8-GPU pod: %+v", d)
+	}
+	// A flavor whose node labels no usable node has.
+	c.FlavorLabels = map[string]map[string]string{"a100": {"pool": "a100"}}
+	w := job(1, "8", "")
+	w.PodSets[0].Flavors = []string{"a100"}
+	if d := Decide(c, w); d.Fits {
+		t.Errorf("flavor a100 on gpu-pool nodes: %+v", d)
+	}
+	// The other ClusterQueue may use the reserved nodes.
+	w = job(3, "8", "")
+	w.ClusterQueue = "other"
+	if d := Decide(c, w); !d.Fits {
+		t.Errorf("ClusterQueue other on its tier: %+v", d)
+	}
+}

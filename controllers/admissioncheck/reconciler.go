@@ -1,0 +1,330 @@
+// Package admissioncheck runs Kueue AdmissionChecks whose controllerName is
+// kubenexus.io/placement-feasibility: Kueue reserves quota by counting, and admits an
+// 8 × 8-GPU job when 64 GPUs are free in crumbs; this check holds such a Workload
+// until all its pods can be placed now — all or nothing, in the one topology domain
+// it requires, on nodes its flavors, node selectors, taints and HardwareTiers allow —
+// computed with the planner the scheduler's gang plans use.
+package admissioncheck
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+
+	"github.com/kube-nexus/kubenexus/api/hardware"
+	"github.com/kube-nexus/kubenexus/api/topology"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
+)
+
+// ControllerName is the controllerName of the AdmissionChecks this controller runs.
+const ControllerName = "kubenexus.io/placement-feasibility"
+
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=admissionchecks,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=admissionchecks/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+var (
+	decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kubenexus_placement_check_decisions_total",
+		Help: "Decisions of the placement-feasibility AdmissionCheck, by state (Ready: every pod fits now; Retry: not now, Kueue requeues the Workload).",
+	}, []string{"state"})
+	pendingGauge = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "kubenexus_placement_check_pending",
+		Help: "Workloads with reserved quota waiting for the placement-feasibility AdmissionCheck.",
+	})
+	registerOnce sync.Once
+)
+
+// Served reports whether the cluster serves Kueue's Workloads (the controller is set
+// up only then).
+func Served(mgr ctrl.Manager) bool {
+	_, err := mgr.GetRESTMapper().RESTMapping(kueue.GroupVersion.WithKind("Workload").GroupKind(), kueue.GroupVersion.Version)
+	return err == nil
+}
+
+// Reconciler decides the placement-feasibility check of Workloads.
+type Reconciler struct {
+	Client client.Client
+	// slices: the cluster serves resource.k8s.io/v1 (tiers may select by devices).
+	slices bool
+
+	mu sync.Mutex
+	// pending are the Workloads last seen waiting for the check.
+	pending map[types.NamespacedName]bool
+}
+
+// Reconcile decides every Pending state of one of this controller's checks on a
+// Workload whose quota is reserved.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	wl := &kueue.Workload{}
+	if err := r.Client.Get(ctx, req.NamespacedName, wl); err != nil {
+		r.setPending(req.NamespacedName, false)
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ours, err := r.checks(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var todo []int
+	for i, st := range wl.Status.AdmissionChecks {
+		if ours[string(st.Name)] && st.State == kueue.CheckStatePending {
+			todo = append(todo, i)
+		}
+	}
+	reserved := apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) && wl.Status.Admission != nil
+	if len(todo) == 0 || !reserved {
+		r.setPending(req.NamespacedName, len(todo) > 0)
+		return ctrl.Result{}, nil
+	}
+	r.setPending(req.NamespacedName, true)
+	c, err := r.cluster(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	w, err := r.workloadOf(ctx, wl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	d := Decide(c, w)
+	state := kueue.CheckStateRetry
+	if d.Fits {
+		state = kueue.CheckStateReady
+	}
+	patch := client.MergeFromWithOptions(wl.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	now := metav1.Now()
+	for _, i := range todo {
+		st := &wl.Status.AdmissionChecks[i]
+		st.State, st.Message, st.LastTransitionTime = state, truncate(d.Message), now
+	}
+	if err := r.Client.Status().Patch(ctx, wl, patch); err != nil {
+		return ctrl.Result{}, err
+	}
+	decisions.WithLabelValues(string(state)).Inc()
+	r.setPending(req.NamespacedName, false)
+	log.FromContext(ctx).Info("Placement-feasibility check decided", "workload", req.NamespacedName, "state", state, "message", d.Message)
+	return ctrl.Result{}, nil
+}
+
+// maxMessage is Kueue's limit on an admission check state's message.
+const maxMessage = 32768
+
+func truncate(s string) string {
+	if len(s) > maxMessage {
+		return s[:maxMessage-3] + "..."
+	}
+	return s
+}
+
+func (r *Reconciler) setPending(key types.NamespacedName, pending bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if pending {
+		r.pending[key] = true
+	} else {
+		delete(r.pending, key)
+	}
+	pendingGauge.Set(float64(len(r.pending)))
+}
+
+// checks are the names of the AdmissionChecks this controller runs.
+func (r *Reconciler) checks(ctx context.Context) (map[string]bool, error) {
+	var list kueue.AdmissionCheckList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, ac := range list.Items {
+		if ac.Spec.ControllerName == ControllerName {
+			out[ac.Name] = true
+		}
+	}
+	return out, nil
+}
+
+// cluster reads what Decide needs from the manager's cache.
+func (r *Reconciler) cluster(ctx context.Context) (*Cluster, error) {
+	c := &Cluster{Requested: map[string]corev1.ResourceList{}, FlavorLabels: map[string]map[string]string{}, Levels: topology.DefaultLevels}
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		return nil, err
+	}
+	c.Nodes = nodes.Items
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods); err != nil {
+		return nil, err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		used := c.Requested[p.Spec.NodeName]
+		if used == nil {
+			used = corev1.ResourceList{}
+			c.Requested[p.Spec.NodeName] = used
+		}
+		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			sum := used[name]
+			sum.Add(q)
+			used[name] = sum
+		}
+		n := used[corev1.ResourcePods]
+		n.Add(resource.MustParse("1"))
+		used[corev1.ResourcePods] = n
+	}
+	var tiers v1alpha1.HardwareTierList
+	if err := r.Client.List(ctx, &tiers); err != nil {
+		return nil, err
+	}
+	c.Tiers = tiers.Items
+	if r.slices && usesDevices(tiers.Items) {
+		var list resourceapi.ResourceSliceList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil, err
+		}
+		byNode := hardware.ByNode(list.Items)
+		c.Devices = func(node string) []hardware.Device { return byNode[node] }
+	}
+	var configs v1alpha1.KubeNexusConfigList
+	if err := r.Client.List(ctx, &configs); err != nil {
+		return nil, err
+	}
+	if len(configs.Items) > 0 && len(configs.Items[0].Spec.Topology.Levels) > 0 {
+		c.Levels = topology.Levels(configs.Items[0].Spec.Topology.Levels)
+	}
+	var flavors kueue.ResourceFlavorList
+	if err := r.Client.List(ctx, &flavors); err != nil {
+		return nil, err
+	}
+	for _, f := range flavors.Items {
+		c.FlavorLabels[f.Name] = f.Spec.NodeLabels
+	}
+	return c, nil
+}
+
+func usesDevices(tiers []v1alpha1.HardwareTier) bool {
+	for i := range tiers {
+		if len(tiers[i].Spec.DeviceSelectors) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// workloadOf reads the Workload's pod sets, assigned flavors and tenant tier (from
+// its namespace, never from the pods).
+func (r *Reconciler) workloadOf(ctx context.Context, wl *kueue.Workload) (*Workload, error) {
+	w := &Workload{ClusterQueue: string(wl.Status.Admission.ClusterQueue)}
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: wl.Namespace}, ns); err != nil {
+		return nil, err
+	}
+	w.Tenant = workload.TierOf(workload.Namespace{Labels: ns.Labels}, "")
+	assigned := map[kueue.PodSetReference]kueue.PodSetAssignment{}
+	for _, a := range wl.Status.Admission.PodSetAssignments {
+		assigned[a.Name] = a
+	}
+	for _, ps := range wl.Spec.PodSets {
+		p := PodSet{Name: string(ps.Name), Count: int(ps.Count), Template: ps.Template}
+		a, ok := assigned[ps.Name]
+		if ok && a.Count != nil {
+			p.Count = int(*a.Count)
+		}
+		seen := map[string]bool{}
+		for _, f := range a.Flavors {
+			if !seen[string(f)] {
+				seen[string(f)] = true
+				p.Flavors = append(p.Flavors, string(f))
+			}
+		}
+		if tr := ps.TopologyRequest; tr != nil && tr.Required != nil {
+			p.RequiredTopology = *tr.Required
+		}
+		w.PodSets = append(w.PodSets, p)
+	}
+	return w, nil
+}
+
+// SetupWithManager runs the check's two loops: Workloads (decisions) and
+// AdmissionChecks (marked Active, which Kueue needs before a ClusterQueue that
+// names them admits anything).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	registerOnce.Do(func() { ctrlmetrics.Registry.MustRegister(decisions, pendingGauge) })
+	r.pending = map[types.NamespacedName]bool{}
+	if _, err := mgr.GetRESTMapper().RESTMapping(resourceapi.SchemeGroupVersion.WithKind("ResourceSlice").GroupKind(), resourceapi.SchemeGroupVersion.Version); err == nil {
+		r.slices = true
+	}
+	// A check created after its Workloads reserved quota: decide them all.
+	allWorkloads := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var list kueue.WorkloadList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return out
+	})
+	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		ac, ok := o.(*kueue.AdmissionCheck)
+		return ok && ac.Spec.ControllerName == ControllerName
+	})
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("placement-feasibility").
+		For(&kueue.Workload{}).
+		Watches(&kueue.AdmissionCheck{}, allWorkloads, builder.WithPredicates(ours, predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
+		Complete(r); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("placement-feasibility-check").
+		For(&kueue.AdmissionCheck{}, builder.WithPredicates(ours)).
+		Complete(&activeReconciler{client: mgr.GetClient()})
+}
+
+// activeReconciler marks this controller's AdmissionChecks Active.
+type activeReconciler struct{ client client.Client }
+
+func (a *activeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ac := &kueue.AdmissionCheck{}
+	if err := a.client.Get(ctx, req.NamespacedName, ac); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if ac.Spec.ControllerName != ControllerName {
+		return ctrl.Result{}, nil
+	}
+	patch := client.MergeFrom(ac.DeepCopy())
+	changed := apimeta.SetStatusCondition(&ac.Status.Conditions, metav1.Condition{
+		Type: kueue.AdmissionCheckActive, Status: metav1.ConditionTrue, Reason: "Active",
+		Message:            fmt.Sprintf("%s decides Workloads with reserved quota: Ready when every pod can be placed now, Retry otherwise.", ControllerName),
+		ObservedGeneration: ac.Generation,
+	})
+	if !changed {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, a.client.Status().Patch(ctx, ac, patch)
+}
