@@ -81,6 +81,12 @@ func TrainingOperatorCRDs() ([]string, error) {
 	return crds, err
 }
 
+// KueueCRDs is the directory of Kueue's CRDs (kueue.x-k8s.io), from the Kueue
+// module the manager builds with.
+func KueueCRDs() (string, error) {
+	return moduleFile("", "sigs.k8s.io/kueue", "config/components/crd/bases")
+}
+
 // NodeResourceTopologyCRD is the path of the NodeResourceTopology CRD
 // (topology.node.k8s.io), from the API module the scheduler builds with.
 func NodeResourceTopologyCRD() (string, error) {

@@ -1,0 +1,66 @@
+// Package kueue_test runs the manager beside a real kube-apiserver with Kueue's
+// CRDs installed and checks the placement-feasibility AdmissionCheck's decisions as
+// Kueue would read them from Workload status.
+package kueue_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kube-nexus/kubenexus/controllers"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+)
+
+var (
+	suiteCtx    context.Context
+	suiteCancel context.CancelFunc
+	testEnv     *envtest.Environment
+	k8sClient   client.Client
+)
+
+func TestKueue(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Kueue integration suite")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	suiteCtx, suiteCancel = context.WithCancel(context.Background())
+	Expect(testutil.RequireAssets()).To(Succeed())
+	kueueCRDs, err := testutil.KueueCRDs()
+	Expect(err).NotTo(HaveOccurred())
+	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testutil.CRDPath(), kueueCRDs}, ErrorIfCRDPathMissing: true}
+	cfg, err := testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	k8sClient, err = client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
+	Expect(err).NotTo(HaveOccurred())
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 controllers.NewScheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  controllers.CacheOptions(),
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(controllers.Setup(mgr, controllers.Options{PodGroupGCGrace: 2 * time.Second, Namespace: "kubenexus-system", SchedulerImage: "kubenexus-scheduler:test"})).To(Succeed())
+	go func() {
+		defer GinkgoRecover()
+		Expect(mgr.Start(suiteCtx)).To(Succeed())
+	}()
+})
+
+var _ = AfterSuite(func() {
+	suiteCancel()
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+})
