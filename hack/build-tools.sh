@@ -2,7 +2,7 @@
 # Builds the pinned tools of hack/tools into bin/ from source (Go module proxy only).
 # A tool is rebuilt only when its module's go.mod or go.sum changes (its version stamp).
 # Usage: hack/build-tools.sh [tool...]   (default: all)
-# Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm controller-gen training-operator scheduler-plugins
+# Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm controller-gen training-operator scheduler-plugins kueue
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,14 +23,15 @@ declare -A PKG=(
   [helm]=helm.sh/helm/v3/cmd/helm
   [controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
   [scheduler-plugins]=sigs.k8s.io/scheduler-plugins/cmd/scheduler
+  [kueue]=sigs.k8s.io/kueue/cmd/kueue
 )
-ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm training-operator scheduler-plugins)
+ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm training-operator scheduler-plugins kueue)
 
 # The module each tool is built in: hack/tools, except kwok, Kubeflow's
-# training-operator and scheduler-plugins' kube-scheduler (hack/tools/kwok,
-# hack/tools/trainingoperator, hack/tools/schedulerpluginsbin), which pin the
-# Kubernetes libraries they were released with.
-declare -A MODDIR=([kwok]=kwok [training-operator]=trainingoperator [scheduler-plugins]=schedulerpluginsbin)
+# training-operator, scheduler-plugins' kube-scheduler and Kueue (hack/tools/kwok,
+# hack/tools/trainingoperator, hack/tools/schedulerpluginsbin, hack/tools/kueue),
+# which pin the Kubernetes libraries they were released with.
+declare -A MODDIR=([kwok]=kwok [training-operator]=trainingoperator [scheduler-plugins]=schedulerpluginsbin [kueue]=kueue)
 tools=("$@")
 [ ${#tools[@]} -eq 0 ] && tools=("${ORDER[@]}")
 

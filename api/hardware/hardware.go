@@ -243,8 +243,9 @@ func AccessFor(allowed []v1alpha1.TenantTier, borrowing v1alpha1.BorrowingPolicy
 	}
 }
 
-// AdmitsClusterQueue reports whether a tier admits workloads that Kueue admitted
-// through clusterQueue: any, when the tier names no ClusterQueue.
-func AdmitsClusterQueue(spec *v1alpha1.HardwareTierSpec, clusterQueue string) bool {
-	return len(spec.AllowedClusterQueues) == 0 || slices.Contains(spec.AllowedClusterQueues, clusterQueue)
+// AdmitsClusterQueue reports whether a tier whose allowedClusterQueues are allowed
+// admits a workload that Kueue admitted through clusterQueue ("": not through
+// Kueue): any workload when the tier names no ClusterQueue.
+func AdmitsClusterQueue(allowed []string, clusterQueue string) bool {
+	return len(allowed) == 0 || slices.Contains(allowed, clusterQueue)
 }

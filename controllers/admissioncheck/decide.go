@@ -243,7 +243,7 @@ func (ts tierSet) admits(n *corev1.Node, devices func(string) []hardware.Device,
 		if !t.sel.Matches(n.Labels, devs) {
 			continue
 		}
-		if !hardware.AdmitsClusterQueue(&t.tier.Spec, w.ClusterQueue) {
+		if !hardware.AdmitsClusterQueue(t.tier.Spec.AllowedClusterQueues, w.ClusterQueue) {
 			return map[bool]bool{false: false, true: false}
 		}
 		return map[bool]bool{

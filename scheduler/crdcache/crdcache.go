@@ -1,6 +1,7 @@
 // Package crdcache is the scheduler's one informer cache of KubeNexus objects
 // (PodGroups, HardwareTiers and ResourceReservations, and scheduler-plugins' and
-// Volcano's PodGroups and NodeResourceTopologies when installed), shared by every plugin of every profile: plugins never keep a
+// Volcano's PodGroups, NodeResourceTopologies and Kueue's Workloads when installed),
+// shared by every plugin of every profile: plugins never keep a
 // private informer and never call the API server in a scheduling cycle.
 package crdcache
 
@@ -12,11 +13,15 @@ import (
 	"sync"
 	"time"
 
+	nrtv1alpha2 "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -24,8 +29,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	nrtv1alpha2 "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -40,7 +44,14 @@ type Cache struct {
 	// nrt: the NodeResourceTopology API (topology.node.k8s.io/v1alpha2) was served
 	// when the cache started, and its objects are watched.
 	nrt bool
+	// kueue: Kueue's Workloads (kueue.x-k8s.io/v1beta1) were served when the cache
+	// started, and are watched, indexed by owner.
+	kueue bool
 }
+
+// workloadOwnerIndex indexes Kueue Workloads by the UIDs of their owners (a Job, a
+// JobSet, or the pods of a plain pod group).
+const workloadOwnerIndex = "kubenexus.ownerUID"
 
 // foreignPodGroups is another scheduler's PodGroup API that KubeNexus honours.
 type foreignPodGroups struct {
@@ -223,6 +234,32 @@ func (c *Cache) OnNodeResourceTopologyChange(f func(name string, nrt *nrtv1alpha
 	return err
 }
 
+// ClusterQueueOf returns the ClusterQueue through which Kueue admitted the pod's
+// Workload — the Workload owned by the pod itself or by its controller — and
+// whether there is one. Written by Kueue in the Workload's status, so the pod
+// cannot claim it.
+func (c *Cache) ClusterQueueOf(pod *corev1.Pod) (string, bool) {
+	if !c.kueue {
+		return "", false
+	}
+	uids := []types.UID{pod.UID}
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		uids = append(uids, ref.UID)
+	}
+	for _, uid := range uids {
+		var list kueue.WorkloadList
+		if err := c.cache.List(context.Background(), &list, client.InNamespace(pod.Namespace), client.MatchingFields{workloadOwnerIndex: string(uid)}); err != nil {
+			continue
+		}
+		for i := range list.Items {
+			if a := list.Items[i].Status.Admission; a != nil {
+				return string(a.ClusterQueue), true
+			}
+		}
+	}
+	return "", false
+}
+
 // Provider creates the Cache on first use and hands the same one to every caller.
 type Provider struct {
 	// runCtx bounds the life of the cache (the scheduler process's).
@@ -244,6 +281,7 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 		scheme := runtime.NewScheme()
 		utilruntime.Must(v1alpha1.AddToScheme(scheme))
 		utilruntime.Must(nrtv1alpha2.AddToScheme(scheme))
+		utilruntime.Must(kueue.AddToScheme(scheme))
 		c, err := cache.New(cfg, cache.Options{Scheme: scheme})
 		if err != nil {
 			p.err = fmt.Errorf("creating the KubeNexus object cache: %w", err)
@@ -291,6 +329,29 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 				return
 			}
 		}
+		// Kueue's Workloads: which ClusterQueue admitted a pod (HardwareTiers may be
+		// limited to some).
+		kueueServed, err := served(cfg, kueue.GroupVersion, "workloads")
+		if err != nil {
+			p.err = fmt.Errorf("discovering %s: %w", kueue.GroupVersion, err)
+			return
+		}
+		if kueueServed {
+			if err := c.IndexField(ctx, &kueue.Workload{}, workloadOwnerIndex, func(o client.Object) []string {
+				var uids []string
+				for _, ref := range o.GetOwnerReferences() {
+					uids = append(uids, string(ref.UID))
+				}
+				return uids
+			}); err != nil {
+				p.err = fmt.Errorf("indexing Kueue Workloads: %w", err)
+				return
+			}
+			if _, err := c.GetInformer(ctx, &kueue.Workload{}); err != nil {
+				p.err = fmt.Errorf("watching Kueue Workloads: %w", err)
+				return
+			}
+		}
 		go func() {
 			if err := c.Start(p.runCtx); err != nil {
 				klog.FromContext(ctx).Error(err, "KubeNexus object cache stopped")
@@ -302,7 +363,7 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 			p.err = fmt.Errorf("KubeNexus object cache did not sync within %s (are the CRDs installed and readable?)", syncTimeout)
 			return
 		}
-		p.cache = &Cache{cache: c, foreign: foreign, nrt: nrt}
+		p.cache = &Cache{cache: c, foreign: foreign, nrt: nrt, kueue: kueueServed}
 	})
 	return p.cache, p.err
 }

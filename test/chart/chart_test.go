@@ -149,6 +149,7 @@ var matrix = map[string]map[string]any{
 	"network policy": {"webhook": map[string]any{"networkPolicy": map[string]any{"enabled": true,
 		"from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/24"}}, map[string]any{"ipBlock": map[string]any{"cidr": "192.168.10.5/32"}}}}}},
 	"network policy, any source": {"webhook": map[string]any{"networkPolicy": map[string]any{"enabled": true}}},
+	"kueue admission check":      {"kueue": map[string]any{"admissionCheck": map[string]any{"enabled": true, "name": "gpu-placement"}}},
 }
 
 // certManager reports whether values turn on cert-manager.
@@ -198,6 +199,7 @@ func TestRenderMatrix(t *testing.T) {
 			want("KubeNexusConfig", map[bool]int{true: 1, false: 0}[get(values, "config", "create") != false])
 			want("ServiceMonitor", map[bool]int{true: 1, false: 0}[managerOn && get(values, "metrics", "serviceMonitor", "enabled") == true])
 			want("NetworkPolicy", map[bool]int{true: 1, false: 0}[managerOn && webhookOn && get(values, "webhook", "networkPolicy", "enabled") == true])
+			want("AdmissionCheck", map[bool]int{true: 1, false: 0}[get(values, "kueue", "admissionCheck", "enabled") == true])
 			// The webhook certificate: the manager's rotator fills an empty Secret, or
 			// cert-manager issues it (with a self-signed Issuer unless one is named).
 			want("Secret", map[bool]int{true: 1, false: 0}[managerOn && !certManager(values)])
@@ -230,6 +232,14 @@ func TestRenderMatrix(t *testing.T) {
 					checkKubeNexusConfig(t, o, values)
 				case "NetworkPolicy":
 					checkNetworkPolicy(t, o, objs, values)
+				case "AdmissionCheck":
+					// The controller the manager runs, under the name ClusterQueues use.
+					var ac struct {
+						Spec struct{ ControllerName string } `json:"spec"`
+					}
+					if err := yaml.Unmarshal(o.raw, &ac); err != nil || ac.Spec.ControllerName != "kubenexus.io/placement-feasibility" || o.meta.Metadata.Name != get(values, "kueue", "admissionCheck", "name") {
+						t.Errorf("AdmissionCheck %s: controllerName %q (%v)", o.meta.Metadata.Name, ac.Spec.ControllerName, err)
+					}
 				}
 			}
 			auditRBAC(t, objs)

@@ -57,6 +57,15 @@ type Plugin struct {
 	refused *refused.Pods
 	// devices are the nodes' DRA devices, for tiers that select by them.
 	devices deviceLister
+	// queues reads which Kueue ClusterQueue admitted a pod, for tiers limited to
+	// some.
+	queues clusterQueues
+}
+
+// clusterQueues says through which Kueue ClusterQueue a pod was admitted (the
+// shared cache's Workloads).
+type clusterQueues interface {
+	ClusterQueueOf(pod *corev1.Pod) (string, bool)
 }
 
 var (
@@ -90,6 +99,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		exemption:  daemonSetExemption{daemonSets: informers.Apps().V1().DaemonSets().Lister()},
 		namespaces: informers.Core().V1().Namespaces().Lister(),
 		refused:    refusedPods,
+		queues:     c,
 	}
 	if index != nil {
 		pl.devices = index
@@ -141,6 +151,9 @@ type stateData struct {
 	tiers       *tierSet
 	tenant      v1alpha1.TenantTier
 	preemptible bool
+	// clusterQueue admitted the pod through Kueue ("": not through Kueue); read only
+	// when some tier is limited to ClusterQueues.
+	clusterQueue string
 	// recorded: Filter has put the pod in Plugin.refused this cycle (Filter runs for
 	// every node in parallel; the map is written once).
 	recorded atomic.Bool
@@ -169,29 +182,48 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	if !ok {
 		return nil, fwk.AsStatus(fmt.Errorf("%s", ErrReasonNoProfile))
 	}
-	cs.Write(stateKey, &stateData{tiers: tiers, tenant: profile.Tier, preemptible: profile.Preemptible})
+	cs.Write(stateKey, &stateData{tiers: tiers, tenant: profile.Tier, preemptible: profile.Preemptible, clusterQueue: pl.clusterQueueOf(tiers, pod)})
 	return nil, nil
 }
 
 // PreFilterExtensions is nil: the verdict does not depend on other pods.
 func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
+// clusterQueueOf is the ClusterQueue that admitted the pod, when a tier asks.
+func (pl *Plugin) clusterQueueOf(tiers *tierSet, pod *corev1.Pod) string {
+	if !tiers.usesClusterQueues || pl.queues == nil {
+		return ""
+	}
+	cq, _ := pl.queues.ClusterQueueOf(pod)
+	return cq
+}
+
 // Filter refuses nodes whose HardwareTier neither admits the pod's tenant tier nor
-// lends to it.
+// lends to it, or is limited to Kueue ClusterQueues the pod was not admitted
+// through.
 func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	s := readState(cs)
 	if s == nil {
 		return nil
 	}
 	t := s.tiers.of(nodeInfo.Node().Name, nodeInfo.Node().Labels, pl.devices)
-	if t == nil || t.accessFor(s.tenant, s.preemptible) != denied {
+	if t == nil {
+		return nil
+	}
+	msg := ""
+	switch {
+	case t.accessFor(s.tenant, s.preemptible) == denied:
+		msg = t.message(s.tenant)
+	case !t.admitsClusterQueue(s.clusterQueue):
+		msg = t.clusterQueueMessage(s.clusterQueue)
+	default:
 		return nil
 	}
 	if s.recorded.CompareAndSwap(false, true) {
 		pl.refused.Add(pod)
 	}
 	// Resolvable: a HardwareTier or node label change can admit the pod.
-	return fwk.NewStatus(fwk.Unschedulable, t.message(s.tenant))
+	return fwk.NewStatus(fwk.Unschedulable, msg)
 }
 
 // PreScore skips scoring when PreFilter skipped the pod.
@@ -283,6 +315,10 @@ func generation(obj any) int64 {
 // preemptible label and, for the DaemonSet exemption, the controller it claims and
 // whether it asks for devices, so pods that differ in any are not batched together.
 func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	uidIfQueues := ""
+	if t := pl.tiers.Load(); t != nil && t.usesClusterQueues {
+		uidIfQueues = string(pod.UID)
+	}
 	controller := ""
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
 		controller = ref.APIVersion + "/" + ref.Kind + "/" + ref.Name + "/" + string(ref.UID)
@@ -292,6 +328,9 @@ func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragmen
 		{Key: "v1.Pod.Labels[" + v1alpha1.LabelPreemptible + "]", Value: pod.Labels[v1alpha1.LabelPreemptible]},
 		{Key: "v1.Pod.OwnerReferences.Controller()", Value: controller},
 		{Key: "v1.Pod.RequestsDevices()", Value: requestsDevices(pod)},
+		// Tiers limited to Kueue ClusterQueues read the pod's Workload (owned by the
+		// pod or its controller): then no two pods share a verdict.
+		{Key: "v1.Pod.UID (tiers limited to ClusterQueues)", Value: uidIfQueues},
 	}, nil
 }
 
@@ -335,7 +374,7 @@ func (pl *Plugin) nodePreference(pod *corev1.Pod, node *corev1.Node) (int64, boo
 	tenant := workload.TierOf(workload.Namespace{Labels: ns.Labels}, "")
 	preemptible := pod.Labels[v1alpha1.LabelPreemptible] == "true"
 	t := tiers.of(node.Name, node.Labels, pl.devices)
-	if t != nil && t.accessFor(tenant, preemptible) == denied {
+	if t != nil && (t.accessFor(tenant, preemptible) == denied || !t.admitsClusterQueue(pl.clusterQueueOf(tiers, pod))) {
 		return 0, false
 	}
 	return tiers.score(t, tenant, preemptible, int64(*pl.args.UntieredNodeScore), int64(*pl.args.BorrowedNodeScore)), true

@@ -15,6 +15,8 @@ type tier struct {
 	selector  *hardware.Selector
 	allowed   []v1alpha1.TenantTier
 	borrowing v1alpha1.BorrowingPolicy
+	// clusterQueues limit the tier to workloads Kueue admitted through them.
+	clusterQueues []string
 }
 
 // tierSet is an immutable snapshot of the cluster's HardwareTiers, replaced as a
@@ -25,6 +27,8 @@ type tierSet struct {
 	minRank, maxRank int32
 	// usesDevices: some tier selects nodes by their DRA devices.
 	usesDevices bool
+	// usesClusterQueues: some tier is limited to Kueue ClusterQueues.
+	usesClusterQueues bool
 }
 
 // newTierSet builds the snapshot. A selector the API server accepted always
@@ -40,7 +44,9 @@ func newTierSet(hwts []v1alpha1.HardwareTier) (*tierSet, []error) {
 			continue
 		}
 		s.usesDevices = s.usesDevices || sel.UsesDevices()
-		s.tiers = append(s.tiers, tier{name: h.Name, rank: h.Spec.Rank, selector: sel, allowed: h.Spec.AllowedTenantTiers, borrowing: h.Spec.Borrowing})
+		s.usesClusterQueues = s.usesClusterQueues || len(h.Spec.AllowedClusterQueues) > 0
+		s.tiers = append(s.tiers, tier{name: h.Name, rank: h.Spec.Rank, selector: sel, allowed: h.Spec.AllowedTenantTiers, borrowing: h.Spec.Borrowing,
+			clusterQueues: h.Spec.AllowedClusterQueues})
 	}
 	slices.SortFunc(s.tiers, func(a, b tier) int {
 		if a.rank != b.rank {
@@ -117,6 +123,22 @@ func (s *tierSet) score(t *tier, tenant v1alpha1.TenantTier, preemptible bool, u
 	default:
 		return 75
 	}
+}
+
+// admitsClusterQueue reports whether the tier admits a pod Kueue admitted through
+// clusterQueue ("": not through Kueue).
+func (t *tier) admitsClusterQueue(clusterQueue string) bool {
+	return hardware.AdmitsClusterQueue(t.clusterQueues, clusterQueue)
+}
+
+// clusterQueueMessage explains why a node of tier t is refused to a pod admitted
+// through clusterQueue.
+func (t *tier) clusterQueueMessage(clusterQueue string) string {
+	via := "was not admitted through Kueue"
+	if clusterQueue != "" {
+		via = "was admitted through ClusterQueue " + clusterQueue
+	}
+	return fmt.Sprintf("node is in HardwareTier %s, which admits only workloads of Kueue ClusterQueues %v; the pod %s", t.name, t.clusterQueues, via)
 }
 
 // message explains why a node of tier t is refused to the pod.

@@ -64,7 +64,10 @@ var _ = BeforeSuite(func() {
 	// And the kubelet's NUMA reports (NodeResourceTopology), for NUMATopology.
 	nrtCRD, err := testutil.NodeResourceTopologyCRD()
 	Expect(err).NotTo(HaveOccurred())
-	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testutil.CRDPath(), sigsCRD, volcanoCRD, nrtCRD}, ErrorIfCRDPathMissing: true}
+	// And Kueue's: pods admitted through a ClusterQueue.
+	kueueCRDs, err := testutil.KueueCRDs()
+	Expect(err).NotTo(HaveOccurred())
+	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testutil.CRDPath(), sigsCRD, volcanoCRD, nrtCRD, kueueCRDs}, ErrorIfCRDPathMissing: true}
 	cfg, err := testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	cfg.QPS, cfg.Burst = 5000, 5000

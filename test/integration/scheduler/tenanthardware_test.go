@@ -12,7 +12,9 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
@@ -96,6 +98,41 @@ var _ = Describe("TenantHardware", func() {
 		premium.Spec.AllowedTenantTiers = append(premium.Spec.AllowedTenantTiers, v1alpha1.TenantTierBronze)
 		Expect(k8sClient.Update(suiteCtx, premium)).To(Succeed())
 		Eventually(bronze.nodeOf("bronze-2")).WithTimeout(testutil.Timeout).Should(HavePrefix(tc.ns + "-premium-"))
+	})
+
+	It("keeps a tier limited to Kueue ClusterQueues for the pods admitted through them", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		tc.setTier(v1alpha1.TenantTierGold)
+		tc.addLabelledNodes("limited", 1, map[string]string{"hw": "limited-" + tc.ns}, "cpu", "4")
+		limited := testutil.MakeHardwareTier("limited-"+tc.ns, 60).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": "limited-" + tc.ns}}).
+			Tenants(v1alpha1.TenantTierGold).ClusterQueues("cq-b").Obj()
+		Expect(k8sClient.Create(suiteCtx, limited)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, limited))).To(Succeed()) })
+		// Pods Kueue admitted: each waits behind a gate until its Workload (owned by the
+		// pod, as Kueue's pod integration makes it) records the ClusterQueue.
+		admitted := func(name, clusterQueue string) {
+			pod := tc.pod(name).Req("cpu", "1").Gate("example.com/admission").Obj()
+			Expect(k8sClient.Create(suiteCtx, pod)).To(Succeed())
+			wl := &kueue.Workload{
+				ObjectMeta: metav1.ObjectMeta{Name: "pod-" + name, Namespace: tc.ns, OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}},
+				Spec:       kueue.WorkloadSpec{QueueName: "queue", PodSets: []kueue.PodSet{{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: *pod.Spec.DeepCopy()}}}},
+			}
+			wl.Spec.PodSets[0].Template.Spec.SchedulingGates = nil
+			Expect(k8sClient.Create(suiteCtx, wl)).To(Succeed())
+			wl.Status.Admission = &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(clusterQueue), PodSetAssignments: []kueue.PodSetAssignment{{Name: "main", Count: ptr.To[int32](1)}}}
+			wl.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved", Message: "reserved", LastTransitionTime: metav1.Now()}}
+			Expect(k8sClient.Status().Update(suiteCtx, wl)).To(Succeed())
+			pod.Spec.SchedulingGates = nil
+			Expect(k8sClient.Update(suiteCtx, pod)).To(Succeed())
+		}
+		admitted("via-a", "cq-a")
+		Eventually(tc.scheduledMessage("via-a")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
+			fmt.Sprintf("node is in HardwareTier %s, which admits only workloads of Kueue ClusterQueues [cq-b]; the pod was admitted through ClusterQueue cq-a", limited.Name)))
+		Expect(k8sClient.Create(suiteCtx, tc.pod("plain").Req("cpu", "1").Obj())).To(Succeed())
+		Eventually(tc.scheduledMessage("plain")).WithTimeout(testutil.Timeout).Should(ContainSubstring("the pod was not admitted through Kueue"))
+		admitted("via-b", "cq-b")
+		Eventually(tc.nodeOf("via-b")).WithTimeout(testutil.Timeout).Should(Equal(tc.ns + "-limited-0"))
+		Expect(tc.nodeOf("via-a")()).To(BeEmpty())
 	})
 
 	It("selects a tier's nodes by the DRA devices their ResourceSlices publish, as its label twin does, and reports them in its status", func() {
