@@ -45,6 +45,8 @@ import (
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=podgroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=podgroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
+// TenantHardware reads which Kueue ClusterQueue admitted a pod, when Kueue is installed.
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads,verbs=get;list;watch
 // NUMATopology reads the kubelet's per-NUMA-cell reports when their CRD is installed.
 // +kubebuilder:rbac:groups=topology.node.k8s.io,resources=noderesourcetopologies,verbs=get;list;watch
 // GangPreemption evicts its victims through the Eviction API, so that
