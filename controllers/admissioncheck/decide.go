@@ -25,8 +25,11 @@ type Cluster struct {
 	Devices func(node string) []hardware.Device
 	// Levels are the KubeNexusConfig's topology levels, smallest first.
 	Levels []topology.Level
-	// FlavorLabels are the node labels of Kueue's ResourceFlavors, by name.
-	FlavorLabels map[string]map[string]string
+	// FlavorLabels and FlavorTolerations are the node labels of Kueue's
+	// ResourceFlavors and the tolerations Kueue gives the pods it admits on them, by
+	// name.
+	FlavorLabels      map[string]map[string]string
+	FlavorTolerations map[string][]corev1.Toleration
 }
 
 // Workload is what a Kueue Workload asks for, as the check reads it.
@@ -72,7 +75,11 @@ func Decide(c *Cluster, w *Workload) Decision {
 	var shapes []placement.Shape
 	var pods []*corev1.Pod
 	for _, ps := range w.PodSets {
-		pod := &corev1.Pod{ObjectMeta: ps.Template.ObjectMeta, Spec: ps.Template.Spec}
+		pod := &corev1.Pod{ObjectMeta: ps.Template.ObjectMeta, Spec: *ps.Template.Spec.DeepCopy()}
+		// Kueue adds its flavors' tolerations to the pods it admits.
+		for _, f := range ps.Flavors {
+			pod.Spec.Tolerations = append(pod.Spec.Tolerations, c.FlavorTolerations[f]...)
+		}
 		pods = append(pods, pod)
 		req := map[corev1.ResourceName]int64{corev1.ResourcePods: 1000}
 		for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {

@@ -90,6 +90,14 @@ func TestDecideHonoursTiersFlavorsAndTaints(t *testing.T) {
 	if d := Decide(c, w); d.Fits {
 		t.Errorf("flavor a100 on gpu-pool nodes: %+v", d)
 	}
+	// A flavor whose tolerations let its pods onto the tainted node.
+	c.FlavorLabels = map[string]map[string]string{"gpu": {"pool": "gpu"}}
+	c.FlavorTolerations = map[string][]corev1.Toleration{"gpu": {{Key: "maintenance", Operator: corev1.TolerationOpExists}}}
+	w = job(2, "8", "")
+	w.PodSets[0].Flavors = []string{"gpu"}
+	if d := Decide(c, w); !d.Fits {
+		t.Errorf("flavor gpu tolerating the taint: %+v", d)
+	}
 	// The other ClusterQueue may use the reserved nodes.
 	w = job(3, "8", "")
 	w.ClusterQueue = "other"

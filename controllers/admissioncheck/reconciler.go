@@ -166,7 +166,7 @@ func (r *Reconciler) checks(ctx context.Context) (map[string]bool, error) {
 
 // cluster reads what Decide needs from the manager's cache.
 func (r *Reconciler) cluster(ctx context.Context) (*Cluster, error) {
-	c := &Cluster{Requested: map[string]corev1.ResourceList{}, FlavorLabels: map[string]map[string]string{}, Levels: topology.DefaultLevels}
+	c := &Cluster{Requested: map[string]corev1.ResourceList{}, FlavorLabels: map[string]map[string]string{}, FlavorTolerations: map[string][]corev1.Toleration{}, Levels: topology.DefaultLevels}
 	var nodes corev1.NodeList
 	if err := r.Client.List(ctx, &nodes); err != nil {
 		return nil, err
@@ -221,6 +221,7 @@ func (r *Reconciler) cluster(ctx context.Context) (*Cluster, error) {
 	}
 	for _, f := range flavors.Items {
 		c.FlavorLabels[f.Name] = f.Spec.NodeLabels
+		c.FlavorTolerations[f.Name] = f.Spec.Tolerations
 	}
 	return c, nil
 }
