@@ -94,7 +94,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			todo = append(todo, i)
 		}
 	}
-	reserved := apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) && wl.Status.Admission != nil
+	// Quota reserved, and not being evicted: Kueue resets the checks to Pending when
+	// it evicts (after a Retry) while the quota is still reserved, and a second
+	// verdict then would leave the Workload with a Retry that its scheduler treats as
+	// failed for good.
+	reserved := apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) && wl.Status.Admission != nil &&
+		!apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted)
 	if len(todo) == 0 || !reserved {
 		r.setPending(req.NamespacedName, len(todo) > 0)
 		return ctrl.Result{}, nil

@@ -57,9 +57,18 @@ func run(root, dir string) error {
 	if err != nil {
 		return err
 	}
+	var kueueReport *demo.KueueReport
+	var kueueErr error
+	if settleErr == nil {
+		kueueReport, kueueErr = c.RunKueueScenario(ctx)
+	}
 	var report bytes.Buffer
 	demo.Print(&report, placements)
 	demo.PrintCapacity(&report, c.Capacity())
+	demo.PrintKueue(&report, kueueReport)
+	if kueueErr != nil {
+		fmt.Fprintf(&report, "\nKUEUE SCENARIO INCOMPLETE: %v (logs in %s)\n", kueueErr, absDir)
+	}
 	fmt.Fprintf(&report, "\nCluster up in %s. Use it with:\n  export KUBECONFIG=%s\nStop it with: make demo-down\n",
 		time.Since(start).Round(time.Second), c.Kubeconfig)
 	if settleErr != nil {

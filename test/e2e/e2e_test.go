@@ -36,14 +36,20 @@ import (
 func TestDemoFlow(t *testing.T) {
 	root := testutil.RepoRoot()
 	bin := filepath.Join(root, "bin")
-	for _, b := range []string{"kubenexus-manager", "kubenexus-scheduler", "k8s/etcd", "k8s/kube-apiserver", "k8s/kube-controller-manager", "k8s/kwok", "k8s/helm", "k8s/training-operator"} {
+	for _, b := range []string{"kubenexus-manager", "kubenexus-scheduler", "k8s/etcd", "k8s/kube-apiserver", "k8s/kube-controller-manager", "k8s/kwok", "k8s/helm", "k8s/training-operator", "k8s/kueue"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
-			t.Fatalf("%s is missing: `make test` builds it (make build; hack/build-tools.sh etcd kube-apiserver kube-controller-manager kwok helm training-operator)", b)
+			t.Fatalf("%s is missing: `make test` builds it (make build; hack/build-tools.sh etcd kube-apiserver kube-controller-manager kwok helm training-operator kueue)", b)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
+	// E2E_LOG_DIR keeps the processes' logs (kubeconfig, certificates) after the run.
+	dir := os.Getenv("E2E_LOG_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	c, err := demo.Up(ctx, demo.Options{Root: root, Bin: bin, Dir: dir, Log: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +57,7 @@ func TestDemoFlow(t *testing.T) {
 	defer c.Down()
 	defer func() {
 		if t.Failed() {
-			for _, name := range []string{"kubenexus-manager", "kubenexus-scheduler", "kube-controller-manager", "kwok", "training-operator", "training-operator-scheduler-plugins"} {
+			for _, name := range []string{"kubenexus-manager", "kubenexus-scheduler", "kube-controller-manager", "kwok", "training-operator", "training-operator-scheduler-plugins", "kueue"} {
 				if data, err := os.ReadFile(filepath.Join(dir, name+".log")); err == nil {
 					t.Logf("--- %s log (tail) ---\n%s", name, tail(string(data), 3000))
 				}
@@ -139,6 +145,7 @@ func TestDemoFlow(t *testing.T) {
 	checkTrainingOperatorWebhook(t, c)
 	checkHardwareTiers(t, c, placements)
 	checkGangPreemption(t, c)
+	checkKueue(t, c)
 	helmUpgradeAndUninstall(t, c)
 	for _, p := range placements {
 		if p.Name == "llm-finetune" {
@@ -348,4 +355,31 @@ func tail(s string, n int) string {
 		return s
 	}
 	return s[len(s)-n:]
+}
+
+// checkKueue: with the real Kueue controller and Job controller, an 8 × 8-GPU Job on
+// 64 GPUs free in halves is admitted by quota and its pods wait unscheduled; with the
+// placement-feasibility check it is held with a message and no pod until the GPUs
+// free up, then admitted, placed whole and completed.
+func checkKueue(t *testing.T, c *demo.Cluster) {
+	t.Helper()
+	r, err := c.RunKueueScenario(context.Background())
+	demo.PrintKueue(testWriter{t}, r)
+	if err != nil {
+		t.Fatalf("Kueue scenario: %v", err)
+	}
+	if !r.PlainAdmitted || r.PlainPods != 8 || r.PlainBound != 0 {
+		t.Errorf("without the check: admitted %v, %d pods, %d bound; want admitted, 8 pods, none bound", r.PlainAdmitted, r.PlainPods, r.PlainBound)
+	}
+	for _, want := range []string{"8 × 8 nvidia.com/gpu", "hold 0 of the 8 pods now", "64 nvidia.com/gpu free on those nodes, but fragmented"} {
+		if !strings.Contains(r.CheckedMessage, want) {
+			t.Errorf("the check's message %q does not say %q", r.CheckedMessage, want)
+		}
+	}
+	if r.CheckedPodsWhileHeld != 0 {
+		t.Errorf("with the check: %d pods created while the Workload was held", r.CheckedPodsWhileHeld)
+	}
+	if r.CheckedFinalCheckState != "Ready" || r.CheckedBound != 8 || !r.CheckedComplete {
+		t.Errorf("after capacity freed: check %q, %d/8 bound, complete %v", r.CheckedFinalCheckState, r.CheckedBound, r.CheckedComplete)
+	}
 }

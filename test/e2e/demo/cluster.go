@@ -208,9 +208,15 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c.logf("installing scheduler-plugins' and Volcano's PodGroup CRDs, Kubeflow training-operator v1.8.1's CRDs, the NodeResourceTopology CRD and stand-in CRDs for Spark, Ray, JobSet and LWS")
+	// And Kueue's, whose Workloads the manager's placement check and the scheduler's
+	// TenantHardware read.
+	kueueCRDs, err := kueueCRDFiles()
+	if err != nil {
+		return nil, err
+	}
+	c.logf("installing scheduler-plugins' and Volcano's PodGroup CRDs, Kubeflow training-operator v1.8.1's CRDs, Kueue v0.14.8's CRDs, the NodeResourceTopology CRD and stand-in CRDs for Spark, Ray, JobSet and LWS")
 	replaced := map[string]bool{}
-	for _, path := range append([]string{sigsCRD, volcanoCRD, nrtCRD}, kubeflowCRDs...) {
+	for _, path := range append(append([]string{sigsCRD, volcanoCRD, nrtCRD}, kubeflowCRDs...), kueueCRDs...) {
 		names, err := c.applyFile(ctx, path, nil)
 		if err != nil {
 			return nil, fmt.Errorf("installing %s: %w", filepath.Base(path), err)
@@ -245,7 +251,10 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := waitFor(ctx, 2*time.Minute, func() error { return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)) }); err != nil {
 		return nil, fmt.Errorf("kubenexus-manager never became ready (see %s): %w", c.logPath("kubenexus-manager"), err)
 	}
-	if err := c.run("helm", filepath.Join(tools, "helm"), append([]string{"upgrade", "kubenexus", filepath.Join(opts.Root, "charts", "kubenexus"), "--set", "config.create=true"}, helmArgs...)...); err != nil {
+	// The KubeNexusConfig, and the Kueue AdmissionCheck the manager runs (Kueue's CRDs
+	// are installed now).
+	if err := c.run("helm", filepath.Join(tools, "helm"), append([]string{"upgrade", "kubenexus", filepath.Join(opts.Root, "charts", "kubenexus"), "--set", "config.create=true",
+		"--set", "kueue.admissionCheck.enabled=true", "--set", "kueue.admissionCheck.name=" + KueueAdmissionCheck}, helmArgs...)...); err != nil {
 		return nil, err
 	}
 
@@ -281,6 +290,9 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	if err := c.startTrainingOperators(ctx, certDir, caPEM); err != nil {
+		return nil, err
+	}
+	if err := c.startKueue(ctx, certDir, caPEM); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -1,0 +1,530 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+)
+
+// Kueue's side of the demo: Kueue v0.14.8's own controller-manager (built in
+// hack/tools/kueue) runs as a local process beside KubeNexus, with its CRDs and its
+// webhooks for Jobs and its own kinds, reached by URL.
+const (
+	kueueNamespace = "kueue-system"
+	// KueueAdmissionCheck is the AdmissionCheck the chart creates
+	// (kueue.admissionCheck.enabled).
+	KueueAdmissionCheck = "kubenexus-placement"
+	// kueueMetricsCerts is where Kueue v0.14 reads its metrics certificate when it
+	// does not manage certificates itself; the path is fixed in its main.
+	kueueMetricsCerts = "/etc/kueue/metrics/certs"
+)
+
+// kueueCRDFiles are the paths of Kueue's CRDs.
+func kueueCRDFiles() ([]string, error) {
+	dir, err := testutil.KueueCRDs()
+	if err != nil {
+		return nil, err
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "kueue.x-k8s.io_*.yaml"))
+	if err == nil && len(files) == 0 {
+		err = fmt.Errorf("no CRDs in %s", dir)
+	}
+	return files, err
+}
+
+// startKueue runs Kueue's controller-manager with the demo's serving certificate and
+// registers its Job, Workload and queue webhooks by URL.
+func (c *Cluster) startKueue(ctx context.Context, certDir string, caPEM []byte) error {
+	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kueueNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		if err := ensureFile(filepath.Join(kueueMetricsCerts, f), filepath.Join(certDir, f)); err != nil {
+			return fmt.Errorf("Kueue reads its metrics certificate from %s: %w", kueueMetricsCerts, err)
+		}
+	}
+	webhookPort, err := testutil.FreePort()
+	if err != nil {
+		return err
+	}
+	probePort, err := testutil.FreePort()
+	if err != nil {
+		return err
+	}
+	metricsPort, err := testutil.FreePort()
+	if err != nil {
+		return err
+	}
+	// Kueue requeues a Workload whose admission check said Retry after a backoff
+	// (requeuingStrategy); short here so the demo sees the retry.
+	config := fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta1
+kind: Configuration
+namespace: %s
+manageJobsWithoutQueueName: false
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+health:
+  healthProbeBindAddress: 127.0.0.1:%d
+metrics:
+  bindAddress: 127.0.0.1:%d
+webhook:
+  host: 127.0.0.1
+  port: %d
+  certDir: %s
+waitForPodsReady:
+  enable: false
+  requeuingStrategy:
+    backoffBaseSeconds: 2
+    backoffMaxSeconds: 5
+integrations:
+  frameworks: ["batch/job"]
+`, kueueNamespace, probePort, metricsPort, webhookPort, certDir)
+	path := filepath.Join(c.opts.Dir, "kueue-config.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		return err
+	}
+	c.logf("starting Kueue v0.14.8's controller-manager (local process, webhooks on 127.0.0.1:%d)", webhookPort)
+	env := append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	if err := c.startEnv("kueue", env, filepath.Join(c.opts.Bin, "k8s", "kueue"), "--config="+path, "--feature-gates=VisibilityOnDemand=false", "--zap-log-level=2"); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 2*time.Minute, func() error { return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)) }); err != nil {
+		return fmt.Errorf("Kueue never became ready (see %s): %w", c.logPath("kueue"), err)
+	}
+	mwc, vwc, err := kueueWebhooks(webhookPort, caPEM)
+	if err != nil {
+		return err
+	}
+	if err := c.Client.Create(ctx, mwc); err != nil {
+		return fmt.Errorf("registering Kueue's mutating webhooks: %w", err)
+	}
+	if err := c.Client.Create(ctx, vwc); err != nil {
+		return fmt.Errorf("registering Kueue's validating webhooks: %w", err)
+	}
+	return nil
+}
+
+// kueueResources are the kinds whose Kueue webhooks the demo registers: Jobs (Kueue
+// suspends those that name a queue) and Kueue's own kinds.
+var kueueResources = []string{"jobs", "workloads", "clusterqueues", "localqueues", "resourceflavors", "cohorts", "admissionchecks"}
+
+// kueueWebhooks are Kueue's own webhook configurations (config/components/webhook of
+// its module) for kueueResources, pointed at the local process by URL.
+func kueueWebhooks(port int, caPEM []byte) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	crds, err := testutil.KueueCRDs()
+	if err != nil {
+		return nil, nil, err
+	}
+	manifest := filepath.Join(crds, "..", "..", "webhook", "manifests.yaml")
+	data, err := os.ReadFile(manifest)
+	if err != nil {
+		return nil, nil, err
+	}
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kueue-mutating"}}
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kueue-validating"}}
+	wanted := func(rules []admissionregistrationv1.RuleWithOperations) bool {
+		for _, r := range rules {
+			for _, res := range r.Resources {
+				if slices.Contains(kueueResources, strings.TrimSuffix(res, "/status")) && (res != "jobs" || slices.Contains(r.APIGroups, "batch")) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	point := func(cc *admissionregistrationv1.WebhookClientConfig) bool {
+		if cc.Service == nil || cc.Service.Path == nil {
+			return false
+		}
+		url := fmt.Sprintf("https://127.0.0.1:%d%s", port, *cc.Service.Path)
+		*cc = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM}
+		return true
+	}
+	for _, doc := range strings.Split(string(data), "\n---") {
+		var head struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", manifest, err)
+		}
+		switch head.Kind {
+		case "MutatingWebhookConfiguration":
+			src := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			if err := yaml.Unmarshal([]byte(doc), src); err != nil {
+				return nil, nil, err
+			}
+			for _, wh := range src.Webhooks {
+				if wanted(wh.Rules) && point(&wh.ClientConfig) {
+					mwc.Webhooks = append(mwc.Webhooks, wh)
+				}
+			}
+		case "ValidatingWebhookConfiguration":
+			src := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if err := yaml.Unmarshal([]byte(doc), src); err != nil {
+				return nil, nil, err
+			}
+			for _, wh := range src.Webhooks {
+				if wanted(wh.Rules) && point(&wh.ClientConfig) {
+					vwc.Webhooks = append(vwc.Webhooks, wh)
+				}
+			}
+		}
+	}
+	if len(mwc.Webhooks) == 0 || len(vwc.Webhooks) == 0 {
+		return nil, nil, fmt.Errorf("%s: no webhook for %v", manifest, kueueResources)
+	}
+	return mwc, vwc, nil
+}
+
+// KueueReport is what the Kueue scenario saw.
+type KueueReport struct {
+	// Without the check: whether Kueue admitted the 8 × 8-GPU Job, how many of its
+	// pods were created and how many were bound after a while.
+	PlainAdmitted          bool
+	PlainPods, PlainBound  int
+	PlainPendingMessage    string
+	CheckedMessage         string
+	CheckedPodsWhileHeld   int
+	CheckedAdmittedAfter   time.Duration
+	CheckedBound           int
+	CheckedComplete        bool
+	CheckedFinalCheckState string
+}
+
+const (
+	kueueNodes    = 16
+	kueuePoolKey  = "kubenexus.io/pool"
+	kueuePool     = "kueue-demo"
+	kueueTaintKey = "kubenexus.io/kueue-demo"
+	// Namespaces of the two LocalQueues: one ClusterQueue without the check, one
+	// with it.
+	nsKueuePlain   = "kueue-plain"
+	nsKueueChecked = "kueue-checked"
+)
+
+// RunKueueScenario shows what Kueue does with an 8 × 8-GPU Job on 64 free GPUs in
+// halves, without and with KubeNexus's placement-feasibility check: sixteen tainted
+// 8-GPU nodes (a flavor of their own, so the rest of the demo is untouched), each
+// with 4 GPUs held by a pod outside Kueue, and a ClusterQueue of 64 GPUs.
+func (c *Cluster) RunKueueScenario(ctx context.Context) (*KueueReport, error) {
+	c.logf("Kueue: sixteen 8-GPU nodes with 4 GPUs held on each (64 free, in halves); ClusterQueues of 64 GPUs without and with the %s check", KueueAdmissionCheck)
+	if err := c.kueueFleet(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.kueueQueues(ctx); err != nil {
+		return nil, err
+	}
+	r := &KueueReport{}
+
+	// Without the check: Kueue admits by quota, the pods are created and wait.
+	if err := c.Client.Create(ctx, kueueJob(nsKueuePlain)); err != nil {
+		return nil, err
+	}
+	err := waitFor(ctx, 2*time.Minute, func() error {
+		wl, err := c.workloadOf(ctx, nsKueuePlain)
+		if err != nil {
+			return err
+		}
+		r.PlainAdmitted = apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadAdmitted)
+		pods, err := c.kueuePods(ctx, nsKueuePlain)
+		if err != nil {
+			return err
+		}
+		r.PlainPods, r.PlainBound = len(pods), 0
+		for _, p := range pods {
+			if p.Spec.NodeName != "" {
+				r.PlainBound++
+			}
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse {
+					r.PlainPendingMessage = cond.Message
+				}
+			}
+		}
+		if !r.PlainAdmitted || r.PlainPods < 8 || r.PlainPendingMessage == "" {
+			return fmt.Errorf("without the check: admitted %v, %d pods, scheduler message %q", r.PlainAdmitted, r.PlainPods, r.PlainPendingMessage)
+		}
+		return nil
+	})
+	if err != nil {
+		return r, err
+	}
+	// They stay unbound: no node has 8 GPUs free.
+	time.Sleep(3 * time.Second)
+	pods, err := c.kueuePods(ctx, nsKueuePlain)
+	if err != nil {
+		return r, err
+	}
+	r.PlainBound = 0
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			r.PlainBound++
+		}
+	}
+	if err := c.Client.Delete(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "pretrain", Namespace: nsKueuePlain}}, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		return r, err
+	}
+
+	// With the check: the Workload is held with the check's message; no pod exists.
+	if err := c.Client.Create(ctx, kueueJob(nsKueueChecked)); err != nil {
+		return r, err
+	}
+	if err := waitFor(ctx, 2*time.Minute, func() error {
+		wl, err := c.workloadOf(ctx, nsKueueChecked)
+		if err != nil {
+			return err
+		}
+		for _, st := range wl.Status.AdmissionChecks {
+			if string(st.Name) == KueueAdmissionCheck && st.State == kueue.CheckStateRetry {
+				r.CheckedMessage = st.Message
+			}
+		}
+		if r.CheckedMessage == "" {
+			return fmt.Errorf("with the check: no Retry yet (checks %+v)", wl.Status.AdmissionChecks)
+		}
+		return nil
+	}); err != nil {
+		return r, err
+	}
+	time.Sleep(3 * time.Second)
+	held, err := c.kueuePods(ctx, nsKueueChecked)
+	if err != nil {
+		return r, err
+	}
+	r.CheckedPodsWhileHeld = len(held)
+
+	// The other jobs finish: their GPUs free up, Kueue retries, the check passes and
+	// the Job runs all its pods at once.
+	c.logf("Kueue: the pods holding half of each node finish")
+	freed := time.Now()
+	for i := range kueueNodes {
+		if err := c.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("holder-%d", i), Namespace: nsKueuePlain}}, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+			return r, err
+		}
+	}
+	err = waitFor(ctx, 3*time.Minute, func() error {
+		wl, err := c.workloadOf(ctx, nsKueueChecked)
+		if err != nil {
+			return err
+		}
+		for _, st := range wl.Status.AdmissionChecks {
+			if string(st.Name) == KueueAdmissionCheck {
+				r.CheckedFinalCheckState = string(st.State)
+			}
+		}
+		if r.CheckedAdmittedAfter == 0 && apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadAdmitted) {
+			r.CheckedAdmittedAfter = time.Since(freed)
+		}
+		pods, err := c.kueuePods(ctx, nsKueueChecked)
+		if err != nil {
+			return err
+		}
+		r.CheckedBound = 0
+		for _, p := range pods {
+			if p.Spec.NodeName != "" {
+				r.CheckedBound++
+			}
+		}
+		job := &batchv1.Job{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: nsKueueChecked, Name: "pretrain"}, job); err != nil {
+			return err
+		}
+		r.CheckedComplete = jobComplete(job)
+		if !r.CheckedComplete {
+			return fmt.Errorf("with the check, after capacity freed: check %s, admitted after %s, %d pods bound, Job not complete", r.CheckedFinalCheckState, r.CheckedAdmittedAfter, r.CheckedBound)
+		}
+		return nil
+	})
+	return r, err
+}
+
+// kueueFleet creates the scenario's nodes and the pods that hold half of each.
+func (c *Cluster) kueueFleet(ctx context.Context) error {
+	for _, ns := range []string{nsKueuePlain, nsKueueChecked} {
+		if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	res := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("96"), corev1.ResourceMemory: resource.MustParse("1Ti"),
+		corev1.ResourcePods: resource.MustParse("110"), v1alpha1.ResourceNvidiaGPU: resource.MustParse("8"),
+	}
+	taint := corev1.Taint{Key: kueueTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	for i := range kueueNodes {
+		name := fmt.Sprintf("kq-%d", i)
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+				Labels: map[string]string{"kubernetes.io/hostname": name, "type": "kwok", kueuePoolKey: kueuePool, v1alpha1.LabelRack: "rack-kq"}},
+			Spec:   corev1.NodeSpec{Taints: []corev1.Taint{taint}},
+			Status: corev1.NodeStatus{Capacity: res, Allocatable: res.DeepCopy()},
+		}
+		if err := c.Client.Create(ctx, node); err != nil {
+			return err
+		}
+	}
+	// kwok reports them Ready; lift the not-ready taint as the node lifecycle
+	// controller would, keeping the pool's own.
+	if err := waitFor(ctx, 2*time.Minute, func() error {
+		for i := range kueueNodes {
+			n := &corev1.Node{}
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: fmt.Sprintf("kq-%d", i)}, n); err != nil {
+				return err
+			}
+			if !ready(n) {
+				return fmt.Errorf("node %s is not Ready yet", n.Name)
+			}
+			if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != kueueTaintKey {
+				n.Spec.Taints = []corev1.Taint{taint}
+				if err := c.Client.Update(ctx, n); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for i := range kueueNodes {
+		gpus := corev1.ResourceList{v1alpha1.ResourceNvidiaGPU: resource.MustParse("4")}
+		holder := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("holder-%d", i), Namespace: nsKueuePlain},
+			Spec: corev1.PodSpec{
+				NodeName:    fmt.Sprintf("kq-%d", i),
+				Tolerations: []corev1.Toleration{{Key: kueueTaintKey, Operator: corev1.TolerationOpExists}},
+				Containers:  []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{Requests: gpus, Limits: gpus}}},
+			},
+		}
+		if err := c.Client.Create(ctx, holder); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kueueQueues creates the flavor of the scenario's nodes and two ClusterQueues of
+// 64 GPUs, the second requiring the placement check, each with a LocalQueue.
+func (c *Cluster) kueueQueues(ctx context.Context) error {
+	flavor := &kueue.ResourceFlavor{
+		ObjectMeta: metav1.ObjectMeta{Name: kueuePool},
+		Spec: kueue.ResourceFlavorSpec{
+			NodeLabels:  map[string]string{kueuePoolKey: kueuePool},
+			Tolerations: []corev1.Toleration{{Key: kueueTaintKey, Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}},
+		},
+	}
+	if err := c.Client.Create(ctx, flavor); err != nil {
+		return err
+	}
+	for _, q := range []struct {
+		name, ns string
+		checks   []kueue.AdmissionCheckReference
+	}{{"gpu-plain", nsKueuePlain, nil}, {"gpu-checked", nsKueueChecked, []kueue.AdmissionCheckReference{KueueAdmissionCheck}}} {
+		cq := &kueue.ClusterQueue{
+			ObjectMeta: metav1.ObjectMeta{Name: q.name},
+			Spec: kueue.ClusterQueueSpec{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: q.ns}},
+				ResourceGroups: []kueue.ResourceGroup{{
+					CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, v1alpha1.ResourceNvidiaGPU},
+					Flavors: []kueue.FlavorQuotas{{Name: kueuePool, Resources: []kueue.ResourceQuota{
+						{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("768")},
+						{Name: corev1.ResourceMemory, NominalQuota: resource.MustParse("8Ti")},
+						{Name: v1alpha1.ResourceNvidiaGPU, NominalQuota: resource.MustParse("64")},
+					}}},
+				}},
+				AdmissionChecks: q.checks,
+			},
+		}
+		if err := c.Client.Create(ctx, cq); err != nil {
+			return err
+		}
+		lq := &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: q.ns}, Spec: kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(q.name)}}
+		if err := c.Client.Create(ctx, lq); err != nil {
+			return err
+		}
+	}
+	// Kueue admits nothing through a ClusterQueue until it is active (for the second,
+	// until the manager has marked its check Active).
+	return waitFor(ctx, time.Minute, func() error {
+		for _, name := range []string{"gpu-plain", "gpu-checked"} {
+			cq := &kueue.ClusterQueue{}
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, cq); err != nil {
+				return err
+			}
+			if !apimeta.IsStatusConditionTrue(cq.Status.Conditions, kueue.ClusterQueueActive) {
+				return fmt.Errorf("ClusterQueue %s is not active: %+v", name, cq.Status.Conditions)
+			}
+		}
+		return nil
+	})
+}
+
+// kueueJob is an indexed Job of eight 8-GPU pods for KubeNexus, queued in ns.
+func kueueJob(ns string) *batchv1.Job {
+	gpus := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("64Gi"), v1alpha1.ResourceNvidiaGPU: resource.MustParse("8")}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "pretrain", Namespace: ns, Labels: map[string]string{"kueue.x-k8s.io/queue-name": "gpu"}},
+		Spec: batchv1.JobSpec{
+			Parallelism: ptr.To[int32](8), Completions: ptr.To[int32](8), CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			Suspend: ptr.To(true),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				SchedulerName: "kubenexus-scheduler",
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "trainer", Image: "nvcr.io/nvidia/pytorch:24.05-py3", Resources: corev1.ResourceRequirements{Requests: gpus, Limits: gpus}}},
+			}},
+		},
+	}
+}
+
+// workloadOf returns the Workload Kueue made for the Job in ns.
+func (c *Cluster) workloadOf(ctx context.Context, ns string) (*kueue.Workload, error) {
+	var list kueue.WorkloadList
+	if err := c.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		for _, ref := range list.Items[i].OwnerReferences {
+			if ref.Kind == "Job" && ref.Name == "pretrain" {
+				return &list.Items[i], nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("no Workload for Job %s/pretrain yet", ns)
+}
+
+func (c *Cluster) kueuePods(ctx context.Context, ns string) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := c.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"batch.kubernetes.io/job-name": "pretrain"}); err != nil {
+		return nil, err
+	}
+	return pods.Items, nil
+}
+
+// PrintKueue writes what the Kueue scenario saw.
+func PrintKueue(w io.Writer, r *KueueReport) {
+	if r == nil {
+		return
+	}
+	fmt.Fprintln(w, "Kueue: an 8 × 8-GPU Job, 64 GPUs of quota, 64 GPUs free in halves")
+	fmt.Fprintf(w, "  without the check: Workload admitted %v; %d pods created, %d bound; the scheduler says: %s\n", r.PlainAdmitted, r.PlainPods, r.PlainBound, r.PlainPendingMessage)
+	fmt.Fprintf(w, "  with %s: held, %d pods created; the check says: %s\n", KueueAdmissionCheck, r.CheckedPodsWhileHeld, r.CheckedMessage)
+	fmt.Fprintf(w, "  once the holders finished: check %s, admitted %s later, %d/8 pods bound, Job complete %v\n", r.CheckedFinalCheckState, r.CheckedAdmittedAfter.Round(100*time.Millisecond), r.CheckedBound, r.CheckedComplete)
+}
