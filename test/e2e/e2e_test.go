@@ -382,4 +382,9 @@ func checkKueue(t *testing.T, c *demo.Cluster) {
 	if r.CheckedFinalCheckState != "Ready" || r.CheckedBound != 8 || !r.CheckedComplete {
 		t.Errorf("after capacity freed: check %q, %d/8 bound, complete %v", r.CheckedFinalCheckState, r.CheckedBound, r.CheckedComplete)
 	}
+	// Before the chart is uninstalled: Kueue keeps the AdmissionCheck while a
+	// ClusterQueue names it.
+	if err := c.ReleaseKueueCheck(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -528,3 +528,15 @@ func PrintKueue(w io.Writer, r *KueueReport) {
 	fmt.Fprintf(w, "  with %s: held, %d pods created; the check says: %s\n", KueueAdmissionCheck, r.CheckedPodsWhileHeld, r.CheckedMessage)
 	fmt.Fprintf(w, "  once the holders finished: check %s, admitted %s later, %d/8 pods bound, Job complete %v\n", r.CheckedFinalCheckState, r.CheckedAdmittedAfter.Round(100*time.Millisecond), r.CheckedBound, r.CheckedComplete)
 }
+
+// ReleaseKueueCheck takes the placement check off the scenario's ClusterQueue: Kueue
+// keeps an AdmissionCheck (its finalizer) while a ClusterQueue names it, so
+// uninstalling the chart waits for that.
+func (c *Cluster) ReleaseKueueCheck(ctx context.Context) error {
+	cq := &kueue.ClusterQueue{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: "gpu-checked"}, cq); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	cq.Spec.AdmissionChecks = nil
+	return c.Client.Update(ctx, cq)
+}
