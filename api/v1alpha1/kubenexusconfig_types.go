@@ -33,7 +33,33 @@ type KubeNexusConfigSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Volcano VolcanoSpec `json:"volcano,omitempty"`
+
+	// kueue configures how KubeNexus reads Kueue's objects.
+	// +kubebuilder:default={}
+	// +optional
+	Kueue KueueSpec `json:"kueue,omitempty"`
 }
+
+// KueueSpec configures how KubeNexus reads Kueue's objects.
+type KueueSpec struct {
+	// tenantTierFrom says where the tenant tier of a pod that Kueue admitted comes
+	// from: Namespace (its namespace's tenant.kubenexus.io/tier label, as for every
+	// other pod), or ClusterQueue (the tenant.kubenexus.io/tier label of the
+	// ClusterQueue that admitted its Workload, else its namespace's). Both are
+	// objects tenants cannot write; a pod's own labels never count.
+	// +kubebuilder:validation:Enum=Namespace;ClusterQueue
+	// +kubebuilder:default=Namespace
+	// +optional
+	TenantTierFrom TenantTierSource `json:"tenantTierFrom,omitempty"`
+}
+
+// TenantTierSource is where a pod's tenant tier is read.
+type TenantTierSource string
+
+const (
+	TenantTierFromNamespace    TenantTierSource = "Namespace"
+	TenantTierFromClusterQueue TenantTierSource = "ClusterQueue"
+)
 
 // SchedulerSpec is the scheduler deployment.
 //

@@ -30,6 +30,9 @@ type Cluster struct {
 	// name.
 	FlavorLabels      map[string]map[string]string
 	FlavorTolerations map[string][]corev1.Toleration
+	// TierFromClusterQueue: tenant tiers come from the admitting ClusterQueue's label
+	// (the KubeNexusConfig's spec.kueue.tenantTierFrom).
+	TierFromClusterQueue bool
 }
 
 // Workload is what a Kueue Workload asks for, as the check reads it.

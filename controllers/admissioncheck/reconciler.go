@@ -43,7 +43,7 @@ const ControllerName = "kubenexus.io/placement-feasibility"
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=admissionchecks/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors;clusterqueues,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 var (
@@ -109,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	w, err := r.workloadOf(ctx, wl)
+	w, err := r.workloadOf(ctx, wl, c.TierFromClusterQueue)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -220,6 +220,7 @@ func (r *Reconciler) cluster(ctx context.Context) (*Cluster, error) {
 	if len(configs.Items) > 0 && len(configs.Items[0].Spec.Topology.Levels) > 0 {
 		c.Levels = topology.Levels(configs.Items[0].Spec.Topology.Levels)
 	}
+	c.TierFromClusterQueue = len(configs.Items) > 0 && configs.Items[0].Spec.Kueue.TenantTierFrom == v1alpha1.TenantTierFromClusterQueue
 	var flavors kueue.ResourceFlavorList
 	if err := r.Client.List(ctx, &flavors); err != nil {
 		return nil, err
@@ -240,15 +241,25 @@ func usesDevices(tiers []v1alpha1.HardwareTier) bool {
 	return false
 }
 
-// workloadOf reads the Workload's pod sets, assigned flavors and tenant tier (from
-// its namespace, never from the pods).
-func (r *Reconciler) workloadOf(ctx context.Context, wl *kueue.Workload) (*Workload, error) {
+// workloadOf reads the Workload's pod sets, assigned flavors and tenant tier: from
+// its ClusterQueue's label when the KubeNexusConfig says so and the queue has one,
+// else from its namespace — never from the pods.
+func (r *Reconciler) workloadOf(ctx context.Context, wl *kueue.Workload, tierFromQueue bool) (*Workload, error) {
 	w := &Workload{ClusterQueue: string(wl.Status.Admission.ClusterQueue)}
-	ns := &corev1.Namespace{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: wl.Namespace}, ns); err != nil {
-		return nil, err
+	if tierFromQueue {
+		cq := &kueue.ClusterQueue{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: w.ClusterQueue}, cq); client.IgnoreNotFound(err) != nil {
+			return nil, err
+		}
+		w.Tenant = workload.TierOf(workload.Namespace{Labels: cq.Labels}, "")
 	}
-	w.Tenant = workload.TierOf(workload.Namespace{Labels: ns.Labels}, "")
+	if w.Tenant == "" {
+		ns := &corev1.Namespace{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: wl.Namespace}, ns); err != nil {
+			return nil, err
+		}
+		w.Tenant = workload.TierOf(workload.Namespace{Labels: ns.Labels}, "")
+	}
 	assigned := map[kueue.PodSetReference]kueue.PodSetAssignment{}
 	for _, a := range wl.Status.Admission.PodSetAssignments {
 		assigned[a.Name] = a

@@ -260,6 +260,19 @@ func (c *Cache) ClusterQueueOf(pod *corev1.Pod) (string, bool) {
 	return "", false
 }
 
+// ClusterQueueLabels returns the labels of a Kueue ClusterQueue, and whether it
+// exists (and Kueue is installed).
+func (c *Cache) ClusterQueueLabels(name string) (map[string]string, bool) {
+	if !c.kueue {
+		return nil, false
+	}
+	cq := &kueue.ClusterQueue{}
+	if err := c.cache.Get(context.Background(), client.ObjectKey{Name: name}, cq); err != nil {
+		return nil, false
+	}
+	return cq.Labels, true
+}
+
 // Provider creates the Cache on first use and hands the same one to every caller.
 type Provider struct {
 	// runCtx bounds the life of the cache (the scheduler process's).
@@ -349,6 +362,10 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 			}
 			if _, err := c.GetInformer(ctx, &kueue.Workload{}); err != nil {
 				p.err = fmt.Errorf("watching Kueue Workloads: %w", err)
+				return
+			}
+			if _, err := c.GetInformer(ctx, &kueue.ClusterQueue{}); err != nil {
+				p.err = fmt.Errorf("watching Kueue ClusterQueues: %w", err)
 				return
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/gangpreemption"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/devices"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/tenant"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/networkfabric"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/numatopology"
@@ -45,8 +46,9 @@ import (
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=podgroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=podgroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
-// TenantHardware reads which Kueue ClusterQueue admitted a pod, when Kueue is installed.
-// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads,verbs=get;list;watch
+// TenantHardware reads which Kueue ClusterQueue admitted a pod, and ProfileClassifier
+// its tier label, when Kueue is installed.
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads;clusterqueues,verbs=get;list;watch
 // NUMATopology reads the kubelet's per-NUMA-cell reports when their CRD is installed.
 // +kubebuilder:rbac:groups=topology.node.k8s.io,resources=noderesourcetopologies,verbs=get;list;watch
 // GangPreemption evicts its victims through the Eviction API, so that
@@ -77,8 +79,11 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 	gangs := &gangview.Registry{}
 	reservations := resourcereservation.NewShared()
 	deviceIndex := &devices.Provider{}
+	tenants := &tenant.Provider{}
 	return []app.Option{
-		app.WithPlugin(names.ProfileClassifier, profileclassifier.New),
+		app.WithPlugin(names.ProfileClassifier, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return profileclassifier.New(ctx, obj, h, crds, tenants)
+		}),
 		app.WithPlugin(names.Coscheduling, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return coscheduling.New(ctx, obj, h, crds, gangs)
 		}),
@@ -95,7 +100,7 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 			if err != nil {
 				return nil, err
 			}
-			return tenanthardware.New(ctx, obj, h, crds, gangs, index)
+			return tenanthardware.New(ctx, obj, h, crds, gangs, index, tenants)
 		}),
 		app.WithPlugin(names.NUMATopology, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return numatopology.New(ctx, obj, h, crds)

@@ -50,9 +50,9 @@ type plugin struct {
 }
 
 // plugins lists every plugin of the API in profile order.
-func plugins(p *v1alpha1.PluginsSpec, topology *v1alpha1.TopologySpec) []plugin {
+func plugins(p *v1alpha1.PluginsSpec, topology *v1alpha1.TopologySpec, kueue *v1alpha1.KueueSpec) []plugin {
 	return []plugin{
-		{name: names.ProfileClassifier, enabled: p.ProfileClassifier.Enabled},
+		{name: names.ProfileClassifier, enabled: p.ProfileClassifier.Enabled, args: profileClassifierArgs(kueue)},
 		{name: names.Coscheduling, enabled: p.Coscheduling.Enabled, args: coschedulingArgs(&p.Coscheduling), queueSort: true},
 		{name: names.WorkloadAware, enabled: p.WorkloadAware.Enabled, weight: p.WorkloadAware.Weight, args: workloadAwareArgs(&p.WorkloadAware)},
 		{name: names.TopologyAware, enabled: p.TopologyAware.Enabled, weight: p.TopologyAware.Weight},
@@ -65,6 +65,16 @@ func plugins(p *v1alpha1.PluginsSpec, topology *v1alpha1.TopologySpec) []plugin 
 		{name: names.Backfill, enabled: p.Backfill.Enabled, weight: p.Backfill.Weight, args: backfillArgs(&p.Backfill)},
 		{name: names.GangPreemption, enabled: p.GangPreemption.Enabled, args: gangPreemptionArgs(&p.GangPreemption)},
 	}
+}
+
+// profileClassifierArgs renders where tenant tiers come from; nil (the plugin's
+// default, the namespace) unless the KubeNexusConfig takes them from Kueue
+// ClusterQueues.
+func profileClassifierArgs(k *v1alpha1.KueueSpec) any {
+	if k.TenantTierFrom != v1alpha1.TenantTierFromClusterQueue {
+		return nil
+	}
+	return &schedconfig.ProfileClassifierArgs{TenantTierFrom: k.TenantTierFrom}
 }
 
 // coschedulingArgs maps the API's Coscheduling settings to the plugin's args. Zero
@@ -163,7 +173,7 @@ func SchedulerConfiguration(spec *v1alpha1.KubeNexusConfigSpec, namespace string
 		SchedulerName: ptr.To(schedulerName(s)),
 		Plugins:       &configv1.Plugins{},
 	}
-	for _, p := range plugins(&spec.Plugins, &spec.Topology) {
+	for _, p := range plugins(&spec.Plugins, &spec.Topology, &spec.Kueue) {
 		if !ptr.Deref(p.enabled, true) || !slices.Contains(names.Implemented, p.name) {
 			continue
 		}

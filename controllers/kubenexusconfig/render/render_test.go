@@ -11,10 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	schedconfig "github.com/kube-nexus/kubenexus/scheduler/apis/config"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -337,4 +339,27 @@ func TestValidateWebhook(t *testing.T) {
 			}
 		})
 	}
+}
+
+// spec.kueue.tenantTierFrom reaches ProfileClassifier's args, which the scheduler
+// decodes strictly.
+func TestRenderedTenantTierSource(t *testing.T) {
+	cfg, err := SchedulerConfiguration(&v1alpha1.KubeNexusConfigSpec{Kueue: v1alpha1.KueueSpec{TenantTierFrom: v1alpha1.TenantTierFromClusterQueue}}, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pc := range cfg.Profiles[0].PluginConfig {
+		if pc.Name != "ProfileClassifier" {
+			continue
+		}
+		args, err := schedconfig.DecodeProfileClassifierArgs(&runtime.Unknown{Raw: pc.Args.Raw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if args.TenantTierFrom != v1alpha1.TenantTierFromClusterQueue {
+			t.Errorf("ProfileClassifier tenantTierFrom %q, want ClusterQueue", args.TenantTierFrom)
+		}
+		return
+	}
+	t.Error("no ProfileClassifier args rendered")
 }

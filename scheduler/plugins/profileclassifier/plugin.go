@@ -10,12 +10,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/tenant"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 )
 
@@ -27,7 +28,9 @@ const stateKey fwk.StateKey = "PreFilter" + Name
 // Plugin is the ProfileClassifier plugin.
 type Plugin struct {
 	defaultTier v1alpha1.TenantTier
-	namespaces  corelisters.NamespaceLister
+	// tenants reads the tenant tier's source: the namespace, or the Kueue
+	// ClusterQueue that admitted the pod (args.tenantTierFrom).
+	tenants *tenant.Resolver
 }
 
 var (
@@ -36,16 +39,20 @@ var (
 	_ fwk.SignPlugin        = &Plugin{}
 )
 
-// New builds the plugin; namespaces come from the scheduler's shared informers.
-func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+// New builds the plugin; namespaces come from the scheduler's shared informers,
+// Kueue's Workloads and ClusterQueues from the shared KubeNexus cache.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, tenants *tenant.Provider) (fwk.Plugin, error) {
 	args, err := config.DecodeProfileClassifierArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	return &Plugin{
-		defaultTier: args.DefaultTier,
-		namespaces:  h.SharedInformerFactory().Core().V1().Namespaces().Lister(),
-	}, nil
+	c, err := crds.Get(ctx, h.KubeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	r := tenants.Get(h, c)
+	r.SetFromClusterQueue(args.TenantTierFrom == v1alpha1.TenantTierFromClusterQueue)
+	return &Plugin{defaultTier: args.DefaultTier, tenants: r}, nil
 }
 
 // Name returns the plugin's name.
@@ -59,9 +66,7 @@ func (s *stateData) Clone() fwk.StateData { return s }
 // Coscheduling's to refuse.
 func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	var ns workload.Namespace
-	if n, err := pl.namespaces.Get(pod.Namespace); err == nil {
-		ns.Labels = n.Labels
-	}
+	ns.Labels, _ = pl.tenants.Source(pod)
 	cs.Write(stateKey, &stateData{profile: workload.Classify(pod, ns, pl.defaultTier)})
 	return nil, fwk.NewStatus(fwk.Skip)
 }

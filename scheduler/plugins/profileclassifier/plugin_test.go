@@ -13,6 +13,7 @@ import (
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/tenant"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
@@ -23,7 +24,7 @@ func TestPreFilterStoresTheProfile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pl := &Plugin{defaultTier: v1alpha1.TenantTierSilver, namespaces: corelisters.NewNamespaceLister(idx)}
+	pl := &Plugin{defaultTier: v1alpha1.TenantTierSilver, tenants: tenant.NewResolver(corelisters.NewNamespaceLister(idx), nil)}
 
 	tests := map[string]struct {
 		pod  *corev1.Pod

@@ -12,6 +12,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/tenant"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
@@ -47,7 +48,7 @@ func TestNodeHint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pl := &Plugin{namespaces: corelisters.NewNamespaceLister(idx)}
+	pl := &Plugin{tenants: tenant.NewResolver(corelisters.NewNamespaceLister(idx), nil)}
 	pl.tiers.Store(demoTiers(t))
 	node := func(hw string) *corev1.Node {
 		return testutil.MakeNode("n").Label("hw", hw).Obj()

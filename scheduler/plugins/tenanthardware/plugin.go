@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -26,6 +25,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/devices"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/refused"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/tenant"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 )
@@ -48,8 +48,9 @@ type Plugin struct {
 	tiers  atomic.Pointer[tierSet]
 	// exemption verifies DaemonSet pods against the DaemonSets in the cache.
 	exemption daemonSetExemption
-	// namespaces gives queueing hints the tenant tier (never the pod's own label).
-	namespaces corelisters.NamespaceLister
+	// tenants gives queueing hints and the out-of-cycle checks the tenant tier, as
+	// ProfileClassifier reads it (never from the pod's own labels).
+	tenants *tenant.Resolver
 	// refused are the pending pods Filter refused a node to. When the tiers change
 	// they are activated: the scheduler's own HardwareTier event may reach the
 	// queue before this plugin's cache has the change, and the retry would then see
@@ -79,7 +80,7 @@ var (
 
 // New builds the plugin. It reads HardwareTiers from the shared KubeNexus cache and
 // rebuilds its snapshot whenever one changes.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, views *gangview.Registry, index *devices.Index) (*Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, views *gangview.Registry, index *devices.Index, tenants *tenant.Provider) (*Plugin, error) {
 	args, err := config.DecodeTenantHardwareArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -94,12 +95,12 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	pl := &Plugin{
-		args:       args,
-		handle:     h,
-		exemption:  daemonSetExemption{daemonSets: informers.Apps().V1().DaemonSets().Lister()},
-		namespaces: informers.Core().V1().Namespaces().Lister(),
-		refused:    refusedPods,
-		queues:     c,
+		args:      args,
+		handle:    h,
+		exemption: daemonSetExemption{daemonSets: informers.Apps().V1().DaemonSets().Lister()},
+		tenants:   tenants.Get(h, c),
+		refused:   refusedPods,
+		queues:    c,
 	}
 	if index != nil {
 		pl.devices = index
@@ -266,11 +267,11 @@ func (pl *Plugin) isSchedulableAfterNodeChange(_ klog.Logger, pod *corev1.Pod, _
 	if !ok {
 		return fwk.Queue, fmt.Errorf("unexpected object %T", newObj)
 	}
-	ns, err := pl.namespaces.Get(pod.Namespace)
-	if err != nil || ns.Labels[v1alpha1.LabelTenantTier] == "" {
+	src, ok := pl.tenants.Source(pod)
+	if !ok || src[v1alpha1.LabelTenantTier] == "" {
 		return fwk.Queue, nil
 	}
-	tenant := workload.TierOf(workload.Namespace{Labels: ns.Labels}, "")
+	tenant := workload.TierOf(workload.Namespace{Labels: src}, "")
 	tiers := pl.tiers.Load()
 	if tiers == nil {
 		return fwk.Queue, nil
@@ -340,7 +341,7 @@ func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragmen
 // DaemonSet pod and a cluster without HardwareTiers give every node the same rating.
 // borrowsFrom reports whether victim is on node only by borrowing its HardwareTier
 // while preemptor's tenant tier is admitted there (gangview.TierBorrowFunc). Tenant
-// tiers come from the pods' namespaces.
+// tiers come from the pods' namespaces (or admitting ClusterQueues, see tenant).
 func (pl *Plugin) borrowsFrom(victim, preemptor *corev1.Pod, node *corev1.Node) bool {
 	tiers := pl.tiers.Load()
 	if tiers == nil || len(tiers.tiers) == 0 || victim.Labels[v1alpha1.LabelPreemptible] != "true" {
@@ -351,11 +352,11 @@ func (pl *Plugin) borrowsFrom(victim, preemptor *corev1.Pod, node *corev1.Node) 
 		return false
 	}
 	tenantOf := func(p *corev1.Pod) (v1alpha1.TenantTier, bool) {
-		ns, err := pl.namespaces.Get(p.Namespace)
-		if err != nil {
+		src, ok := pl.tenants.Source(p)
+		if !ok {
 			return "", false
 		}
-		return workload.TierOf(workload.Namespace{Labels: ns.Labels}, ""), true
+		return workload.TierOf(workload.Namespace{Labels: src}, ""), true
 	}
 	vt, ok1 := tenantOf(victim)
 	pt, ok2 := tenantOf(preemptor)
@@ -367,11 +368,11 @@ func (pl *Plugin) nodePreference(pod *corev1.Pod, node *corev1.Node) (int64, boo
 	if tiers == nil || len(tiers.tiers) == 0 || pl.exemption.exempt(pod) {
 		return 0, true
 	}
-	ns, err := pl.namespaces.Get(pod.Namespace)
-	if err != nil || ns.Labels[v1alpha1.LabelTenantTier] == "" {
+	src, ok := pl.tenants.Source(pod)
+	if !ok || src[v1alpha1.LabelTenantTier] == "" {
 		return 0, true
 	}
-	tenant := workload.TierOf(workload.Namespace{Labels: ns.Labels}, "")
+	tenant := workload.TierOf(workload.Namespace{Labels: src}, "")
 	preemptible := pod.Labels[v1alpha1.LabelPreemptible] == "true"
 	t := tiers.of(node.Name, node.Labels, pl.devices)
 	if t != nil && (t.accessFor(tenant, preemptible) == denied || !t.admitsClusterQueue(pl.clusterQueueOf(tiers, pod))) {

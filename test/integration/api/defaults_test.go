@@ -67,6 +67,7 @@ var _ = Describe("A valid object", func() {
 				SchedulerLease: v1alpha1.LeaseReference{Namespace: "volcano-system", Name: "volcano"},
 				SchedulerName:  "volcano",
 			},
+			Kueue: v1alpha1.KueueSpec{TenantTierFrom: v1alpha1.TenantTierFromNamespace},
 		}
 		Expect(cmp.Diff(want, got.Spec)).To(BeEmpty())
 	})

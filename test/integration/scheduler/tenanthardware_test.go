@@ -108,31 +108,37 @@ var _ = Describe("TenantHardware", func() {
 			Tenants(v1alpha1.TenantTierGold).ClusterQueues("cq-b").Obj()
 		Expect(k8sClient.Create(suiteCtx, limited)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, limited))).To(Succeed()) })
-		// Pods Kueue admitted: each waits behind a gate until its Workload (owned by the
-		// pod, as Kueue's pod integration makes it) records the ClusterQueue.
-		admitted := func(name, clusterQueue string) {
-			pod := tc.pod(name).Req("cpu", "1").Gate("example.com/admission").Obj()
-			Expect(k8sClient.Create(suiteCtx, pod)).To(Succeed())
-			wl := &kueue.Workload{
-				ObjectMeta: metav1.ObjectMeta{Name: "pod-" + name, Namespace: tc.ns, OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}},
-				Spec:       kueue.WorkloadSpec{QueueName: "queue", PodSets: []kueue.PodSet{{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: *pod.Spec.DeepCopy()}}}},
-			}
-			wl.Spec.PodSets[0].Template.Spec.SchedulingGates = nil
-			Expect(k8sClient.Create(suiteCtx, wl)).To(Succeed())
-			wl.Status.Admission = &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(clusterQueue), PodSetAssignments: []kueue.PodSetAssignment{{Name: "main", Count: ptr.To[int32](1)}}}
-			wl.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved", Message: "reserved", LastTransitionTime: metav1.Now()}}
-			Expect(k8sClient.Status().Update(suiteCtx, wl)).To(Succeed())
-			pod.Spec.SchedulingGates = nil
-			Expect(k8sClient.Update(suiteCtx, pod)).To(Succeed())
-		}
-		admitted("via-a", "cq-a")
+		tc.kueueAdmitted("via-a", "cq-a")
 		Eventually(tc.scheduledMessage("via-a")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
 			fmt.Sprintf("node is in HardwareTier %s, which admits only workloads of Kueue ClusterQueues [cq-b]; the pod was admitted through ClusterQueue cq-a", limited.Name)))
 		Expect(k8sClient.Create(suiteCtx, tc.pod("plain").Req("cpu", "1").Obj())).To(Succeed())
 		Eventually(tc.scheduledMessage("plain")).WithTimeout(testutil.Timeout).Should(ContainSubstring("the pod was not admitted through Kueue"))
-		admitted("via-b", "cq-b")
+		tc.kueueAdmitted("via-b", "cq-b")
 		Eventually(tc.nodeOf("via-b")).WithTimeout(testutil.Timeout).Should(Equal(tc.ns + "-limited-0"))
 		Expect(tc.nodeOf("via-a")()).To(BeEmpty())
+	})
+
+	It("takes the tenant tier of a pod Kueue admitted from its ClusterQueue's label when configured", func() {
+		profile := schedulertest.CoschedulingProfile(1, 10) + "  - name: ProfileClassifier\n    args:\n      tenantTierFrom: ClusterQueue\n"
+		tc := newTestCluster(profile)
+		tc.setTier(v1alpha1.TenantTierBronze)
+		tc.addLabelledNodes("gold", 1, map[string]string{"hw": "gold-" + tc.ns}, "cpu", "4")
+		gold := testutil.MakeHardwareTier("gold-"+tc.ns, 90).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": "gold-" + tc.ns}}).
+			Tenants(v1alpha1.TenantTierGold).Obj()
+		Expect(k8sClient.Create(suiteCtx, gold)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, gold))).To(Succeed()) })
+		// Admins label the ClusterQueue; tenants cannot write it.
+		cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "gold-" + tc.ns, Labels: map[string]string{v1alpha1.LabelTenantTier: "gold"}}}
+		Expect(k8sClient.Create(suiteCtx, cq)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, cq))).To(Succeed()) })
+
+		// A pod of the bronze namespace that claims gold itself stays bronze.
+		Expect(k8sClient.Create(suiteCtx, tc.pod("claims-gold").Req("cpu", "1").Label(v1alpha1.LabelTenantTier, "gold").Obj())).To(Succeed())
+		Eventually(tc.scheduledMessage("claims-gold")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
+			fmt.Sprintf("node is in HardwareTier %s, which admits tenant tiers [gold] and does not lend to tier bronze", gold.Name)))
+		// Admitted through the gold ClusterQueue: gold.
+		tc.kueueAdmitted("via-gold", cq.Name)
+		Eventually(tc.nodeOf("via-gold")).WithTimeout(testutil.Timeout).Should(Equal(tc.ns + "-gold-0"))
 	})
 
 	It("selects a tier's nodes by the DRA devices their ResourceSlices publish, as its label twin does, and reports them in its status", func() {
@@ -202,6 +208,26 @@ var _ = Describe("TenantHardware", func() {
 		Expect(bronze.nodeOf("bronze-late")()).To(BeEmpty())
 	})
 })
+
+// kueueAdmitted creates a pod that Kueue admitted through clusterQueue: it waits
+// behind a gate until its Workload (owned by the pod, as Kueue's pod integration
+// makes it) records the ClusterQueue.
+func (tc *testCluster) kueueAdmitted(name, clusterQueue string) {
+	GinkgoHelper()
+	pod := tc.pod(name).Req("cpu", "1").Gate("example.com/admission").Obj()
+	Expect(k8sClient.Create(suiteCtx, pod)).To(Succeed())
+	wl := &kueue.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-" + name, Namespace: tc.ns, OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}},
+		Spec:       kueue.WorkloadSpec{QueueName: "queue", PodSets: []kueue.PodSet{{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: *pod.Spec.DeepCopy()}}}},
+	}
+	wl.Spec.PodSets[0].Template.Spec.SchedulingGates = nil
+	Expect(k8sClient.Create(suiteCtx, wl)).To(Succeed())
+	wl.Status.Admission = &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(clusterQueue), PodSetAssignments: []kueue.PodSetAssignment{{Name: "main", Count: ptr.To[int32](1)}}}
+	wl.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved", Message: "reserved", LastTransitionTime: metav1.Now()}}
+	Expect(k8sClient.Status().Update(suiteCtx, wl)).To(Succeed())
+	pod.Spec.SchedulingGates = nil
+	Expect(k8sClient.Update(suiteCtx, pod)).To(Succeed())
+}
 
 // addLabelledNodes creates n nodes of this test with extra labels.
 func (tc *testCluster) addLabelledNodes(prefix string, n int, labels map[string]string, capacity ...string) {
