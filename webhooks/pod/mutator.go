@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -70,6 +71,9 @@ type settings struct {
 	// volcanoScheduler is the scheduler name whose pods are sent to KubeNexus
 	// (spec.volcano; "" when Volcano compatibility is off).
 	volcanoScheduler string
+	// tierFromQueue: pods Kueue admitted take their tier from the admitting
+	// ClusterQueue's label (spec.kueue.tenantTierFrom), as the scheduler does.
+	tierFromQueue bool
 }
 
 func (m *Mutator) settings(ctx context.Context) (settings, error) {
@@ -108,6 +112,7 @@ func (m *Mutator) settings(ctx context.Context) (settings, error) {
 	if w.DefaultTier != "" {
 		s.defaultTier = w.DefaultTier
 	}
+	s.tierFromQueue = knc.Spec.Kueue.TenantTierFrom == v1alpha1.TenantTierFromClusterQueue
 	if v := knc.Spec.Volcano; v.Enabled != nil && *v.Enabled {
 		s.volcanoScheduler = v.SchedulerName
 		if s.volcanoScheduler == "" {
@@ -149,9 +154,36 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
 }
 
+// tierSource returns the labels that carry the pod's tenant tier: its namespace's,
+// or — with spec.kueue.tenantTierFrom ClusterQueue — those of the ClusterQueue that
+// admitted its controller's Kueue Workload, when that queue has a tier label. A
+// cluster without Kueue, or a pod Kueue did not admit, reads the namespace.
+func (m *Mutator) tierSource(ctx context.Context, pod *corev1.Pod, ns *corev1.Namespace, cfg settings) map[string]string {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if !cfg.tierFromQueue || ref == nil {
+		return ns.Labels
+	}
+	var wls kueue.WorkloadList
+	if err := m.Client.List(ctx, &wls, client.InNamespace(pod.Namespace)); err != nil {
+		return ns.Labels
+	}
+	for i := range wls.Items {
+		wl := &wls.Items[i]
+		if wl.Status.Admission == nil || !slices.ContainsFunc(wl.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == ref.UID }) {
+			continue
+		}
+		cq := &kueue.ClusterQueue{}
+		if err := m.Client.Get(ctx, types.NamespacedName{Name: string(wl.Status.Admission.ClusterQueue)}, cq); err == nil &&
+			workload.TierOf(workload.Namespace{Labels: cq.Labels}, "") != "" {
+			return cq.Labels
+		}
+	}
+	return ns.Labels
+}
+
 // mutate writes class, role, tier, scheduler and gang onto pod.
 func (m *Mutator) mutate(ctx context.Context, pod *corev1.Pod, ns *corev1.Namespace, cfg settings) {
-	p := workload.Classify(pod, workload.Namespace{Labels: ns.Labels}, cfg.defaultTier)
+	p := workload.Classify(pod, workload.Namespace{Labels: m.tierSource(ctx, pod, ns, cfg)}, cfg.defaultTier)
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
@@ -161,7 +193,8 @@ func (m *Mutator) mutate(ctx context.Context, pod *corev1.Pod, ns *corev1.Namesp
 	} else {
 		delete(pod.Labels, v1alpha1.LabelWorkloadRole)
 	}
-	// The namespace decides the tier; whatever the pod claimed is overwritten.
+	// The namespace (or the admitting ClusterQueue) decides the tier; whatever the
+	// pod claimed is overwritten.
 	pod.Labels[v1alpha1.LabelTenantTier] = string(p.Tier)
 	// With Volcano compatibility on, pods written for Volcano are scheduled by
 	// KubeNexus (their scheduling.k8s.io/group-name annotation names their gang).
