@@ -5,15 +5,18 @@
 package hardware
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
@@ -63,15 +66,33 @@ func NodeOf(s *resourceapi.ResourceSlice) string {
 	return *s.Spec.NodeName
 }
 
-// ByNode gathers the devices of slices by the node they are published for.
-func ByNode(slices []resourceapi.ResourceSlice) map[string][]Device {
-	byNode := map[string][]Device{}
-	for i := range slices {
-		if node := NodeOf(&slices[i]); node != "" {
-			byNode[node] = append(byNode[node], DevicesOf(&slices[i])...)
+// UsesDevices reports whether some tier selects nodes by their DRA devices.
+func UsesDevices(tiers []v1alpha1.HardwareTier) bool {
+	for i := range tiers {
+		if len(tiers[i].Spec.DeviceSelectors) > 0 {
+			return true
 		}
 	}
-	return byNode
+	return false
+}
+
+// ListDevices reads every ResourceSlice through c and returns the devices each
+// node publishes. A cluster that does not serve resource.k8s.io/v1 has none.
+func ListDevices(ctx context.Context, c client.Reader) (func(node string) []Device, error) {
+	var list resourceapi.ResourceSliceList
+	if err := c.List(ctx, &list); err != nil {
+		if meta.IsNoMatchError(err) {
+			return func(string) []Device { return nil }, nil
+		}
+		return nil, err
+	}
+	byNode := map[string][]Device{}
+	for i := range list.Items {
+		if node := NodeOf(&list.Items[i]); node != "" {
+			byNode[node] = append(byNode[node], DevicesOf(&list.Items[i])...)
+		}
+	}
+	return func(node string) []Device { return byNode[node] }, nil
 }
 
 // CapacityNamed returns the device's capacity called name, qualified

@@ -107,9 +107,13 @@ func Decide(c *Cluster, w *Workload) Decision {
 				pn.Domains = append(pn.Domains, n.Labels[l.NodeLabel])
 			}
 		}
-		admitted := tiers.admits(n, c.Devices, w)
+		plain, preemptible := tiers.admits(n, c.Devices, w)
 		for j, ps := range w.PodSets {
-			pn.Eligible[j] = admitted[pods[j].Labels[v1alpha1.LabelPreemptible] == "true"] &&
+			admitted := plain
+			if pods[j].Labels[v1alpha1.LabelPreemptible] == "true" {
+				admitted = preemptible
+			}
+			pn.Eligible[j] = admitted &&
 				placement.Eligible(pods[j], n) && c.flavorsMatch(ps.Flavors, n)
 		}
 		nodes = append(nodes, pn)
@@ -241,10 +245,10 @@ func (c *Cluster) tierSelectors() tierSet {
 	return out
 }
 
-// admits reports, for a preemptible pod (true) and for one that is not (false),
-// whether the node's HardwareTier lets the workload's pods run there: its tenant
-// tier and ClusterQueue. Nodes no tier selects admit every workload.
-func (ts tierSet) admits(n *corev1.Node, devices func(string) []hardware.Device, w *Workload) map[bool]bool {
+// admits reports whether the node's HardwareTier lets the workload's pods run
+// there — plain pods, and pods labelled preemptible (which may borrow) — by its
+// tenant tier and ClusterQueue. Nodes no tier selects admit every workload.
+func (ts tierSet) admits(n *corev1.Node, devices func(string) []hardware.Device, w *Workload) (plain, preemptible bool) {
 	var devs []hardware.Device
 	for _, t := range ts {
 		if t.sel.UsesDevices() && devices != nil && devs == nil {
@@ -254,12 +258,10 @@ func (ts tierSet) admits(n *corev1.Node, devices func(string) []hardware.Device,
 			continue
 		}
 		if !hardware.AdmitsClusterQueue(t.tier.Spec.AllowedClusterQueues, w.ClusterQueue) {
-			return map[bool]bool{false: false, true: false}
+			return false, false
 		}
-		return map[bool]bool{
-			false: hardware.AccessFor(t.tier.Spec.AllowedTenantTiers, t.tier.Spec.Borrowing, w.Tenant, false) != hardware.Denied,
-			true:  hardware.AccessFor(t.tier.Spec.AllowedTenantTiers, t.tier.Spec.Borrowing, w.Tenant, true) != hardware.Denied,
-		}
+		return hardware.AccessFor(t.tier.Spec.AllowedTenantTiers, t.tier.Spec.Borrowing, w.Tenant, false) != hardware.Denied,
+			hardware.AccessFor(t.tier.Spec.AllowedTenantTiers, t.tier.Spec.Borrowing, w.Tenant, true) != hardware.Denied
 	}
-	return map[bool]bool{false: true, true: true}
+	return true, true
 }

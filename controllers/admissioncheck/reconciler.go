@@ -13,7 +13,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,8 +67,6 @@ func Served(mgr ctrl.Manager) bool {
 // Reconciler decides the placement-feasibility check of Workloads.
 type Reconciler struct {
 	Client client.Client
-	// slices: the cluster serves resource.k8s.io/v1 (tiers may select by devices).
-	slices bool
 
 	mu sync.Mutex
 	// pending are the Workloads last seen waiting for the check.
@@ -88,10 +85,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var todo []int
+	// The indexes of this controller's checks still Pending on the Workload.
+	var undecided []int
 	for i, st := range wl.Status.AdmissionChecks {
 		if ours[string(st.Name)] && st.State == kueue.CheckStatePending {
-			todo = append(todo, i)
+			undecided = append(undecided, i)
 		}
 	}
 	// Quota reserved, and not being evicted: Kueue resets the checks to Pending when
@@ -100,8 +98,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// failed for good.
 	reserved := apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) && wl.Status.Admission != nil &&
 		!apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted)
-	if len(todo) == 0 || !reserved {
-		r.setPending(req.NamespacedName, len(todo) > 0)
+	if len(undecided) == 0 || !reserved {
+		r.setPending(req.NamespacedName, len(undecided) > 0)
 		return ctrl.Result{}, nil
 	}
 	r.setPending(req.NamespacedName, true)
@@ -120,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	patch := client.MergeFromWithOptions(wl.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	now := metav1.Now()
-	for _, i := range todo {
+	for _, i := range undecided {
 		st := &wl.Status.AdmissionChecks[i]
 		st.State, st.Message, st.LastTransitionTime = state, truncate(d.Message), now
 	}
@@ -197,7 +195,7 @@ func (r *Reconciler) cluster(ctx context.Context) (*Cluster, error) {
 			used[name] = sum
 		}
 		n := used[corev1.ResourcePods]
-		n.Add(resource.MustParse("1"))
+		n.Add(*resource.NewQuantity(1, resource.DecimalSI))
 		used[corev1.ResourcePods] = n
 	}
 	var tiers v1alpha1.HardwareTierList
@@ -205,13 +203,12 @@ func (r *Reconciler) cluster(ctx context.Context) (*Cluster, error) {
 		return nil, err
 	}
 	c.Tiers = tiers.Items
-	if r.slices && usesDevices(tiers.Items) {
-		var list resourceapi.ResourceSliceList
-		if err := r.Client.List(ctx, &list); err != nil {
+	if hardware.UsesDevices(tiers.Items) {
+		devices, err := hardware.ListDevices(ctx, r.Client)
+		if err != nil {
 			return nil, err
 		}
-		byNode := hardware.ByNode(list.Items)
-		c.Devices = func(node string) []hardware.Device { return byNode[node] }
+		c.Devices = devices
 	}
 	var configs v1alpha1.KubeNexusConfigList
 	if err := r.Client.List(ctx, &configs); err != nil {
@@ -230,15 +227,6 @@ func (r *Reconciler) cluster(ctx context.Context) (*Cluster, error) {
 		c.FlavorTolerations[f.Name] = f.Spec.Tolerations
 	}
 	return c, nil
-}
-
-func usesDevices(tiers []v1alpha1.HardwareTier) bool {
-	for i := range tiers {
-		if len(tiers[i].Spec.DeviceSelectors) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // workloadOf reads the Workload's pod sets, assigned flavors and tenant tier: from
@@ -291,9 +279,6 @@ func (r *Reconciler) workloadOf(ctx context.Context, wl *kueue.Workload, tierFro
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	registerOnce.Do(func() { ctrlmetrics.Registry.MustRegister(decisions, pendingGauge) })
 	r.pending = map[types.NamespacedName]bool{}
-	if _, err := mgr.GetRESTMapper().RESTMapping(resourceapi.SchemeGroupVersion.WithKind("ResourceSlice").GroupKind(), resourceapi.SchemeGroupVersion.Version); err == nil {
-		r.slices = true
-	}
 	// A check created after its Workloads reserved quota: decide them all.
 	allWorkloads := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var list kueue.WorkloadList

@@ -33,9 +33,6 @@ const nodeNameIndex = "kubenexus.spec.nodeName"
 // Reconciler keeps HardwareTier status current.
 type Reconciler struct {
 	Client client.Client
-	// slices: the cluster serves resource.k8s.io/v1 ResourceSlices, which tiers
-	// with deviceSelectors read (set by SetupWithManager).
-	slices bool
 }
 
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -90,22 +87,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // devices returns each node's DRA devices, read only when some tier selects by
-// them (and the API serves ResourceSlices).
+// them.
 func (r *Reconciler) devices(ctx context.Context, tiers []v1alpha1.HardwareTier) (func(string) []hardware.Device, error) {
-	none := func(string) []hardware.Device { return nil }
-	uses := false
-	for i := range tiers {
-		uses = uses || len(tiers[i].Spec.DeviceSelectors) > 0
+	if !hardware.UsesDevices(tiers) {
+		return func(string) []hardware.Device { return nil }, nil
 	}
-	if !uses || !r.slices {
-		return none, nil
-	}
-	var list resourceapi.ResourceSliceList
-	if err := r.Client.List(ctx, &list); err != nil {
-		return nil, err
-	}
-	byNode := hardware.ByNode(list.Items)
-	return func(node string) []hardware.Device { return byNode[node] }, nil
+	return hardware.ListDevices(ctx, r.Client)
 }
 
 // requestedGPUs is the pod's effective GPU request if it is bound to a node.
@@ -160,7 +147,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// Devices move nodes into and out of tiers that select by them; clusters that
 	// do not serve resource.k8s.io/v1 have none.
 	if _, err := mgr.GetRESTMapper().RESTMapping(resourceapi.SchemeGroupVersion.WithKind("ResourceSlice").GroupKind(), resourceapi.SchemeGroupVersion.Version); err == nil {
-		r.slices = true
 		b = b.Watches(&resourceapi.ResourceSlice{}, allTiers)
 	}
 	return b.Complete(r)

@@ -11,9 +11,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,7 +77,7 @@ func (v *Validator) validate(ctx context.Context, t *v1alpha1.HardwareTier) erro
 			continue
 		}
 		if devicesOf == nil && (sel.UsesDevices() || otherSel.UsesDevices()) {
-			if devicesOf, err = v.devices(ctx); err != nil {
+			if devicesOf, err = hardware.ListDevices(ctx, v.Client); err != nil {
 				return apierrors.NewInternalError(err)
 			}
 		}
@@ -96,20 +94,6 @@ func (v *Validator) validate(ctx context.Context, t *v1alpha1.HardwareTier) erro
 		}
 	}
 	return nil
-}
-
-// devices reads each node's DRA devices; none where the cluster does not serve
-// ResourceSlices.
-func (v *Validator) devices(ctx context.Context) (func(string) []hardware.Device, error) {
-	var list resourceapi.ResourceSliceList
-	if err := v.Client.List(ctx, &list); err != nil {
-		if meta.IsNoMatchError(err) {
-			return func(string) []hardware.Device { return nil }, nil
-		}
-		return nil, err
-	}
-	byNode := hardware.ByNode(list.Items)
-	return func(node string) []hardware.Device { return byNode[node] }, nil
 }
 
 func invalid(t *v1alpha1.HardwareTier, e *field.Error) error {

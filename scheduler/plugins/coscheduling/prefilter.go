@@ -13,6 +13,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 )
 
@@ -28,14 +29,7 @@ type stateData struct {
 // Clone returns the same data: it is never modified after PreFilter.
 func (s *stateData) Clone() fwk.StateData { return s }
 
-func gangState(cs fwk.CycleState) *stateData {
-	d, err := cs.Read(stateKey)
-	if err != nil {
-		return nil
-	}
-	s, _ := d.(*stateData)
-	return s
-}
+func gangState(cs fwk.CycleState) *stateData { return cyclestate.Read[*stateData](cs, stateKey) }
 
 // PreFilter refuses members of a gang that is backing off, that lost its quorum, or
 // whose minResources exceed what the cluster has free.

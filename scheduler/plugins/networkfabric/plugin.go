@@ -27,6 +27,7 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 )
@@ -119,14 +120,7 @@ type stateData struct {
 
 func (s *stateData) Clone() fwk.StateData { return s }
 
-func readState(cs fwk.CycleState) *stateData {
-	d, err := cs.Read(stateKey)
-	if err != nil {
-		return nil
-	}
-	s, _ := d.(*stateData)
-	return s
-}
+func readState(cs fwk.CycleState) *stateData { return cyclestate.Read[*stateData](cs, stateKey) }
 
 // SignPod keeps members of different gangs apart: their plans differ.
 func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {

@@ -28,6 +28,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/refused"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
@@ -175,14 +176,7 @@ type stateData struct {
 
 func (s *stateData) Clone() fwk.StateData { return s }
 
-func readState(cs fwk.CycleState) *stateData {
-	d, err := cs.Read(stateKey)
-	if err != nil {
-		return nil
-	}
-	s, _ := d.(*stateData)
-	return s
-}
+func readState(cs fwk.CycleState) *stateData { return cyclestate.Read[*stateData](cs, stateKey) }
 
 // PreFilter reads the pod's hint. Pods without one are skipped unless some node's
 // kubelet enforces a policy and the pod asks for something the kubelet aligns

@@ -16,6 +16,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/tenant"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 )
@@ -87,12 +88,8 @@ func (pl *Plugin) SignPod(context.Context, *corev1.Pod) ([]fwk.SignFragment, *fw
 
 // ProfileOf returns the profile PreFilter stored, if the plugin ran.
 func ProfileOf(cs fwk.CycleState) (workload.Profile, bool) {
-	d, err := cs.Read(stateKey)
-	if err != nil {
-		return workload.Profile{}, false
-	}
-	s, ok := d.(*stateData)
-	if !ok {
+	s := cyclestate.Read[*stateData](cs, stateKey)
+	if s == nil {
 		return workload.Profile{}, false
 	}
 	return s.profile, true

@@ -25,6 +25,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/refused"
@@ -110,14 +111,7 @@ type stateData struct {
 
 func (s *stateData) Clone() fwk.StateData { return s }
 
-func readState(cs fwk.CycleState) *stateData {
-	d, err := cs.Read(stateKey)
-	if err != nil {
-		return nil
-	}
-	s, _ := d.(*stateData)
-	return s
-}
+func readState(cs fwk.CycleState) *stateData { return cyclestate.Read[*stateData](cs, stateKey) }
 
 // isMine reports whether r is one the pod may consume.
 func (s *stateData) isMine(r *reservation) bool {

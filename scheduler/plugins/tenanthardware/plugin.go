@@ -22,6 +22,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/devices"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/refused"
@@ -162,14 +163,7 @@ type stateData struct {
 
 func (s *stateData) Clone() fwk.StateData { return s }
 
-func readState(cs fwk.CycleState) *stateData {
-	d, err := cs.Read(stateKey)
-	if err != nil {
-		return nil
-	}
-	s, _ := d.(*stateData)
-	return s
-}
+func readState(cs fwk.CycleState) *stateData { return cyclestate.Read[*stateData](cs, stateKey) }
 
 // PreFilter takes the tier snapshot and the pod's tenant tier for this cycle. With
 // no HardwareTiers, or for a verified DaemonSet pod that asks for no device (see

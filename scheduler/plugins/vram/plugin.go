@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,7 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/devices"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 )
@@ -75,14 +77,7 @@ type stateData struct {
 
 func (s *stateData) Clone() fwk.StateData { return s }
 
-func readState(cs fwk.CycleState) *stateData {
-	d, err := cs.Read(stateKey)
-	if err != nil {
-		return nil
-	}
-	s, _ := d.(*stateData)
-	return s
-}
+func readState(cs fwk.CycleState) *stateData { return cyclestate.Read[*stateData](cs, stateKey) }
 
 // PreFilter reads the pod's request. Pods without one are skipped; a malformed one,
 // or one on a pod that asks for no GPU at all, keeps the pod pending with a message
@@ -264,14 +259,20 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nod
 		return 0, nil
 	}
 	m, why := pl.memoryOf(s, nodeInfo.Node())
-	if why != "" || len(m.fitting) == 0 {
+	if why != "" {
 		return 0, nil
 	}
-	smallest := m.fitting[0]
-	for _, v := range m.fitting[1:] {
-		smallest = min(smallest, v)
+	return bestFit(s.request, m), nil
+}
+
+// bestFit is request as a percentage of the smallest memory among the GPUs that
+// hold it; 0 when none does.
+func bestFit(request int64, m gpuMemory) int64 {
+	if len(m.fitting) == 0 {
+		return 0
 	}
-	return int64(100 * float64(s.request) / float64(smallest)), nil
+	smallest := slices.Min(m.fitting)
+	return int64(100 * float64(request) / float64(smallest))
 }
 
 // ScoreExtensions is nil: scores are already on the 0–100 scale.

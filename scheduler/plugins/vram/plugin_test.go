@@ -35,11 +35,15 @@ func TestLabelMemoryAndBestFit(t *testing.T) {
 		t.Fatalf("80Gi fallback node: %+v", h100)
 	}
 	// 40/48 and 40/80 of the smallest card that holds the request.
-	if a, b := 100*float64(s.request)/float64(l40s.fitting[0]), 100*float64(s.request)/float64(h100.fitting[0]); int(a) != 83 || int(b) != 50 {
-		t.Fatalf("scores %v and %v, want 83 and 50", a, b)
+	if a, b := bestFit(s.request, l40s), bestFit(s.request, h100); a != 83 || b != 50 {
+		t.Fatalf("scores %d and %d, want 83 and 50", a, b)
+	}
+	// A node with cards of both sizes is scored by the smallest that holds it.
+	if got := bestFit(s.request, gpuMemory{fitting: []int64{80 << 30, 48 << 30}}); got != 83 {
+		t.Fatalf("mixed cards: %d, want 83", got)
 	}
 	big := &stateData{request: 70 << 30, gpus: 1}
-	if m, _ := pl.memoryOf(big, gpuNode(map[string]string{v1alpha1.LabelGPUMemory: "49152"})); len(m.fitting) != 0 || m.largest != 48<<30 {
+	if m, _ := pl.memoryOf(big, gpuNode(map[string]string{v1alpha1.LabelGPUMemory: "49152"})); len(m.fitting) != 0 || m.largest != 48<<30 || bestFit(big.request, m) != 0 {
 		t.Fatalf("70Gi on 48Gi cards: %+v", m)
 	}
 	for _, bad := range []map[string]string{{v1alpha1.LabelGPUMemory: "80GB"}, {v1alpha1.LabelGPUVRAMFallback: "huge"}, {v1alpha1.LabelGPUMemory: "-1"}} {

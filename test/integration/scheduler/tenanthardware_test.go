@@ -28,12 +28,7 @@ var _ = Describe("TenantHardware", func() {
 		// labelled before any pod exists, so the scheduler's namespace informer has
 		// their tiers when it classifies the pods.
 		tc.setTier(v1alpha1.TenantTierGold)
-		bronzeNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bronze-", Labels: map[string]string{v1alpha1.LabelTenantTier: "bronze"}}}
-		Expect(k8sClient.Create(suiteCtx, bronzeNS)).To(Succeed())
-		bronze := &testCluster{ns: bronzeNS.Name, nodeLabel: tc.nodeLabel}
-		DeferCleanup(func() {
-			Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Pod{}, client.InNamespace(bronze.ns), client.GracePeriodSeconds(0))).To(Succeed())
-		})
+		bronze := tc.tenantNamespace(v1alpha1.TenantTierBronze)
 		// Two premium nodes for gold (lent to preemptible pods), two small economy
 		// nodes for everyone.
 		hw := func(tier string) string { return tier + "-" + tc.ns }
@@ -144,12 +139,7 @@ var _ = Describe("TenantHardware", func() {
 	It("selects a tier's nodes by the DRA devices their ResourceSlices publish, as its label twin does, and reports them in its status", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
 		tc.setTier(v1alpha1.TenantTierGold)
-		bronzeNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bronze-", Labels: map[string]string{v1alpha1.LabelTenantTier: "bronze"}}}
-		Expect(k8sClient.Create(suiteCtx, bronzeNS)).To(Succeed())
-		bronze := &testCluster{ns: bronzeNS.Name, nodeLabel: tc.nodeLabel}
-		DeferCleanup(func() {
-			Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Pod{}, client.InNamespace(bronze.ns), client.GracePeriodSeconds(0))).To(Succeed())
-		})
+		bronze := tc.tenantNamespace(v1alpha1.TenantTierBronze)
 		// Same nodes, no tier labels: one publishes 80Gi devices, the other 48Gi.
 		tc.addNodes("big", 1, "cpu", "4")
 		tc.addNodes("small", 1, "cpu", "4")
@@ -208,6 +198,19 @@ var _ = Describe("TenantHardware", func() {
 		Expect(bronze.nodeOf("bronze-late")()).To(BeEmpty())
 	})
 })
+
+// tenantNamespace creates a second namespace of the given tenant tier whose pods use
+// this test's nodes.
+func (tc *testCluster) tenantNamespace(tier v1alpha1.TenantTier) *testCluster {
+	GinkgoHelper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: string(tier) + "-", Labels: map[string]string{v1alpha1.LabelTenantTier: string(tier)}}}
+	Expect(k8sClient.Create(suiteCtx, ns)).To(Succeed())
+	other := &testCluster{ns: ns.Name, nodeLabel: tc.nodeLabel}
+	DeferCleanup(func() {
+		Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Pod{}, client.InNamespace(other.ns), client.GracePeriodSeconds(0))).To(Succeed())
+	})
+	return other
+}
 
 // kueueAdmitted creates a pod that Kueue admitted through clusterQueue: it waits
 // behind a gate until its Workload (owned by the pod, as Kueue's pod integration

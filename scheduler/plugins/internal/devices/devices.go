@@ -64,9 +64,6 @@ func (x *Index) OnChange(f func()) {
 	x.mu.Unlock()
 }
 
-// Empty reports whether no node publishes any device.
-func (x *Index) Empty() bool { return len(x.snapshot()) == 0 }
-
 // OnNode returns the devices published for node (slices with spec.nodeName).
 func (x *Index) OnNode(node string) []Device { return x.snapshot()[node] }
 
