@@ -229,6 +229,11 @@ type PluginsSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	GangPreemption GangPreemptionPlugin `json:"gangPreemption,omitempty"`
+	// bindingBackpressure keeps the scheduler from running ahead of the API server:
+	// bindings in flight are bounded, and scheduling waits for them.
+	// +kubebuilder:default={}
+	// +optional
+	BindingBackpressure BindingBackpressurePlugin `json:"bindingBackpressure,omitempty"`
 }
 
 // ProfileClassifierPlugin configures ProfileClassifier.
@@ -481,6 +486,24 @@ type GangPreemptionPlugin struct {
 	// +kubebuilder:default=false
 	// +optional
 	PreemptServicesForBatch *bool `json:"preemptServicesForBatch,omitempty"`
+}
+
+// BindingBackpressurePlugin configures BindingBackpressure.
+type BindingBackpressurePlugin struct {
+	// enabled turns the plugin on.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// maxBindingsInFlight is how many binding requests may be in flight to the API
+	// server at once; pods released past it wait for a binding to end, and a
+	// scheduling cycle waits (at most 5s) while as many pods as this are released and
+	// not yet bound.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +kubebuilder:default=64
+	// +optional
+	MaxBindingsInFlight *int32 `json:"maxBindingsInFlight,omitempty"`
 }
 
 // WebhookSpec configures the pod classification webhook.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/backfill"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/bindingbackpressure"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/coscheduling"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/gangpreemption"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/devices"
@@ -122,6 +123,9 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 		}),
 		app.WithPlugin(names.GangPreemption, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return gangpreemption.New(ctx, obj, h, crds, gangs, reservations)
+		}),
+		app.WithPlugin(names.BindingBackpressure, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return bindingbackpressure.New(ctx, obj, h)
 		}),
 	}
 }

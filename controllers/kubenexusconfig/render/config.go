@@ -64,6 +64,7 @@ func plugins(p *v1alpha1.PluginsSpec, topology *v1alpha1.TopologySpec, kueue *v1
 		{name: names.ResourceReservation, enabled: p.ResourceReservation.Enabled, weight: p.ResourceReservation.Weight},
 		{name: names.Backfill, enabled: p.Backfill.Enabled, weight: p.Backfill.Weight, args: backfillArgs(&p.Backfill)},
 		{name: names.GangPreemption, enabled: p.GangPreemption.Enabled, args: gangPreemptionArgs(&p.GangPreemption)},
+		{name: names.BindingBackpressure, enabled: p.BindingBackpressure.Enabled, args: bindingBackpressureArgs(&p.BindingBackpressure)},
 	}
 }
 
@@ -149,6 +150,15 @@ func gangPreemptionArgs(g *v1alpha1.GangPreemptionPlugin) any {
 	return &schedconfig.GangPreemptionArgs{PreemptServicesForBatch: ptr.To(*g.PreemptServicesForBatch)}
 }
 
+// bindingBackpressureArgs maps the API's limit to BindingBackpressure's args; nil
+// (the plugin's default) when unset.
+func bindingBackpressureArgs(b *v1alpha1.BindingBackpressurePlugin) any {
+	if b.MaxBindingsInFlight == nil {
+		return nil
+	}
+	return &schedconfig.BindingBackpressureArgs{MaxBindingsInFlight: ptr.To(*b.MaxBindingsInFlight)}
+}
+
 // workloadAwareArgs maps the API's WorkloadAware resource weights to the plugin's
 // args; nil (the plugin's defaults) when none are set.
 func workloadAwareArgs(w *v1alpha1.WorkloadAwarePlugin) any {
@@ -195,6 +205,11 @@ func SchedulerConfiguration(spec *v1alpha1.KubeNexusConfigSpec, namespace string
 			// for is not rejected into backoff first.
 			profile.Plugins.PostFilter.Enabled = append(profile.Plugins.PostFilter.Enabled, configv1.Plugin{Name: names.GangPreemption})
 			profile.Plugins.PostFilter.Disabled = append(profile.Plugins.PostFilter.Disabled, configv1.Plugin{Name: DefaultPreemption})
+		}
+		if p.name == names.BindingBackpressure {
+			// Its Bind takes a slot and passes the pod on: named at bind, it runs
+			// before DefaultBinder.
+			profile.Plugins.Bind.Enabled = append(profile.Plugins.Bind.Enabled, configv1.Plugin{Name: names.BindingBackpressure})
 		}
 		if p.queueSort {
 			profile.Plugins.QueueSort = configv1.PluginSet{

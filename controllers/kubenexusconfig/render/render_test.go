@@ -124,6 +124,7 @@ func TestRenderedProfile(t *testing.T) {
 			ResourceFragmentation: v1alpha1.ResourceFragmentationPlugin{Enabled: ptr.To(true), Weight: 7},
 			NUMATopology:          v1alpha1.NUMATopologyPlugin{Enabled: ptr.To(true), Weight: 5},
 			VRAM:                  v1alpha1.VRAMPlugin{Enabled: ptr.To(false)},
+			BindingBackpressure:   v1alpha1.BindingBackpressurePlugin{MaxBindingsInFlight: ptr.To[int32](16)},
 		},
 	}, "ns")
 	if err != nil {
@@ -137,8 +138,20 @@ func TestRenderedProfile(t *testing.T) {
 	for _, e := range p.Plugins.MultiPoint.Enabled {
 		enabled = append(enabled, e.Name)
 	}
-	if want := "Coscheduling,WorkloadAware,TopologyAware,NetworkFabric,ResourceFragmentation,TenantHardware,NUMATopology,ResourceReservation,Backfill,GangPreemption"; strings.Join(enabled, ",") != want {
+	if want := "Coscheduling,WorkloadAware,TopologyAware,NetworkFabric,ResourceFragmentation,TenantHardware,NUMATopology,ResourceReservation,Backfill,GangPreemption,BindingBackpressure"; strings.Join(enabled, ",") != want {
 		t.Errorf("multiPoint enabled %v, want %s", enabled, want)
+	}
+	if b := p.Plugins.Bind.Enabled; len(b) != 1 || b[0].Name != "BindingBackpressure" {
+		t.Errorf("bind enabled %+v, want BindingBackpressure named before the default binder", b)
+	}
+	var backpressureArgs string
+	for _, c := range p.PluginConfig {
+		if c.Name == "BindingBackpressure" {
+			backpressureArgs = string(c.Args.Raw)
+		}
+	}
+	if backpressureArgs != `{"maxBindingsInFlight":16}` {
+		t.Errorf("BindingBackpressure args %s, want maxBindingsInFlight 16", backpressureArgs)
 	}
 	for _, e := range p.Plugins.MultiPoint.Enabled {
 		if e.Name == "ResourceFragmentation" && (e.Weight == nil || *e.Weight != 7) {

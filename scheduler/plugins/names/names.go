@@ -16,10 +16,11 @@ const (
 	ResourceReservation   = "ResourceReservation"
 	Backfill              = "Backfill"
 	GangPreemption        = "GangPreemption"
+	BindingBackpressure   = "BindingBackpressure"
 )
 
 // Implemented lists, in registration order, the plugins kubenexus-scheduler
 // registers today. The operator renders only these into the scheduler configuration:
 // a profile naming an unregistered plugin would stop the scheduler from starting.
 // registry_test.go keeps this list and RegistryOptions in step.
-var Implemented = []string{ProfileClassifier, Coscheduling, WorkloadAware, TopologyAware, NetworkFabric, ResourceFragmentation, TenantHardware, NUMATopology, VRAM, ResourceReservation, Backfill, GangPreemption}
+var Implemented = []string{ProfileClassifier, Coscheduling, WorkloadAware, TopologyAware, NetworkFabric, ResourceFragmentation, TenantHardware, NUMATopology, VRAM, ResourceReservation, Backfill, GangPreemption, BindingBackpressure}

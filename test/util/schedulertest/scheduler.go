@@ -39,12 +39,14 @@ func KubeNexusProfile(schedulerName string, backoffSeconds, timeoutSeconds int) 
       enabled: [{name: Coscheduling}]
       disabled: [{name: "*"}]
     multiPoint:
-      enabled: [{name: ProfileClassifier}, {name: Coscheduling}, {name: WorkloadAware, weight: 2}, {name: TopologyAware, weight: 2}, {name: NetworkFabric, weight: 3}, {name: ResourceFragmentation, weight: 2}, {name: TenantHardware, weight: 3}, {name: NUMATopology, weight: 1}, {name: VRAM, weight: 3}, {name: ResourceReservation, weight: 10}, {name: Backfill, weight: 1}, {name: GangPreemption}]
+      enabled: [{name: ProfileClassifier}, {name: Coscheduling}, {name: WorkloadAware, weight: 2}, {name: TopologyAware, weight: 2}, {name: NetworkFabric, weight: 3}, {name: ResourceFragmentation, weight: 2}, {name: TenantHardware, weight: 3}, {name: NUMATopology, weight: 1}, {name: VRAM, weight: 3}, {name: ResourceReservation, weight: 10}, {name: Backfill, weight: 1}, {name: GangPreemption}, {name: BindingBackpressure}]
     score:
       disabled: [{name: NodeResourcesFit}]
     postFilter:
       enabled: [{name: GangPreemption}]
       disabled: [{name: DefaultPreemption}]
+    bind:
+      enabled: [{name: BindingBackpressure}]
   pluginConfig:
   - name: Coscheduling
     args:

@@ -1,0 +1,31 @@
+package bindingbackpressure
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+var (
+	inFlight = metrics.NewGauge(&metrics.GaugeOpts{
+		Name:           "kubenexus_bindings_in_flight",
+		Help:           "Pods released by Permit whose binding had not ended, as last counted by a scheduling cycle that found the limit reached.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	waitSeconds = metrics.NewHistogram(&metrics.HistogramOpts{
+		Name:           "kubenexus_binding_backpressure_wait_seconds",
+		Help:           "How long scheduling cycles waited at Permit for bindings in flight to end (cycles that waited).",
+		Buckets:        metrics.ExponentialBuckets(0.001, 4, 8),
+		StabilityLevel: metrics.ALPHA,
+	})
+	registerMetrics sync.Once
+)
+
+// registerMetricsOnce adds the plugin's metrics to the scheduler's registry.
+func registerMetricsOnce() {
+	registerMetrics.Do(func() { legacyregistry.MustRegister(inFlight, waitSeconds) })
+}
+
+func observeWait(d time.Duration) { waitSeconds.Observe(d.Seconds()) }
