@@ -29,8 +29,8 @@ func CoschedulingProfile(backoffSeconds, timeoutSeconds int) string {
 // WorkloadAware at weight 2 (replacing NodeResourcesFit's score), TopologyAware at
 // weight 2, NetworkFabric at weight 3, ResourceFragmentation at weight 2,
 // TenantHardware at weight 3, NUMATopology at weight 1, VRAM at weight 3, ResourceReservation at weight 10, Backfill at
-// weight 1 and GangPreemption
-// (replacing DefaultPreemption, and first among the PostFilters) — enabled
+// weight 1, GangPreemption (replacing DefaultPreemption, and first among the
+// PostFilters) and BindingBackpressure (first among the binders) — enabled
 // wherever they apply.
 func KubeNexusProfile(schedulerName string, backoffSeconds, timeoutSeconds int) string {
 	return fmt.Sprintf(`- schedulerName: %s
