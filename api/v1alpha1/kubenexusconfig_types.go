@@ -386,6 +386,14 @@ type ResourceFragmentationPlugin struct {
 	// +kubebuilder:default=600
 	// +optional
 	ArrivalHalfLifeSeconds int32 `json:"arrivalHalfLifeSeconds,omitempty"`
+
+	// keepHostsForQueued turns the plugin's preference into a filter: a GPU pod is
+	// refused a node when placing it there would leave a larger GPU size that queued
+	// pods need with fewer nodes that host it than pods queued for it. Off by
+	// default: queued pods that never start would keep that room from smaller pods.
+	// +kubebuilder:default=false
+	// +optional
+	KeepHostsForQueued *bool `json:"keepHostsForQueued,omitempty"`
 }
 
 // TenantHardwarePlugin configures TenantHardware.

@@ -33,7 +33,7 @@ func Fragmentation(free Room, d Demand) float64 {
 			continue
 		}
 		total += n.Weight
-		if n.GPUs > free.GPUs || n.MilliCPU > free.MilliCPU || n.Memory > free.Memory {
+		if !n.fits(free) {
 			stranded += n.Weight
 		}
 	}
@@ -50,16 +50,91 @@ func FragmentationDelta(free, req Room, d Demand) float64 {
 	return Fragmentation(after, d) - Fragmentation(free, d)
 }
 
+// fits reports whether a task of shape n fits in free room.
+func (n Need) fits(free Room) bool {
+	return n.GPUs <= free.GPUs && n.MilliCPU <= free.MilliCPU && n.Memory <= free.Memory
+}
+
+// Scarcity prices the hosts of each task shape by how few there are for the demand
+// of that shape still to come. FGD's measure is blind to it: an 8-GPU task takes a
+// whole node either way, so a large-memory node that alone hosts the largest tasks
+// and a smaller one that does not look alike, and so do a pristine node that could
+// host a rare shape and one that could not.
+type Scarcity struct {
+	demand Demand
+	// hosts[i] counts the nodes whose free room hosts demand[i].
+	hosts []int
+	// expected[i] is how many tasks of demand[i] are expected before the free GPUs run
+	// out, if tasks keep arriving in the demand's mix.
+	expected []float64
+}
+
+// NewScarcity counts the hosts of every shape of the demand among rooms (every node's
+// free room) and how many tasks of each shape the free GPUs would take: O(nodes ×
+// shapes).
+func NewScarcity(rooms []Room, d Demand) Scarcity {
+	s := Scarcity{demand: d, hosts: make([]int, len(d)), expected: make([]float64, len(d))}
+	var freeGPUs int64
+	for _, r := range rooms {
+		if r.GPUs <= 0 {
+			continue
+		}
+		freeGPUs += r.GPUs
+		for i, n := range d {
+			if n.Weight > 0 && n.fits(r) {
+				s.hosts[i]++
+			}
+		}
+	}
+	var weightedGPUs float64
+	for _, n := range d {
+		if n.Weight > 0 {
+			weightedGPUs += n.Weight * float64(n.GPUs)
+		}
+	}
+	if weightedGPUs == 0 {
+		return s
+	}
+	for i, n := range d {
+		if n.Weight > 0 {
+			s.expected[i] = n.Weight * float64(freeGPUs) / weightedGPUs
+		}
+	}
+	return s
+}
+
+// Lost is the GPUs of expected demand that placing req on a node with free room
+// leaves without a host: for each shape the node hosts now and not after, the shape's
+// GPUs times the share of its hosts the expected tasks of that shape need (at most
+// all of them). Zero for a node that hosts no shape it would lose.
+func (s Scarcity) Lost(free, req Room) float64 {
+	after := Room{GPUs: free.GPUs - req.GPUs, MilliCPU: free.MilliCPU - req.MilliCPU, Memory: free.Memory - req.Memory}
+	var lost float64
+	for i, n := range s.demand {
+		if n.Weight <= 0 || !n.fits(free) || n.fits(after) {
+			continue
+		}
+		lost += float64(n.GPUs) * min(1, s.expected[i]/float64(max(s.hosts[i], 1)))
+	}
+	return lost
+}
+
 // Breaks reports whether placing req GPUs on a node with free GPUs leaves a queued
 // task size without enough nodes: for some size k queued, the node hosts k now and
 // not after, and no more nodes than queued tasks of size k host it (hosts[k]).
 func Breaks(free, req int64, queued map[int64]int, hosts map[int64]int) bool {
+	return BrokenSize(free, req, queued, hosts) > 0
+}
+
+// BrokenSize is the largest queued size that Breaks finds, 0 for none.
+func BrokenSize(free, req int64, queued map[int64]int, hosts map[int64]int) int64 {
+	var broken int64
 	for k, n := range queued {
 		if n > 0 && k <= free && k > free-req && hosts[k] <= n {
-			return true
+			broken = max(broken, k)
 		}
 	}
-	return false
+	return broken
 }
 
 // GPUNode is a node as the largest-gang measure sees it.

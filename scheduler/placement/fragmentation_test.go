@@ -79,3 +79,36 @@ func TestLargestGang(t *testing.T) {
 		}
 	}
 }
+
+func TestScarcity(t *testing.T) {
+	large := Room{GPUs: 8, MilliCPU: 128000, Memory: 768 << 30}
+	small := Room{GPUs: 8, MilliCPU: 96000, Memory: 384 << 30}
+	big := Need{GPUs: 8, MilliCPU: 120000, Memory: 720 << 30, Weight: 1}
+	medium := Need{GPUs: 8, MilliCPU: 88000, Memory: 320 << 30, Weight: 4}
+	one := Need{GPUs: 1, MilliCPU: 4000, Memory: 16 << 30, Weight: 20}
+	d := Demand{big, medium, one}
+	// One large node and ten small ones: 88 free GPUs; the demand takes 1·8 + 4·8 +
+	// 20·1 = 60 GPUs per 25 tasks, so 88/60 of it is expected: 1.47 big tasks for
+	// their one host, 5.9 medium ones for 11.
+	s := NewScarcity(append([]Room{large}, small, small, small, small, small, small, small, small, small, small), d)
+	req := func(n Need) Room { return Room{GPUs: n.GPUs, MilliCPU: n.MilliCPU, Memory: n.Memory} }
+	mediumOnSmall, mediumOnLarge := s.Lost(small, req(medium)), s.Lost(large, req(medium))
+	// It loses a medium host (5.9 expected for 11) and a 1-GPU one (29 expected for
+	// 11: every one needed).
+	if want := 8*(4*88.0/60/11) + 1; math.Abs(mediumOnSmall-want) > 1e-9 {
+		t.Errorf("a medium task on a small node loses %v GPUs of hosting, want %v (a medium host and a 1-GPU one)", mediumOnSmall, want)
+	}
+	if want := mediumOnSmall + 8; math.Abs(mediumOnLarge-want) > 1e-9 {
+		t.Errorf("a medium task on the large node loses %v GPUs of hosting, want %v (a medium host and the only big one, wholly needed)", mediumOnLarge, want)
+	}
+	// A 1-GPU task on a node with 7 free loses no host of any shape the node still
+	// had: 8-GPU shapes were lost already, and 1-GPU ones still fit after.
+	broken := Room{GPUs: 7, MilliCPU: 90000, Memory: 300 << 30}
+	if got := s.Lost(broken, req(one)); got != 0 {
+		t.Errorf("a 1-GPU task on a broken node loses %v GPUs of hosting, want 0", got)
+	}
+	// No demand, nothing lost.
+	if got := NewScarcity([]Room{large}, nil).Lost(large, req(one)); got != 0 {
+		t.Errorf("with no demand: %v, want 0", got)
+	}
+}

@@ -116,7 +116,7 @@ func levelArgs(t *v1alpha1.TopologySpec) []schedconfig.TopologyLevel {
 // topology levels (for its gauges) to the plugin's args; nil (the plugin's defaults)
 // when none are set.
 func resourceFragmentationArgs(r *v1alpha1.ResourceFragmentationPlugin, t *v1alpha1.TopologySpec) any {
-	if r.GPUResourceName == "" && len(r.AdditionalGPUResources) == 0 && r.ArrivalHalfLifeSeconds == 0 && len(t.Levels) == 0 {
+	if r.GPUResourceName == "" && len(r.AdditionalGPUResources) == 0 && r.ArrivalHalfLifeSeconds == 0 && len(t.Levels) == 0 && !ptr.Deref(r.KeepHostsForQueued, false) {
 		return nil
 	}
 	a := &schedconfig.ResourceFragmentationArgs{Levels: levelArgs(t)}
@@ -128,6 +128,9 @@ func resourceFragmentationArgs(r *v1alpha1.ResourceFragmentationPlugin, t *v1alp
 	}
 	if r.ArrivalHalfLifeSeconds != 0 {
 		a.ArrivalHalfLifeSeconds = ptr.To(r.ArrivalHalfLifeSeconds)
+	}
+	if ptr.Deref(r.KeepHostsForQueued, false) {
+		a.KeepHostsForQueued = ptr.To(true)
 	}
 	return a
 }

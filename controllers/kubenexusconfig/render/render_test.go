@@ -121,7 +121,7 @@ func TestRenderedProfile(t *testing.T) {
 		Scheduler: v1alpha1.SchedulerSpec{SchedulerName: "gpu-scheduler"},
 		Plugins: v1alpha1.PluginsSpec{
 			ProfileClassifier:     v1alpha1.ProfileClassifierPlugin{Enabled: ptr.To(false)},
-			ResourceFragmentation: v1alpha1.ResourceFragmentationPlugin{Enabled: ptr.To(true), Weight: 7},
+			ResourceFragmentation: v1alpha1.ResourceFragmentationPlugin{Enabled: ptr.To(true), Weight: 7, KeepHostsForQueued: ptr.To(true)},
 			NUMATopology:          v1alpha1.NUMATopologyPlugin{Enabled: ptr.To(true), Weight: 5},
 			VRAM:                  v1alpha1.VRAMPlugin{Enabled: ptr.To(false)},
 			BindingBackpressure:   v1alpha1.BindingBackpressurePlugin{MaxBindingsInFlight: ptr.To[int32](16)},
@@ -144,11 +144,17 @@ func TestRenderedProfile(t *testing.T) {
 	if b := p.Plugins.Bind.Enabled; len(b) != 1 || b[0].Name != "BindingBackpressure" {
 		t.Errorf("bind enabled %+v, want BindingBackpressure named before the default binder", b)
 	}
-	var backpressureArgs string
+	var backpressureArgs, fragmentationArgs string
 	for _, c := range p.PluginConfig {
-		if c.Name == "BindingBackpressure" {
+		switch c.Name {
+		case "BindingBackpressure":
 			backpressureArgs = string(c.Args.Raw)
+		case "ResourceFragmentation":
+			fragmentationArgs = string(c.Args.Raw)
 		}
+	}
+	if !strings.Contains(fragmentationArgs, `"keepHostsForQueued":true`) {
+		t.Errorf("ResourceFragmentation args %s, want keepHostsForQueued", fragmentationArgs)
 	}
 	if backpressureArgs != `{"maxBindingsInFlight":16}` {
 		t.Errorf("BindingBackpressure args %s, want maxBindingsInFlight 16", backpressureArgs)

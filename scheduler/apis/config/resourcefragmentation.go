@@ -25,6 +25,12 @@ type ResourceFragmentationArgs struct {
 	// an arrival counts half after this long.
 	ArrivalHalfLifeSeconds *int32 `json:"arrivalHalfLifeSeconds,omitempty"`
 
+	// KeepHostsForQueued adds a Filter: a GPU pod is refused a node when placing it
+	// there would leave a larger GPU size that queued pods need with fewer nodes that
+	// host it than pods queued for it (default false: the score only prefers other
+	// nodes). Queued pods that never start keep the room from smaller pods meanwhile.
+	KeepHostsForQueued *bool `json:"keepHostsForQueued,omitempty"`
+
 	// Levels are the topology levels the largest-placeable-gang gauges report, as
 	// NetworkFabric's (the KubeNexusConfig's spec.topology.levels).
 	Levels []TopologyLevel `json:"levels,omitempty"`
@@ -43,6 +49,9 @@ func SetDefaultsResourceFragmentationArgs(a *ResourceFragmentationArgs) {
 	}
 	if a.ArrivalHalfLifeSeconds == nil {
 		a.ArrivalHalfLifeSeconds = ptr.To[int32](DefaultArrivalHalfLifeSeconds)
+	}
+	if a.KeepHostsForQueued == nil {
+		a.KeepHostsForQueued = ptr.To(false)
 	}
 }
 

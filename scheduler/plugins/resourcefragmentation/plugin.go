@@ -48,6 +48,9 @@ const breakPenalty = 1 << 40
 
 // Plugin is the ResourceFragmentation plugin.
 type Plugin struct {
+	// nodes lists every node of the cycle's snapshot (nil in unit tests: the
+	// feasible nodes stand in).
+	nodes  fwk.NodeInfoLister
 	gpus   []corev1.ResourceName
 	demand *tracker
 	// gangs gives what ResourceReservations hold (nil in unit tests).
@@ -83,7 +86,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	// them.
 	serve(&gangCollector{nodes: informers.Nodes().Lister(), pods: informers.Pods().Lister(),
 		tiers: cache.HardwareTiers, levels: levels, gpus: args.GPUResources})
-	return &Plugin{gpus: args.GPUResources, demand: t, gangs: gangs}, nil
+	pl := &Plugin{nodes: h.SnapshotSharedLister().NodeInfos(), gpus: args.GPUResources, demand: t, gangs: gangs}
+	if *args.KeepHostsForQueued {
+		return &keeping{pl}, nil
+	}
+	return pl, nil
 }
 
 // Name returns the plugin's name.
@@ -105,6 +112,8 @@ type stateData struct {
 	demand placement.Demand
 	queued map[int64]int
 	hosts  map[int64]int
+	// scarcity prices the hosts of the demand's shapes by how few there are.
+	scarcity placement.Scarcity
 	// freeCliques are the multi-node NVLink domains (nvidia.com/gpu.clique) whose
 	// nodes, as far as the pod's feasible nodes show, have every GPU free.
 	freeCliques map[string]bool
@@ -120,7 +129,8 @@ func (s *stateData) Clone() fwk.StateData { return s }
 
 // PreScore takes the demand as it is now (the pod itself left out) and counts, for
 // each queued size, the nodes that host it among the nodes that passed the pod's
-// filters: O(nodes × queued sizes), once per GPU pod.
+// filters, and for each shape of the demand its hosts over the fleet: O(nodes ×
+// shapes), once per GPU pod.
 func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	sh := shapeOf(pod, pl.gpus)
 	if sh.gpus == 0 {
@@ -128,12 +138,7 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	}
 	req := placement.Room{GPUs: sh.gpus, MilliCPU: sh.milliCPU, Memory: sh.memory}
 	demand, queued := pl.demand.snapshot(pod.UID)
-	var held func(fwk.NodeInfo) map[corev1.ResourceName]int64
-	if pl.gangs != nil {
-		if f := pl.gangs.Held(); f != nil {
-			held = func(ni fwk.NodeInfo) map[corev1.ResourceName]int64 { return f(pod, ni) }
-		}
-	}
+	held := pl.heldFor(pod)
 	hosts := map[int64]int{}
 	cliqueNodes, cliqueBusy := map[string]int{}, map[string]bool{}
 	for _, ni := range nodes {
@@ -150,7 +155,8 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 			}
 		}
 	}
-	s := &stateData{req: req, demand: demand, queued: queued, hosts: hosts, freeCliques: map[string]bool{}, held: held}
+	s := &stateData{req: req, demand: demand, queued: queued, hosts: hosts, freeCliques: map[string]bool{}, held: held,
+		scarcity: placement.NewScarcity(pl.rooms(nodes, held), demand)}
 	for c, n := range cliqueNodes {
 		if n > 1 && !cliqueBusy[c] {
 			s.freeCliques[c] = true
@@ -163,8 +169,42 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	return nil
 }
 
-// Score is minus the rise in the node's fragmentation (in thousandths of a GPU),
-// lowered by breakPenalty when the placement takes one of the last hosts of a size
+// heldFor returns what reservations of other owners hold on a node against the pod
+// (nil: no reservations).
+func (pl *Plugin) heldFor(pod *corev1.Pod) func(fwk.NodeInfo) map[corev1.ResourceName]int64 {
+	if pl.gangs == nil {
+		return nil
+	}
+	f := pl.gangs.Held()
+	if f == nil {
+		return nil
+	}
+	return func(ni fwk.NodeInfo) map[corev1.ResourceName]int64 { return f(pod, ni) }
+}
+
+// rooms is the free room of every schedulable node of the snapshot (of the feasible
+// nodes when the plugin has no lister): a shape's hosts are counted over the fleet,
+// not over the nodes this pod may use.
+func (pl *Plugin) rooms(feasible []fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64) []placement.Room {
+	nodes := feasible
+	if pl.nodes != nil {
+		if all, err := pl.nodes.List(); err == nil {
+			nodes = all
+		}
+	}
+	rooms := make([]placement.Room, 0, len(nodes))
+	for _, ni := range nodes {
+		if n := ni.Node(); n == nil || n.Spec.Unschedulable {
+			continue
+		}
+		rooms = append(rooms, pl.room(ni, held))
+	}
+	return rooms
+}
+
+// Score is minus the rise in the node's fragmentation plus the GPUs of expected
+// demand the placement leaves without a host (placement.Scarcity), in thousandths of
+// a GPU, lowered by breakPenalty when the placement takes one of the last hosts of a size
 // queued pods need. NormalizeScore maps it to 0–100.
 func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
 	d, err := cs.Read(stateKey)
@@ -176,7 +216,7 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni 
 	if free.GPUs < s.req.GPUs {
 		return -breakPenalty - 1<<20, nil // does not fit (Filter has already said so): the bottom of the lower band
 	}
-	score := -int64(math.Round(placement.FragmentationDelta(free, s.req, s.demand) * 1000))
+	score := -int64(math.Round((placement.FragmentationDelta(free, s.req, s.demand) + s.scarcity.Lost(free, s.req)) * 1000))
 	if placement.Breaks(free.GPUs, s.req.GPUs, s.queued, s.hosts) || s.breaksClique(ni, s.req.GPUs, pl.capacity(ni)) {
 		score -= breakPenalty
 	}

@@ -254,3 +254,48 @@ func TestReservedRoomIsNotFree(t *testing.T) {
 		t.Errorf("with the reserved node's free GPUs held: got %s, want open=100", got)
 	}
 }
+
+// shapedPod asks for gpus, cpu and memory.
+func shapedPod(name string, gpus int64, cpu, mem string) *corev1.Pod {
+	p := gpuPod(name, gpus)
+	p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse(cpu)
+	p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse(mem)
+	return p
+}
+
+// sizedNode has 8 GPUs, cpu and memory, used GPUs of them requested by a bound pod.
+func sizedNode(name, cpu, mem string, used int64) fwk.NodeInfo {
+	ni := node(name, used)
+	n := ni.Node().DeepCopy()
+	n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse(cpu)
+	n.Status.Allocatable[corev1.ResourceMemory] = resource.MustParse(mem)
+	ni.SetNode(n)
+	return ni
+}
+
+func TestTheOnlyHostOfTheLargestTasksIsKeptWhole(t *testing.T) {
+	// Recent arrivals: six 4-GPU tasks and two 8-GPU tasks of 120 CPUs and 720Gi that
+	// only the large node hosts. FGD alone would split the large node for a 1-GPU
+	// pod (it strands 7 GPUs for a quarter of the demand there, against 3 for three
+	// quarters on a half-used node); the large node is the only host of the 8-GPU
+	// tasks, and more of them are expected than there are hosts.
+	var past []*corev1.Pod
+	for i := range 6 {
+		past = append(past, shapedPod(fmt.Sprintf("past-4-%d", i), 4, "16", "64Gi"))
+	}
+	for i := range 2 {
+		past = append(past, shapedPod(fmt.Sprintf("past-big-%d", i), 8, "120", "720Gi"))
+	}
+	pod := shapedPod("one", 1, "4", "16Gi")
+	pl := newPlugin(append(past, pod)...)
+	for _, p := range past {
+		pl.demand.unqueue(p.UID)
+	}
+	nodes := []fwk.NodeInfo{sizedNode("large", "128", "768Gi", 0)}
+	for i := range 4 {
+		nodes = append(nodes, sizedNode(fmt.Sprintf("half-used-%d", i), "96", "384Gi", 4))
+	}
+	if got := best(t, pl, pod, nodes); got != "half-used-0=100" {
+		t.Errorf("the 1-GPU pod went to %s, want half-used-0=100 (the large node kept whole)", got)
+	}
+}

@@ -30,7 +30,7 @@ func backpressureWaits() uint64 {
 
 var _ = Describe("BindingBackpressure", func() {
 	It("binds a gang of 40 and 40 plain pods with one binding in flight at a time, the cycles waiting for it", func() {
-		profile := "profiles:\n" + schedulertest.KubeNexusProfile(schedulertest.SchedulerName, 1, 60) + `  - name: BindingBackpressure
+		profile := schedulertest.CoschedulingProfile(1, 60) + `  - name: BindingBackpressure
     args:
       maxBindingsInFlight: 1
 `

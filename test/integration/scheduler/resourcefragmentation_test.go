@@ -51,6 +51,43 @@ var _ = Describe("ResourceFragmentation", func() {
 		Eventually(tc.boundFn("train")).WithTimeout(testutil.Timeout).Should(Equal(2))
 	})
 
+	It("keeps a free multi-node NVLink domain whole for a queued gang of whole-node members", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		cliqueA, cliqueB := "nvl-a."+tc.ns, "nvl-b."+tc.ns
+		tc.addLabelledNodes("a", 2, map[string]string{v1alpha1.LabelGPUClique: cliqueA}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+		tc.addLabelledNodes("b", 2, map[string]string{v1alpha1.LabelGPUClique: cliqueB}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+		// Domain b is in use: one node's GPUs all taken, and CPU taken on the other,
+		// so that a spreading score (WorkloadAware's for inference) would rather send
+		// small pods to domain a.
+		full := tc.pod("full").Req("nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").Obj()
+		full.Spec.NodeName = tc.ns + "-b-1"
+		Expect(k8sClient.Create(suiteCtx, full)).To(Succeed())
+		busy := tc.pod("busy").Req("cpu", "32").Obj()
+		busy.Spec.NodeName = tc.ns + "-b-0"
+		Expect(k8sClient.Create(suiteCtx, busy)).To(Succeed())
+
+		// A gang of two 8-GPU members, held short of its quorum, is queued demand for
+		// whole nodes.
+		pg := testutil.MakePodGroup("nvl", tc.ns).MinMember(3).Obj()
+		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("nvl-%d", i)).PodGroup("nvl").
+				Req("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").Obj())).To(Succeed())
+		}
+		for i := range 2 {
+			name := fmt.Sprintf("infer-%d", i)
+			Expect(k8sClient.Create(suiteCtx, tc.pod(name).Label(v1alpha1.LabelWorkloadType, "inference").
+				Req("cpu", "2", "memory", "8Gi", "nvidia.com/gpu", "1").Limit("nvidia.com/gpu", "1").Obj())).To(Succeed())
+			Eventually(tc.nodeOf(name)).WithTimeout(testutil.Timeout).Should(Equal(tc.ns+"-b-0"), "1-GPU pod %s should stay out of the free NVLink domain", name)
+		}
+
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(pg), pg)).To(Succeed())
+		pg.Spec.MinMember = 2
+		Expect(k8sClient.Update(suiteCtx, pg)).To(Succeed())
+		Eventually(tc.boundFn("nvl")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		Expect([]string{tc.nodeOf("nvl-0")(), tc.nodeOf("nvl-1")()}).To(ConsistOf(tc.ns+"-a-0", tc.ns+"-a-1"))
+	})
+
 	It("serves the largest placeable gang per GPU model, tier and level, and shows it in the HardwareTier's status", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		model, hw := "TestGPU-"+tc.ns, "gauge-"+tc.ns
