@@ -504,9 +504,10 @@ type BindingBackpressurePlugin struct {
 	Enabled *bool `json:"enabled,omitempty"`
 
 	// maxBindingsInFlight is how many binding requests may be in flight to the API
-	// server at once; pods released past it wait for a binding to end, and a
-	// scheduling cycle waits (at most 5s) while as many pods as this are released and
-	// not yet bound.
+	// server at once; pods past it wait in their binding step for one to end, and a
+	// scheduling cycle waits (at most 5s) while this many pods are in the binding
+	// step. Pods in PreBind (volume provisioning) or waiting for their gang at Permit
+	// are not counted.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10000
 	// +kubebuilder:default=64

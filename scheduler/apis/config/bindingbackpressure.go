@@ -13,9 +13,9 @@ import (
 type BindingBackpressureArgs struct {
 	metav1.TypeMeta `json:",inline"`
 
-	// MaxBindingsInFlight is how many pods may be between their release by Permit and
-	// the end of their binding before a scheduling cycle waits for one to finish
-	// (default 64; 1–10000).
+	// MaxBindingsInFlight is how many binding requests may be in flight at once; a
+	// scheduling cycle waits while this many pods are in the binding step (default
+	// 64; 1–10000).
 	MaxBindingsInFlight *int32 `json:"maxBindingsInFlight,omitempty"`
 }
 

@@ -11,7 +11,7 @@ import (
 var (
 	inFlight = metrics.NewGauge(&metrics.GaugeOpts{
 		Name:           "kubenexus_bindings_in_flight",
-		Help:           "Pods released by Permit whose binding had not ended, as last counted by a scheduling cycle that found the limit reached.",
+		Help:           "Pods in the binding step: holding one of the maxBindingsInFlight binding slots or waiting for one.",
 		StabilityLevel: metrics.ALPHA,
 	})
 	waitSeconds = metrics.NewHistogram(&metrics.HistogramOpts{

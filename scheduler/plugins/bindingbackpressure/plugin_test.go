@@ -2,7 +2,6 @@ package bindingbackpressure
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,14 +15,12 @@ func pod(name string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)}}
 }
 
-// permitAsync runs Permit in a goroutine and returns a channel closed when it returns.
-func permitAsync(pl *Plugin, p *corev1.Pod) <-chan struct{} {
+// async runs f in a goroutine and returns a channel closed when it returns.
+func async(f func()) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if st, _ := pl.Permit(context.Background(), nil, p, "n"); !st.IsSuccess() {
-			panic("Permit rejected: " + st.Message())
-		}
+		f()
 	}()
 	return done
 }
@@ -37,106 +34,101 @@ func returned(ch <-chan struct{}, within time.Duration) bool {
 	}
 }
 
-func TestPermitWaitsForABindingToEnd(t *testing.T) {
-	pl := newPlugin(2, func() int { return 0 }, time.Now)
-	ctx := context.Background()
-	a, b, c := pod("a"), pod("b"), pod("c")
-	for _, p := range []*corev1.Pod{a, b} {
-		pl.Reserve(ctx, nil, p, "n")
-		if st, _ := pl.Permit(ctx, nil, p, "n"); !st.IsSuccess() {
-			t.Fatalf("Permit %s: %v", p.Name, st)
+// permit runs Permit for p in a goroutine; it must let the pod through.
+func permit(t *testing.T, pl *Plugin, p *corev1.Pod) <-chan struct{} {
+	return async(func() {
+		if st, _ := pl.Permit(context.Background(), nil, p, "n"); !st.IsSuccess() {
+			t.Errorf("Permit %s: %v", p.Name, st)
 		}
-	}
-	pl.Reserve(ctx, nil, c, "n")
-	done := permitAsync(pl, c)
-	if returned(done, 100*time.Millisecond) {
-		t.Fatal("the third pod's cycle went on with 2 bindings in flight and a limit of 2")
-	}
-	pl.PostBind(ctx, nil, a, "n")
-	if !returned(done, 2*time.Second) {
-		t.Fatal("the cycle still waits after a binding ended")
-	}
+	})
 }
 
-func TestUnreserveEndsTheWaitAndUnknownPodsChangeNothing(t *testing.T) {
-	pl := newPlugin(1, func() int { return 0 }, time.Now)
-	ctx := context.Background()
-	pl.Reserve(ctx, nil, pod("a"), "n")
-	pl.Unreserve(ctx, nil, pod("never-reserved"), "n")
-	pl.PostBind(ctx, nil, pod("never-reserved"), "n")
-	pl.Reserve(ctx, nil, pod("b"), "n")
-	done := permitAsync(pl, pod("b"))
-	if returned(done, 100*time.Millisecond) {
-		t.Fatal("ending pods that were never reserved freed a binding")
-	}
-	pl.Unreserve(ctx, nil, pod("a"), "n")
-	if !returned(done, 2*time.Second) {
-		t.Fatal("the cycle still waits after the binding pod was unreserved")
-	}
-}
-
-func TestPodsWaitingAtPermitAreNotInFlight(t *testing.T) {
-	var waiting atomic.Int32
-	pl := newPlugin(2, func() int { return int(waiting.Load()) }, time.Now)
-	ctx := context.Background()
-	// Ten members of a gang are reserved and wait for their gang at Permit.
-	for i := range 10 {
-		p := pod(string(rune('a' + i)))
-		pl.Reserve(ctx, nil, p, "n")
-		if !returned(permitAsync(pl, p), time.Second) {
-			t.Fatalf("member %d waited for bindings while %d members only wait for their gang", i, i)
+// bind runs Bind for p in a goroutine; it must hand the pod on (Skip).
+func bind(t *testing.T, pl *Plugin, p *corev1.Pod) <-chan struct{} {
+	return async(func() {
+		if st := pl.Bind(context.Background(), nil, p, "n"); st.Code() != fwk.Skip {
+			t.Errorf("Bind %s = %v, want Skip (the default binder binds)", p.Name, st)
 		}
-		waiting.Add(1)
-	}
-}
-
-func TestTheWaitIsBounded(t *testing.T) {
-	pl := newPlugin(1, func() int { return 0 }, time.Now)
-	pl.maxWait = 50 * time.Millisecond
-	ctx := context.Background()
-	pl.Reserve(ctx, nil, pod("stuck"), "n")
-	pl.Reserve(ctx, nil, pod("b"), "n")
-	if !returned(permitAsync(pl, pod("b")), 2*time.Second) {
-		t.Fatal("a binding that never ends stopped scheduling")
-	}
-}
-
-func TestStalePodsAreForgotten(t *testing.T) {
-	now := time.Now()
-	clock := func() time.Time { return now }
-	pl := newPlugin(1, func() int { return 0 }, clock)
-	ctx := context.Background()
-	pl.Reserve(ctx, nil, pod("lost"), "n")
-	now = now.Add(staleAfter + time.Minute)
-	pl.Reserve(ctx, nil, pod("b"), "n")
-	if !returned(permitAsync(pl, pod("b")), time.Second) {
-		t.Fatal("a pod reserved longer ago than any Permit wait and binding still counts")
-	}
+	})
 }
 
 func TestBindTakesASlotUntilTheBindingEnds(t *testing.T) {
-	pl := newPlugin(2, func() int { return 0 }, time.Now)
+	pl := newPlugin(2, time.Now)
 	ctx := context.Background()
 	for _, name := range []string{"a", "b"} {
-		if st := pl.Bind(ctx, nil, pod(name), "n"); st.Code() != fwk.Skip {
-			t.Fatalf("Bind %s = %v, want Skip (the default binder binds)", name, st)
+		if !returned(bind(t, pl, pod(name)), time.Second) {
+			t.Fatalf("Bind %s waited with a free slot", name)
 		}
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		pl.Bind(ctx, nil, pod("c"), "n")
-	}()
-	if returned(done, 100*time.Millisecond) {
+	third := bind(t, pl, pod("c"))
+	if returned(third, 100*time.Millisecond) {
 		t.Fatal("a third binding request started with 2 in flight and a limit of 2")
 	}
 	pl.Unreserve(ctx, nil, pod("a"), "n") // a failed binding gives its slot back
-	if !returned(done, 2*time.Second) {
+	if !returned(third, 2*time.Second) {
 		t.Fatal("the binding still waits after one ended")
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	if st := pl.Bind(cancelled, nil, pod("d"), "n"); st.Code() != fwk.Error {
 		t.Errorf("Bind with no slot and a cancelled context = %v, want an error", st)
+	}
+	pl.Unreserve(ctx, nil, pod("d"), "n") // as the framework does after the error
+	pl.PostBind(ctx, nil, pod("b"), "n")
+	if !returned(bind(t, pl, pod("e")), time.Second) {
+		t.Error("a slot given back by PostBind was not taken")
+	}
+}
+
+func TestPermitWaitsWhileTheBindingStepIsFull(t *testing.T) {
+	pl := newPlugin(2, time.Now)
+	ctx := context.Background()
+	for _, name := range []string{"a", "b"} {
+		<-bind(t, pl, pod(name))
+	}
+	waiting := permit(t, pl, pod("c"))
+	if returned(waiting, 100*time.Millisecond) {
+		t.Fatal("the next pod's cycle went on with 2 bindings in flight and a limit of 2")
+	}
+	pl.PostBind(ctx, nil, pod("a"), "n")
+	if !returned(waiting, 2*time.Second) {
+		t.Fatal("the cycle still waits after a binding ended")
+	}
+	// Pods waiting for a slot count too: a gang released at once holds the loop.
+	pl.PostBind(ctx, nil, pod("b"), "n")
+	for _, name := range []string{"g0", "g1", "g2"} {
+		bind(t, pl, pod(name))
+	}
+	time.Sleep(50 * time.Millisecond)
+	if returned(permit(t, pl, pod("next")), 100*time.Millisecond) {
+		t.Error("the loop went on while three pods of a released gang were in the binding step")
+	}
+}
+
+func TestPodsBeforeBindDoNotHoldTheLoop(t *testing.T) {
+	// Reserved pods waiting for their gang at Permit, or in PreBind (volume
+	// provisioning), have not reached Bind: however many, the loop goes on.
+	pl := newPlugin(1, time.Now)
+	ctx := context.Background()
+	for _, name := range []string{"member-0", "member-1", "provisioning"} {
+		pl.Reserve(ctx, nil, pod(name), "n")
+		if !returned(permit(t, pl, pod(name)), time.Second) {
+			t.Fatalf("Permit of %s waited with no pod in the binding step", name)
+		}
+	}
+	// And ending pods that never reached Bind frees nothing.
+	<-bind(t, pl, pod("a"))
+	pl.Unreserve(ctx, nil, pod("member-0"), "n")
+	if returned(bind(t, pl, pod("b")), 100*time.Millisecond) {
+		t.Error("unreserving a pod that never reached Bind gave a slot away")
+	}
+}
+
+func TestTheLoopsWaitIsBounded(t *testing.T) {
+	pl := newPlugin(1, time.Now)
+	pl.maxWait = 50 * time.Millisecond
+	<-bind(t, pl, pod("stuck"))
+	if !returned(permit(t, pl, pod("b")), 2*time.Second) {
+		t.Fatal("a binding that never ends stopped scheduling")
 	}
 }
