@@ -294,6 +294,11 @@ var _ = Describe("Creating a malformed object", func() {
 				return knc("").Plugins(func(p *v1alpha1.PluginsSpec) { p.TenantHardware.Weight = -1 }).Obj()
 			},
 			want: []string{"spec.plugins.tenantHardware.weight", "greater than or equal to 1"}}),
+		Entry("KubeNexusConfig no binding in flight", rejectedCreate{
+			obj: func(string) client.Object {
+				return knc("").Plugins(func(p *v1alpha1.PluginsSpec) { p.BindingBackpressure.MaxBindingsInFlight = ptr.To[int32](0) }).Obj()
+			},
+			want: []string{"spec.plugins.bindingBackpressure.maxBindingsInFlight", "greater than or equal to 1"}}),
 		Entry("KubeNexusConfig Coscheduling timeout above a day", rejectedCreate{
 			obj: func(string) client.Object {
 				return knc("").Plugins(func(p *v1alpha1.PluginsSpec) { p.Coscheduling.DefaultScheduleTimeoutSeconds = 100000 }).Obj()
