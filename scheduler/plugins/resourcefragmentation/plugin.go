@@ -4,12 +4,16 @@
 // expected number of its free GPUs that a task of that demand could not use, for want
 // of GPUs or of the CPU and memory left beside them (Weng et al., ATC'23); a pod goes
 // where placing it raises that least, so small pods fill nodes that are already
-// broken and whole nodes stay whole. While queued pods need
+// broken and whole nodes stay whole. Each placement is also charged the GPUs of
+// expected demand it leaves without a host (placement.Scarcity), so that a node that
+// alone can host a rare large shape is not spent on tasks that fit elsewhere — FGD's
+// count cannot tell it from a node that cannot. While queued pods need
 // whole nodes (or any size that only a few nodes still host), a placement that would
 // take the last such nodes from them scores lowest, and so does a placement that
 // breaks a wholly free multi-node NVLink domain (nvidia.com/gpu.clique) while tasks
-// that take whole nodes are in the demand. Pods that ask for no GPU are skipped at
-// PreScore.
+// that take whole nodes are in the demand; with keepHostsForQueued the first of
+// these is refused by a Filter instead (filter.go). Pods that ask for no GPU are
+// skipped at PreScore.
 //
 // The plugin also serves kubenexus_largest_placeable_gang: per GPU model,
 // HardwareTier, member size (1, 2, 4, 8 GPUs) and topology level, the largest gang
