@@ -96,13 +96,14 @@ func (k *keeping) Filter(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni
 // or deleted, when a bound GPU pod ends, or when a node joins or grows.
 func (k *keeping) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Update | fwk.Delete}, QueueingHintFn: k.isSchedulableAfterPodChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add | fwk.Update | fwk.Delete}, QueueingHintFn: k.isSchedulableAfterPodChange},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}},
 	}, nil
 }
 
 // isSchedulableAfterPodChange queues a refused GPU pod when a GPU pod of this
-// scheduler was placed (a queued one fewer) or a GPU pod went away.
+// scheduler was placed (a queued one fewer: the scheduler sees a pod it bound as an
+// assigned pod added) or a GPU pod went away.
 func (k *keeping) isSchedulableAfterPodChange(_ klog.Logger, pod *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
 	if shapeOf(pod, k.gpus).gpus == 0 {
 		return fwk.QueueSkip, nil
@@ -114,7 +115,7 @@ func (k *keeping) isSchedulableAfterPodChange(_ klog.Logger, pod *corev1.Pod, ol
 		if shapeOf(oldPod, k.gpus).gpus > 0 {
 			return fwk.Queue, nil
 		}
-	case oldPod != nil && newPod != nil && oldPod.Spec.NodeName == "" && newPod.Spec.NodeName != "":
+	case newPod != nil && newPod.Spec.NodeName != "" && (oldPod == nil || oldPod.Spec.NodeName == ""):
 		if newPod.Spec.SchedulerName == k.demand.scheduler && shapeOf(newPod, k.gpus).gpus > 0 {
 			return fwk.Queue, nil
 		}

@@ -80,6 +80,8 @@ func TestKeepHostsForQueuedRequeues(t *testing.T) {
 		want     fwk.QueueingHint
 	}{
 		{"a queued GPU pod is placed", queued, bound, fwk.Queue},
+		{"a GPU pod this scheduler bound shows up as assigned", nil, bound, fwk.Queue},
+		{"a CPU pod is bound", nil, func() *corev1.Pod { p := cpuPod.DeepCopy(); p.Spec.NodeName = "n"; return p }(), fwk.QueueSkip},
 		{"a GPU pod is deleted", bound, nil, fwk.Queue},
 		{"a CPU pod is deleted", cpuPod, nil, fwk.QueueSkip},
 		{"a pending GPU pod changes, still pending", queued, queued.DeepCopy(), fwk.QueueSkip},
