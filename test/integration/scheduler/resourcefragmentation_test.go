@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -86,6 +87,36 @@ var _ = Describe("ResourceFragmentation", func() {
 		Expect(k8sClient.Update(suiteCtx, pg)).To(Succeed())
 		Eventually(tc.boundFn("nvl")).WithTimeout(testutil.Timeout).Should(Equal(2))
 		Expect([]string{tc.nodeOf("nvl-0")(), tc.nodeOf("nvl-1")()}).To(ConsistOf(tc.ns+"-a-0", tc.ns+"-a-1"))
+	})
+
+	It("with keepHostsForQueued, refuses a small pod the last host of a queued size and lets it in once another host frees", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 60) + `  - name: ResourceFragmentation
+    args:
+      keepHostsForQueued: true
+`)
+		// The small pod may only use node "pick-0"; the queued 8-GPU pod could use
+		// either, but "gpu-0" is full.
+		tc.addLabelledNodes("pick", 1, map[string]string{"pick": tc.ns}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+		tc.addNodes("gpu", 1, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+		full := tc.pod("full").Req("nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").Obj()
+		full.Spec.NodeName = tc.ns + "-gpu-0"
+		Expect(k8sClient.Create(suiteCtx, full)).To(Succeed())
+		// An 8-GPU member waits for its gang's second member: queued demand for the
+		// one node that can host it.
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("big", tc.ns).MinMember(2).Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, tc.pod("big-0").PodGroup("big").
+			Req("cpu", "8", "nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").Obj())).To(Succeed())
+
+		Expect(k8sClient.Create(suiteCtx, tc.pod("small").NodeSelector("pick", tc.ns).Req("cpu", "2", "nvidia.com/gpu", "1").Limit("nvidia.com/gpu", "1").Obj())).To(Succeed())
+		Eventually(tc.scheduledMessage("small")).WithTimeout(testutil.Timeout).Should(
+			ContainSubstring("node kept for queued pods: 1 pod(s) of 8 GPUs wait and 1 node(s) can host them"))
+		Consistently(tc.nodeOf("small")).WithTimeout(2 * time.Second).Should(BeEmpty())
+
+		// The full node frees: two hosts for one queued pod. Only this plugin's
+		// queueing hint re-queues the small pod (the other node refused it by its
+		// node selector), well before the five-minute flush of unschedulable pods.
+		Expect(k8sClient.Delete(suiteCtx, full, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(tc.nodeOf("small")).WithTimeout(testutil.Timeout).Should(Equal(tc.ns + "-pick-0"))
 	})
 
 	It("serves the largest placeable gang per GPU model, tier and level, and shows it in the HardwareTier's status", func() {
