@@ -6,9 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-base/metrics/legacyregistry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
@@ -42,17 +40,7 @@ var _ = Describe("BindingBackpressure", func() {
 			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("plain-%d", i)).Req("cpu", "1").Obj())).To(Succeed())
 		}
 		Eventually(tc.boundFn("wide")).WithTimeout(testutil.Timeout).Should(Equal(40))
-		Eventually(func() int {
-			pods := &corev1.PodList{}
-			Expect(k8sClient.List(suiteCtx, pods, client.InNamespace(tc.ns))).To(Succeed())
-			n := 0
-			for _, p := range pods.Items {
-				if p.Spec.NodeName != "" {
-					n++
-				}
-			}
-			return n
-		}).WithTimeout(testutil.Timeout).WithPolling(200 * time.Millisecond).Should(Equal(80))
+		Eventually(tc.boundCount("")).WithTimeout(testutil.Timeout).WithPolling(200 * time.Millisecond).Should(Equal(80))
 		Expect(backpressureWaits()).To(BeNumerically(">", before), "no scheduling cycle waited for a binding with a limit of 1")
 	})
 })

@@ -221,17 +221,7 @@ var _ = Describe("Coscheduling", func() {
 				Label("pod-group.scheduling.kubenexus.io/min-available", "3").
 				Req("cpu", "2").Obj())).To(Succeed())
 		}
-		Consistently(func() int {
-			pods := &corev1.PodList{}
-			Expect(k8sClient.List(suiteCtx, pods, client.InNamespace(tc.ns))).To(Succeed())
-			n := 0
-			for _, p := range pods.Items {
-				if p.Spec.NodeName != "" {
-					n++
-				}
-			}
-			return n
-		}).WithTimeout(4 * time.Second).Should(Equal(0))
+		Consistently(tc.boundCount("")).WithTimeout(4 * time.Second).Should(Equal(0))
 
 		// The manager created the PodGroup for the label-only gang.
 		Eventually(func() error {

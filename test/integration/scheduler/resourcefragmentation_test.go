@@ -23,33 +23,17 @@ var _ = Describe("ResourceFragmentation", func() {
 		nodes := &corev1.NodeList{}
 		Expect(k8sClient.List(suiteCtx, nodes, client.MatchingLabels{"kubenexus.io/test": tc.nodeLabel})).To(Succeed())
 		fragmented := nodes.Items[0].Name
-		used := tc.pod("used").Req("nvidia.com/gpu", "5").Limit("nvidia.com/gpu", "5").Obj()
-		used.Spec.NodeName = fragmented
-		Expect(k8sClient.Create(suiteCtx, used)).To(Succeed())
+		tc.onNode("used", fragmented, "5")
 
-		// A gang of two 8-GPU members waits for its third member: its pods are queued
-		// (held before the queue, as Coscheduling holds gangs short of their quorum),
-		// and the scheduler's pod informer sees them before the pods created after.
-		pg := testutil.MakePodGroup("train", tc.ns).MinMember(3).Obj()
-		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
-		for i := range 2 {
-			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("train-%d", i)).PodGroup("train").
-				Req("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").Obj())).To(Succeed())
-		}
+		// A gang of two 8-GPU members waits for its third member.
+		release := tc.heldGang("train", 2)
 
 		// Inference replicas of one GPU each: WorkloadAware spreads them (the stock
 		// least-allocated score would too), onto the whole nodes the gang needs.
 		for i := range 3 {
-			name := fmt.Sprintf("infer-%d", i)
-			Expect(k8sClient.Create(suiteCtx, tc.pod(name).Label(v1alpha1.LabelWorkloadType, "inference").
-				Req("cpu", "2", "memory", "8Gi", "nvidia.com/gpu", "1").Limit("nvidia.com/gpu", "1").Obj())).To(Succeed())
-			Eventually(tc.nodeOf(name)).WithTimeout(testutil.Timeout).Should(Equal(fragmented), "1-GPU pod %s should fill the fragmented node", name)
+			tc.inferencePod(fmt.Sprintf("infer-%d", i), fragmented, "fill the fragmented node")
 		}
-
-		Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(pg), pg)).To(Succeed())
-		pg.Spec.MinMember = 2
-		Expect(k8sClient.Update(suiteCtx, pg)).To(Succeed())
-		Eventually(tc.boundFn("train")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		release()
 	})
 
 	It("keeps a free multi-node NVLink domain whole for a queued gang of whole-node members", func() {
@@ -60,32 +44,16 @@ var _ = Describe("ResourceFragmentation", func() {
 		// Domain b is in use: one node's GPUs all taken, and CPU taken on the other,
 		// so that a spreading score (WorkloadAware's for inference) would rather send
 		// small pods to domain a.
-		full := tc.pod("full").Req("nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").Obj()
-		full.Spec.NodeName = tc.ns + "-b-1"
-		Expect(k8sClient.Create(suiteCtx, full)).To(Succeed())
+		tc.onNode("full", tc.ns+"-b-1", "8")
 		busy := tc.pod("busy").Req("cpu", "32").Obj()
 		busy.Spec.NodeName = tc.ns + "-b-0"
 		Expect(k8sClient.Create(suiteCtx, busy)).To(Succeed())
 
-		// A gang of two 8-GPU members, held short of its quorum, is queued demand for
-		// whole nodes.
-		pg := testutil.MakePodGroup("nvl", tc.ns).MinMember(3).Obj()
-		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		release := tc.heldGang("nvl", 2)
 		for i := range 2 {
-			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("nvl-%d", i)).PodGroup("nvl").
-				Req("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").Obj())).To(Succeed())
+			tc.inferencePod(fmt.Sprintf("infer-%d", i), tc.ns+"-b-0", "stay out of the free NVLink domain")
 		}
-		for i := range 2 {
-			name := fmt.Sprintf("infer-%d", i)
-			Expect(k8sClient.Create(suiteCtx, tc.pod(name).Label(v1alpha1.LabelWorkloadType, "inference").
-				Req("cpu", "2", "memory", "8Gi", "nvidia.com/gpu", "1").Limit("nvidia.com/gpu", "1").Obj())).To(Succeed())
-			Eventually(tc.nodeOf(name)).WithTimeout(testutil.Timeout).Should(Equal(tc.ns+"-b-0"), "1-GPU pod %s should stay out of the free NVLink domain", name)
-		}
-
-		Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(pg), pg)).To(Succeed())
-		pg.Spec.MinMember = 2
-		Expect(k8sClient.Update(suiteCtx, pg)).To(Succeed())
-		Eventually(tc.boundFn("nvl")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		release()
 		Expect([]string{tc.nodeOf("nvl-0")(), tc.nodeOf("nvl-1")()}).To(ConsistOf(tc.ns+"-a-0", tc.ns+"-a-1"))
 	})
 
@@ -98,14 +66,10 @@ var _ = Describe("ResourceFragmentation", func() {
 		// either, but "gpu-0" is full.
 		tc.addLabelledNodes("pick", 1, map[string]string{"pick": tc.ns}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
 		tc.addNodes("gpu", 1, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
-		full := tc.pod("full").Req("nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").Obj()
-		full.Spec.NodeName = tc.ns + "-gpu-0"
-		Expect(k8sClient.Create(suiteCtx, full)).To(Succeed())
+		tc.onNode("full", tc.ns+"-gpu-0", "8")
 		// An 8-GPU member waits for its gang's second member: queued demand for the
 		// one node that can host it.
-		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("big", tc.ns).MinMember(2).Obj())).To(Succeed())
-		Expect(k8sClient.Create(suiteCtx, tc.pod("big-0").PodGroup("big").
-			Req("cpu", "8", "nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").Obj())).To(Succeed())
+		tc.heldGang("big", 1)
 
 		Expect(k8sClient.Create(suiteCtx, tc.pod("small").NodeSelector("pick", tc.ns).Req("cpu", "2", "nvidia.com/gpu", "1").Limit("nvidia.com/gpu", "1").Obj())).To(Succeed())
 		Eventually(tc.scheduledMessage("small")).WithTimeout(testutil.Timeout).Should(
@@ -115,7 +79,7 @@ var _ = Describe("ResourceFragmentation", func() {
 		// The full node frees: two hosts for one queued pod. Only this plugin's
 		// queueing hint re-queues the small pod (the other node refused it by its
 		// node selector), well before the five-minute flush of unschedulable pods.
-		Expect(k8sClient.Delete(suiteCtx, full, client.GracePeriodSeconds(0))).To(Succeed())
+		Expect(k8sClient.Delete(suiteCtx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: "full"}}, client.GracePeriodSeconds(0))).To(Succeed())
 		Eventually(tc.nodeOf("small")).WithTimeout(testutil.Timeout).Should(Equal(tc.ns + "-pick-0"))
 	})
 
@@ -177,3 +141,40 @@ var _ = Describe("ResourceFragmentation", func() {
 		}))
 	})
 })
+
+// onNode creates a pod of this test already bound to node, asking for gpus GPUs.
+func (tc *testCluster) onNode(name, node, gpus string) {
+	GinkgoHelper()
+	p := tc.pod(name).Req("nvidia.com/gpu", gpus).Limit("nvidia.com/gpu", gpus).Obj()
+	p.Spec.NodeName = node
+	Expect(k8sClient.Create(suiteCtx, p)).To(Succeed())
+}
+
+// heldGang creates a gang of n 8-GPU members whose PodGroup asks for one member
+// more: Coscheduling holds them before the queue, so they are queued demand for
+// whole nodes, which the scheduler's pod informer sees before pods created after.
+// release lowers the quorum to n and waits until the gang is bound.
+func (tc *testCluster) heldGang(name string, n int32) (release func()) {
+	GinkgoHelper()
+	pg := testutil.MakePodGroup(name, tc.ns).MinMember(n + 1).Obj()
+	Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+	for i := range n {
+		Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("%s-%d", name, i)).PodGroup(name).
+			Req("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").Obj())).To(Succeed())
+	}
+	return func() {
+		GinkgoHelper()
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(pg), pg)).To(Succeed())
+		pg.Spec.MinMember = n
+		Expect(k8sClient.Update(suiteCtx, pg)).To(Succeed())
+		Eventually(tc.boundFn(name)).WithTimeout(testutil.Timeout).Should(Equal(int(n)))
+	}
+}
+
+// inferencePod creates a 1-GPU inference pod and waits until it is bound to node.
+func (tc *testCluster) inferencePod(name, node, why string) {
+	GinkgoHelper()
+	Expect(k8sClient.Create(suiteCtx, tc.pod(name).Label(v1alpha1.LabelWorkloadType, "inference").
+		Req("cpu", "2", "memory", "8Gi", "nvidia.com/gpu", "1").Limit("nvidia.com/gpu", "1").Obj())).To(Succeed())
+	Eventually(tc.nodeOf(name)).WithTimeout(testutil.Timeout).Should(Equal(node), "1-GPU pod %s should %s", name, why)
+}
