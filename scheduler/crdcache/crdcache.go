@@ -166,6 +166,34 @@ func (c *Cache) OnHardwareTierChange(f func()) error {
 	return c.onSpecChange(&v1alpha1.HardwareTier{}, true, func(any) { f() })
 }
 
+// OnWorkloadAdmitted calls f when a Kueue Workload arrives or the ClusterQueue that
+// admitted it changes (admission is status: no generation bump). Nothing is watched
+// when Kueue's Workloads are not served.
+func (c *Cache) OnWorkloadAdmitted(f func()) error {
+	if !c.kueue {
+		return nil
+	}
+	inf, err := c.cache.GetInformer(context.Background(), &kueue.Workload{})
+	if err != nil {
+		return err
+	}
+	admittedBy := func(obj any) kueue.ClusterQueueReference {
+		if wl, ok := obj.(*kueue.Workload); ok && wl.Status.Admission != nil {
+			return wl.Status.Admission.ClusterQueue
+		}
+		return ""
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { f() },
+		UpdateFunc: func(oldObj, newObj any) {
+			if admittedBy(oldObj) != admittedBy(newObj) {
+				f()
+			}
+		},
+	})
+	return err
+}
+
 // Reservations returns every ResourceReservation.
 func (c *Cache) Reservations() ([]v1alpha1.ResourceReservation, error) {
 	var list v1alpha1.ResourceReservationList

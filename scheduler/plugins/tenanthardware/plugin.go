@@ -136,6 +136,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	if err := c.OnHardwareTierChange(refresh); err != nil {
 		return nil, fmt.Errorf("%s: watching HardwareTiers: %w", Name, err)
 	}
+	// A pod Kueue admitted can reach the scheduler before its Workload's admission
+	// reaches the cache: the pods Filter refused for it are retried when it does.
+	if err := c.OnWorkloadAdmitted(func() { pl.refused.Activate(logger, "A Kueue Workload was admitted") }); err != nil {
+		return nil, fmt.Errorf("%s: watching Kueue Workloads: %w", Name, err)
+	}
 	// A DaemonSet's pod can reach the scheduler before the DaemonSet reaches its
 	// cache; once the DaemonSet arrives, the pods Filter refused are retried.
 	if _, err := informers.Apps().V1().DaemonSets().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{

@@ -113,6 +113,22 @@ var _ = Describe("TenantHardware", func() {
 		Expect(tc.nodeOf("via-a")()).To(BeEmpty())
 	})
 
+	It("retries a pod refused before its Kueue Workload's admission reached the scheduler", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		tc.setTier(v1alpha1.TenantTierGold)
+		tc.addLabelledNodes("limited", 1, map[string]string{"hw": "limited-" + tc.ns}, "cpu", "4")
+		limited := testutil.MakeHardwareTier("limited-"+tc.ns, 60).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": "limited-" + tc.ns}}).
+			Tenants(v1alpha1.TenantTierGold).ClusterQueues("cq-b").Obj()
+		Expect(k8sClient.Create(suiteCtx, limited)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, limited))).To(Succeed()) })
+		late := tc.pod("late").Req("cpu", "1").Obj()
+		Expect(k8sClient.Create(suiteCtx, late)).To(Succeed())
+		Eventually(tc.scheduledMessage("late")).WithTimeout(testutil.Timeout).Should(ContainSubstring("the pod was not admitted through Kueue"))
+		// Only the Workload's admission can let it in: no node or tier changes.
+		tc.admitWorkload(late, "cq-b")
+		Eventually(tc.nodeOf("late")).WithTimeout(testutil.Timeout).Should(Equal(tc.ns + "-limited-0"))
+	})
+
 	It("takes the tenant tier of a pod Kueue admitted from its ClusterQueue's label when configured", func() {
 		profile := schedulertest.CoschedulingProfile(1, 10) + "  - name: ProfileClassifier\n    args:\n      tenantTierFrom: ClusterQueue\n"
 		tc := newTestCluster(profile)
@@ -219,8 +235,16 @@ func (tc *testCluster) kueueAdmitted(name, clusterQueue string) {
 	GinkgoHelper()
 	pod := tc.pod(name).Req("cpu", "1").Gate("example.com/admission").Obj()
 	Expect(k8sClient.Create(suiteCtx, pod)).To(Succeed())
+	tc.admitWorkload(pod, clusterQueue)
+	pod.Spec.SchedulingGates = nil
+	Expect(k8sClient.Update(suiteCtx, pod)).To(Succeed())
+}
+
+// admitWorkload creates the Kueue Workload of pod, admitted through clusterQueue.
+func (tc *testCluster) admitWorkload(pod *corev1.Pod, clusterQueue string) {
+	GinkgoHelper()
 	wl := &kueue.Workload{
-		ObjectMeta: metav1.ObjectMeta{Name: "pod-" + name, Namespace: tc.ns, OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}},
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-" + pod.Name, Namespace: tc.ns, OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}},
 		Spec:       kueue.WorkloadSpec{QueueName: "queue", PodSets: []kueue.PodSet{{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: *pod.Spec.DeepCopy()}}}},
 	}
 	wl.Spec.PodSets[0].Template.Spec.SchedulingGates = nil
@@ -228,8 +252,6 @@ func (tc *testCluster) kueueAdmitted(name, clusterQueue string) {
 	wl.Status.Admission = &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(clusterQueue), PodSetAssignments: []kueue.PodSetAssignment{{Name: "main", Count: ptr.To[int32](1)}}}
 	wl.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved", Message: "reserved", LastTransitionTime: metav1.Now()}}
 	Expect(k8sClient.Status().Update(suiteCtx, wl)).To(Succeed())
-	pod.Spec.SchedulingGates = nil
-	Expect(k8sClient.Update(suiteCtx, pod)).To(Succeed())
 }
 
 // addLabelledNodes creates n nodes of this test with extra labels.
