@@ -8,7 +8,7 @@
 //	W1: 5000 plain pods on 1000 nodes
 //	W2: 500 gangs of 8 (PodGroup objects; the stock scheduler sees plain pods)
 //	W4: one gang of 1000
-//	W5: 250 gangs of 8 that require one rack
+//	W5: 500 gangs of 8 that require one rack
 //	W6: 1000 nodes full of priority-10 gangs of 4 (bound before the scheduler
 //	    starts), then 50 priority-1000 gangs of 4 that fit only by preemption
 //
@@ -19,6 +19,11 @@
 // member to pass Permit, also from the scheduler's start (and its /readyz) to the
 // last binding. Every workload runs -repeat times per arm, rotating which arm goes
 // first, and the report gives median and min–max per arm.
+//
+// The measured scheduler runs on its own CPUs (the upper half; kube-apiserver, etcd
+// and the bench share the lower half, see pin.go), each run starts once the control
+// plane has gone quiet, and etcd does not fsync: what a run costs then depends on the
+// scheduler, not on what it took from the API server's cores or the disk's latency.
 //
 // Run it with `make bench`.
 package main
@@ -124,7 +129,7 @@ func allArms(binDir string) []arm {
 
 func workloads(scale float64) map[string]workload {
 	n := func(full, min int) int { return max(min, int(math.Round(float64(full)*scale))) }
-	w1, w2, w4, w5, w6 := n(5000, 2), n(500, 1), n(1000, 2), n(250, 1), n(50, 1)
+	w1, w2, w4, w5, w6 := n(5000, 2), n(500, 1), n(1000, 2), n(500, 1), n(50, 1)
 	return map[string]workload{
 		"W1": {name: "W1", pods: w1, desc: fmt.Sprintf("%d plain pods", w1)},
 		"W2": {name: "W2", pods: w2 * 8, gangSize: 8, desc: fmt.Sprintf("%d gangs of 8", w2)},
@@ -141,8 +146,10 @@ func main() {
 	armsFlag := flag.String("arms", "stock,kubenexus,scheduler-plugins,null-binder", "arms to run")
 	scale := flag.Float64("scale", 1, "multiply every workload's pod count (W2: its number of gangs; W4: its gang size) by this, for quick runs")
 	flag.StringVar(&cpuProfileDir, "cpuprofile", "", "directory to write an 8s CPU profile of each scheduler run, and heap profiles at its first and last bindings, into")
+	flag.StringVar(&traceDir, "trace", "", "directory to write, per run, a CSV of every binding: bound count, seconds since the scheduler's start, scheduler/apiserver/etcd CPU-ms")
 	flag.IntVar(&repeat, "repeat", 5, "runs of each workload per arm; run r starts with arm r mod (number of arms)")
 	flag.StringVar(&kubenexusArgs, "kubenexus-args", "", "extra flags for kubenexus-scheduler, space-separated (e.g. --feature-gates=...)")
+	pin := flag.Bool("pin", true, "run the measured scheduler on the upper half of the CPUs and kube-apiserver, etcd and the bench on the lower half (see pin.go)")
 	nb := flag.Bool("null-binder", false, "internal: run as the null-binder arm's process")
 	nbKubeconfig := flag.String("null-binder-kubeconfig", "", "internal: the null binder's kubeconfig")
 	nbWorkers := flag.Int("null-binder-workers", 64, "concurrent bindings of the null binder")
@@ -155,6 +162,11 @@ func main() {
 		return
 	}
 	nullBinderWorkers = *nbWorkers
+	var err error
+	if pinning, err = newCPUSplit(*pin); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
 	if err := run(*nodes, *binDir, *scale, strings.Split(*only, ","), strings.Split(*armsFlag, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -162,7 +174,8 @@ func main() {
 }
 
 var (
-	cpuProfileDir, kubenexusArgs string
+	cpuProfileDir, kubenexusArgs, traceDir string
+	pinning                                cpuSplit
 	repeat, nullBinderWorkers    int
 )
 
@@ -230,6 +243,10 @@ func run(nodeCount int, binDir string, scale float64, only, armNames []string) e
 	if cp.apiserver, cp.etcd, err = envtestPIDs(); err != nil {
 		return err
 	}
+	if err := pinning.pinRest(cp.apiserver, cp.etcd); err != nil {
+		return err
+	}
+	fmt.Println(pinning)
 	cfg.QPS, cfg.Burst = 5000, 5000
 	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
 	if err != nil {
@@ -287,6 +304,33 @@ func (cp controlPlane) sample(schedPID int) sample {
 		s.sched = cpuOf(schedPID)
 	}
 	return s
+}
+
+// waitQuiet waits until kube-apiserver and etcd together have used less than 10% of
+// one CPU in each of four consecutive 250 ms intervals (at least one second, at most
+// 30); it reports whether they did and how long it took.
+func (cp controlPlane) waitQuiet() (bool, time.Duration) {
+	const interval, need, limit = 250 * time.Millisecond, 4, 30 * time.Second
+	began := time.Now()
+	prev := cp.sample(0)
+	for calm := 0; time.Since(began) < limit; {
+		time.Sleep(interval)
+		s := cp.sample(0)
+		if s.api < 0 || s.etcd < 0 {
+			return false, time.Since(began)
+		}
+		used, elapsed := (s.api-prev.api)+(s.etcd-prev.etcd), s.at.Sub(prev.at)
+		prev = s
+		if used*10 < elapsed {
+			calm++
+		} else {
+			calm = 0
+		}
+		if calm == need {
+			return true, time.Since(began)
+		}
+	}
+	return false, time.Since(began)
 }
 
 // perPod is the CPU time between two samples in milliseconds per pod.
@@ -359,6 +403,7 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 		schedPID    int
 		first, last sample
 		heapPort    int
+		samples     []sample // one per binding, in the order seen
 	)
 	bound := map[string]time.Time{}
 	nodeOf := map[string]string{} // pod → node, for the racks a gang spans
@@ -376,6 +421,7 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 		}
 		s := cp.sample(schedPID)
 		bound[p.Name] = s.at
+		samples = append(samples, s)
 		nodeOf[p.Name] = p.Spec.NodeName
 		if len(bound) == 1 {
 			first = s
@@ -398,7 +444,9 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 	factory.Start(stopInf)
 	factory.WaitForCacheSync(stopInf)
 	defer close(stopInf)
-	time.Sleep(time.Second) // let the API server finish fanning out the creations
+	// Start the scheduler on a quiet control plane: the creations just made and the
+	// previous run's deletions are fanned out, and nothing of them is counted here.
+	quiet, quietAfter := cp.waitQuiet()
 
 	logFile, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%s.log", w.name, a.name)))
 	if err != nil {
@@ -442,7 +490,7 @@ profiles:
 		}
 	}
 	start := cp.sample(0)
-	if err := cmd.Start(); err != nil {
+	if err := pinning.start(cmd); err != nil {
 		return result{}, fmt.Errorf("starting %s: %w", a.binary, err)
 	}
 	mu.Lock()
@@ -530,7 +578,7 @@ profiles:
 
 	mu.Lock()
 	defer mu.Unlock()
-	r := result{workload: w.name, arm: a.name, pods: w.pods, unreserved: unreserved, peakRSSMiB: rss, attemptsPerPod: attempts,
+	r := result{workload: w.name, arm: a.name, pods: w.pods, unreserved: unreserved, quiet: quiet, quietAfter: quietAfter, peakRSSMiB: rss, attemptsPerPod: attempts,
 		span: last.at.Sub(first.at), startToLast: last.at.Sub(start.at),
 		schedFL: perPod(first.sched, last.sched, w.pods-1), schedSL: perPod(0, last.sched, w.pods),
 		schedRL: math.NaN(), evictedPerPod: math.NaN(), partialGangs: math.NaN(),
@@ -540,6 +588,9 @@ profiles:
 	if !ready.at.IsZero() {
 		r.startReady = ready.at.Sub(start.at)
 		r.schedRL = perPod(ready.sched, last.sched, w.pods)
+	}
+	if traceDir != "" {
+		writeTrace(filepath.Join(traceDir, ns.Name+".csv"), start, samples)
 	}
 	if r.span > 0 {
 		r.podsPerSec = float64(w.pods-1) / r.span.Seconds()
@@ -570,6 +621,18 @@ profiles:
 		r.multiRackGangs = multiRackGangs(ctx, c, w, nodeOf)
 	}
 	return r, nil
+}
+
+// writeTrace saves the CPU samples taken at each binding of one run.
+func writeTrace(path string, start sample, samples []sample) {
+	var b strings.Builder
+	b.WriteString("bound,seconds,sched_ms,apiserver_ms,etcd_ms\n")
+	for i, s := range samples {
+		fmt.Fprintf(&b, "%d,%.4f,%d,%d,%d\n", i+1, s.at.Sub(start.at).Seconds(), s.sched.Milliseconds(), (s.api - start.api).Milliseconds(), (s.etcd - start.etcd).Milliseconds())
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: writing trace:", err)
+	}
 }
 
 // stalled describes a run that did not bind every pod, with the end of the arm's log

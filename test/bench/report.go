@@ -19,6 +19,9 @@ type result struct {
 	startToLast time.Duration // scheduler process start → last binding
 	startReady  time.Duration // scheduler process start → /readyz (or the null binder's ready line); 0 if not seen
 
+	quiet      bool          // the control plane was quiet when the scheduler started
+	quietAfter time.Duration // how long the bench waited for that
+
 	podsPerSec, podsPerSecStart float64
 
 	schedFL, schedRL, schedSL float64 // scheduler CPU-ms/pod: first→last, ready→last, start→last
@@ -38,9 +41,13 @@ type result struct {
 }
 
 func (r result) line() string {
-	return fmt.Sprintf("  %s run %d %-17s %5d pods  %7.1f pods/s (start→last %6.1f)  sched CPU-ms/pod %s (ready→last %s, start→last %s)  apiserver+etcd %s (%s+%s)  attempts/pod %s  peak RSS %d MiB",
+	quiet := fmt.Sprintf("quiet after %.1fs", r.quietAfter.Seconds())
+	if !r.quiet {
+		quiet = fmt.Sprintf("NOT QUIET after %.0fs", r.quietAfter.Seconds())
+	}
+	return fmt.Sprintf("  %s run %d %-17s %5d pods  %7.1f pods/s (start→last %6.1f)  sched CPU-ms/pod %s (ready→last %s, start→last %s)  apiserver+etcd %s (%s+%s)  attempts/pod %s  peak RSS %d MiB  control plane %s",
 		r.workload, r.rep+1, r.arm, r.pods, r.podsPerSec, r.podsPerSecStart, f2(r.schedFL), f2(r.schedRL), f2(r.schedSL),
-		f2(r.ctlFL), f2(r.apiFL), f2(r.etcdFL), f2(r.attemptsPerPod), r.peakRSSMiB)
+		f2(r.ctlFL), f2(r.apiFL), f2(r.etcdFL), f2(r.attemptsPerPod), r.peakRSSMiB, quiet)
 }
 
 func f2(v float64) string {
