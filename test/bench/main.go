@@ -176,7 +176,7 @@ func main() {
 var (
 	cpuProfileDir, kubenexusArgs, traceDir string
 	pinning                                cpuSplit
-	repeat, nullBinderWorkers    int
+	repeat, nullBinderWorkers              int
 )
 
 // controlPlane is what every run samples besides the scheduler.
