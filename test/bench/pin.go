@@ -18,13 +18,11 @@ import (
 // run's cost depends on the scheduler alone.
 type cpuSplit struct {
 	sched, rest unix.CPUSet
-	schedN      int
 	on          bool
 }
 
-// newCPUSplit gives the scheduler the upper half of the CPUs this process may run on
-// (rounded down, at least one) and the rest the lower half. With one CPU, or when on is
-// false, nothing is pinned.
+// newCPUSplit splits the CPUs this process may run on with splitCPUs. With one CPU, or
+// when on is false, nothing is pinned.
 func newCPUSplit(on bool) (cpuSplit, error) {
 	if !on {
 		return cpuSplit{}, nil
@@ -43,7 +41,7 @@ func newCPUSplit(on bool) (cpuSplit, error) {
 	if len(sched) == 0 {
 		return cpuSplit{}, nil
 	}
-	s := cpuSplit{on: true, schedN: len(sched)}
+	s := cpuSplit{on: true}
 	for _, c := range rest {
 		s.rest.Set(c)
 	}

@@ -38,8 +38,9 @@ type ControlPlane struct {
 	Kubeconfig string
 }
 
-// Start starts envtest, with an etcd that does not fsync, with the CRDs in crdDirs, makes a scratch directory (prefix
-// names it) and writes an admin kubeconfig for user there. Stop undoes both.
+// Start starts envtest (its etcd without fsync) with the CRDs in crdDirs, makes a
+// scratch directory (prefix names it) and writes an admin kubeconfig for user there.
+// Stop undoes both.
 func Start(crdDirs []string, prefix, user string) (*ControlPlane, error) {
 	env := &envtest.Environment{CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: true}
 	// The benchmarks measure schedulers, not this machine's disk: etcd skips fsync, so
