@@ -96,13 +96,7 @@ var _ = Describe("TenantHardware", func() {
 	})
 
 	It("keeps a tier limited to Kueue ClusterQueues for the pods admitted through them", func() {
-		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
-		tc.setTier(v1alpha1.TenantTierGold)
-		tc.addLabelledNodes("limited", 1, map[string]string{"hw": "limited-" + tc.ns}, "cpu", "4")
-		limited := testutil.MakeHardwareTier("limited-"+tc.ns, 60).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": "limited-" + tc.ns}}).
-			Tenants(v1alpha1.TenantTierGold).ClusterQueues("cq-b").Obj()
-		Expect(k8sClient.Create(suiteCtx, limited)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, limited))).To(Succeed()) })
+		tc, limited := goldClusterWithCQLimitedTier()
 		tc.kueueAdmitted("via-a", "cq-a")
 		Eventually(tc.scheduledMessage("via-a")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
 			fmt.Sprintf("node is in HardwareTier %s, which admits only workloads of Kueue ClusterQueues [cq-b]; the pod was admitted through ClusterQueue cq-a", limited.Name)))
@@ -114,13 +108,7 @@ var _ = Describe("TenantHardware", func() {
 	})
 
 	It("retries a pod refused before its Kueue Workload's admission reached the scheduler", func() {
-		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
-		tc.setTier(v1alpha1.TenantTierGold)
-		tc.addLabelledNodes("limited", 1, map[string]string{"hw": "limited-" + tc.ns}, "cpu", "4")
-		limited := testutil.MakeHardwareTier("limited-"+tc.ns, 60).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": "limited-" + tc.ns}}).
-			Tenants(v1alpha1.TenantTierGold).ClusterQueues("cq-b").Obj()
-		Expect(k8sClient.Create(suiteCtx, limited)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, limited))).To(Succeed()) })
+		tc, _ := goldClusterWithCQLimitedTier()
 		late := tc.pod("late").Req("cpu", "1").Obj()
 		Expect(k8sClient.Create(suiteCtx, late)).To(Succeed())
 		Eventually(tc.scheduledMessage("late")).WithTimeout(testutil.Timeout).Should(ContainSubstring("the pod was not admitted through Kueue"))
@@ -303,4 +291,17 @@ func (tc *testCluster) boundCount(prefix string) func() int {
 		}
 		return n
 	}
+}
+
+// goldClusterWithCQLimitedTier is a gold-tenant cluster with one 4-CPU node in a
+// HardwareTier that admits only workloads of Kueue ClusterQueue cq-b.
+func goldClusterWithCQLimitedTier() (*testCluster, *v1alpha1.HardwareTier) {
+	tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+	tc.setTier(v1alpha1.TenantTierGold)
+	tc.addLabelledNodes("limited", 1, map[string]string{"hw": "limited-" + tc.ns}, "cpu", "4")
+	limited := testutil.MakeHardwareTier("limited-"+tc.ns, 60).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": "limited-" + tc.ns}}).
+		Tenants(v1alpha1.TenantTierGold).ClusterQueues("cq-b").Obj()
+	Expect(k8sClient.Create(suiteCtx, limited)).To(Succeed())
+	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, limited))).To(Succeed()) })
+	return tc, limited
 }
