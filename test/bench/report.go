@@ -135,6 +135,24 @@ var metrics = []metric{
 	}},
 }
 
+// pairedRatio summarizes, over the repetitions both arms ran, the ratio of a's figure
+// to b's in the same repetition. The arms of one repetition run one after the other, so
+// whatever else slows the machine for a few minutes weighs on both sides of each ratio,
+// which the ratio of two medians taken over the whole invocation does not cancel.
+func pairedRatio(a, b []result, m metric) stats {
+	byRep := map[int]float64{}
+	for _, r := range b {
+		byRep[r.rep] = m.get(r)
+	}
+	var ratios []float64
+	for _, r := range a {
+		if d, ok := byRep[r.rep]; ok && d > 0 {
+			ratios = append(ratios, m.get(r)/d)
+		}
+	}
+	return summarize(ratios)
+}
+
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // comparisons are the metrics whose kubenexus/other ratios the report prints.
@@ -186,7 +204,7 @@ func report(rs []result, wls []workload, arms []arm) {
 				if len(by[other]) == 0 {
 					continue
 				}
-				fmt.Printf("kubenexus/%s, ratio of medians:\n", other)
+				fmt.Printf("kubenexus/%s: ratio of medians; median [min–max] of the per-run ratios (run r of both arms, back to back):\n", other)
 				for _, i := range comparisons {
 					m := metrics[i]
 					k, o := st("kubenexus", m), st(other, m)
@@ -200,7 +218,7 @@ func report(rs []result, wls []workload, arms []arm) {
 					case k.overlaps(o):
 						verdict = "no measurable difference (min–max ranges overlap)"
 					}
-					fmt.Printf("  %-32s %5.2f  %s\n", m.label, k.med/o.med, verdict)
+					fmt.Printf("  %-32s %5.2f  per run %-18s  %s\n", m.label, k.med/o.med, pairedRatio(by["kubenexus"], by[other], m).cell(2), verdict)
 				}
 			}
 		}

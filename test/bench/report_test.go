@@ -1,0 +1,28 @@
+package main
+
+import (
+	"math"
+	"testing"
+)
+
+func TestPairedRatio(t *testing.T) {
+	cpu := metrics[2] // sched CPU-ms/pod, first→last
+	run := func(rep int, v float64) result { return result{rep: rep, schedFL: v} }
+	kubenexus := []result{run(0, 1), run(1, 3), run(2, 2), run(3, 5), run(4, math.NaN())}
+	stock := []result{run(0, 2), run(1, 4), run(2, 2) /* rep 3 never ran */, run(4, 1)}
+
+	got := pairedRatio(kubenexus, stock, cpu)
+	// rep 0: 0.5, rep 1: 0.75, rep 2: 1; rep 3 has no partner, rep 4 no figure.
+	want := stats{med: 0.75, min: 0.5, max: 1, n: 3}
+	if got != want {
+		t.Errorf("pairedRatio = %+v, want %+v", got, want)
+	}
+	if got.cell(2) != "0.75 [0.50–1.00]" {
+		t.Errorf("cell = %q", got.cell(2))
+	}
+
+	// A partner with no CPU recorded (0) contributes no ratio rather than +Inf.
+	if got := pairedRatio([]result{run(0, 1)}, []result{run(0, 0)}, cpu); got.ok() {
+		t.Errorf("pairedRatio against a zero figure = %+v, want no ratios", got)
+	}
+}
