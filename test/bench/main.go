@@ -8,7 +8,8 @@
 //	W1: 5000 plain pods on 1000 nodes
 //	W2: 500 gangs of 8 (PodGroup objects; the stock scheduler sees plain pods;
 //	    twice -repeat runs: stock's own runs spread widest here)
-//	W4: one gang of 1000 (twice -repeat runs: its bindings take 1–4 s)
+//	W4: one gang of 1000 (four times -repeat runs: its bindings take 1–4 s and
+//	    cost kubenexus about half a CPU-second, so one GC more or less shows)
 //	W5: 500 gangs of 8 that require one rack
 //	W6: 1000 nodes full of priority-10 gangs of 4 (bound before the scheduler
 //	    starts), then 50 priority-1000 gangs of 4 that fit only by preemption
@@ -138,7 +139,7 @@ func workloads(scale float64) map[string]workload {
 	return map[string]workload{
 		"W1": {name: "W1", pods: w1, desc: fmt.Sprintf("%d plain pods", w1)},
 		"W2": {name: "W2", pods: w2 * 8, gangSize: 8, repeatFactor: 2, desc: fmt.Sprintf("%d gangs of 8", w2)},
-		"W4": {name: "W4", pods: w4, gangSize: w4, repeatFactor: 2, desc: fmt.Sprintf("one gang of %d", w4)},
+		"W4": {name: "W4", pods: w4, gangSize: w4, repeatFactor: 4, desc: fmt.Sprintf("one gang of %d", w4)},
 		"W5": {name: "W5", pods: w5 * 8, gangSize: 8, requiredRack: true, desc: fmt.Sprintf("%d gangs of 8, required: rack (20 racks × 2 zones)", w5)},
 		"W6": {name: "W6", pods: w6 * 4, gangSize: 4, preempt: true, desc: fmt.Sprintf("%d priority-1000 gangs of 4 × 8 CPUs on nodes full of priority-10 gangs of 4 (one member per node)", w6)},
 	}
@@ -152,7 +153,7 @@ func main() {
 	scale := flag.Float64("scale", 1, "multiply every workload's pod count (W2: its number of gangs; W4: its gang size) by this, for quick runs")
 	flag.StringVar(&cpuProfileDir, "cpuprofile", "", "directory to write an 8s CPU profile of each scheduler run, and heap profiles at its first and last bindings, into")
 	flag.StringVar(&traceDir, "trace", "", "directory to write, per run, a CSV of every binding: bound count, seconds since the scheduler's start, scheduler/apiserver/etcd CPU-ms")
-	flag.IntVar(&repeat, "repeat", 5, "runs of each workload per arm (W2 and W4: twice as many; W4's runs are short, stock's W2 runs spread widest); run r starts with arm r mod (number of arms)")
+	flag.IntVar(&repeat, "repeat", 5, "runs of each workload per arm (W2: twice as many, stock's W2 runs spread widest; W4: four times, its runs are short); run r starts with arm r mod (number of arms)")
 	flag.StringVar(&kubenexusArgs, "kubenexus-args", "", "extra flags for kubenexus-scheduler, space-separated (e.g. --feature-gates=...)")
 	pin := flag.Bool("pin", true, "run the measured scheduler on the upper half of the CPUs and kube-apiserver, etcd and the bench on the lower half (see pin.go)")
 	nb := flag.Bool("null-binder", false, "internal: run as the null-binder arm's process")
