@@ -164,9 +164,11 @@ func (tc *testCluster) heldGang(name string, n int32) (release func()) {
 	}
 	return func() {
 		GinkgoHelper()
-		Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(pg), pg)).To(Succeed())
+		// A merge patch of the one field, as a user would: the PodGroup's status may be
+		// written meanwhile, and an Update of a stale copy would conflict.
+		before := pg.DeepCopy()
 		pg.Spec.MinMember = n
-		Expect(k8sClient.Update(suiteCtx, pg)).To(Succeed())
+		Expect(k8sClient.Patch(suiteCtx, pg, client.MergeFrom(before))).To(Succeed())
 		Eventually(tc.boundFn(name)).WithTimeout(testutil.Timeout).Should(Equal(int(n)))
 	}
 }
