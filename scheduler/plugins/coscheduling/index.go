@@ -116,9 +116,13 @@ type podIndex struct {
 	// schedulerName limits the index to pods of this profile.
 	schedulerName string
 	now           func() time.Time
-	// onChange is called, without the lock held, with the key of a gang whose
-	// membership changed (used to activate a gang that just reached its quorum).
-	onChange func(gang.Key)
+	// onChange is called, without the lock held, when a pod joined a gang or its
+	// scheduling gates were lifted (used to activate a gang that just reached its
+	// quorum).
+	onChange func(memberChange)
+	// held are members PreEnqueue or PreFilter turned away because their gang had
+	// no quorum yet: they wait in the queue's unschedulable pool for an activation.
+	held sets.Set[types.UID]
 	// priority resolves a new gang's PodGroup priority.
 	priority gangPriority
 }
@@ -127,6 +131,7 @@ func newPodIndex(schedulerName string, now func() time.Time) *podIndex {
 	return &podIndex{
 		gangs:         map[gang.Key]*gangEntry{},
 		podGang:       map[types.UID]gang.Key{},
+		held:          sets.New[types.UID](),
 		schedulerName: schedulerName,
 		now:           now,
 	}
@@ -177,12 +182,42 @@ func (x *podIndex) upsert(pod *corev1.Pod) {
 		e.assigned.Insert(pod.UID)
 		e.assumed.Delete(pod.UID)
 		e.allowed.Delete(pod.UID)
+		x.held.Delete(pod.UID)
 	}
 	notify := !existed || gang.IsGated(prev) != gang.IsGated(pod)
+	change := memberChange{key: m.Key, labelMin: m.MinMember, ungated: e.ungated, pod: pod}
 	x.mu.Unlock()
 	if notify && x.onChange != nil {
-		x.onChange(m.Key)
+		x.onChange(change)
 	}
+}
+
+// memberChange is one pod joining its gang, or losing its scheduling gates.
+type memberChange struct {
+	key      gang.Key
+	labelMin int32
+	// ungated is the gang's count of ungated members right after the change: the
+	// change that makes it equal the quorum is the one that completes the gang.
+	ungated int
+	pod     *corev1.Pod
+}
+
+// hold records that the member was turned away for want of a quorum.
+func (x *podIndex) hold(uid types.UID) {
+	x.mu.Lock()
+	x.held.Insert(uid)
+	x.mu.Unlock()
+}
+
+// release reports whether the member was held for want of a quorum, and forgets it.
+func (x *podIndex) release(uid types.UID) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.held.Has(uid) {
+		return false
+	}
+	x.held.Delete(uid)
+	return true
 }
 
 func (x *podIndex) remove(pod *corev1.Pod) {
@@ -200,6 +235,7 @@ func (x *podIndex) removeLocked(uid types.UID) {
 		return
 	}
 	delete(x.podGang, uid)
+	x.held.Delete(uid)
 	e := x.gangs[key]
 	if e == nil {
 		return

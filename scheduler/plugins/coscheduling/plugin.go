@@ -76,7 +76,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	RegisterMetrics()
 	pl := &Plugin{handle: h, args: args, pgs: pgs, now: time.Now, gangs: gangs}
 	pl.index = newPodIndex(h.ProfileName(), pl.now)
-	pl.index.onChange = pl.activateIfQuorum
+	pl.index.onChange = pl.memberArrived
 	if gangs != nil {
 		gangs.Set(h.ProfileName(), pl.pendingMembers)
 		gangs.SetPlaced(h.ProfileName(), pl.placedNodes)
@@ -179,6 +179,26 @@ func (pl *Plugin) activateIfQuorum(key gang.Key) {
 	pl.index.mu.RUnlock()
 	if len(pods) > 0 {
 		pl.handle.Activate(klog.Background(), pods)
+	}
+}
+
+// memberArrived wakes what a member's arrival (or the lifting of its scheduling
+// gates) can let into scheduling. The arrival that brings the gang to its quorum
+// activates every pending member. After that only a newcomer that PreEnqueue turned
+// away is woken (its check ran before the index had counted the members that make the
+// quorum): the members already pending were not waiting for it, and re-activating them
+// at every arrival sent an elastic gang's n pending members round the queue n times.
+func (pl *Plugin) memberArrived(c memberChange) {
+	if gang.IsGated(c.pod) {
+		return
+	}
+	minMember, _, known := pl.quorum(c.key, c.labelMin)
+	switch {
+	case !known || c.ungated < int(minMember):
+	case c.ungated == int(minMember):
+		pl.activateIfQuorum(c.key)
+	case c.pod.Spec.NodeName == "" && pl.index.release(c.pod.UID):
+		pl.handle.Activate(klog.Background(), map[string]*corev1.Pod{c.pod.Namespace + "/" + c.pod.Name: c.pod})
 	}
 }
 

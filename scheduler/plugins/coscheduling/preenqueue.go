@@ -34,6 +34,7 @@ func (pl *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	present := presentMembers(pl.index.get(m.Key), pod)
 	pl.index.mu.RUnlock()
 	if present < int(minMember) {
+		pl.index.hold(pod.UID)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 			fmt.Sprintf("%s: %d/%d members of %s exist", ErrReasonWaitingForQuorum, present, minMember, m.Key))
 	}

@@ -67,6 +67,7 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %s (%s)", ErrReasonBackoff, m.Key, lastRejection))
 	}
 	if ungated < int(minMember) {
+		pl.index.hold(pod.UID)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 			fmt.Sprintf("%s: %d/%d members of %s exist", ErrReasonWaitingForQuorum, ungated, minMember, m.Key))
 	}

@@ -138,6 +138,7 @@ func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint,
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint}},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: isSchedulableAfterPodDeleted},
-		{Event: fwk.ClusterEvent{Resource: podGroupResource, ActionType: fwk.Update}},
+		// The gang's PodGroup spec changed (spec.networkTopology); status updates re-queue nobody.
+		{Event: fwk.ClusterEvent{Resource: gangview.PodGroupResource, ActionType: fwk.Update}, QueueingHintFn: gangview.IsSchedulableAfterPodGroupChange},
 	}, nil
 }

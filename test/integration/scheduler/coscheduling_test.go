@@ -97,6 +97,35 @@ var _ = Describe("Coscheduling", func() {
 		Expect(tc.eventReasons("slow")).NotTo(ContainElement("Timeout"))
 	})
 
+	It("tries each member that arrives after the quorum once, not again at every later arrival, and places them when capacity comes", func() {
+		// An elastic gang (minMember 2 of up to 12, as Spark dynamic allocation or an
+		// elastic PyTorch job makes): its quorum binds, then ten more members arrive one
+		// by one while no node has room. Each is tried and stays pending; a later
+		// arrival gives the earlier ones no new chance and must not send them round the
+		// queue again (that made a gang of n pending members cost n² attempts).
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		tc.addNodes("n", 1, "cpu", "2")
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("elastic", tc.ns).MinMember(2).Obj())).To(Succeed())
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("elastic-%d", i)).PodGroup("elastic").Req("cpu", "1").Obj())).To(Succeed())
+		}
+		Eventually(tc.boundFn("elastic")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		before := scheduleAttempts("unschedulable")
+		const late = 10
+		for i := 2; i < 2+late; i++ {
+			name := fmt.Sprintf("elastic-%d", i)
+			Expect(k8sClient.Create(suiteCtx, tc.pod(name).PodGroup("elastic").Req("cpu", "1").Obj())).To(Succeed())
+			Eventually(tc.scheduledMessage(name)).WithTimeout(testutil.Timeout).Should(ContainSubstring("InsufficientCapacity"))
+		}
+		Consistently(tc.boundFn("elastic")).WithTimeout(time.Second).Should(Equal(2))
+		// One attempt per late member, a few more for races between the queue and the
+		// informer; re-trying every pending member at each arrival makes 55.
+		Expect(scheduleAttempts("unschedulable") - before).To(BeNumerically("<=", late+5))
+
+		tc.addNodes("more", 1, "cpu", "10")
+		Eventually(tc.boundFn("elastic")).WithTimeout(testutil.Timeout).Should(Equal(2 + late))
+	})
+
 	It("lets a higher-priority gang overtake a lower-priority one queued before it", func() {
 		profile := schedulertest.CoschedulingProfile(1, 10)
 		tc := newTestCluster(profile)
