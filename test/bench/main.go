@@ -26,6 +26,9 @@
 // and the bench share the lower half, see pin.go), each run starts once the control
 // plane has gone quiet, and etcd does not fsync: what a run costs then depends on the
 // scheduler, not on what it took from the API server's cores or the disk's latency.
+// What the machine's own speed does is measured, not controlled: before each run a
+// fixed piece of work is timed on the scheduler's CPU (speed.go), and the report says
+// how far it moved over the invocation.
 //
 // Run it with `make bench`.
 package main
@@ -182,6 +185,7 @@ func main() {
 var (
 	cpuProfileDir, kubenexusArgs, traceDir string
 	pinning                                cpuSplit
+	gauge                                  *speedGauge
 	repeat, nullBinderWorkers              int
 )
 
@@ -253,6 +257,7 @@ func run(nodeCount int, binDir string, scale float64, only, armNames []string) e
 		return err
 	}
 	fmt.Println(pinning)
+	gauge = newSpeedGauge()
 	cfg.QPS, cfg.Burst = 5000, 5000
 	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
 	if err != nil {
@@ -453,6 +458,10 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 	// Start the scheduler on a quiet control plane: the creations just made and the
 	// previous run's deletions are fanned out, and nothing of them is counted here.
 	quiet, quietAfter := cp.waitQuiet()
+	speed, err := gauge.measure(pinning)
+	if err != nil {
+		return result{}, err
+	}
 
 	logFile, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%s.log", w.name, a.name)))
 	if err != nil {
@@ -584,7 +593,7 @@ profiles:
 
 	mu.Lock()
 	defer mu.Unlock()
-	r := result{workload: w.name, arm: a.name, pods: w.pods, unreserved: unreserved, quiet: quiet, quietAfter: quietAfter, peakRSSMiB: rss, attemptsPerPod: attempts,
+	r := result{workload: w.name, arm: a.name, pods: w.pods, unreserved: unreserved, quiet: quiet, quietAfter: quietAfter, peakRSSMiB: rss, attemptsPerPod: attempts, speed: speed,
 		span: last.at.Sub(first.at), startToLast: last.at.Sub(start.at),
 		schedFL: perPod(first.sched, last.sched, w.pods-1), schedSL: perPod(0, last.sched, w.pods),
 		schedRL: math.NaN(), evictedPerPod: math.NaN(), partialGangs: math.NaN(),

@@ -38,6 +38,8 @@ type result struct {
 	// W6: lower-priority pods evicted per pod placed, and lower-priority gangs left
 	// with some but not all members.
 	evictedPerPod, partialGangs float64
+
+	speed gaugeReading // the speed gauge just before the run (speed.go)
 }
 
 func (r result) line() string {
@@ -45,9 +47,9 @@ func (r result) line() string {
 	if !r.quiet {
 		quiet = fmt.Sprintf("NOT QUIET after %.0fs", r.quietAfter.Seconds())
 	}
-	return fmt.Sprintf("  %s run %d %-17s %5d pods  %7.1f pods/s (start→last %6.1f)  sched CPU-ms/pod %s (ready→last %s, start→last %s)  apiserver+etcd %s (%s+%s)  attempts/pod %s  peak RSS %d MiB  control plane %s",
+	return fmt.Sprintf("  %s run %d %-17s %5d pods  %7.1f pods/s (start→last %6.1f)  sched CPU-ms/pod %s (ready→last %s, start→last %s)  apiserver+etcd %s (%s+%s)  attempts/pod %s  peak RSS %d MiB  control plane %s  gauge walk %.1f hash %.1f ms",
 		r.workload, r.rep+1, r.arm, r.pods, r.podsPerSec, r.podsPerSecStart, f2(r.schedFL), f2(r.schedRL), f2(r.schedSL),
-		f2(r.ctlFL), f2(r.apiFL), f2(r.etcdFL), f2(r.attemptsPerPod), r.peakRSSMiB, quiet)
+		f2(r.ctlFL), f2(r.apiFL), f2(r.etcdFL), f2(r.attemptsPerPod), r.peakRSSMiB, quiet, r.speed.walk, r.speed.hash)
 }
 
 func f2(v float64) string {
@@ -126,6 +128,8 @@ var metrics = []metric{
 	{label: "gangs on more than one rack", prec: 0, gang: true, get: func(r result) float64 { return r.multiRackGangs }},
 	{label: "evicted pods per placed pod", prec: 2, preempt: true, get: func(r result) float64 { return r.evictedPerPod }},
 	{label: "gangs left partly evicted", prec: 0, preempt: true, get: func(r result) float64 { return r.partialGangs }},
+	{label: "speed gauge: 16 MiB walk, ms", prec: 1, get: func(r result) float64 { return r.speed.walk }},
+	{label: "speed gauge: hashing, ms", prec: 1, get: func(r result) float64 { return r.speed.hash }},
 	{label: "Unreserve count", prec: 0, get: func(r result) float64 {
 		v, err := strconv.ParseFloat(strings.Fields(r.unreserved + " x")[0], 64)
 		if err != nil {
@@ -139,18 +143,44 @@ var metrics = []metric{
 // to b's in the same repetition. The arms of one repetition run one after the other, so
 // whatever else slows the machine for a few minutes weighs on both sides of each ratio,
 // which the ratio of two medians taken over the whole invocation does not cancel.
-func pairedRatio(a, b []result, m metric) stats {
+func pairedRatios(a, b []result, m metric) []float64 {
 	byRep := map[int]float64{}
 	for _, r := range b {
 		byRep[r.rep] = m.get(r)
 	}
 	var ratios []float64
 	for _, r := range a {
-		if d, ok := byRep[r.rep]; ok && d > 0 {
+		if d, ok := byRep[r.rep]; ok && d > 0 && m.get(r) > 0 {
 			ratios = append(ratios, m.get(r)/d)
 		}
 	}
-	return summarize(ratios)
+	return ratios
+}
+
+// trimmedGeoMean is the geometric mean of ratios without the lowest and the highest
+// (with five or more of them). Noise on a shared machine multiplies a run's cost, so
+// the mean is taken of logarithms; a stretch of noise that hits one run of one arm
+// makes one extreme ratio, which is left out. Uses every other run fully, where the
+// median uses one or two.
+func trimmedGeoMean(ratios []float64) float64 {
+	var logs []float64
+	for _, r := range ratios {
+		if r > 0 && !math.IsNaN(r) && !math.IsInf(r, 0) {
+			logs = append(logs, math.Log(r))
+		}
+	}
+	if len(logs) == 0 {
+		return math.NaN()
+	}
+	sort.Float64s(logs)
+	if len(logs) >= 5 {
+		logs = logs[1 : len(logs)-1]
+	}
+	sum := 0.0
+	for _, l := range logs {
+		sum += l
+	}
+	return math.Exp(sum / float64(len(logs)))
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -204,7 +234,7 @@ func report(rs []result, wls []workload, arms []arm) {
 				if len(by[other]) == 0 {
 					continue
 				}
-				fmt.Printf("kubenexus/%s: ratio of medians; median [min–max] of the per-run ratios (run r of both arms, back to back):\n", other)
+				fmt.Printf("kubenexus/%s: ratio of medians; median [min–max] of the per-run ratios (run r of both arms, back to back); their geometric mean without the lowest and highest:\n", other)
 				for _, i := range comparisons {
 					m := metrics[i]
 					k, o := st("kubenexus", m), st(other, m)
@@ -218,7 +248,8 @@ func report(rs []result, wls []workload, arms []arm) {
 					case k.overlaps(o):
 						verdict = "no measurable difference (min–max ranges overlap)"
 					}
-					fmt.Printf("  %-32s %5.2f  per run %-18s  %s\n", m.label, k.med/o.med, pairedRatio(by["kubenexus"], by[other], m).cell(2), verdict)
+					ratios := pairedRatios(by["kubenexus"], by[other], m)
+					fmt.Printf("  %-32s %5.2f  per run %-18s  geo-mean %s  %s\n", m.label, k.med/o.med, summarize(ratios).cell(2), f2(trimmedGeoMean(ratios)), verdict)
 				}
 			}
 		}
@@ -234,6 +265,17 @@ func report(rs []result, wls []workload, arms []arm) {
 		}
 		if w.gangSize > 0 && len(by["stock"]) > 0 {
 			fmt.Println("(the stock and null-binder arms treat gang members as plain pods: their gang span is queue order)")
+		}
+	}
+	var walk, hash []float64
+	for _, r := range rs {
+		walk, hash = append(walk, r.speed.walk), append(hash, r.speed.hash)
+	}
+	if w, h := summarize(walk), summarize(hash); w.ok() && w.min > 0 && h.min > 0 {
+		fmt.Printf("\nspeed gauge before each of the %d runs (same work every time, scheduler's CPU): 16 MiB walk %s ms (max/min %.2f), hashing %s ms (max/min %.2f)\n",
+			w.n, w.cell(1), w.max/w.min, h.cell(1), h.max/h.min)
+		if w.max/w.min > 1.2 || h.max/h.min > 1.2 {
+			fmt.Println("  this machine's own speed moved by more than 20% during the invocation: expect ratios to move between invocations too")
 		}
 	}
 	// The cross-workload comparison the README has always quoted.
