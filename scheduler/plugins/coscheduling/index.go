@@ -230,12 +230,12 @@ func (x *podIndex) remove(pod *corev1.Pod) {
 }
 
 func (x *podIndex) removeLocked(uid types.UID) {
+	x.held.Delete(uid)
 	key, found := x.podGang[uid]
 	if !found {
 		return
 	}
 	delete(x.podGang, uid)
-	x.held.Delete(uid)
 	e := x.gangs[key]
 	if e == nil {
 		return

@@ -64,3 +64,37 @@ func TestIndexCountsMembers(t *testing.T) {
 }
 
 func gatedBy(name string) corev1.PodSchedulingGate { return corev1.PodSchedulingGate{Name: name} }
+
+func TestIndexHeldMembers(t *testing.T) {
+	x := newPodIndex("kubenexus-scheduler", newTestPlugin().now)
+	var changes []memberChange
+	x.onChange = func(c memberChange) { changes = append(changes, c) }
+
+	a, b := member("h-0", "h", 0), member("h-1", "h", 0)
+	x.hold(a.UID) // PreEnqueue turned a away before the index saw it
+	x.upsert(a)
+	x.upsert(b)
+	if len(changes) != 2 || changes[0].ungated != 1 || changes[1].ungated != 2 {
+		t.Fatalf("changes = %+v, want two arrivals counting 1 then 2 ungated members", changes)
+	}
+	x.upsert(b) // an update that changes no membership reports nothing
+	if len(changes) != 2 {
+		t.Fatalf("an unchanged member was reported again: %+v", changes[2:])
+	}
+	if !x.release(a.UID) || x.release(a.UID) {
+		t.Fatal("release must report a held member once")
+	}
+
+	x.hold(a.UID)
+	bound := a.DeepCopy()
+	bound.Spec.NodeName = "n1"
+	x.upsert(bound)
+	if x.release(a.UID) {
+		t.Fatal("a bound member is still held")
+	}
+	x.hold(b.UID)
+	x.remove(b)
+	if x.release(b.UID) {
+		t.Fatal("a deleted member is still held")
+	}
+}
