@@ -277,6 +277,20 @@ func report(rs []result, wls []workload, arms []arm) {
 		if w.max/w.min > 1.2 || h.max/h.min > 1.2 {
 			fmt.Println("  this machine's own speed moved by more than 20% during the invocation: expect ratios to move between invocations too")
 		}
+		// Does the gauge predict a run's cost? Each run's scheduler CPU-ms/pod relative
+		// to its arm's median for the workload, against the gauge before it.
+		medians := map[[2]string][]float64{}
+		for _, r := range rs {
+			k := [2]string{r.workload, r.arm}
+			medians[k] = append(medians[k], headlineCPU(r))
+		}
+		var rel, rw, rh []float64
+		for _, r := range rs {
+			if m := summarize(medians[[2]string{r.workload, r.arm}]).med; m > 0 && !math.IsNaN(headlineCPU(r)) {
+				rel, rw, rh = append(rel, headlineCPU(r)/m), append(rw, r.speed.walk), append(rh, r.speed.hash)
+			}
+		}
+		fmt.Printf("  correlation with each run's scheduler CPU-ms/pod over its arm's median: walk r = %s, hashing r = %s\n", f2(pearson(rw, rel)), f2(pearson(rh, rel)))
 	}
 	// The cross-workload comparison the README has always quoted.
 	med := func(wl, arm string) float64 {
@@ -294,4 +308,36 @@ func report(rs []result, wls []workload, arms []arm) {
 	if r, g := med("W5", "kubenexus"), med("W2", "kubenexus"); r > 0 && g > 0 {
 		fmt.Printf("W5 (gangs of 8, required: rack) vs W2 (gangs of 8) kubenexus throughput (medians): %.2f\n", r/g)
 	}
+}
+
+// headlineCPU is the scheduler CPU-ms/pod a workload's ratios are read from: ready→last
+// for W4, whose first binding waits for the whole gang, first→last for the others.
+func headlineCPU(r result) float64 {
+	if r.workload == "W4" {
+		return r.schedRL
+	}
+	return r.schedFL
+}
+
+// pearson is the correlation coefficient of xs and ys (NaN with fewer than three
+// pairs or no variance).
+func pearson(xs, ys []float64) float64 {
+	n := len(xs)
+	if n < 3 || len(ys) != n {
+		return math.NaN()
+	}
+	var mx, my float64
+	for i := range n {
+		mx += xs[i] / float64(n)
+		my += ys[i] / float64(n)
+	}
+	var sxy, sxx, syy float64
+	for i := range n {
+		dx, dy := xs[i]-mx, ys[i]-my
+		sxy, sxx, syy = sxy+dx*dy, sxx+dx*dx, syy+dy*dy
+	}
+	if sxx == 0 || syy == 0 {
+		return math.NaN()
+	}
+	return sxy / math.Sqrt(sxx*syy)
 }

@@ -46,3 +46,15 @@ func TestTrimmedGeoMean(t *testing.T) {
 		})
 	}
 }
+
+func TestPearson(t *testing.T) {
+	if got := pearson([]float64{1, 2, 3, 4}, []float64{2, 4, 6, 8}); math.Abs(got-1) > 1e-9 {
+		t.Errorf("perfectly correlated: r = %v", got)
+	}
+	if got := pearson([]float64{1, 2, 3, 4}, []float64{8, 6, 4, 2}); math.Abs(got+1) > 1e-9 {
+		t.Errorf("perfectly anti-correlated: r = %v", got)
+	}
+	if got := pearson([]float64{1, 2, 3}, []float64{5, 5, 5}); !math.IsNaN(got) {
+		t.Errorf("no variance: r = %v, want NaN", got)
+	}
+}
