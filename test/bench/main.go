@@ -569,6 +569,7 @@ profiles:
 		unreserved = scrape(port, "kubenexus_coscheduling_unreserved_members_total")
 	}
 	rss := peakRSS(cmd.Process.Pid)
+	rssAnon, rssFile := statusMiB(cmd.Process.Pid, "RssAnon:"), statusMiB(cmd.Process.Pid, "RssFile:")
 	attempts := math.NaN()
 	if port != 0 {
 		// A scheduler counts a successful attempt when its binding goroutine returns,
@@ -593,7 +594,7 @@ profiles:
 
 	mu.Lock()
 	defer mu.Unlock()
-	r := result{workload: w.name, arm: a.name, pods: w.pods, unreserved: unreserved, quiet: quiet, quietAfter: quietAfter, peakRSSMiB: rss, attemptsPerPod: attempts, speed: speed,
+	r := result{workload: w.name, arm: a.name, pods: w.pods, unreserved: unreserved, quiet: quiet, quietAfter: quietAfter, peakRSSMiB: rss, rssAnonMiB: rssAnon, rssFileMiB: rssFile, attemptsPerPod: attempts, speed: speed,
 		span: last.at.Sub(first.at), startToLast: last.at.Sub(start.at),
 		schedFL: perPod(first.sched, last.sched, w.pods-1), schedSL: perPod(0, last.sched, w.pods),
 		schedRL: math.NaN(), evictedPerPod: math.NaN(), partialGangs: math.NaN(),

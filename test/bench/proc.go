@@ -99,8 +99,12 @@ func envtestPIDs() (apiserver, etcd int, err error) {
 	return apiserver, etcd, nil
 }
 
-// peakRSS reads the process's high-water resident set size in MiB.
-func peakRSS(pid int) int {
+// peakRSS is the process's peak resident set (VmHWM) in MiB, -1 if unknown.
+func peakRSS(pid int) int { return statusMiB(pid, "VmHWM:") }
+
+// statusMiB reads one kB figure of /proc/PID/status (key with its colon) in MiB, -1 if
+// unknown.
+func statusMiB(pid int, key string) int {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return -1
@@ -108,7 +112,7 @@ func peakRSS(pid int) int {
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if fields := strings.Fields(s.Text()); len(fields) >= 2 && fields[0] == "VmHWM:" {
+		if fields := strings.Fields(s.Text()); len(fields) >= 2 && fields[0] == key {
 			kb, _ := strconv.Atoi(fields[1])
 			return kb / 1024
 		}

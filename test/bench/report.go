@@ -34,6 +34,9 @@ type result struct {
 	multiRackGangs           float64 // gangs whose members are on more than one rack
 	unreserved               string
 	peakRSSMiB               int
+	// rssAnonMiB and rssFileMiB split the resident set when the run ends: anonymous
+	// memory (heap, stacks) and pages of mapped files (mostly the binary's own).
+	rssAnonMiB, rssFileMiB int
 
 	// W6: lower-priority pods evicted per pod placed, and lower-priority gangs left
 	// with some but not all members.
@@ -47,9 +50,9 @@ func (r result) line() string {
 	if !r.quiet {
 		quiet = fmt.Sprintf("NOT QUIET after %.0fs", r.quietAfter.Seconds())
 	}
-	return fmt.Sprintf("  %s run %d %-17s %5d pods  %7.1f pods/s (start→last %6.1f)  sched CPU-ms/pod %s (ready→last %s, start→last %s)  apiserver+etcd %s (%s+%s)  attempts/pod %s  peak RSS %d MiB  control plane %s  gauge walk %.1f hash %.1f ms",
+	return fmt.Sprintf("  %s run %d %-17s %5d pods  %7.1f pods/s (start→last %6.1f)  sched CPU-ms/pod %s (ready→last %s, start→last %s)  apiserver+etcd %s (%s+%s)  attempts/pod %s  peak RSS %d MiB (at the end: anon %d, files %d)  control plane %s  gauge walk %.1f hash %.1f ms",
 		r.workload, r.rep+1, r.arm, r.pods, r.podsPerSec, r.podsPerSecStart, f2(r.schedFL), f2(r.schedRL), f2(r.schedSL),
-		f2(r.ctlFL), f2(r.apiFL), f2(r.etcdFL), f2(r.attemptsPerPod), r.peakRSSMiB, quiet, r.speed.walk, r.speed.hash)
+		f2(r.ctlFL), f2(r.apiFL), f2(r.etcdFL), f2(r.attemptsPerPod), r.peakRSSMiB, r.rssAnonMiB, r.rssFileMiB, quiet, r.speed.walk, r.speed.hash)
 }
 
 func f2(v float64) string {
@@ -123,6 +126,8 @@ var metrics = []metric{
 	}},
 	{label: "scheduling attempts/pod", prec: 2, get: func(r result) float64 { return r.attemptsPerPod }},
 	{label: "peak RSS, MiB", prec: 0, get: func(r result) float64 { return float64(r.peakRSSMiB) }},
+	{label: "RSS at the end: anon, MiB", prec: 0, get: func(r result) float64 { return float64(r.rssAnonMiB) }},
+	{label: "RSS at the end: files, MiB", prec: 0, get: func(r result) float64 { return float64(r.rssFileMiB) }},
 	{label: "gang span p50, ms", prec: 0, gang: true, get: func(r result) float64 { return ms(r.gangSpanP50) }},
 	{label: "gang span p99, ms", prec: 0, gang: true, get: func(r result) float64 { return ms(r.gangSpanP99) }},
 	{label: "gangs on more than one rack", prec: 0, gang: true, get: func(r result) float64 { return r.multiRackGangs }},
