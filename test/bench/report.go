@@ -144,7 +144,7 @@ var metrics = []metric{
 	}},
 }
 
-// pairedRatio summarizes, over the repetitions both arms ran, the ratio of a's figure
+// pairedRatios returns, for the repetitions both arms ran, the ratio of a's figure
 // to b's in the same repetition. The arms of one repetition run one after the other, so
 // whatever else slows the machine for a few minutes weighs on both sides of each ratio,
 // which the ratio of two medians taken over the whole invocation does not cancel.
