@@ -174,8 +174,16 @@ func (pl *Plugin) activateIfQuorum(key gang.Key) {
 	if !known || ungated < int(minMember) {
 		return
 	}
+	pl.activatePending(key)
+}
+
+// activatePending moves the gang's pending members to the active queue.
+func (pl *Plugin) activatePending(key gang.Key) {
 	pl.index.mu.RLock()
-	pods := e.pending()
+	var pods map[string]*corev1.Pod
+	if e := pl.index.get(key); e != nil {
+		pods = e.pending()
+	}
 	pl.index.mu.RUnlock()
 	if len(pods) > 0 {
 		pl.handle.Activate(klog.Background(), pods)
@@ -196,7 +204,7 @@ func (pl *Plugin) memberArrived(c memberChange) {
 	switch {
 	case !known || c.ungated < int(minMember):
 	case c.ungated == int(minMember):
-		pl.activateIfQuorum(c.key)
+		pl.activatePending(c.key)
 	case c.pod.Spec.NodeName == "" && pl.index.release(c.pod.UID):
 		pl.handle.Activate(klog.Background(), map[string]*corev1.Pod{c.pod.Namespace + "/" + c.pod.Name: c.pod})
 	}

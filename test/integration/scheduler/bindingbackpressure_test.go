@@ -6,7 +6,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/component-base/metrics/legacyregistry"
 
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
@@ -16,12 +15,8 @@ import (
 // (the count of kubenexus_binding_backpressure_wait_seconds).
 func backpressureWaits() uint64 {
 	GinkgoHelper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() == "kubenexus_binding_backpressure_wait_seconds" {
-			return f.GetMetric()[0].GetHistogram().GetSampleCount()
-		}
+	if ms := gathered("kubenexus_binding_backpressure_wait_seconds"); len(ms) > 0 {
+		return ms[0].GetHistogram().GetSampleCount()
 	}
 	return 0
 }

@@ -105,10 +105,7 @@ var _ = Describe("Coscheduling", func() {
 		// queue again (that made a gang of n pending members cost n² attempts).
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		tc.addNodes("n", 1, "cpu", "2")
-		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("elastic", tc.ns).MinMember(2).Obj())).To(Succeed())
-		for i := range 2 {
-			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("elastic-%d", i)).PodGroup("elastic").Req("cpu", "1").Obj())).To(Succeed())
-		}
+		tc.gang("elastic", 2, "1", "")
 		Eventually(tc.boundFn("elastic")).WithTimeout(testutil.Timeout).Should(Equal(2))
 		before := scheduleAttempts("unschedulable")
 		const late = 10

@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/component-base/metrics/legacyregistry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -104,21 +103,11 @@ var _ = Describe("ResourceFragmentation", func() {
 			"8/rack": 1, "8/any": 2, "4/rack": 2, "4/any": 4, "2/rack": 5, "2/any": 9, "1/rack": 11, "1/any": 19,
 		}
 		gauges := func() map[string]float64 {
-			families, err := legacyregistry.DefaultGatherer.Gather()
-			Expect(err).NotTo(HaveOccurred())
 			got := map[string]float64{}
-			for _, f := range families {
-				if f.GetName() != "kubenexus_largest_placeable_gang" {
-					continue
-				}
-				for _, m := range f.GetMetric() {
-					l := map[string]string{}
-					for _, p := range m.GetLabel() {
-						l[p.GetName()] = p.GetValue()
-					}
-					if l["gpu_model"] == model && l["hardware_tier"] == hw && (l["level"] == "rack" || l["level"] == "any") {
-						got[l["gpus_per_member"]+"/"+l["level"]] = m.GetGauge().GetValue()
-					}
+			for _, m := range gathered("kubenexus_largest_placeable_gang") {
+				l := labelsOf(m)
+				if l["gpu_model"] == model && l["hardware_tier"] == hw && (l["level"] == "rack" || l["level"] == "any") {
+					got[l["gpus_per_member"]+"/"+l["level"]] = m.GetGauge().GetValue()
 				}
 			}
 			return got

@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -250,20 +251,34 @@ func (tc *testCluster) scheduledMessage(pod string) func() string {
 // time, so a difference taken within a spec counts that spec's attempts.
 func scheduleAttempts(result string) float64 {
 	GinkgoHelper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	Expect(err).NotTo(HaveOccurred())
 	sum := 0.0
-	for _, f := range families {
-		if f.GetName() != "scheduler_schedule_attempts_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" && l.GetValue() == result {
-					sum += m.GetCounter().GetValue()
-				}
-			}
+	for _, m := range gathered("scheduler_schedule_attempts_total") {
+		if labelsOf(m)["result"] == result {
+			sum += m.GetCounter().GetValue()
 		}
 	}
 	return sum
+}
+
+// gathered returns the series of one metric family of this process's registry (the
+// in-process scheduler's and KubeNexus' metrics), none if it has not been created.
+func gathered(family string) []*dto.Metric {
+	GinkgoHelper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() == family {
+			return f.GetMetric()
+		}
+	}
+	return nil
+}
+
+// labelsOf returns a series' labels by name.
+func labelsOf(m *dto.Metric) map[string]string {
+	l := map[string]string{}
+	for _, p := range m.GetLabel() {
+		l[p.GetName()] = p.GetValue()
+	}
+	return l
 }
