@@ -227,10 +227,6 @@ func (c *Cache) OnReservationChange(f func()) error {
 	return err
 }
 
-// NodeResourceTopologyServed reports whether NodeResourceTopology objects are
-// watched (their CRD was installed when the scheduler started).
-func (c *Cache) NodeResourceTopologyServed() bool { return c.nrt }
-
 // OnNodeResourceTopologyChange calls f with every NodeResourceTopology added or
 // updated, and with a nil object and its name when one is deleted. It does nothing
 // when the API is not served.

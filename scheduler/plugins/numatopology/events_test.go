@@ -1,8 +1,10 @@
 package numatopology
 
 import (
+	"fmt"
 	"testing"
 
+	nrtv1alpha2 "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,5 +45,46 @@ func TestQueueingHints(t *testing.T) {
 	}
 	if got, _ := isSchedulableAfterNodeChange(klog.Background(), nil, nil, &corev1.Node{}); got != fwk.QueueSkip {
 		t.Errorf("a node without NUMA labels: %v", got)
+	}
+}
+
+// An exporter republishes a node's report every few seconds; only a report that
+// can admit a refused pod sends the refused pods back to the queue.
+func TestOnlyALooseningReportRetriesRefusedPods(t *testing.T) {
+	nrt := func(policy string, zones ...[2]string) *nrtv1alpha2.NodeResourceTopology {
+		n := &nrtv1alpha2.NodeResourceTopology{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+			Attributes: nrtv1alpha2.AttributeList{{Name: attrTopologyManagerPolicy, Value: policy}}}
+		for i, z := range zones {
+			n.Zones = append(n.Zones, nrtv1alpha2.Zone{Name: fmt.Sprintf("node-%d", i), Type: zoneTypeNode, Resources: nrtv1alpha2.ResourceInfoList{{
+				Name: "cpu", Capacity: resource.MustParse(z[0]), Allocatable: resource.MustParse(z[0]), Available: resource.MustParse(z[1]),
+			}}})
+		}
+		return n
+	}
+	base := nrt("single-numa-node", [2]string{"32", "8"}, [2]string{"32", "12"})
+	for _, tc := range []struct {
+		name string
+		next *nrtv1alpha2.NodeResourceTopology
+		want bool
+	}{
+		{"the same report again", base, false},
+		{"a busier cell", nrt("single-numa-node", [2]string{"32", "4"}, [2]string{"32", "12"}), false},
+		{"a cell freed CPUs", nrt("single-numa-node", [2]string{"32", "8"}, [2]string{"32", "20"}), true},
+		{"a cell grew", nrt("single-numa-node", [2]string{"48", "24"}, [2]string{"32", "12"}), true},
+		{"another kubelet policy", nrt("restricted", [2]string{"32", "8"}, [2]string{"32", "12"}), true},
+		{"another cell count", nrt("single-numa-node", [2]string{"32", "8"}), true},
+		{"a report that cannot be read", &nrtv1alpha2.NodeResourceTopology{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, true},
+		{"the report deleted", nil, true},
+	} {
+		pl := &Plugin{reports: map[string]report{}}
+		if !pl.setReport(klog.Background(), "n1", base) {
+			t.Fatalf("%s: a node's first report must retry the pods refused without one", tc.name)
+		}
+		if got := pl.setReport(klog.Background(), "n1", tc.next); got != tc.want {
+			t.Errorf("%s: retries refused pods %v, want %v", tc.name, got, tc.want)
+		}
+		if got, want := pl.enforcing.Load(), int32(0); tc.next == nil && got != want {
+			t.Errorf("%s: %d reports enforce a policy, want %d", tc.name, got, want)
+		}
 	}
 }

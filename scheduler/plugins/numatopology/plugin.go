@@ -39,15 +39,10 @@ const Name = names.NUMATopology
 
 const stateKey fwk.StateKey = "PreFilter" + Name
 
-// nrtResource is how the scheduler names NodeResourceTopology events.
-var nrtResource = fwk.EventResource("noderesourcetopologies." + nrtv1alpha2.SchemeGroupVersion.Version + "." + nrtv1alpha2.SchemeGroupVersion.Group)
-
 // Plugin is the NUMATopology plugin.
 type Plugin struct {
 	args   *config.NUMATopologyArgs
 	handle fwk.Handle
-	// nrtServed: NodeResourceTopology objects are watched.
-	nrtServed bool
 
 	mu sync.RWMutex
 	// reports are the parsed NodeResourceTopologies by node name; a report that
@@ -64,8 +59,8 @@ type Plugin struct {
 	placedMu sync.RWMutex
 	placed   map[types.UID]placement
 
-	// refused are the pods Filter refused; a report's arrival in the plugin's cache
-	// (which can trail the scheduler's own event) sends them back to the queue.
+	// refused are the pods Filter refused; a report that loosens (setReport) sends
+	// them back to the queue.
 	refused *refused.Pods
 }
 
@@ -105,17 +100,17 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	pl := &Plugin{
-		args:      args,
-		handle:    h,
-		nrtServed: c.NodeResourceTopologyServed(),
-		reports:   map[string]report{},
-		placed:    map[types.UID]placement{},
-		refused:   refusedPods,
+		args:    args,
+		handle:  h,
+		reports: map[string]report{},
+		placed:  map[types.UID]placement{},
+		refused: refusedPods,
 	}
 	logger := klog.FromContext(ctx)
 	if err := c.OnNodeResourceTopologyChange(func(name string, nrt *nrtv1alpha2.NodeResourceTopology) {
-		pl.setReport(logger, name, nrt)
-		pl.refused.Activate(logger, "NodeResourceTopology "+name+" changed")
+		if pl.setReport(logger, name, nrt) {
+			pl.refused.Activate(logger, "NodeResourceTopology "+name+" changed")
+		}
 	}); err != nil {
 		return nil, fmt.Errorf("%s: watching NodeResourceTopologies: %w", Name, err)
 	}
@@ -134,25 +129,58 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	return pl, nil
 }
 
-// setReport parses a node's NodeResourceTopology (nil: deleted).
-func (pl *Plugin) setReport(logger klog.Logger, name string, nrt *nrtv1alpha2.NodeResourceTopology) {
+// setReport parses a node's NodeResourceTopology (nil: deleted) and reports
+// whether the change can admit a pod the previous report refused (loosens).
+func (pl *Plugin) setReport(logger klog.Logger, name string, nrt *nrtv1alpha2.NodeResourceTopology) bool {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	if old, ok := pl.reports[name]; ok && old.t != nil && old.t.kubeletPolicy != "" {
+	old, had := pl.reports[name]
+	if had && old.t != nil && old.t.kubeletPolicy != "" {
 		pl.enforcing.Add(-1)
 	}
 	if nrt == nil {
 		delete(pl.reports, name)
-		return
+		return true
 	}
 	t, err := fromNRT(nrt)
 	if err != nil {
 		logger.Error(err, "Ignoring a NodeResourceTopology", "node", name)
 	}
-	pl.reports[name] = report{t: t, err: err}
+	r := report{t: t, err: err}
+	pl.reports[name] = r
 	if t != nil && t.kubeletPolicy != "" {
 		pl.enforcing.Add(1)
 	}
+	return !had || loosens(old, r)
+}
+
+// loosens reports whether a node's new report can admit a pod the old one
+// refused. A cell's free amount is its allocatable less the larger of what the
+// report says is used and what the snapshot charges, so for the same cells and
+// policy only a larger allocatable or a smaller reported use frees anything; an
+// exporter's periodic report of a busier (or unchanged) node does not. Errors,
+// another policy or other cells count as loosening.
+func loosens(old, cur report) bool {
+	if old.err != nil || cur.err != nil || old.t.kubeletPolicy != cur.t.kubeletPolicy || len(old.t.cells) != len(cur.t.cells) {
+		return true
+	}
+	for i := range cur.t.cells {
+		o, c := &old.t.cells[i], &cur.t.cells[i]
+		if o.id != c.id || len(o.allocatable) != len(c.allocatable) {
+			return true
+		}
+		for name, a := range c.allocatable {
+			if was, ok := o.allocatable[name]; !ok || a > was {
+				return true
+			}
+		}
+		for name, used := range o.reportedUsed {
+			if c.reportedUsed[name] < used {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (pl *Plugin) forget(uid types.UID) {
@@ -248,7 +276,9 @@ func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 		if s.own == "" || s.own == v1alpha1.NUMAPolicyBestEffort {
 			return nil
 		}
-		// Preemption cannot help; a report or label arriving can (queueing hints).
+		// Preemption cannot help; a report (the plugin's cache) or a label (queueing
+		// hints) arriving can.
+		pl.remember(s, pod)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %s", s.own, why))
 	}
 	policy := effectivePolicy(s.own, t)
@@ -264,10 +294,16 @@ func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 	if _, ok := st.place(policy, d); ok {
 		return nil
 	}
+	pl.remember(s, pod)
+	return fwk.NewStatus(fwk.Unschedulable, st.refusal(policy, d))
+}
+
+// remember puts a pod Filter refused in Plugin.refused, once per cycle: a report
+// that loosens sends it back to the queue.
+func (pl *Plugin) remember(s *stateData, pod *corev1.Pod) {
 	if s.recorded.CompareAndSwap(false, true) {
 		pl.refused.Add(pod)
 	}
-	return fwk.NewStatus(fwk.Unschedulable, st.refusal(policy, d))
 }
 
 // cellStateOf charges the node's cells with its aligned pods from the snapshot
@@ -411,17 +447,16 @@ func (pl *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod
 	pl.forget(pod.UID)
 }
 
-// EventsToRegister: a refused pod can fit once a report changes (when the API is
-// served), an aligned pod is deleted, or a node gains NUMA labels or capacity.
+// EventsToRegister: a refused pod can fit once an aligned pod is deleted or a node
+// gains NUMA labels or capacity. Reports are not registered here: the scheduler's
+// event would come before the plugin's cache has the report, and its objects are
+// unstructured; the cache's own handler re-activates the refused pods when a
+// report loosens (setReport), in flight or not.
 func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
-	events := []fwk.ClusterEventWithHint{
+	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: isSchedulableAfterPodDelete},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable}, QueueingHintFn: isSchedulableAfterNodeChange},
-	}
-	if pl.nrtServed {
-		events = append(events, fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: nrtResource, ActionType: fwk.All}})
-	}
-	return events, nil
+	}, nil
 }
 
 // isSchedulableAfterPodDelete queues when the deleted pod was on a node and may have

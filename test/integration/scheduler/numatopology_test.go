@@ -84,6 +84,34 @@ var _ = Describe("NUMATopology", func() {
 		Eventually(tc.scheduledMessage("typo")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
 			`annotation numa.scheduling.kubenexus.io/policy="single" is not a NUMA policy: use best-effort, restricted, single-numa, isolated or none`))
 	})
+
+	It("retries a refused pod when its node's report frees a cell, not each time an exporter republishes a busy node", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		tc.addNodes("busy", 1, "cpu", "64", "memory", "256Gi")
+		node := tc.ns + "-busy-0"
+		// The kubelet reports 24 of each cell's 32 CPUs taken by pods this scheduler
+		// does not place (another scheduler's, static ones).
+		tc.busyNodeResourceTopology(node, 2, "32", "8", "128Gi")
+		pod := tc.pod("single").Annotation(v1alpha1.AnnotationNUMAPolicy, string(v1alpha1.NUMAPolicySingleNUMA)).
+			Req("cpu", "20", "memory", "4Gi").Limit("cpu", "20", "memory", "4Gi").Obj()
+		Expect(k8sClient.Create(suiteCtx, pod)).To(Succeed())
+		Eventually(tc.scheduledMessage("single")).WithTimeout(testutil.Timeout).Should(
+			ContainSubstring("single-numa: no NUMA cell with 20 CPUs free; best cell has 8 CPUs"))
+
+		// The exporter republishes every few seconds, the node as busy or busier:
+		// the pod is not tried again for it.
+		before := scheduleAttempts("unschedulable")
+		for _, available := range []string{"8", "6", "4"} {
+			tc.republish(node, 2, "32", available, "128Gi")
+			time.Sleep(500 * time.Millisecond)
+		}
+		Consistently(func() float64 { return scheduleAttempts("unschedulable") - before }).
+			WithTimeout(3 * time.Second).Should(BeZero())
+
+		// A cell frees 20 CPUs: the pod binds there.
+		tc.republish(node, 2, "32", "24", "128Gi")
+		Eventually(tc.nodeOf("single")).WithTimeout(testutil.Timeout).Should(Equal(node))
+	})
 })
 
 // nodeResourceTopology publishes a kubelet NUMA report for node: cells idle cells
@@ -91,26 +119,51 @@ var _ = Describe("NUMATopology", func() {
 // (the pods' own hints decide).
 func (tc *testCluster) nodeResourceTopology(node string, cells int, cpus, memory string) {
 	GinkgoHelper()
+	tc.busyNodeResourceTopology(node, cells, cpus, cpus, memory)
+}
+
+// busyNodeResourceTopology is nodeResourceTopology with available of each cell's
+// cpus CPUs free.
+func (tc *testCluster) busyNodeResourceTopology(node string, cells int, cpus, available, memory string) {
+	GinkgoHelper()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion":       "topology.node.k8s.io/v1alpha2",
+		"kind":             "NodeResourceTopology",
+		"metadata":         map[string]any{"name": node},
+		"topologyPolicies": []any{"None"},
+		"zones":            nrtZones(cells, cpus, available, memory),
+	}}
+	Expect(k8sClient.Create(suiteCtx, u)).To(Succeed())
+	DeferCleanup(func() {
+		Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, u))).To(Succeed())
+	})
+}
+
+// republish is an exporter's next report for node: each of its cells has
+// available of its cpus CPUs free.
+func (tc *testCluster) republish(node string, cells int, cpus, available, memory string) {
+	GinkgoHelper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("topology.node.k8s.io/v1alpha2")
+	u.SetKind("NodeResourceTopology")
+	Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: node}, u)).To(Succeed())
+	u.Object["zones"] = nrtZones(cells, cpus, available, memory)
+	Expect(k8sClient.Update(suiteCtx, u)).To(Succeed())
+}
+
+// nrtZones are a report's NUMA zones: cells cells of cpus CPUs (available of them
+// free) and memory, all free.
+func nrtZones(cells int, cpus, available, memory string) []any {
 	var zones []any
 	for i := range cells {
 		zones = append(zones, map[string]any{
 			"name": fmt.Sprintf("node-%d", i),
 			"type": "Node",
 			"resources": []any{
-				map[string]any{"name": "cpu", "capacity": cpus, "allocatable": cpus, "available": cpus},
+				map[string]any{"name": "cpu", "capacity": cpus, "allocatable": cpus, "available": available},
 				map[string]any{"name": "memory", "capacity": memory, "allocatable": memory, "available": memory},
 			},
 		})
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion":       "topology.node.k8s.io/v1alpha2",
-		"kind":             "NodeResourceTopology",
-		"metadata":         map[string]any{"name": node},
-		"topologyPolicies": []any{"None"},
-		"zones":            zones,
-	}}
-	Expect(k8sClient.Create(suiteCtx, u)).To(Succeed())
-	DeferCleanup(func() {
-		Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, u))).To(Succeed())
-	})
+	return zones
 }
