@@ -14,10 +14,10 @@ import (
 // on the measured scheduler's CPU just before each run: half a million steps along a
 // random cycle through 16 MiB (nearly every step a cache miss, as a scheduler's
 // pointer-heavy heap has many) and hashing 1 MiB 64 times (computation on cached
-// data). The work never changes, so whatever its
-// time moves by over an invocation is the machine's own speed moving — other tenants
-// of the host, its memory bandwidth, frequency — which no ratio between arms can
-// cancel when it changes from one run to the next.
+// data). The work never changes, so whatever its time moves by over an invocation is
+// the machine's own speed moving — other tenants of the host, its memory bandwidth,
+// frequency — which no ratio between arms can cancel when it changes from one run to
+// the next.
 type speedGauge struct {
 	next []uint32
 	buf  []byte

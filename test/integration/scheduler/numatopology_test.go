@@ -22,7 +22,7 @@ var _ = Describe("NUMATopology", func() {
 		// report again (no exporter runs here).
 		tc.addNodes("nrt", 2, "cpu", "64", "memory", "256Gi")
 		for i := range 2 {
-			tc.nodeResourceTopology(fmt.Sprintf("%s-nrt-%d", tc.ns, i), 2, "32", "128Gi")
+			tc.nodeResourceTopology(fmt.Sprintf("%s-nrt-%d", tc.ns, i), 2, "32", "32", "128Gi")
 		}
 		// A third node described by the fallback labels: two cells of 8 CPUs.
 		tc.addLabelledNodes("labels", 1, map[string]string{v1alpha1.LabelNUMANodeCount: "2"}, "cpu", "16", "memory", "64Gi")
@@ -91,7 +91,7 @@ var _ = Describe("NUMATopology", func() {
 		node := tc.ns + "-busy-0"
 		// The kubelet reports 24 of each cell's 32 CPUs taken by pods this scheduler
 		// does not place (another scheduler's, static ones).
-		tc.busyNodeResourceTopology(node, 2, "32", "8", "128Gi")
+		tc.nodeResourceTopology(node, 2, "32", "8", "128Gi")
 		pod := tc.pod("single").Annotation(v1alpha1.AnnotationNUMAPolicy, string(v1alpha1.NUMAPolicySingleNUMA)).
 			Req("cpu", "20", "memory", "4Gi").Limit("cpu", "20", "memory", "4Gi").Obj()
 		Expect(k8sClient.Create(suiteCtx, pod)).To(Succeed())
@@ -114,17 +114,10 @@ var _ = Describe("NUMATopology", func() {
 	})
 })
 
-// nodeResourceTopology publishes a kubelet NUMA report for node: cells idle cells
-// of cpus CPUs and memory each, with the kubelet's single-numa-node policy off
-// (the pods' own hints decide).
-func (tc *testCluster) nodeResourceTopology(node string, cells int, cpus, memory string) {
-	GinkgoHelper()
-	tc.busyNodeResourceTopology(node, cells, cpus, cpus, memory)
-}
-
-// busyNodeResourceTopology is nodeResourceTopology with available of each cell's
-// cpus CPUs free.
-func (tc *testCluster) busyNodeResourceTopology(node string, cells int, cpus, available, memory string) {
+// nodeResourceTopology publishes a kubelet NUMA report for node: cells cells of
+// cpus CPUs (available of them free) and memory each, with the kubelet's
+// single-numa-node policy off (the pods' own hints decide).
+func (tc *testCluster) nodeResourceTopology(node string, cells int, cpus, available, memory string) {
 	GinkgoHelper()
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion":       "topology.node.k8s.io/v1alpha2",
