@@ -78,7 +78,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding readiness check: %w", err)
 	}
-	if err := (&podgroup.Reconciler{Client: mgr.GetClient(), GCGrace: opts.PodGroupGCGrace}).SetupWithManager(mgr); err != nil {
+	if err := (&podgroup.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), GCGrace: opts.PodGroupGCGrace}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PodGroup controller: %w", err)
 	}
 	// scheduler-plugins' PodGroups get their status kept when that CRD is installed

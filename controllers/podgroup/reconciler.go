@@ -11,7 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,6 +32,9 @@ const IndexGangKey = "kubenexus.gang"
 // Reconciler keeps PodGroups in step with their member pods.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads the owners of gang members uncached, by metadata (the manager's
+	// API reader): a gang's PodGroup is created once, so its owner chain is read once.
+	APIReader client.Reader
 	// Now is the clock (tests replace it).
 	Now func() time.Time
 	// GCGrace is how long an auto-created PodGroup without members is kept, so that
@@ -40,6 +45,11 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=podgroups,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=podgroups/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// The owners between a framework object and its pods, read to find the object that
+// owns an auto-created PodGroup.
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get
+// +kubebuilder:rbac:groups=apps,resources=statefulsets;replicasets,verbs=get
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get
 
 // SetupWithManager registers the pod index and the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -103,7 +113,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
-		desired := AutoPodGroup(key, pods.Items)
+		desired, err := AutoPodGroup(key, pods.Items, r.controllerOf(ctx))
+		if err != nil {
+			return ctrl.Result{}, err
+		}
 		if desired == nil {
 			return ctrl.Result{}, nil
 		}
@@ -139,22 +152,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // AutoPodGroup is the PodGroup to create for a gang defined only by pod labels
 // (KubeNexus, sigs or Kueue dialects), or nil when the gang's members name a PodGroup
-// object the user owns. The oldest member's labels give minMember; the group is owned
-// by the framework object the webhook sized the gang from when the pods name it (a
-// JobSet), else by that member's controller, so that deleting the workload deletes the
-// group.
-func AutoPodGroup(key gang.Key, members []corev1.Pod) *v1alpha1.PodGroup {
+// object the user owns. The oldest member's labels give minMember. The group is owned
+// by the framework object the webhook sized the gang from, so that deleting the
+// workload deletes the group: found by following controller references up from the
+// member (controllerOf reads them; a JobSet's pods are controlled by its child Jobs,
+// a LeaderWorkerSet's by StatefulSets), else named by the member's labels (JobSet's
+// jobset-uid), else the member's own controller. An error reading the chain is
+// returned: the group is created once, with the owner it gets then.
+func AutoPodGroup(key gang.Key, members []corev1.Pod, controllerOf workload.ControllerOfFunc) (*v1alpha1.PodGroup, error) {
 	if len(members) == 0 {
-		return nil
+		return nil, nil
 	}
 	sorted := append([]corev1.Pod(nil), members...)
 	sort.Slice(sorted, func(i, j int) bool {
 		return sorted[i].CreationTimestamp.Before(&sorted[j].CreationTimestamp) ||
 			(sorted[i].CreationTimestamp.Equal(&sorted[j].CreationTimestamp) && sorted[i].Name < sorted[j].Name)
 	})
-	m, ok, err := gang.Of(&sorted[0])
+	oldest := &sorted[0]
+	m, ok, err := gang.Of(oldest)
 	if err != nil || !ok || m.NeedsPodGroupObject() {
-		return nil
+		return nil, nil
 	}
 	pg := &v1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{
@@ -164,19 +181,46 @@ func AutoPodGroup(key gang.Key, members []corev1.Pod) *v1alpha1.PodGroup {
 		},
 		Spec: v1alpha1.PodGroupSpec{MinMember: m.MinMember},
 	}
-	// The gang's framework object owns the group when the pods name it (a JobSet's
-	// pods are controlled by one of its child Jobs, which must not take the group
-	// with it); otherwise the oldest member's controller.
-	if src, ok := workload.GangSourceOf(&sorted[0], workload.Classify(&sorted[0], workload.Namespace{}, "")); ok && src.Gang == key.Name {
+	if src, ok := workload.GangSourceOf(oldest, workload.Classify(oldest, workload.Namespace{}, "")); ok && src.Gang == key.Name {
+		if controllerOf != nil {
+			ref, found, err := src.ResolveOwner(oldest, controllerOf)
+			if err != nil {
+				return nil, fmt.Errorf("finding the %s that owns pod %s: %w", src.GVK.Kind, oldest.Name, err)
+			}
+			if found {
+				pg.OwnerReferences = []metav1.OwnerReference{ref}
+				return pg, nil
+			}
+		}
 		if ref, ok := src.OwnerReference(); ok {
 			pg.OwnerReferences = []metav1.OwnerReference{ref}
-			return pg
+			return pg, nil
 		}
 	}
-	if ref := metav1.GetControllerOf(&sorted[0]); ref != nil {
+	if ref := metav1.GetControllerOf(oldest); ref != nil {
 		pg.OwnerReferences = []metav1.OwnerReference{{
 			APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID,
 		}}
 	}
-	return pg
+	return pg, nil
+}
+
+// controllerOf reads the controller reference of an object by its metadata alone.
+// An owner that is gone, of a kind the API does not serve, or that the manager may
+// not read ends the chain; other errors are returned.
+func (r *Reconciler) controllerOf(ctx context.Context) workload.ControllerOfFunc {
+	return func(namespace string, ref metav1.OwnerReference) (*metav1.OwnerReference, error) {
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, obj); err != nil {
+			if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || meta.IsNoMatchError(err) {
+				return nil, nil
+			}
+			return nil, err
+		}
+		if obj.UID != ref.UID {
+			return nil, nil // a different object under the same name: not this pod's owner
+		}
+		return metav1.GetControllerOf(obj), nil
+	}
 }

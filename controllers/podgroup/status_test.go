@@ -1,6 +1,7 @@
 package podgroup
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
@@ -151,7 +153,7 @@ func TestAutoPodGroup(t *testing.T) {
 	}
 	job := &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "etl", UID: types.UID("job-uid"), Controller: ptr.To(true)}
 
-	got := AutoPodGroup(key, []corev1.Pod{labelled("a", "4", job), labelled("b", "4", job)})
+	got := autoPodGroup(t, key, []corev1.Pod{labelled("a", "4", job), labelled("b", "4", job)}, nil)
 	want := &v1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "etl", Namespace: "ns",
@@ -164,23 +166,86 @@ func TestAutoPodGroup(t *testing.T) {
 		t.Errorf("AutoPodGroup mismatch (-want +got):\n%s", diff)
 	}
 
-	// A JobSet's pods are controlled by its child Jobs: the group belongs to the JobSet.
+	// A JobSet's pods are controlled by its child Jobs: the group belongs to the JobSet,
+	// found through the Job's controller reference (JobSet v0.8 writes no jobset-uid
+	// label), else named by the pods' jobset-uid label (v0.10).
 	jsKey := gang.Key{Namespace: "ns", Name: "train-jobset"}
-	jsPod := testutil.MakePod("train-workers-0-0", "ns").
-		Label("jobset.sigs.k8s.io/jobset-name", "train").Label("jobset.sigs.k8s.io/jobset-uid", "jobset-uid").
-		Label("jobset.sigs.k8s.io/replicatedjob-name", "workers").
-		Label("pod-group.scheduling.kubenexus.io/name", "train-jobset").Label("pod-group.scheduling.kubenexus.io/min-available", "8").
-		Owner("batch/v1", "Job", "train-workers-0").Obj()
-	if got := AutoPodGroup(jsKey, []corev1.Pod{*jsPod}); got == nil || len(got.OwnerReferences) != 1 ||
-		got.OwnerReferences[0].Kind != "JobSet" || got.OwnerReferences[0].UID != "jobset-uid" || got.OwnerReferences[0].Name != "train" {
-		t.Errorf("JobSet gang's PodGroup owners %v, want the JobSet train (uid jobset-uid)", got)
+	jsPod := func(uidLabel bool) *corev1.Pod {
+		w := testutil.MakePod("train-workers-0-0", "ns").
+			Label("jobset.sigs.k8s.io/jobset-name", "train").
+			Label("jobset.sigs.k8s.io/replicatedjob-name", "workers").
+			Label("pod-group.scheduling.kubenexus.io/name", "train-jobset").Label("pod-group.scheduling.kubenexus.io/min-available", "8").
+			OwnerUID("batch/v1", "Job", "train-workers-0", "job-uid")
+		if uidLabel {
+			w.Label("jobset.sigs.k8s.io/jobset-uid", "jobset-uid")
+		}
+		return w.Obj()
+	}
+	jobOwners := func(_ string, ref metav1.OwnerReference) (*metav1.OwnerReference, error) {
+		if ref.UID == "job-uid" {
+			return &metav1.OwnerReference{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "train", UID: "jobset-uid", Controller: ptr.To(true)}, nil
+		}
+		return nil, nil
+	}
+	wantJobSet := []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "train", UID: "jobset-uid"}}
+	for name, tc := range map[string]struct {
+		pod          *corev1.Pod
+		controllerOf workload.ControllerOfFunc
+	}{
+		"v0.8, through the Job":          {jsPod(false), jobOwners},
+		"v0.10, through the Job":         {jsPod(true), jobOwners},
+		"v0.10, by the jobset-uid label": {jsPod(true), nil},
+	} {
+		if got := autoPodGroup(t, jsKey, []corev1.Pod{*tc.pod}, tc.controllerOf); got == nil || !cmp.Equal(got.OwnerReferences, wantJobSet) {
+			t.Errorf("JobSet %s: PodGroup %v, want owned by %v", name, got, wantJobSet)
+		}
+	}
+	// JobSet v0.8 without a readable chain: the pod's own controller, the Job.
+	if got := autoPodGroup(t, jsKey, []corev1.Pod{*jsPod(false)}, nil); got == nil || len(got.OwnerReferences) != 1 || got.OwnerReferences[0].Kind != "Job" {
+		t.Errorf("JobSet v0.8 pod with no chain to read: PodGroup %v, want owned by its Job", got)
+	}
+
+	// A LeaderWorkerSet v0.7 group: the worker's StatefulSet is controlled by the
+	// leader pod, whose StatefulSet the LeaderWorkerSet controls.
+	lwsKey := gang.Key{Namespace: "ns", Name: "llm-leaderworkerset-1"}
+	worker := testutil.MakePod("llm-1-2", "ns").
+		Label("leaderworkerset.sigs.k8s.io/name", "llm").Label("leaderworkerset.sigs.k8s.io/group-index", "1").
+		Label("leaderworkerset.sigs.k8s.io/worker-index", "2").
+		Label("pod-group.scheduling.kubenexus.io/name", "llm-leaderworkerset-1").Label("pod-group.scheduling.kubenexus.io/min-available", "4").
+		OwnerUID("apps/v1", "StatefulSet", "llm-1", "sts-group").Obj()
+	lwsOwners := map[types.UID]*metav1.OwnerReference{
+		"sts-group":  {APIVersion: "v1", Kind: "Pod", Name: "llm-1", UID: "leader-pod", Controller: ptr.To(true)},
+		"leader-pod": {APIVersion: "apps/v1", Kind: "StatefulSet", Name: "llm", UID: "sts-leader", Controller: ptr.To(true)},
+		"sts-leader": {APIVersion: "leaderworkerset.x-k8s.io/v1", Kind: "LeaderWorkerSet", Name: "llm", UID: "lws-uid", Controller: ptr.To(true)},
+	}
+	got = autoPodGroup(t, lwsKey, []corev1.Pod{*worker}, func(_ string, ref metav1.OwnerReference) (*metav1.OwnerReference, error) {
+		return lwsOwners[ref.UID], nil
+	})
+	wantLWS := []metav1.OwnerReference{{APIVersion: "leaderworkerset.x-k8s.io/v1", Kind: "LeaderWorkerSet", Name: "llm", UID: "lws-uid"}}
+	if got == nil || !cmp.Equal(got.OwnerReferences, wantLWS) {
+		t.Errorf("LeaderWorkerSet group: PodGroup %v, want owned by %v", got, wantLWS)
+	}
+
+	// A failed read is returned, not turned into a wrong owner.
+	failing := errors.New("apiserver unavailable")
+	if _, err := AutoPodGroup(jsKey, []corev1.Pod{*jsPod(false)}, func(string, metav1.OwnerReference) (*metav1.OwnerReference, error) { return nil, failing }); !errors.Is(err, failing) {
+		t.Errorf("AutoPodGroup with a failing owner read: error %v, want %v", err, failing)
 	}
 
 	objectDialect := *testutil.MakePod("c", "ns").PodGroup("etl").Obj()
-	if pg := AutoPodGroup(key, []corev1.Pod{objectDialect}); pg != nil {
+	if pg := autoPodGroup(t, key, []corev1.Pod{objectDialect}, nil); pg != nil {
 		t.Errorf("AutoPodGroup created %v for pods that name a PodGroup object; the user owns that object", pg.Name)
 	}
-	if pg := AutoPodGroup(key, nil); pg != nil {
+	if pg := autoPodGroup(t, key, nil, nil); pg != nil {
 		t.Errorf("AutoPodGroup created a group without members")
 	}
+}
+
+func autoPodGroup(t *testing.T, key gang.Key, members []corev1.Pod, controllerOf workload.ControllerOfFunc) *v1alpha1.PodGroup {
+	t.Helper()
+	pg, err := AutoPodGroup(key, members, controllerOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pg
 }

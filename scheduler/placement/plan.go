@@ -37,6 +37,9 @@ type PlanNode struct {
 	// Anchor marks a node where a member of the gang is already placed: the gang's
 	// plan must keep to the domains of its anchors.
 	Anchor bool
+	// Last marks a node the gang takes only once the other nodes of its domain are
+	// full (a CPU-only gang on an accelerator node).
+	Last bool
 }
 
 // Plan is where a gang goes: the topology level and, in order of preference, the
@@ -305,7 +308,7 @@ func fit(nodes []*PlanNode, shapes []Shape, dominant corev1.ResourceName) (int, 
 
 // fitInto places as many of the remaining members as fit on nodes (largest shapes
 // first, each onto the nodes with the least room for it first, so that the domain
-// is filled compactly), recording claims and decrementing remaining. It returns the
+// is filled compactly, and onto nodes marked Last only after the others), recording claims and decrementing remaining. It returns the
 // number of members placed.
 func fitInto(nodes []*PlanNode, remaining []Shape, claims map[string]map[corev1.ResourceName]int64) int {
 	order := make([]int, len(remaining))
@@ -332,7 +335,12 @@ func fitInto(nodes []*PlanNode, remaining []Shape, claims map[string]map[corev1.
 				rooms = append(rooms, room{n, c})
 			}
 		}
-		sort.SliceStable(rooms, func(a, b int) bool { return rooms[a].cap < rooms[b].cap })
+		sort.SliceStable(rooms, func(a, b int) bool {
+			if rooms[a].n.Last != rooms[b].n.Last {
+				return rooms[b].n.Last
+			}
+			return rooms[a].cap < rooms[b].cap
+		})
 		for _, r := range rooms {
 			if s.Count == 0 {
 				break

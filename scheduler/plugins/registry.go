@@ -88,7 +88,9 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 		app.WithPlugin(names.Coscheduling, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return coscheduling.New(ctx, obj, h, crds, gangs)
 		}),
-		app.WithPlugin(names.WorkloadAware, workloadaware.New),
+		app.WithPlugin(names.WorkloadAware, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return workloadaware.New(ctx, obj, h, gangs)
+		}),
 		app.WithPlugin(names.TopologyAware, topologyaware.New),
 		app.WithPlugin(names.NetworkFabric, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return networkfabric.New(ctx, obj, h, crds, gangs)

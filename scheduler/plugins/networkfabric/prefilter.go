@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,7 +99,14 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	for _, ni := range nodes {
 		planNodes = append(planNodes, pl.planNode(ni, roles, prefer, anchors, true))
 	}
-	plan, short := computeByPreference(planNodes, shapes, policy)
+	var keptOff []bool
+	if off := pl.keepsOff(roles); off != nil {
+		keptOff = make([]bool, len(nodes))
+		for i, ni := range nodes {
+			keptOff[i] = off(ni)
+		}
+	}
+	plan, short := computeByPreference(planNodes, keptOff, shapes, policy)
 	if !policy.Required && !plan.Fits && !pl.fitsWithoutClaims(nodes, roles, shapes, anchors) {
 		// The gang fits nowhere even on capacity other plans set aside: members that
 		// went on would only hold nodes at Permit, away from gangs that can run, until
@@ -316,11 +324,47 @@ func shapeKey(reqs corev1.ResourceList, p *corev1.Pod) string {
 	return string(b)
 }
 
-// computeByPreference plans the gang on the nodes its tenant prefers most (the best
-// tier score) first, and on every eligible node only when those cannot hold it: a
-// gold gang goes to premium hardware, as compactly as premium allows, before it is
-// made more compact on hardware its tenant prefers less.
-func computeByPreference(nodes []placement.PlanNode, shapes []placement.Shape, policy topology.Policy) (placement.Plan, *placement.Shortage) {
+// keepsOff returns the test for the nodes every role of the gang keeps off while
+// others have room (WorkloadAware's rule: a CPU-only gang keeps off accelerator
+// nodes), or nil when some role keeps off none or WorkloadAware does not run.
+func (pl *Plugin) keepsOff(roles []role) func(fwk.NodeInfo) bool {
+	rule := pl.gangs.KeepOff(pl.handle.ProfileName())
+	if rule == nil || len(roles) == 0 {
+		return nil
+	}
+	tests := make([]func(fwk.NodeInfo) bool, 0, len(roles))
+	for _, r := range roles {
+		t := rule(r.pod)
+		if t == nil {
+			return nil
+		}
+		tests = append(tests, t)
+	}
+	return func(ni fwk.NodeInfo) bool {
+		for _, t := range tests {
+			if !t(ni) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// computeByPreference plans the gang in passes, from the nodes it should use most to
+// every node it may use, and keeps the first plan that holds it. A gold gang goes to
+// premium hardware, as compactly as premium allows, before it is made more compact
+// on hardware its tenant prefers less. A CPU-only gang (keptOff marks the
+// accelerator nodes it keeps off) goes to accelerator nodes only when nothing else
+// holds it, as WorkloadAware keeps a single CPU-only pod off them: CPU and memory
+// taken beside GPUs strand the GPUs. So the passes are:
+//  1. the nodes not kept off, of the tenant's most preferred tier;
+//  2. the nodes not kept off, of any tier the tenant may use;
+//  3. (a gang that keeps off no node) the tenant's most preferred tier;
+//  4. every node it may use; nodes kept off are filled last and count as the least
+//     preferred.
+//
+// Passes that would see the same nodes as a later one are skipped.
+func computeByPreference(nodes []placement.PlanNode, keptOff []bool, shapes []placement.Shape, policy topology.Policy) (placement.Plan, *placement.Shortage) {
 	best, mixed := int64(-1), false
 	for _, n := range nodes {
 		if best >= 0 && n.Preference != best {
@@ -328,20 +372,42 @@ func computeByPreference(nodes []placement.PlanNode, shapes []placement.Shape, p
 		}
 		best = max(best, n.Preference)
 	}
-	if mixed {
-		preferred := make([]placement.PlanNode, len(nodes))
+	avoids := slices.Contains(keptOff, true)
+	type pass struct{ preferredOnly, notKeptOff bool }
+	var passes []pass
+	switch {
+	case avoids && mixed:
+		passes = []pass{{preferredOnly: true, notKeptOff: true}, {notKeptOff: true}}
+	case avoids:
+		passes = []pass{{notKeptOff: true}}
+	case mixed:
+		passes = []pass{{preferredOnly: true}}
+	}
+	fits := func(plan placement.Plan, short *placement.Shortage) bool {
+		return (policy.Required && short == nil) || (!policy.Required && plan.Fits)
+	}
+	restricted := make([]placement.PlanNode, len(nodes))
+	for _, p := range passes {
 		for i, n := range nodes {
-			preferred[i] = n
-			if n.Preference < best {
-				preferred[i].Eligible = make([]bool, len(shapes)) // none
+			restricted[i] = n
+			if (p.preferredOnly && n.Preference < best) || (p.notKeptOff && keptOff[i]) {
+				restricted[i].Eligible = make([]bool, len(shapes)) // none
 			}
 		}
-		plan, short := placement.Compute(preferred, shapes, policy.Level, !policy.Required)
-		if (policy.Required && short == nil) || (!policy.Required && plan.Fits) {
+		if plan, short := placement.Compute(restricted, shapes, policy.Level, !policy.Required); fits(plan, short) {
 			return plan, nil
 		}
 	}
-	return placement.Compute(nodes, shapes, policy.Level, !policy.Required)
+	if !avoids {
+		return placement.Compute(nodes, shapes, policy.Level, !policy.Required)
+	}
+	for i, n := range nodes {
+		restricted[i] = n
+		if keptOff[i] {
+			restricted[i].Last, restricted[i].Preference = true, 0
+		}
+	}
+	return placement.Compute(restricted, shapes, policy.Level, !policy.Required)
 }
 
 // fitsWithoutClaims reports whether the gang fits the cluster's free capacity when

@@ -2,6 +2,7 @@ package networkfabric
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,21 +52,76 @@ func TestComputeByPreference(t *testing.T) {
 		return premium, standard
 	}
 	// Two members: rack-1's two premium nodes hold them.
-	p, _ := computeByPreference(mixedRacks(), gang(2), topology.Policy{Level: 3})
+	p, _ := computeByPreference(mixedRacks(), nil, gang(2), topology.Policy{Level: 3})
 	if pr, st := claimed(p); pr != 2 || st != 0 || p.Domains[0] != "rack-1" {
 		t.Errorf("2 members: %v premium %d standard %d; want rack-1's two premium nodes", p.Domains, pr, st)
 	}
 	// Three members (preferred): the three premium nodes, over two racks, rather than
 	// one rack of mixed hardware.
-	p, _ = computeByPreference(mixedRacks(), gang(3), topology.Policy{Level: 2})
+	p, _ = computeByPreference(mixedRacks(), nil, gang(3), topology.Policy{Level: 2})
 	if pr, st := claimed(p); pr != 3 || st != 0 {
 		t.Errorf("3 members, preferred: premium %d standard %d; want all three premium nodes", pr, st)
 	}
 	// Three members, required in one rack: premium cannot do it, one rack of mixed
 	// hardware can.
-	p, short := computeByPreference(mixedRacks(), gang(3), topology.Policy{Required: true, Level: 2})
+	p, short := computeByPreference(mixedRacks(), nil, gang(3), topology.Policy{Required: true, Level: 2})
 	if short != nil || len(p.Domains) != 1 {
 		t.Errorf("3 members, required rack: %v %v; want one rack", p.Domains, short)
+	}
+}
+
+// A gold CPU-only gang on a rack of premium GPU nodes and CPU servers of a lower
+// tier: the CPU servers while they hold it, the GPU nodes only when they do not.
+func TestComputeByPreferenceKeepsCPUGangsOffAccelerators(t *testing.T) {
+	var nodes []placement.PlanNode
+	var keptOff []bool
+	for i, gpu := range []bool{true, true, true, false, false} {
+		n := placement.PlanNode{
+			Name:       fmt.Sprintf("n%d", i),
+			Domains:    []string{"", "", "rack-0", "zone"},
+			Free:       map[corev1.ResourceName]int64{corev1.ResourceCPU: 32000, corev1.ResourcePods: 110000},
+			Eligible:   []bool{true},
+			Preference: 50,
+		}
+		if gpu {
+			n.Name, n.Preference = fmt.Sprintf("gpu-%d", i), 100
+		}
+		nodes = append(nodes, n)
+		keptOff = append(keptOff, gpu)
+	}
+	cpuGang := func(n int, cpu int64) []placement.Shape {
+		return []placement.Shape{{Requests: map[corev1.ResourceName]int64{corev1.ResourceCPU: cpu, corev1.ResourcePods: 1000}, Count: n}}
+	}
+	claimedGPU := func(p placement.Plan) (gpu, cpu int) {
+		for name := range p.Claims {
+			if strings.HasPrefix(name, "gpu-") {
+				gpu++
+			} else {
+				cpu++
+			}
+		}
+		return gpu, cpu
+	}
+	tests := map[string]struct {
+		shapes            []placement.Shape
+		keptOff           []bool
+		wantGPU, wantCPUs int
+	}{
+		"three 1-CPU pods fit the CPU servers":                  {cpuGang(3, 1000), keptOff, 0, 1},
+		"two 32-CPU pods fill the CPU servers":                  {cpuGang(2, 32000), keptOff, 0, 2},
+		"three 32-CPU pods need a GPU node":                     {cpuGang(3, 32000), keptOff, 1, 2},
+		"without WorkloadAware's rule, the preferred tier wins": {cpuGang(3, 1000), nil, 1, 0},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			p, _ := computeByPreference(nodes, tc.keptOff, tc.shapes, topology.Policy{Level: 2})
+			if !p.Fits {
+				t.Fatalf("plan does not fit: %+v", p)
+			}
+			if gpu, cpu := claimedGPU(p); gpu != tc.wantGPU || cpu != tc.wantCPUs {
+				t.Errorf("claims on %d GPU and %d CPU nodes (%v); want %d and %d", gpu, cpu, p.Claims, tc.wantGPU, tc.wantCPUs)
+			}
+		})
 	}
 }
 

@@ -12,9 +12,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 )
 
@@ -35,13 +37,37 @@ var (
 	_ fwk.SignPlugin        = &Plugin{}
 )
 
-// New builds the plugin from its args.
-func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (fwk.Plugin, error) {
+// New builds the plugin from its args and publishes its accelerator rule to the
+// profile's other plugins (NetworkFabric plans gangs by it).
+func New(_ context.Context, obj runtime.Object, h fwk.Handle, gangs *gangview.Registry) (*Plugin, error) {
 	args, err := config.DecodeWorkloadAwareArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	return &Plugin{args: args}, nil
+	pl := &Plugin{args: args}
+	if gangs != nil {
+		gangs.SetKeepOff(h.ProfileName(), pl.keepsOff)
+	}
+	return pl, nil
+}
+
+// keepsOff returns, for a pod that asks for no accelerator, the test for an
+// accelerator node; nil for a pod that asks for one (gangview.KeepOffFunc).
+func (pl *Plugin) keepsOff(pod *corev1.Pod) func(fwk.NodeInfo) bool {
+	if pl.asksForAccelerator(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})) {
+		return nil
+	}
+	return func(ni fwk.NodeInfo) bool { return pl.isAcceleratorNode(ni.GetAllocatable()) }
+}
+
+// asksForAccelerator reports whether requests name one of the accelerator resources.
+func (pl *Plugin) asksForAccelerator(reqs corev1.ResourceList) bool {
+	for _, r := range pl.args.AcceleratorResources {
+		if q, ok := reqs[corev1.ResourceName(r)]; ok && q.Sign() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Name returns the plugin's name.

@@ -42,13 +42,8 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	if !ok {
 		profile = workload.Classify(pod, workload.Namespace{}, "")
 	}
-	s := &stateData{pack: pl.packs(string(profile.Class))}
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	for _, r := range pl.args.AcceleratorResources {
-		if q, ok := reqs[corev1.ResourceName(r)]; ok && q.Sign() > 0 {
-			s.accelerator = true
-		}
-	}
+	s := &stateData{pack: pl.packs(string(profile.Class)), accelerator: pl.asksForAccelerator(reqs)}
 	for _, r := range pl.args.Resources {
 		q, ok := reqs[r.Name]
 		if !ok || q.Sign() <= 0 {

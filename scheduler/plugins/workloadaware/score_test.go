@@ -32,11 +32,11 @@ func nodeWith(t *testing.T, capacity []string, podRequests ...[]string) *framewo
 
 func newPlugin(t *testing.T) *Plugin {
 	t.Helper()
-	pl, err := New(context.Background(), nil, nil)
+	pl, err := New(context.Background(), nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pl.(*Plugin)
+	return pl
 }
 
 func score(t *testing.T, pl *Plugin, pod *corev1.Pod, ni *framework.NodeInfo) int64 {

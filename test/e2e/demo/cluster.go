@@ -282,11 +282,12 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.start("kubenexus-scheduler", filepath.Join(opts.Bin, "kubenexus-scheduler"),
-		"--config="+schedCfgPath,
-		"--bind-address=127.0.0.1",
-		fmt.Sprintf("--secure-port=%d", schedPort),
-	); err != nil {
+	schedArgs := []string{"--config=" + schedCfgPath, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", schedPort)}
+	// KUBENEXUS_SCHEDULER_V sets the scheduler's log verbosity (4 logs every gang plan).
+	if v := os.Getenv("KUBENEXUS_SCHEDULER_V"); v != "" {
+		schedArgs = append(schedArgs, "--v="+v)
+	}
+	if err := c.start("kubenexus-scheduler", filepath.Join(opts.Bin, "kubenexus-scheduler"), schedArgs...); err != nil {
 		return nil, err
 	}
 	if err := c.startTrainingOperators(ctx, certDir, caPEM); err != nil {

@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"fmt"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -175,5 +176,47 @@ var _ = Describe("NetworkFabric", func() {
 		Eventually(tc.boundFn("spark")).WithTimeout(testutil.Timeout).Should(Equal(5))
 		_, tors := domainsOf(tc, "spark")
 		Expect(tors).To(HaveLen(1), "4 executors of 4 GPUs and the driver fit one ToR: %v", tors)
+	})
+
+	It("keeps a gold tenant's CPU-only gang on the CPU servers of its rack, though its tier prefers the GPU nodes", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		tc.setTier(v1alpha1.TenantTierGold)
+		// One rack: two premium 8-GPU nodes (gold's preferred tier) and two economy
+		// CPU servers.
+		hw := func(tier string) string { return tier + "-" + tc.ns }
+		rack := map[string]string{v1alpha1.LabelRack: tc.ns + "-rack"}
+		withTier := func(tier string) map[string]string {
+			return map[string]string{v1alpha1.LabelRack: rack[v1alpha1.LabelRack], "hw": hw(tier)}
+		}
+		tc.addLabelledNodes("gpu", 2, withTier("premium"), "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+		tc.addLabelledNodes("cpu", 2, withTier("economy"), "cpu", "32", "memory", "128Gi")
+		premium := testutil.MakeHardwareTier(hw("premium"), 100).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw("premium")}}).
+			Tenants(v1alpha1.TenantTierGold).Obj()
+		economy := testutil.MakeHardwareTier(hw("economy"), 10).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw("economy")}}).Obj()
+		for _, t := range []*v1alpha1.HardwareTier{premium, economy} {
+			Expect(k8sClient.Create(suiteCtx, t)).To(Succeed())
+			DeferCleanup(func(t *v1alpha1.HardwareTier) {
+				Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, t))).To(Succeed())
+			}, t)
+		}
+
+		// Three 1-CPU pods: the CPU servers hold them.
+		tc.gang("cpu-small", 3, "1", "")
+		Eventually(tc.boundFn("cpu-small")).WithTimeout(testutil.Timeout).Should(Equal(3))
+		for i := range 3 {
+			Expect(tc.nodeOf(fmt.Sprintf("cpu-small-%d", i))()).To(HavePrefix(tc.ns+"-cpu-"), "a CPU-only gang member on a GPU node, with CPU servers free")
+		}
+
+		// Three 24-CPU pods: the CPU servers hold two; one spills onto a GPU node, the
+		// gang still whole.
+		tc.gang("cpu-large", 3, "24", "")
+		Eventually(tc.boundFn("cpu-large")).WithTimeout(testutil.Timeout).Should(Equal(3))
+		onGPU := 0
+		for i := range 3 {
+			if strings.HasPrefix(tc.nodeOf(fmt.Sprintf("cpu-large-%d", i))(), tc.ns+"-gpu-") {
+				onGPU++
+			}
+		}
+		Expect(onGPU).To(Equal(1), "two of three 24-CPU members fit the CPU servers beside the small gang; only the third takes a GPU node")
 	})
 })

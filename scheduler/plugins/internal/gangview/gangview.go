@@ -26,6 +26,11 @@ type PlacedFunc func(gang.Key) []string
 // when the pod's tenant may not use the node; score (0–100) is its preference.
 type NodePreferenceFunc func(pod *corev1.Pod, node *corev1.Node) (score int64, allowed bool)
 
+// KeepOffFunc returns which nodes pod keeps off while other nodes have room
+// (WorkloadAware's rule: a pod that asks for no accelerator keeps off accelerator
+// nodes), or nil when it keeps off none.
+type KeepOffFunc func(pod *corev1.Pod) func(fwk.NodeInfo) bool
+
 // HeldFunc returns what ResourceReservations of other owners hold on a node against
 // pod (nil when nothing): capacity a plan must not count as free.
 type HeldFunc func(pod *corev1.Pod, ni fwk.NodeInfo) map[corev1.ResourceName]int64
@@ -55,6 +60,7 @@ type Registry struct {
 	byProfile  map[string]PendingFunc
 	prefs      map[string]NodePreferenceFunc
 	placed     map[string]PlacedFunc
+	keepOff    map[string]KeepOffFunc
 }
 
 // SetHeld publishes the reserved capacity view (ResourceReservation's, one per
@@ -153,6 +159,23 @@ func (r *Registry) NodePreference(profile string) NodePreferenceFunc {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.prefs[profile]
+}
+
+// SetKeepOff publishes profile's rule for nodes a pod keeps off (WorkloadAware's).
+func (r *Registry) SetKeepOff(profile string, f KeepOffFunc) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.keepOff == nil {
+		r.keepOff = map[string]KeepOffFunc{}
+	}
+	r.keepOff[profile] = f
+}
+
+// KeepOff returns profile's keep-off rule, or nil when WorkloadAware does not run in it.
+func (r *Registry) KeepOff(profile string) KeepOffFunc {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.keepOff[profile]
 }
 
 // Set publishes profile's view.

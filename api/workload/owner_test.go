@@ -1,0 +1,126 @@
+package workload
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// controls is a controller reference to an object.
+func controls(apiVersion, kind, name, uid string) *metav1.OwnerReference {
+	return &metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(uid), Controller: ptr.To(true)}
+}
+
+// chain answers controller lookups from a table keyed by the UID of the object asked
+// about, as the API would.
+type chain map[types.UID]*metav1.OwnerReference
+
+func (c chain) controllerOf(_ string, ref metav1.OwnerReference) (*metav1.OwnerReference, error) {
+	return c[ref.UID], nil
+}
+
+func TestResolveOwner(t *testing.T) {
+	pod := func(labels map[string]string, owner *metav1.OwnerReference) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: labels, OwnerReferences: []metav1.OwnerReference{*owner}}}
+	}
+	jobsetV1alpha2 := "jobset.x-k8s.io/v1alpha2"
+	lwsV1 := "leaderworkerset.x-k8s.io/v1"
+	// JobSet: pod → Job "js-workers-0" → JobSet "js".
+	jobsetChain := chain{"job-uid": controls(jobsetV1alpha2, "JobSet", "js", "js-uid")}
+	// LeaderWorkerSet v0.7: the leader pod → leader StatefulSet "llm" → LWS "llm"; a
+	// worker → worker StatefulSet "llm-1" → leader pod "llm-1" → StatefulSet "llm" → LWS.
+	lwsChain := chain{
+		"sts-leader-uid": controls(lwsV1, "LeaderWorkerSet", "llm", "lws-uid"),
+		"sts-group-uid":  controls("v1", "Pod", "llm-1", "leader-pod-uid"),
+		"leader-pod-uid": controls("apps/v1", "StatefulSet", "llm", "sts-leader-uid"),
+	}
+	jobsetLabels := map[string]string{labelJobSetName: "js", labelJobSetReplicated: "workers"}
+	tests := map[string]struct {
+		pod   *corev1.Pod
+		chain chain
+		want  *metav1.OwnerReference // nil: not found
+	}{
+		"JobSet v0.8 (no jobset-uid label): through the child Job": {
+			pod:   pod(jobsetLabels, controls("batch/v1", "Job", "js-workers-0", "job-uid")),
+			chain: jobsetChain,
+			want:  &metav1.OwnerReference{APIVersion: jobsetV1alpha2, Kind: "JobSet", Name: "js", UID: "js-uid"},
+		},
+		"JobSet v0.10: the chain's UID, not the label's claim": {
+			pod:   pod(map[string]string{labelJobSetName: "js", labelJobSetReplicated: "workers", labelJobSetUID: "claimed"}, controls("batch/v1", "Job", "js-workers-0", "job-uid")),
+			chain: jobsetChain,
+			want:  &metav1.OwnerReference{APIVersion: jobsetV1alpha2, Kind: "JobSet", Name: "js", UID: "js-uid"},
+		},
+		"LeaderWorkerSet v0.7 leader: through the leader StatefulSet": {
+			pod:   pod(map[string]string{labelLWSName: "llm", labelLWSGroupIndex: "1", labelLWSWorkerIndex: "0"}, controls("apps/v1", "StatefulSet", "llm", "sts-leader-uid")),
+			chain: lwsChain,
+			want:  &metav1.OwnerReference{APIVersion: lwsV1, Kind: "LeaderWorkerSet", Name: "llm", UID: "lws-uid"},
+		},
+		"LeaderWorkerSet v0.7 worker: through its group's StatefulSet and leader pod": {
+			pod:   pod(map[string]string{labelLWSName: "llm", labelLWSGroupIndex: "1", labelLWSWorkerIndex: "2"}, controls("apps/v1", "StatefulSet", "llm-1", "sts-group-uid")),
+			chain: lwsChain,
+			want:  &metav1.OwnerReference{APIVersion: lwsV1, Kind: "LeaderWorkerSet", Name: "llm", UID: "lws-uid"},
+		},
+		"labels naming another JobSet than the chain reaches": {
+			pod:   pod(map[string]string{labelJobSetName: "other", labelJobSetReplicated: "workers"}, controls("batch/v1", "Job", "js-workers-0", "job-uid")),
+			chain: jobsetChain,
+		},
+		"a chain that ends before the source (the JobSet is gone)": {
+			pod:   pod(jobsetLabels, controls("batch/v1", "Job", "js-workers-0", "job-uid")),
+			chain: chain{},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			src, ok := GangSourceOf(tc.pod, Classify(tc.pod, Namespace{}, ""))
+			if !ok {
+				t.Fatalf("no gang source for %v", tc.pod.Labels)
+			}
+			got, found, err := src.ResolveOwner(tc.pod, tc.chain.controllerOf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == nil {
+				if found {
+					t.Errorf("found owner %v, want none", got)
+				}
+				return
+			}
+			if !found {
+				t.Fatalf("no owner found, want %v", *tc.want)
+			}
+			if diff := cmp.Diff(*tc.want, got); diff != "" {
+				t.Errorf("owner (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestResolveOwnerStops(t *testing.T) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{labelJobSetName: "js"},
+		OwnerReferences: []metav1.OwnerReference{*controls("batch/v1", "Job", "a", "a-uid")}}}
+	src, _ := GangSourceOf(p, Classify(p, Namespace{}, ""))
+
+	loop := chain{"a-uid": controls("batch/v1", "Job", "b", "b-uid"), "b-uid": controls("batch/v1", "Job", "a", "a-uid")}
+	if _, _, err := src.ResolveOwner(p, loop.controllerOf); !errors.Is(err, errOwnerLoop) {
+		t.Errorf("a loop of controller references: error %v, want %v", err, errOwnerLoop)
+	}
+
+	calls := 0
+	endless := func(string, metav1.OwnerReference) (*metav1.OwnerReference, error) {
+		calls++
+		return controls("batch/v1", "Job", "j", string(rune('a'+calls))), nil
+	}
+	if _, found, err := src.ResolveOwner(p, endless); found || err != nil || calls > maxOwnerDepth {
+		t.Errorf("an endless chain: found %v, error %v after %d lookups; want nothing after at most %d", found, err, calls, maxOwnerDepth)
+	}
+
+	failing := errors.New("apiserver unavailable")
+	if _, _, err := src.ResolveOwner(p, func(string, metav1.OwnerReference) (*metav1.OwnerReference, error) { return nil, failing }); !errors.Is(err, failing) {
+		t.Errorf("a failed lookup: error %v, want %v", err, failing)
+	}
+}
