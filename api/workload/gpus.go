@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
@@ -27,4 +29,70 @@ func HeldGPUs(p *corev1.Pod, names ...corev1.ResourceName) int64 {
 		}
 	}
 	return n
+}
+
+// RequiredGPUModels are the GPU models (nvidia.com/gpu.product values, sorted, without
+// duplicates) that the pod's node selector and required node affinity allow; nil when
+// they allow any. A model constraint a pod places on itself narrows the nodes its
+// demand competes for: ResourceFragmentation weighs a node only against the demand
+// that may use it. Affinity terms are ORed: a term without a product requirement
+// allows any model. Only the `In` operator names models; other operators on the
+// label (NotIn, Exists) are treated as allowing any.
+func RequiredGPUModels(p *corev1.Pod) []string {
+	var selected []string
+	if v, ok := p.Spec.NodeSelector[v1alpha1.LabelGPUProduct]; ok {
+		selected = []string{v}
+	}
+	var fromAffinity []string
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			var termModels []string
+			constrained := false
+			for _, r := range term.MatchExpressions {
+				if r.Key != v1alpha1.LabelGPUProduct || r.Operator != corev1.NodeSelectorOpIn {
+					continue
+				}
+				if constrained {
+					termModels = intersect(termModels, r.Values)
+				} else {
+					termModels, constrained = append([]string(nil), r.Values...), true
+				}
+			}
+			if !constrained {
+				fromAffinity = nil // this term allows any model, so the affinity does
+				break
+			}
+			fromAffinity = append(fromAffinity, termModels...)
+			if len(fromAffinity) == 0 {
+				fromAffinity = []string{} // constrained to nothing so far
+			}
+		}
+	}
+	var models []string
+	switch {
+	case selected != nil && fromAffinity != nil:
+		models = intersect(selected, fromAffinity)
+	case selected != nil:
+		models = selected
+	case fromAffinity != nil:
+		models = fromAffinity
+	default:
+		return nil
+	}
+	slices.Sort(models)
+	models = slices.Compact(models)
+	if models == nil {
+		models = []string{} // allows no model: no GPU node can take it
+	}
+	return models
+}
+
+func intersect(a, b []string) []string {
+	out := []string{}
+	for _, v := range a {
+		if slices.Contains(b, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/kube-nexus/kubenexus/api/topology"
@@ -11,25 +12,34 @@ import (
 // each, recent arrivals a decaying share).
 type Demand []Need
 
-// Need is one task shape: whole GPUs, CPU (milli) and memory (bytes) per task, and
-// its weight.
+// Need is one task shape: whole GPUs, CPU (milli) and memory (bytes) per task, its
+// weight, and the GPU models it may run on.
 type Need struct {
 	GPUs             int64
 	MilliCPU, Memory int64
 	Weight           float64
+	// Models are the GPU models (nvidia.com/gpu.product) the task may use; nil: any.
+	// A node is measured only against the demand that may use it: a task that
+	// requires another model neither fits nor strands its GPUs.
+	Models []string
 }
 
-// Room is what a node has free: whole GPUs, milli-CPU and memory bytes.
-type Room struct{ GPUs, MilliCPU, Memory int64 }
+// Room is what a node has free: whole GPUs, milli-CPU and memory bytes, and the
+// model of its GPUs ("" when unknown).
+type Room struct {
+	GPUs, MilliCPU, Memory int64
+	Model                  string
+}
 
 // Fragmentation is the expected number of a node's free GPUs that a task drawn from
 // demand could not use, because it needs more GPUs than the node has free, or more
 // CPU or memory than is left beside them (the measure of Weng et al., "Beware of
-// Fragmentation", ATC'23, for whole GPUs). Zero when demand is empty.
+// Fragmentation", ATC'23, for whole GPUs). Only the demand that may use the node's
+// GPU model is drawn from. Zero when that demand is empty.
 func Fragmentation(free Room, d Demand) float64 {
 	var total, stranded float64
 	for _, n := range d {
-		if n.Weight <= 0 {
+		if n.Weight <= 0 || !n.admits(free.Model) {
 			continue
 		}
 		total += n.Weight
@@ -46,13 +56,22 @@ func Fragmentation(free Room, d Demand) float64 {
 // FragmentationDelta is how much placing a task that takes req from a node with free
 // room raises the node's fragmentation; placements that fragment least are best.
 func FragmentationDelta(free, req Room, d Demand) float64 {
-	after := Room{GPUs: free.GPUs - req.GPUs, MilliCPU: free.MilliCPU - req.MilliCPU, Memory: free.Memory - req.Memory}
-	return Fragmentation(after, d) - Fragmentation(free, d)
+	return Fragmentation(free.less(req), d) - Fragmentation(free, d)
+}
+
+// less is the room left once req is taken from it.
+func (r Room) less(req Room) Room {
+	return Room{GPUs: r.GPUs - req.GPUs, MilliCPU: r.MilliCPU - req.MilliCPU, Memory: r.Memory - req.Memory, Model: r.Model}
 }
 
 // fits reports whether a task of shape n fits in free room.
 func (n Need) fits(free Room) bool {
-	return n.GPUs <= free.GPUs && n.MilliCPU <= free.MilliCPU && n.Memory <= free.Memory
+	return n.GPUs <= free.GPUs && n.MilliCPU <= free.MilliCPU && n.Memory <= free.Memory && n.admits(free.Model)
+}
+
+// admits reports whether the task may use GPUs of model.
+func (n Need) admits(model string) bool {
+	return n.Models == nil || slices.Contains(n.Models, model)
 }
 
 // Scarcity prices the hosts of each task shape by how few there are for the demand
@@ -70,18 +89,21 @@ type Scarcity struct {
 }
 
 // NewScarcity counts the hosts of every shape of the demand among rooms (every node's
-// free room) and how many tasks of each shape the free GPUs would take: O(nodes ×
-// shapes).
+// free room; a host must have a model the shape may use) and how many tasks of each
+// shape the free GPUs it may use would take: O(nodes × shapes).
 func NewScarcity(rooms []Room, d Demand) Scarcity {
 	s := Scarcity{demand: d, hosts: make([]int, len(d)), expected: make([]float64, len(d))}
-	var freeGPUs int64
+	usable := make([]int64, len(d)) // free GPUs of the models each shape may use
 	for _, r := range rooms {
 		if r.GPUs <= 0 {
 			continue
 		}
-		freeGPUs += r.GPUs
 		for i, n := range d {
-			if n.Weight > 0 && n.fits(r) {
+			if n.Weight <= 0 || !n.admits(r.Model) {
+				continue
+			}
+			usable[i] += r.GPUs
+			if n.fits(r) {
 				s.hosts[i]++
 			}
 		}
@@ -97,7 +119,7 @@ func NewScarcity(rooms []Room, d Demand) Scarcity {
 	}
 	for i, n := range d {
 		if n.Weight > 0 {
-			s.expected[i] = n.Weight * float64(freeGPUs) / weightedGPUs
+			s.expected[i] = n.Weight * float64(usable[i]) / weightedGPUs
 		}
 	}
 	return s
@@ -108,7 +130,7 @@ func NewScarcity(rooms []Room, d Demand) Scarcity {
 // GPUs times the share of its hosts the expected tasks of that shape need (at most
 // all of them). Zero for a node that hosts no shape it would lose.
 func (s Scarcity) Lost(free, req Room) float64 {
-	after := Room{GPUs: free.GPUs - req.GPUs, MilliCPU: free.MilliCPU - req.MilliCPU, Memory: free.Memory - req.Memory}
+	after := free.less(req)
 	var lost float64
 	for i, n := range s.demand {
 		if n.Weight <= 0 || !n.fits(free) || n.fits(after) {

@@ -112,3 +112,29 @@ func TestScarcity(t *testing.T) {
 		t.Errorf("with no demand: %v, want 0", got)
 	}
 }
+
+// A node is measured against the demand that may use its model: 8-GPU tasks that
+// require A100s strand nothing on a T4 node, and a T4 node hosts none of them.
+func TestFragmentationByModel(t *testing.T) {
+	d := Demand{
+		{GPUs: 1, Weight: 1, MilliCPU: 1000, Memory: 1 << 30},
+		{GPUs: 8, Weight: 1, MilliCPU: 1000, Memory: 1 << 30, Models: []string{"A100"}},
+	}
+	t4 := Room{GPUs: 4, MilliCPU: 64000, Memory: 1 << 40, Model: "T4"}
+	a100 := Room{GPUs: 4, MilliCPU: 64000, Memory: 1 << 40, Model: "A100"}
+	if got := Fragmentation(t4, d); got != 0 {
+		t.Errorf("T4 node with 4 free GPUs: fragmentation %v, want 0 (only 1-GPU tasks may use it)", got)
+	}
+	if got, want := Fragmentation(a100, d), 4*0.5; math.Abs(got-want) > 1e-9 {
+		t.Errorf("A100 node with 4 free GPUs: fragmentation %v, want %v (half the demand needs 8)", got, want)
+	}
+	whole := Room{GPUs: 8, MilliCPU: 64000, Memory: 1 << 40, Model: "A100"}
+	s := NewScarcity([]Room{whole, {GPUs: 8, MilliCPU: 64000, Memory: 1 << 40, Model: "T4"}}, d)
+	one := Room{GPUs: 1, MilliCPU: 1000, Memory: 1 << 30}
+	if s.Lost(whole, one) <= 0 {
+		t.Error("splitting the only A100 node that hosts the A100-only 8-GPU tasks should cost their GPUs")
+	}
+	if got := s.Lost(Room{GPUs: 8, MilliCPU: 64000, Memory: 1 << 40, Model: "T4"}, one); got != 0 {
+		t.Errorf("splitting a T4 node costs %v, want 0: no task that needs 8 may use it", got)
+	}
+}

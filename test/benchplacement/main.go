@@ -96,8 +96,16 @@ func main() {
 	out := flag.String("out", "", "results directory (default: a new one under .bench-placement/)")
 	armsFlag := flag.String("arms", "stock,stock-mostallocated,kubenexus", "arms to run")
 	flag.Int64Var(&shuffleSeed, "shuffle-seed", 0, "replay the tasks in an order shuffled with this seed (the same for every arm) instead of creation (or file) order; 0: no shuffle")
+	variantsFlag := flag.String("variants", "", "replay variants of the trace instead of the trace itself: \"name:cpu=0.1,sharing=0.6,model=0.33;...\" "+
+		"(cpu: share of CPU-only tasks; sharing, model: shares of GPU tasks that share a GPU or require one GPU model; a key left out keeps the trace's)")
+	variantSeed := flag.Int64("variant-seed", 1, "seed of the first variant (the n-th uses seed+n-1)")
 	flag.Parse()
-	if err := run(*nodesFile, *podsFile, *binDir, *out, strings.Split(*armsFlag, ",")); err != nil {
+	variants, err := parseVariants(*variantsFlag, *variantSeed)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-placement:", err)
+		os.Exit(2)
+	}
+	if err := run(*nodesFile, *podsFile, *binDir, *out, strings.Split(*armsFlag, ","), variants); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-placement:", err)
 		os.Exit(1)
 	}
@@ -105,7 +113,7 @@ func main() {
 
 var shuffleSeed int64
 
-func run(nodesFile, podsFile, binDir, out string, armNames []string) error {
+func run(nodesFile, podsFile, binDir, out string, armNames []string, variants []variant) error {
 	ctx := context.Background()
 	nodes, err := readNodes(nodesFile)
 	if err != nil {
@@ -169,15 +177,43 @@ func run(nodesFile, podsFile, binDir, out string, armNames []string) error {
 		return err
 	}
 
+	if len(variants) == 0 {
+		results, err := replayArms(ctx, c, cs, dir, kcPath, chosen, nodes, tasks, totalGPUs)
+		if err != nil {
+			return err
+		}
+		return write(out, nodesFile, podsFile, totalGPUs, results)
+	}
+	all := map[string][]result{}
+	for _, v := range variants {
+		fmt.Printf("variant %s\n", v)
+		results, err := replayArms(ctx, c, cs, dir, kcPath, chosen, nodes, v.apply(tasks, nodes), totalGPUs)
+		if err != nil {
+			return fmt.Errorf("variant %s: %w", v.name, err)
+		}
+		vout := filepath.Join(out, v.name)
+		if err := os.MkdirAll(vout, 0o755); err != nil {
+			return err
+		}
+		if err := write(vout, nodesFile, podsFile+" as "+v.String(), totalGPUs, results); err != nil {
+			return err
+		}
+		all[v.name] = results
+	}
+	return writeVariants(out, variants, all)
+}
+
+// replayArms replays the tasks through each arm in turn.
+func replayArms(ctx context.Context, c client.Client, cs kubernetes.Interface, dir, kcPath string, arms []arm, nodes []traceNode, tasks []task, totalGPUs int64) ([]result, error) {
 	var results []result
-	for _, a := range chosen {
+	for _, a := range arms {
 		r, err := replay(ctx, c, cs, dir, kcPath, a, nodes, tasks, totalGPUs)
 		if err != nil {
-			return fmt.Errorf("%s: %w", a.name, err)
+			return nil, fmt.Errorf("%s: %w", a.name, err)
 		}
 		results = append(results, r)
 	}
-	return write(out, nodesFile, podsFile, totalGPUs, results)
+	return results, nil
 }
 
 // point is the allocation after one GPU task arrived.

@@ -117,3 +117,36 @@ func plotCurves(path, title string, results []result) error {
 	p.Legend.Top, p.Legend.Left = true, true
 	return p.Save(8*vg.Inch, 5*vg.Inch, path)
 }
+
+// writeVariants saves and prints one table over the variants: per arm, failed GPU
+// tasks, unallocated GPUs at the first GPU failure and allocation at 100% demand, and
+// whether kubenexus failed more GPU tasks than stock anywhere.
+func writeVariants(out string, variants []variant, all map[string][]result) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Placement quality over trace variants\n\n")
+	fmt.Fprintf(&b, "| variant | arm | tasks | failed GPU tasks | unallocated GPUs at first GPU failure | GPU allocation at 100%% demand |\n|---|---|---|---|---|---|\n")
+	var worse []string
+	for _, v := range variants {
+		failed := map[string]int{}
+		for _, r := range all[v.name] {
+			first := "none failed"
+			if r.firstFailUnalloc >= 0 {
+				first = strconv.FormatInt(r.firstFailUnalloc, 10)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", v, r.arm, r.tasks, r.gpuFailed, first, pctOrDash(r.at100))
+			failed[r.arm] = r.gpuFailed
+		}
+		k, okK := failed["kubenexus"]
+		s, okS := failed["stock"]
+		if okK && okS && k > s {
+			worse = append(worse, fmt.Sprintf("%s (kubenexus %d, stock %d)", v.name, k, s))
+		}
+	}
+	if len(worse) > 0 {
+		fmt.Fprintf(&b, "\nkubenexus failed more GPU tasks than stock on: %s\n", strings.Join(worse, "; "))
+	} else {
+		fmt.Fprintf(&b, "\nkubenexus failed no more GPU tasks than stock on any variant.\n")
+	}
+	fmt.Print(b.String())
+	return os.WriteFile(filepath.Join(out, "variants.md"), []byte(b.String()), 0o644)
+}

@@ -83,9 +83,7 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 
 	members := []*corev1.Pod{pod}
 	if view := pl.gangs.Get(pl.handle.ProfileName()); view != nil {
-		if pending := view(key); len(pending) > 0 {
-			members = pending
-		}
+		members = withPod(view(key), pod)
 	}
 	// Members already placed (by an earlier plan, or before the rest of the gang
 	// arrived) anchor the plan: the rest must join their domain.
@@ -146,6 +144,20 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	pl.plans[key] = ap
 	klog.V(4).InfoS("Planned gang", "gang", key, "level", pl.levels[plan.Level].Name, "domains", plan.Domains, "fits", plan.Fits, "members", ap.need)
 	return ap, nil
+}
+
+// withPod returns the gang's pending members with the pod being scheduled among them.
+// Coscheduling's index and the scheduling queue are fed by separate handlers of the
+// pod informer: the member whose arrival completes the quorum is often scheduled
+// first, before the index has counted it. A plan made without it covers one member
+// too few, and the gang's last member finds no room in the plan's domain.
+func withPod(pending []*corev1.Pod, pod *corev1.Pod) []*corev1.Pod {
+	for _, p := range pending {
+		if p.UID == pod.UID {
+			return pending
+		}
+	}
+	return append(pending, pod)
 }
 
 // planNode is a node as the planner sees it: its domains, its free capacity less

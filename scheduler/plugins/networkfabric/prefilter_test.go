@@ -4,13 +4,20 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/topology"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 )
 
 // Two racks: rack-0 has one premium and three standard 8-GPU nodes, rack-1 two
@@ -163,4 +170,57 @@ func TestShapesOfBoundsMembersThatKeepApart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// profileHandle is the part of the framework handle PreFilter uses to make a plan.
+type profileHandle struct{ fwk.Handle }
+
+func (profileHandle) ProfileName() string { return "kubenexus-scheduler" }
+
+// The member whose arrival completes the quorum is often scheduled before
+// Coscheduling's index has counted it (the index and the queue are separate handlers
+// of the pod informer). The plan must still cover it: planned for the three members
+// the index shows, the gang of four goes to the rack with three whole nodes and its
+// fourth member to another rack.
+func TestPreFilterPlansThePodTheIndexHasNotSeen(t *testing.T) {
+	var nodes []fwk.NodeInfo
+	for r := range 2 {
+		for i := range 4 {
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("r%d-n%d", r, i), Labels: map[string]string{"network.kubenexus.io/rack": fmt.Sprintf("rack-%d", r)}},
+				Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}}}
+			ni := schedframework.NewNodeInfo()
+			ni.SetNode(node)
+			if r == 0 && i == 0 { // one GPU taken: rack-0 holds three whole nodes
+				ni.AddPod(gpuPod("taken", 1))
+			}
+			nodes = append(nodes, ni)
+		}
+	}
+	members := []*corev1.Pod{gpuPod("m0", 8), gpuPod("m1", 8), gpuPod("m2", 8), gpuPod("m3", 8)}
+	key := gang.Key{Namespace: "ml", Name: "g"}
+	for _, m := range members {
+		m.Labels = map[string]string{"pod-group.scheduling.kubenexus.io/name": "g", "pod-group.scheduling.kubenexus.io/min-available": "4"}
+	}
+	views := &gangview.Registry{}
+	views.Set("kubenexus-scheduler", func(gang.Key) []*corev1.Pod { return append([]*corev1.Pod(nil), members[:3]...) })
+	pl := &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, gangs: views, now: time.Now,
+		plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}
+
+	ap, st := pl.planFor(key, members[3], topology.Policy{Level: len(topology.DefaultLevels) - 1}, nodes)
+	if !st.IsSuccess() {
+		t.Fatalf("planFor: %v", st)
+	}
+	if ap.need != 4 || !ap.fits {
+		t.Fatalf("plan for %d members (fits %v), want one that holds all 4", ap.need, ap.fits)
+	}
+	if got, want := sets.KeySet(ap.rank), sets.New("r1-n0", "r1-n1", "r1-n2", "r1-n3"); !got.Equal(want) {
+		t.Errorf("plan's nodes %v, want rack-1's %v", sets.List(got), sets.List(want))
+	}
+}
+
+func gpuPod(name string, gpus int64) *corev1.Pod {
+	q := *resource.NewQuantity(gpus, resource.DecimalSI)
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml", UID: types.UID(name)},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{"nvidia.com/gpu": q}, Limits: corev1.ResourceList{"nvidia.com/gpu": q}}}}}}
 }

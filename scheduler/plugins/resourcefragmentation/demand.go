@@ -2,6 +2,7 @@ package resourcefragmentation
 
 import (
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,12 +34,19 @@ type tracker struct {
 	decayed  time.Time
 }
 
-// shape is what a GPU pod asks for.
-type shape struct{ gpus, milliCPU, memory int64 }
+// shape is what a GPU pod asks for, and the GPU models it may use ("" for any; else
+// the sorted models joined by "|").
+type shape struct {
+	gpus, milliCPU, memory int64
+	models                 string
+}
 
-// class groups shapes: the same GPUs, CPU in steps of 8 cores and memory in steps of
-// 64 GiB (rounded up).
-type class struct{ gpus, cpuStep, memStep int64 }
+// class groups shapes: the same GPUs and GPU models, CPU in steps of 8 cores and
+// memory in steps of 64 GiB (rounded up).
+type class struct {
+	gpus, cpuStep, memStep int64
+	models                 string
+}
 
 const (
 	cpuStep = 8000     // milli-CPU
@@ -46,7 +54,7 @@ const (
 )
 
 func classOf(sh shape) class {
-	return class{gpus: sh.gpus, cpuStep: (sh.milliCPU + cpuStep - 1) / cpuStep, memStep: (sh.memory + memStep - 1) / memStep}
+	return class{gpus: sh.gpus, cpuStep: (sh.milliCPU + cpuStep - 1) / cpuStep, memStep: (sh.memory + memStep - 1) / memStep, models: sh.models}
 }
 
 // sums accumulates weights and weighted CPU and memory of one class.
@@ -178,7 +186,30 @@ func (t *tracker) snapshot(self types.UID) (placement.Demand, map[int64]int) {
 		if s.weight <= 0 {
 			continue
 		}
-		demand = append(demand, placement.Need{GPUs: c.gpus, Weight: s.weight, MilliCPU: int64(s.milliCPU / s.weight), Memory: int64(s.memory / s.weight)})
+		demand = append(demand, placement.Need{GPUs: c.gpus, Weight: s.weight, MilliCPU: int64(s.milliCPU / s.weight), Memory: int64(s.memory / s.weight), Models: splitModels(c.models)})
 	}
 	return demand, queued
+}
+
+// modelsKey is the key of a pod's allowed GPU models (workload.RequiredGPUModels):
+// "" for any, "|" for none, else the models joined by "|".
+func modelsKey(models []string) string {
+	switch {
+	case models == nil:
+		return ""
+	case len(models) == 0:
+		return "|"
+	}
+	return strings.Join(models, "|")
+}
+
+// splitModels is the inverse of modelsKey.
+func splitModels(key string) []string {
+	switch key {
+	case "":
+		return nil
+	case "|":
+		return []string{}
+	}
+	return strings.Split(key, "|")
 }

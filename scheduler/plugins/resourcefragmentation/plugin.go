@@ -33,6 +33,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
@@ -285,13 +286,15 @@ func (pl *Plugin) capacity(ni fwk.NodeInfo) int64 {
 }
 
 // room is the node's free whole GPUs (over every resource that counts as one), CPU
-// and memory, less what held (nil: nothing) says reservations of other owners hold.
+// and memory, less what held (nil: nothing) says reservations of other owners hold,
+// and the model of its GPUs (GPU Feature Discovery's nvidia.com/gpu.product label).
 func (pl *Plugin) room(ni fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64) placement.Room {
 	var h map[corev1.ResourceName]int64
 	if held != nil {
 		h = held(ni)
 	}
-	r := placement.Room{MilliCPU: nodefree.Of(ni, corev1.ResourceCPU) - h[corev1.ResourceCPU], Memory: (nodefree.Of(ni, corev1.ResourceMemory) - h[corev1.ResourceMemory]) / 1000}
+	r := placement.Room{MilliCPU: nodefree.Of(ni, corev1.ResourceCPU) - h[corev1.ResourceCPU], Memory: (nodefree.Of(ni, corev1.ResourceMemory) - h[corev1.ResourceMemory]) / 1000,
+		Model: ni.Node().Labels[v1alpha1.LabelGPUProduct]}
 	for _, name := range pl.gpus {
 		if f := nodefree.Of(ni, name) - h[name]; f > 0 {
 			r.GPUs += f / 1000
@@ -308,7 +311,7 @@ func shapeOf(pod *corev1.Pod, gpus []corev1.ResourceName) shape {
 		return shape{}
 	}
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	sh := shape{milliCPU: reqs.Cpu().MilliValue(), memory: reqs.Memory().Value()}
+	sh := shape{milliCPU: reqs.Cpu().MilliValue(), memory: reqs.Memory().Value(), models: modelsKey(workload.RequiredGPUModels(pod))}
 	for _, r := range gpus {
 		if q, ok := reqs[r]; ok {
 			sh.gpus += q.Value()

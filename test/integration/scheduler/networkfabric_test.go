@@ -219,4 +219,34 @@ var _ = Describe("NetworkFabric", func() {
 		}
 		Expect(onGPU).To(Equal(1), "two of three 24-CPU members fit the CPU servers beside the small gang; only the third takes a GPU node")
 	})
+
+	It("plans a gang for all its members, the one whose arrival completes the quorum included, while a gang larger than the cluster holds nothing", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		// rack-0: four 8-GPU nodes, one GPU of one of them taken; rack-1: four whole
+		// nodes. A gang of four whole nodes fits rack-1 only; a plan made for three
+		// of its members fits rack-0 best and leaves the fourth to another rack.
+		racks(tc, 2, 4)
+		unreserved := func() float64 {
+			sum := 0.0
+			for _, m := range gathered("kubenexus_coscheduling_unreserved_members_total") {
+				sum += m.GetCounter().GetValue()
+			}
+			return sum
+		}
+		unreservedBefore := unreserved()
+		taken := tc.pod("taken").Req("nvidia.com/gpu", "1").Limit("nvidia.com/gpu", "1").Obj()
+		taken.Spec.NodeName = tc.ns + "-r0-t0-0"
+		Expect(k8sClient.Create(suiteCtx, taken)).To(Succeed())
+
+		// Nine members of 8 GPUs, for eight nodes: never placeable, it must hold no node.
+		gpuGang(tc, "oversized", 9, nil)
+		Eventually(tc.scheduledReason("oversized")).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.ReasonInsufficientCapacity))
+
+		gpuGang(tc, "four", 4, nil)
+		Eventually(tc.boundFn("four")).WithTimeout(testutil.Timeout).Should(Equal(4))
+		r, _ := domainsOf(tc, "four")
+		Expect(r).To(Equal(map[string]int{tc.ns + "-rack-1": 4}), "four whole nodes are free in rack-1 only")
+		Expect(tc.bound("oversized")).To(Equal(0))
+		Expect(unreserved()).To(Equal(unreservedBefore), "a member was reserved and then given back: the oversized gang held a node, or the gang of four was rejected")
+	})
 })
