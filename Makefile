@@ -143,6 +143,15 @@ bench-placement: ## Replay the Alibaba 2023 GPU trace (default and multigpu50) t
 	go run ./test/benchplacement -bin $(BIN) -nodes $(TRACE)/openb_node_list_all_node.csv -pods $(TRACE)/openb_pod_list_default.csv $(BENCH_PLACEMENT_FLAGS)
 	go run ./test/benchplacement -bin $(BIN) -nodes $(TRACE)/openb_node_list_all_node.csv -pods $(TRACE)/openb_pod_list_multigpu50.csv -shuffle-seed 1 $(BENCH_PLACEMENT_FLAGS)
 
+# Seeded variants of the default trace: model-bound GPU tasks 10–50%, GPU-sharing tasks
+# 20–100% (rounded up to whole GPUs, as every arm does), more CPU-only tasks.
+VARIANTS ?= m10:model=0.1;m33:model=0.33;m50:model=0.5;s20m33:sharing=0.2,model=0.33;s60:sharing=0.6;s100m20:sharing=1,model=0.2;c30m33:cpu=0.3,model=0.33
+.PHONY: bench-placement-variants
+bench-placement-variants: ## Replay seeded variants of the default trace (VARIANTS: shares of CPU-only, GPU-sharing and model-bound tasks) through the three arms; one table under .bench-placement/.
+	hack/build-tools.sh etcd kube-apiserver kube-scheduler
+	go build -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
+	go run ./test/benchplacement -bin $(BIN) -nodes $(TRACE)/openb_node_list_all_node.csv -pods $(TRACE)/openb_pod_list_default.csv -variants '$(VARIANTS)' $(BENCH_PLACEMENT_FLAGS)
+
 .PHONY: bench-webhook
 bench-webhook: ## Peak RSS of kubenexus-manager under 64 concurrent maximum-size AdmissionReviews (printed, not asserted).
 	hack/build-tools.sh etcd kube-apiserver

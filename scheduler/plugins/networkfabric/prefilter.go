@@ -105,13 +105,19 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 		}
 	}
 	plan, short := computeByPreference(planNodes, keptOff, shapes, policy)
-	if !policy.Required && !plan.Fits && !pl.fitsWithoutClaims(nodes, roles, shapes, anchors) {
-		// The gang fits nowhere even on capacity other plans set aside: members that
-		// went on would only hold nodes at Permit, away from gangs that can run, until
-		// the gang times out. Refused here; node and pod-deletion events retry it.
+	if !policy.Required && !plan.Fits {
+		// The gang cannot be placed whole now: members that went on would only hold
+		// nodes at Permit, away from gangs that can run, until the gang times out or
+		// is rejected, and gangs planned meanwhile would plan around them. Refused
+		// before any member is reserved; Coscheduling retries the gang after its
+		// backoff, and node and pod-deletion events retry it sooner.
 		need := 0
 		for _, s := range shapes {
 			need += s.Count
+		}
+		if pl.fitsWithoutClaims(nodes, roles, shapes, anchors) {
+			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: gang %s: %d of its %d pending members (%s) fit beside the capacity set aside for gangs being placed; it waits for them",
+				ErrReasonInsufficientCapacity, key, plan.Placed, need, placement.DescribeShapes(shapes)))
 		}
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: gang %s: %d of its %d pending members (%s) fit the nodes that may take them; the rest fits no node",
 			ErrReasonInsufficientCapacity, key, plan.Placed, need, placement.DescribeShapes(shapes)))
@@ -123,11 +129,6 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	ap := &activePlan{policy: policy, rank: map[string]int{}, claimed: map[string]bool{}, claims: plan.Claims, fits: plan.Fits, created: now}
 	for n := range plan.Claims {
 		ap.claimed[n] = true
-	}
-	if !plan.Fits {
-		// A gang that does not fit sets nothing aside: it cannot run on what it would
-		// claim, and other gangs' plans must not be kept off that capacity.
-		ap.claims = map[string]map[corev1.ResourceName]int64{}
 	}
 	for _, s := range shapes {
 		ap.need += s.Count

@@ -183,19 +183,7 @@ func (profileHandle) ProfileName() string { return "kubenexus-scheduler" }
 // the index shows, the gang of four goes to the rack with three whole nodes and its
 // fourth member to another rack.
 func TestPreFilterPlansThePodTheIndexHasNotSeen(t *testing.T) {
-	var nodes []fwk.NodeInfo
-	for r := range 2 {
-		for i := range 4 {
-			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("r%d-n%d", r, i), Labels: map[string]string{"network.kubenexus.io/rack": fmt.Sprintf("rack-%d", r)}},
-				Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}}}
-			ni := schedframework.NewNodeInfo()
-			ni.SetNode(node)
-			if r == 0 && i == 0 { // one GPU taken: rack-0 holds three whole nodes
-				ni.AddPod(gpuPod("taken", 1))
-			}
-			nodes = append(nodes, ni)
-		}
-	}
+	nodes := twoRacks(map[string]int64{"r0-n0": 1})
 	members := []*corev1.Pod{gpuPod("m0", 8), gpuPod("m1", 8), gpuPod("m2", 8), gpuPod("m3", 8)}
 	key := gang.Key{Namespace: "ml", Name: "g"}
 	for _, m := range members {
@@ -216,6 +204,53 @@ func TestPreFilterPlansThePodTheIndexHasNotSeen(t *testing.T) {
 	if got, want := sets.KeySet(ap.rank), sets.New("r1-n0", "r1-n1", "r1-n2", "r1-n3"); !got.Equal(want) {
 		t.Errorf("plan's nodes %v, want rack-1's %v", sets.List(got), sets.List(want))
 	}
+}
+
+// A gang that cannot be placed whole beside the capacity another gang's plan sets
+// aside is refused before any member is reserved: going on, it would hold nodes at
+// Permit that the other gang was promised.
+func TestPlanForRefusesAGangThatFitsOnlyOnClaimedCapacity(t *testing.T) {
+	nodes := twoRacks(nil)
+	other := &activePlan{need: 4, reserved: 1, created: time.Now(), claims: map[string]map[corev1.ResourceName]int64{}}
+	for i := range 4 {
+		other.claims[fmt.Sprintf("r0-n%d", i)] = map[corev1.ResourceName]int64{"nvidia.com/gpu": 8000, corev1.ResourcePods: 1000}
+	}
+	key := gang.Key{Namespace: "ml", Name: "g"}
+	members := []*corev1.Pod{gpuPod("m0", 8), gpuPod("m1", 8), gpuPod("m2", 8), gpuPod("m3", 8), gpuPod("m4", 8)}
+	views := &gangview.Registry{}
+	views.Set("kubenexus-scheduler", func(gang.Key) []*corev1.Pod { return append([]*corev1.Pod(nil), members...) })
+	pl := &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, gangs: views, now: time.Now,
+		plans: map[gang.Key]*activePlan{{Namespace: "ml", Name: "other"}: other}, relaxed: map[gang.Key]time.Time{}}
+
+	_, st := pl.planFor(key, members[0], topology.Policy{Level: len(topology.DefaultLevels) - 1}, nodes)
+	if st.Code() != fwk.Unschedulable {
+		t.Fatalf("five whole nodes asked, four free beside another gang's claims: status %v, want Unschedulable", st)
+	}
+	if want := "InsufficientCapacity: gang ml/g: 4 of its 5 pending members (5 × 8 nvidia.com/gpu) fit beside the capacity set aside for gangs being placed; it waits for them"; st.Message() != want {
+		t.Errorf("message %q, want %q", st.Message(), want)
+	}
+	if pl.plans[key] != nil {
+		t.Error("the refused gang got a plan")
+	}
+}
+
+// twoRacks is two racks of four 8-GPU nodes, r<rack>-n<i>; used holds GPUs taken per node.
+func twoRacks(used map[string]int64) []fwk.NodeInfo {
+	var nodes []fwk.NodeInfo
+	for r := range 2 {
+		for i := range 4 {
+			name := fmt.Sprintf("r%d-n%d", r, i)
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"network.kubenexus.io/rack": fmt.Sprintf("rack-%d", r)}},
+				Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}}}
+			ni := schedframework.NewNodeInfo()
+			ni.SetNode(node)
+			if g := used[name]; g > 0 {
+				ni.AddPod(gpuPod("taken-"+name, g))
+			}
+			nodes = append(nodes, ni)
+		}
+	}
+	return nodes
 }
 
 func gpuPod(name string, gpus int64) *corev1.Pod {

@@ -93,17 +93,27 @@ func isSchedulableAfterPodDeleted(_ klog.Logger, _ *corev1.Pod, oldObj, _ any) (
 	return fwk.Queue, nil
 }
 
-// PostFilter: a member of a preferred plan that found no node among the plan's
-// nodes relaxes the gang's plans to scoring only, so that the gang is not held to a
+// PostFilter: a member that found no node means its gang cannot complete this
+// attempt (Coscheduling rejects it unless its quorum is placed): the plan is dropped,
+// so that the capacity it set aside is not kept from other gangs while this one
+// backs off. A member of a preferred plan that found no node among the plan's nodes
+// also relaxes the gang's plans to scoring only, so that the gang is not held to a
 // domain other filters refuse. It never makes room itself.
 func (pl *Plugin) PostFilter(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	if s := readState(cs); s != nil && s.restricted && !s.plan.policy.Required {
-		pl.mu.Lock()
+	s := readState(cs)
+	if s == nil {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	pl.mu.Lock()
+	if pl.plans[s.key] == s.plan {
+		delete(pl.plans, s.key)
+	}
+	relax := s.restricted && !s.plan.policy.Required
+	if relax {
 		pl.relaxed[s.key] = pl.now()
-		if pl.plans[s.key] == s.plan {
-			delete(pl.plans, s.key)
-		}
-		pl.mu.Unlock()
+	}
+	pl.mu.Unlock()
+	if relax {
 		klog.V(4).InfoS("Relaxed a preferred gang plan to scoring", "gang", s.key)
 	}
 	return nil, fwk.NewStatus(fwk.Unschedulable)
