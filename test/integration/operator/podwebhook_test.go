@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionv1 "k8s.io/api/admission/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -260,6 +261,31 @@ var _ = Describe("Pod webhook", Ordered, func() {
 				return pg.Spec.MinMember, err
 			}).WithTimeout(20*time.Second).Should(Equal(min), gang)
 		}
+	})
+
+	It("owns a JobSet gang's PodGroup by the JobSet, found through the child Job that controls the pods", func() {
+		// JobSet v0.8 labels its pods with the JobSet's name but not its UID; the pods
+		// are controlled by a child Job, which the JobSet controls.
+		js := owner("jobset.x-k8s.io/v1alpha2", "JobSet", nsGold, "js8", map[string]any{"replicatedJobs": []any{
+			map[string]any{"name": "workers", "replicas": int64(1), "template": map[string]any{"spec": map[string]any{"parallelism": int64(2)}}}}})
+		job := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: "js8-workers-0", Namespace: nsGold, OwnerReferences: []metav1.OwnerReference{
+				{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "js8", UID: js.GetUID(), Controller: ptr.To(true)}}},
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "w", Image: "worker"}}}}},
+		}
+		Expect(k8sClient.Create(suiteCtx, job)).To(Succeed())
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, testutil.MakePod(fmt.Sprintf("js8-workers-0-%d", i), nsGold).
+				Label("jobset.sigs.k8s.io/jobset-name", "js8").Label("jobset.sigs.k8s.io/replicatedjob-name", "workers").
+				OwnerUID("batch/v1", "Job", job.Name, job.UID).Obj())).To(Succeed())
+		}
+		want := []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "js8", UID: js.GetUID()}}
+		Eventually(func() ([]metav1.OwnerReference, error) {
+			pg := &v1alpha1.PodGroup{}
+			err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: nsGold, Name: "js8-jobset"}, pg)
+			return pg.OwnerReferences, err
+		}).WithTimeout(20 * time.Second).Should(Equal(want))
 	})
 
 	It("refuses a PodGroup whose minMember its owner can never reach", func() {

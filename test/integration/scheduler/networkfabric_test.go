@@ -193,12 +193,7 @@ var _ = Describe("NetworkFabric", func() {
 		premium := testutil.MakeHardwareTier(hw("premium"), 100).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw("premium")}}).
 			Tenants(v1alpha1.TenantTierGold).Obj()
 		economy := testutil.MakeHardwareTier(hw("economy"), 10).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw("economy")}}).Obj()
-		for _, t := range []*v1alpha1.HardwareTier{premium, economy} {
-			Expect(k8sClient.Create(suiteCtx, t)).To(Succeed())
-			DeferCleanup(func(t *v1alpha1.HardwareTier) {
-				Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, t))).To(Succeed())
-			}, t)
-		}
+		createHardwareTiers(premium, economy)
 
 		// Three 1-CPU pods: the CPU servers hold them.
 		tc.gang("cpu-small", 3, "1", "")

@@ -37,12 +37,7 @@ var _ = Describe("TenantHardware", func() {
 		premium := testutil.MakeHardwareTier(hw("premium"), 100).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw("premium")}}).
 			Tenants(v1alpha1.TenantTierGold).Borrowing(v1alpha1.BorrowingPreemptible).Obj()
 		economy := testutil.MakeHardwareTier(hw("economy"), 10).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw("economy")}}).Obj()
-		for _, t := range []*v1alpha1.HardwareTier{premium, economy} {
-			Expect(k8sClient.Create(suiteCtx, t)).To(Succeed())
-			DeferCleanup(func(t *v1alpha1.HardwareTier) {
-				Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, t))).To(Succeed())
-			}, t)
-		}
+		createHardwareTiers(premium, economy)
 		Expect(k8sClient.Create(suiteCtx, tc.pod("gold-0").Req("cpu", "500m").Obj())).To(Succeed())
 		Eventually(tc.nodeOf("gold-0")).WithTimeout(testutil.Timeout).Should(HavePrefix(tc.ns + "-premium-"))
 
@@ -304,4 +299,16 @@ func goldClusterWithCQLimitedTier() (*testCluster, *v1alpha1.HardwareTier) {
 	Expect(k8sClient.Create(suiteCtx, limited)).To(Succeed())
 	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, limited))).To(Succeed()) })
 	return tc, limited
+}
+
+// createHardwareTiers creates cluster-scoped HardwareTiers and deletes them when the
+// spec ends.
+func createHardwareTiers(tiers ...*v1alpha1.HardwareTier) {
+	GinkgoHelper()
+	for _, t := range tiers {
+		Expect(k8sClient.Create(suiteCtx, t)).To(Succeed())
+		DeferCleanup(func(t *v1alpha1.HardwareTier) {
+			Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, t))).To(Succeed())
+		}, t)
+	}
 }
