@@ -86,6 +86,9 @@ type Scarcity struct {
 	// expected[i] is how many tasks of demand[i] are expected before the free GPUs run
 	// out, if tasks keep arriving in the demand's mix.
 	expected []float64
+	// pressure is, per GPU model, the share of its free GPUs that the expected tasks
+	// bound to some models only (Need.Models) will ask for, at most 1.
+	pressure map[string]float64
 }
 
 // NewScarcity counts the hosts of every shape of the demand among rooms (every node's
@@ -122,7 +125,53 @@ func NewScarcity(rooms []Room, d Demand) Scarcity {
 			s.expected[i] = n.Weight * float64(usable[i]) / weightedGPUs
 		}
 	}
+	s.pressure = modelPressure(rooms, d, weightedGPUs)
 	return s
+}
+
+// modelPressure is, per GPU model, the share of the model's free GPUs that tasks
+// bound to a set of models are expected to take before the cluster's free GPUs run
+// out (their share of the demand's GPUs times the free GPUs, spread over their
+// models by free GPUs), at most 1. A model that bound tasks will exhaust is one that
+// tasks free to go anywhere should leave to them.
+func modelPressure(rooms []Room, d Demand, weightedGPUs float64) map[string]float64 {
+	free := map[string]float64{}
+	var total float64
+	for _, r := range rooms {
+		if r.GPUs > 0 {
+			free[r.Model] += float64(r.GPUs)
+			total += float64(r.GPUs)
+		}
+	}
+	reserved := map[string]float64{}
+	for _, n := range d {
+		if n.Weight <= 0 || n.Models == nil {
+			continue
+		}
+		var usable float64
+		for _, m := range n.Models {
+			usable += free[m]
+		}
+		if usable == 0 {
+			continue
+		}
+		expectedGPUs := n.Weight * float64(n.GPUs) * total / weightedGPUs
+		for _, m := range n.Models {
+			reserved[m] += expectedGPUs * free[m] / usable
+		}
+	}
+	out := make(map[string]float64, len(reserved))
+	for m, r := range reserved {
+		out[m] = min(1, r/free[m])
+	}
+	return out
+}
+
+// Claimed is the GPUs of model-bound demand that placing req on a node with free
+// room takes: req's GPUs times the pressure on the node's model. Among nodes a task
+// may use, it is lowest on the models bound tasks need least.
+func (s Scarcity) Claimed(free, req Room) float64 {
+	return float64(req.GPUs) * s.pressure[free.Model]
 }
 
 // Lost is the GPUs of expected demand that placing req on a node with free room

@@ -138,3 +138,23 @@ func TestFragmentationByModel(t *testing.T) {
 		t.Errorf("splitting a T4 node costs %v, want 0: no task that needs 8 may use it", got)
 	}
 }
+
+// Tasks bound to a model press on that model's free GPUs: a task free to go anywhere
+// is charged for taking GPUs of a model bound tasks will need, not of one they will not.
+func TestClaimedByModelBoundDemand(t *testing.T) {
+	rooms := []Room{{GPUs: 8, MilliCPU: 64000, Memory: 1 << 40, Model: "A100"}, {GPUs: 8, MilliCPU: 64000, Memory: 1 << 40, Model: "T4"}}
+	d := Demand{
+		{GPUs: 1, Weight: 1, MilliCPU: 1000, Memory: 1 << 30},
+		{GPUs: 1, Weight: 1, MilliCPU: 1000, Memory: 1 << 30, Models: []string{"A100"}},
+	}
+	s := NewScarcity(rooms, d)
+	one := Room{GPUs: 1, MilliCPU: 1000, Memory: 1 << 30}
+	// Half the demand's GPUs is bound to the A100s: 8 of the 16 free GPUs, all of the
+	// A100s' 8.
+	if got := s.Claimed(rooms[0], one); math.Abs(got-1) > 1e-9 {
+		t.Errorf("one GPU of an A100 node: claimed %v, want 1 (bound tasks need every A100)", got)
+	}
+	if got := s.Claimed(rooms[1], one); got != 0 {
+		t.Errorf("one GPU of a T4 node: claimed %v, want 0 (no task is bound to T4s)", got)
+	}
+}

@@ -208,8 +208,8 @@ func (pl *Plugin) rooms(feasible []fwk.NodeInfo, held func(fwk.NodeInfo) map[cor
 }
 
 // Score is minus the rise in the node's fragmentation plus the GPUs of expected
-// demand the placement leaves without a host (placement.Scarcity), in thousandths of
-// a GPU, lowered by breakPenalty when the placement takes one of the last hosts of a size
+// demand the placement leaves without a host and the GPUs of demand bound to the
+// node's model it takes (placement.Scarcity), in thousandths of a GPU, lowered by breakPenalty when the placement takes one of the last hosts of a size
 // queued pods need. NormalizeScore maps it to 0–100.
 func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
 	d, err := cs.Read(stateKey)
@@ -221,7 +221,7 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni 
 	if free.GPUs < s.req.GPUs {
 		return -breakPenalty - 1<<20, nil // does not fit (Filter has already said so): the bottom of the lower band
 	}
-	score := -int64(math.Round((placement.FragmentationDelta(free, s.req, s.demand) + s.scarcity.Lost(free, s.req)) * 1000))
+	score := -int64(math.Round((placement.FragmentationDelta(free, s.req, s.demand) + s.scarcity.Lost(free, s.req) + s.scarcity.Claimed(free, s.req)) * 1000))
 	if placement.Breaks(free.GPUs, s.req.GPUs, s.queued, s.hosts) || s.breaksClique(ni, s.req.GPUs, pl.capacity(ni)) {
 		score -= breakPenalty
 	}
