@@ -9,6 +9,7 @@ package gangpreemption
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -290,22 +291,22 @@ func (pl *Plugin) waiting(owner string, pod *corev1.Pod) (msg, node string) {
 		}
 	}
 	open := 0
-	need := nodefree.Tally[string]{}
+	var unplaced []claim
 	for _, c := range p.claims {
 		if c.pod.UID == pod.UID {
 			node = c.node
 		}
 		if pl.exists(c.pod) && !pl.bound(c.pod) {
 			open++
-			if !pl.placed(c.pod, c.node) {
-				need.Add(c.node, c.req, 1)
+			if !pl.placedOnClaimed(c.pod, p.claims) {
+				unplaced = append(unplaced, c)
 			}
 		}
 	}
 	switch {
 	case left > 0:
 		return fmt.Sprintf("waiting for %d preempted pod(s) to terminate", left), node
-	case open > 0 && pl.roomHolds(need):
+	case open > 0 && pl.roomHolds(unplaced, p.claims):
 		return fmt.Sprintf("waiting for %d member(s) to take the room preemption made", open), node
 	}
 	// Done, or the room was taken by others meanwhile: the gang may choose again.
@@ -313,32 +314,66 @@ func (pl *Plugin) waiting(owner string, pod *corev1.Pod) (msg, node string) {
 	return "", ""
 }
 
-// placed reports whether the pod is in the snapshot on node (assumed or waiting at
-// Permit there): its room is taken by itself.
-func (pl *Plugin) placed(p *corev1.Pod, node string) bool {
-	ni, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(node)
-	if err != nil {
-		return false
-	}
-	for _, q := range ni.GetPods() {
-		if q.GetPod().UID == p.UID {
-			return true
+// placedOnClaimed reports whether the pod is in the snapshot (assumed or waiting at
+// Permit) on one of the preemption's claimed nodes: members need not take the very
+// node their claim names, and one that took another member's claimed node has taken
+// that room, not lost its own.
+func (pl *Plugin) placedOnClaimed(p *corev1.Pod, claims []claim) bool {
+	seen := map[string]bool{}
+	for _, c := range claims {
+		if seen[c.node] {
+			continue
+		}
+		seen[c.node] = true
+		ni, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(c.node)
+		if err != nil {
+			continue
+		}
+		for _, q := range ni.GetPods() {
+			if q.GetPod().UID == p.UID {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-// roomHolds reports whether the snapshot still has the room claimed on each node.
-func (pl *Plugin) roomHolds(need nodefree.Tally[string]) bool {
-	for node, req := range need {
-		ni, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(node)
-		if err != nil {
+// roomHolds reports whether the members not placed yet still fit the free room of
+// the preemption's claimed nodes, each on its own claimed node first, else on any of
+// them. The room preemption made is the claimed nodes' together: members placed on
+// each other's nodes must not make it look taken and trigger a second preemption.
+func (pl *Plugin) roomHolds(unplaced, claims []claim) bool {
+	free := map[string]map[corev1.ResourceName]int64{}
+	for _, c := range claims {
+		if _, ok := free[c.node]; ok {
+			continue
+		}
+		free[c.node] = nil
+		if ni, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(c.node); err == nil {
+			free[c.node] = nodefree.All(ni)
+		}
+	}
+	take := func(node string, req map[corev1.ResourceName]int64) bool {
+		room := free[node]
+		if room == nil {
 			return false
 		}
 		for name, v := range req {
-			if nodefree.Of(ni, name) < v {
+			if room[name] < v {
 				return false
 			}
+		}
+		for name, v := range req {
+			room[name] -= v
+		}
+		return true
+	}
+	for _, m := range unplaced {
+		if take(m.node, m.req) {
+			continue
+		}
+		if !slices.ContainsFunc(claims, func(c claim) bool { return c.node != m.node && take(c.node, m.req) }) {
+			return false
 		}
 	}
 	return true
