@@ -1,8 +1,6 @@
 package workload
 
 import (
-	"errors"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,10 +15,6 @@ const maxOwnerDepth = 6
 // namespace (nil when the object has none). An error stops the walk.
 type ControllerOfFunc func(namespace string, ref metav1.OwnerReference) (*metav1.OwnerReference, error)
 
-// errOwnerLoop is returned for controller references that come back to an object
-// already seen.
-var errOwnerLoop = errors.New("controller references form a loop")
-
 // ResolveOwner follows controller references from the pod upward until it reaches
 // the gang source's object (same API group, kind and name) and returns the
 // reference to it, with the UID its controlled child names. The chain is read from
@@ -28,21 +22,23 @@ var errOwnerLoop = errors.New("controller references form a loop")
 // JobSet v0.8 writes no jobset-uid label and its pods are controlled by a child Job;
 // a LeaderWorkerSet's pods are controlled by StatefulSets (a worker's by one that
 // the group's leader pod controls). ok is false when the chain ends, or reaches
-// maxOwnerDepth, without reaching the source.
+// maxOwnerDepth, or comes back to an object already seen, without reaching the
+// source, or at a malformed reference; references are anyone's to write, so none of
+// these is an error to retry. Errors come only from controllerOf.
 func (s GangSource) ResolveOwner(pod *corev1.Pod, controllerOf ControllerOfFunc) (metav1.OwnerReference, bool, error) {
 	ref := metav1.GetControllerOfNoCopy(pod)
 	seen := map[string]bool{}
 	for depth := 0; ref != nil && depth < maxOwnerDepth; depth++ {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
 		if err != nil {
-			return metav1.OwnerReference{}, false, err
+			return metav1.OwnerReference{}, false, nil // a malformed reference ends the walk
 		}
 		if gv.Group == s.GVK.Group && ref.Kind == s.GVK.Kind && ref.Name == s.Name {
 			return metav1.OwnerReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}, true, nil
 		}
 		id := string(ref.UID) + "/" + ref.Kind + "/" + ref.Name
 		if seen[id] {
-			return metav1.OwnerReference{}, false, errOwnerLoop
+			return metav1.OwnerReference{}, false, nil // a loop of references ends the walk
 		}
 		seen[id] = true
 		if ref, err = controllerOf(pod.Namespace, *ref); err != nil {
