@@ -308,8 +308,8 @@ func fit(nodes []*PlanNode, shapes []Shape, dominant corev1.ResourceName) (int, 
 
 // fitInto places as many of the remaining members as fit on nodes (largest shapes
 // first, each onto the nodes with the least room for it first, so that the domain
-// is filled compactly, and onto nodes marked Last only after the others), recording claims and decrementing remaining. It returns the
-// number of members placed.
+// is filled compactly, and onto nodes marked Last only after the others), recording
+// claims and decrementing remaining. It returns the number of members placed.
 func fitInto(nodes []*PlanNode, remaining []Shape, claims map[string]map[corev1.ResourceName]int64) int {
 	order := make([]int, len(remaining))
 	for i := range order {
