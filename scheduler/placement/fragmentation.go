@@ -89,6 +89,9 @@ type Scarcity struct {
 	// pressure is, per GPU model, the share of its free GPUs that the expected tasks
 	// bound to some models only (Need.Models) will ask for, at most 1.
 	pressure map[string]float64
+	// slack is, per GPU model, its free GPUs less those the expected bound tasks will
+	// ask for (negative: more than it has).
+	slack map[string]float64
 }
 
 // NewScarcity counts the hosts of every shape of the demand among rooms (every node's
@@ -125,16 +128,17 @@ func NewScarcity(rooms []Room, d Demand) Scarcity {
 			s.expected[i] = n.Weight * float64(usable[i]) / weightedGPUs
 		}
 	}
-	s.pressure = modelPressure(rooms, d, weightedGPUs)
+	s.pressure, s.slack = modelPressure(rooms, d, weightedGPUs)
 	return s
 }
 
 // modelPressure is, per GPU model, the share of the model's free GPUs that tasks
 // bound to a set of models are expected to take before the cluster's free GPUs run
 // out (their share of the demand's GPUs times the free GPUs, spread over their
-// models by free GPUs), at most 1. A model that bound tasks will exhaust is one that
-// tasks free to go anywhere should leave to them.
-func modelPressure(rooms []Room, d Demand, weightedGPUs float64) map[string]float64 {
+// models by free GPUs), at most 1, and the model's slack: its free GPUs less those.
+// A model that bound tasks will exhaust is one that tasks free to go anywhere should
+// leave to them.
+func modelPressure(rooms []Room, d Demand, weightedGPUs float64) (pressure, slack map[string]float64) {
 	free := map[string]float64{}
 	var total float64
 	for _, r := range rooms {
@@ -160,18 +164,32 @@ func modelPressure(rooms []Room, d Demand, weightedGPUs float64) map[string]floa
 			reserved[m] += expectedGPUs * free[m] / usable
 		}
 	}
-	out := make(map[string]float64, len(reserved))
+	pressure, slack = make(map[string]float64, len(reserved)), make(map[string]float64, len(reserved))
 	for m, r := range reserved {
-		out[m] = min(1, r/free[m])
+		pressure[m], slack[m] = min(1, r/free[m]), free[m]-r
 	}
-	return out
+	return pressure, slack
 }
 
-// Claimed is the GPUs of model-bound demand that placing req on a node with free
-// room takes: req's GPUs times the pressure on the node's model. Among nodes a task
-// may use, it is lowest on the models bound tasks need least.
+// shortfallCost is what one GPU that expected bound tasks will lack costs, in GPUs of
+// fragmentation: a bound task that finds its models full fails outright, which is
+// worse than a whole eight-GPU node left broken, so taking a model's last GPUs from
+// its bound tasks ranks below placements that only fragment.
+const shortfallCost = 8
+
+// Claimed is what placing req on a node with free room takes from model-bound demand:
+// req's GPUs times the pressure on the node's model, and, for the GPUs that eat into
+// what the model's expected bound tasks need (beyond its slack), shortfallCost each.
+// Among nodes a task may use, it is lowest on the models bound tasks need least, and
+// a task free to go anywhere leaves a model to the tasks bound to it while another
+// model has room to spare.
 func (s Scarcity) Claimed(free, req Room) float64 {
-	return float64(req.GPUs) * s.pressure[free.Model]
+	g := float64(req.GPUs)
+	short := 0.0
+	if slack, bound := s.slack[free.Model]; bound {
+		short = min(g, max(0, g-slack))
+	}
+	return g*s.pressure[free.Model] + shortfallCost*short
 }
 
 // Lost is the GPUs of expected demand that placing req on a node with free room
@@ -280,4 +298,41 @@ func LargestGangs(nodes []GPUNode, levels []topology.Level) []PlaceableGang {
 		}
 	}
 	return out
+}
+
+// Backing is the CPU (milli) and memory (bytes) the demand asks for beside each GPU,
+// averaged over its GPUs (zero for an empty demand).
+func (d Demand) Backing() (milliCPU, memory float64) {
+	var gpus float64
+	for _, n := range d {
+		if n.Weight > 0 && n.GPUs > 0 {
+			w := n.Weight
+			gpus += w * float64(n.GPUs)
+			milliCPU += w * float64(n.MilliCPU)
+			memory += w * float64(n.Memory)
+		}
+	}
+	if gpus == 0 {
+		return 0, 0
+	}
+	return milliCPU / gpus, memory / gpus
+}
+
+// Unbacked is how many of a node's free GPUs its free CPU and memory cannot back at
+// milliCPU and memory per GPU: GPUs that tasks of the demand's mix could not use for
+// want of the CPU or memory beside them. It grows smoothly as a task that asks for no
+// GPU eats into a node's CPU or memory surplus, where FGD's per-shape count only moves
+// when the last task of a shape stops fitting.
+func Unbacked(free Room, milliCPU, memory float64) float64 {
+	if free.GPUs <= 0 {
+		return 0
+	}
+	backed := float64(free.GPUs)
+	if milliCPU > 0 {
+		backed = min(backed, max(0, float64(free.MilliCPU))/milliCPU)
+	}
+	if memory > 0 {
+		backed = min(backed, max(0, float64(free.Memory))/memory)
+	}
+	return float64(free.GPUs) - backed
 }

@@ -140,19 +140,27 @@ func TestFragmentationByModel(t *testing.T) {
 }
 
 // Tasks bound to a model press on that model's free GPUs: a task free to go anywhere
-// is charged for taking GPUs of a model bound tasks will need, not of one they will not.
+// is charged for taking GPUs of a model bound tasks will need, not of one they will
+// not, and heavily for the GPUs beyond the model's slack.
 func TestClaimedByModelBoundDemand(t *testing.T) {
 	rooms := []Room{{GPUs: 8, MilliCPU: 64000, Memory: 1 << 40, Model: "A100"}, {GPUs: 8, MilliCPU: 64000, Memory: 1 << 40, Model: "T4"}}
-	d := Demand{
-		{GPUs: 1, Weight: 1, MilliCPU: 1000, Memory: 1 << 30},
-		{GPUs: 1, Weight: 1, MilliCPU: 1000, Memory: 1 << 30, Models: []string{"A100"}},
-	}
-	s := NewScarcity(rooms, d)
 	one := Room{GPUs: 1, MilliCPU: 1000, Memory: 1 << 30}
-	// Half the demand's GPUs is bound to the A100s: 8 of the 16 free GPUs, all of the
-	// A100s' 8.
-	if got := s.Claimed(rooms[0], one); math.Abs(got-1) > 1e-9 {
-		t.Errorf("one GPU of an A100 node: claimed %v, want 1 (bound tasks need every A100)", got)
+	demand := func(unbound, bound float64) Demand {
+		return Demand{
+			{GPUs: 1, Weight: unbound, MilliCPU: 1000, Memory: 1 << 30},
+			{GPUs: 1, Weight: bound, MilliCPU: 1000, Memory: 1 << 30, Models: []string{"A100"}},
+		}
+	}
+	// A quarter of the demand's GPUs is bound to the A100s: 4 of the 16 free GPUs,
+	// half the A100s' 8; 4 to spare.
+	s := NewScarcity(rooms, demand(3, 1))
+	if got := s.Claimed(rooms[0], one); math.Abs(got-0.5) > 1e-9 {
+		t.Errorf("one GPU of an A100 node with 4 to spare: claimed %v, want 0.5", got)
+	}
+	// Half of it: 8 of the 16, every A100. A GPU taken is one a bound task will lack.
+	s = NewScarcity(rooms, demand(1, 1))
+	if got := s.Claimed(rooms[0], one); math.Abs(got-(1+shortfallCost)) > 1e-9 {
+		t.Errorf("one GPU of an A100 node bound tasks need whole: claimed %v, want %v", got, 1+shortfallCost)
 	}
 	if got := s.Claimed(rooms[1], one); got != 0 {
 		t.Errorf("one GPU of a T4 node: claimed %v, want 0 (no task is bound to T4s)", got)

@@ -99,6 +99,7 @@ func main() {
 	variantsFlag := flag.String("variants", "", "replay variants of the trace instead of the trace itself: \"name:cpu=0.1,sharing=0.6,model=0.33;...\" "+
 		"(cpu: share of CPU-only tasks; sharing, model: shares of GPU tasks that share a GPU or require one GPU model; a key left out keeps the trace's)")
 	variantSeed := flag.Int64("variant-seed", 1, "seed of the first variant (the n-th uses seed+n-1)")
+	flag.IntVar(&verbosity, "v", 1, "log verbosity of the schedulers (their logs are kept in the control plane's directory)")
 	flag.Parse()
 	variants, err := parseVariants(*variantsFlag, *variantSeed)
 	if err != nil {
@@ -111,7 +112,10 @@ func main() {
 	}
 }
 
-var shuffleSeed int64
+var (
+	shuffleSeed int64
+	verbosity   int
+)
 
 func run(nodesFile, podsFile, binDir, out string, armNames []string, variants []variant) error {
 	ctx := context.Background()
@@ -231,6 +235,14 @@ type result struct {
 	curve               []point
 	fractionalTasks     int
 	allocatedGPUsAtStop int64
+	failures            []failure
+}
+
+// failure is a refused task and the scheduler's reason.
+type failure struct {
+	task            task
+	unallocatedGPUs int64 // in the cluster when it was refused
+	message         string
 }
 
 func replay(ctx context.Context, c client.Client, cs kubernetes.Interface, dir, kcPath string, a arm, nodes []traceNode, tasks []task, totalGPUs int64) (result, error) {
@@ -244,8 +256,8 @@ func replay(ctx context.Context, c client.Client, cs kubernetes.Interface, dir, 
 
 	// Outcomes of the pods, from an informer on the namespace.
 	type outcome struct {
-		node   string
-		failed bool
+		node, message string
+		failed        bool
 	}
 	var mu sync.Mutex
 	waiting := map[string]chan outcome{}
@@ -262,7 +274,7 @@ func replay(ctx context.Context, c client.Client, cs kubernetes.Interface, dir, 
 			refused := false
 			for _, cond := range p.Status.Conditions {
 				if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
-					refused = true
+					refused, o.message = true, cond.Message
 				}
 			}
 			if !refused {
@@ -302,7 +314,7 @@ profiles:
 		return result{}, err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(a.binary, "--config="+cfgPath, "--secure-port=0", "--v=1")
+	cmd := exec.Command(a.binary, "--config="+cfgPath, "--secure-port=0", "--v="+strconv.Itoa(verbosity))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return result{}, err
@@ -337,6 +349,7 @@ profiles:
 		}
 		if o.failed {
 			r.failed++
+			r.failures = append(r.failures, failure{task: t, unallocatedGPUs: totalGPUs - allocated, message: o.message})
 			if t.gpus > 0 {
 				r.gpuFailed++
 				if r.firstFailUnalloc < 0 {

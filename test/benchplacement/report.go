@@ -35,6 +35,9 @@ func write(out, nodesFile, podsFile string, totalGPUs int64, results []result) e
 	if err := f.Close(); err != nil {
 		return err
 	}
+	if err := writeFailures(filepath.Join(out, "failures.csv"), results); err != nil {
+		return err
+	}
 	if err := plotCurves(filepath.Join(out, "allocation.png"), filepath.Base(podsFile), results); err != nil {
 		return err
 	}
@@ -149,4 +152,27 @@ func writeVariants(out string, variants []variant, all map[string][]result) erro
 	}
 	fmt.Print(b.String())
 	return os.WriteFile(filepath.Join(out, "variants.md"), []byte(b.String()), 0o644)
+}
+
+// writeFailures lists every refused task of every arm with its shape and the
+// scheduler's reason, to compare what each arm could not place.
+func writeFailures(path string, results []result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	_ = w.Write([]string{"arm", "task", "gpus", "fractional", "cpu_milli", "memory_mib", "models", "unallocated_gpus", "message"})
+	for _, r := range results {
+		for _, x := range r.failures {
+			t := x.task
+			_ = w.Write([]string{r.arm, t.name, strconv.FormatInt(t.gpus, 10), strconv.FormatBool(t.fractional), strconv.FormatInt(t.cpuMilli, 10),
+				strconv.FormatInt(t.mib, 10), strings.Join(t.models, "|"), strconv.FormatInt(x.unallocatedGPUs, 10), x.message})
+		}
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return err
+	}
+	return f.Close()
 }

@@ -124,6 +124,13 @@ func (t *tracker) observe(p *corev1.Pod, added bool) {
 	}
 }
 
+// empty reports whether no GPU pod waits and none arrived lately.
+func (t *tracker) empty() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.waiting) == 0 && len(t.arrivals) == 0
+}
+
 // unqueue forgets a queued pod (callers hold mu).
 func (t *tracker) unqueue(uid types.UID) {
 	sh, ok := t.queued[uid]

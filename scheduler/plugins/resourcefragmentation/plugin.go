@@ -128,6 +128,8 @@ type stateData struct {
 	// held is what reservations of other owners hold on a node against the pod (nil:
 	// none): room the pod cannot use is not free to it.
 	held func(fwk.NodeInfo) map[corev1.ResourceName]int64
+	// backCPU and backMemory are the CPU and memory the demand asks for per GPU.
+	backCPU, backMemory float64
 }
 
 func (s *stateData) Clone() fwk.StateData { return s }
@@ -138,12 +140,18 @@ func (s *stateData) Clone() fwk.StateData { return s }
 // shapes), once per GPU pod.
 func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	sh := shapeOf(pod, pl.gpus)
+	held := pl.heldFor(pod)
 	if sh.gpus == 0 {
-		return fwk.NewStatus(fwk.Skip)
+		// A pod that asks for no GPU still takes CPU and memory that GPU tasks need
+		// beside their GPUs: it is scored while GPU pods are expected and one of its
+		// nodes has GPUs free, and skipped otherwise.
+		if pl.demand.empty() || !pl.anyFreeGPUs(nodes, held) {
+			return fwk.NewStatus(fwk.Skip)
+		}
+		sh = cpuShapeOf(pod)
 	}
 	req := placement.Room{GPUs: sh.gpus, MilliCPU: sh.milliCPU, Memory: sh.memory}
 	demand, queued := pl.demand.snapshot(pod.UID)
-	held := pl.heldFor(pod)
 	hosts := map[int64]int{}
 	cliqueNodes, cliqueBusy := map[string]int{}, map[string]bool{}
 	for _, ni := range nodes {
@@ -170,8 +178,19 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	for _, n := range demand {
 		s.wholeNode = max(s.wholeNode, n.GPUs)
 	}
+	s.backCPU, s.backMemory = demand.Backing()
 	cs.Write(stateKey, s)
 	return nil
+}
+
+// anyFreeGPUs reports whether one of the nodes has a GPU free.
+func (pl *Plugin) anyFreeGPUs(nodes []fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64) bool {
+	for _, ni := range nodes {
+		if pl.capacity(ni) > 0 && pl.room(ni, held).GPUs > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // heldFor returns what reservations of other owners hold on a node against the pod
@@ -221,7 +240,14 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni 
 	if free.GPUs < s.req.GPUs {
 		return -breakPenalty - 1<<20, nil // does not fit (Filter has already said so): the bottom of the lower band
 	}
-	score := -int64(math.Round((placement.FragmentationDelta(free, s.req, s.demand) + s.scarcity.Lost(free, s.req) + s.scarcity.Claimed(free, s.req)) * 1000))
+	cost := placement.FragmentationDelta(free, s.req, s.demand) + s.scarcity.Lost(free, s.req)
+	if s.req.GPUs == 0 {
+		// No GPU taken: what counts is the CPU and memory it takes from GPUs.
+		after := placement.Room{GPUs: free.GPUs, MilliCPU: free.MilliCPU - s.req.MilliCPU, Memory: free.Memory - s.req.Memory, Model: free.Model}
+		cost += placement.Unbacked(after, s.backCPU, s.backMemory) - placement.Unbacked(free, s.backCPU, s.backMemory)
+		return -int64(math.Round(cost * 1000)), nil
+	}
+	score := -int64(math.Round((cost + s.scarcity.Claimed(free, s.req)) * 1000))
 	if placement.Breaks(free.GPUs, s.req.GPUs, s.queued, s.hosts) || s.breaksClique(ni, s.req.GPUs, pl.capacity(ni)) {
 		score -= breakPenalty
 	}
@@ -318,6 +344,12 @@ func shapeOf(pod *corev1.Pod, gpus []corev1.ResourceName) shape {
 		}
 	}
 	return sh
+}
+
+// cpuShapeOf is the CPU and memory a pod that asks for no GPU requests.
+func cpuShapeOf(pod *corev1.Pod) shape {
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	return shape{milliCPU: reqs.Cpu().MilliValue(), memory: reqs.Memory().Value()}
 }
 
 // namesGPU reports whether any container of the pod requests or limits a GPU

@@ -112,11 +112,42 @@ func TestQueuedWholeNodeDemandKeepsPristineNodesWhole(t *testing.T) {
 	}
 }
 
-func TestCPUPodsAreSkipped(t *testing.T) {
+func TestCPUPodsAreSkippedWithoutGPUDemand(t *testing.T) {
 	pl := newPlugin()
 	cs := schedframework.NewCycleState()
 	if st := pl.PreScore(context.Background(), cs, gpuPod("cpu", 0), []fwk.NodeInfo{node("a", 0)}); !st.IsSkip() {
-		t.Errorf("PreScore for a CPU pod: %v, want Skip", st)
+		t.Errorf("PreScore for a CPU pod with no GPU pod expected: %v, want Skip", st)
+	}
+	// GPU pods expected, but none of the pod's nodes has a GPU free.
+	pl = newPlugin(shapedPod("past", 1, "4", "16Gi"))
+	pl.demand.unqueue("past")
+	if st := pl.PreScore(context.Background(), cs, gpuPod("cpu", 0), []fwk.NodeInfo{node("full", 8)}); !st.IsSkip() {
+		t.Errorf("PreScore for a CPU pod whose nodes have no GPU free: %v, want Skip", st)
+	}
+}
+
+// A pod that asks for no GPU takes the CPU that GPU tasks need beside their GPUs: it
+// goes where taking it strands no GPU — a node without GPUs free, or one whose CPU is
+// more than its free GPUs need — and not where it eats into the CPU those GPUs need.
+func TestCPUPodsLeaveGPUsTheirCPU(t *testing.T) {
+	var past []*corev1.Pod
+	for i := range 4 {
+		past = append(past, shapedPod(fmt.Sprintf("past-%d", i), 1, "8", "32Gi"))
+	}
+	pl := newPlugin(past...)
+	for _, p := range past {
+		pl.demand.unqueue(p.UID)
+	}
+	pod := shapedPod("cpu-task", 0, "16", "16Gi")
+	// 8 GPUs free each; their tasks need 64 CPUs. "tight" has 64: every core taken
+	// strands GPUs. "ample" has 96: 32 to spare. "used-up" has its GPUs taken.
+	tight, ample := sizedNode("tight", "64", "512Gi", 0), sizedNode("ample", "96", "512Gi", 0)
+	usedUp := sizedNode("used-up", "64", "512Gi", 8)
+	if got := best(t, pl, pod, []fwk.NodeInfo{tight, ample}); got != "ample=100" {
+		t.Errorf("the CPU pod went to %s, want ample=100 (its spare CPU strands no GPU)", got)
+	}
+	if got := best(t, pl, pod, []fwk.NodeInfo{tight, usedUp}); got != "used-up=100" {
+		t.Errorf("the CPU pod went to %s, want used-up=100 (no GPU free to strand)", got)
 	}
 }
 
