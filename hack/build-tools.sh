@@ -2,7 +2,7 @@
 # Builds the pinned tools of hack/tools into bin/ from source (Go module proxy only).
 # A tool is rebuilt only when its module's go.mod or go.sum changes (its version stamp).
 # Usage: hack/build-tools.sh [tool...]   (default: all)
-# Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm controller-gen training-operator scheduler-plugins kueue
+# Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm controller-gen training-operator scheduler-plugins kueue
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,6 +20,7 @@ declare -A PKG=(
   [kubectl]=k8s.io/kubernetes/cmd/kubectl
   [training-operator]=github.com/kubeflow/training-operator/cmd/training-operator.v1
   [kwok]=sigs.k8s.io/kwok/cmd/kwok
+  [kwok-stages]=./kwokstages
   [helm]=helm.sh/helm/v3/cmd/helm
   [controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
   [scheduler-plugins]=sigs.k8s.io/scheduler-plugins/cmd/scheduler
@@ -28,7 +29,7 @@ declare -A PKG=(
 # stamp is the version stamp of a tool module: its go.mod, go.sum and this script.
 stamp() { cat "${TOOLS_DIR}/$1/go.mod" "${TOOLS_DIR}/$1/go.sum" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16; }
 
-ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm training-operator scheduler-plugins kueue)
+ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm training-operator scheduler-plugins kueue)
 
 # The module each tool is built in: hack/tools, except Kubeflow's training-operator,
 # scheduler-plugins' kube-scheduler and Kueue (hack/tools/trainingoperator,
