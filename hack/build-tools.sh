@@ -2,7 +2,7 @@
 # Builds the pinned tools of hack/tools into bin/ from source (Go module proxy only).
 # A tool is rebuilt only when its module's go.mod or go.sum changes (its version stamp).
 # Usage: hack/build-tools.sh [tool...]   (default: all)
-# Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm controller-gen training-operator scheduler-plugins kueue
+# Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm controller-gen training-operator scheduler-plugins kueue
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,47 +20,67 @@ declare -A PKG=(
   [kubectl]=k8s.io/kubernetes/cmd/kubectl
   [training-operator]=github.com/kubeflow/training-operator/cmd/training-operator.v1
   [kwok]=sigs.k8s.io/kwok/cmd/kwok
+  [kwok-stages]=./kwokstages
   [helm]=helm.sh/helm/v3/cmd/helm
   [controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
   [scheduler-plugins]=sigs.k8s.io/scheduler-plugins/cmd/scheduler
   [kueue]=sigs.k8s.io/kueue/cmd/kueue
 )
-ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm training-operator scheduler-plugins kueue)
+# stamp is the version stamp of a tool module: its go.mod, go.sum and this script.
+stamp() { cat "${TOOLS_DIR}/$1/go.mod" "${TOOLS_DIR}/$1/go.sum" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16; }
 
-# The module each tool is built in: hack/tools, except kwok, Kubeflow's
-# training-operator, scheduler-plugins' kube-scheduler and Kueue (hack/tools/kwok,
-# hack/tools/trainingoperator, hack/tools/schedulerpluginsbin, hack/tools/kueue),
-# which pin the Kubernetes libraries they were released with.
-declare -A MODDIR=([kwok]=kwok [training-operator]=trainingoperator [scheduler-plugins]=schedulerpluginsbin [kueue]=kueue)
+ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm training-operator scheduler-plugins kueue)
+
+# The module each tool is built in: hack/tools, except Kubeflow's training-operator,
+# scheduler-plugins' kube-scheduler and Kueue (hack/tools/trainingoperator,
+# hack/tools/schedulerpluginsbin, hack/tools/kueue), which pin the Kubernetes
+# libraries they were released with. hack/tools (kwok included) shares its Kubernetes
+# libraries and their dependencies with the main module at the same versions, so the
+# packages compiled for one come from the build cache for the other.
+declare -A MODDIR=([training-operator]=trainingoperator [scheduler-plugins]=schedulerpluginsbin [kueue]=kueue)
 tools=("$@")
 [ ${#tools[@]} -eq 0 ] && tools=("${ORDER[@]}")
 
+# The stale tools, grouped by module: one `go build` per module builds them together
+# (shared packages once, links in parallel).
+declare -A STALE=()
 for t in "${tools[@]}"; do
   pkg="${PKG[$t]:-}"
   if [ -z "${pkg}" ]; then
     echo "build-tools: unknown tool '${t}' (known: ${ORDER[*]})" >&2
     exit 2
   fi
-  moddir="${TOOLS_DIR}/${MODDIR[$t]:-.}"
-  stamp="$(cat "${moddir}/go.mod" "${moddir}/go.sum" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
-  out="${K8S_BIN}/${t}"
-  if [ -x "${out}" ] && [ "$(cat "${out}.stamp" 2>/dev/null)" = "${stamp}" ]; then
+  mod="${MODDIR[$t]:-.}"
+  if [ -x "${K8S_BIN}/${t}" ] && [ "$(cat "${K8S_BIN}/${t}.stamp" 2>/dev/null)" = "$(stamp "${mod}")" ]; then
     continue
   fi
-  echo ">> building ${t} from ${pkg} (first build can take minutes: kube-apiserver ~5 min on 2 cores)"
+  case " ${STALE[${mod}]:-} " in *" ${t} "*) ;; *) STALE[${mod}]="${STALE[${mod}]:-} ${t}" ;; esac
+done
+
+for mod in "${!STALE[@]}"; do
+  read -r -a group <<< "${STALE[${mod}]}"
+  moddir="${TOOLS_DIR}/${mod}"
+  pkgs=()
+  for t in "${group[@]}"; do pkgs+=("${PKG[$t]}"); done
+  echo ">> building ${group[*]} (hack/tools/${mod#.}; a first build takes minutes: kube-apiserver alone ~5 min on 2 cores)"
   start=$(date +%s)
   # Default build flags (no -trimpath, default cgo) so that the k8s.io packages
   # compiled here are reused from the build cache when the tests compile them.
   ldflags="-s -w"
-  if [[ "${pkg}" == k8s.io/kubernetes/* ]]; then
+  kv="$(awk '$1 == "k8s.io/kubernetes" {print $2; exit}' "${moddir}/go.mod")"
+  if [ -n "${kv}" ]; then
     # Report the real version on /version (helm checks a chart's kubeVersion against it).
-    kv="$(awk '$1 == "k8s.io/kubernetes" {print $2; exit}' "${moddir}/go.mod")"
     minor="$(echo "${kv}" | cut -d. -f2)"
     ldflags+=" -X k8s.io/component-base/version.gitVersion=${kv} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor}"
     ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=${kv} -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=${minor}"
   fi
-  (cd "${moddir}" && go build -ldflags "${ldflags}" -o "${out}.tmp" "${pkg}")
-  mv "${out}.tmp" "${out}"
-  echo "${stamp}" > "${out}.stamp"
-  echo ">> built ${t} in $(( $(date +%s) - start ))s"
+  tmp="$(mktemp -d "${K8S_BIN}/.build.XXXXXX")"
+  (cd "${moddir}" && go build -ldflags "${ldflags}" -o "${tmp}/" "${pkgs[@]}")
+  for t in "${group[@]}"; do
+    built="${tmp}/$(basename "${PKG[$t]}")"
+    mv "${built}" "${K8S_BIN}/${t}"
+    stamp "${mod}" > "${K8S_BIN}/${t}.stamp"
+  done
+  rmdir "${tmp}"
+  echo ">> built ${group[*]} in $(( $(date +%s) - start ))s"
 done

@@ -38,7 +38,7 @@ func TestBundleValidates(t *testing.T) {
 		validation.GoodPracticesValidator,
 		validation.AlphaDeprecatedAPIsValidator,
 	)
-	objs := append(b.ObjectsToValidate(), map[string]string{"k8s-version": "1.35"})
+	objs := append(b.ObjectsToValidate(), map[string]string{"k8s-version": "1.37"})
 	for _, res := range validators.Validate(objs...) {
 		for _, e := range res.Errors {
 			t.Errorf("%s: %v", res.Name, e)

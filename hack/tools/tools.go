@@ -10,4 +10,5 @@ import (
 	_ "k8s.io/kubernetes/cmd/kubectl"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "sigs.k8s.io/controller-tools/cmd/controller-gen"
+	_ "sigs.k8s.io/kwok/cmd/kwok"
 )

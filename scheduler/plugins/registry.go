@@ -59,7 +59,7 @@ import (
 // DefaultFeatureGates are kubenexus-scheduler's defaults where they differ from
 // kube-scheduler's. Flags (--feature-gates) still override them.
 //
-// NominatedNodeNameForExpectation (beta, on in 1.35) makes the scheduler write
+// NominatedNodeNameForExpectation (beta, on since 1.35; still in 1.37) makes the scheduler write
 // status.nominatedNodeName for every pod that will wait at Permit: one more API write
 // per gang member. Measured with `make bench` (W2, 500 gangs of 8 on 1000 nodes), it
 // halves gang throughput, while a KubeNexus gang waits at Permit only until its last

@@ -570,7 +570,7 @@ profiles:
 	}
 	rss := peakRSS(cmd.Process.Pid)
 	rssAnon, rssFile := statusMiB(cmd.Process.Pid, "RssAnon:"), statusMiB(cmd.Process.Pid, "RssFile:")
-	attempts := math.NaN()
+	attempts, batched := math.NaN(), math.NaN()
 	if port != 0 {
 		// A scheduler counts a successful attempt when its binding goroutine returns,
 		// which can be after the bench has seen the binding: wait until the counter
@@ -585,6 +585,7 @@ profiles:
 			time.Sleep(100 * time.Millisecond)
 		}
 		attempts = prev / float64(w.pods)
+		batched = scrapeLabeled(port, "scheduler_batch_attempts_total", `result="hint_used"`)
 	}
 	var ready sample
 	select {
@@ -594,7 +595,7 @@ profiles:
 
 	mu.Lock()
 	defer mu.Unlock()
-	r := result{workload: w.name, arm: a.name, pods: w.pods, unreserved: unreserved, quiet: quiet, quietAfter: quietAfter, peakRSSMiB: rss, rssAnonMiB: rssAnon, rssFileMiB: rssFile, attemptsPerPod: attempts, speed: speed,
+	r := result{workload: w.name, arm: a.name, pods: w.pods, unreserved: unreserved, quiet: quiet, quietAfter: quietAfter, peakRSSMiB: rss, rssAnonMiB: rssAnon, rssFileMiB: rssFile, attemptsPerPod: attempts, batched: batched, speed: speed,
 		span: last.at.Sub(first.at), startToLast: last.at.Sub(start.at),
 		schedFL: perPod(first.sched, last.sched, w.pods-1), schedSL: perPod(0, last.sched, w.pods),
 		schedRL: math.NaN(), evictedPerPod: math.NaN(), partialGangs: math.NaN(),
@@ -732,6 +733,26 @@ func scrapeSum(port int, metric string) float64 {
 	}
 	if !found {
 		return math.NaN()
+	}
+	return sum
+}
+
+// scrapeLabeled is the sum of a metric over its label sets that include label
+// (name="value"); 0 when the scheduler serves metrics but has none, NaN if unavailable.
+func scrapeLabeled(port int, metric, label string) float64 {
+	body, err := metricsText(port)
+	if err != nil {
+		return math.NaN()
+	}
+	var sum float64
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, metric+"{") || !strings.Contains(line, label) {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			sum += v
+		}
 	}
 	return sum
 }

@@ -29,6 +29,10 @@ type result struct {
 	apiFL, etcdFL             float64 // the two parts of ctlFL
 
 	attemptsPerPod float64 // scheduler_schedule_attempts_total (all results) / pods
+	// batched is the attempts opportunistic batching served from the previous pod's
+	// ranking (scheduler_batch_attempts_total{result="hint_used"}); NaN when the
+	// scheduler does not serve metrics.
+	batched float64
 
 	gangSpanP50, gangSpanP99 time.Duration
 	multiRackGangs           float64 // gangs whose members are on more than one rack
@@ -50,9 +54,9 @@ func (r result) line() string {
 	if !r.quiet {
 		quiet = fmt.Sprintf("NOT QUIET after %.0fs", r.quietAfter.Seconds())
 	}
-	return fmt.Sprintf("  %s run %d %-17s %5d pods  %7.1f pods/s (start→last %6.1f)  sched CPU-ms/pod %s (ready→last %s, start→last %s)  apiserver+etcd %s (%s+%s)  attempts/pod %s  peak RSS %d MiB (at the end: anon %d, files %d)  control plane %s  gauge walk %.1f hash %.1f ms",
+	return fmt.Sprintf("  %s run %d %-17s %5d pods  %7.1f pods/s (start→last %6.1f)  sched CPU-ms/pod %s (ready→last %s, start→last %s)  apiserver+etcd %s (%s+%s)  attempts/pod %s  batched %s  peak RSS %d MiB (at the end: anon %d, files %d)  control plane %s  gauge walk %.1f hash %.1f ms",
 		r.workload, r.rep+1, r.arm, r.pods, r.podsPerSec, r.podsPerSecStart, f2(r.schedFL), f2(r.schedRL), f2(r.schedSL),
-		f2(r.ctlFL), f2(r.apiFL), f2(r.etcdFL), f2(r.attemptsPerPod), r.peakRSSMiB, r.rssAnonMiB, r.rssFileMiB, quiet, r.speed.walk, r.speed.hash)
+		f2(r.ctlFL), f2(r.apiFL), f2(r.etcdFL), f2(r.attemptsPerPod), f2(r.batched), r.peakRSSMiB, r.rssAnonMiB, r.rssFileMiB, quiet, r.speed.walk, r.speed.hash)
 }
 
 func f2(v float64) string {
@@ -125,6 +129,7 @@ var metrics = []metric{
 		return r.startReady.Seconds()
 	}},
 	{label: "scheduling attempts/pod", prec: 2, get: func(r result) float64 { return r.attemptsPerPod }},
+	{label: "pods placed by batching", prec: 0, get: func(r result) float64 { return r.batched }},
 	{label: "peak RSS, MiB", prec: 0, get: func(r result) float64 { return float64(r.peakRSSMiB) }},
 	{label: "RSS at the end: anon, MiB", prec: 0, get: func(r result) float64 { return float64(r.rssAnonMiB) }},
 	{label: "RSS at the end: files, MiB", prec: 0, get: func(r result) float64 { return float64(r.rssFileMiB) }},

@@ -18,8 +18,9 @@ import (
 // starvationAgingSeconds between its group's time and a fixed epoch: a key of each
 // pod alone, never of the current time, so the order stays a strict weak ordering.
 // Members of one gang share their keys and sit next to each other, so a gang is
-// attempted as a block.
-func (pl *Plugin) Less(a, b fwk.QueuedPodInfo) bool {
+// attempted as a block. A group the queue holds as one entity (a PodGroup of the
+// native scheduling.k8s.io API) is ordered by its own priority and timestamp.
+func (pl *Plugin) Less(a, b fwk.QueuedEntityInfo) bool {
 	ga, gb := pl.groupKey(a), pl.groupKey(b)
 	pa, pb := pl.effectivePriority(ga), pl.effectivePriority(gb)
 	if pa != pb {
@@ -41,10 +42,28 @@ type queueGroup struct {
 	priority int32
 }
 
-// groupKey returns the time, name and priority that place a pod's gang in the queue.
-func (pl *Plugin) groupKey(qp fwk.QueuedPodInfo) queueGroup {
+// queuedPod is a queue entity that is one pod.
+type queuedPod interface{ GetPodInfo() fwk.PodInfo }
+
+// queuedGroup is a queue entity that is a group of pods.
+type queuedGroup interface {
+	GetNamespace() string
+	GetName() string
+}
+
+// groupKey returns the time, name and priority that place an entity's gang in the
+// queue.
+func (pl *Plugin) groupKey(e fwk.QueuedEntityInfo) queueGroup {
+	g := queueGroup{time: e.GetTimestamp(), priority: e.GetPriority()}
+	qp, ok := e.(queuedPod)
+	if !ok {
+		if qg, ok := e.(queuedGroup); ok {
+			g.key = gang.Key{Namespace: qg.GetNamespace(), Name: qg.GetName()}
+		}
+		return g
+	}
 	pod := qp.GetPodInfo().GetPod()
-	g := queueGroup{time: qp.GetTimestamp(), key: gang.Key{Namespace: pod.Namespace, Name: pod.Name}, priority: corev1helpers.PodPriority(pod)}
+	g.key, g.priority = gang.Key{Namespace: pod.Namespace, Name: pod.Name}, corev1helpers.PodPriority(pod)
 	if m, ok, err := gang.Of(pod); err == nil && ok {
 		pl.index.mu.RLock()
 		if e := pl.index.get(m.Key); e != nil {

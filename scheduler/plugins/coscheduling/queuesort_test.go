@@ -28,7 +28,7 @@ func queued(t *testing.T, pod *corev1.Pod, ts time.Time) *framework.QueuedPodInf
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &framework.QueuedPodInfo{PodInfo: pi, Timestamp: ts}
+	return &framework.QueuedPodInfo{PodInfo: pi, QueueingParams: framework.QueueingParams{Timestamp: ts}}
 }
 
 func member(name, group string, prio int32) *corev1.Pod {

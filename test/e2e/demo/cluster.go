@@ -132,8 +132,9 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		"--use-service-account-credentials=false",
 		fmt.Sprintf("--secure-port=%d", kcmPort),
 		"--bind-address=127.0.0.1",
-		// No kubelets: node lifecycle would evict; no cloud, no volumes.
-		"--controllers=*,-nodelifecycle,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller,-persistentvolume-binder-controller,-persistentvolume-attach-detach-controller,-persistentvolume-expander-controller,-ephemeral-volume-controller,-persistentvolumeclaim-protection-controller,-persistentvolume-protection-controller",
+		// No kubelets: node lifecycle would evict; no volumes. (1.37 has no cloud
+		// controllers left in kube-controller-manager to turn off.)
+		"--controllers=*,-nodelifecycle,-nodeipam,-persistentvolume-binder-controller,-persistentvolume-attach-detach-controller,-persistentvolume-expander-controller,-ephemeral-volume-controller,-persistentvolumeclaim-protection-controller,-persistentvolume-protection-controller",
 	); err != nil {
 		return nil, err
 	}
@@ -143,7 +144,18 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// kwok v0.8 has no default stages: it gets those v0.7 applied, from its own
+	// packages (hack/tools/kwokstages).
+	stages, err := exec.Command(filepath.Join(tools, "kwok-stages")).Output()
+	if err != nil {
+		return nil, fmt.Errorf("kwok-stages: %w", err)
+	}
+	stagesPath := filepath.Join(opts.Dir, "kwok-stages.yaml")
+	if err := os.WriteFile(stagesPath, stages, 0o600); err != nil {
+		return nil, err
+	}
 	if err := c.start("kwok", filepath.Join(tools, "kwok"),
+		"--config="+stagesPath,
 		"--kubeconfig="+c.Kubeconfig,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
