@@ -336,3 +336,9 @@ func Unbacked(free Room, milliCPU, memory float64) float64 {
 	}
 	return float64(free.GPUs) - backed
 }
+
+// UnbackedDelta is how much taking req's CPU and memory (and GPUs) from a node with
+// free room raises Unbacked.
+func UnbackedDelta(free, req Room, milliCPU, memory float64) float64 {
+	return Unbacked(free.less(req), milliCPU, memory) - Unbacked(free, milliCPU, memory)
+}

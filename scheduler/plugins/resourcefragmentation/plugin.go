@@ -12,8 +12,10 @@
 // take the last such nodes from them scores lowest, and so does a placement that
 // breaks a wholly free multi-node NVLink domain (nvidia.com/gpu.clique) while tasks
 // that take whole nodes are in the demand; with keepHostsForQueued the first of
-// these is refused by a Filter instead (filter.go). Pods that ask for no GPU are
-// skipped at PreScore.
+// these is refused by a Filter instead (filter.go). Pods that ask for no GPU go where
+// their CPU and memory leave fewest free GPUs without the CPU and memory the demand
+// asks for beside each GPU (placement.Unbacked); they are skipped at PreScore when no
+// GPU pod is expected or none of their nodes has a GPU free.
 //
 // The plugin also serves kubenexus_largest_placeable_gang: per GPU model,
 // HardwareTier, member size (1, 2, 4, 8 GPUs) and topology level, the largest gang
@@ -137,7 +139,7 @@ func (s *stateData) Clone() fwk.StateData { return s }
 // PreScore takes the demand as it is now (the pod itself left out) and counts, for
 // each queued size, the nodes that host it among the nodes that passed the pod's
 // filters, and for each shape of the demand its hosts over the fleet: O(nodes ×
-// shapes), once per GPU pod.
+// shapes), once per GPU pod (and per CPU pod while GPU pods are expected).
 func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	sh := shapeOf(pod, pl.gpus)
 	held := pl.heldFor(pod)
@@ -243,8 +245,7 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni 
 	cost := placement.FragmentationDelta(free, s.req, s.demand) + s.scarcity.Lost(free, s.req)
 	if s.req.GPUs == 0 {
 		// No GPU taken: what counts is the CPU and memory it takes from GPUs.
-		after := placement.Room{GPUs: free.GPUs, MilliCPU: free.MilliCPU - s.req.MilliCPU, Memory: free.Memory - s.req.Memory, Model: free.Model}
-		cost += placement.Unbacked(after, s.backCPU, s.backMemory) - placement.Unbacked(free, s.backCPU, s.backMemory)
+		cost += placement.UnbackedDelta(free, s.req, s.backCPU, s.backMemory)
 		return -int64(math.Round(cost * 1000)), nil
 	}
 	score := -int64(math.Round((cost + s.scarcity.Claimed(free, s.req)) * 1000))
