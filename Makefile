@@ -91,6 +91,10 @@ demo-down: ## Stop the cluster make demo left running.
 
 ##@ Test
 
+.PHONY: test-skew
+test-skew: ## Run the api, operator, scheduler and Kueue integration suites against kube-apiserver 1.35, 1.36 and 1.37 (each built from source) and print a table.
+	hack/test-skew.sh $(SKEW_MINORS)
+
 .PHONY: envtest
 envtest: ## Build etcd and kube-apiserver for envtest (cached).
 	hack/build-tools.sh etcd kube-apiserver

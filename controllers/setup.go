@@ -81,6 +81,19 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&podgroup.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), GCGrace: opts.PodGroupGCGrace}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PodGroup controller: %w", err)
 	}
+	// Kubernetes' own PodGroups (scheduling.k8s.io/v1beta1) get their
+	// PodGroupInitiallyScheduled condition kept where the API server serves them when
+	// the manager starts (turning the API on later needs a manager restart).
+	switch _, err := mgr.GetRESTMapper().RESTMapping(kubenexusv1alpha1.NativePodGroupGVK.GroupKind(), kubenexusv1alpha1.NativePodGroupGVK.Version); {
+	case meta.IsNoMatchError(err):
+		mgr.GetLogger().Info("the API server does not serve Kubernetes' PodGroups; they are not managed", "groupVersion", kubenexusv1alpha1.NativePodGroupGVK.GroupVersion())
+	case err != nil:
+		return fmt.Errorf("discovering %s PodGroups: %w", kubenexusv1alpha1.NativePodGroupGVK.GroupVersion(), err)
+	default:
+		if err := (&podgroup.NativeReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the Kubernetes PodGroup controller: %w", err)
+		}
+	}
 	// scheduler-plugins' PodGroups get their status kept when that CRD is installed
 	// when the manager starts (installing it later needs a manager restart).
 	switch _, err := mgr.GetRESTMapper().RESTMapping(kubenexusv1alpha1.SigsPodGroupGVK.GroupKind(), kubenexusv1alpha1.SigsPodGroupVersion); {

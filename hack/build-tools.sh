@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the pinned tools of hack/tools into bin/ from source (Go module proxy only).
-# A tool is rebuilt only when its module's go.mod or go.sum changes (its version stamp).
+# A tool is rebuilt only when its module's go.mod or go.sum, or the build recipe below, changes (its version stamp).
 # Usage: hack/build-tools.sh [tool...]   (default: all)
 # Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm controller-gen training-operator scheduler-plugins kueue
+#        kube-apiserver-1.35 kube-apiserver-1.36 (make test-skew; never built by default)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,19 +26,28 @@ declare -A PKG=(
   [controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
   [scheduler-plugins]=sigs.k8s.io/scheduler-plugins/cmd/scheduler
   [kueue]=sigs.k8s.io/kueue/cmd/kueue
+  [kube-apiserver-1.35]=k8s.io/kubernetes/cmd/kube-apiserver
+  [kube-apiserver-1.36]=k8s.io/kubernetes/cmd/kube-apiserver
 )
-# stamp is the version stamp of a tool module: its go.mod, go.sum and this script.
-stamp() { cat "${TOOLS_DIR}/$1/go.mod" "${TOOLS_DIR}/$1/go.sum" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16; }
+# stamp is the version stamp of a tool module: its go.mod, go.sum and the build
+# recipe of this script (the lines between the recipe markers: how a tool is compiled
+# and linked). Editing the rest of the script (a new tool, a message) rebuilds nothing.
+recipe() { sed -n '/^  # recipe:begin/,/^  # recipe:end/p' "${BASH_SOURCE[0]}"; }
+stamp() { { cat "${TOOLS_DIR}/$1/go.mod" "${TOOLS_DIR}/$1/go.sum"; recipe; } | sha256sum | cut -c1-16; }
 
 ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm training-operator scheduler-plugins kueue)
+# Built only when named (make test-skew): the API servers of the older minors in the supported range.
+SKEW=(kube-apiserver-1.35 kube-apiserver-1.36)
 
 # The module each tool is built in: hack/tools, except Kubeflow's training-operator,
 # scheduler-plugins' kube-scheduler and Kueue (hack/tools/trainingoperator,
 # hack/tools/schedulerpluginsbin, hack/tools/kueue), which pin the Kubernetes
-# libraries they were released with. hack/tools (kwok included) shares its Kubernetes
+# libraries they were released with, and the older API servers of make test-skew
+# (hack/tools/skew135, hack/tools/skew136). hack/tools (kwok included) shares its Kubernetes
 # libraries and their dependencies with the main module at the same versions, so the
 # packages compiled for one come from the build cache for the other.
-declare -A MODDIR=([training-operator]=trainingoperator [scheduler-plugins]=schedulerpluginsbin [kueue]=kueue)
+declare -A MODDIR=([training-operator]=trainingoperator [scheduler-plugins]=schedulerpluginsbin [kueue]=kueue
+  [kube-apiserver-1.35]=skew135 [kube-apiserver-1.36]=skew136)
 tools=("$@")
 [ ${#tools[@]} -eq 0 ] && tools=("${ORDER[@]}")
 
@@ -47,7 +57,7 @@ declare -A STALE=()
 for t in "${tools[@]}"; do
   pkg="${PKG[$t]:-}"
   if [ -z "${pkg}" ]; then
-    echo "build-tools: unknown tool '${t}' (known: ${ORDER[*]})" >&2
+    echo "build-tools: unknown tool '${t}' (known: ${ORDER[*]} ${SKEW[*]})" >&2
     exit 2
   fi
   mod="${MODDIR[$t]:-.}"
@@ -64,10 +74,11 @@ for mod in "${!STALE[@]}"; do
   for t in "${group[@]}"; do pkgs+=("${PKG[$t]}"); done
   echo ">> building ${group[*]} (hack/tools/${mod#.}; a first build takes minutes: kube-apiserver alone ~5 min on 2 cores)"
   start=$(date +%s)
+  # recipe:begin
   # Default build flags (no -trimpath, default cgo) so that the k8s.io packages
   # compiled here are reused from the build cache when the tests compile them.
   ldflags="-s -w"
-  kv="$(awk '$1 == "k8s.io/kubernetes" {print $2; exit}' "${moddir}/go.mod")"
+  kv="$(awk '{for (i = 1; i < NF; i++) if ($i == "k8s.io/kubernetes") {print $(i + 1); exit}}' "${moddir}/go.mod")"
   if [ -n "${kv}" ]; then
     # Report the real version on /version (helm checks a chart's kubeVersion against it).
     minor="$(echo "${kv}" | cut -d. -f2)"
@@ -76,6 +87,7 @@ for mod in "${!STALE[@]}"; do
   fi
   tmp="$(mktemp -d "${K8S_BIN}/.build.XXXXXX")"
   (cd "${moddir}" && go build -ldflags "${ldflags}" -o "${tmp}/" "${pkgs[@]}")
+  # recipe:end
   for t in "${group[@]}"; do
     built="${tmp}/$(basename "${PKG[$t]}")"
     mv "${built}" "${K8S_BIN}/${t}"

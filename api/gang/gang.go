@@ -23,6 +23,9 @@ const MaxMinMember = 100000
 type Dialect string
 
 const (
+	// DialectNative: the pod's spec.schedulingGroup.podGroupName naming a Kubernetes
+	// PodGroup (scheduling.k8s.io/v1beta1).
+	DialectNative Dialect = "Native"
 	// DialectPodGroup: label scheduling.x-k8s.io/pod-group naming a PodGroup object.
 	DialectPodGroup Dialect = "PodGroup"
 	// DialectKubeNexus: pod-group.scheduling.kubenexus.io/{name,min-available} labels.
@@ -49,7 +52,7 @@ type Membership struct {
 	Key     Key
 	Dialect Dialect
 	// MinMember is the quorum the labels state; 0 for object dialects
-	// (DialectPodGroup, DialectVolcano), where the PodGroup object decides.
+	// (DialectNative, DialectPodGroup, DialectVolcano), where the PodGroup object decides.
 	MinMember int32
 }
 
@@ -57,12 +60,19 @@ type Membership struct {
 func (m Membership) NeedsPodGroupObject() bool { return m.MinMember == 0 }
 
 // Of returns the pod's gang membership. ok is false when the pod belongs to no gang.
-// When several dialects are present, the first in this order wins: PodGroup label,
+// When several dialects are present, the first in this order wins: the pod's
+// spec.schedulingGroup (validated by the API server, and immutable), PodGroup label,
 // KubeNexus labels, sigs labels, Volcano annotation, Kueue labels.
 func Of(pod *corev1.Pod) (m Membership, ok bool, err error) {
 	labels, annotations := pod.Labels, pod.Annotations
 	key := func(name string) Key { return Key{Namespace: pod.Namespace, Name: name} }
 
+	if name, found := v1alpha1.NativeGroupOf(pod); found {
+		if err := validName("spec.schedulingGroup.podGroupName", name); err != nil {
+			return Membership{}, false, err
+		}
+		return Membership{Key: key(name), Dialect: DialectNative}, true, nil
+	}
 	if name, found := labels[v1alpha1.LabelPodGroup]; found {
 		if err := validName(v1alpha1.LabelPodGroup, name); err != nil {
 			return Membership{}, false, err

@@ -161,3 +161,26 @@ func FuzzIsDNS1123Subdomain(f *testing.F) {
 		}
 	})
 }
+
+// spec.schedulingGroup names Kubernetes' own PodGroup; it wins over any label a
+// controller also set, and an invalid name is refused naming the field.
+func TestOfNativeSchedulingGroup(t *testing.T) {
+	p := pod(map[string]string{"scheduling.x-k8s.io/pod-group": "by-label"}, nil)
+	name := "serving"
+	p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &name}
+	m, ok, err := Of(p)
+	if err != nil || !ok {
+		t.Fatalf("Of: ok=%v err=%v", ok, err)
+	}
+	if want := (Membership{Key: Key{"ns", "serving"}, Dialect: DialectNative}); m != want {
+		t.Errorf("membership %+v, want %+v", m, want)
+	}
+	if !m.NeedsPodGroupObject() {
+		t.Error("a native member's quorum comes from its PodGroup object")
+	}
+	bad := "Not_A_Name"
+	p.Spec.SchedulingGroup.PodGroupName = &bad
+	if _, _, err := Of(p); err == nil || !strings.Contains(err.Error(), "spec.schedulingGroup.podGroupName") {
+		t.Errorf("invalid name: error %v, want one naming spec.schedulingGroup.podGroupName", err)
+	}
+}

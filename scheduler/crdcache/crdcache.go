@@ -66,15 +66,17 @@ func (f foreignPodGroups) newObject() *unstructured.Unstructured {
 	return u
 }
 
-// foreignAPIs are the PodGroup APIs of scheduler-plugins and Volcano, in the order a
+// foreignAPIs are the PodGroup APIs of Kubernetes itself (scheduling.k8s.io/v1beta1,
+// where the API server serves it), scheduler-plugins and Volcano, in the order a
 // gang's PodGroup is looked up after KubeNexus's own.
 var foreignAPIs = []foreignPodGroups{
+	{gvk: v1alpha1.NativePodGroupGVK, read: v1alpha1.FromNativePodGroup},
 	{gvk: v1alpha1.SigsPodGroupGVK, read: v1alpha1.FromSigsPodGroup},
 	{gvk: v1alpha1.VolcanoPodGroupGVK, read: v1alpha1.FromVolcanoPodGroup},
 }
 
 // PodGroup returns the PodGroup named by key, or nil when it does not exist: a
-// KubeNexus PodGroup, else (when their CRDs are installed) scheduler-plugins' or
+// KubeNexus PodGroup, else (when served) Kubernetes', scheduler-plugins' or
 // Volcano's PodGroup of that name, read into the KubeNexus type (the fields they
 // share: minMember, minResources, and scheduleTimeoutSeconds or priorityClassName).
 // The result's APIVersion says which it is.
@@ -336,8 +338,8 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 			p.err = fmt.Errorf("watching ResourceReservations: %w", err)
 			return
 		}
-		// Other schedulers' PodGroups, when their CRDs are installed at start-up (a
-		// CRD installed later is picked up when the scheduler restarts).
+		// Kubernetes' and other schedulers' PodGroups, when served at start-up (a CRD
+		// installed or an API turned on later is picked up when the scheduler restarts).
 		var foreign []foreignPodGroups
 		for _, f := range foreignAPIs {
 			ok, err := served(cfg, f.gvk.GroupVersion(), "podgroups")

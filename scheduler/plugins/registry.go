@@ -42,11 +42,12 @@ import (
 // TenantHardware verifies the DaemonSet a pod claims as its controller; Coscheduling
 // orders gangs by their PodGroup's PriorityClass.
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
-// Coscheduling honours scheduler-plugins' and Volcano's PodGroups when their CRDs
+// Coscheduling honours Kubernetes' own PodGroups (scheduling.k8s.io/v1beta1) where
+// the API server serves them, and scheduler-plugins' and Volcano's when their CRDs
 // are installed.
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=podgroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=podgroups,verbs=get;list;watch
-// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses;podgroups,verbs=get;list;watch
 // TenantHardware reads which Kueue ClusterQueue admitted a pod, and ProfileClassifier
 // its tier label, when Kueue is installed.
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads;clusterqueues,verbs=get;list;watch

@@ -4,6 +4,7 @@ package util
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -267,7 +268,25 @@ func (w *PodWrapper) PodGroup(name string) *PodWrapper {
 	return w.Label(v1alpha1.LabelPodGroup, name)
 }
 
+// SchedulingGroup makes the pod a member of Kubernetes' PodGroup name
+// (spec.schedulingGroup.podGroupName).
+func (w *PodWrapper) SchedulingGroup(name string) *PodWrapper {
+	w.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &name}
+	return w
+}
+
 func (w *PodWrapper) Obj() *corev1.Pod { return &w.Pod }
+
+// NativeGangPodGroup is Kubernetes' PodGroup (scheduling.k8s.io/v1beta1) with the
+// gang policy minCount.
+func NativeGangPodGroup(namespace, name string, minCount int32) *schedulingv1beta1.PodGroup {
+	return &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: schedulingv1beta1.PodGroupSpec{
+			SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: minCount}},
+		},
+	}
+}
 
 // ForeignPodGroup is another scheduler's PodGroup (scheduler-plugins' or Volcano's:
 // v1alpha1.NewSigsPodGroup or v1alpha1.NewVolcanoPodGroup as empty) with this spec.

@@ -8,7 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 const (
@@ -115,4 +118,38 @@ func moduleFile(toolsModule, module, file string) (string, error) {
 		return "", err
 	}
 	return path, nil
+}
+
+// EnableNativeWorkloads turns on Kubernetes' own Workload and PodGroup API
+// (scheduling.k8s.io/v1beta1, feature gate GenericWorkload) in env's API server when
+// that server serves it (1.37 and later; an older one, as make test-skew runs, is
+// left as it is), and reports whether it did. Call before env.Start.
+func EnableNativeWorkloads(env *envtest.Environment) (bool, error) {
+	dir := env.BinaryAssetsDirectory
+	if dir == "" {
+		dir = os.Getenv("KUBEBUILDER_ASSETS")
+	}
+	minor, err := APIServerMinor(dir)
+	if err != nil || minor < 37 {
+		return false, err
+	}
+	args := env.ControlPlane.GetAPIServer().Configure()
+	args.Append("feature-gates", "GenericWorkload=true")
+	args.Append("runtime-config", "scheduling.k8s.io/v1beta1=true")
+	return true, nil
+}
+
+// APIServerMinor is the minor version of the kube-apiserver in dir.
+func APIServerMinor(dir string) (int, error) {
+	bin := filepath.Join(dir, "kube-apiserver")
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return 0, fmt.Errorf("%s --version: %w", bin, err)
+	}
+	// "Kubernetes v1.37.2"
+	var major, minor int
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "Kubernetes v%d.%d", &major, &minor); err != nil {
+		return 0, fmt.Errorf("%s --version printed %q: %w", bin, out, err)
+	}
+	return minor, nil
 }

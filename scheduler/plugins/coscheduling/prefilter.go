@@ -120,6 +120,11 @@ func freeOf(name corev1.ResourceName, nodes []fwk.NodeInfo) resource.Quantity {
 // missingPodGroupMessage says which PodGroup a member waits for, the key that named
 // it, and how to create it.
 func missingPodGroupMessage(m gang.Membership) string {
+	if m.Dialect == gang.DialectNative {
+		return fmt.Sprintf("%s %s: no PodGroup %q (%s) exists in namespace %s (named by the pod's spec.schedulingGroup.podGroupName); "+
+			"the pod's workload controller creates it from its Workload, or create one with spec.schedulingPolicy.gang.minCount: the gang's size",
+			ErrReasonPodGroupMissing, m.Key, m.Key.Name, v1alpha1.NativePodGroupGVK.GroupVersion(), m.Key.Namespace)
+	}
 	named := "label " + v1alpha1.LabelPodGroup
 	if m.Dialect == gang.DialectVolcano {
 		named = "annotation " + v1alpha1.AnnotationVolcanoGroupName

@@ -34,14 +34,19 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	if err != nil || !ok {
 		return nil, fwk.NewStatus(fwk.Skip) // malformed labels are Coscheduling's to refuse
 	}
-	policy, ok, err := topology.PolicyOf(pod, pl.pgs.PodGroup(m.Key), pl.levels)
+	pg := pl.pgs.PodGroup(m.Key)
+	policy, ok, err := topology.PolicyOf(pod, pg, pl.levels)
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	ap, status := pl.planFor(m.Key, pod, policy, nodes)
+	quorum := m.MinMember
+	if quorum == 0 && pg != nil {
+		quorum = pg.Spec.MinMember
+	}
+	ap, status := pl.planFor(m.Key, pod, policy, int(quorum), nodes)
 	if status != nil {
 		return nil, status
 	}
@@ -61,8 +66,8 @@ func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // planFor returns the gang's plan, making it when the gang has none, when no member
 // has been placed by the current one yet (the snapshot may have changed since), or
-// when it expired.
-func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy, nodes []fwk.NodeInfo) (*activePlan, *fwk.Status) {
+// when it expired. quorum is the gang's minMember (0 when unknown).
+func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy, quorum int, nodes []fwk.NodeInfo) (*activePlan, *fwk.Status) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	now := pl.now()
@@ -88,8 +93,10 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	// Members already placed (by an earlier plan, or before the rest of the gang
 	// arrived) anchor the plan: the rest must join their domain.
 	var anchors sets.Set[string]
+	placedMembers := 0
 	if placed := pl.gangs.Placed(pl.handle.ProfileName()); placed != nil {
-		anchors = sets.New(placed(key)...)
+		on := placed(key)
+		anchors, placedMembers = sets.New(on...), len(on)
 	}
 	shapes, roles := shapesOf(members)
 	prefer := pl.gangs.NodePreference(pl.handle.ProfileName())
@@ -105,7 +112,10 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 		}
 	}
 	plan, short := computeByPreference(planNodes, keptOff, shapes, policy)
-	if !policy.Required && !plan.Fits {
+	// An elastic gang (more members than minMember) whose quorum fits goes on: the
+	// members beyond the room wait, as minMember allows.
+	quorumFits := quorum > 0 && placedMembers+plan.Placed >= quorum
+	if !policy.Required && !plan.Fits && !quorumFits {
 		// The gang cannot be placed whole now: members that went on would only hold
 		// nodes at Permit, away from gangs that can run, until the gang times out or
 		// is rejected, and gangs planned meanwhile would plan around them. Refused

@@ -194,7 +194,7 @@ func TestPreFilterPlansThePodTheIndexHasNotSeen(t *testing.T) {
 	pl := &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, gangs: views, now: time.Now,
 		plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}
 
-	ap, st := pl.planFor(key, members[3], topology.Policy{Level: len(topology.DefaultLevels) - 1}, nodes)
+	ap, st := pl.planFor(key, members[3], topology.Policy{Level: len(topology.DefaultLevels) - 1}, 4, nodes)
 	if !st.IsSuccess() {
 		t.Fatalf("planFor: %v", st)
 	}
@@ -222,7 +222,7 @@ func TestPlanForRefusesAGangThatFitsOnlyOnClaimedCapacity(t *testing.T) {
 	pl := &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, gangs: views, now: time.Now,
 		plans: map[gang.Key]*activePlan{{Namespace: "ml", Name: "other"}: other}, relaxed: map[gang.Key]time.Time{}}
 
-	_, st := pl.planFor(key, members[0], topology.Policy{Level: len(topology.DefaultLevels) - 1}, nodes)
+	_, st := pl.planFor(key, members[0], topology.Policy{Level: len(topology.DefaultLevels) - 1}, 5, nodes)
 	if st.Code() != fwk.Unschedulable {
 		t.Fatalf("five whole nodes asked, four free beside another gang's claims: status %v, want Unschedulable", st)
 	}
@@ -231,6 +231,32 @@ func TestPlanForRefusesAGangThatFitsOnlyOnClaimedCapacity(t *testing.T) {
 	}
 	if pl.plans[key] != nil {
 		t.Error("the refused gang got a plan")
+	}
+}
+
+// An elastic gang (minMember below its members) whose quorum fits is planned, not
+// refused: the members beyond the room wait, as minMember allows.
+func TestPlanForGoesOnWhenTheQuorumOfAnElasticGangFits(t *testing.T) {
+	nodes := twoRacks(map[string]int64{"r0-n0": 8, "r0-n1": 8, "r0-n2": 8, "r0-n3": 8, "r1-n0": 8, "r1-n1": 8})
+	key := gang.Key{Namespace: "ml", Name: "g"}
+	members := []*corev1.Pod{gpuPod("m0", 8), gpuPod("m1", 8), gpuPod("m2", 8)}
+	views := &gangview.Registry{}
+	views.Set("kubenexus-scheduler", func(gang.Key) []*corev1.Pod { return append([]*corev1.Pod(nil), members...) })
+	newPlugin := func() *Plugin {
+		return &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, gangs: views, now: time.Now,
+			plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}
+	}
+	policy := topology.Policy{Level: len(topology.DefaultLevels) - 1}
+
+	ap, st := newPlugin().planFor(key, members[0], policy, 2, nodes)
+	if !st.IsSuccess() {
+		t.Fatalf("three members, minMember 2, two whole nodes free: %v, want a plan", st)
+	}
+	if ap.fits || len(ap.claims) != 2 {
+		t.Errorf("plan fits=%v with %d claimed nodes, want one that holds two members and says it does not hold all", ap.fits, len(ap.claims))
+	}
+	if _, st := newPlugin().planFor(key, members[0], policy, 3, nodes); st.Code() != fwk.Unschedulable {
+		t.Errorf("three members, minMember 3, two whole nodes free: %v, want Unschedulable", st)
 	}
 }
 

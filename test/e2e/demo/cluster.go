@@ -96,6 +96,11 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 
 	c.logf("starting etcd and kube-apiserver")
 	c.env = &envtest.Environment{BinaryAssetsDirectory: tools}
+	// Kubernetes' own Workload and PodGroup API (scheduling.k8s.io/v1beta1, off by
+	// default in 1.37), so that pods may name a PodGroup in spec.schedulingGroup.
+	if _, err := testutil.EnableNativeWorkloads(c.env); err != nil {
+		return nil, err
+	}
 	cfg, err := c.env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting the control plane: %w", err)

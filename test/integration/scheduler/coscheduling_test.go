@@ -102,7 +102,9 @@ var _ = Describe("Coscheduling", func() {
 		// elastic PyTorch job makes): its quorum binds, then ten more members arrive one
 		// by one while no node has room. Each is tried and stays pending; a later
 		// arrival gives the earlier ones no new chance and must not send them round the
-		// queue again (that made a gang of n pending members cost n² attempts).
+		// queue again (that made a gang of n pending members cost n² attempts). With the
+		// quorum bound, a late member is placed as room allows, like a pod of its own:
+		// it is told what its node lacks.
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		tc.addNodes("n", 1, "cpu", "2")
 		tc.gang("elastic", 2, "1", "")
@@ -112,7 +114,7 @@ var _ = Describe("Coscheduling", func() {
 		for i := 2; i < 2+late; i++ {
 			name := fmt.Sprintf("elastic-%d", i)
 			Expect(k8sClient.Create(suiteCtx, tc.pod(name).PodGroup("elastic").Req("cpu", "1").Obj())).To(Succeed())
-			Eventually(tc.scheduledMessage(name)).WithTimeout(testutil.Timeout).Should(ContainSubstring("InsufficientCapacity"))
+			Eventually(tc.scheduledMessage(name)).WithTimeout(testutil.Timeout).Should(ContainSubstring("1 Insufficient cpu"))
 		}
 		Consistently(tc.boundFn("elastic")).WithTimeout(time.Second).Should(Equal(2))
 		// One attempt per late member, a few more for races between the queue and the

@@ -40,6 +40,9 @@ var (
 	testEnv     *envtest.Environment
 	k8sClient   client.Client
 	adminConfig []byte
+	// nativeWorkloads: the API server serves Kubernetes' own PodGroups
+	// (scheduling.k8s.io/v1beta1; 1.37 and later, turned on here).
+	nativeWorkloads bool
 )
 
 func TestScheduler(t *testing.T) {
@@ -70,6 +73,8 @@ var _ = BeforeSuite(func() {
 	kueueCRDs, err := testutil.KueueCRDs()
 	Expect(err).NotTo(HaveOccurred())
 	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testutil.CRDPath(), sigsCRD, volcanoCRD, nrtCRD, kueueCRDs}, ErrorIfCRDPathMissing: true}
+	nativeWorkloads, err = testutil.EnableNativeWorkloads(testEnv)
+	Expect(err).NotTo(HaveOccurred())
 	cfg, err := testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	cfg.QPS, cfg.Burst = 5000, 5000

@@ -1,0 +1,103 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
+)
+
+var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
+	BeforeEach(func() {
+		if !nativeWorkloads {
+			Skip("this kube-apiserver is older than 1.37: it does not serve scheduling.k8s.io/v1beta1 PodGroups")
+		}
+	})
+
+	// initiallyScheduled returns the group's PodGroupInitiallyScheduled condition.
+	initiallyScheduled := func(tc *testCluster, name string) func() *metav1.Condition {
+		return func() *metav1.Condition {
+			pg := &schedulingv1beta1.PodGroup{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: name}, pg)).To(Succeed())
+			return meta.FindStatusCondition(pg.Status.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled)
+		}
+	}
+	boundOf := func(tc *testCluster, names ...string) func() int {
+		return func() int {
+			n := 0
+			for _, name := range names {
+				if tc.nodeOf(name)() != "" {
+					n++
+				}
+			}
+			return n
+		}
+	}
+
+	It("gangs pods that name one in spec.schedulingGroup with its minCount, all-or-nothing, and keeps its PodGroupInitiallyScheduled condition", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		tc.addNodes("n", 2, "cpu", "2")
+		var names []string
+		for i := range 5 {
+			name := fmt.Sprintf("native-%d", i)
+			names = append(names, name)
+			Expect(k8sClient.Create(suiteCtx, tc.pod(name).SchedulingGroup("native").Req("cpu", "1").Obj())).To(Succeed())
+		}
+		// The group does not exist yet: the pods say which one to create, and where.
+		Eventually(tc.scheduledMessage("native-0")).WithTimeout(testutil.Timeout).Should(And(
+			ContainSubstring(`no PodGroup "native" (scheduling.k8s.io/v1beta1) exists in namespace `+tc.ns),
+			ContainSubstring("spec.schedulingGroup.podGroupName")))
+
+		// Five members, room for four: none is placed.
+		Expect(k8sClient.Create(suiteCtx, testutil.NativeGangPodGroup(tc.ns, "native", 5))).To(Succeed())
+		Eventually(initiallyScheduled(tc, "native")).WithTimeout(testutil.Timeout).Should(And(
+			Not(BeNil()),
+			HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", schedulingv1beta1.PodGroupReasonUnschedulable),
+			HaveField("Message", ContainSubstring(v1alpha1.ReasonInsufficientCapacity))))
+		Consistently(boundOf(tc, names...)).WithTimeout(3 * time.Second).Should(Equal(0))
+
+		// Room for the fifth: all five together.
+		tc.addNodes("more", 1, "cpu", "1")
+		Eventually(boundOf(tc, names...)).WithTimeout(testutil.Timeout).Should(Equal(5))
+		Eventually(initiallyScheduled(tc, "native")).WithTimeout(testutil.Timeout).Should(And(
+			Not(BeNil()),
+			HaveField("Status", metav1.ConditionTrue),
+			HaveField("Reason", v1alpha1.NativeScheduledReason)))
+	})
+
+	It("places the members of a group with the basic policy one by one", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		tc.addNodes("n", 1, "cpu", "2")
+		pg := testutil.NativeGangPodGroup(tc.ns, "basic", 1)
+		pg.Spec.SchedulingPolicy = schedulingv1beta1.PodGroupSchedulingPolicy{Basic: &schedulingv1beta1.BasicSchedulingPolicy{}}
+		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		for i := range 3 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("basic-%d", i)).SchedulingGroup("basic").Req("cpu", "1").Obj())).To(Succeed())
+		}
+		// Two fit, the third does not: two are placed, not none.
+		Eventually(boundOf(tc, "basic-0", "basic-1", "basic-2")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		Consistently(boundOf(tc, "basic-0", "basic-1", "basic-2")).WithTimeout(2 * time.Second).Should(Equal(2))
+	})
+
+	It("leaves a group whose pods ask for another scheduler alone", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		Expect(k8sClient.Create(suiteCtx, testutil.NativeGangPodGroup(tc.ns, "theirs", 2))).To(Succeed())
+		for i := range 2 {
+			pod := tc.pod(fmt.Sprintf("theirs-%d", i)).SchedulingGroup("theirs").Req("cpu", "1").Obj()
+			pod.Spec.SchedulerName = corev1.DefaultSchedulerName
+			Expect(k8sClient.Create(suiteCtx, pod)).To(Succeed())
+		}
+		Consistently(initiallyScheduled(tc, "theirs")).WithTimeout(3 * time.Second).Should(BeNil())
+	})
+})
