@@ -87,6 +87,11 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 			return profileclassifier.New(ctx, obj, h, crds, tenants)
 		}),
 		app.WithPlugin(names.Coscheduling, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			// The device index makes free capacity count GPUs published only as DRA
+			// devices (nodefree.UseDRABacked), for every plugin's view of the snapshot.
+			if _, err := deviceIndex.Get(h); err != nil {
+				return nil, err
+			}
 			return coscheduling.New(ctx, obj, h, crds, gangs)
 		}),
 		app.WithPlugin(names.WorkloadAware, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {

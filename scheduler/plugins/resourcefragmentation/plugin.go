@@ -303,11 +303,12 @@ func (s *stateData) breaksClique(ni fwk.NodeInfo, req, capacity int64) bool {
 	return c != "" && s.freeCliques[c] && req < capacity && s.wholeNode >= capacity
 }
 
-// capacity is the node's allocatable GPUs.
+// capacity is the node's allocatable GPUs (DRA devices that back a GPU resource
+// included).
 func (pl *Plugin) capacity(ni fwk.NodeInfo) int64 {
 	var n int64
 	for _, name := range pl.gpus {
-		n += ni.GetAllocatable().GetScalarResources()[name]
+		n += nodefree.Allocatable(ni, name)
 	}
 	return n
 }

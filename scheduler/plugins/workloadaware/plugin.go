@@ -57,7 +57,7 @@ func (pl *Plugin) keepsOff(pod *corev1.Pod) func(fwk.NodeInfo) bool {
 	if pl.asksForAccelerator(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})) {
 		return nil
 	}
-	return func(ni fwk.NodeInfo) bool { return pl.isAcceleratorNode(ni.GetAllocatable()) }
+	return pl.isAcceleratorNode
 }
 
 // asksForAccelerator reports whether requests name one of the accelerator resources.

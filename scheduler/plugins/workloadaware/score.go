@@ -8,6 +8,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 )
 
@@ -65,17 +66,18 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nod
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
-	return pl.scoreNode(d.(*stateData), nodeInfo.GetAllocatable(), nodeInfo.GetRequested()), nil
+	return pl.scoreNode(d.(*stateData), nodeInfo.GetAllocatable(), nodeInfo.GetRequested(), pl.isAcceleratorNode(nodeInfo)), nil
 }
 
-// scoreNode is the score of a node with these allocatable and requested resources.
+// scoreNode is the score of a node with these allocatable and requested resources
+// (acceleratorNode: it has accelerators, in allocatable or as DRA devices).
 // For each resource the pod requests, the node's allocation after placing the pod
 // is u in [0, 1]; packing scores 100·u, spreading 100·(1−u), weighted over the
 // resources. A pod that requests no accelerator scores an accelerator node
 // AcceleratorNodeScore and other nodes 50 + score/2, so that it keeps off
 // accelerator nodes while other nodes can take it.
-func (pl *Plugin) scoreNode(s *stateData, alloc, requested fwk.Resource) int64 {
-	if !s.accelerator && pl.isAcceleratorNode(alloc) {
+func (pl *Plugin) scoreNode(s *stateData, alloc, requested fwk.Resource, acceleratorNode bool) int64 {
+	if !s.accelerator && acceleratorNode {
 		return int64(*pl.args.AcceleratorNodeScore)
 	}
 	var sum, weights int64
@@ -104,10 +106,11 @@ func (pl *Plugin) scoreNode(s *stateData, alloc, requested fwk.Resource) int64 {
 	return score
 }
 
-func (pl *Plugin) isAcceleratorNode(alloc fwk.Resource) bool {
-	scalars := alloc.GetScalarResources()
+// isAcceleratorNode reports whether the node has one of the accelerator resources,
+// in its allocatable or as DRA devices that back it.
+func (pl *Plugin) isAcceleratorNode(ni fwk.NodeInfo) bool {
 	for _, r := range pl.args.AcceleratorResources {
-		if scalars[corev1.ResourceName(r)] > 0 {
+		if nodefree.Allocatable(ni, corev1.ResourceName(r)) > 0 {
 			return true
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -15,6 +17,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/hardware"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 )
 
 // Device is one device a ResourceSlice publishes for a node.
@@ -26,6 +29,9 @@ func IDOf(d *Device) structured.DeviceID { return structured.MakeDeviceID(d.Driv
 // Index is the devices of every node.
 type Index struct {
 	lister resourcelisters.ResourceSliceLister
+	// classes lists DeviceClasses: those naming an extended resource make their
+	// devices count as that resource (Extended).
+	classes resourcelisters.DeviceClassLister
 	// version counts slice changes.
 	version atomic.Int64
 	mu      sync.Mutex
@@ -37,7 +43,8 @@ type Index struct {
 // New returns the index fed by the scheduler's ResourceSlice informer.
 func New(h fwk.Handle) (*Index, error) {
 	inf := h.SharedInformerFactory().Resource().V1().ResourceSlices()
-	x := &Index{lister: inf.Lister()}
+	classes := h.SharedInformerFactory().Resource().V1().DeviceClasses()
+	x := &Index{lister: inf.Lister(), classes: classes.Lister()}
 	changed := func(any) {
 		x.version.Add(1)
 		x.mu.Lock()
@@ -54,6 +61,16 @@ func New(h fwk.Handle) (*Index, error) {
 	}); err != nil {
 		return nil, err
 	}
+	if _, err := classes.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    changed,
+		UpdateFunc: func(_, n any) { changed(n) },
+		DeleteFunc: changed,
+	}); err != nil {
+		return nil, err
+	}
+	// Free capacity read from the snapshot (nodefree) counts the extended resources
+	// these devices back.
+	nodefree.UseDRABacked(x.Extended)
 	return x, nil
 }
 
@@ -65,23 +82,30 @@ func (x *Index) OnChange(f func()) {
 }
 
 // OnNode returns the devices published for node (slices with spec.nodeName).
-func (x *Index) OnNode(node string) []Device { return x.snapshot()[node] }
+func (x *Index) OnNode(node string) []Device { return x.snapshot().byNode[node] }
 
-// snapshot is the devices by node as of a version of the slices.
-type snapshot struct {
-	version int64
-	byNode  map[string][]Device
+// Extended returns how many devices of node back each extended resource a
+// DeviceClass names (see extendedOf); nil when none does.
+func (x *Index) Extended(node string) map[corev1.ResourceName]int64 {
+	return x.snapshot().extended[node]
 }
 
-func (x *Index) snapshot() map[string][]Device {
+// snapshot is the devices by node as of a version of the slices and classes.
+type snapshot struct {
+	version  int64
+	byNode   map[string][]Device
+	extended map[string]map[corev1.ResourceName]int64
+}
+
+func (x *Index) snapshot() *snapshot {
 	v := x.version.Load()
 	if sn := x.snap.Load(); sn != nil && sn.version == v {
-		return sn.byNode
+		return sn
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if sn := x.snap.Load(); sn != nil && sn.version == v {
-		return sn.byNode
+		return sn
 	}
 	m := map[string][]Device{}
 	slices, err := x.lister.List(labels.Everything())
@@ -92,8 +116,13 @@ func (x *Index) snapshot() map[string][]Device {
 			}
 		}
 	}
-	x.snap.Store(&snapshot{version: v, byNode: m})
-	return m
+	var classes []*resourceapi.DeviceClass
+	if x.classes != nil {
+		classes, _ = x.classes.List(labels.Everything())
+	}
+	sn := &snapshot{version: v, byNode: m, extended: extendedOf(slices, backingClasses(classes))}
+	x.snap.Store(sn)
+	return sn
 }
 
 // Provider creates the Index on first use and hands the same one to every plugin of

@@ -1,0 +1,113 @@
+package devices
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/klog/v2"
+)
+
+// Extended resources backed by DRA (GA in Kubernetes 1.37): a pod asks for
+// nvidia.com/gpu: 1 and the node publishes its GPUs only as ResourceSlice devices;
+// a DeviceClass names the extended resource its devices back (spec.extendedResourceName,
+// or deviceclass.resource.kubernetes.io/<class> when unset), and kube-scheduler's
+// DynamicResources plugin allocates one device per unit. The node's allocatable
+// has no such resource, so every count made from allocatable alone (free GPUs per
+// node, a gang's plan, fragmentation) would see none. extendedOf counts, per node,
+// the devices that back each such resource: the devices of the node's slices that
+// match one of the classes' selectors (CEL, compiled once per expression), without
+// a NoSchedule or NoExecute taint of their own. Not counted: taints a
+// DeviceTaintRule puts on devices, and slices shared by several nodes.
+
+// celCache compiles DeviceClass selectors once per expression.
+var celCache = cel.NewCache(64, cel.Features{EnableConsumableCapacity: true, EnableListTypeAttributes: true})
+
+// backingClass is a DeviceClass that backs an extended resource.
+type backingClass struct {
+	resource  corev1.ResourceName
+	name      string
+	selectors []string
+}
+
+// backingClasses returns the classes that back an extended resource.
+func backingClasses(classes []*resourceapi.DeviceClass) []backingClass {
+	var out []backingClass
+	for _, c := range classes {
+		name := corev1.ResourceName(resourceapi.ResourceDeviceClassPrefix + c.Name)
+		if c.Spec.ExtendedResourceName != nil && *c.Spec.ExtendedResourceName != "" {
+			name = corev1.ResourceName(*c.Spec.ExtendedResourceName)
+		}
+		b := backingClass{resource: name, name: c.Name}
+		for _, s := range c.Spec.Selectors {
+			if s.CEL != nil {
+				b.selectors = append(b.selectors, s.CEL.Expression)
+			}
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// extendedOf counts the devices of each node's slices that back an extended resource.
+func extendedOf(slices []*resourceapi.ResourceSlice, classes []backingClass) map[string]map[corev1.ResourceName]int64 {
+	out := map[string]map[corev1.ResourceName]int64{}
+	if len(classes) == 0 {
+		return out
+	}
+	ctx := context.Background()
+	for _, s := range slices {
+		if s.Spec.NodeName == nil || *s.Spec.NodeName == "" {
+			continue
+		}
+		node := *s.Spec.NodeName
+		for i := range s.Spec.Devices {
+			d := &s.Spec.Devices[i]
+			if tainted(d.Taints) {
+				continue
+			}
+			in := cel.Device{Driver: s.Spec.Driver, AllowMultipleAllocations: d.AllowMultipleAllocations, Attributes: d.Attributes, Capacity: d.Capacity}
+			counted := map[corev1.ResourceName]bool{}
+			for _, c := range classes {
+				if counted[c.resource] || !matchesAll(ctx, c, in) {
+					continue
+				}
+				counted[c.resource] = true
+				if out[node] == nil {
+					out[node] = map[corev1.ResourceName]int64{}
+				}
+				out[node][c.resource]++
+			}
+		}
+	}
+	return out
+}
+
+// matchesAll reports whether the device matches every selector of the class. A
+// selector that does not compile or fails to evaluate matches nothing, as for the
+// DRA allocator.
+func matchesAll(ctx context.Context, c backingClass, d cel.Device) bool {
+	for _, expr := range c.selectors {
+		res := celCache.GetOrCompile(expr)
+		if res.Error != nil {
+			klog.V(5).InfoS("DeviceClass selector does not compile", "deviceClass", c.name, "err", res.Error)
+			return false
+		}
+		ok, _, err := res.DeviceMatches(ctx, d)
+		if err != nil || !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// tainted reports whether a device taint keeps new allocations off the device.
+func tainted(taints []resourceapi.DeviceTaint) bool {
+	for _, t := range taints {
+		if t.Effect == resourceapi.DeviceTaintEffectNoSchedule || t.Effect == resourceapi.DeviceTaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
+}
