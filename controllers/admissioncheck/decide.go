@@ -23,6 +23,9 @@ type Cluster struct {
 	// Tiers are the HardwareTiers; Devices the DRA devices of a node (nil: none).
 	Tiers   []v1alpha1.HardwareTier
 	Devices func(node string) []hardware.Device
+	// Extended is how many DRA devices of a node back each extended resource its
+	// allocatable lacks (hardware.ExtendedResources; nil: none).
+	Extended func(node string) map[corev1.ResourceName]int64
 	// Levels are the KubeNexusConfig's topology levels, smallest first.
 	Levels []topology.Level
 	// FlavorLabels and FlavorTolerations are the node labels of Kueue's
@@ -96,6 +99,13 @@ func Decide(c *Cluster, w *Workload) Decision {
 		pn := placement.PlanNode{Name: n.Name, Free: map[corev1.ResourceName]int64{}, Eligible: make([]bool, len(shapes))}
 		for name, q := range n.Status.Allocatable {
 			pn.Free[name] = q.MilliValue()
+		}
+		if c.Extended != nil {
+			for name, count := range c.Extended(n.Name) {
+				if pn.Free[name] == 0 {
+					pn.Free[name] = count * 1000
+				}
+			}
 		}
 		for name, q := range c.Requested[n.Name] {
 			pn.Free[name] -= q.MilliValue()

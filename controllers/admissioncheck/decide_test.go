@@ -105,3 +105,22 @@ func TestDecideHonoursTiersFlavorsAndTaints(t *testing.T) {
 		t.Errorf("ClusterQueue other on its tier: %+v", d)
 	}
 }
+
+// GPUs published only as DRA devices that a DeviceClass maps to nvidia.com/gpu
+// (no nvidia.com/gpu in the nodes' allocatable) count as the nodes' GPUs.
+func TestDecideCountsGPUsBackedByDRA(t *testing.T) {
+	c := fleet(4, 4, func(i int) int64 { return map[bool]int64{true: 8, false: 0}[i == 0] })
+	for i := range c.Nodes {
+		delete(c.Nodes[i].Status.Allocatable, gpu)
+	}
+	if d := Decide(c, job(3, "8", "")); d.Fits {
+		t.Fatalf("without the devices counted: fits %q, want no room", d.Message)
+	}
+	c.Extended = func(string) map[corev1.ResourceName]int64 { return map[corev1.ResourceName]int64{gpu: 8} }
+	if d := Decide(c, job(3, "8", "")); !d.Fits {
+		t.Errorf("three of four nodes' 8 DRA GPUs free: %q, want 3 × 8 to fit", d.Message)
+	}
+	if d := Decide(c, job(4, "8", "")); d.Fits || !strings.Contains(d.Message, "24 nvidia.com/gpu free on those nodes, 32 needed") {
+		t.Errorf("four members, three nodes free: fits %v %q", d.Fits, d.Message)
+	}
+}

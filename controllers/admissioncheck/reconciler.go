@@ -210,6 +210,11 @@ func (r *Reconciler) cluster(ctx context.Context) (*Cluster, error) {
 		}
 		c.Devices = devices
 	}
+	extended, err := hardware.ListExtended(ctx, r.Client)
+	if err != nil {
+		return nil, err
+	}
+	c.Extended = extended
 	var configs v1alpha1.KubeNexusConfigList
 	if err := r.Client.List(ctx, &configs); err != nil {
 		return nil, err

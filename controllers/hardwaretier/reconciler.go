@@ -28,7 +28,7 @@ const nodeNameIndex = "kubenexus.spec.nodeName"
 // +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=hardwaretiers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceslices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceslices;deviceclasses,verbs=get;list;watch
 
 // Reconciler keeps HardwareTier status current.
 type Reconciler struct {
@@ -74,7 +74,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	status := ComputeStatus(tier, tiers.Items, nodes.Items, devicesOf, allocated, levels)
+	extendedOf, err := hardware.ListExtended(ctx, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	status := ComputeStatus(tier, tiers.Items, nodes.Items, devicesOf, extendedOf, allocated, levels)
 	if listErr != nil {
 		return ctrl.Result{}, listErr
 	}

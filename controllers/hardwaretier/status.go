@@ -32,7 +32,7 @@ const (
 // that unfinished pods bound to a node request. A node in two tiers makes
 // both report Overlapping with the other tier's name and an example node: the
 // scheduler could not tell which tier's tenants own it.
-func ComputeStatus(tier *v1alpha1.HardwareTier, tiers []v1alpha1.HardwareTier, nodes []corev1.Node, devicesOf func(node string) []hardware.Device, gpuAllocated func(node string) int64, levels []topology.Level) v1alpha1.HardwareTierStatus {
+func ComputeStatus(tier *v1alpha1.HardwareTier, tiers []v1alpha1.HardwareTier, nodes []corev1.Node, devicesOf func(node string) []hardware.Device, extendedOf func(node string) map[corev1.ResourceName]int64, gpuAllocated func(node string) int64, levels []topology.Level) v1alpha1.HardwareTierStatus {
 	status := *tier.Status.DeepCopy()
 	status.ObservedGeneration = tier.Generation
 	status.Nodes, status.GPUCapacity, status.GPUAllocated = 0, 0, 0
@@ -62,11 +62,15 @@ func ComputeStatus(tier *v1alpha1.HardwareTier, tiers []v1alpha1.HardwareTier, n
 			continue
 		}
 		status.Nodes++
+		// GPUs in the node's allocatable (a device plugin), else the DRA devices a
+		// DeviceClass maps to nvidia.com/gpu.
 		var capacity int64
-		if q, ok := n.Status.Allocatable[v1alpha1.ResourceNvidiaGPU]; ok {
+		if q, ok := n.Status.Allocatable[v1alpha1.ResourceNvidiaGPU]; ok && !q.IsZero() {
 			capacity = q.Value()
-			status.GPUCapacity += capacity
+		} else if extendedOf != nil {
+			capacity = extendedOf(n.Name)[v1alpha1.ResourceNvidiaGPU]
 		}
+		status.GPUCapacity += capacity
 		used := gpuAllocated(n.Name)
 		status.GPUAllocated += used
 		gpuNodes = append(gpuNodes, placement.GPUNode{Name: n.Name, Free: max(capacity-used, 0), Domains: topology.DomainsOf(levels, n.Labels)})

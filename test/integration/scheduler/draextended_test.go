@@ -70,5 +70,14 @@ var _ = Describe("Extended resources backed by DRA", func() {
 		}
 		Eventually(tc.scheduledMessage("more-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
 			"TopologyUnsatisfiable: gang " + tc.ns + "/more needs 2 members (2 × 8 nvidia.com/gpu) in one rack; the largest rack fits 0"))
+
+		// A HardwareTier over rack 0 counts its devices as its GPUs.
+		tier := testutil.MakeHardwareTier(tc.ns+"-rack0", 10).Selector(metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelRack: tc.ns + "-rack-0"}}).Obj()
+		createHardwareTiers(tier)
+		Eventually(func() []int64 {
+			got := &v1alpha1.HardwareTier{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(tier), got)).To(Succeed())
+			return []int64{int64(got.Status.Nodes), got.Status.GPUCapacity, got.Status.GPUAllocated}
+		}).WithTimeout(testutil.Timeout).Should(Equal([]int64{2, 16, 16}), "nodes, GPU capacity and GPUs allocated of rack 0")
 	})
 })

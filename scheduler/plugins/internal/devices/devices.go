@@ -85,7 +85,7 @@ func (x *Index) OnChange(f func()) {
 func (x *Index) OnNode(node string) []Device { return x.snapshot().byNode[node] }
 
 // Extended returns how many devices of node back each extended resource a
-// DeviceClass names (see extendedOf); nil when none does.
+// DeviceClass names (hardware.ExtendedResources); nil when none does.
 func (x *Index) Extended(node string) map[corev1.ResourceName]int64 {
 	return x.snapshot().extended[node]
 }
@@ -120,7 +120,7 @@ func (x *Index) snapshot() *snapshot {
 	if x.classes != nil {
 		classes, _ = x.classes.List(labels.Everything())
 	}
-	sn := &snapshot{version: v, byNode: m, extended: extendedOf(slices, backingClasses(classes))}
+	sn := &snapshot{version: v, byNode: m, extended: hardware.ExtendedResources(slices, classes)}
 	x.snap.Store(sn)
 	return sn
 }

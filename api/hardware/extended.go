@@ -1,12 +1,14 @@
-package devices
+package hardware
 
 import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Extended resources backed by DRA (GA in Kubernetes 1.37): a pod asks for
@@ -15,11 +17,48 @@ import (
 // or deviceclass.resource.kubernetes.io/<class> when unset), and kube-scheduler's
 // DynamicResources plugin allocates one device per unit. The node's allocatable
 // has no such resource, so every count made from allocatable alone (free GPUs per
-// node, a gang's plan, fragmentation) would see none. extendedOf counts, per node,
-// the devices that back each such resource: the devices of the node's slices that
-// match one of the classes' selectors (CEL, compiled once per expression), without
-// a NoSchedule or NoExecute taint of their own. Not counted: taints a
-// DeviceTaintRule puts on devices, and slices shared by several nodes.
+// node, a gang's plan, fragmentation, a tier's capacity) would see none.
+// ExtendedResources counts, per node, the devices that back each such resource:
+// the devices of the node's slices that match all of a class's selectors (CEL,
+// compiled once per expression), without a NoSchedule or NoExecute taint of their
+// own. Not counted: taints a DeviceTaintRule puts on devices, and slices shared by
+// several nodes.
+
+// ExtendedResources returns, per node, how many devices back each extended
+// resource a DeviceClass names.
+func ExtendedResources(slices []*resourceapi.ResourceSlice, classes []*resourceapi.DeviceClass) map[string]map[corev1.ResourceName]int64 {
+	return extendedOf(slices, backingClasses(classes))
+}
+
+// ListExtended reads every ResourceSlice and DeviceClass through c and returns
+// ExtendedResources per node. A cluster that does not serve resource.k8s.io/v1 has none.
+func ListExtended(ctx context.Context, c client.Reader) (func(node string) map[corev1.ResourceName]int64, error) {
+	none := func(string) map[corev1.ResourceName]int64 { return nil }
+	var classes resourceapi.DeviceClassList
+	if err := c.List(ctx, &classes); err != nil {
+		if meta.IsNoMatchError(err) {
+			return none, nil
+		}
+		return nil, err
+	}
+	if len(classes.Items) == 0 {
+		return none, nil
+	}
+	var slices resourceapi.ResourceSliceList
+	if err := c.List(ctx, &slices); err != nil {
+		return nil, err
+	}
+	sp := make([]*resourceapi.ResourceSlice, len(slices.Items))
+	for i := range slices.Items {
+		sp[i] = &slices.Items[i]
+	}
+	cp := make([]*resourceapi.DeviceClass, len(classes.Items))
+	for i := range classes.Items {
+		cp[i] = &classes.Items[i]
+	}
+	byNode := ExtendedResources(sp, cp)
+	return func(node string) map[corev1.ResourceName]int64 { return byNode[node] }, nil
+}
 
 // celCache compiles DeviceClass selectors once per expression.
 var celCache = cel.NewCache(64, cel.Features{EnableConsumableCapacity: true, EnableListTypeAttributes: true})
