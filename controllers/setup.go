@@ -26,6 +26,9 @@ import (
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
 	"github.com/kube-nexus/kubenexus/controllers/podgroup"
 	"github.com/kube-nexus/kubenexus/controllers/resourcereservation"
+
+	schedconfig "github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	"k8s.io/client-go/discovery"
 )
 
 // Leader election and the events every reconciler records.
@@ -121,10 +124,15 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if opts.Namespace == "" {
 		return fmt.Errorf("no namespace for the scheduler: set Options.Namespace")
 	}
+	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("creating a discovery client: %w", err)
+	}
 	kncr := &kubenexusconfig.Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Options:   render.Options{Namespace: opts.Namespace, DefaultImage: opts.SchedulerImage},
+		Client:      mgr.GetClient(),
+		APIReader:   mgr.GetAPIReader(),
+		Options:     render.Options{Namespace: opts.Namespace, DefaultImage: opts.SchedulerImage},
+		ServerMinor: func() (int, error) { return schedconfig.APIServerMinor(dc) },
 	}
 	if err := kncr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the KubeNexusConfig controller: %w", err)

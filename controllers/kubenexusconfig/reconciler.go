@@ -55,6 +55,9 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Options says where the scheduler runs and its default image.
 	Options render.Options
+	// ServerMinor reads the API server's minor version (nil: unknown), for the
+	// scheduler's feature gates (render.Options.APIServerMinor).
+	ServerMinor func() (int, error)
 }
 
 // Reconcile renders the configuration, refuses it (Degraded) if the scheduler would,
@@ -88,7 +91,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			cond(v1alpha1.ConditionProgressing, false, ReasonInvalidConfiguration, "Not applied."))
 		return ctrl.Result{}, r.writeStatus(ctx, knc, status)
 	}
-	objs, err := render.Render(knc, r.Options)
+	opts := r.Options
+	if r.ServerMinor != nil {
+		minor, err := r.ServerMinor()
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		opts.APIServerMinor = minor
+	}
+	objs, err := render.Render(knc, opts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

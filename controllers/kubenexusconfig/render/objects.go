@@ -13,6 +13,8 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+
+	schedconfig "github.com/kube-nexus/kubenexus/scheduler/apis/config"
 )
 
 // Names of the objects the operator applies. They are fixed (not derived from the
@@ -46,6 +48,10 @@ type Options struct {
 	Namespace string
 	// DefaultImage is the scheduler image when spec.scheduler.image is unset.
 	DefaultImage string
+	// APIServerMinor is the API server's minor version (1.x; 0: unknown). Against an
+	// older server than the scheduler's release, features that need an API it does
+	// not serve are turned off (schedconfig.FeatureGatesForAPIServer).
+	APIServerMinor int
 }
 
 // Objects is everything the operator applies for one KubeNexusConfig.
@@ -129,10 +135,7 @@ func deployment(s *v1alpha1.SchedulerSpec, opts Options, hash string) *appsv1ac.
 		WithName("scheduler").
 		WithImage(image).
 		WithImagePullPolicy(pullPolicy).
-		WithArgs(
-			"--config="+configDir+"/"+ConfigKey,
-			fmt.Sprintf("--v=%d", s.Verbosity),
-		).
+		WithArgs(schedulerArgs(s.Verbosity, opts.APIServerMinor)...).
 		WithPorts(corev1ac.ContainerPort().WithName("https").WithContainerPort(SecurePort).WithProtocol(corev1.ProtocolTCP)).
 		WithStartupProbe(probe("/livez", 5, 24)).
 		WithLivenessProbe(probe("/livez", 10, 3)).
@@ -196,4 +199,15 @@ func deployment(s *v1alpha1.SchedulerSpec, opts Options, hash string) *appsv1ac.
 				WithLabels(maps.Clone(podLabels)).
 				WithAnnotations(map[string]string{ConfigHashAnnotation: hash}).
 				WithSpec(pod)))
+}
+
+// schedulerArgs are the scheduler container's arguments.
+func schedulerArgs(verbosity int32, apiServerMinor int) []string {
+	args := []string{"--config=" + configDir + "/" + ConfigKey, fmt.Sprintf("--v=%d", verbosity)}
+	if apiServerMinor > 0 {
+		if gates := schedconfig.FeatureGatesFlag(schedconfig.FeatureGatesForAPIServer(apiServerMinor)); gates != "" {
+			args = append(args, "--feature-gates="+gates)
+		}
+	}
+	return args
 }

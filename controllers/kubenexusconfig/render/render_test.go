@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -381,4 +382,27 @@ func TestRenderedTenantTierSource(t *testing.T) {
 		return
 	}
 	t.Error("no ProfileClassifier args rendered")
+}
+
+// Against an API server older than the scheduler's release, the Deployment turns
+// off the features whose API that server does not serve; from 1.37 on, none.
+func TestSchedulerArgsFollowTheAPIServer(t *testing.T) {
+	knc := &v1alpha1.KubeNexusConfig{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DefaultConfigName}}
+	argsFor := func(minor int) []string {
+		objs, err := Render(knc, Options{Namespace: "kubenexus-system", DefaultImage: "img", APIServerMinor: minor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return objs.Deployment.Spec.Template.Spec.Containers[0].Args
+	}
+	if got := argsFor(36); !slices.Contains(got, "--feature-gates=DRADeviceTaintRules=false") {
+		t.Errorf("1.36: args %v, want DRADeviceTaintRules off", got)
+	}
+	for _, minor := range []int{0, 37} {
+		for _, a := range argsFor(minor) {
+			if strings.HasPrefix(a, "--feature-gates") {
+				t.Errorf("1.%d: args carry %s", minor, a)
+			}
+		}
+	}
 }

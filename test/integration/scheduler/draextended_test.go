@@ -22,6 +22,9 @@ import (
 // plugin allocates the devices.
 var _ = Describe("Extended resources backed by DRA", func() {
 	It("plans a gang over GPUs published only as DRA devices: the rack whose devices hold it", func() {
+		if apiServerMinor < 36 {
+			Skip("DeviceClasses name extended resources from kube-apiserver 1.36 on (DRAExtendedResource)")
+		}
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		const driver = "gpu.example.com"
 		class := &resourceapi.DeviceClass{

@@ -43,6 +43,8 @@ var (
 	// nativeWorkloads: the API server serves Kubernetes' own PodGroups
 	// (scheduling.k8s.io/v1beta1; 1.37 and later, turned on here).
 	nativeWorkloads bool
+	// apiServerMinor is the API server's version, 1.x.
+	apiServerMinor int
 )
 
 func TestScheduler(t *testing.T) {
@@ -74,6 +76,8 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testutil.CRDPath(), sigsCRD, volcanoCRD, nrtCRD, kueueCRDs}, ErrorIfCRDPathMissing: true}
 	nativeWorkloads, err = testutil.EnableNativeWorkloads(testEnv)
+	Expect(err).NotTo(HaveOccurred())
+	apiServerMinor, err = testutil.APIServerMinor(os.Getenv("KUBEBUILDER_ASSETS"))
 	Expect(err).NotTo(HaveOccurred())
 	cfg, err := testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())

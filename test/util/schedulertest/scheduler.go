@@ -13,6 +13,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-nexus/kubenexus/scheduler/plugins"
+
+	schedconfig "github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // SchedulerName is the profile name test pods use.
@@ -108,6 +113,23 @@ func StartSchedulerWithConfig(ctx context.Context, dir string, kubeconfig, confi
 		return nil, err
 	}
 	if err := plugins.SetDefaultFeatureGates(); err != nil {
+		return nil, err
+	}
+	// The feature gates the operator gives the scheduler it deploys against this API
+	// server's version (none from 1.37 on).
+	rc, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	minor, err := schedconfig.APIServerMinor(dc)
+	if err != nil {
+		return nil, err
+	}
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(schedconfig.FeatureGatesForAPIServer(minor)); err != nil {
 		return nil, err
 	}
 	opts := options.NewOptions()
