@@ -6,12 +6,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
@@ -34,41 +32,15 @@ type NativeReconciler struct {
 // SetupWithManager registers the controller. The pod index IndexGangKey must be
 // registered (Reconciler.SetupWithManager does).
 func (r *NativeReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Now == nil {
-		r.Now = time.Now
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("podgroup-native").
-		For(v1alpha1.NewNativePodGroup()).
-		Watches(&corev1.Pod{}, enqueueGang()).
-		Complete(r)
-}
-
-// Reconcile writes the PodGroup's condition from its members.
-func (r *NativeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	u := v1alpha1.NewNativePodGroup()
-	if err := r.Client.Get(ctx, req.NamespacedName, u); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, err
-	}
-	pg, err := v1alpha1.FromNativePodGroup(u)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	members, err := listMembers(ctx, r.Client, gang.Key{Namespace: req.Namespace, Name: req.Name})
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if ours, err := r.ours(ctx, members); err != nil || !ours {
-		return ctrl.Result{}, err
-	}
-	want, err := v1alpha1.NativePodGroupStatus(u, ComputeStatus(pg, members, metav1.NewTime(r.Now())))
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{}, patchForeignStatus(ctx, r.Client, u, want)
+	return (&statusReconciler{
+		name:    "podgroup-native",
+		client:  r.Client,
+		now:     r.Now,
+		empty:   v1alpha1.NewNativePodGroup,
+		read:    v1alpha1.FromNativePodGroup,
+		status:  v1alpha1.NativePodGroupStatus,
+		applies: r.ours,
+	}).setup(mgr)
 }
 
 // ours reports whether any member asks for kubenexus-scheduler (the name the

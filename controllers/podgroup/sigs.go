@@ -35,35 +35,71 @@ type SigsReconciler struct {
 // SetupWithManager registers the controller. The pod index IndexGangKey must be
 // registered (Reconciler.SetupWithManager does).
 func (r *SigsReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Now == nil {
-		r.Now = time.Now
+	return (&statusReconciler{
+		name:   "podgroup-scheduler-plugins",
+		client: r.Client,
+		now:    r.Now,
+		empty:  v1alpha1.NewSigsPodGroup,
+		read:   v1alpha1.FromSigsPodGroup,
+		status: func(_ *unstructured.Unstructured, st v1alpha1.PodGroupStatus) (map[string]any, error) {
+			return v1alpha1.SigsPodGroupStatus(st), nil
+		},
+	}).setup(mgr)
+}
+
+// statusReconciler writes the status of another API's PodGroups from their members,
+// computed by ComputeStatus and put in that API's terms by status.
+type statusReconciler struct {
+	name   string
+	client client.Client
+	now    func() time.Time
+	// empty returns an object of the API to read into; read converts one.
+	empty func() *unstructured.Unstructured
+	read  func(*unstructured.Unstructured) (*v1alpha1.PodGroup, error)
+	// status is the status the object should have for the gang's KubeNexus status.
+	status func(*unstructured.Unstructured, v1alpha1.PodGroupStatus) (map[string]any, error)
+	// applies (nil: always) says whether KubeNexus keeps this group's status.
+	applies func(ctx context.Context, members []corev1.Pod) (bool, error)
+}
+
+func (r *statusReconciler) setup(mgr ctrl.Manager) error {
+	if r.now == nil {
+		r.now = time.Now
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("podgroup-scheduler-plugins").
-		For(v1alpha1.NewSigsPodGroup()).
+		Named(r.name).
+		For(r.empty()).
 		Watches(&corev1.Pod{}, enqueueGang()).
 		Complete(r)
 }
 
 // Reconcile writes the PodGroup's status from its members.
-func (r *SigsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	u := v1alpha1.NewSigsPodGroup()
-	if err := r.Client.Get(ctx, req.NamespacedName, u); err != nil {
+func (r *statusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	u := r.empty()
+	if err := r.client.Get(ctx, req.NamespacedName, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	pg, err := v1alpha1.FromSigsPodGroup(u)
+	pg, err := r.read(u)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	members, err := listMembers(ctx, r.Client, gang.Key{Namespace: req.Namespace, Name: req.Name})
+	members, err := listMembers(ctx, r.client, gang.Key{Namespace: req.Namespace, Name: req.Name})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	want := v1alpha1.SigsPodGroupStatus(ComputeStatus(pg, members, metav1.NewTime(r.Now())))
-	return ctrl.Result{}, patchForeignStatus(ctx, r.Client, u, want)
+	if r.applies != nil {
+		if ok, err := r.applies(ctx, members); err != nil || !ok {
+			return ctrl.Result{}, err
+		}
+	}
+	want, err := r.status(u, ComputeStatus(pg, members, metav1.NewTime(r.now())))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, patchForeignStatus(ctx, r.client, u, want)
 }
 
 // patchForeignStatus writes another scheduler's PodGroup status when it differs.

@@ -54,19 +54,15 @@ func New(h fwk.Handle) (*Index, error) {
 			f()
 		}
 	}
-	if _, err := inf.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	handler := toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    changed,
 		UpdateFunc: func(_, n any) { changed(n) },
 		DeleteFunc: changed,
-	}); err != nil {
-		return nil, err
 	}
-	if _, err := classes.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    changed,
-		UpdateFunc: func(_, n any) { changed(n) },
-		DeleteFunc: changed,
-	}); err != nil {
-		return nil, err
+	for _, inf := range []toolscache.SharedIndexInformer{inf.Informer(), classes.Informer()} {
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return nil, err
+		}
 	}
 	// Free capacity read from the snapshot (nodefree) counts the extended resources
 	// these devices back.
