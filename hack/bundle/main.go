@@ -206,7 +206,7 @@ func run(root string) error {
 				"classifies pods that arrive unannotated itself.",
 			Version:        version.OperatorVersion{Version: semver.MustParse(bundleVersion)},
 			Maturity:       "alpha",
-			MinKubeVersion: "1.30.0",
+			MinKubeVersion: "1.35.0", // the oldest kube-apiserver make test-skew runs (README: Supported Kubernetes versions)
 			Keywords:       []string{"scheduler", "gang scheduling", "batch", "gpu", "spark", "pytorch", "ray"},
 			Provider:       operatorsv1alpha1.AppLink{Name: "KubeNexus"},
 			Maintainers:    []operatorsv1alpha1.Maintainer{{Name: "KubeNexus maintainers", Email: "maintainers@kubenexus.io"}},

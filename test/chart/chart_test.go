@@ -36,6 +36,8 @@ import (
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
+
+	schedconfig "github.com/kube-nexus/kubenexus/scheduler/apis/config"
 )
 
 const releaseNS = "kubenexus-system"
@@ -633,5 +635,21 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 				t.Errorf("got %v, want an error mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// The chart installs on the kube-apiserver versions make test-skew proves.
+func TestKubeVersionIsTheTestedRange(t *testing.T) {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ch.Metadata.KubeVersion, schedconfig.KubeVersionRange(); got != want {
+		t.Errorf("Chart.yaml kubeVersion %q, want %q (scheduler/apis/config MinAPIServerMinor..MaxAPIServerMinor)", got, want)
+	}
+	for v, ok := range map[string]bool{"v1.34.9": false, "v1.35.0": true, "v1.37.2-eks-1": true, "v1.38.0": false} {
+		if got := chartutil.IsCompatibleRange(ch.Metadata.KubeVersion, v); got != ok {
+			t.Errorf("kube-apiserver %s admitted: %v, want %v", v, got, ok)
+		}
 	}
 }

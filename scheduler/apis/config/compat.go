@@ -7,9 +7,19 @@ import (
 	"k8s.io/client-go/discovery"
 )
 
-// MinAPIServerMinor is the oldest kube-apiserver minor (1.x) kubenexus-scheduler is
-// tested with (make test-skew).
-const MinAPIServerMinor = 35
+// MinAPIServerMinor and MaxAPIServerMinor are the kube-apiserver minors (1.x)
+// kubenexus-scheduler and the manager are tested with (make test-skew): the range the
+// README states and Chart.yaml's kubeVersion allows.
+const (
+	MinAPIServerMinor = 35
+	MaxAPIServerMinor = 37
+)
+
+// KubeVersionRange is the range as a Helm chart's kubeVersion constraint (the -0
+// admits the pre-release suffixes of managed offerings' versions).
+func KubeVersionRange() string {
+	return fmt.Sprintf(">=1.%d.0-0 <1.%d.0-0", MinAPIServerMinor, MaxAPIServerMinor+1)
+}
 
 // featureGatesBefore are the kube-scheduler features of the Kubernetes release the
 // scheduler is built from (1.37) that need an API an older API server does not
