@@ -93,11 +93,19 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 	It("leaves a group whose pods ask for another scheduler alone", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
 		Expect(k8sClient.Create(suiteCtx, testutil.NativeGangPodGroup(tc.ns, "theirs", 2))).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, testutil.NativeGangPodGroup(tc.ns, "ours", 2))).To(Succeed())
 		for i := range 2 {
 			pod := tc.pod(fmt.Sprintf("theirs-%d", i)).SchedulingGroup("theirs").Req("cpu", "1").Obj()
 			pod.Spec.SchedulerName = corev1.DefaultSchedulerName
 			Expect(k8sClient.Create(suiteCtx, pod)).To(Succeed())
 		}
+		// A group of kubenexus-scheduler's pods created after it gets its condition
+		// (no node: the gang waits for room); by then the other group has been seen too.
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("ours-%d", i)).SchedulingGroup("ours").Req("cpu", "1").Obj())).To(Succeed())
+		}
+		Eventually(initiallyScheduled(tc, "ours")).WithTimeout(testutil.Timeout).Should(And(
+			Not(BeNil()), HaveField("Status", metav1.ConditionFalse)))
 		Consistently(initiallyScheduled(tc, "theirs")).WithTimeout(3 * time.Second).Should(BeNil())
 	})
 })
