@@ -131,7 +131,7 @@ controller-gen: ## Build controller-gen (cached).
 ##@ Benchmarks
 
 .PHONY: bench
-bench: ## CPU-ms/pod and pods/s of kubenexus-scheduler, stock kube-scheduler, scheduler-plugins (Coscheduling) and a null binder on one local apiserver (W1, W2, W4, W5; 5 runs each, W2 10, W4 20).
+bench: ## CPU-ms/pod and pods/s of kubenexus-scheduler, stock kube-scheduler, scheduler-plugins (Coscheduling) and a null binder on one local apiserver (W1, W1b, W2, W4, W5; 5 runs each, W2 10, W4 20).
 	hack/build-tools.sh etcd kube-apiserver kube-scheduler scheduler-plugins
 	go build -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
 	go run ./test/bench -bin $(BIN) $(BENCH_FLAGS)

@@ -6,6 +6,10 @@
 // scheduler process starts.
 //
 //	W1: 5000 plain pods on 1000 nodes
+//	W1b: W1 with kube-scheduler's system default spread constraints off in every
+//	    arm (upstream's own batching benchmarks run so): with them on, kube-scheduler's
+//	    PodTopologySpread signs no pod and opportunistic batching serves none.
+//	    KubeNexus's profile has them off in W1 too (TopologyAware spreads replicas).
 //	W2: 500 gangs of 8 (PodGroup objects; the stock scheduler sees plain pods;
 //	    twice -repeat runs: stock's own runs spread widest here)
 //	W4: one gang of 1000 (four times -repeat runs: its bindings take 1–4 s and
@@ -99,11 +103,21 @@ type workload struct {
 	// gangSize members of 8 CPUs, and the workload's pods (higher priority, 8 CPUs)
 	// fit only where those are evicted.
 	preempt bool
+	// noDefaultSpread: the stock and scheduler-plugins arms run PodTopologySpread
+	// without system default constraints, as the kubenexus arm always does.
+	noDefaultSpread bool
 }
 
 // sigsPermitWaitingTimeSeconds matches the KubeNexus arm's default gang timeout
 // (300 s) so that neither arm can time out a gang the other would have waited for.
 const sigsPermitWaitingTimeSeconds = 300
+
+// noDefaultSpread is the pluginConfig entry, appended to a profile (whose last key,
+// if it has one, is pluginConfig), that turns kube-scheduler's system default spread
+// constraints off (the kubenexus arm's profile has it already).
+const noDefaultSpread = `  - name: PodTopologySpread
+    args: {defaultingType: List}
+`
 
 func allArms(binDir string) []arm {
 	return []arm{
@@ -141,6 +155,8 @@ func workloads(scale float64) map[string]workload {
 	w1, w2, w4, w5, w6 := n(5000, 2), n(500, 1), n(1000, 2), n(500, 1), n(50, 1)
 	return map[string]workload{
 		"W1": {name: "W1", pods: w1, desc: fmt.Sprintf("%d plain pods", w1)},
+		"W1b": {name: "W1b", pods: w1, noDefaultSpread: true,
+			desc: fmt.Sprintf("%d plain pods, every arm without default spread constraints (opportunistic batching on)", w1)},
 		"W2": {name: "W2", pods: w2 * 8, gangSize: 8, repeatFactor: 2, desc: fmt.Sprintf("%d gangs of 8", w2)},
 		"W4": {name: "W4", pods: w4, gangSize: w4, repeatFactor: 4, desc: fmt.Sprintf("one gang of %d", w4)},
 		"W5": {name: "W5", pods: w5 * 8, gangSize: 8, requiredRack: true, desc: fmt.Sprintf("%d gangs of 8, required: rack (20 racks × 2 zones)", w5)},
@@ -151,7 +167,7 @@ func workloads(scale float64) map[string]workload {
 func main() {
 	nodes := flag.Int("nodes", 1000, "simulated nodes")
 	binDir := flag.String("bin", "bin", "directory holding kubenexus-scheduler, k8s/kube-scheduler and k8s/scheduler-plugins")
-	only := flag.String("workloads", "W1,W2,W4,W5", "workloads to run")
+	only := flag.String("workloads", "W1,W1b,W2,W4,W5", "workloads to run")
 	armsFlag := flag.String("arms", "stock,kubenexus,scheduler-plugins,null-binder", "arms to run")
 	scale := flag.Float64("scale", 1, "multiply every workload's pod count (W2: its number of gangs; W4: its gang size) by this, for quick runs")
 	flag.StringVar(&cpuProfileDir, "cpuprofile", "", "directory to write an 8s CPU profile of each scheduler run, and heap profiles at its first and last bindings, into")
@@ -486,6 +502,12 @@ leaderElection: {leaderElect: false}
 clientConnection: {kubeconfig: %s, qps: 5000, burst: 5000}
 profiles:
 %s`, kcPath, a.profile)
+		if w.noDefaultSpread && a.name != "kubenexus" {
+			if !strings.Contains(a.profile, "  pluginConfig:\n") {
+				cfg += "  pluginConfig:\n"
+			}
+			cfg += noDefaultSpread
+		}
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 			return result{}, err
 		}

@@ -33,6 +33,10 @@ const NodeResourcesFit = "NodeResourcesFit"
 // replaces.
 const DefaultPreemption = "DefaultPreemption"
 
+// PodTopologySpread is kube-scheduler's spreading plugin, whose system default
+// constraints TopologyAware replaces.
+const PodTopologySpread = "PodTopologySpread"
+
 // LeaseName is the scheduler's leader election lease, in the scheduler's namespace.
 // It does not follow the scheduler name so that the shipped RBAC can name it.
 const LeaseName = "kubenexus-scheduler"
@@ -208,6 +212,15 @@ func SchedulerConfiguration(spec *v1alpha1.KubeNexusConfigSpec, namespace string
 			// for is not rejected into backoff first.
 			profile.Plugins.PostFilter.Enabled = append(profile.Plugins.PostFilter.Enabled, configv1.Plugin{Name: names.GangPreemption})
 			profile.Plugins.PostFilter.Disabled = append(profile.Plugins.PostFilter.Disabled, configv1.Plugin{Name: DefaultPreemption})
+		}
+		if p.name == names.TopologyAware {
+			// TopologyAware spreads a controller's replicas over zones and nodes, the
+			// pods kube-scheduler's system default constraints would spread. Without
+			// them, pods nothing spreads (plain pods, Jobs, gangs) can be signed, and
+			// opportunistic batching serves them; with them PodTopologySpread signs
+			// no pod at all. Constraints a pod declares stay PodTopologySpread's.
+			profile.PluginConfig = append(profile.PluginConfig, configv1.PluginConfig{Name: PodTopologySpread,
+				Args: runtime.RawExtension{Raw: []byte(`{"defaultingType":"List"}`)}})
 		}
 		if p.name == names.BindingBackpressure {
 			// Its Bind takes a slot and passes the pod on: named at bind, it runs

@@ -406,3 +406,29 @@ func TestSchedulerArgsFollowTheAPIServer(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultSpreadingFollowsTopologyAware: kube-scheduler's system default spread
+// constraints are off while TopologyAware spreads replicas (pods nothing spreads can
+// then be batched), and back when TopologyAware is disabled.
+func TestDefaultSpreadingFollowsTopologyAware(t *testing.T) {
+	spreadArgs := func(topologyAware *bool) (string, bool) {
+		cfg, err := SchedulerConfiguration(&v1alpha1.KubeNexusConfigSpec{
+			Plugins: v1alpha1.PluginsSpec{TopologyAware: v1alpha1.TopologyAwarePlugin{Enabled: topologyAware}},
+		}, "ns")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cfg.Profiles[0].PluginConfig {
+			if c.Name == PodTopologySpread {
+				return string(c.Args.Raw), true
+			}
+		}
+		return "", false
+	}
+	if args, ok := spreadArgs(nil); !ok || args != `{"defaultingType":"List"}` {
+		t.Errorf("TopologyAware on: PodTopologySpread args %q (present %v), want defaultingType List without constraints", args, ok)
+	}
+	if args, ok := spreadArgs(ptr.To(false)); ok {
+		t.Errorf("TopologyAware off: PodTopologySpread args %q, want none (kube-scheduler's system defaults)", args)
+	}
+}

@@ -27,7 +27,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -108,10 +107,23 @@ func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint,
 	return []fwk.ClusterEventWithHint{}, nil
 }
 
-// SignPod: the score depends on the pod's GPU request, which the default plugins
-// already sign with its other requests; the count is added for clarity.
+// SignPod refuses the pods the plugin scores against the whole fleet: a GPU pod's
+// score counts the hosts of each queued size, the free NVLink domains and the
+// scarcity of each shape over every node, all of which the previous pod's placement
+// changes, so opportunistic batching must not carry one GPU pod's ranking to the
+// next. A pod that asks for no GPU is scored only while GPU pods are queued (it is
+// refused then); otherwise it is skipped and adds nothing. The queue signs a pod
+// when it is added or updated: a CPU pod signed before GPU demand arrived can still
+// take a hint, from a ranking made moments before by an identical pod against the
+// same demand, stale only in what that pod's own placement moved.
 func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	return []fwk.SignFragment{{Key: "kubenexus.io/gpus", Value: strconv.FormatInt(shapeOf(pod, pl.gpus).gpus, 10)}}, nil
+	if shapeOf(pod, pl.gpus).gpus > 0 {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "pods that ask for GPUs are scored against the fleet's free GPUs and are not signable")
+	}
+	if !pl.demand.empty() {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "pods without GPUs are scored against queued GPU pods while there are any, and are not signable then")
+	}
+	return nil, nil
 }
 
 type stateData struct {

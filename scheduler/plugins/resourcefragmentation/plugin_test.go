@@ -330,3 +330,25 @@ func TestTheOnlyHostOfTheLargestTasksIsKeptWhole(t *testing.T) {
 		t.Errorf("the 1-GPU pod went to %s, want half-used-0=100 (the large node kept whole)", got)
 	}
 }
+
+// GPU pods are scored against the whole fleet and are never signable; a CPU pod is
+// signable while no GPU pod is expected (the plugin skips it then) and not while
+// one is.
+func TestSignPod(t *testing.T) {
+	signable := func(pl *Plugin, pod *corev1.Pod) bool {
+		frags, st := pl.SignPod(context.Background(), pod)
+		if len(frags) != 0 {
+			t.Errorf("%s: fragments %v, want none", pod.Name, frags)
+		}
+		return st.IsSuccess()
+	}
+	if signable(newPlugin(), gpuPod("gpu", 1)) {
+		t.Error("a GPU pod is signable, want refused")
+	}
+	if !signable(newPlugin(), gpuPod("cpu", 0)) {
+		t.Error("a CPU pod with no GPU pod expected is refused, want signable")
+	}
+	if signable(newPlugin(gpuPod("queued", 2)), gpuPod("cpu", 0)) {
+		t.Error("a CPU pod while a GPU pod is queued is signable, want refused")
+	}
+}

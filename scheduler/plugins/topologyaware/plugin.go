@@ -59,14 +59,18 @@ func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint,
 	return []fwk.ClusterEventWithHint{}, nil
 }
 
-// SignPod: the score depends on the pod's controller, which replicas share; pods
-// of different controllers are not batched together.
+// SignPod refuses the pods the plugin spreads: where one replica lands changes the
+// zone and node counts every other node is scored by, so the ranking opportunistic
+// batching would carry from one replica to the next is stale (kube-scheduler's
+// PodTopologySpread refuses pods with spread constraints for the same reason).
+// Pods it does not score (no controller, gangs, batch and training, pods with
+// constraints of their own) add nothing.
 func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	uid := types.UID("")
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		uid = ref.UID
+	profile := workload.Classify(pod, workload.Namespace{}, "")
+	if _, ok := spreads(pod, profile.Class, profile.Gang != nil); ok {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "replicas the plugin spreads over zones and nodes are not signable")
 	}
-	return []fwk.SignFragment{{Key: "v1.Pod.OwnerReferences.Controller().UID", Value: string(uid)}}, nil
+	return nil, nil
 }
 
 type stateData struct {

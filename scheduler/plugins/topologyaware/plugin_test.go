@@ -1,6 +1,7 @@
 package topologyaware
 
 import (
+	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +31,28 @@ func TestSpreads(t *testing.T) {
 	} {
 		if _, got := spreads(tc.pod, tc.class, tc.inGang); got != tc.want {
 			t.Errorf("%s: spreads = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+// A replica the plugin spreads is not signable (its placement moves every other
+// node's score); a pod it leaves alone signs with nothing added.
+func TestSignPod(t *testing.T) {
+	pl := &Plugin{}
+	for name, tc := range map[string]struct {
+		pod      *corev1.Pod
+		signable bool
+	}{
+		"a service replica":           {testutil.MakePod("web-1", "ns").Owner("apps/v1", "ReplicaSet", "web").Obj(), false},
+		"a plain pod":                 {testutil.MakePod("p", "ns").Obj(), true},
+		"a Job's pod (batch, packed)": {testutil.MakePod("j-1", "ns").Owner("batch/v1", "Job", "j").Obj(), true},
+	} {
+		frags, st := pl.SignPod(context.Background(), tc.pod)
+		if got := st.IsSuccess(); got != tc.signable {
+			t.Errorf("%s: signable %v (%v), want %v", name, got, st, tc.signable)
+		}
+		if len(frags) != 0 {
+			t.Errorf("%s: fragments %v, want none", name, frags)
 		}
 	}
 }

@@ -15,12 +15,17 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
+	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
+	schedconfig "github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
 	"github.com/kube-nexus/kubenexus/webhooks"
@@ -69,6 +74,67 @@ func mustStoredConfig() string {
 	return cfg
 }
 
+// expectTestProfileIsRendered checks that the profile the scheduler suite and the
+// benchmarks run (schedulertest.KubeNexusProfile) is the one the operator rendered
+// into cfg: the same plugins at the same extension points and weights, and the same
+// plugin args once each plugin's defaults are applied (the test profile leaves them
+// to the defaults, the operator writes them out), Coscheduling's timings (which the
+// tests choose) aside.
+func expectTestProfileIsRendered(cfg string) {
+	GinkgoHelper()
+	profileOf := func(doc string) configv1.KubeSchedulerProfile {
+		c := &configv1.KubeSchedulerConfiguration{}
+		Expect(yaml.UnmarshalStrict([]byte(doc), c)).To(Succeed(), doc)
+		Expect(c.Profiles).To(HaveLen(1))
+		return c.Profiles[0]
+	}
+	decoders := map[string]func(runtime.Object) (any, error){
+		names.ProfileClassifier:     func(o runtime.Object) (any, error) { return schedconfig.DecodeProfileClassifierArgs(o) },
+		names.WorkloadAware:         func(o runtime.Object) (any, error) { return schedconfig.DecodeWorkloadAwareArgs(o) },
+		names.TopologyAware:         func(o runtime.Object) (any, error) { return schedconfig.DecodeTopologyAwareArgs(o) },
+		names.NetworkFabric:         func(o runtime.Object) (any, error) { return schedconfig.DecodeNetworkFabricArgs(o) },
+		names.ResourceFragmentation: func(o runtime.Object) (any, error) { return schedconfig.DecodeResourceFragmentationArgs(o) },
+		names.TenantHardware:        func(o runtime.Object) (any, error) { return schedconfig.DecodeTenantHardwareArgs(o) },
+		names.NUMATopology:          func(o runtime.Object) (any, error) { return schedconfig.DecodeNUMATopologyArgs(o) },
+		names.VRAM:                  func(o runtime.Object) (any, error) { return schedconfig.DecodeVRAMArgs(o) },
+		names.ResourceReservation:   func(o runtime.Object) (any, error) { return schedconfig.DecodeResourceReservationArgs(o) },
+		names.Backfill:              func(o runtime.Object) (any, error) { return schedconfig.DecodeBackfillArgs(o) },
+		names.GangPreemption:        func(o runtime.Object) (any, error) { return schedconfig.DecodeGangPreemptionArgs(o) },
+		names.BindingBackpressure:   func(o runtime.Object) (any, error) { return schedconfig.DecodeBindingBackpressureArgs(o) },
+	}
+	argsOf := func(p configv1.KubeSchedulerProfile) map[string]any {
+		raw := map[string][]byte{}
+		for _, pc := range p.PluginConfig {
+			raw[pc.Name] = pc.Args.Raw
+		}
+		out := map[string]any{}
+		for name, decode := range decoders {
+			var obj runtime.Object
+			if r, ok := raw[name]; ok && len(r) > 0 {
+				j, err := yaml.YAMLToJSON(r)
+				Expect(err).NotTo(HaveOccurred())
+				obj = &runtime.Unknown{Raw: j}
+			}
+			args, err := decode(obj)
+			Expect(err).NotTo(HaveOccurred(), "%s args", name)
+			out[name] = args
+		}
+		// kube-scheduler's own plugins: compared as written.
+		for name, r := range raw {
+			if _, ours := decoders[name]; !ours && name != names.Coscheduling {
+				j, err := yaml.YAMLToJSON(r)
+				Expect(err).NotTo(HaveOccurred())
+				out[name] = string(j)
+			}
+		}
+		return out
+	}
+	rendered := profileOf(cfg)
+	test := profileOf("profiles:\n" + schedulertest.KubeNexusProfile(*rendered.SchedulerName, 1, 1))
+	Expect(test.Plugins).To(Equal(rendered.Plugins))
+	Expect(argsOf(test)).To(Equal(argsOf(rendered)))
+}
+
 func deployment() *appsv1.Deployment {
 	d := &appsv1.Deployment{}
 	ExpectWithOffset(1, k8sClient.Get(suiteCtx, key(render.Name), d)).To(Succeed())
@@ -99,6 +165,7 @@ var _ = Describe("KubeNexusConfig", Ordered, func() {
 		Expect(cfg).To(ContainSubstring("qps: 400"))
 		Expect(cfg).To(ContainSubstring("percentageOfNodesToScore: 40"))
 		Expect(cfg).To(ContainSubstring("resourceNamespace: " + namespace))
+		expectTestProfileIsRendered(cfg)
 
 		d := deployment()
 		Expect(*d.Spec.Replicas).To(Equal(int32(2)))

@@ -36,7 +36,8 @@ func CoschedulingProfile(backoffSeconds, timeoutSeconds int) string {
 // TenantHardware at weight 3, NUMATopology at weight 1, VRAM at weight 3, ResourceReservation at weight 10, Backfill at
 // weight 1, GangPreemption (replacing DefaultPreemption, and first among the
 // PostFilters) and BindingBackpressure (first among the binders) — enabled
-// wherever they apply.
+// wherever they apply — and PodTopologySpread without system default constraints
+// (TopologyAware spreads replicas instead).
 func KubeNexusProfile(schedulerName string, backoffSeconds, timeoutSeconds int) string {
 	return fmt.Sprintf(`- schedulerName: %s
   plugins:
@@ -57,6 +58,9 @@ func KubeNexusProfile(schedulerName string, backoffSeconds, timeoutSeconds int) 
     args:
       backoffSeconds: %d
       defaultScheduleTimeoutSeconds: %d
+  - name: PodTopologySpread
+    args:
+      defaultingType: List
 `, schedulerName, backoffSeconds, timeoutSeconds)
 }
 
