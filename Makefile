@@ -107,6 +107,22 @@ test: envtest build ## Run unit and integration tests under -race, then the e2e 
 	cd hack/bundle && go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) fuzz FUZZ_TIME=30000x
 
+# The inner loop: `make test` is these three, the bundle's tests and the fuzzers.
+UNIT_PKGS ?= $(shell go list ./... | grep -v -e /test/integration -e /test/e2e -e /test/chart -e /test/image)
+.PHONY: test-unit
+test-unit: ## Unit tests under -race, then the chart and image checks: no tools built, no API server.
+	go test -race $(GO_TEST_FLAGS) $(UNIT_PKGS)
+	go test $(GO_TEST_FLAGS) ./test/chart/... ./test/image/...
+
+.PHONY: test-integration
+test-integration: envtest ## The envtest suites (api, operator, scheduler, Kueue) under -race, against kube-apiserver and etcd built from source.
+	go test -race $(GO_TEST_FLAGS) ./test/integration/...
+
+.PHONY: test-e2e
+test-e2e: envtest build ## The e2e: the chart installed on a local control plane with kube-controller-manager, kwok, training-operator and Kueue.
+	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm kubectl training-operator kueue
+	go test $(GO_TEST_FLAGS) ./test/e2e/...
+
 # A count, not a duration: a duration -fuzztime can fail a target with "context
 # deadline exceeded" at its end, a race in Go's fuzzing coordinator (golang/go#75804)
 # seen here in `make test`, with no crasher found.

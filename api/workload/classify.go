@@ -174,22 +174,10 @@ func fallbackClass(pod *corev1.Pod, inGang bool) v1alpha1.WorkloadClass {
 	if inGang {
 		return v1alpha1.WorkloadClassBatch
 	}
-	if gpuRequest(pod) > 0 {
+	if RequestedGPUs(pod) > 0 {
 		return v1alpha1.WorkloadClassTraining
 	}
 	return v1alpha1.WorkloadClassService
-}
-
-func gpuRequest(pod *corev1.Pod) int64 {
-	var n int64
-	for _, c := range pod.Spec.Containers {
-		if q, ok := c.Resources.Requests[v1alpha1.ResourceNvidiaGPU]; ok {
-			n += q.Value()
-		} else if q, ok := c.Resources.Limits[v1alpha1.ResourceNvidiaGPU]; ok {
-			n += q.Value()
-		}
-	}
-	return n
 }
 
 // knownRole lower-cases v and returns it when it is one of allowed.

@@ -9,15 +9,25 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
-// HeldGPUs is how many GPUs a pod holds on its node: its effective request (init
-// containers and overhead included) of the named resources (nvidia.com/gpu when none
-// are named) while it is bound and not finished; 0 otherwise. The manager's
-// HardwareTier status, the scheduler's largest-placeable-gang gauges and the demo
-// report count allocation with it.
-func HeldGPUs(p *corev1.Pod, names ...corev1.ResourceName) int64 {
-	if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		return 0
-	}
+// Finished reports whether the pod has run to completion (phase Succeeded or
+// Failed): it holds nothing on its node any more, and a gang no longer counts it
+// as waiting.
+func Finished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// OccupiesNode reports whether the pod holds room on a node: bound and not
+// finished. A terminating pod still occupies its node until it is gone, as
+// kube-scheduler counts it.
+func OccupiesNode(p *corev1.Pod) bool {
+	return p.Spec.NodeName != "" && !Finished(p)
+}
+
+// RequestedGPUs is the pod's effective request of the named GPU resources
+// (nvidia.com/gpu when none are named) as kube-scheduler counts it: the larger of
+// its containers' sum and its largest init container, sidecars and overhead
+// included.
+func RequestedGPUs(p *corev1.Pod, names ...corev1.ResourceName) int64 {
 	if len(names) == 0 {
 		names = []corev1.ResourceName{v1alpha1.ResourceNvidiaGPU}
 	}
@@ -29,6 +39,16 @@ func HeldGPUs(p *corev1.Pod, names ...corev1.ResourceName) int64 {
 		}
 	}
 	return n
+}
+
+// HeldGPUs is how many GPUs a pod holds on its node: RequestedGPUs while it
+// OccupiesNode, 0 otherwise. The manager's HardwareTier status, the scheduler's
+// largest-placeable-gang gauges and the demo report count allocation with it.
+func HeldGPUs(p *corev1.Pod, names ...corev1.ResourceName) int64 {
+	if !OccupiesNode(p) {
+		return 0
+	}
+	return RequestedGPUs(p, names...)
 }
 
 // RequiredGPUModels are the GPU models (nvidia.com/gpu.product values, sorted, without

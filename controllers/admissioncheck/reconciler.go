@@ -181,7 +181,7 @@ func (r *Reconciler) cluster(ctx context.Context) (*Cluster, error) {
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if !workload.OccupiesNode(p) {
 			continue
 		}
 		used := c.Requested[p.Spec.NodeName]

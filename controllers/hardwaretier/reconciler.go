@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	resourcehelper "k8s.io/component-helpers/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -99,13 +98,14 @@ func (r *Reconciler) devices(ctx context.Context, tiers []v1alpha1.HardwareTier)
 	return hardware.ListDevices(ctx, r.Client)
 }
 
-// requestedGPUs is the pod's effective GPU request if it is bound to a node.
+// requestedGPUs is the pod's effective GPU request if it is bound to a node,
+// finished or not: a pod that finishes gives its GPUs back, and the tiers it ran
+// on are recomputed.
 func requestedGPUs(p *corev1.Pod) int64 {
 	if p.Spec.NodeName == "" {
 		return 0
 	}
-	q := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})[v1alpha1.ResourceNvidiaGPU]
-	return q.Value()
+	return workload.RequestedGPUs(p)
 }
 
 // SetupWithManager recomputes every tier when tiers, nodes or GPU pods change: tiers

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
 )
 
 // ReasonMembersFailed is the condition reason of a gang that can no longer reach
@@ -39,7 +40,7 @@ func ComputeStatus(pg *v1alpha1.PodGroup, members []corev1.Pod, now metav1.Time)
 			scheduled++
 			continue
 		}
-		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+		if workload.Finished(p) {
 			continue
 		}
 		if !gang.IsGated(p) {

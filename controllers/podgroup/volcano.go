@@ -18,6 +18,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 )
 
@@ -164,7 +165,7 @@ func (r *VolcanoReconciler) shortfall(ctx context.Context, min corev1.ResourceLi
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		n := byNode[p.Spec.NodeName]
-		if n == nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if n == nil || !workload.OccupiesNode(p) {
 			continue
 		}
 		add(n.Requested, resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
 )
 
 // ownerIndex indexes reservations by "<kind>/<name>" of their owner.
@@ -103,7 +104,7 @@ func (r *Reconciler) owner(ctx context.Context, rr *v1alpha1.ResourceReservation
 	o := Owner{Exists: obj.GetDeletionTimestamp().IsZero(), UID: string(obj.GetUID())}
 	switch t := obj.(type) {
 	case *corev1.Pod:
-		o.Finished = t.Status.Phase == corev1.PodSucceeded || t.Status.Phase == corev1.PodFailed
+		o.Finished = workload.Finished(t)
 	case *v1alpha1.PodGroup:
 		o.Finished = t.Status.Phase == v1alpha1.PodGroupSucceeded || t.Status.Phase == v1alpha1.PodGroupFailed
 	}

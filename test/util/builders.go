@@ -3,6 +3,9 @@
 package util
 
 import (
+	"fmt"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -272,6 +275,50 @@ func (w *PodWrapper) PodGroup(name string) *PodWrapper {
 // (spec.schedulingGroup.podGroupName).
 func (w *PodWrapper) SchedulingGroup(name string) *PodWrapper {
 	w.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &name}
+	return w
+}
+
+// UID sets the pod's UID (the API server would; unit tests that index pods by UID
+// need one).
+func (w *PodWrapper) UID(uid string) *PodWrapper { w.Pod.UID = types.UID(uid); return w }
+
+// Node binds the pod to a node.
+func (w *PodWrapper) Node(name string) *PodWrapper { w.Spec.NodeName = name; return w }
+
+// Priority sets the pod's resolved priority (what admission writes from its
+// PriorityClass).
+func (w *PodWrapper) Priority(p int32) *PodWrapper { w.Spec.Priority = ptr.To(p); return w }
+
+// Phase sets the pod's status phase.
+func (w *PodWrapper) Phase(p corev1.PodPhase) *PodWrapper { w.Status.Phase = p; return w }
+
+// StartTime sets when the kubelet started the pod.
+func (w *PodWrapper) StartTime(t time.Time) *PodWrapper {
+	w.Status.StartTime = &metav1.Time{Time: t}
+	return w
+}
+
+// InitReq adds an init container with requests from name/quantity pairs.
+func (w *PodWrapper) InitReq(pairs ...string) *PodWrapper {
+	w.Spec.InitContainers = append(w.Spec.InitContainers, corev1.Container{
+		Name: fmt.Sprintf("init-%d", len(w.Spec.InitContainers)), Image: "registry.k8s.io/pause:3.10",
+		Resources: corev1.ResourceRequirements{Requests: ResourceList(pairs...)},
+	})
+	return w
+}
+
+// GPUs sets the main container's request and limit of nvidia.com/gpu.
+func (w *PodWrapper) GPUs(n int64) *PodWrapper {
+	q := *resource.NewQuantity(n, resource.DecimalSI)
+	c := &w.Spec.Containers[0]
+	if c.Resources.Requests == nil {
+		c.Resources.Requests = corev1.ResourceList{}
+	}
+	if c.Resources.Limits == nil {
+		c.Resources.Limits = corev1.ResourceList{}
+	}
+	c.Resources.Requests[v1alpha1.ResourceNvidiaGPU] = q
+	c.Resources.Limits[v1alpha1.ResourceNvidiaGPU] = q
 	return w
 }
 

@@ -36,13 +36,5 @@ func ValidateBackfillArgs(path *field.Path, a *BackfillArgs) field.ErrorList {
 
 // DecodeBackfillArgs decodes, defaults and validates Backfill's args.
 func DecodeBackfillArgs(obj runtime.Object) (*BackfillArgs, error) {
-	a := &BackfillArgs{}
-	if err := decodeStrict(obj, a); err != nil {
-		return nil, err
-	}
-	SetDefaultsBackfillArgs(a)
-	if errs := ValidateBackfillArgs(field.NewPath("BackfillArgs"), a); len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
-	return a, nil
+	return decode(obj, "BackfillArgs", SetDefaultsBackfillArgs, ValidateBackfillArgs)
 }

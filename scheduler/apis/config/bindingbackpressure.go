@@ -36,13 +36,5 @@ func ValidateBindingBackpressureArgs(path *field.Path, a *BindingBackpressureArg
 
 // DecodeBindingBackpressureArgs decodes, defaults and validates BindingBackpressure's args.
 func DecodeBindingBackpressureArgs(obj runtime.Object) (*BindingBackpressureArgs, error) {
-	a := &BindingBackpressureArgs{}
-	if err := decodeStrict(obj, a); err != nil {
-		return nil, err
-	}
-	SetDefaultsBindingBackpressureArgs(a)
-	if errs := ValidateBindingBackpressureArgs(field.NewPath("BindingBackpressureArgs"), a); len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
-	return a, nil
+	return decode(obj, "BindingBackpressureArgs", SetDefaultsBindingBackpressureArgs, ValidateBindingBackpressureArgs)
 }

@@ -65,26 +65,13 @@ func ValidateCoschedulingArgs(path *field.Path, a *CoschedulingArgs) field.Error
 
 // DecodeCoschedulingArgs decodes, defaults and validates Coscheduling's args.
 func DecodeCoschedulingArgs(obj runtime.Object) (*CoschedulingArgs, error) {
-	a, errs := CheckCoschedulingArgs(obj, field.NewPath("CoschedulingArgs"))
-	if len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
-	return a, nil
+	return decode(obj, "CoschedulingArgs", SetDefaultsCoschedulingArgs, ValidateCoschedulingArgs)
 }
 
-// CheckCoschedulingArgs decodes, defaults and validates Coscheduling's args,
-// reporting errors under path (the operator passes the KubeNexusConfig field the
-// args were rendered from).
+// CheckCoschedulingArgs decodes, defaults and validates Coscheduling's args as the scheduler
+// would, reporting errors under path (the KubeNexusConfig field they come from).
 func CheckCoschedulingArgs(obj runtime.Object, path *field.Path) (*CoschedulingArgs, field.ErrorList) {
-	a := &CoschedulingArgs{}
-	if err := decodeStrict(obj, a); err != nil {
-		return nil, field.ErrorList{field.Invalid(path, field.OmitValueType{}, err.Error())}
-	}
-	SetDefaultsCoschedulingArgs(a)
-	if errs := ValidateCoschedulingArgs(path, a); len(errs) > 0 {
-		return nil, errs
-	}
-	return a, nil
+	return check(obj, path, SetDefaultsCoschedulingArgs, ValidateCoschedulingArgs)
 }
 
 // ScheduleTimeout is DefaultScheduleTimeoutSeconds as a duration.

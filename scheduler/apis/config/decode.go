@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // SchemeGroupVersion is the apiVersion plugin args carry inside a
@@ -39,4 +40,28 @@ func decodeStrict(obj runtime.Object, out any) error {
 		return fmt.Errorf("decoding plugin args: %w", err)
 	}
 	return nil
+}
+
+// check decodes a plugin's args as the scheduler does — strictly, into a new T —
+// fills its defaults and validates them, reporting every error under path (the
+// operator passes the KubeNexusConfig field the args were rendered from).
+func check[T any](obj runtime.Object, path *field.Path, defaults func(*T), validate func(*field.Path, *T) field.ErrorList) (*T, field.ErrorList) {
+	a := new(T)
+	if err := decodeStrict(obj, a); err != nil {
+		return nil, field.ErrorList{field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("the scheduler cannot decode these args: %v", err))}
+	}
+	defaults(a)
+	if errs := validate(path, a); len(errs) > 0 {
+		return nil, errs
+	}
+	return a, nil
+}
+
+// decode is check for a plugin factory: errors under the args' kind, as one error.
+func decode[T any](obj runtime.Object, kind string, defaults func(*T), validate func(*field.Path, *T) field.ErrorList) (*T, error) {
+	a, errs := check(obj, field.NewPath(kind), defaults, validate)
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return a, nil
 }

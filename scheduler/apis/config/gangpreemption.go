@@ -45,13 +45,5 @@ func ValidateGangPreemptionArgs(path *field.Path, a *GangPreemptionArgs) field.E
 
 // DecodeGangPreemptionArgs decodes, defaults and validates GangPreemption's args.
 func DecodeGangPreemptionArgs(obj runtime.Object) (*GangPreemptionArgs, error) {
-	a := &GangPreemptionArgs{}
-	if err := decodeStrict(obj, a); err != nil {
-		return nil, err
-	}
-	SetDefaultsGangPreemptionArgs(a)
-	if errs := ValidateGangPreemptionArgs(field.NewPath("GangPreemptionArgs"), a); len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
-	return a, nil
+	return decode(obj, "GangPreemptionArgs", SetDefaultsGangPreemptionArgs, ValidateGangPreemptionArgs)
 }

@@ -87,24 +87,11 @@ func validateLevels(path *field.Path, levels []TopologyLevel) field.ErrorList {
 
 // DecodeNetworkFabricArgs decodes, defaults and validates NetworkFabric's args.
 func DecodeNetworkFabricArgs(obj runtime.Object) (*NetworkFabricArgs, error) {
-	a := &NetworkFabricArgs{}
-	if err := decodeStrict(obj, a); err != nil {
-		return nil, err
-	}
-	SetDefaultsNetworkFabricArgs(a)
-	if errs := ValidateNetworkFabricArgs(field.NewPath("NetworkFabricArgs"), a); len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
-	return a, nil
+	return decode(obj, "NetworkFabricArgs", SetDefaultsNetworkFabricArgs, ValidateNetworkFabricArgs)
 }
 
-// CheckNetworkFabricArgs decodes raw args as the scheduler would and reports errors
-// under path.
-func CheckNetworkFabricArgs(raw runtime.Object, path *field.Path) (*NetworkFabricArgs, field.ErrorList) {
-	a := &NetworkFabricArgs{}
-	if err := decodeStrict(raw, a); err != nil {
-		return nil, field.ErrorList{field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("the scheduler cannot decode these args: %v", err))}
-	}
-	SetDefaultsNetworkFabricArgs(a)
-	return a, ValidateNetworkFabricArgs(path, a)
+// CheckNetworkFabricArgs decodes, defaults and validates NetworkFabric's args as the scheduler
+// would, reporting errors under path (the KubeNexusConfig field they come from).
+func CheckNetworkFabricArgs(obj runtime.Object, path *field.Path) (*NetworkFabricArgs, field.ErrorList) {
+	return check(obj, path, SetDefaultsNetworkFabricArgs, ValidateNetworkFabricArgs)
 }

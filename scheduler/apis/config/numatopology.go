@@ -26,15 +26,12 @@ func SetDefaultsNUMATopologyArgs(a *NUMATopologyArgs) {
 	}
 }
 
-// DecodeNUMATopologyArgs decodes, defaults and validates the plugin's args.
+// ValidateNUMATopologyArgs checks defaulted args.
+func ValidateNUMATopologyArgs(path *field.Path, a *NUMATopologyArgs) field.ErrorList {
+	return validateGPUResources(path.Child("gpuResources"), a.GPUResources)
+}
+
+// DecodeNUMATopologyArgs decodes, defaults and validates NUMATopology's args.
 func DecodeNUMATopologyArgs(obj runtime.Object) (*NUMATopologyArgs, error) {
-	a := &NUMATopologyArgs{}
-	if err := decodeStrict(obj, a); err != nil {
-		return nil, err
-	}
-	SetDefaultsNUMATopologyArgs(a)
-	if errs := validateGPUResources(field.NewPath("NUMATopologyArgs", "gpuResources"), a.GPUResources); len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
-	return a, nil
+	return decode(obj, "NUMATopologyArgs", SetDefaultsNUMATopologyArgs, ValidateNUMATopologyArgs)
 }

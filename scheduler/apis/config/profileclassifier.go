@@ -50,13 +50,5 @@ func ValidateProfileClassifierArgs(path *field.Path, a *ProfileClassifierArgs) f
 
 // DecodeProfileClassifierArgs decodes, defaults and validates ProfileClassifier's args.
 func DecodeProfileClassifierArgs(obj runtime.Object) (*ProfileClassifierArgs, error) {
-	a := &ProfileClassifierArgs{}
-	if err := decodeStrict(obj, a); err != nil {
-		return nil, err
-	}
-	SetDefaultsProfileClassifierArgs(a)
-	if errs := ValidateProfileClassifierArgs(field.NewPath("ProfileClassifierArgs"), a); len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
-	return a, nil
+	return decode(obj, "ProfileClassifierArgs", SetDefaultsProfileClassifierArgs, ValidateProfileClassifierArgs)
 }

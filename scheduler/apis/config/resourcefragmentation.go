@@ -1,8 +1,6 @@
 package config
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -66,30 +64,22 @@ func ValidateResourceFragmentationArgs(path, levelsPath *field.Path, a *Resource
 	return errs
 }
 
-// DecodeResourceFragmentationArgs decodes, defaults and validates the plugin's args.
+// DecodeResourceFragmentationArgs decodes, defaults and validates ResourceFragmentation's args.
 func DecodeResourceFragmentationArgs(obj runtime.Object) (*ResourceFragmentationArgs, error) {
-	a := &ResourceFragmentationArgs{}
-	if err := decodeStrict(obj, a); err != nil {
-		return nil, err
-	}
-	SetDefaultsResourceFragmentationArgs(a)
-	path := field.NewPath("ResourceFragmentationArgs")
-	if errs := ValidateResourceFragmentationArgs(path, path, a); len(errs) > 0 {
+	a, errs := CheckResourceFragmentationArgs(obj, field.NewPath("ResourceFragmentationArgs"), field.NewPath("ResourceFragmentationArgs"))
+	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
 	return a, nil
 }
 
-// CheckResourceFragmentationArgs decodes raw args as the scheduler would and reports
-// errors under path (the KubeNexusConfig field they are rendered from), those of the
-// topology levels under levelsPath.
-func CheckResourceFragmentationArgs(raw runtime.Object, path, levelsPath *field.Path) (*ResourceFragmentationArgs, field.ErrorList) {
-	a := &ResourceFragmentationArgs{}
-	if err := decodeStrict(raw, a); err != nil {
-		return nil, field.ErrorList{field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("the scheduler cannot decode these args: %v", err))}
-	}
-	SetDefaultsResourceFragmentationArgs(a)
-	return a, ValidateResourceFragmentationArgs(path, levelsPath, a)
+// CheckResourceFragmentationArgs decodes, defaults and validates the args as the
+// scheduler would, reporting errors under path and those of the topology levels
+// under levelsPath (the KubeNexusConfig fields they come from).
+func CheckResourceFragmentationArgs(obj runtime.Object, path, levelsPath *field.Path) (*ResourceFragmentationArgs, field.ErrorList) {
+	return check(obj, path, SetDefaultsResourceFragmentationArgs, func(path *field.Path, a *ResourceFragmentationArgs) field.ErrorList {
+		return ValidateResourceFragmentationArgs(path, levelsPath, a)
+	})
 }
 
 // validateGPUResources checks a list of the extended resources that count as GPUs.

@@ -35,16 +35,7 @@ func ValidateResourceReservationArgs(path *field.Path, a *ResourceReservationArg
 	return nil
 }
 
-// DecodeResourceReservationArgs decodes, defaults and validates ResourceReservation's
-// args.
+// DecodeResourceReservationArgs decodes, defaults and validates ResourceReservation's args.
 func DecodeResourceReservationArgs(obj runtime.Object) (*ResourceReservationArgs, error) {
-	a := &ResourceReservationArgs{}
-	if err := decodeStrict(obj, a); err != nil {
-		return nil, err
-	}
-	SetDefaultsResourceReservationArgs(a)
-	if errs := ValidateResourceReservationArgs(field.NewPath("ResourceReservationArgs"), a); len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
-	return a, nil
+	return decode(obj, "ResourceReservationArgs", SetDefaultsResourceReservationArgs, ValidateResourceReservationArgs)
 }

@@ -55,13 +55,5 @@ func ValidateTenantHardwareArgs(path *field.Path, a *TenantHardwareArgs) field.E
 
 // DecodeTenantHardwareArgs decodes, defaults and validates TenantHardware's args.
 func DecodeTenantHardwareArgs(obj runtime.Object) (*TenantHardwareArgs, error) {
-	a := &TenantHardwareArgs{}
-	if err := decodeStrict(obj, a); err != nil {
-		return nil, err
-	}
-	SetDefaultsTenantHardwareArgs(a)
-	if errs := ValidateTenantHardwareArgs(field.NewPath("TenantHardwareArgs"), a); len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
-	return a, nil
+	return decode(obj, "TenantHardwareArgs", SetDefaultsTenantHardwareArgs, ValidateTenantHardwareArgs)
 }

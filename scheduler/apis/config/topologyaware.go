@@ -36,13 +36,5 @@ func ValidateTopologyAwareArgs(path *field.Path, a *TopologyAwareArgs) field.Err
 
 // DecodeTopologyAwareArgs decodes, defaults and validates TopologyAware's args.
 func DecodeTopologyAwareArgs(obj runtime.Object) (*TopologyAwareArgs, error) {
-	a := &TopologyAwareArgs{}
-	if err := decodeStrict(obj, a); err != nil {
-		return nil, err
-	}
-	SetDefaultsTopologyAwareArgs(a)
-	if errs := ValidateTopologyAwareArgs(field.NewPath("TopologyAwareArgs"), a); len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
-	return a, nil
+	return decode(obj, "TopologyAwareArgs", SetDefaultsTopologyAwareArgs, ValidateTopologyAwareArgs)
 }

@@ -35,22 +35,18 @@ func SetDefaultsVRAMArgs(a *VRAMArgs) {
 	}
 }
 
-// DecodeVRAMArgs decodes, defaults and validates the plugin's args.
-func DecodeVRAMArgs(obj runtime.Object) (*VRAMArgs, error) {
-	a := &VRAMArgs{}
-	if err := decodeStrict(obj, a); err != nil {
-		return nil, err
-	}
-	SetDefaultsVRAMArgs(a)
-	path := field.NewPath("VRAMArgs")
+// ValidateVRAMArgs checks defaulted args.
+func ValidateVRAMArgs(path *field.Path, a *VRAMArgs) field.ErrorList {
 	errs := validateGPUResources(path.Child("gpuResources"), a.GPUResources)
 	for i, c := range a.DeviceMemoryCapacities {
 		if c == "" || len(c) > 253 {
 			errs = append(errs, field.Invalid(path.Child("deviceMemoryCapacities").Index(i), c, fmt.Sprintf("must be a capacity name of 1 to %d characters", 253)))
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
-	return a, nil
+	return errs
+}
+
+// DecodeVRAMArgs decodes, defaults and validates VRAM's args.
+func DecodeVRAMArgs(obj runtime.Object) (*VRAMArgs, error) {
+	return decode(obj, "VRAMArgs", SetDefaultsVRAMArgs, ValidateVRAMArgs)
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -103,24 +102,11 @@ func ValidateWorkloadAwareArgs(path *field.Path, a *WorkloadAwareArgs) field.Err
 
 // DecodeWorkloadAwareArgs decodes, defaults and validates WorkloadAware's args.
 func DecodeWorkloadAwareArgs(obj runtime.Object) (*WorkloadAwareArgs, error) {
-	a := &WorkloadAwareArgs{}
-	if err := decodeStrict(obj, a); err != nil {
-		return nil, err
-	}
-	SetDefaultsWorkloadAwareArgs(a)
-	if errs := ValidateWorkloadAwareArgs(field.NewPath("WorkloadAwareArgs"), a); len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
-	return a, nil
+	return decode(obj, "WorkloadAwareArgs", SetDefaultsWorkloadAwareArgs, ValidateWorkloadAwareArgs)
 }
 
-// CheckWorkloadAwareArgs decodes raw args as the scheduler would and reports
-// errors under path (the KubeNexusConfig field they are rendered from).
-func CheckWorkloadAwareArgs(raw runtime.Object, path *field.Path) (*WorkloadAwareArgs, field.ErrorList) {
-	a := &WorkloadAwareArgs{}
-	if err := decodeStrict(raw, a); err != nil {
-		return nil, field.ErrorList{field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("the scheduler cannot decode these args: %v", err))}
-	}
-	SetDefaultsWorkloadAwareArgs(a)
-	return a, ValidateWorkloadAwareArgs(path, a)
+// CheckWorkloadAwareArgs decodes, defaults and validates WorkloadAware's args as the scheduler
+// would, reporting errors under path (the KubeNexusConfig field they come from).
+func CheckWorkloadAwareArgs(obj runtime.Object, path *field.Path) (*WorkloadAwareArgs, field.ErrorList) {
+	return check(obj, path, SetDefaultsWorkloadAwareArgs, ValidateWorkloadAwareArgs)
 }

@@ -22,6 +22,8 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/resourcereservation"
+
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
 )
 
 // Name is the plugin's registered name.
@@ -70,11 +72,10 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 // Score is 100 on a node where what reservations hold, unconsumed, covers the pod:
 // a preemptible pod borrows held room before it takes room nobody holds.
 func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
-	d, err := cs.Read(stateKey)
-	if err != nil {
+	req := cyclestate.Read[requests](cs, stateKey)
+	if req == nil {
 		return 0, nil
 	}
-	req := d.(requests)
 	held := pl.shared.Held(pod, ni)
 	if len(held) == 0 {
 		return 0, nil

@@ -10,6 +10,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
+	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/podobj"
 )
 
@@ -151,8 +152,7 @@ func (x *podIndex) upsert(pod *corev1.Pod) {
 		return
 	}
 	m, ok, err := gang.Of(pod)
-	if pod.Spec.SchedulerName != x.schedulerName || err != nil || !ok ||
-		pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	if pod.Spec.SchedulerName != x.schedulerName || err != nil || !ok || workload.Finished(pod) {
 		x.remove(pod)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 )
 
@@ -106,7 +107,7 @@ func (t *tracker) observe(p *corev1.Pod, added bool) {
 	if sh.gpus == 0 {
 		return
 	}
-	waiting := p.Spec.NodeName == "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil
+	waiting := p.Spec.NodeName == "" && !workload.Finished(p) && p.DeletionTimestamp == nil
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.unqueue(p.UID)

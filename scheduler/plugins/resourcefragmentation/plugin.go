@@ -41,6 +41,8 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
+
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
 )
 
 // Name is the plugin's registered name.
@@ -245,11 +247,10 @@ func (pl *Plugin) rooms(feasible []fwk.NodeInfo, held func(fwk.NodeInfo) map[cor
 // node's model it takes (placement.Scarcity), in thousandths of a GPU, lowered by breakPenalty when the placement takes one of the last hosts of a size
 // queued pods need. NormalizeScore maps it to 0–100.
 func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
-	d, err := cs.Read(stateKey)
-	if err != nil {
-		return 0, fwk.AsStatus(err)
+	s := cyclestate.Read[*stateData](cs, stateKey)
+	if s == nil {
+		return 0, fwk.AsStatus(cyclestate.ErrMissing)
 	}
-	s := d.(*stateData)
 	free := pl.room(ni, s.held)
 	if free.GPUs < s.req.GPUs {
 		return -breakPenalty - 1<<20, nil // does not fit (Filter has already said so): the bottom of the lower band

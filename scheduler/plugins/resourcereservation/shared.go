@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
@@ -166,7 +167,7 @@ func (s *Shared) run(ctx context.Context, h fwk.Handle, c *crdcache.Cache, retry
 		UpdateFunc: func(_, newObj any) {
 			if pod := podobj.From(newObj); pod != nil && pod.Spec.NodeName != "" {
 				done(pod)
-				if terminated(pod) {
+				if workload.Finished(pod) {
 					s.unborrow(pod)
 				}
 			}
@@ -521,7 +522,7 @@ func (s *Shared) consumedOn(r *reservation, node string) int {
 	seen := map[types.UID]bool{}
 	n := 0
 	count := func(p *corev1.Pod) {
-		if n < r.slots && !seen[p.UID] && !terminated(p) && r.consumedBy(p) {
+		if n < r.slots && !seen[p.UID] && !workload.Finished(p) && r.consumedBy(p) {
 			seen[p.UID] = true
 			n++
 		}
@@ -540,10 +541,6 @@ func (s *Shared) consumedOn(r *reservation, node string) int {
 		return true
 	})
 	return n
-}
-
-func terminated(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 // place picks a node for an unplaced reservation: among the nodes its owner's pods
@@ -574,7 +571,7 @@ func (s *Shared) place(r *reservation) (string, string) {
 				hosts[p.Spec.NodeName] = true
 			}
 		}
-		if p.Spec.NodeName != "" && !terminated(p) {
+		if p.Spec.NodeName != "" && !workload.Finished(p) {
 			used.Add(p.Spec.NodeName, nodefree.Requests(p), 1)
 		}
 	}

@@ -22,6 +22,8 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
+
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
 )
 
 // Name is the plugin's registered name.
@@ -150,11 +152,10 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 // Score: 80 for a node in a zone with the fewest replicas (0 in any other zone),
 // plus 20 for a node with the fewest replicas, less 5 per replica above that.
 func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	d, err := cs.Read(stateKey)
-	if err != nil {
+	s := cyclestate.Read[*stateData](cs, stateKey)
+	if s == nil {
 		return 0, nil
 	}
-	s := d.(*stateData)
 	node := nodeInfo.Node()
 	var score int64
 	if s.perZone[node.Labels[pl.zoneLabel]] == s.minZone {

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -90,7 +89,7 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
-	s := &stateData{request: request, gpus: pl.gpusOf(pod)}
+	s := &stateData{request: request, gpus: workload.RequestedGPUs(pod, pl.args.GPUResources...)}
 	if s.gpus == 0 {
 		if len(pod.Spec.ResourceClaims) == 0 {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
@@ -104,17 +103,6 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	}
 	cs.Write(stateKey, s)
 	return nil, nil
-}
-
-func (pl *Plugin) gpusOf(pod *corev1.Pod) int64 {
-	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	var n int64
-	for _, r := range pl.args.GPUResources {
-		if q, ok := reqs[r]; ok {
-			n += q.Value()
-		}
-	}
-	return n
 }
 
 // PreFilterExtensions is nil.

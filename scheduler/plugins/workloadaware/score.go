@@ -10,6 +10,8 @@ import (
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
+
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
 )
 
 // weighted is one resource the pod requests, with its weight in the score.
@@ -62,11 +64,11 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 
 // Score rates the node for the pod on the 0–100 scale (see scoreNode).
 func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	d, err := cs.Read(stateKey)
-	if err != nil {
-		return 0, fwk.AsStatus(err)
+	s := cyclestate.Read[*stateData](cs, stateKey)
+	if s == nil {
+		return 0, fwk.AsStatus(cyclestate.ErrMissing)
 	}
-	return pl.scoreNode(d.(*stateData), nodeInfo.GetAllocatable(), nodeInfo.GetRequested(), pl.isAcceleratorNode(nodeInfo)), nil
+	return pl.scoreNode(s, nodeInfo.GetAllocatable(), nodeInfo.GetRequested(), pl.isAcceleratorNode(nodeInfo)), nil
 }
 
 // scoreNode is the score of a node with these allocatable and requested resources

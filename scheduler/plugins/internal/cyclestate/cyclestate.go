@@ -1,7 +1,15 @@
 // Package cyclestate reads what a plugin stored in the scheduling cycle's state.
 package cyclestate
 
-import fwk "k8s.io/kube-scheduler/framework"
+import (
+	"errors"
+
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// ErrMissing is the error of a Score that finds nothing its plugin's PreScore
+// stored: PreScore ran (it did not skip the pod) and wrote nothing.
+var ErrMissing = errors.New("the state the plugin's PreScore writes is missing from the cycle")
 
 // Read returns the data stored under key as a T, or the zero T when nothing (or
 // something of another type) is stored there — e.g. when the plugin's PreFilter
