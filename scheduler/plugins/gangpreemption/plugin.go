@@ -115,9 +115,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 func (pl *Plugin) Name() string { return Name }
 
 // PostFilter chooses victims for a pod that fits no node, or for the members of its
-// gang that still need a node, hands them to the evictor and nominates the pod.
+// gang that still need a node, hands them to the evictor and nominates the pod. It
+// runs as numbered steps: (1) eligibility and a preemption already under way, (2)
+// the candidates: running pods and gangs of lower priority that may go, (3) the
+// choice: the cheapest set whose eviction places every member, (4) the commitment:
+// the members' room is claimed until the victims are gone, (5) the announcement:
+// event, log, eviction and nomination.
 func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	logger := klog.FromContext(ctx)
+	// 1. Eligibility, and a preemption already making room for this owner.
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "not eligible to preempt: preemptionPolicy is Never")
 	}
@@ -135,8 +140,11 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 		if node == "" {
 			return nil, fwk.NewStatus(fwk.Unschedulable, msg)
 		}
-		return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Success, msg)
+		return nominate(node), fwk.NewStatus(fwk.Success, msg)
 	}
+
+	// 2. Candidates: with none (every pod of equal or higher priority, the usual
+	// case) the search over nodes is not built at all.
 	infos, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
 		return nil, fwk.AsStatus(err)
@@ -147,32 +155,85 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	}
 	priority := pl.priorities()
 	prio := priority(pod, gk)
-	batch := prof.Class == v1alpha1.WorkloadClassBatch || prof.Class == v1alpha1.WorkloadClassTraining
-	chosen := pl.chosen()
-	// Preemptible pods on nodes where the pod's own reservations hold room borrowed
-	// it (Backfill): they give it back whatever their priority.
-	// So do preemptible pods that borrow a HardwareTier the pod's tenant is admitted
-	// to.
-	var reclaim func(*corev1.Pod) bool
+	var running []*corev1.Pod
+	for _, ni := range infos {
+		for _, p := range ni.GetPods() {
+			running = append(running, p.GetPod())
+		}
+	}
+	reclaim := pl.reclaimer(pod, infos)
+	candidates := units(running, prio, reclaim, pl.evictable(prof, prio, reclaim), priority, pl.gpuNames, time.Now())
+	if len(candidates) == 0 {
+		preemptions.WithLabelValues("NoVictims").Inc()
+		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: no running pod or gang of lower priority may be evicted for it")
+	}
+
+	// 3. The choice: the members still without a node are placed on the room the
+	// cheapest set of candidates frees (select.go).
+	members := pl.members(pod, prof)
+	present := make(map[types.UID]bool, len(running))
+	for _, p := range running {
+		present[p.UID] = true
+	}
+	s := pl.newSearch(infos, members, pl.claimed(owner, present))
+	if at := s.place(nil, nil); at != nil {
+		// Room exists by the resources; something preemption cannot change keeps
+		// the pod out (affinity, topology, ports, volumes).
+		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption would not help: the members fit by their requests; another constraint refuses them")
+	}
+	c := s.choose(candidates)
+	if c == nil {
+		preemptions.WithLabelValues("NoVictims").Inc()
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("preemption found no lower-priority gangs or pods whose eviction makes room for %d member(s) (PodDisruptionBudgets respected)", len(members)))
+	}
+
+	// 4. The commitment: the members' room is claimed until the victims are gone.
+	victims := pl.commit(owner, s, c)
+
+	// 5. The announcement: the pod itself is nominated to its node.
+	note := pl.announce(ctx, pod, prof, owner, prio, s, c, len(members), len(victims))
+	return nominate(s.nodes[c.nodes[0]].obj.Name), fwk.NewStatus(fwk.Success, note)
+}
+
+// nominate is the PostFilter result that nominates the pod to node.
+func nominate(node string) *fwk.PostFilterResult {
+	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}}
+}
+
+// reclaimer says which running pods give back room lent to the preemptor whatever
+// their priority: preemptible pods on nodes where the preemptor's own reservations
+// hold room borrowed it (Backfill), and preemptible pods that borrow a HardwareTier
+// the preemptor's tenant is admitted to. Nil when there are none to ask about.
+func (pl *Plugin) reclaimer(pod *corev1.Pod, infos []fwk.NodeInfo) func(*corev1.Pod) bool {
 	reserved := pl.reserved.NodesFor(pod)
 	var tierBorrow gangview.TierBorrowFunc
 	if pl.views != nil {
 		tierBorrow = pl.views.TierBorrow(pl.handle.ProfileName())
 	}
-	if len(reserved) > 0 || tierBorrow != nil {
-		nodeObj := make(map[string]*corev1.Node, len(infos))
-		for _, ni := range infos {
-			nodeObj[ni.Node().Name] = ni.Node()
-		}
-		reclaim = func(v *corev1.Pod) bool {
-			if reserved[v.Spec.NodeName] && pl.reserved.Borrows(v) {
-				return true
-			}
-			n := nodeObj[v.Spec.NodeName]
-			return tierBorrow != nil && n != nil && tierBorrow(v, pod, n)
-		}
+	if len(reserved) == 0 && tierBorrow == nil {
+		return nil
 	}
-	may := func(v *corev1.Pod, vp workload.Profile, vprio int32) bool {
+	nodeObj := make(map[string]*corev1.Node, len(infos))
+	for _, ni := range infos {
+		nodeObj[ni.Node().Name] = ni.Node()
+	}
+	return func(v *corev1.Pod) bool {
+		if reserved[v.Spec.NodeName] && pl.reserved.Borrows(v) {
+			return true
+		}
+		n := nodeObj[v.Spec.NodeName]
+		return tierBorrow != nil && n != nil && tierBorrow(v, pod, n)
+	}
+}
+
+// evictable says whether a running pod may go for a preemptor of this profile and
+// priority: not one already chosen or being evicted, not one of its own gang, not
+// one of equal or higher priority (unless it holds room lent to the preemptor),
+// and no service for batch or training unless preemptServicesForBatch is set.
+func (pl *Plugin) evictable(prof workload.Profile, prio int32, reclaim func(*corev1.Pod) bool) candidate {
+	batch := prof.Class == v1alpha1.WorkloadClassBatch || prof.Class == v1alpha1.WorkloadClassTraining
+	chosen := pl.chosen()
+	return func(v *corev1.Pod, vp workload.Profile, vprio int32) bool {
 		// Victims already chosen go anyway, and their room is claimed.
 		if v.DeletionTimestamp != nil || chosen[v.UID] || marked(v) {
 			return false
@@ -192,62 +253,42 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 		}
 		return true
 	}
-	// Victims first: with none (every pod of equal or higher priority, the usual
-	// case) the search over nodes is not built at all.
-	var running []*corev1.Pod
-	for _, ni := range infos {
-		for _, p := range ni.GetPods() {
-			running = append(running, p.GetPod())
-		}
-	}
-	candidates := units(running, prio, reclaim, may, priority, pl.gpuNames, time.Now())
-	if len(candidates) == 0 {
-		preemptions.WithLabelValues("NoVictims").Inc()
-		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: no running pod or gang of lower priority may be evicted for it")
-	}
-	members := pl.members(pod, prof)
-	present := make(map[types.UID]bool, len(running))
-	for _, p := range running {
-		present[p.UID] = true
-	}
-	s := pl.newSearch(infos, members, pl.claimed(owner, present))
-	if at := s.place(nil, nil); at != nil {
-		// Room exists by the resources; something preemption cannot change keeps
-		// the pod out (affinity, topology, ports, volumes).
-		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption would not help: the members fit by their requests; another constraint refuses them")
-	}
-	c := s.choose(candidates)
-	if c == nil {
-		preemptions.WithLabelValues("NoVictims").Inc()
-		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("preemption found no lower-priority gangs or pods whose eviction makes room for %d member(s) (PodDisruptionBudgets respected)", len(members)))
-	}
-	// The node of the pod itself is its nomination.
-	nominated := s.nodes[c.nodes[0]].obj.Name
+}
+
+// commit records the preemption under way for owner: the victims, and the node
+// each member is to take once they are gone, until the grace period ends. It
+// returns the victims' pods.
+func (pl *Plugin) commit(owner string, s *search, c *choice) []*corev1.Pod {
 	var victims []*corev1.Pod
 	for _, u := range c.victims {
 		victims = append(victims, u.pods...)
 		victimUnits.WithLabelValues(unitKind(u)).Inc()
 	}
 	preemptions.WithLabelValues("Evicting").Inc()
-	pl.mu.Lock()
 	claims := make([]claim, 0, len(s.members))
 	for i, m := range s.members {
 		claims = append(claims, claim{pod: m.pod, node: s.nodes[c.nodes[i]].obj.Name, req: m.req})
 	}
+	pl.mu.Lock()
 	pl.inflight[owner] = &preemption{victims: victims, claims: claims, until: time.Now().Add(time.Duration(*pl.args.VictimGraceSeconds) * time.Second)}
 	pl.mu.Unlock()
+	return victims
+}
 
+// announce says what is being evicted for whom, as an event on the pod (its
+// PodGroup's, for a gang) and a log line, hands the victims to the evictor, and
+// returns the note.
+func (pl *Plugin) announce(ctx context.Context, pod *corev1.Pod, prof workload.Profile, owner string, prio int32, s *search, c *choice, members, victims int) string {
 	who := fmt.Sprintf("%s %s/%s (priority %d)", strings.SplitN(owner, " ", 2)[0], pod.Namespace, ownerName(pod, prof), prio)
 	places := map[string]bool{}
 	for _, ni := range c.nodes {
 		places[s.nodes[ni].obj.Name] = true
 	}
-	note := fmt.Sprintf("evicting %s to place %d member(s) of %s on %s", summary(c.victims), len(members), who, strings.Join(sortedKeys(places), ", "))
-	logger.V(2).Info("GangPreemption", "preemptor", klog.KObj(pod), "victims", len(victims), "decision", note)
+	note := fmt.Sprintf("evicting %s to place %d member(s) of %s on %s", summary(c.victims), members, who, strings.Join(sortedKeys(places), ", "))
+	klog.FromContext(ctx).V(2).Info("GangPreemption", "preemptor", klog.KObj(pod), "victims", victims, "decision", note)
 	pl.record(pod, prof, corev1.EventTypeNormal, "Preempting", "Preempting", note)
 	pl.evictor.evict(c.victims, fmt.Sprintf("%s: preempted by %s", markerPrefix, who), pod)
-	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: nominated, NominatingMode: fwk.ModeOverride}},
-		fwk.NewStatus(fwk.Success, note)
+	return note
 }
 
 func ownerName(pod *corev1.Pod, prof workload.Profile) string {

@@ -36,8 +36,9 @@ func (u *unit) describe() string {
 	return fmt.Sprintf("pod %s/%s (priority %d)", u.pods[0].Namespace, u.pods[0].Name, u.priority)
 }
 
-// less orders units by what losing them costs: GPU time thrown away, then
-// priority, then size; by key for determinism.
+// less orders units by what losing them costs: lower priority first (as
+// kube-scheduler picks victims), then less GPU time thrown away, then fewer pods;
+// by key for determinism.
 func less(a, b *unit) bool {
 	if a.priority != b.priority {
 		return a.priority < b.priority

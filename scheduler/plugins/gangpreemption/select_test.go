@@ -174,3 +174,22 @@ func TestDisruptionBudgetsAreKeptAcrossVictims(t *testing.T) {
 		t.Fatalf("victims %v, want two pods within a budget of 2", c)
 	}
 }
+
+// Victims are ordered as the comment on less says: lower priority first, then less
+// GPU time lost, then fewer pods, then by key.
+func TestLessOrdersByPriorityThenGPUTimeThenSize(t *testing.T) {
+	one := []*corev1.Pod{{}}
+	two := []*corev1.Pod{{}, {}}
+	for name, tc := range map[string]struct {
+		a, b *unit
+	}{
+		"lower priority first, though it lost more GPU time": {&unit{key: "b", priority: 1, gpuSeconds: 1000, pods: two}, &unit{key: "a", priority: 2, pods: one}},
+		"same priority: less GPU time first":                 {&unit{key: "b", priority: 1, gpuSeconds: 10, pods: two}, &unit{key: "a", priority: 1, gpuSeconds: 20, pods: one}},
+		"same priority and GPU time: fewer pods first":       {&unit{key: "b", priority: 1, pods: one}, &unit{key: "a", priority: 1, pods: two}},
+		"all alike: by key":                                  {&unit{key: "a", priority: 1, pods: one}, &unit{key: "b", priority: 1, pods: one}},
+	} {
+		if !less(tc.a, tc.b) || less(tc.b, tc.a) {
+			t.Errorf("%s: less(a, b) %v, less(b, a) %v; want a before b", name, less(tc.a, tc.b), less(tc.b, tc.a))
+		}
+	}
+}
