@@ -1,0 +1,141 @@
+package resourcereservation
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/scheduler/placement"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
+)
+
+// place picks a node for an unplaced reservation: among the nodes its owner's pods
+// may run on (node affinity, taints and unschedulable of a pod of the owner, when
+// one exists), those where all its slots fit beside their pods (bound and assumed)
+// and other reservations. It prefers a node where the owner's pods already run,
+// then the tightest fit of the slot's dominant resource (GPUs, else CPU), so that
+// whole free nodes stay whole. It lists from the informers: it runs in the
+// background for unplaced reservations only, never in a scheduling cycle.
+func (s *Shared) place(r *reservation) (string, string) {
+	nodes, err := s.nodes.List(labels.Everything())
+	if err != nil {
+		return "", fmt.Sprintf("listing nodes: %v", err)
+	}
+	pods, err := s.pods.List(labels.Everything())
+	if err != nil {
+		return "", fmt.Sprintf("listing pods: %v", err)
+	}
+	used := nodefree.Tally[string]{}
+	var rep *corev1.Pod
+	hosts := map[string]bool{}
+	for _, p := range pods {
+		if r.consumedBy(p) {
+			if rep == nil {
+				rep = p
+			}
+			if p.Spec.NodeName != "" {
+				hosts[p.Spec.NodeName] = true
+			}
+		}
+		if p.Spec.NodeName != "" && !workload.Finished(p) {
+			used.Add(p.Spec.NodeName, nodefree.Requests(p), 1)
+		}
+	}
+	s.assumed.Range(func(_, v any) bool {
+		a := v.(assumedPod)
+		if cur, err := s.pods.Pods(a.pod.Namespace).Get(a.pod.Name); err == nil && cur.UID == a.pod.UID && cur.Spec.NodeName == "" {
+			used.Add(a.node, nodefree.Requests(a.pod), 1)
+		}
+		return true
+	})
+	now := time.Now()
+	idx := s.index()
+	for node, rs := range idx.byNode {
+		for _, o := range rs {
+			if o.key != r.key && o.holds(now) {
+				// Slots consumed are in the pods' requests already.
+				left := o.slots - int(o.consumed)
+				if left > 0 {
+					used.Add(node, o.slot, left)
+				}
+			}
+		}
+	}
+	dominant := corev1.ResourceCPU
+	for name := range r.slot {
+		if strings.Contains(string(name), "gpu") {
+			dominant = name
+		}
+	}
+	type candidate struct {
+		name     string
+		host     bool
+		leftover int64
+	}
+	var fits []candidate
+	eligible := 0
+	for _, n := range nodes {
+		if rep != nil && !placement.Eligible(rep, n) || rep == nil && !placement.Eligible(&corev1.Pod{}, n) {
+			continue
+		}
+		eligible++
+		ok := true
+		var leftover int64
+		for name, v := range r.slot {
+			alloc, has := n.Status.Allocatable[name]
+			free := int64(0)
+			if has {
+				free = alloc.MilliValue() - used[n.Name][name]
+			}
+			if free < nodefree.Times(v, r.slots) {
+				ok = false
+				break
+			}
+			if name == dominant {
+				leftover = free - nodefree.Times(v, r.slots)
+			}
+		}
+		if ok {
+			fits = append(fits, candidate{name: n.Name, host: hosts[n.Name], leftover: leftover})
+		}
+	}
+	if len(fits) == 0 {
+		return "", fmt.Sprintf("No node has %d slot(s) of %s free beside its pods and other reservations (%d eligible node(s)); retrying every %s.",
+			r.slots, describe(r.slot), eligible, s.retry)
+	}
+	sort.Slice(fits, func(i, j int) bool {
+		a, b := fits[i], fits[j]
+		if a.host != b.host {
+			return a.host
+		}
+		if a.leftover != b.leftover {
+			return a.leftover < b.leftover
+		}
+		return a.name < b.name
+	})
+	return fits[0].name, ""
+}
+
+// describe renders a slot as "{cpu: 4, nvidia.com/gpu: 1}".
+func describe(slot map[corev1.ResourceName]int64) string {
+	names := make([]string, 0, len(slot))
+	for name := range slot {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, name := range names {
+		q := resource.NewMilliQuantity(slot[corev1.ResourceName(name)], resource.DecimalSI)
+		if name == string(corev1.ResourceMemory) {
+			q = resource.NewQuantity(slot[corev1.ResourceName(name)]/1000, resource.BinarySI)
+		}
+		parts = append(parts, name+": "+q.String())
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
