@@ -5,8 +5,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
@@ -25,14 +23,7 @@ var _ = Describe("TopologyAware", func() {
 			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("web-%d", i)).Owner("apps/v1", "ReplicaSet", "web-5d8f").Req("cpu", "1", "memory", "1Gi").Obj())).To(Succeed())
 			Eventually(tc.nodeOf(fmt.Sprintf("web-%d", i))).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
 		}
-		perZone := map[string]int{}
-		pods := &corev1.PodList{}
-		Expect(k8sClient.List(suiteCtx, pods, client.InNamespace(tc.ns))).To(Succeed())
-		for _, p := range pods.Items {
-			node := &corev1.Node{}
-			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: p.Spec.NodeName}, node)).To(Succeed())
-			perZone[node.Labels[v1alpha1.LabelTopologyZone]]++
-		}
+		perZone := tc.spreadOf()
 		Expect(perZone).To(HaveLen(3))
 		for z, n := range perZone {
 			Expect(n).To(Equal(3), "zone %s has %d of 9 replicas: %v", z, n, perZone)
