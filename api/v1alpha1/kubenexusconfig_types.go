@@ -362,7 +362,9 @@ type ResourceFragmentationPlugin struct {
 	// +optional
 	Weight int32 `json:"weight,omitempty"`
 
-	// gpuResourceName is the extended resource that counts GPUs.
+	// gpuResourceName is the extended resource that counts GPUs, for every plugin
+	// that counts them (ResourceFragmentation, VRAM, NUMATopology, WorkloadAware's
+	// accelerator nodes, GangPreemption's GPU time lost).
 	// +kubebuilder:default="nvidia.com/gpu"
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$`
@@ -370,7 +372,8 @@ type ResourceFragmentationPlugin struct {
 	GPUResourceName string `json:"gpuResourceName,omitempty"`
 
 	// additionalGPUResources are more extended resources that count as GPUs (e.g.
-	// amd.com/gpu); a node's GPUs are the sum over all of them.
+	// amd.com/gpu), for every plugin as gpuResourceName; a node's GPUs are the sum
+	// over all of them.
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=253
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$`

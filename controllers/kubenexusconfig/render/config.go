@@ -55,19 +55,20 @@ type plugin struct {
 
 // plugins lists every plugin of the API in profile order.
 func plugins(p *v1alpha1.PluginsSpec, topology *v1alpha1.TopologySpec, kueue *v1alpha1.KueueSpec) []plugin {
+	gpus := gpuResources(&p.ResourceFragmentation)
 	return []plugin{
 		{name: names.ProfileClassifier, enabled: p.ProfileClassifier.Enabled, args: profileClassifierArgs(kueue)},
 		{name: names.Coscheduling, enabled: p.Coscheduling.Enabled, args: coschedulingArgs(&p.Coscheduling), queueSort: true},
-		{name: names.WorkloadAware, enabled: p.WorkloadAware.Enabled, weight: p.WorkloadAware.Weight, args: workloadAwareArgs(&p.WorkloadAware)},
+		{name: names.WorkloadAware, enabled: p.WorkloadAware.Enabled, weight: p.WorkloadAware.Weight, args: workloadAwareArgs(&p.WorkloadAware, gpus)},
 		{name: names.TopologyAware, enabled: p.TopologyAware.Enabled, weight: p.TopologyAware.Weight},
 		{name: names.NetworkFabric, enabled: p.NetworkFabric.Enabled, weight: p.NetworkFabric.Weight, args: networkFabricArgs(topology)},
 		{name: names.ResourceFragmentation, enabled: p.ResourceFragmentation.Enabled, weight: p.ResourceFragmentation.Weight, args: resourceFragmentationArgs(&p.ResourceFragmentation, topology)},
 		{name: names.TenantHardware, enabled: p.TenantHardware.Enabled, weight: p.TenantHardware.Weight},
-		{name: names.NUMATopology, enabled: p.NUMATopology.Enabled, weight: p.NUMATopology.Weight},
-		{name: names.VRAM, enabled: p.VRAM.Enabled, weight: p.VRAM.Weight},
+		{name: names.NUMATopology, enabled: p.NUMATopology.Enabled, weight: p.NUMATopology.Weight, args: numaTopologyArgs(gpus)},
+		{name: names.VRAM, enabled: p.VRAM.Enabled, weight: p.VRAM.Weight, args: vramArgs(gpus)},
 		{name: names.ResourceReservation, enabled: p.ResourceReservation.Enabled, weight: p.ResourceReservation.Weight},
 		{name: names.Backfill, enabled: p.Backfill.Enabled, weight: p.Backfill.Weight, args: backfillArgs(&p.Backfill)},
-		{name: names.GangPreemption, enabled: p.GangPreemption.Enabled, args: gangPreemptionArgs(&p.GangPreemption)},
+		{name: names.GangPreemption, enabled: p.GangPreemption.Enabled, args: gangPreemptionArgs(&p.GangPreemption, gpus)},
 		{name: names.BindingBackpressure, enabled: p.BindingBackpressure.Enabled, args: bindingBackpressureArgs(&p.BindingBackpressure)},
 	}
 }
@@ -148,13 +149,51 @@ func backfillArgs(b *v1alpha1.BackfillPlugin) any {
 	return &schedconfig.BackfillArgs{SafetyMarginSeconds: ptr.To(*b.SafetyMarginSeconds)}
 }
 
-// gangPreemptionArgs maps the API's GangPreemption settings to the plugin's args; nil
-// (the plugin's defaults) when none are set.
-func gangPreemptionArgs(g *v1alpha1.GangPreemptionPlugin) any {
-	if g.PreemptServicesForBatch == nil {
+// gpuResources are the extended resources every plugin counts as GPUs, from the
+// one place the API names them (spec.plugins.resourceFragmentation.gpuResourceName
+// and additionalGPUResources); nil when that is the plugins' own default,
+// nvidia.com/gpu alone.
+func gpuResources(r *v1alpha1.ResourceFragmentationPlugin) []corev1.ResourceName {
+	var names []corev1.ResourceName
+	if r.GPUResourceName != "" {
+		names = append(names, corev1.ResourceName(r.GPUResourceName))
+	}
+	for _, name := range r.AdditionalGPUResources {
+		names = append(names, corev1.ResourceName(name))
+	}
+	if len(names) == 0 || len(names) == 1 && names[0] == v1alpha1.ResourceNvidiaGPU {
 		return nil
 	}
-	return &schedconfig.GangPreemptionArgs{PreemptServicesForBatch: ptr.To(*g.PreemptServicesForBatch)}
+	return names
+}
+
+// numaTopologyArgs and vramArgs carry the GPU resource names; nil (the plugins'
+// defaults) when they are the default.
+func numaTopologyArgs(gpus []corev1.ResourceName) any {
+	if gpus == nil {
+		return nil
+	}
+	return &schedconfig.NUMATopologyArgs{GPUResources: gpus}
+}
+
+func vramArgs(gpus []corev1.ResourceName) any {
+	if gpus == nil {
+		return nil
+	}
+	return &schedconfig.VRAMArgs{GPUResources: gpus}
+}
+
+// gangPreemptionArgs maps the API's GangPreemption settings and the GPU resource
+// names to the plugin's args; nil (the plugin's defaults) when none are set.
+func gangPreemptionArgs(g *v1alpha1.GangPreemptionPlugin, gpus []corev1.ResourceName) any {
+	if g.PreemptServicesForBatch == nil && gpus == nil {
+		return nil
+	}
+	a := &schedconfig.GangPreemptionArgs{GPUResources: gpus}
+	if g.PreemptServicesForBatch != nil {
+		a.PreemptServicesForBatch = ptr.To(*g.PreemptServicesForBatch)
+	}
+	return a
 }
 
 // bindingBackpressureArgs maps the API's limit to BindingBackpressure's args; nil
@@ -166,13 +205,17 @@ func bindingBackpressureArgs(b *v1alpha1.BindingBackpressurePlugin) any {
 	return &schedconfig.BindingBackpressureArgs{MaxBindingsInFlight: ptr.To(*b.MaxBindingsInFlight)}
 }
 
-// workloadAwareArgs maps the API's WorkloadAware resource weights to the plugin's
-// args; nil (the plugin's defaults) when none are set.
-func workloadAwareArgs(w *v1alpha1.WorkloadAwarePlugin) any {
-	if len(w.Resources) == 0 {
+// workloadAwareArgs maps the API's WorkloadAware resource weights, and the GPU
+// resource names as the resources that make a node an accelerator node, to the
+// plugin's args; nil (the plugin's defaults) when none are set.
+func workloadAwareArgs(w *v1alpha1.WorkloadAwarePlugin, gpus []corev1.ResourceName) any {
+	if len(w.Resources) == 0 && gpus == nil {
 		return nil
 	}
 	a := &schedconfig.WorkloadAwareArgs{}
+	for _, g := range gpus {
+		a.AcceleratorResources = append(a.AcceleratorResources, string(g))
+	}
 	for _, r := range w.Resources {
 		a.Resources = append(a.Resources, schedconfig.ResourceWeight{Name: corev1.ResourceName(r.Name), Weight: r.Weight})
 	}

@@ -432,3 +432,38 @@ func TestDefaultSpreadingFollowsTopologyAware(t *testing.T) {
 		t.Errorf("TopologyAware off: PodTopologySpread args %q, want none (kube-scheduler's system defaults)", args)
 	}
 }
+
+// TestGPUResourcesReachEveryPlugin: the GPU resource names the API takes in one
+// place are rendered into every plugin that counts GPUs; with the default
+// (nvidia.com/gpu alone) none of them gets args for it.
+func TestGPUResourcesReachEveryPlugin(t *testing.T) {
+	argsOf := func(r v1alpha1.ResourceFragmentationPlugin) map[string]string {
+		cfg, err := SchedulerConfiguration(&v1alpha1.KubeNexusConfigSpec{Plugins: v1alpha1.PluginsSpec{ResourceFragmentation: r}}, "ns")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, c := range cfg.Profiles[0].PluginConfig {
+			out[c.Name] = string(c.Args.Raw)
+		}
+		return out
+	}
+	got := argsOf(v1alpha1.ResourceFragmentationPlugin{GPUResourceName: "nvidia.com/gpu", AdditionalGPUResources: []string{"amd.com/gpu"}})
+	for plugin, want := range map[string]string{
+		"ResourceFragmentation": `"gpuResources":["nvidia.com/gpu","amd.com/gpu"]`,
+		"VRAM":                  `"gpuResources":["nvidia.com/gpu","amd.com/gpu"]`,
+		"NUMATopology":          `"gpuResources":["nvidia.com/gpu","amd.com/gpu"]`,
+		"GangPreemption":        `"gpuResources":["nvidia.com/gpu","amd.com/gpu"]`,
+		"WorkloadAware":         `"acceleratorResources":["nvidia.com/gpu","amd.com/gpu"]`,
+	} {
+		if !strings.Contains(got[plugin], want) {
+			t.Errorf("%s args %q, want %s", plugin, got[plugin], want)
+		}
+	}
+	got = argsOf(v1alpha1.ResourceFragmentationPlugin{GPUResourceName: "nvidia.com/gpu"})
+	for _, plugin := range []string{"VRAM", "NUMATopology", "GangPreemption", "WorkloadAware"} {
+		if a, ok := got[plugin]; ok {
+			t.Errorf("default GPU resource: %s args %q, want none", plugin, a)
+		}
+	}
+}

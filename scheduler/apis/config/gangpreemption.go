@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -23,6 +24,10 @@ type GangPreemptionArgs struct {
 	// go before it may choose victims again (default 120; 1–3600). While they
 	// terminate, further members of its gang do not evict more.
 	VictimGraceSeconds *int32 `json:"victimGraceSeconds,omitempty"`
+
+	// GPUResources are the extended resources that count as GPUs: a victim's GPU
+	// time thrown away is counted over them (default nvidia.com/gpu).
+	GPUResources []corev1.ResourceName `json:"gpuResources,omitempty"`
 }
 
 // SetDefaultsGangPreemptionArgs fills unset fields.
@@ -33,14 +38,18 @@ func SetDefaultsGangPreemptionArgs(a *GangPreemptionArgs) {
 	if a.VictimGraceSeconds == nil {
 		a.VictimGraceSeconds = ptr.To[int32](120)
 	}
+	if len(a.GPUResources) == 0 {
+		a.GPUResources = []corev1.ResourceName{"nvidia.com/gpu"}
+	}
 }
 
 // ValidateGangPreemptionArgs checks defaulted args.
 func ValidateGangPreemptionArgs(path *field.Path, a *GangPreemptionArgs) field.ErrorList {
+	errs := validateGPUResources(path.Child("gpuResources"), a.GPUResources)
 	if v := *a.VictimGraceSeconds; v < 1 || v > 3600 {
-		return field.ErrorList{field.Invalid(path.Child("victimGraceSeconds"), v, fmt.Sprintf("must be between 1 and 3600 seconds, got %d", v))}
+		errs = append(errs, field.Invalid(path.Child("victimGraceSeconds"), v, fmt.Sprintf("must be between 1 and 3600 seconds, got %d", v)))
 	}
-	return nil
+	return errs
 }
 
 // DecodeGangPreemptionArgs decodes, defaults and validates GangPreemption's args.

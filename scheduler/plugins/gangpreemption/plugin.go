@@ -105,7 +105,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		pdbs:     informers.Policy().V1().PodDisruptionBudgets().Lister(),
 		classes:  informers.Scheduling().V1().PriorityClasses().Lister(),
 		evictor:  ev,
-		gpuNames: []corev1.ResourceName{v1alpha1.ResourceNvidiaGPU},
+		gpuNames: args.GPUResources,
 		inflight: map[string]*preemption{},
 		reserved: reservations,
 	}, nil
