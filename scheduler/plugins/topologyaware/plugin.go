@@ -68,6 +68,9 @@ func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint,
 // Pods it does not score (no controller, gangs, batch and training, pods with
 // constraints of their own) add nothing.
 func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	if metav1.GetControllerOfNoCopy(pod) == nil || len(pod.Spec.TopologySpreadConstraints) > 0 {
+		return nil, nil // not a replica it spreads: no classification needed
+	}
 	profile := workload.Classify(pod, workload.Namespace{}, "")
 	if _, ok := spreads(pod, profile.Class, profile.Gang != nil); ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "replicas the plugin spreads over zones and nodes are not signable")
