@@ -6,13 +6,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
 func pod(name string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)}}
+	return testutil.MakePod(name, "").UID(name).Obj()
 }
 
 // async runs f in a goroutine and returns a channel closed when it returns.

@@ -17,16 +17,16 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
+
+	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
 func pod(name, node, cpu string, prio int32, labels map[string]string) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name), Labels: labels},
-		Spec: corev1.PodSpec{NodeName: node, Priority: &prio, Containers: []corev1.Container{{
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
-		}}},
+	w := testutil.MakePod(name, "ns").UID(name).Node(node).Priority(prio).Req("cpu", cpu)
+	for k, v := range labels {
+		w = w.Label(k, v)
 	}
-	return p
+	return w.Obj()
 }
 
 func inGang(g string) map[string]string {

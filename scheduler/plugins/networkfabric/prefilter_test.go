@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
@@ -18,6 +17,8 @@ import (
 	"github.com/kube-nexus/kubenexus/api/topology"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
+
+	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
 // Two racks: rack-0 has one premium and three standard 8-GPU nodes, rack-1 two
@@ -280,8 +281,5 @@ func twoRacks(used map[string]int64) []fwk.NodeInfo {
 }
 
 func gpuPod(name string, gpus int64) *corev1.Pod {
-	q := *resource.NewQuantity(gpus, resource.DecimalSI)
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml", UID: types.UID(name)},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{"nvidia.com/gpu": q}, Limits: corev1.ResourceList{"nvidia.com/gpu": q}}}}}}
+	return testutil.MakePod(name, "ml").UID(name).GPUs(gpus).Obj()
 }

@@ -8,23 +8,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
+
+	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
 const gpu corev1.ResourceName = "nvidia.com/gpu"
 
 func gpuPod(name string, gpus int64) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml", UID: types.UID(name)}, Spec: corev1.PodSpec{SchedulerName: "kubenexus-scheduler"}}
-	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	w := testutil.MakePod(name, "ml").UID(name).SchedulerName("kubenexus-scheduler").Req("cpu", "1")
 	if gpus > 0 {
-		req[gpu] = *resource.NewQuantity(gpus, resource.DecimalSI)
+		w = w.GPUs(gpus)
 	}
-	p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: req}}}
-	return p
+	return w.Obj()
 }
 
 // node has 8 GPUs, used of them requested by bound pods.

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+
+	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
 func rr(name string, kind v1alpha1.ReservationOwnerKind, owner, node string, phase v1alpha1.ReservationPhase, created time.Time) v1alpha1.ResourceReservation {
@@ -63,11 +65,14 @@ func TestConsumedBy(t *testing.T) {
 		rr("driver", v1alpha1.ReservationOwnerPod, "spark-driver", "n1", v1alpha1.ReservationReserved, now),
 	}, now)
 	pod := func(name, ns string, labels map[string]string, owner string) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels, UID: types.UID(name)}}
-		if owner != "" {
-			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: owner, UID: "driver-uid"}}
+		w := testutil.MakePod(name, ns).UID(name)
+		for k, v := range labels {
+			w = w.Label(k, v)
 		}
-		return p
+		if owner != "" {
+			w = w.OwnerUID("v1", "Pod", owner, "driver-uid")
+		}
+		return w.Obj()
 	}
 	for _, tc := range []struct {
 		name string
