@@ -12,17 +12,21 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+
+	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
 func TestQueueingHints(t *testing.T) {
-	guaranteed := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("1Gi")}
-	pod := func(node string, ann map[string]string, limits corev1.ResourceList) *corev1.Pod {
-		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Annotations: ann},
-			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{
-				Resources: corev1.ResourceRequirements{Requests: guaranteed, Limits: limits},
-			}}},
+	guaranteed := []string{"cpu", "4", "memory", "1Gi"}
+	pod := func(node string, ann map[string]string, limits []string) *corev1.Pod {
+		w := testutil.MakePod("p", "ns").Node(node).Req(guaranteed...)
+		if limits != nil {
+			w = w.Limit(limits...)
 		}
+		for k, v := range ann {
+			w = w.Annotation(k, v)
+		}
+		return w.Obj()
 	}
 	hinted := map[string]string{v1alpha1.AnnotationNUMAPolicy: "single-numa"}
 	for _, tc := range []struct {

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+
+	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
 const gpu = corev1.ResourceName("nvidia.com/gpu")
@@ -141,8 +143,8 @@ func TestScorePrefersTheTightestCell(t *testing.T) {
 func TestDemandOfIsWhatTheKubeletAligns(t *testing.T) {
 	topo := twoCells()
 	guaranteed := func(cpu string) *corev1.Pod {
-		rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi"), gpu: resource.MustParse("1")}
-		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: rl, Limits: rl}}}}}
+		rl := []string{"cpu", cpu, "memory", "8Gi", string(gpu), "1"}
+		return testutil.MakePod("p", "ns").Req(rl...).Limit(rl...).Obj()
 	}
 	if d := demandOf(guaranteed("4"), topo); d[corev1.ResourceCPU] != 4000 || d[corev1.ResourceMemory] != 8<<30 || d[gpu] != 1 {
 		t.Fatalf("Guaranteed, whole CPUs: %v", d)

@@ -10,11 +10,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+
+	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
 func TestQueueingHints(t *testing.T) {
 	pl := &Plugin{}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.AnnotationVRAMRequest: "70Gi"}}}
+	pod := testutil.MakePod("p", "ns").Annotation(v1alpha1.AnnotationVRAMRequest, "70Gi").Obj()
 	node := func(labels map[string]string) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: labels}}
 	}
