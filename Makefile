@@ -63,8 +63,14 @@ vet: ## Run go vet.
 	go vet ./...
 	cd hack/bundle && go vet ./...
 
+.PHONY: lint
+lint: ## golangci-lint (pinned in hack/tools/lint, built from source; config hack/golangci.yml) over the main module and hack/bundle.
+	hack/build-tools.sh golangci-lint
+	$(TOOLS_BIN)/golangci-lint run --config hack/golangci.yml ./...
+	cd hack/bundle && $(TOOLS_BIN)/golangci-lint run --config ../golangci.yml ./...
+
 .PHONY: verify
-verify: generate manifests chart bundle fmt vet ## Regenerate everything and fail if the tree changed.
+verify: generate manifests chart bundle fmt vet lint ## Regenerate everything, lint, and fail if the tree changed.
 	@hack/verify-clean.sh
 
 ##@ Build

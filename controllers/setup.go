@@ -27,8 +27,9 @@ import (
 	"github.com/kube-nexus/kubenexus/controllers/podgroup"
 	"github.com/kube-nexus/kubenexus/controllers/resourcereservation"
 
-	schedconfig "github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"k8s.io/client-go/discovery"
+
+	schedconfig "github.com/kube-nexus/kubenexus/scheduler/apis/config"
 )
 
 // Leader election and the events every reconciler records.

@@ -2,7 +2,7 @@
 # Builds the pinned tools of hack/tools into bin/ from source (Go module proxy only).
 # A tool is rebuilt only when its module's go.mod or go.sum, or the build recipe below, changes (its version stamp).
 # Usage: hack/build-tools.sh [tool...]   (default: all)
-# Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm controller-gen training-operator scheduler-plugins kueue
+# Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm controller-gen training-operator scheduler-plugins kueue golangci-lint
 #        kube-apiserver-1.35 kube-apiserver-1.36 (make test-skew; never built by default)
 set -euo pipefail
 
@@ -28,6 +28,7 @@ declare -A PKG=(
   [kueue]=sigs.k8s.io/kueue/cmd/kueue
   [kube-apiserver-1.35]=k8s.io/kubernetes/cmd/kube-apiserver
   [kube-apiserver-1.36]=k8s.io/kubernetes/cmd/kube-apiserver
+  [golangci-lint]=github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 )
 # stamp is the version stamp of a tool module: its go.mod, go.sum and the build
 # recipe of this script (the lines between the recipe markers: how a tool is compiled
@@ -35,7 +36,7 @@ declare -A PKG=(
 recipe() { sed -n '/^  # recipe:begin/,/^  # recipe:end/p' "${BASH_SOURCE[0]}"; }
 stamp() { { cat "${TOOLS_DIR}/$1/go.mod" "${TOOLS_DIR}/$1/go.sum"; recipe; } | sha256sum | cut -c1-16; }
 
-ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm training-operator scheduler-plugins kueue)
+ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm training-operator scheduler-plugins kueue golangci-lint)
 # Built only when named (make test-skew): the API servers of the older minors in the supported range.
 SKEW=(kube-apiserver-1.35 kube-apiserver-1.36)
 
@@ -46,7 +47,7 @@ SKEW=(kube-apiserver-1.35 kube-apiserver-1.36)
 # (hack/tools/skew135, hack/tools/skew136). hack/tools (kwok included) shares its Kubernetes
 # libraries and their dependencies with the main module at the same versions, so the
 # packages compiled for one come from the build cache for the other.
-declare -A MODDIR=([training-operator]=trainingoperator [scheduler-plugins]=schedulerpluginsbin [kueue]=kueue
+declare -A MODDIR=([training-operator]=trainingoperator [scheduler-plugins]=schedulerpluginsbin [kueue]=kueue [golangci-lint]=lint
   [kube-apiserver-1.35]=skew135 [kube-apiserver-1.36]=skew136)
 tools=("$@")
 [ ${#tools[@]} -eq 0 ] && tools=("${ORDER[@]}")

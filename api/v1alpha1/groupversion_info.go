@@ -16,7 +16,7 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "scheduling.kubenexus.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the KubeNexus types with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion} //nolint:staticcheck // kubebuilder's layout: every types file registers itself with it
 
 	// AddToScheme adds the KubeNexus types to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme

@@ -31,7 +31,7 @@ func (s GangSource) ResolveOwner(pod *corev1.Pod, controllerOf ControllerOfFunc)
 	for depth := 0; ref != nil && depth < maxOwnerDepth; depth++ {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
 		if err != nil {
-			return metav1.OwnerReference{}, false, nil // a malformed reference ends the walk
+			return metav1.OwnerReference{}, false, nil //nolint:nilerr // untrusted input: a malformed reference ends the walk
 		}
 		if gv.Group == s.GVK.Group && ref.Kind == s.GVK.Kind && ref.Name == s.Name {
 			return metav1.OwnerReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}, true, nil

@@ -171,7 +171,7 @@ func AutoPodGroup(key gang.Key, members []corev1.Pod, controllerOf workload.Cont
 	oldest := &sorted[0]
 	m, ok, err := gang.Of(oldest)
 	if err != nil || !ok || m.NeedsPodGroupObject() {
-		return nil, nil
+		return nil, nil //nolint:nilerr // untrusted labels: a pod whose gang cannot be read names no group
 	}
 	pg := &v1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{

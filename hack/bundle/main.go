@@ -369,7 +369,7 @@ func writeYAML(path string, v any) error {
 func displayName(kind string) string {
 	var b strings.Builder
 	for i, r := range kind {
-		if i > 0 && r >= 'A' && r <= 'Z' && !(kind[i-1] >= 'A' && kind[i-1] <= 'Z') {
+		if i > 0 && r >= 'A' && r <= 'Z' && (kind[i-1] < 'A' || kind[i-1] > 'Z') {
 			b.WriteRune(' ')
 		}
 		b.WriteRune(r)

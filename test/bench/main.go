@@ -535,7 +535,7 @@ profiles:
 	mu.Unlock()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	defer func() { _ = cmd.Process.Kill(); <-exited }()
+	defer func() { _ = cmd.Process.Kill(); <-exited }() //nolint:errcheck // killed: its exit error says nothing
 
 	// Readiness: /readyz for a scheduler (informers and event handlers synced, the
 	// moment before it starts scheduling), the ready line for the null binder.

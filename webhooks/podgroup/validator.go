@@ -74,7 +74,7 @@ func (v *Validator) validate(ctx context.Context, pg *v1alpha1.PodGroup) (admiss
 	}
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return nil, nil // the API server validates owner references
+		return nil, nil //nolint:nilerr // the API server validates owner references
 	}
 	gk := schema.GroupKind{Group: gv.Group, Kind: ref.Kind}
 	gvk, isGang := gangOwners[gk]
@@ -96,7 +96,7 @@ func (v *Validator) validate(ctx context.Context, pg *v1alpha1.PodGroup) (admiss
 	}
 	most, err := workload.MaxMembersFrom(workload.GangSource{GVK: gvk, Name: ref.Name}, obj)
 	if err != nil {
-		return admission.Warnings{err.Error()}, nil
+		return admission.Warnings{err.Error()}, nil //nolint:nilerr // the size cannot be read: warned about, not refused
 	}
 	return nil, tooBig(pg, most, fmt.Sprintf("%s %s creates at most %d gang members", gvk.Kind, ref.Name, most))
 }

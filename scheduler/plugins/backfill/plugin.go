@@ -87,7 +87,7 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 	}
 	for name := range req {
 		if held[name] > 0 {
-			return fwk.MaxNodeScore, nil
+			return fwk.MaxScore, nil
 		}
 	}
 	return 0, nil

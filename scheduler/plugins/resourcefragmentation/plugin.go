@@ -283,7 +283,7 @@ func (pl *Plugin) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *corev1.
 		seen     bool
 		from, to int64
 	}
-	good, bad := band{from: split, to: fwk.MaxNodeScore}, band{from: 0, to: split - 1}
+	good, bad := band{from: split, to: fwk.MaxScore}, band{from: 0, to: split - 1}
 	bandOf := func(s int64) (*band, int64) {
 		if s <= -breakPenalty/2 {
 			return &bad, s + breakPenalty

@@ -245,7 +245,7 @@ func TestFreeNVLinkDomainsStayWhole(t *testing.T) {
 	}
 	sa, _ := pl.Score(context.Background(), cs, pod, nodes[0])
 	sb, _ := pl.Score(context.Background(), cs, pod, nodes[3])
-	if !(sa < sb) || sa > -breakPenalty/2 {
+	if sa >= sb || sa > -breakPenalty/2 {
 		t.Errorf("a-0 scored %d, b-1 %d: a free domain's node should rank below", sa, sb)
 	}
 	// With only 1-GPU work in the demand there are no whole-node tasks to keep a

@@ -396,7 +396,7 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni 
 			pods = podsOf(ni)
 		}
 		if podsConsuming(r, pods) < r.slots {
-			return fwk.MaxNodeScore, nil
+			return fwk.MaxScore, nil
 		}
 	}
 	return 0, nil

@@ -213,7 +213,9 @@ func (s *Shared) Accumulate(pg *v1alpha1.PodGroup, member *corev1.Pod, missing i
 				// Only one of ours is replaced, never a user's object of that name.
 				if r := newReservation(old); !r.holds(time.Now()) {
 					if err := s.writer.Delete(ctx, old, client.Preconditions{UID: &old.UID}); err == nil {
-						err = s.writer.Create(ctx, rr)
+						if err := s.writer.Create(ctx, rr); err != nil {
+							klog.Background().V(2).Info("Replacing the accumulating reservation of a gang", "podGroup", klog.KObj(pg), "err", err)
+						}
 					}
 				}
 			}

@@ -286,11 +286,11 @@ func (pl *Plugin) isSchedulableAfterNodeChange(_ klog.Logger, pod *corev1.Pod, _
 	}
 	request, ok, err := workload.VRAMRequestOf(pod.Annotations)
 	if !ok || err != nil {
-		return fwk.QueueSkip, nil
+		return fwk.QueueSkip, nil //nolint:nilerr // an unreadable request is refused at PreFilter; a node change does not help it
 	}
 	per, label, err := labelMemory(n)
 	if err != nil || (label != "" && per < request) {
-		return fwk.QueueSkip, nil
+		return fwk.QueueSkip, nil //nolint:nilerr // a node whose memory label cannot be read offers no VRAM
 	}
 	return fwk.Queue, nil
 }

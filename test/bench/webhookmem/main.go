@@ -91,14 +91,13 @@ type phase struct {
 }
 
 type phaseResult struct {
-	name                   string
-	bytes                  int
-	codes                  map[int]int
-	errs                   int
-	wall                   time.Duration
-	maxRSS, hwm, rssAfter  int // KiB
-	slowest200, slowest429 time.Duration
-	sampleMsg              string
+	name                  string
+	bytes                 int
+	codes                 map[int]int
+	errs                  int
+	wall                  time.Duration
+	maxRSS, hwm, rssAfter int // KiB
+	sampleMsg             string
 }
 
 func run(binDir string, concurrency int, inflight int64, timeout time.Duration, compare bool, settle time.Duration) error {
@@ -203,10 +202,10 @@ func runManager(bin, kcPath, certDir, dir string, budget int64, concurrency int,
 	defer func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
-		case <-exited:
+		case <-exited: //nolint:errcheck // it stopped: how is not the bench's concern
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
-			<-exited
+			<-exited //nolint:errcheck // killed: its exit error says nothing
 		}
 	}()
 	pid := cmd.Process.Pid
@@ -232,12 +231,10 @@ func runManager(bin, kcPath, certDir, dir string, budget int64, concurrency int,
 	idle := readStatus(pid)
 	fmt.Printf("idle (baseline):   VmRSS %s, VmHWM %s\n", kib(idle["VmRSS:"]), kib(idle["VmHWM:"]))
 
-	var results []phaseResult
 	for _, p := range phases {
 		r := runPhase(hc, pid, base, p, concurrency, timeout)
 		time.Sleep(settle)
 		r.rssAfter = readStatus(pid)["VmRSS:"]
-		results = append(results, r)
 		fmt.Printf("%-44s %s\n", r.name+":", r.String(settle))
 	}
 	final := readStatus(pid)

@@ -60,7 +60,7 @@ func (c *Cluster) startKueue(ctx context.Context, certDir string, caPEM []byte) 
 	}
 	for _, f := range []string{"tls.crt", "tls.key"} {
 		if err := ensureFile(filepath.Join(kueueMetricsCerts, f), filepath.Join(certDir, f)); err != nil {
-			return fmt.Errorf("Kueue reads its metrics certificate from %s: %w", kueueMetricsCerts, err)
+			return fmt.Errorf("copying the metrics certificate Kueue reads from %s: %w", kueueMetricsCerts, err)
 		}
 	}
 	webhookPort, err := testutil.FreePort()
@@ -111,7 +111,7 @@ integrations:
 		return err
 	}
 	if err := waitFor(ctx, 2*time.Minute, func() error { return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)) }); err != nil {
-		return fmt.Errorf("Kueue never became ready (see %s): %w", c.logPath("kueue"), err)
+		return fmt.Errorf("waiting for Kueue to become ready (see %s): %w", c.logPath("kueue"), err)
 	}
 	mwc, vwc, err := kueueWebhooks(webhookPort, caPEM)
 	if err != nil {

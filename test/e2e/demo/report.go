@@ -98,7 +98,7 @@ func (c *Cluster) Settle(ctx context.Context, timeout time.Duration) error {
 					return err
 				}
 				if !jobComplete(job) {
-					return fmt.Errorf("Job %s not complete (%d succeeded)", w.Name, job.Status.Succeeded)
+					return fmt.Errorf("batch Job %s not complete (%d succeeded)", w.Name, job.Status.Succeeded)
 				}
 				continue
 			}

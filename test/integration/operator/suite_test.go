@@ -99,8 +99,8 @@ func startManager() {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  controllers.CacheOptions(),
-		// restartManager builds a second manager in this process with the same
-		// controller names (metrics are process-global).
+		// A spec may stop the manager and start a second one in this process with
+		// the same controller names (metrics are process-global).
 		Controller:    ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 		WebhookServer: webhookServer,
 	})
@@ -124,14 +124,6 @@ func startManager() {
 	Eventually(func() error {
 		return webhookReachable(wio.LocalServingHost, wio.LocalServingPort)
 	}).WithTimeout(20 * time.Second).Should(Succeed())
-}
-
-// restartManager stops the manager and starts a fresh one (empty caches, no
-// in-memory state carried over).
-func restartManager() {
-	stopManager()
-	Eventually(managerDone).WithTimeout(30 * time.Second).Should(BeClosed())
-	startManager()
 }
 
 var _ = AfterSuite(func() {

@@ -114,7 +114,7 @@ var _ = Describe("NUMATopology", func() {
 	})
 })
 
-// nodeResourceTopology publishes a kubelet NUMA report for node: cells cells of
+// nodeResourceTopology publishes a kubelet NUMA report for node: `cells` cells of
 // cpus CPUs (available of them free) and memory each, with the kubelet's
 // single-numa-node policy off (the pods' own hints decide).
 func (tc *testCluster) nodeResourceTopology(node string, cells int, cpus, available, memory string) {
@@ -144,7 +144,7 @@ func (tc *testCluster) republish(node string, cells int, cpus, available, memory
 	Expect(k8sClient.Update(suiteCtx, u)).To(Succeed())
 }
 
-// nrtZones are a report's NUMA zones: cells cells of cpus CPUs (available of them
+// nrtZones are a report's NUMA zones: `cells` cells of `cpus` CPUs (available of them
 // free) and memory, all free.
 func nrtZones(cells int, cpus, available, memory string) []any {
 	var zones []any

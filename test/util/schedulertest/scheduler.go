@@ -14,10 +14,11 @@ import (
 
 	"github.com/kube-nexus/kubenexus/scheduler/plugins"
 
-	schedconfig "github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/clientcmd"
+
+	schedconfig "github.com/kube-nexus/kubenexus/scheduler/apis/config"
 )
 
 // SchedulerName is the profile name test pods use.
