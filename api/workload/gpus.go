@@ -41,6 +41,25 @@ func RequestedGPUs(p *corev1.Pod, names ...corev1.ResourceName) int64 {
 	return n
 }
 
+// NamesAny reports whether any container of the pod (init containers included)
+// names one of the resources in its requests or limits: the cheap test, without
+// summing, that most pods fail before RequestedGPUs is worth computing.
+func NamesAny(p *corev1.Pod, names []corev1.ResourceName) bool {
+	for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range list {
+			for _, n := range names {
+				if _, ok := list[i].Resources.Requests[n]; ok {
+					return true
+				}
+				if _, ok := list[i].Resources.Limits[n]; ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // HeldGPUs is how many GPUs a pod holds on its node: RequestedGPUs while it
 // OccupiesNode, 0 otherwise. The manager's HardwareTier status, the scheduler's
 // largest-placeable-gang gauges and the demo report count allocation with it.

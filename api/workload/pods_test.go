@@ -38,6 +38,13 @@ func TestPodPredicates(t *testing.T) {
 			t.Errorf("%s: HeldGPUs %d, want %d", name, got, tc.held)
 		}
 	}
+	names := []corev1.ResourceName{v1alpha1.ResourceNvidiaGPU}
+	if !workload.NamesAny(testutil.MakePod("i", "ns").InitReq(string(v1alpha1.ResourceNvidiaGPU), "1").Obj(), names) {
+		t.Error("NamesAny misses a GPU named by an init container only")
+	}
+	if workload.NamesAny(testutil.MakePod("c", "ns").Req("cpu", "1").Obj(), names) {
+		t.Error("NamesAny finds a GPU in a CPU-only pod")
+	}
 	// Other GPU resources count only when named.
 	amd := testutil.MakePod("amd", "ns").Req("amd.com/gpu", "1").Obj()
 	if got := workload.RequestedGPUs(amd); got != 0 {

@@ -99,7 +99,7 @@ func units(pods []*corev1.Pod, below int32, reclaim func(*corev1.Pod) bool, may 
 		if prio > u.priority {
 			u.priority = prio
 		}
-		if !namesAny(p, gpuNames) {
+		if !workload.NamesAny(p, gpuNames) {
 			continue
 		}
 		if g := workload.HeldGPUs(p, gpuNames...); g > 0 {
@@ -120,24 +120,6 @@ func units(pods []*corev1.Pod, below int32, reclaim func(*corev1.Pod) bool, may 
 	}
 	sort.Slice(out, func(i, j int) bool { return less(out[i], out[j]) })
 	return out
-}
-
-// namesAny reports whether any container of the pod names one of the resources in
-// its requests or limits: the cheap test before summing its GPUs.
-func namesAny(p *corev1.Pod, names []corev1.ResourceName) bool {
-	for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
-		for i := range list {
-			for _, n := range names {
-				if _, ok := list[i].Resources.Requests[n]; ok {
-					return true
-				}
-				if _, ok := list[i].Resources.Limits[n]; ok {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }
 
 // node is a node as the victim search sees it.

@@ -348,7 +348,7 @@ func (pl *Plugin) room(ni fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.Resou
 // CPU and memory; the zero shape for a pod that names no GPU resource, which is told
 // by a look at its containers' requests and limits, without summing them.
 func shapeOf(pod *corev1.Pod, gpus []corev1.ResourceName) shape {
-	if !namesGPU(pod, gpus) {
+	if !workload.NamesAny(pod, gpus) {
 		return shape{}
 	}
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
@@ -365,22 +365,4 @@ func shapeOf(pod *corev1.Pod, gpus []corev1.ResourceName) shape {
 func cpuShapeOf(pod *corev1.Pod) shape {
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	return shape{milliCPU: reqs.Cpu().MilliValue(), memory: reqs.Memory().Value()}
-}
-
-// namesGPU reports whether any container of the pod requests or limits a GPU
-// resource.
-func namesGPU(pod *corev1.Pod, gpus []corev1.ResourceName) bool {
-	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-		for i := range cs {
-			for _, r := range gpus {
-				if _, ok := cs[i].Resources.Requests[r]; ok {
-					return true
-				}
-				if _, ok := cs[i].Resources.Limits[r]; ok {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }

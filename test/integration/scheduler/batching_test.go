@@ -18,13 +18,7 @@ import (
 // result hint_used) in this process so far.
 func batchHints() float64 {
 	GinkgoHelper()
-	var sum float64
-	for _, m := range gathered("scheduler_batch_attempts_total") {
-		if labelsOf(m)["result"] == "hint_used" {
-			sum += m.GetCounter().GetValue()
-		}
-	}
-	return sum
+	return countedWithResult("scheduler_batch_attempts_total", "hint_used")
 }
 
 // queueWhileStopped stops the test's scheduler, runs create, and starts the

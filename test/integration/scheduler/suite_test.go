@@ -260,8 +260,14 @@ func (tc *testCluster) scheduledMessage(pod string) func() string {
 // time, so a difference taken within a spec counts that spec's attempts.
 func scheduleAttempts(result string) float64 {
 	GinkgoHelper()
+	return countedWithResult("scheduler_schedule_attempts_total", result)
+}
+
+// countedWithResult sums a counter family's series whose result label is result.
+func countedWithResult(family, result string) float64 {
+	GinkgoHelper()
 	sum := 0.0
-	for _, m := range gathered("scheduler_schedule_attempts_total") {
+	for _, m := range gathered(family) {
 		if labelsOf(m)["result"] == result {
 			sum += m.GetCounter().GetValue()
 		}
