@@ -87,8 +87,8 @@ run: build ## Run the manager against the cluster in $$KUBECONFIG (without its w
 ##@ Demo
 
 .PHONY: demo
-demo: build ## Local cluster from source (etcd, kube-apiserver, kube-controller-manager, kwok), KubeNexus from its chart, a simulated GPU fleet and workload mix; prints a placement report.
-	hack/build-tools.sh etcd kube-apiserver kube-controller-manager kwok kwok-stages helm training-operator kueue
+demo: build ## Local cluster from source (etcd, kube-apiserver, kube-controller-manager, kwok), KubeNexus from its chart, a simulated GPU fleet and workload mix; prints a placement report (Kueue, for its scenario at the end, builds meanwhile).
+	hack/build-tools.sh etcd kube-apiserver kube-controller-manager kwok kwok-stages helm training-operator
 	hack/demo.sh
 
 .PHONY: demo-down

@@ -29,17 +29,23 @@ go build -o "${ROOT}/bin/kubenexus-demo" ./hack/demo
 nohup "${ROOT}/bin/kubenexus-demo" -root "${ROOT}" -dir "${DIR}" > "${DIR}/demo.log" 2>&1 &
 echo $! > "${PID}"
 shown=0
+placed=0
 while true; do
   lines=$(wc -l < "${DIR}/demo.log")
   if [ "${lines}" -gt "${shown}" ]; then
     sed -n "$((shown + 1)),${lines}p" "${DIR}/demo.log" | grep '^>>' || true
     shown=${lines}
   fi
-  if [ -f "${DIR}/report.txt" ]; then
+  if [ "${placed}" = 0 ] && [ -f "${DIR}/placement.txt" ]; then
     echo
-    cat "${DIR}/report.txt"
-    # kubectl is for your shell only: built after the report (about 40 s cold), not
-    # before it.
+    cat "${DIR}/placement.txt"
+    echo
+    placed=1
+  fi
+  if [ -f "${DIR}/report.txt" ]; then
+    # The Kueue scenario (Kueue was built while the rest ran) and how to reach the cluster.
+    cat "${DIR}/kueue.txt"
+    # kubectl is for your shell only: the demo built it last (this is a no-op then).
     "${ROOT}/hack/build-tools.sh" kubectl || echo "kubectl did not build (see above); the cluster is up all the same" >&2
     cat <<EOF
 

@@ -1,7 +1,8 @@
 // Command demo is what `make demo` runs: it brings up the local KubeNexus cluster of
 // test/e2e/demo, submits the workload mix, writes the placement report to
-// <dir>/report.txt, and keeps the cluster up until it is sent SIGTERM (`make
-// demo-down`).
+// <dir>/placement.txt, runs the Kueue scenario once Kueue (built meanwhile) is
+// ready, writes the whole report to <dir>/report.txt, and keeps the cluster up until
+// it is sent SIGTERM (`make demo-down`).
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -41,7 +43,17 @@ func run(root, dir string) error {
 		return err
 	}
 	start := time.Now()
-	c, err := demo.Up(ctx, demo.Options{Root: absRoot, Bin: filepath.Join(absRoot, "bin"), Dir: absDir, Log: os.Stdout})
+	// Kueue's controller-manager takes longest to build (about five minutes cold on
+	// two cores) and the demo needs it last, for its Kueue scenario: it builds while
+	// the cluster comes up and the mix is placed, at a lower CPU priority than the
+	// cluster; then kubectl, for your shell.
+	kueueBuilt := make(chan error, 1)
+	kubectlBuilt := make(chan error, 1)
+	go func() {
+		kueueBuilt <- buildTools(ctx, absRoot, "kueue")
+		kubectlBuilt <- buildTools(ctx, absRoot, "kubectl")
+	}()
+	c, err := demo.Up(ctx, demo.Options{Root: absRoot, Bin: filepath.Join(absRoot, "bin"), Dir: absDir, Log: os.Stdout, KueueLater: true})
 	if err != nil {
 		return err
 	}
@@ -57,28 +69,64 @@ func run(root, dir string) error {
 	if err != nil {
 		return err
 	}
-	var kueueReport *demo.KueueReport
-	var kueueErr error
-	if settleErr == nil {
-		kueueReport, kueueErr = c.RunKueueScenario(ctx)
-	}
-	var report bytes.Buffer
-	demo.Print(&report, placements)
-	demo.PrintCapacity(&report, c.Capacity())
-	demo.PrintKueue(&report, kueueReport)
-	if kueueErr != nil {
-		fmt.Fprintf(&report, "\nKUEUE SCENARIO INCOMPLETE: %v (logs in %s)\n", kueueErr, absDir)
-	}
-	fmt.Fprintf(&report, "\nCluster up in %s. Use it with:\n  export KUBECONFIG=%s\nStop it with: make demo-down\n",
-		time.Since(start).Round(time.Second), c.Kubeconfig)
+	var placement bytes.Buffer
+	demo.Print(&placement, placements)
+	demo.PrintCapacity(&placement, c.Capacity())
 	if settleErr != nil {
-		fmt.Fprintf(&report, "\nNOT SETTLED: %v (logs in %s)\n", settleErr, absDir)
+		fmt.Fprintf(&placement, "\nNOT SETTLED: %v (logs in %s)\n", settleErr, absDir)
 	}
-	if err := os.WriteFile(filepath.Join(absDir, "report.txt"), report.Bytes(), 0o644); err != nil {
+	// make demo shows the placement now, and the rest once Kueue has run.
+	if err := os.WriteFile(filepath.Join(absDir, "placement.txt"), placement.Bytes(), 0o644); err != nil {
 		return err
 	}
-	os.Stdout.Write(report.Bytes())
+
+	var rest bytes.Buffer
+	switch {
+	case settleErr != nil:
+		fmt.Fprintln(&rest, "\nKueue scenario skipped: the mix did not settle.")
+	default:
+		fmt.Println(">> waiting for Kueue's controller-manager to finish building")
+		if err := <-kueueBuilt; err != nil {
+			fmt.Fprintf(&rest, "\nKUEUE SCENARIO SKIPPED: building Kueue failed: %v (its output is in %s)\n", err, filepath.Join(absDir, "demo.log"))
+			break
+		}
+		kueueReport, kueueErr := startKueueAndRun(ctx, c)
+		demo.PrintKueue(&rest, kueueReport)
+		if kueueErr != nil {
+			fmt.Fprintf(&rest, "\nKUEUE SCENARIO INCOMPLETE: %v (logs in %s)\n", kueueErr, absDir)
+		}
+	}
+	fmt.Fprintf(&rest, "\nCluster up in %s. Use it with:\n  export KUBECONFIG=%s\nStop it with: make demo-down\n",
+		time.Since(start).Round(time.Second), c.Kubeconfig)
+	if err := os.WriteFile(filepath.Join(absDir, "kueue.txt"), rest.Bytes(), 0o644); err != nil {
+		return err
+	}
+	// make demo prints its kubectl hints once kubectl is built (it retries a failed
+	// build itself, and says so).
+	<-kubectlBuilt
+	// report.txt, the whole report, is written last: make demo waits for it.
+	if err := os.WriteFile(filepath.Join(absDir, "report.txt"), append(placement.Bytes(), rest.Bytes()...), 0o644); err != nil {
+		return err
+	}
 	<-ctx.Done()
 	fmt.Println(">> stopping the demo cluster")
 	return nil
+}
+
+func startKueueAndRun(ctx context.Context, c *demo.Cluster) (*demo.KueueReport, error) {
+	if err := c.StartKueue(ctx); err != nil {
+		return nil, err
+	}
+	return c.RunKueueScenario(ctx)
+}
+
+// buildTools runs hack/build-tools.sh for tools at a lower CPU priority, its
+// progress lines going to the demo's log. Cancelling ctx stops the whole build.
+func buildTools(ctx context.Context, root string, tools ...string) error {
+	cmd := exec.CommandContext(ctx, "nice", append([]string{"-n", "10", filepath.Join(root, "hack", "build-tools.sh")}, tools...)...)
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	return cmd.Run()
 }

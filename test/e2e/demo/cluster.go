@@ -54,6 +54,10 @@ type Options struct {
 	Dir string
 	// Log receives progress lines.
 	Log io.Writer
+	// KueueLater leaves Kueue's controller-manager out of Up: the caller starts it
+	// with StartKueue once its binary is built (make demo builds it while the rest
+	// of the demo runs).
+	KueueLater bool
 }
 
 // Cluster is a running local cluster.
@@ -75,6 +79,9 @@ type Cluster struct {
 	sigsPhases map[string][]string
 	// capacity is the GPU capacity Settle saw once the mix was placed.
 	capacity []GPUCapacity
+	// certDir holds the serving certificate of the local webhooks, signed by caPEM.
+	certDir string
+	caPEM   []byte
 }
 
 func (c *Cluster) logf(format string, args ...any) {
@@ -179,6 +186,7 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
+	c.certDir, c.caPEM = certDir, caPEM
 	webhookPort, err := testutil.FreePort()
 	if err != nil {
 		return nil, err
@@ -310,8 +318,10 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := c.startTrainingOperators(ctx, certDir, caPEM); err != nil {
 		return nil, err
 	}
-	if err := c.startKueue(ctx, certDir, caPEM); err != nil {
-		return nil, err
+	if !opts.KueueLater {
+		if err := c.StartKueue(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }

@@ -52,9 +52,11 @@ func kueueCRDFiles() ([]string, error) {
 	return files, err
 }
 
-// startKueue runs Kueue's controller-manager with the demo's serving certificate and
-// registers its Job, Workload and queue webhooks by URL.
-func (c *Cluster) startKueue(ctx context.Context, certDir string, caPEM []byte) error {
+// StartKueue runs Kueue's controller-manager with the demo's serving certificate and
+// registers its Job, Workload and queue webhooks by URL. Up calls it unless
+// Options.KueueLater is set.
+func (c *Cluster) StartKueue(ctx context.Context) error {
+	certDir, caPEM := c.certDir, c.caPEM
 	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kueueNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
