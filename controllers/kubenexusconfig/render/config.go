@@ -66,7 +66,7 @@ func plugins(p *v1alpha1.PluginsSpec, topology *v1alpha1.TopologySpec, kueue *v1
 		{name: names.TenantHardware, enabled: p.TenantHardware.Enabled, weight: p.TenantHardware.Weight},
 		{name: names.NUMATopology, enabled: p.NUMATopology.Enabled, weight: p.NUMATopology.Weight, args: numaTopologyArgs(gpus)},
 		{name: names.VRAM, enabled: p.VRAM.Enabled, weight: p.VRAM.Weight, args: vramArgs(gpus)},
-		{name: names.ResourceReservation, enabled: p.ResourceReservation.Enabled, weight: p.ResourceReservation.Weight},
+		{name: names.ResourceReservation, enabled: p.ResourceReservation.Enabled, weight: p.ResourceReservation.Weight, args: resourceReservationArgs(gpus)},
 		{name: names.Backfill, enabled: p.Backfill.Enabled, weight: p.Backfill.Weight, args: backfillArgs(&p.Backfill)},
 		{name: names.GangPreemption, enabled: p.GangPreemption.Enabled, args: gangPreemptionArgs(&p.GangPreemption, gpus)},
 		{name: names.BindingBackpressure, enabled: p.BindingBackpressure.Enabled, args: bindingBackpressureArgs(&p.BindingBackpressure)},
@@ -167,13 +167,20 @@ func gpuResources(r *v1alpha1.ResourceFragmentationPlugin) []corev1.ResourceName
 	return names
 }
 
-// numaTopologyArgs and vramArgs carry the GPU resource names; nil (the plugins'
-// defaults) when they are the default.
+// numaTopologyArgs, resourceReservationArgs and vramArgs carry the GPU resource
+// names; nil (the plugins' defaults) when they are the default.
 func numaTopologyArgs(gpus []corev1.ResourceName) any {
 	if gpus == nil {
 		return nil
 	}
 	return &schedconfig.NUMATopologyArgs{GPUResources: gpus}
+}
+
+func resourceReservationArgs(gpus []corev1.ResourceName) any {
+	if gpus == nil {
+		return nil
+	}
+	return &schedconfig.ResourceReservationArgs{GPUResources: gpus}
 }
 
 func vramArgs(gpus []corev1.ResourceName) any {

@@ -454,6 +454,7 @@ func TestGPUResourcesReachEveryPlugin(t *testing.T) {
 		"VRAM":                  `"gpuResources":["nvidia.com/gpu","amd.com/gpu"]`,
 		"NUMATopology":          `"gpuResources":["nvidia.com/gpu","amd.com/gpu"]`,
 		"GangPreemption":        `"gpuResources":["nvidia.com/gpu","amd.com/gpu"]`,
+		"ResourceReservation":   `"gpuResources":["nvidia.com/gpu","amd.com/gpu"]`,
 		"WorkloadAware":         `"acceleratorResources":["nvidia.com/gpu","amd.com/gpu"]`,
 	} {
 		if !strings.Contains(got[plugin], want) {
@@ -461,7 +462,7 @@ func TestGPUResourcesReachEveryPlugin(t *testing.T) {
 		}
 	}
 	got = argsOf(v1alpha1.ResourceFragmentationPlugin{GPUResourceName: "nvidia.com/gpu"})
-	for _, plugin := range []string{"VRAM", "NUMATopology", "GangPreemption", "WorkloadAware"} {
+	for _, plugin := range []string{"VRAM", "NUMATopology", "GangPreemption", "ResourceReservation", "WorkloadAware"} {
 		if a, ok := got[plugin]; ok {
 			t.Errorf("default GPU resource: %s args %q, want none", plugin, a)
 		}

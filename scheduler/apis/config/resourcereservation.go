@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -18,6 +20,11 @@ type ResourceReservationArgs struct {
 	// PlacementRetrySeconds is how often a reservation that fits no node is tried
 	// again (default 5; 1–300). Reservation changes retry it at once.
 	PlacementRetrySeconds *int32 `json:"placementRetrySeconds,omitempty"`
+
+	// GPUResources are the extended resources that count as GPUs: a reservation
+	// whose slot asks for one is placed where it leaves the fewest of them idle
+	// (default nvidia.com/gpu).
+	GPUResources []corev1.ResourceName `json:"gpuResources,omitempty"`
 }
 
 // SetDefaultsResourceReservationArgs fills unset fields.
@@ -25,14 +32,18 @@ func SetDefaultsResourceReservationArgs(a *ResourceReservationArgs) {
 	if a.PlacementRetrySeconds == nil {
 		a.PlacementRetrySeconds = ptr.To[int32](5)
 	}
+	if len(a.GPUResources) == 0 {
+		a.GPUResources = []corev1.ResourceName{"nvidia.com/gpu"}
+	}
 }
 
 // ValidateResourceReservationArgs checks defaulted args.
 func ValidateResourceReservationArgs(path *field.Path, a *ResourceReservationArgs) field.ErrorList {
+	errs := validateGPUResources(path.Child("gpuResources"), a.GPUResources)
 	if v := *a.PlacementRetrySeconds; v < 1 || v > 300 {
-		return field.ErrorList{field.Invalid(path.Child("placementRetrySeconds"), v, fmt.Sprintf("must be between 1 and 300 seconds, got %d", v))}
+		errs = append(errs, field.Invalid(path.Child("placementRetrySeconds"), v, fmt.Sprintf("must be between 1 and 300 seconds, got %d", v)))
 	}
-	return nil
+	return errs
 }
 
 // DecodeResourceReservationArgs decodes, defaults and validates ResourceReservation's args.

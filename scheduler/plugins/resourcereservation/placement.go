@@ -15,6 +15,17 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 )
 
+// dominantResource is the resource whose leftover place minimises: the first of
+// gpus the slot asks for, else CPU.
+func dominantResource(slot map[corev1.ResourceName]int64, gpus []corev1.ResourceName) corev1.ResourceName {
+	for _, name := range gpus {
+		if slot[name] > 0 {
+			return name
+		}
+	}
+	return corev1.ResourceCPU
+}
+
 // place picks a node for an unplaced reservation: among the nodes its owner's pods
 // may run on (node affinity, taints and unschedulable of a pod of the owner, when
 // one exists), those where all its slots fit beside their pods (bound and assumed)
@@ -67,12 +78,7 @@ func (s *Shared) place(r *reservation) (string, string) {
 			}
 		}
 	}
-	dominant := corev1.ResourceCPU
-	for name := range r.slot {
-		if strings.Contains(string(name), "gpu") {
-			dominant = name
-		}
-	}
+	dominant := dominantResource(r.slot, s.gpus)
 	type candidate struct {
 		name     string
 		host     bool

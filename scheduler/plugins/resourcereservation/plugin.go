@@ -75,7 +75,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	if err := shared.start(ctx, h, c, time.Duration(*args.PlacementRetrySeconds)*time.Second); err != nil {
+	if err := shared.start(ctx, h, c, time.Duration(*args.PlacementRetrySeconds)*time.Second, args.GPUResources); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	refusedPods, err := refused.New(h)

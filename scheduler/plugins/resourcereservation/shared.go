@@ -33,8 +33,13 @@ type Shared struct {
 	once sync.Once
 	err  error
 
-	idx   atomic.Pointer[index]
-	cache *crdcache.Cache
+	idx atomic.Pointer[index]
+	// loaded is closed once the first index is built (in the background, once the
+	// shared cache has synced); rebuilding keeps rebuilds one at a time, so that the
+	// last to list is the last to store.
+	loaded     chan struct{}
+	rebuilding sync.Mutex
+	cache      *crdcache.Cache
 	// writer patches reservation status (the scheduler's client is typed for core
 	// APIs only).
 	writer client.Client
@@ -45,6 +50,8 @@ type Shared struct {
 	assumed sync.Map
 	queue   workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	retry   time.Duration
+	// gpus are the resources that count as GPUs, in the order the config names them.
+	gpus []corev1.ResourceName
 	// creating holds the PodGroups (by UID) whose accumulating reservation is being
 	// created.
 	creating sync.Map
@@ -77,13 +84,20 @@ func (s *Shared) index() *index {
 	if idx := s.idx.Load(); idx != nil {
 		return idx
 	}
+	if s.loaded != nil {
+		<-s.loaded
+		if idx := s.idx.Load(); idx != nil {
+			return idx
+		}
+	}
 	return &index{}
 }
 
 // start wires the state to the cache and informers and runs the status worker,
 // once per process.
-func (s *Shared) start(ctx context.Context, h fwk.Handle, c *crdcache.Cache, retry time.Duration) error {
+func (s *Shared) start(ctx context.Context, h fwk.Handle, c *crdcache.Cache, retry time.Duration, gpus []corev1.ResourceName) error {
 	s.once.Do(func() {
+		s.gpus = gpus
 		s.err = s.run(ctx, h, c, retry)
 	})
 	return s.err
@@ -106,7 +120,13 @@ func (s *Shared) run(ctx context.Context, h fwk.Handle, c *crdcache.Cache, retry
 	s.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
 		workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "kubenexus-reservations"})
 	logger := klog.FromContext(ctx)
-	s.rebuild(logger)
+	// The first index waits for the cache to sync, off the start-up path; whoever
+	// needs it waits for it (index).
+	s.loaded = make(chan struct{})
+	go func() {
+		s.rebuild(logger)
+		close(s.loaded)
+	}()
 	if err := c.OnReservationChange(func() { s.rebuild(logger) }); err != nil {
 		return fmt.Errorf("watching ResourceReservations: %w", err)
 	}
@@ -159,6 +179,8 @@ func (s *Shared) whenReleased(f func()) {
 // must write, and, when one stopped holding capacity, retries the pods it kept out.
 // It runs on every reservation change and at the next expiry.
 func (s *Shared) rebuild(logger klog.Logger) {
+	s.rebuilding.Lock()
+	defer s.rebuilding.Unlock()
 	rrs, err := s.cache.Reservations()
 	if err != nil {
 		logger.Error(err, "Listing ResourceReservations from the cache")

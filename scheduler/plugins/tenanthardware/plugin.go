@@ -8,6 +8,7 @@ package tenanthardware
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +48,9 @@ type Plugin struct {
 	args   *config.TenantHardwareArgs
 	handle fwk.Handle
 	tiers  atomic.Pointer[tierSet]
+	// loaded is closed once the first tier snapshot is taken (New takes it in the
+	// background, once the shared cache has synced); nil in unit tests.
+	loaded chan struct{}
 	// exemption verifies DaemonSet pods against the DaemonSets in the cache.
 	exemption daemonSetExemption
 	// tenants gives queueing hints and the out-of-cycle checks the tenant tier, as
@@ -107,7 +111,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		pl.devices = index
 	}
 	logger := klog.FromContext(ctx)
+	// Refreshes run one at a time, so that the last to list is the last to store.
+	var refreshing sync.Mutex
 	refresh := func() {
+		refreshing.Lock()
+		defer refreshing.Unlock()
 		hwts, err := c.HardwareTiers()
 		if err != nil {
 			logger.Error(err, "Listing HardwareTiers from the cache")
@@ -120,7 +128,13 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		pl.tiers.Store(set)
 		pl.refused.Activate(logger, "HardwareTiers changed")
 	}
-	refresh()
+	// The first snapshot waits for the cache to sync, off the start-up path; a
+	// cycle that needs it waits for it (currentTiers).
+	pl.loaded = make(chan struct{})
+	go func() {
+		refresh()
+		close(pl.loaded)
+	}()
 	if views != nil {
 		views.SetNodePreference(h.ProfileName(), pl.nodePreference)
 		views.SetTierBorrow(h.ProfileName(), pl.borrowsFrom)
@@ -168,13 +182,22 @@ type stateData struct {
 
 func (s *stateData) Clone() fwk.StateData { return s }
 
+// currentTiers is the tier snapshot, once the first has been taken.
+func (pl *Plugin) currentTiers() *tierSet {
+	if t := pl.tiers.Load(); t != nil || pl.loaded == nil {
+		return t
+	}
+	<-pl.loaded
+	return pl.tiers.Load()
+}
+
 func readState(cs fwk.CycleState) *stateData { return cyclestate.Read[*stateData](cs, stateKey) }
 
 // PreFilter takes the tier snapshot and the pod's tenant tier for this cycle. With
 // no HardwareTiers, or for a verified DaemonSet pod that asks for no device (see
 // daemonSetExemption), the plugin skips the pod.
 func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	tiers := pl.tiers.Load()
+	tiers := pl.currentTiers()
 	if tiers == nil || len(tiers.tiers) == 0 || pl.exemption.exempt(pod) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -271,7 +294,7 @@ func (pl *Plugin) isSchedulableAfterNodeChange(_ klog.Logger, pod *corev1.Pod, _
 		return fwk.Queue, nil
 	}
 	tenant := workload.TierOf(workload.Namespace{Labels: src}, "")
-	tiers := pl.tiers.Load()
+	tiers := pl.currentTiers()
 	if tiers == nil {
 		return fwk.Queue, nil
 	}
@@ -284,7 +307,7 @@ func (pl *Plugin) isSchedulableAfterNodeChange(_ klog.Logger, pod *corev1.Pod, _
 // isSchedulableAfterSliceChange queues only while some tier selects nodes by their
 // devices.
 func (pl *Plugin) isSchedulableAfterSliceChange(klog.Logger, *corev1.Pod, any, any) (fwk.QueueingHint, error) {
-	if t := pl.tiers.Load(); t != nil && t.usesDevices {
+	if t := pl.currentTiers(); t != nil && t.usesDevices {
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil
@@ -316,7 +339,7 @@ func generation(obj any) int64 {
 // whether it asks for devices, so pods that differ in any are not batched together.
 func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	uidIfQueues := ""
-	if t := pl.tiers.Load(); t != nil && t.usesClusterQueues {
+	if t := pl.currentTiers(); t != nil && t.usesClusterQueues {
 		uidIfQueues = string(pod.UID)
 	}
 	controller := ""
@@ -342,7 +365,7 @@ func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragmen
 // while preemptor's tenant tier is admitted there (gangview.TierBorrowFunc). Tenant
 // tiers come from the pods' namespaces (or admitting ClusterQueues, see tenant).
 func (pl *Plugin) borrowsFrom(victim, preemptor *corev1.Pod, node *corev1.Node) bool {
-	tiers := pl.tiers.Load()
+	tiers := pl.currentTiers()
 	if tiers == nil || len(tiers.tiers) == 0 || victim.Labels[v1alpha1.LabelPreemptible] != "true" {
 		return false
 	}
@@ -363,7 +386,7 @@ func (pl *Plugin) borrowsFrom(victim, preemptor *corev1.Pod, node *corev1.Node) 
 }
 
 func (pl *Plugin) nodePreference(pod *corev1.Pod, node *corev1.Node) (int64, bool) {
-	tiers := pl.tiers.Load()
+	tiers := pl.currentTiers()
 	if tiers == nil || len(tiers.tiers) == 0 || pl.exemption.exempt(pod) {
 		return 0, true
 	}
