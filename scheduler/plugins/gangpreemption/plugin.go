@@ -325,9 +325,13 @@ func (pl *Plugin) waiting(owner string, pod *corev1.Pod) (msg, node string) {
 		delete(pl.inflight, owner)
 		return "", ""
 	}
+	// A victim is gone once neither the informer nor this cycle's snapshot holds
+	// it: the informer drops a deleted pod before the scheduler's cache does, and
+	// until the snapshot frees its room the members cannot take it — judging the
+	// room by then would call it taken and evict again.
 	left := 0
 	for _, v := range p.victims {
-		if pl.exists(v) {
+		if pl.exists(v) || pl.inSnapshot(v) {
 			left++
 		}
 	}
@@ -437,6 +441,21 @@ func (pl *Plugin) chosen() map[types.UID]bool {
 		}
 	}
 	return out
+}
+
+// inSnapshot reports whether the pod (that incarnation) is on its node in this
+// cycle's snapshot.
+func (pl *Plugin) inSnapshot(p *corev1.Pod) bool {
+	ni, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(p.Spec.NodeName)
+	if err != nil {
+		return false
+	}
+	for _, pi := range ni.GetPods() {
+		if pi.GetPod().UID == p.UID {
+			return true
+		}
+	}
+	return false
 }
 
 // exists reports whether the pod (that incarnation) is in the informer cache.

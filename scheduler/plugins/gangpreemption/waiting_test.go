@@ -1,0 +1,72 @@
+package gangpreemption
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+)
+
+// waitHandle is the part of the framework handle waiting reads: the pod informer
+// and the cycle's snapshot.
+type waitHandle struct {
+	fwk.Handle
+	informers informers.SharedInformerFactory
+	snapshot  fwk.SharedLister
+}
+
+func (h waitHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.informers }
+func (h waitHandle) SnapshotSharedLister() fwk.SharedLister                 { return h.snapshot }
+
+// TestWaitingUntilTheSnapshotLetsTheVictimsGo: the informer drops an evicted pod
+// before the scheduler's cache does. In that window the victim's room is not free
+// in the snapshot yet; the gang must keep waiting for it, not judge the room taken
+// and evict another gang (seen as two gangs evicted for one, on a loaded machine).
+func TestWaitingUntilTheSnapshotLetsTheVictimsGo(t *testing.T) {
+	node := testutil.MakeNode("n1").Capacity("cpu", "4").Obj()
+	victim := testutil.MakePod("low-a-0", "ns").UID("low-a-0").Node("n1").Req("cpu", "2").Obj()
+	neighbour := testutil.MakePod("low-b-0", "ns").UID("low-b-0").Node("n1").Req("cpu", "2").Obj()
+	member := testutil.MakePod("high-0", "ns").UID("high-0").Req("cpu", "2").Obj()
+
+	for _, tc := range []struct {
+		name               string
+		informer, snapshot []*corev1.Pod
+		wantMsg, wantNode  string
+	}{
+		{"the victim still runs", []*corev1.Pod{victim, neighbour, member}, []*corev1.Pod{victim, neighbour},
+			"waiting for 1 preempted pod(s) to terminate", "n1"},
+		{"deleted, the snapshot not caught up", []*corev1.Pod{neighbour, member}, []*corev1.Pod{victim, neighbour},
+			"waiting for 1 preempted pod(s) to terminate", "n1"},
+		{"gone from both: the member takes the room", []*corev1.Pod{neighbour, member}, []*corev1.Pod{neighbour},
+			"waiting for 1 member(s) to take the room preemption made", "n1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inf := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+			store := inf.Core().V1().Pods().Informer().GetStore()
+			for _, p := range tc.informer {
+				if err := store.Add(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pl := &Plugin{
+				handle:   waitHandle{informers: inf, snapshot: schedcache.NewSnapshot(tc.snapshot, []*corev1.Node{node})},
+				inflight: map[string]*preemption{},
+			}
+			pl.inflight["gang ns/high"] = &preemption{
+				victims: []*corev1.Pod{victim},
+				claims:  []claim{{pod: member, node: "n1", req: map[corev1.ResourceName]int64{corev1.ResourceCPU: 2000}}},
+				until:   time.Now().Add(time.Minute),
+			}
+			msg, node := pl.waiting("gang ns/high", member)
+			if msg != tc.wantMsg || node != tc.wantNode {
+				t.Errorf("waiting: %q on %q, want %q on %q", msg, node, tc.wantMsg, tc.wantNode)
+			}
+		})
+	}
+}
