@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
-	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/topology"
@@ -267,14 +266,12 @@ func twoRacks(used map[string]int64) []fwk.NodeInfo {
 	for r := range 2 {
 		for i := range 4 {
 			name := fmt.Sprintf("r%d-n%d", r, i)
-			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"network.kubenexus.io/rack": fmt.Sprintf("rack-%d", r)}},
-				Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}}}
-			ni := schedframework.NewNodeInfo()
-			ni.SetNode(node)
+			node := testutil.MakeNode(name).Label("network.kubenexus.io/rack", fmt.Sprintf("rack-%d", r)).Capacity("nvidia.com/gpu", "8").Obj()
+			var pods []*corev1.Pod
 			if g := used[name]; g > 0 {
-				ni.AddPod(gpuPod("taken-"+name, g))
+				pods = append(pods, gpuPod("taken-"+name, g))
 			}
-			nodes = append(nodes, ni)
+			nodes = append(nodes, testutil.NodeInfo(node, pods...))
 		}
 	}
 	return nodes

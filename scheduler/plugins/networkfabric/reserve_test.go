@@ -6,10 +6,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
 // A member's Reserve takes its whole share off the plan's claims, its pod slot
@@ -23,7 +23,7 @@ func TestReserveReleasesTheMembersShare(t *testing.T) {
 	pl := &Plugin{plans: map[gang.Key]*activePlan{key: ap}, relaxed: map[gang.Key]time.Time{}, now: time.Now}
 	cs := schedframework.NewCycleState()
 	cs.Write(stateKey, &stateData{key: key, plan: ap})
-	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}}
+	pod := testutil.MakePod("member", "ns").Req("cpu", "1").Obj()
 
 	if st := pl.Reserve(context.Background(), cs, pod, "n1"); st != nil {
 		t.Fatal(st)

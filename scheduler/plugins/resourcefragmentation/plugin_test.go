@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -28,17 +27,14 @@ func gpuPod(name string, gpus int64) *corev1.Pod {
 
 // node has 8 GPUs, used of them requested by bound pods.
 func node(name string, used int64) fwk.NodeInfo {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourcePods: resource.MustParse("110"), gpu: resource.MustParse("8")}}}
+	n := testutil.MakeNode(name).Capacity("cpu", "64", string(gpu), "8").Obj()
 	var pods []*corev1.Pod
 	if used > 0 {
 		b := gpuPod(name+"-used", used)
 		b.Spec.NodeName = name
 		pods = append(pods, b)
 	}
-	ni := schedframework.NewNodeInfo(pods...)
-	ni.SetNode(n)
-	return ni
+	return testutil.NodeInfo(n, pods...)
 }
 
 // best scores pod on nodes as the framework would and returns the winner.

@@ -5,27 +5,19 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
+
+	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
 func shadowNode(name string, pods ...*corev1.Pod) fwk.NodeInfo {
-	ni := framework.NewNodeInfo(pods...)
-	ni.SetNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}}})
-	return ni
+	return testutil.NodeInfo(testutil.MakeNode(name).Capacity("cpu", "8", "pods", "110").Obj(), pods...)
 }
 
 func cpuPod(name string, cpu string, started time.Time, deadline *int64) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), CreationTimestamp: metav1.NewTime(started)},
-		Spec: corev1.PodSpec{ActiveDeadlineSeconds: deadline, Containers: []corev1.Container{{
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
-	}
+	return testutil.MakePod(name, "").UID(name).Created(started).ActiveDeadline(deadline).Req("cpu", cpu).Obj()
 }
 
 // The gang's earliest start is when the bound pods that end soonest have freed

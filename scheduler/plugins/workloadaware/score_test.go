@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
@@ -13,21 +13,14 @@ import (
 )
 
 // nodeWith returns a node of the given capacity carrying pods of the given requests.
-func nodeWith(t *testing.T, capacity []string, podRequests ...[]string) *framework.NodeInfo {
+func nodeWith(t *testing.T, capacity []string, podRequests ...[]string) fwk.NodeInfo {
 	t.Helper()
-	ni := framework.NewNodeInfo()
-	ni.SetNode(testutil.MakeNode("n").Capacity(capacity...).Obj())
+	var pods []*corev1.Pod
 	for i, req := range podRequests {
-		p := testutil.MakePod("p", "ns").Req(req...).Obj()
-		p.Name += string(rune('a' + i))
-		p.UID = types.UID("uid-" + p.Name)
-		pi, err := framework.NewPodInfo(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ni.AddPodInfo(pi)
+		name := "p" + string(rune('a'+i))
+		pods = append(pods, testutil.MakePod(name, "ns").UID("uid-"+name).Req(req...).Obj())
 	}
-	return ni
+	return testutil.NodeInfo(testutil.MakeNode("n").Capacity(capacity...).Obj(), pods...)
 }
 
 func newPlugin(t *testing.T) *Plugin {
@@ -39,7 +32,7 @@ func newPlugin(t *testing.T) *Plugin {
 	return pl
 }
 
-func score(t *testing.T, pl *Plugin, pod *corev1.Pod, ni *framework.NodeInfo) int64 {
+func score(t *testing.T, pl *Plugin, pod *corev1.Pod, ni fwk.NodeInfo) int64 {
 	t.Helper()
 	cs := framework.NewCycleState()
 	if st := pl.PreScore(context.Background(), cs, pod, nil); !st.IsSuccess() {
@@ -75,7 +68,7 @@ func TestScore(t *testing.T) {
 		if g != 0 {
 			t.Errorf("%s on a GPU node scored %d, want 0 (acceleratorNodeScore)", p.Name, g)
 		}
-		for name, n := range map[string]*framework.NodeInfo{"empty": empty, "busy": busy} {
+		for name, n := range map[string]fwk.NodeInfo{"empty": empty, "busy": busy} {
 			if s := score(t, pl, p, n); s < 50 {
 				t.Errorf("%s on the %s CPU node scored %d, want at least 50", p.Name, name, s)
 			}

@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+
+	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
 // queues is a fixed answer for a pod's ClusterQueue and the queues' labels.
@@ -39,7 +41,7 @@ func TestTierSource(t *testing.T) {
 	r := NewResolver(corelisters.NewNamespaceLister(idx), q)
 	pod := func(name string) *corev1.Pod {
 		// Every pod claims gold itself: never read.
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", Labels: map[string]string{v1alpha1.LabelTenantTier: "gold"}}}
+		return testutil.MakePod(name, "team").Label(v1alpha1.LabelTenantTier, "gold").Obj()
 	}
 	for _, tc := range []struct {
 		pod       string
@@ -57,7 +59,7 @@ func TestTierSource(t *testing.T) {
 			t.Errorf("%s (from queue %v): %q, want %q", tc.pod, tc.fromQueue, got, tc.want)
 		}
 	}
-	if _, ok := r.Source(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "missing"}}); ok {
+	if _, ok := r.Source(testutil.MakePod("x", "missing").Obj()); ok {
 		t.Error("a namespace not in the cache reported as found")
 	}
 }
