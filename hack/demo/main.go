@@ -103,7 +103,9 @@ func run(root, dir string) error {
 	}
 	// make demo prints its kubectl hints once kubectl is built (it retries a failed
 	// build itself, and says so).
-	<-kubectlBuilt
+	if err := <-kubectlBuilt; err != nil {
+		fmt.Printf(">> kubectl did not build (%v); make demo tries once more\n", err)
+	}
 	// report.txt, the whole report, is written last: make demo waits for it.
 	if err := os.WriteFile(filepath.Join(absDir, "report.txt"), append(placement.Bytes(), rest.Bytes()...), 0o644); err != nil {
 		return err
