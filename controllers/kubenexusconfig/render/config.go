@@ -56,6 +56,14 @@ type plugin struct {
 // plugins lists every plugin of the API in profile order.
 func plugins(p *v1alpha1.PluginsSpec, topology *v1alpha1.TopologySpec, kueue *v1alpha1.KueueSpec) []plugin {
 	gpus := gpuResources(&p.ResourceFragmentation)
+	// NUMATopology, VRAM and ResourceReservation take only the GPU resource names
+	// here: no args (their defaults) unless those differ from the default.
+	var numaArgs, vramArgs, reservationArgs any
+	if gpus != nil {
+		numaArgs = &schedconfig.NUMATopologyArgs{GPUResources: gpus}
+		vramArgs = &schedconfig.VRAMArgs{GPUResources: gpus}
+		reservationArgs = &schedconfig.ResourceReservationArgs{GPUResources: gpus}
+	}
 	return []plugin{
 		{name: names.ProfileClassifier, enabled: p.ProfileClassifier.Enabled, args: profileClassifierArgs(kueue)},
 		{name: names.Coscheduling, enabled: p.Coscheduling.Enabled, args: coschedulingArgs(&p.Coscheduling), queueSort: true},
@@ -64,9 +72,9 @@ func plugins(p *v1alpha1.PluginsSpec, topology *v1alpha1.TopologySpec, kueue *v1
 		{name: names.NetworkFabric, enabled: p.NetworkFabric.Enabled, weight: p.NetworkFabric.Weight, args: networkFabricArgs(topology)},
 		{name: names.ResourceFragmentation, enabled: p.ResourceFragmentation.Enabled, weight: p.ResourceFragmentation.Weight, args: resourceFragmentationArgs(&p.ResourceFragmentation, topology)},
 		{name: names.TenantHardware, enabled: p.TenantHardware.Enabled, weight: p.TenantHardware.Weight},
-		{name: names.NUMATopology, enabled: p.NUMATopology.Enabled, weight: p.NUMATopology.Weight, args: numaTopologyArgs(gpus)},
-		{name: names.VRAM, enabled: p.VRAM.Enabled, weight: p.VRAM.Weight, args: vramArgs(gpus)},
-		{name: names.ResourceReservation, enabled: p.ResourceReservation.Enabled, weight: p.ResourceReservation.Weight, args: resourceReservationArgs(gpus)},
+		{name: names.NUMATopology, enabled: p.NUMATopology.Enabled, weight: p.NUMATopology.Weight, args: numaArgs},
+		{name: names.VRAM, enabled: p.VRAM.Enabled, weight: p.VRAM.Weight, args: vramArgs},
+		{name: names.ResourceReservation, enabled: p.ResourceReservation.Enabled, weight: p.ResourceReservation.Weight, args: reservationArgs},
 		{name: names.Backfill, enabled: p.Backfill.Enabled, weight: p.Backfill.Weight, args: backfillArgs(&p.Backfill)},
 		{name: names.GangPreemption, enabled: p.GangPreemption.Enabled, args: gangPreemptionArgs(&p.GangPreemption, gpus)},
 		{name: names.BindingBackpressure, enabled: p.BindingBackpressure.Enabled, args: bindingBackpressureArgs(&p.BindingBackpressure)},
@@ -165,29 +173,6 @@ func gpuResources(r *v1alpha1.ResourceFragmentationPlugin) []corev1.ResourceName
 		return nil
 	}
 	return names
-}
-
-// numaTopologyArgs, resourceReservationArgs and vramArgs carry the GPU resource
-// names; nil (the plugins' defaults) when they are the default.
-func numaTopologyArgs(gpus []corev1.ResourceName) any {
-	if gpus == nil {
-		return nil
-	}
-	return &schedconfig.NUMATopologyArgs{GPUResources: gpus}
-}
-
-func resourceReservationArgs(gpus []corev1.ResourceName) any {
-	if gpus == nil {
-		return nil
-	}
-	return &schedconfig.ResourceReservationArgs{GPUResources: gpus}
-}
-
-func vramArgs(gpus []corev1.ResourceName) any {
-	if gpus == nil {
-		return nil
-	}
-	return &schedconfig.VRAMArgs{GPUResources: gpus}
 }
 
 // gangPreemptionArgs maps the API's GangPreemption settings and the GPU resource

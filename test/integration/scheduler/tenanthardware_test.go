@@ -90,6 +90,29 @@ var _ = Describe("TenantHardware", func() {
 		Eventually(bronze.nodeOf("bronze-2")).WithTimeout(testutil.Timeout).Should(HavePrefix(tc.ns + "-premium-"))
 	})
 
+	It("holds a HardwareTier that exists when the scheduler starts from the first pods it places", func() {
+		// The scheduler's object cache lists HardwareTiers while its own informers
+		// sync; pods already pending at start must not be placed before the tiers are
+		// seen. Premium is the emptiest node (what scoring prefers) and admits gold only.
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		bronze := tc.tenantNamespace(v1alpha1.TenantTierBronze)
+		hw := func(tier string) string { return tier + "-" + tc.ns }
+		tc.addLabelledNodes("premium", 1, map[string]string{"hw": hw("premium")}, "cpu", "16")
+		tc.addLabelledNodes("economy", 1, map[string]string{"hw": hw("economy")}, "cpu", "1")
+		tc.stopScheduler()
+		createHardwareTiers(testutil.MakeHardwareTier(hw("premium"), 100).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw("premium")}}).
+			Tenants(v1alpha1.TenantTierGold).Obj())
+		for i := range 3 {
+			Expect(k8sClient.Create(suiteCtx, bronze.pod(fmt.Sprintf("bronze-%d", i)).Req("cpu", "500m").Obj())).To(Succeed())
+		}
+		tc.startScheduler(schedulertest.CoschedulingProfile(1, 10))
+		Eventually(bronze.boundCount("bronze-")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		Consistently(bronze.boundCount("bronze-")).WithTimeout(2 * time.Second).Should(Equal(2))
+		for i := range 3 {
+			Expect(bronze.nodeOf(fmt.Sprintf("bronze-%d", i))()).NotTo(HavePrefix(tc.ns+"-premium-"), "bronze-%d on premium", i)
+		}
+	})
+
 	It("keeps a tier limited to Kueue ClusterQueues for the pods admitted through them", func() {
 		tc, limited := goldClusterWithCQLimitedTier()
 		tc.kueueAdmitted("via-a", "cq-a")
