@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
@@ -38,6 +39,13 @@ func (s *Shared) place(r *reservation) (string, string) {
 	if err != nil {
 		return "", fmt.Sprintf("listing nodes: %v", err)
 	}
+	// The assumed pods before the lister (see consumedOn): a pod bound in between
+	// is in one of the two, and counted once.
+	var assumed []assumedPod
+	s.assumed.Range(func(_, v any) bool {
+		assumed = append(assumed, v.(assumedPod))
+		return true
+	})
 	pods, err := s.pods.List(labels.Everything())
 	if err != nil {
 		return "", fmt.Sprintf("listing pods: %v", err)
@@ -45,6 +53,7 @@ func (s *Shared) place(r *reservation) (string, string) {
 	used := nodefree.Tally[string]{}
 	var rep *corev1.Pod
 	hosts := map[string]bool{}
+	bound := make(map[types.UID]bool, len(pods))
 	for _, p := range pods {
 		if r.consumedBy(p) {
 			if rep == nil {
@@ -54,17 +63,18 @@ func (s *Shared) place(r *reservation) (string, string) {
 				hosts[p.Spec.NodeName] = true
 			}
 		}
-		if p.Spec.NodeName != "" && !workload.Finished(p) {
-			used.Add(p.Spec.NodeName, nodefree.Requests(p), 1)
+		if p.Spec.NodeName != "" {
+			bound[p.UID] = true
+			if !workload.Finished(p) {
+				used.Add(p.Spec.NodeName, nodefree.Requests(p), 1)
+			}
 		}
 	}
-	s.assumed.Range(func(_, v any) bool {
-		a := v.(assumedPod)
-		if cur, err := s.pods.Pods(a.pod.Namespace).Get(a.pod.Name); err == nil && cur.UID == a.pod.UID && cur.Spec.NodeName == "" {
+	for _, a := range assumed {
+		if !bound[a.pod.UID] {
 			used.Add(a.node, nodefree.Requests(a.pod), 1)
 		}
-		return true
-	})
+	}
 	now := time.Now()
 	idx := s.index()
 	for node, rs := range idx.byNode {

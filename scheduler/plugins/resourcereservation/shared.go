@@ -132,11 +132,18 @@ func (s *Shared) run(ctx context.Context, h fwk.Handle, c *crdcache.Cache, retry
 	}
 	done := func(pod *corev1.Pod) { s.assumed.Delete(pod.UID) }
 	if _, err := informers.Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, newObj any) {
+		UpdateFunc: func(oldObj, newObj any) {
 			if pod := podobj.From(newObj); pod != nil && pod.Spec.NodeName != "" {
 				done(pod)
 				if workload.Finished(pod) {
 					s.unborrow(pod)
+				}
+				// A consumer bound: its reservations' consumed count is read again
+				// from the lister, whatever the sync at its Reserve saw.
+				if old := podobj.From(oldObj); old != nil && old.Spec.NodeName == "" {
+					for _, r := range s.index().mine(pod, time.Now()) {
+						s.enqueue(r.key)
+					}
 				}
 			}
 		},

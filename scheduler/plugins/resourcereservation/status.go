@@ -258,6 +258,15 @@ func (s *Shared) consumedOn(r *reservation, node string) int {
 			n++
 		}
 	}
+	// The assumed pods first: a pod leaves them only once the lister shows it bound,
+	// so read in this order a binding that lands in between is counted in one of
+	// the two (the other order missed it, and nothing wrote the status again).
+	s.assumed.Range(func(_, v any) bool {
+		if a := v.(assumedPod); node == "" || a.node == node {
+			count(a.pod)
+		}
+		return true
+	})
 	if pods, err := s.pods.Pods(r.key.Namespace).List(labels.Everything()); err == nil {
 		for _, p := range pods {
 			if p.Spec.NodeName != "" && (node == "" || p.Spec.NodeName == node) {
@@ -265,11 +274,5 @@ func (s *Shared) consumedOn(r *reservation, node string) int {
 			}
 		}
 	}
-	s.assumed.Range(func(_, v any) bool {
-		if a := v.(assumedPod); node == "" || a.node == node {
-			count(a.pod)
-		}
-		return true
-	})
 	return n
 }
