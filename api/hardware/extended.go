@@ -21,8 +21,9 @@ import (
 // ExtendedResources counts, per node, the devices that back each such resource:
 // the devices of the node's slices that match all of a class's selectors (CEL,
 // compiled once per expression), without a NoSchedule or NoExecute taint of their
-// own. Not counted: taints a DeviceTaintRule puts on devices, and slices shared by
-// several nodes.
+// own, as many as can be allocated at once (partitionable devices) and as often as
+// each can be shared (consumable capacity). Not counted: taints a DeviceTaintRule
+// puts on devices, and slices shared by several nodes.
 
 // ExtendedResources returns, per node, how many devices back each extended
 // resource a DeviceClass names.
@@ -89,18 +90,27 @@ func backingClasses(classes []*resourceapi.DeviceClass) []backingClass {
 	return out
 }
 
-// extendedOf counts the devices of each node's slices that back an extended resource.
+// extendedOf counts, per node, the units of each extended resource its devices
+// back: the devices that match a class (the first class naming the resource), as
+// many as can be allocated at once (Simultaneous: partitions of one card share its
+// counters), each as many times as it can be shared (Device.Shares).
 func extendedOf(slices []*resourceapi.ResourceSlice, classes []backingClass) map[string]map[corev1.ResourceName]int64 {
 	out := map[string]map[corev1.ResourceName]int64{}
 	if len(classes) == 0 {
 		return out
 	}
+	counters := Counters{}
+	for _, s := range slices {
+		CountersOf(s, counters)
+	}
+	backing := map[string]map[corev1.ResourceName][]Device{}
 	ctx := context.Background()
 	for _, s := range slices {
-		if s.Spec.NodeName == nil || *s.Spec.NodeName == "" {
+		if s.Spec.NodeName == nil || *s.Spec.NodeName == "" || len(s.Spec.Devices) == 0 {
 			continue
 		}
 		node := *s.Spec.NodeName
+		devs := DevicesOf(s)
 		for i := range s.Spec.Devices {
 			d := &s.Spec.Devices[i]
 			if tainted(d.Taints) {
@@ -113,11 +123,22 @@ func extendedOf(slices []*resourceapi.ResourceSlice, classes []backingClass) map
 					continue
 				}
 				counted[c.resource] = true
-				if out[node] == nil {
-					out[node] = map[corev1.ResourceName]int64{}
+				if backing[node] == nil {
+					backing[node] = map[corev1.ResourceName][]Device{}
 				}
-				out[node][c.resource]++
+				backing[node][c.resource] = append(backing[node][c.resource], devs[i])
 			}
+		}
+	}
+	all := func(*Device) bool { return true }
+	for node, byResource := range backing {
+		out[node] = make(map[corev1.ResourceName]int64, len(byResource))
+		for name, devs := range byResource {
+			var n int64
+			for _, d := range Simultaneous(devs, counters, nil, all) {
+				n += d.Shares()
+			}
+			out[node][name] = n
 		}
 	}
 	return out

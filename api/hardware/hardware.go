@@ -28,6 +28,13 @@ type Device struct {
 	// gives without a domain is in its driver's ("gpu.nvidia.com/productName").
 	Attributes map[string]resourceapi.DeviceAttribute
 	Capacity   map[string]resource.Quantity
+	// Consumes are the shared counters allocating the device takes (a partition of
+	// a partitionable device; see Simultaneous).
+	Consumes []CounterUse
+	// Shared: allowMultipleAllocations (consumable capacity); Defaults are its
+	// capacities' requestPolicy defaults by qualified name, in milli-units.
+	Shared   bool
+	Defaults map[string]int64
 }
 
 // DevicesOf returns the devices of a ResourceSlice.
@@ -51,6 +58,20 @@ func DevicesOf(s *resourceapi.ResourceSlice) []Device {
 		}
 		for k, c := range d.Capacity {
 			dev.Capacity[qualify(k)] = c.Value
+			if c.RequestPolicy != nil && c.RequestPolicy.Default != nil {
+				if dev.Defaults == nil {
+					dev.Defaults = map[string]int64{}
+				}
+				dev.Defaults[qualify(k)] = c.RequestPolicy.Default.MilliValue()
+			}
+		}
+		dev.Shared = d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations
+		for _, u := range d.ConsumesCounters {
+			use := CounterUse{Set: CounterSetKey(s.Spec.Driver, s.Spec.Pool.Name, u.CounterSet), Counters: make(map[string]int64, len(u.Counters))}
+			for name, c := range u.Counters {
+				use.Counters[name] = c.Value.MilliValue()
+			}
+			dev.Consumes = append(dev.Consumes, use)
 		}
 		out = append(out, dev)
 	}
@@ -98,17 +119,23 @@ func ListDevices(ctx context.Context, c client.Reader) (func(node string) []Devi
 // CapacityNamed returns the device's capacity called name, qualified
 // ("gpu.nvidia.com/memory") or not ("memory", in any domain).
 func (d *Device) CapacityNamed(name string) (resource.Quantity, bool) {
-	if q, ok := d.Capacity[name]; ok {
-		return q, true
+	k, ok := d.CapacityKey(name)
+	return d.Capacity[k], ok
+}
+
+// CapacityKey returns the qualified name of the device's capacity called name.
+func (d *Device) CapacityKey(name string) (string, bool) {
+	if _, ok := d.Capacity[name]; ok {
+		return name, true
 	}
 	if !strings.Contains(name, "/") {
-		for k, q := range d.Capacity {
+		for k := range d.Capacity {
 			if strings.HasSuffix(k, "/"+name) {
-				return q, true
+				return k, true
 			}
 		}
 	}
-	return resource.Quantity{}, false
+	return "", false
 }
 
 // AttributeNamed returns the device's attribute called name, qualified or not.

@@ -14,15 +14,16 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/kube-nexus/kubenexus/api/hardware"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
@@ -71,7 +72,7 @@ type stateData struct {
 	// come from ResourceClaims.
 	gpus int64
 	// allocated are the DRA devices allocated claims hold (for claim pods).
-	allocated sets.Set[structured.DeviceID]
+	allocated *structured.AllocatedState
 }
 
 func (s *stateData) Clone() fwk.StateData { return s }
@@ -95,7 +96,7 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 				"annotation %s is set, but the pod requests no GPU (%v) and no ResourceClaim", v1alpha1.AnnotationVRAMRequest, pl.args.GPUResources))
 		}
-		allocated, err := pl.handle.SharedDRAManager().ResourceClaims().ListAllAllocatedDevices()
+		allocated, err := pl.handle.SharedDRAManager().ResourceClaims().GatherAllocatedState()
 		if err != nil {
 			return nil, fwk.AsStatus(fmt.Errorf("listing allocated devices: %w", err))
 		}
@@ -113,9 +114,12 @@ type gpuMemory struct {
 	// fitting are the memories of the usable GPUs with at least the request.
 	fitting []int64
 	// usable counts the GPUs considered (all of a device-plugin node's, the free
-	// devices for a claim pod); largest is the most memory among them.
+	// devices that can be allocated together for a claim pod); largest is the most
+	// memory among a labelled node's (offer.largest for devices).
 	usable  int
 	largest int64
+	// offer is what the node's devices offer, when the figures come from them.
+	offer deviceOffer
 	// source names where the figures come from.
 	source string
 }
@@ -139,37 +143,107 @@ func (pl *Plugin) memoryOf(s *stateData, node *corev1.Node) (gpuMemory, string) 
 			return m, ""
 		}
 	}
-	m := gpuMemory{source: "ResourceSlices"}
-	known := false
-	for _, d := range pl.devices.OnNode(node.Name) {
-		mem, ok := pl.deviceMemory(&d)
-		if !ok {
-			continue
-		}
-		known = true
-		if s.allocated != nil && s.allocated.Has(devices.IDOf(&d)) {
-			continue
-		}
-		m.usable++
-		m.largest = max(m.largest, mem)
-		if mem >= s.request {
-			m.fitting = append(m.fitting, mem)
-		}
-	}
-	if !known {
+	offer := pl.deviceOffer(s, node.Name)
+	if offer.free == nil {
 		return gpuMemory{}, fmt.Sprintf("the node publishes no GPU memory (no %s or %s label, no ResourceSlice device with a %v capacity)",
 			v1alpha1.LabelGPUMemory, v1alpha1.LabelGPUVRAMFallback, pl.args.DeviceMemoryCapacities)
+	}
+	m := gpuMemory{source: "ResourceSlices", offer: offer}
+	m.usable = len(offer.together(func(int64) bool { return true }))
+	for _, d := range offer.together(func(mem int64) bool { return mem >= s.request }) {
+		m.fitting = append(m.fitting, offer.free[devices.IDOf(d)])
 	}
 	return m, ""
 }
 
-func (pl *Plugin) deviceMemory(d *devices.Device) (int64, bool) {
-	for _, name := range pl.args.DeviceMemoryCapacities {
-		if q, ok := d.CapacityNamed(name); ok {
-			return q.Value(), true
+// deviceOffer is the GPU memory a node's devices offer the pod: per device with a
+// memory capacity, what allocations leave of it (all of it for a free device,
+// nothing for one allocated whole, its capacity less what its allocations consume
+// for a shared one), with the devices' counters (partitions of one card are not
+// allocated together).
+type deviceOffer struct {
+	devs     []devices.Device
+	counters hardware.Counters
+	free     map[structured.DeviceID]int64
+	taken    func(*devices.Device) bool
+}
+
+func (pl *Plugin) deviceOffer(s *stateData, node string) deviceOffer {
+	o := deviceOffer{devs: pl.devices.OnNode(node), counters: pl.devices.Counters(), taken: func(*devices.Device) bool { return false }}
+	if a := s.allocated; a != nil {
+		o.taken = func(d *devices.Device) bool {
+			id := devices.IDOf(d)
+			return a.AllocatedDevices.Has(id) || a.AggregatedCapacity[id] != nil
 		}
 	}
-	return 0, false
+	for i := range o.devs {
+		d := &o.devs[i]
+		name, mem, ok := pl.deviceMemory(d)
+		if !ok {
+			continue
+		}
+		if o.free == nil {
+			o.free = map[structured.DeviceID]int64{}
+		}
+		id := devices.IDOf(d)
+		switch {
+		case s.allocated == nil:
+		case d.Shared:
+			for n, q := range s.allocated.AggregatedCapacity[id] {
+				if q != nil && qualified(d.Driver, string(n)) == name {
+					mem -= q.Value()
+				}
+			}
+		case s.allocated.AllocatedDevices.Has(id):
+			mem = 0
+		}
+		o.free[id] = mem
+	}
+	return o
+}
+
+// together returns a largest set of devices with free memory that want accepts and
+// that can be allocated at once.
+func (o deviceOffer) together(want func(mem int64) bool) []*devices.Device {
+	return hardware.Simultaneous(o.devs, o.counters, o.taken, func(d *devices.Device) bool {
+		mem, ok := o.free[devices.IDOf(d)]
+		return ok && mem > 0 && want(mem)
+	})
+}
+
+// largest is the most free memory of one device that can still be allocated.
+func (o deviceOffer) largest() int64 {
+	var out int64
+	for i := range o.devs {
+		d := &o.devs[i]
+		mem := o.free[devices.IDOf(d)]
+		if mem <= out {
+			continue
+		}
+		if len(hardware.Simultaneous(o.devs, o.counters, o.taken, func(x *devices.Device) bool { return x == d })) == 1 {
+			out = mem
+		}
+	}
+	return out
+}
+
+// deviceMemory returns the device's memory capacity, by qualified name, in bytes.
+func (pl *Plugin) deviceMemory(d *devices.Device) (string, int64, bool) {
+	for _, name := range pl.args.DeviceMemoryCapacities {
+		if k, ok := d.CapacityKey(name); ok {
+			q := d.Capacity[k]
+			return k, q.Value(), true
+		}
+	}
+	return "", 0, false
+}
+
+// qualified is a capacity's name in its driver's domain when it names none.
+func qualified(driver, name string) string {
+	if strings.Contains(name, "/") {
+		return name
+	}
+	return driver + "/" + name
 }
 
 func (pl *Plugin) gpuCount(node *corev1.Node) int64 {
@@ -224,7 +298,7 @@ func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, no
 	switch {
 	case s.gpus == 0:
 		// Resolvable: a claim released frees its devices.
-		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("VRAM: no free device on the node has %s (%d free, the largest %s)", bytes(s.request), m.usable, bytes(m.largest)))
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("VRAM: no free device on the node has %s (%d free, the largest %s)", bytes(s.request), m.usable, bytes(m.offer.largest())))
 	case m.source == "ResourceSlices":
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("VRAM: %d of the node's GPUs have %s; the pod needs %d", len(m.fitting), bytes(s.request), s.gpus))
 	}

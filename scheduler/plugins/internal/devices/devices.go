@@ -80,6 +80,9 @@ func (x *Index) OnChange(f func()) {
 // OnNode returns the devices published for node (slices with spec.nodeName).
 func (x *Index) OnNode(node string) []Device { return x.snapshot().byNode[node] }
 
+// Counters returns the shared counters of every pool (partitionable devices).
+func (x *Index) Counters() hardware.Counters { return x.snapshot().counters }
+
 // Extended returns how many devices of node back each extended resource a
 // DeviceClass names (hardware.ExtendedResources); nil when none does.
 func (x *Index) Extended(node string) map[corev1.ResourceName]int64 {
@@ -90,6 +93,7 @@ func (x *Index) Extended(node string) map[corev1.ResourceName]int64 {
 type snapshot struct {
 	version  int64
 	byNode   map[string][]Device
+	counters hardware.Counters
 	extended map[string]map[corev1.ResourceName]int64
 }
 
@@ -104,9 +108,11 @@ func (x *Index) snapshot() *snapshot {
 		return sn
 	}
 	m := map[string][]Device{}
+	counters := hardware.Counters{}
 	slices, err := x.lister.List(labels.Everything())
 	if err == nil {
 		for _, s := range slices {
+			hardware.CountersOf(s, counters)
 			if node := hardware.NodeOf(s); node != "" {
 				m[node] = append(m[node], hardware.DevicesOf(s)...)
 			}
@@ -116,7 +122,7 @@ func (x *Index) snapshot() *snapshot {
 	if x.classes != nil {
 		classes, _ = x.classes.List(labels.Everything())
 	}
-	sn := &snapshot{version: v, byNode: m, extended: hardware.ExtendedResources(slices, classes)}
+	sn := &snapshot{version: v, byNode: m, counters: counters, extended: hardware.ExtendedResources(slices, classes)}
 	x.snap.Store(sn)
 	return sn
 }

@@ -1,0 +1,133 @@
+package hardware
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// A node publishing two cards as partitionable devices: a counter slice with one
+// set per card (80Gi of memory, 4 compute slices), and per card the whole device
+// and two halves drawing on its set.
+func partitionedNode(node string) []*resourceapi.ResourceSlice {
+	pool := resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 2}
+	counters := &resourceapi.ResourceSlice{Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", Pool: pool, NodeName: ptr.To(node)}}
+	devices := &resourceapi.ResourceSlice{Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", Pool: pool, NodeName: ptr.To(node)}}
+	use := func(card string, mem string, slices string) []resourceapi.DeviceCounterConsumption {
+		return []resourceapi.DeviceCounterConsumption{{CounterSet: card, Counters: map[string]resourceapi.Counter{
+			"memory": {Value: resource.MustParse(mem)}, "slices": {Value: resource.MustParse(slices)}}}}
+	}
+	for _, card := range []string{"card-0", "card-1"} {
+		counters.Spec.SharedCounters = append(counters.Spec.SharedCounters, resourceapi.CounterSet{Name: card, Counters: map[string]resourceapi.Counter{
+			"memory": {Value: resource.MustParse("80Gi")}, "slices": {Value: resource.MustParse("4")}}})
+		profile := func(p string) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
+			return map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"profile": {StringValue: ptr.To(p)}}
+		}
+		devices.Spec.Devices = append(devices.Spec.Devices,
+			resourceapi.Device{Name: card, Attributes: profile("full"), ConsumesCounters: use(card, "80Gi", "4"),
+				Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: resource.MustParse("80Gi")}}},
+			resourceapi.Device{Name: card + "-half-a", Attributes: profile("half"), ConsumesCounters: use(card, "40Gi", "2"),
+				Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: resource.MustParse("40Gi")}}},
+			resourceapi.Device{Name: card + "-half-b", Attributes: profile("half"), ConsumesCounters: use(card, "40Gi", "2"),
+				Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: resource.MustParse("40Gi")}}})
+	}
+	return []*resourceapi.ResourceSlice{counters, devices}
+}
+
+func class(name, resourceName, expr string) *resourceapi.DeviceClass {
+	return &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourceapi.DeviceClassSpec{
+		ExtendedResourceName: ptr.To(resourceName),
+		Selectors:            []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expr}}}}}
+}
+
+func TestExtendedResourcesCountPartitionsThatFitTogether(t *testing.T) {
+	slices := partitionedNode("n1")
+	// A card published as partitions whose counter set no slice publishes: its
+	// pool is incomplete, nothing of it is allocatable.
+	orphan := &resourceapi.ResourceSlice{Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", Pool: resourceapi.ResourcePool{Name: "n2"}, NodeName: ptr.To("n2"),
+		Devices: []resourceapi.Device{{Name: "card-0", Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"profile": {StringValue: ptr.To("full")}},
+			ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: "card-0", Counters: map[string]resourceapi.Counter{"memory": {Value: resource.MustParse("80Gi")}}}}}}}}
+	slices = append(slices, orphan)
+	got := ExtendedResources(slices, []*resourceapi.DeviceClass{
+		class("any", "example.com/gpu", `device.driver == "gpu.example.com"`),
+		class("whole", "example.com/whole-gpu", `device.attributes["gpu.example.com"].profile == "full"`),
+		class("half", "example.com/half-gpu", `device.attributes["gpu.example.com"].profile == "half"`),
+	})
+	want := map[string]map[corev1.ResourceName]int64{
+		// Six devices, but a card gives either itself or its two halves: at most
+		// four at once (the halves), two whole cards, four halves.
+		"n1": {"example.com/gpu": 4, "example.com/whole-gpu": 2, "example.com/half-gpu": 4},
+		"n2": {"example.com/gpu": 0, "example.com/whole-gpu": 0},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("units per node and extended resource (-want +got):\n%s", diff)
+	}
+}
+
+func TestSimultaneousSpendsWhatTakenDevicesHold(t *testing.T) {
+	counters := Counters{}
+	var devs []Device
+	for _, s := range partitionedNode("n1") {
+		CountersOf(s, counters)
+		devs = append(devs, DevicesOf(s)...)
+	}
+	names := func(ds []*Device) []string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.Name)
+		}
+		return out
+	}
+	taken := func(d *Device) bool { return d.Name == "card-0-half-a" || d.Name == "card-1" }
+	free := func(d *Device) bool { return !taken(d) }
+	// card-0's half-a is allocated: its other half remains, not the whole card;
+	// card-1 is allocated whole: none of its halves remain.
+	if diff := cmp.Diff([]string{"card-0-half-b"}, names(Simultaneous(devs, counters, taken, free))); diff != "" {
+		t.Errorf("allocatable beside the taken devices (-want +got):\n%s", diff)
+	}
+	full := func(d *Device) bool {
+		p := d.Attributes["gpu.example.com/profile"].StringValue
+		return p != nil && *p == "full"
+	}
+	if got := Simultaneous(devs, counters, taken, func(d *Device) bool { return free(d) && full(d) }); len(got) != 0 {
+		t.Errorf("whole cards allocatable: %v, want none (each card is partly or wholly taken)", names(got))
+	}
+	if got := Simultaneous(devs, counters, nil, full); len(got) != 2 {
+		t.Errorf("whole cards allocatable on an idle node: %v, want both", names(got))
+	}
+}
+
+func TestSharesOfADeviceWithConsumableCapacity(t *testing.T) {
+	shared := func(policy *resourceapi.CapacityRequestPolicy, caps ...string) *resourceapi.ResourceSlice {
+		d := resourceapi.Device{Name: "gpu-0", AllowMultipleAllocations: ptr.To(true), Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{}}
+		for i := 0; i+1 < len(caps); i += 2 {
+			d.Capacity[resourceapi.QualifiedName(caps[i])] = resourceapi.DeviceCapacity{Value: resource.MustParse(caps[i+1]), RequestPolicy: policy}
+		}
+		return &resourceapi.ResourceSlice{Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", NodeName: ptr.To("n1"), Devices: []resourceapi.Device{d}}}
+	}
+	byDefault := func(q string) *resourceapi.CapacityRequestPolicy {
+		return &resourceapi.CapacityRequestPolicy{Default: ptr.To(resource.MustParse(q))}
+	}
+	for _, tc := range []struct {
+		name  string
+		slice *resourceapi.ResourceSlice
+		want  int64
+	}{
+		{"80Gi shared by 20Gi defaults", shared(byDefault("20Gi"), "memory", "80Gi"), 4},
+		{"the scarcer capacity decides", shared(byDefault("30"), "memory", "100", "cores", "60"), 2},
+		{"no default: an allocation takes it all", shared(nil, "memory", "80Gi"), 1},
+		{"a default larger than the capacity", shared(byDefault("100Gi"), "memory", "80Gi"), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := DevicesOf(tc.slice)[0]
+			if got := d.Shares(); got != tc.want {
+				t.Errorf("shares %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
