@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -83,4 +84,92 @@ var _ = Describe("Extended resources backed by DRA", func() {
 			return []int64{int64(got.Status.Nodes), got.Status.GPUCapacity, got.Status.GPUAllocated}
 		}).WithTimeout(testutil.Timeout).Should(Equal([]int64{2, 16, 16}), "nodes, GPU capacity and GPUs allocated of rack 0")
 	})
+
+	It("counts a card published as itself and its partitions once: what can be allocated at once", func() {
+		if apiServerMinor < 36 {
+			Skip("partitionable devices and extended resources backed by DRA are on from kube-apiserver 1.36")
+		}
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		const driver = "mig.example.com"
+		class := &resourceapi.DeviceClass{
+			ObjectMeta: metav1.ObjectMeta{Name: tc.ns + "-gpu"},
+			Spec: resourceapi.DeviceClassSpec{
+				ExtendedResourceName: ptr.To("nvidia.com/gpu"),
+				Selectors:            []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}},
+			},
+		}
+		Expect(k8sClient.Create(suiteCtx, class)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, class))).To(Succeed()) })
+
+		// Rack 0's nodes publish two cards each as six devices (each card whole and
+		// as two halves): at most four at once. Rack 1's publish five plain devices.
+		for r := range 2 {
+			tc.addLabelledNodes(fmt.Sprintf("r%d", r), 2, map[string]string{v1alpha1.LabelRack: fmt.Sprintf("%s-rack-%d", tc.ns, r)},
+				"cpu", "64", "memory", "512Gi")
+			for i := range 2 {
+				node := fmt.Sprintf("%s-r%d-%d", tc.ns, r, i)
+				if r == 0 {
+					tc.partitionedCards(node, driver, 2)
+				} else {
+					tc.resourceSlice(node, driver, "80Gi", 5)
+				}
+			}
+		}
+		// A gang of two five-GPU members fits rack 1 only.
+		pg := testutil.MakePodGroup("train", tc.ns).MinMember(2).
+			NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).Obj()
+		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("train-%d", i)).PodGroup("train").
+				Req("cpu", "8", "nvidia.com/gpu", "5").Limit("nvidia.com/gpu", "5").Obj())).To(Succeed())
+		}
+		Eventually(tc.boundFn("train")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		for i := range 2 {
+			Expect(tc.nodeOf(fmt.Sprintf("train-%d", i))()).To(HavePrefix(tc.ns+"-r1-"), "rack 0's nodes give four GPUs at once, not six")
+		}
+		// A four-GPU member fits a partitioned node: DRA gives it the four halves.
+		Expect(k8sClient.Create(suiteCtx, tc.pod("halves").Req("cpu", "8", "nvidia.com/gpu", "4").Limit("nvidia.com/gpu", "4").Obj())).To(Succeed())
+		Eventually(tc.nodeOf("halves")).WithTimeout(testutil.Timeout).Should(HavePrefix(tc.ns + "-r0-"))
+
+		// A HardwareTier over rack 0 counts four GPUs per node.
+		tier := testutil.MakeHardwareTier(tc.ns+"-rack0", 10).Selector(metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelRack: tc.ns + "-rack-0"}}).Obj()
+		createHardwareTiers(tier)
+		Eventually(func() []int64 {
+			got := &v1alpha1.HardwareTier{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(tier), got)).To(Succeed())
+			return []int64{int64(got.Status.Nodes), got.Status.GPUCapacity, got.Status.GPUAllocated}
+		}).WithTimeout(testutil.Timeout).Should(Equal([]int64{2, 8, 4}), "nodes, GPU capacity and GPUs allocated of rack 0")
+	})
 })
+
+// partitionedCards publishes cards of 80Gi as partitionable devices, as a MIG-like
+// driver does: a slice of counter sets (one per card: its memory and four compute
+// slices) and a slice with, per card, the whole card and two halves drawing on it.
+func (tc *testCluster) partitionedCards(node, driver string, cards int) {
+	GinkgoHelper()
+	pool := resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 2}
+	counters := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-counters"},
+		Spec: resourceapi.ResourceSliceSpec{Driver: driver, Pool: pool, NodeName: ptr.To(node)}}
+	devices := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-partitions"},
+		Spec: resourceapi.ResourceSliceSpec{Driver: driver, Pool: pool, NodeName: ptr.To(node)}}
+	device := func(name, card, profile, memory, slices string) resourceapi.Device {
+		return resourceapi.Device{
+			Name:       name,
+			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"profile": {StringValue: ptr.To(profile)}},
+			Capacity:   map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: resource.MustParse(memory)}},
+			ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: card, Counters: map[string]resourceapi.Counter{
+				"memory": {Value: resource.MustParse(memory)}, "slices": {Value: resource.MustParse(slices)}}}},
+		}
+	}
+	for c := range cards {
+		card := fmt.Sprintf("card-%d", c)
+		counters.Spec.SharedCounters = append(counters.Spec.SharedCounters, resourceapi.CounterSet{Name: card, Counters: map[string]resourceapi.Counter{
+			"memory": {Value: resource.MustParse("80Gi")}, "slices": {Value: resource.MustParse("4")}}})
+		devices.Spec.Devices = append(devices.Spec.Devices,
+			device(card, card, "full", "80Gi", "4"), device(card+"-half-a", card, "half", "40Gi", "2"), device(card+"-half-b", card, "half", "40Gi", "2"))
+	}
+	for _, s := range []*resourceapi.ResourceSlice{counters, devices} {
+		Expect(k8sClient.Create(suiteCtx, s)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, s))).To(Succeed()) })
+	}
+}
