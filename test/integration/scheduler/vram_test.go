@@ -50,19 +50,7 @@ var _ = Describe("VRAM", func() {
 		}
 		Expect(k8sClient.Create(suiteCtx, class)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, class))).To(Succeed()) })
-		claimPod := func(name, vram string) *corev1.Pod {
-			claim := &resourceapi.ResourceClaim{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tc.ns},
-				Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
-					{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class.Name}},
-				}}},
-			}
-			Expect(k8sClient.Create(suiteCtx, claim)).To(Succeed())
-			p := tc.pod(name).Annotation(v1alpha1.AnnotationVRAMRequest, vram).Req("cpu", "1").Obj()
-			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(name)}}
-			p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
-			return p
-		}
+		claimPod := func(name, vram string) *corev1.Pod { return tc.claimPod(name, vram, class.Name) }
 		// 40Gi fits both: the 48Gi device. 70Gi: only the 80Gi devices, until the
 		// claims hold both.
 		Expect(k8sClient.Create(suiteCtx, claimPod("claim-40", "40Gi"))).To(Succeed())
@@ -100,7 +88,55 @@ var _ = Describe("VRAM", func() {
 		Eventually(tc.scheduledMessage("no-gpu")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
 			"annotation scheduling.kubenexus.io/vram-request is set, but the pod requests no GPU ([nvidia.com/gpu]) and no ResourceClaim"))
 	})
+
+	It("does not offer a card whose partition a claim holds: partitions share the card's memory", func() {
+		if apiServerMinor < 36 {
+			Skip("partitionable devices are on from kube-apiserver 1.36")
+		}
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		const driver = "mig.example.com"
+		// One node publishes a card of 80Gi whole and as two 40Gi halves; another a
+		// plain 48Gi device.
+		tc.addNodes("part", 1, "cpu", "32")
+		tc.addNodes("dra48", 1, "cpu", "32")
+		tc.partitionedCards(tc.ns+"-part-0", driver, 1)
+		tc.resourceSlice(tc.ns+"-dra48-0", driver, "48Gi", 1)
+		classes := map[string]string{"any": fmt.Sprintf("device.driver == %q", driver), "half": fmt.Sprintf("device.attributes[%q].?profile.orValue(\"\") == \"half\"", driver)}
+		for name, expr := range classes {
+			class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: tc.ns + "-" + name},
+				Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expr}}}}}
+			Expect(k8sClient.Create(suiteCtx, class)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, class))).To(Succeed()) })
+		}
+		// 30Gi fits a 40Gi half more tightly than the 48Gi device.
+		Expect(k8sClient.Create(suiteCtx, tc.claimPod("half-30", "30Gi", tc.ns+"-half"))).To(Succeed())
+		Eventually(tc.nodeOf("half-30")).WithTimeout(testutil.Timeout).Should(Equal(tc.ns + "-part-0"))
+		// The half it holds takes half the card: the whole card is no longer there
+		// for 70Gi, and the message says what is (the other half).
+		Expect(k8sClient.Create(suiteCtx, tc.claimPod("big-70", "70Gi", tc.ns+"-any"))).To(Succeed())
+		Eventually(tc.scheduledMessage("big-70")).WithTimeout(testutil.Timeout).Should(And(
+			ContainSubstring("1 VRAM: no free device on the node has 70Gi (1 free, the largest 40Gi)"),
+			ContainSubstring("1 VRAM: no free device on the node has 70Gi (1 free, the largest 48Gi)")))
+		Consistently(tc.nodeOf("big-70")).WithTimeout(time.Second).Should(BeEmpty())
+	})
 })
+
+// claimPod creates a ResourceClaim for one device of class and returns a pod that
+// uses it and asks for vram per GPU.
+func (tc *testCluster) claimPod(name, vram, class string) *corev1.Pod {
+	GinkgoHelper()
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tc.ns},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
+			{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class}},
+		}}},
+	}
+	Expect(k8sClient.Create(suiteCtx, claim)).To(Succeed())
+	p := tc.pod(name).Annotation(v1alpha1.AnnotationVRAMRequest, vram).Req("cpu", "1").Obj()
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(name)}}
+	p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+	return p
+}
 
 // resourceSlice publishes n devices of driver with the given memory on node, shaped
 // like NVIDIA's DRA driver's (a memory capacity, a productName attribute).
