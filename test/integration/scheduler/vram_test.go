@@ -119,6 +119,54 @@ var _ = Describe("VRAM", func() {
 			ContainSubstring("1 VRAM: no free device on the node has 70Gi (1 free, the largest 48Gi)")))
 		Consistently(tc.nodeOf("big-70")).WithTimeout(time.Second).Should(BeEmpty())
 	})
+
+	It("offers what a shared device's allocations leave of its memory (consumable capacity)", func() {
+		if apiServerMinor < 36 {
+			Skip("consumable capacity is on from kube-apiserver 1.36")
+		}
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		const driver = "share.example.com"
+		node := tc.ns + "-shared-0"
+		tc.addNodes("shared", 1, "cpu", "32")
+		slice := &resourceapi.ResourceSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: node + "-gpus"},
+			Spec: resourceapi.ResourceSliceSpec{Driver: driver, Pool: resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}, NodeName: ptr.To(node),
+				Devices: []resourceapi.Device{{Name: "gpu-0", AllowMultipleAllocations: ptr.To(true),
+					Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: resource.MustParse("80Gi"),
+						RequestPolicy: &resourceapi.CapacityRequestPolicy{Default: ptr.To(resource.MustParse("10Gi")),
+							ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: ptr.To(resource.MustParse("10Gi"))}}}}}}},
+		}
+		Expect(k8sClient.Create(suiteCtx, slice)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, slice))).To(Succeed()) })
+		class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: tc.ns + "-shared"},
+			Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}}}}
+		Expect(k8sClient.Create(suiteCtx, class)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, class))).To(Succeed()) })
+		// A claim takes the memory it requests, else the device's default (10Gi).
+		sharing := func(name, vram, request string) *corev1.Pod {
+			p := tc.claimPod(name, vram, class.Name)
+			if request == "" {
+				return p
+			}
+			claim := &resourceapi.ResourceClaim{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: name}, claim)).To(Succeed())
+			claim.Spec.Devices.Requests[0].Exactly.Capacity = &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse(request)}}
+			Expect(k8sClient.Delete(suiteCtx, claim)).To(Succeed())
+			claim.ResourceVersion = ""
+			Expect(k8sClient.Create(suiteCtx, claim)).To(Succeed())
+			return p
+		}
+		Expect(k8sClient.Create(suiteCtx, sharing("share-50", "50Gi", "50Gi"))).To(Succeed())
+		Eventually(tc.nodeOf("share-50")).WithTimeout(testutil.Timeout).Should(Equal(node))
+		// 30Gi is left. A pod that needs 40Gi does not fit, though its claim (10Gi by
+		// default) would be allocated: VRAM says why. One that needs 30Gi does.
+		Expect(k8sClient.Create(suiteCtx, sharing("share-40", "40Gi", ""))).To(Succeed())
+		Eventually(tc.scheduledMessage("share-40")).WithTimeout(testutil.Timeout).Should(
+			ContainSubstring("1 VRAM: no free device on the node has 40Gi (1 free, the largest 30Gi)"))
+		Expect(k8sClient.Create(suiteCtx, sharing("share-30", "30Gi", ""))).To(Succeed())
+		Eventually(tc.nodeOf("share-30")).WithTimeout(testutil.Timeout).Should(Equal(node))
+		Expect(tc.nodeOf("share-40")()).To(BeEmpty())
+	})
 })
 
 // claimPod creates a ResourceClaim for one device of class and returns a pod that
