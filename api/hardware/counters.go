@@ -19,6 +19,26 @@ import (
 // allowMultipleAllocations is shared by several allocations, each taking part of
 // its capacity.
 
+// CurrentSlices drops the slices of a pool older than its newest generation: while a
+// driver republishes a pool, both generations exist for a moment, and the DRA
+// allocator reads only the newest.
+func CurrentSlices(all []*resourceapi.ResourceSlice) []*resourceapi.ResourceSlice {
+	newest := map[string]int64{}
+	for _, s := range all {
+		k := s.Spec.Driver + "/" + s.Spec.Pool.Name
+		if g, ok := newest[k]; !ok || s.Spec.Pool.Generation > g {
+			newest[k] = s.Spec.Pool.Generation
+		}
+	}
+	out := all[:0:0]
+	for _, s := range all {
+		if s.Spec.Pool.Generation == newest[s.Spec.Driver+"/"+s.Spec.Pool.Name] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // CounterUse is what allocating a device takes from one counter set of its pool.
 type CounterUse struct {
 	// Set is the counter set, qualified by driver and pool (CounterSetKey).

@@ -131,3 +131,21 @@ func TestSharesOfADeviceWithConsumableCapacity(t *testing.T) {
 		})
 	}
 }
+
+func TestExtendedResourcesReadTheNewestGenerationOfAPool(t *testing.T) {
+	slice := func(gen int64, n int) *resourceapi.ResourceSlice {
+		s := &resourceapi.ResourceSlice{Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", NodeName: ptr.To("n1"),
+			Pool: resourceapi.ResourcePool{Name: "n1", Generation: gen, ResourceSliceCount: 1}}}
+		for i := range n {
+			s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: "gpu-" + string(rune('a'+i))})
+		}
+		return s
+	}
+	// The driver republishes the pool with four devices; the old slice of eight is
+	// still there for a moment.
+	got := ExtendedResources([]*resourceapi.ResourceSlice{slice(1, 8), slice(2, 4)},
+		[]*resourceapi.DeviceClass{class("gpu", "nvidia.com/gpu", `device.driver == "gpu.example.com"`)})
+	if n := got["n1"]["nvidia.com/gpu"]; n != 4 {
+		t.Errorf("n1 backs %d GPUs, want 4 (generation 2's devices)", n)
+	}
+}

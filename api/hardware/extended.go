@@ -99,6 +99,7 @@ func extendedOf(slices []*resourceapi.ResourceSlice, classes []backingClass) map
 	if len(classes) == 0 {
 		return out
 	}
+	slices = CurrentSlices(slices)
 	counters := Counters{}
 	for _, s := range slices {
 		CountersOf(s, counters)

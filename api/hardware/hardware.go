@@ -107,10 +107,14 @@ func ListDevices(ctx context.Context, c client.Reader) (func(node string) []Devi
 		}
 		return nil, err
 	}
-	byNode := map[string][]Device{}
+	all := make([]*resourceapi.ResourceSlice, len(list.Items))
 	for i := range list.Items {
-		if node := NodeOf(&list.Items[i]); node != "" {
-			byNode[node] = append(byNode[node], DevicesOf(&list.Items[i])...)
+		all[i] = &list.Items[i]
+	}
+	byNode := map[string][]Device{}
+	for _, s := range CurrentSlices(all) {
+		if node := NodeOf(s); node != "" {
+			byNode[node] = append(byNode[node], DevicesOf(s)...)
 		}
 	}
 	return func(node string) []Device { return byNode[node] }, nil

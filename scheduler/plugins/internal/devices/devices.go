@@ -111,6 +111,7 @@ func (x *Index) snapshot() *snapshot {
 	counters := hardware.Counters{}
 	slices, err := x.lister.List(labels.Everything())
 	if err == nil {
+		slices = hardware.CurrentSlices(slices)
 		for _, s := range slices {
 			hardware.CountersOf(s, counters)
 			if node := hardware.NodeOf(s); node != "" {
