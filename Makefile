@@ -57,17 +57,20 @@ generate: controller-gen ## Generate deepcopy code.
 .PHONY: fmt
 fmt: ## Run go fmt.
 	go fmt ./...
+	cd hack/image && go fmt ./...
 
 .PHONY: vet
 vet: ## Run go vet.
 	go vet ./...
 	cd hack/bundle && go vet ./...
+	cd hack/image && go vet ./...
 
 .PHONY: lint
-lint: ## golangci-lint (pinned in hack/tools/lint, built from source; config hack/golangci.yml) over the main module and hack/bundle.
+lint: ## golangci-lint (pinned in hack/tools/lint, built from source; config hack/golangci.yml) over the main module, hack/bundle and hack/image.
 	hack/build-tools.sh golangci-lint
 	$(TOOLS_BIN)/golangci-lint run --config hack/golangci.yml ./...
 	cd hack/bundle && $(TOOLS_BIN)/golangci-lint run --config ../golangci.yml ./...
+	cd hack/image && $(TOOLS_BIN)/golangci-lint run --config ../golangci.yml ./...
 
 .PHONY: verify
 verify: generate manifests chart bundle fmt vet lint ## Regenerate everything, lint, and fail if the tree changed.
@@ -75,10 +78,30 @@ verify: generate manifests chart bundle fmt vet lint ## Regenerate everything, l
 
 ##@ Build
 
+# The binaries are static and their paths trimmed, as in the images; the e2e, demo
+# and bench programs build with the same settings, so that they reuse the packages
+# compiled for the binaries. The version is the chart's appVersion.
+VERSION ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' charts/kubenexus/Chart.yaml)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+K8S_VERSION ?= $(shell go list -m -f '{{.Version}}' k8s.io/kubernetes)
+LDFLAGS ?= -X github.com/kube-nexus/kubenexus/cmd/internal/version.version=$(VERSION) -X github.com/kube-nexus/kubenexus/cmd/internal/version.revision=$(REVISION) -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION)+kubenexus-$(VERSION) -X k8s.io/component-base/version.gitCommit=$(REVISION)
+STATIC := CGO_ENABLED=0
+GO_BUILD = $(STATIC) go build -trimpath -ldflags '$(LDFLAGS)'
+
 .PHONY: build
-build: ## Build the manager and scheduler binaries into bin/.
-	go build -o $(BIN)/kubenexus-manager ./cmd/manager
-	go build -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
+build: ## Build the manager and scheduler binaries into bin/ (static, as in the images).
+	$(GO_BUILD) -o $(BIN)/kubenexus-manager ./cmd/manager
+	$(GO_BUILD) -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
+
+IMAGE_ARCHES ?= amd64,arm64
+REGISTRY ?= ghcr.io/kube-nexus
+.PHONY: image
+image: ## Build the manager and scheduler images without a container engine (linux/amd64 and arm64, IMAGE_ARCHES) into bin/image/: archives for docker load, podman load, kind load image-archive.
+	cd hack/image && go run . -root $(ROOT) -out $(BIN)/image -version $(VERSION) -revision $(REVISION) -registry $(REGISTRY) -arch $(IMAGE_ARCHES)
+
+.PHONY: image-push
+image-push: ## Build the images and push them to REGISTRY as multi-architecture indexes (credentials from ~/.docker/config.json).
+	cd hack/image && go run . -root $(ROOT) -out $(BIN)/image -version $(VERSION) -revision $(REVISION) -push $(REGISTRY) -arch $(IMAGE_ARCHES)
 
 .PHONY: run
 run: build ## Run the manager against the cluster in $$KUBECONFIG (without its webhooks: they need a serving certificate).
@@ -109,8 +132,9 @@ envtest: ## Build etcd and kube-apiserver for envtest (cached).
 test: envtest build ## Run unit and integration tests under -race, then the e2e (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, helm, training-operator, Kueue), then the fuzzers briefly.
 	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm training-operator kueue
 	go test -race $(GO_TEST_FLAGS) $(TEST_PKGS)
-	go test $(GO_TEST_FLAGS) $(PLAIN_PKGS)
+	$(STATIC) go test -trimpath $(GO_TEST_FLAGS) $(PLAIN_PKGS)
 	cd hack/bundle && go test $(GO_TEST_FLAGS) ./...
+	cd hack/image && go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) fuzz FUZZ_TIME=30000x
 
 # The inner loop: `make test` is these three, the bundle's tests and the fuzzers.
@@ -118,7 +142,7 @@ UNIT_PKGS ?= $(shell go list ./... | grep -v -e /test/integration -e /test/e2e -
 .PHONY: test-unit
 test-unit: ## Unit tests under -race, then the chart and image checks: no tools built, no API server.
 	go test -race $(GO_TEST_FLAGS) $(UNIT_PKGS)
-	go test $(GO_TEST_FLAGS) ./test/chart/... ./test/image/...
+	$(STATIC) go test -trimpath $(GO_TEST_FLAGS) ./test/chart/... ./test/image/...
 
 .PHONY: test-integration
 test-integration: envtest ## The envtest suites (api, operator, scheduler, Kueue) under -race, against kube-apiserver and etcd built from source.
@@ -127,7 +151,7 @@ test-integration: envtest ## The envtest suites (api, operator, scheduler, Kueue
 .PHONY: test-e2e
 test-e2e: envtest build ## The e2e: the chart installed on a local control plane with kube-controller-manager, kwok, training-operator and Kueue.
 	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm training-operator kueue
-	go test $(GO_TEST_FLAGS) ./test/e2e/...
+	$(STATIC) go test -trimpath $(GO_TEST_FLAGS) ./test/e2e/...
 
 # A count, not a duration: a duration -fuzztime can fail a target with "context
 # deadline exceeded" at its end, a race in Go's fuzzing coordinator (golang/go#75804)
@@ -155,8 +179,8 @@ controller-gen: ## Build controller-gen (cached).
 .PHONY: bench
 bench: ## CPU-ms/pod and pods/s of kubenexus-scheduler, stock kube-scheduler, scheduler-plugins (Coscheduling) and a null binder on one local apiserver (W1, W1b, W2, W4, W5; 5 runs each, W2 10, W4 20).
 	hack/build-tools.sh etcd kube-apiserver kube-scheduler scheduler-plugins
-	go build -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
-	go run ./test/bench -bin $(BIN) $(BENCH_FLAGS)
+	$(GO_BUILD) -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
+	$(STATIC) go run -trimpath ./test/bench -bin $(BIN) $(BENCH_FLAGS)
 
 .PHONY: bench-placement
 # multigpu50 repeats the default trace's first 7000 tasks and appends its multi-GPU ones, with no
@@ -165,9 +189,9 @@ bench: ## CPU-ms/pod and pods/s of kubenexus-scheduler, stock kube-scheduler, sc
 TRACE ?= ../shared/data/alibaba-gpu-2023
 bench-placement: ## Replay the Alibaba 2023 GPU trace (default and multigpu50) through stock kube-scheduler, stock with MostAllocated, and kubenexus-scheduler; GPU allocation and fragmentation per arm, CSV + PNG + summary under .bench-placement/.
 	hack/build-tools.sh etcd kube-apiserver kube-scheduler
-	go build -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
-	go run ./test/benchplacement -bin $(BIN) -nodes $(TRACE)/openb_node_list_all_node.csv -pods $(TRACE)/openb_pod_list_default.csv $(BENCH_PLACEMENT_FLAGS)
-	go run ./test/benchplacement -bin $(BIN) -nodes $(TRACE)/openb_node_list_all_node.csv -pods $(TRACE)/openb_pod_list_multigpu50.csv -shuffle-seed 1 $(BENCH_PLACEMENT_FLAGS)
+	$(GO_BUILD) -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
+	$(STATIC) go run -trimpath ./test/benchplacement -bin $(BIN) -nodes $(TRACE)/openb_node_list_all_node.csv -pods $(TRACE)/openb_pod_list_default.csv $(BENCH_PLACEMENT_FLAGS)
+	$(STATIC) go run -trimpath ./test/benchplacement -bin $(BIN) -nodes $(TRACE)/openb_node_list_all_node.csv -pods $(TRACE)/openb_pod_list_multigpu50.csv -shuffle-seed 1 $(BENCH_PLACEMENT_FLAGS)
 
 # Seeded variants of the default trace: model-bound GPU tasks 10–50%, GPU-sharing tasks
 # 20–100% (rounded up to whole GPUs, as every arm does), more CPU-only tasks.
@@ -175,11 +199,11 @@ VARIANTS ?= m10:model=0.1;m33:model=0.33;m50:model=0.5;s20m33:sharing=0.2,model=
 .PHONY: bench-placement-variants
 bench-placement-variants: ## Replay seeded variants of the default trace (VARIANTS: shares of CPU-only, GPU-sharing and model-bound tasks) through the three arms; one table under .bench-placement/.
 	hack/build-tools.sh etcd kube-apiserver kube-scheduler
-	go build -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
-	go run ./test/benchplacement -bin $(BIN) -nodes $(TRACE)/openb_node_list_all_node.csv -pods $(TRACE)/openb_pod_list_default.csv -variants '$(VARIANTS)' $(BENCH_PLACEMENT_FLAGS)
+	$(GO_BUILD) -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
+	$(STATIC) go run -trimpath ./test/benchplacement -bin $(BIN) -nodes $(TRACE)/openb_node_list_all_node.csv -pods $(TRACE)/openb_pod_list_default.csv -variants '$(VARIANTS)' $(BENCH_PLACEMENT_FLAGS)
 
 .PHONY: bench-webhook
 bench-webhook: ## Peak RSS of kubenexus-manager under 64 concurrent maximum-size AdmissionReviews (printed, not asserted).
 	hack/build-tools.sh etcd kube-apiserver
-	go build -o $(BIN)/kubenexus-manager ./cmd/manager
-	go run ./test/bench/webhookmem -bin $(BIN) $(BENCH_WEBHOOK_FLAGS)
+	$(GO_BUILD) -o $(BIN)/kubenexus-manager ./cmd/manager
+	$(STATIC) go run -trimpath ./test/bench/webhookmem -bin $(BIN) $(BENCH_WEBHOOK_FLAGS)

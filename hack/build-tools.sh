@@ -34,7 +34,18 @@ declare -A PKG=(
 # recipe of this script (the lines between the recipe markers: how a tool is compiled
 # and linked). Editing the rest of the script (a new tool, a message) rebuilds nothing.
 recipe() { sed -n '/^  # recipe:begin/,/^  # recipe:end/p' "${BASH_SOURCE[0]}"; }
-stamp() { { cat "${TOOLS_DIR}/$1/go.mod" "${TOOLS_DIR}/$1/go.sum"; recipe; } | sha256sum | cut -c1-16; }
+# The tools of hack/tools itself also depend on how the main module's binaries are
+# compiled (the shared-packages block).
+shared_recipe() { sed -n '/^# shared:begin/,/^# shared:end/p' "${BASH_SOURCE[0]}"; }
+stamp() { { cat "${TOOLS_DIR}/$1/go.mod" "${TOOLS_DIR}/$1/go.sum"; recipe; [ "$1" != . ] || shared_recipe; } | sha256sum | cut -c1-16; }
+
+# shared:begin
+# hack/tools shares its Kubernetes libraries with the main module, whose binaries
+# are static with their paths trimmed (as in the images; Makefile GO_BUILD): its
+# tools are compiled the same way, so that each package is compiled once for both.
+shared_env=(CGO_ENABLED=0)
+shared_flags=(-trimpath)
+# shared:end
 
 ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm training-operator scheduler-plugins kueue golangci-lint)
 # Built only when named (make test-skew): the API servers of the older minors in the supported range.
@@ -76,8 +87,8 @@ for mod in "${!STALE[@]}"; do
   echo ">> building ${group[*]} (hack/tools/${mod#.}; a first build takes minutes: kube-apiserver alone ~5 min on 2 cores)"
   start=$(date +%s)
   # recipe:begin
-  # Default build flags (no -trimpath, default cgo) so that the k8s.io packages
-  # compiled here are reused from the build cache when the tests compile them.
+  # hack/tools builds with the main module's settings (the shared block); the
+  # modules of framework controllers with Go's defaults.
   ldflags="-s -w"
   kv="$(awk '{for (i = 1; i < NF; i++) if ($i == "k8s.io/kubernetes") {print $(i + 1); exit}}' "${moddir}/go.mod")"
   if [ -n "${kv}" ]; then
@@ -93,7 +104,9 @@ for mod in "${!STALE[@]}"; do
   gcflags=""
   case "${mod}" in trainingoperator|kueue) gcflags="all=-N -l" ;; esac
   tmp="$(mktemp -d "${K8S_BIN}/.build.XXXXXX")"
-  (cd "${moddir}" && go build -gcflags "${gcflags}" -ldflags "${ldflags}" -o "${tmp}/" "${pkgs[@]}")
+  env=() flags=()
+  if [ "${mod}" = . ]; then env=("${shared_env[@]}") flags=("${shared_flags[@]}"); fi
+  (cd "${moddir}" && env "${env[@]}" go build "${flags[@]}" -gcflags "${gcflags}" -ldflags "${ldflags}" -o "${tmp}/" "${pkgs[@]}")
   # recipe:end
   for t in "${group[@]}"; do
     built="${tmp}/$(basename "${PKG[$t]}")"

@@ -25,7 +25,7 @@ fi
 down >/dev/null
 rm -rf "${DIR}"
 mkdir -p "${DIR}"
-go build -o "${ROOT}/bin/kubenexus-demo" ./hack/demo
+CGO_ENABLED=0 go build -trimpath -o "${ROOT}/bin/kubenexus-demo" ./hack/demo
 nohup "${ROOT}/bin/kubenexus-demo" -root "${ROOT}" -dir "${DIR}" > "${DIR}/demo.log" 2>&1 &
 echo $! > "${PID}"
 shown=0

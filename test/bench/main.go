@@ -124,7 +124,7 @@ func allArms(binDir string) []arm {
 		{name: "stock", binary: filepath.Join(binDir, "k8s", "kube-scheduler"), schedulerName: "default-scheduler",
 			profile: "- schedulerName: default-scheduler\n", build: "hack/build-tools.sh kube-scheduler"},
 		{name: "kubenexus", binary: filepath.Join(binDir, "kubenexus-scheduler"), schedulerName: schedulertest.SchedulerName,
-			profile: schedulertest.KubeNexusProfile(schedulertest.SchedulerName, 5, 300), build: "go build -o bin/kubenexus-scheduler ./cmd/scheduler"},
+			profile: schedulertest.KubeNexusProfile(schedulertest.SchedulerName, 5, 300), build: "make build"},
 		// scheduler-plugins' documented Coscheduling profile (doc/install.md, pkg/coscheduling/README.md):
 		// Coscheduling as the queue sort and at every extension point it implements.
 		{name: "scheduler-plugins", binary: filepath.Join(binDir, "k8s", "scheduler-plugins"), schedulerName: "scheduler-plugins",
