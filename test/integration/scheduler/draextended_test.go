@@ -22,21 +22,28 @@ import (
 // pods ask for nvidia.com/gpu as they always did; kube-scheduler's DynamicResources
 // plugin allocates the devices.
 var _ = Describe("Extended resources backed by DRA", func() {
-	It("plans a gang over GPUs published only as DRA devices: the rack whose devices hold it", func() {
+	var tc *testCluster
+	BeforeEach(func() {
 		if apiServerMinor < 36 {
-			Skip("DeviceClasses name extended resources from kube-apiserver 1.36 on (DRAExtendedResource)")
+			Skip("DeviceClasses name extended resources (DRAExtendedResource) and devices share counters (DRAPartitionableDevices) from kube-apiserver 1.36 on")
 		}
-		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		tc = newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+	})
+	// rack0GPUs is what a HardwareTier over rack 0 reports: nodes, GPU capacity and
+	// GPUs allocated.
+	rack0GPUs := func() func() []int64 {
+		tier := testutil.MakeHardwareTier(tc.ns+"-rack0", 10).Selector(metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelRack: tc.ns + "-rack-0"}}).Obj()
+		createHardwareTiers(tier)
+		return func() []int64 {
+			got := &v1alpha1.HardwareTier{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(tier), got)).To(Succeed())
+			return []int64{int64(got.Status.Nodes), got.Status.GPUCapacity, got.Status.GPUAllocated}
+		}
+	}
+
+	It("plans a gang over GPUs published only as DRA devices: the rack whose devices hold it", func() {
 		const driver = "gpu.example.com"
-		class := &resourceapi.DeviceClass{
-			ObjectMeta: metav1.ObjectMeta{Name: tc.ns + "-gpu"},
-			Spec: resourceapi.DeviceClassSpec{
-				ExtendedResourceName: ptr.To("nvidia.com/gpu"),
-				Selectors:            []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}},
-			},
-		}
-		Expect(k8sClient.Create(suiteCtx, class)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, class))).To(Succeed()) })
+		tc.deviceClass("gpu", "nvidia.com/gpu", fmt.Sprintf("device.driver == %q", driver))
 
 		// Two racks of two nodes, no nvidia.com/gpu in their allocatable: rack 0's
 		// nodes publish 8 GPUs each, rack 1's 4.
@@ -76,30 +83,12 @@ var _ = Describe("Extended resources backed by DRA", func() {
 			"TopologyUnsatisfiable: gang " + tc.ns + "/more needs 2 members (2 × 8 nvidia.com/gpu) in one rack; the largest rack fits 0"))
 
 		// A HardwareTier over rack 0 counts its devices as its GPUs.
-		tier := testutil.MakeHardwareTier(tc.ns+"-rack0", 10).Selector(metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelRack: tc.ns + "-rack-0"}}).Obj()
-		createHardwareTiers(tier)
-		Eventually(func() []int64 {
-			got := &v1alpha1.HardwareTier{}
-			Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(tier), got)).To(Succeed())
-			return []int64{int64(got.Status.Nodes), got.Status.GPUCapacity, got.Status.GPUAllocated}
-		}).WithTimeout(testutil.Timeout).Should(Equal([]int64{2, 16, 16}), "nodes, GPU capacity and GPUs allocated of rack 0")
+		Eventually(rack0GPUs()).WithTimeout(testutil.Timeout).Should(Equal([]int64{2, 16, 16}), "nodes, GPU capacity and GPUs allocated of rack 0")
 	})
 
 	It("counts a card published as itself and its partitions once: what can be allocated at once", func() {
-		if apiServerMinor < 36 {
-			Skip("partitionable devices and extended resources backed by DRA are on from kube-apiserver 1.36")
-		}
-		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		const driver = "mig.example.com"
-		class := &resourceapi.DeviceClass{
-			ObjectMeta: metav1.ObjectMeta{Name: tc.ns + "-gpu"},
-			Spec: resourceapi.DeviceClassSpec{
-				ExtendedResourceName: ptr.To("nvidia.com/gpu"),
-				Selectors:            []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}},
-			},
-		}
-		Expect(k8sClient.Create(suiteCtx, class)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, class))).To(Succeed()) })
+		tc.deviceClass("gpu", "nvidia.com/gpu", fmt.Sprintf("device.driver == %q", driver))
 
 		// Rack 0's nodes publish two cards each as six devices (each card whole and
 		// as two halves): at most four at once. Rack 1's publish five plain devices.
@@ -132,13 +121,7 @@ var _ = Describe("Extended resources backed by DRA", func() {
 		Eventually(tc.nodeOf("halves")).WithTimeout(testutil.Timeout).Should(HavePrefix(tc.ns + "-r0-"))
 
 		// A HardwareTier over rack 0 counts four GPUs per node.
-		tier := testutil.MakeHardwareTier(tc.ns+"-rack0", 10).Selector(metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelRack: tc.ns + "-rack-0"}}).Obj()
-		createHardwareTiers(tier)
-		Eventually(func() []int64 {
-			got := &v1alpha1.HardwareTier{}
-			Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(tier), got)).To(Succeed())
-			return []int64{int64(got.Status.Nodes), got.Status.GPUCapacity, got.Status.GPUAllocated}
-		}).WithTimeout(testutil.Timeout).Should(Equal([]int64{2, 8, 4}), "nodes, GPU capacity and GPUs allocated of rack 0")
+		Eventually(rack0GPUs()).WithTimeout(testutil.Timeout).Should(Equal([]int64{2, 8, 4}), "nodes, GPU capacity and GPUs allocated of rack 0")
 	})
 })
 
@@ -172,4 +155,18 @@ func (tc *testCluster) partitionedCards(node, driver string, cards int) {
 		Expect(k8sClient.Create(suiteCtx, s)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, s))).To(Succeed()) })
 	}
+}
+
+// deviceClass creates the DeviceClass <namespace>-<name> of the devices expr
+// selects, backing the extended resource extended ("" for none), for the spec.
+func (tc *testCluster) deviceClass(name, extended, expr string) *resourceapi.DeviceClass {
+	GinkgoHelper()
+	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: tc.ns + "-" + name},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expr}}}}}
+	if extended != "" {
+		class.Spec.ExtendedResourceName = ptr.To(extended)
+	}
+	Expect(k8sClient.Create(suiteCtx, class)).To(Succeed())
+	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, class))).To(Succeed()) })
+	return class
 }

@@ -44,12 +44,7 @@ var _ = Describe("VRAM", func() {
 		tc.addNodes("dra80", 1, "cpu", "32")
 		tc.resourceSlice(tc.ns+"-dra48-0", driver, "48Gi", 2)
 		tc.resourceSlice(tc.ns+"-dra80-0", driver, "80Gi", 2)
-		class := &resourceapi.DeviceClass{
-			ObjectMeta: metav1.ObjectMeta{Name: tc.ns + "-gpu"},
-			Spec:       resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}}},
-		}
-		Expect(k8sClient.Create(suiteCtx, class)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, class))).To(Succeed()) })
+		class := tc.deviceClass("gpu", "", fmt.Sprintf("device.driver == %q", driver))
 		claimPod := func(name, vram string) *corev1.Pod { return tc.claimPod(name, vram, class.Name) }
 		// 40Gi fits both: the 48Gi device. 70Gi: only the 80Gi devices, until the
 		// claims hold both.
@@ -103,10 +98,7 @@ var _ = Describe("VRAM", func() {
 		tc.resourceSlice(tc.ns+"-dra48-0", driver, "48Gi", 1)
 		classes := map[string]string{"any": fmt.Sprintf("device.driver == %q", driver), "half": fmt.Sprintf("device.attributes[%q].?profile.orValue(\"\") == \"half\"", driver)}
 		for name, expr := range classes {
-			class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: tc.ns + "-" + name},
-				Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expr}}}}}
-			Expect(k8sClient.Create(suiteCtx, class)).To(Succeed())
-			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, class))).To(Succeed()) })
+			tc.deviceClass(name, "", expr)
 		}
 		// 30Gi fits a 40Gi half more tightly than the 48Gi device.
 		Expect(k8sClient.Create(suiteCtx, tc.claimPod("half-30", "30Gi", tc.ns+"-half"))).To(Succeed())
@@ -138,10 +130,7 @@ var _ = Describe("VRAM", func() {
 		}
 		Expect(k8sClient.Create(suiteCtx, slice)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, slice))).To(Succeed()) })
-		class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: tc.ns + "-shared"},
-			Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}}}}
-		Expect(k8sClient.Create(suiteCtx, class)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, class))).To(Succeed()) })
+		class := tc.deviceClass("shared", "", fmt.Sprintf("device.driver == %q", driver))
 		// A claim takes the memory it requests, else the device's default (10Gi).
 		sharing := func(name, vram, request string) *corev1.Pod {
 			p := tc.claimPod(name, vram, class.Name)
