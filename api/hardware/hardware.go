@@ -37,14 +37,19 @@ type Device struct {
 	Defaults map[string]int64
 }
 
+// Qualify is an attribute's or capacity's name in its driver's domain when it
+// names none ("memory" of gpu.nvidia.com is "gpu.nvidia.com/memory"), as the DRA
+// API reads it.
+func Qualify(driver string, name resourceapi.QualifiedName) string {
+	if strings.Contains(string(name), "/") {
+		return string(name)
+	}
+	return driver + "/" + string(name)
+}
+
 // DevicesOf returns the devices of a ResourceSlice.
 func DevicesOf(s *resourceapi.ResourceSlice) []Device {
-	qualify := func(name resourceapi.QualifiedName) string {
-		if strings.Contains(string(name), "/") {
-			return string(name)
-		}
-		return s.Spec.Driver + "/" + string(name)
-	}
+	qualify := func(name resourceapi.QualifiedName) string { return Qualify(s.Spec.Driver, name) }
 	out := make([]Device, 0, len(s.Spec.Devices))
 	for i := range s.Spec.Devices {
 		d := &s.Spec.Devices[i]

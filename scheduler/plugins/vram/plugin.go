@@ -14,7 +14,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -190,7 +189,7 @@ func (pl *Plugin) deviceOffer(s *stateData, node string) deviceOffer {
 		case s.allocated == nil:
 		case d.Shared:
 			for n, q := range s.allocated.AggregatedCapacity[id] {
-				if q != nil && qualified(d.Driver, string(n)) == name {
+				if q != nil && hardware.Qualify(d.Driver, n) == name {
 					mem -= q.Value()
 				}
 			}
@@ -236,14 +235,6 @@ func (pl *Plugin) deviceMemory(d *devices.Device) (string, int64, bool) {
 		}
 	}
 	return "", 0, false
-}
-
-// qualified is a capacity's name in its driver's domain when it names none.
-func qualified(driver, name string) string {
-	if strings.Contains(name, "/") {
-		return name
-	}
-	return driver + "/" + name
 }
 
 func (pl *Plugin) gpuCount(node *corev1.Node) int64 {
