@@ -99,8 +99,12 @@ func (g *gen) write(name, cond string, replace map[string]string, docs ...map[st
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	for _, k := range keys {
-		text = replaceSentinel(text, k, replace[k])
+	// A replacement may bring sentinels of its own (the pod webhook's repeated
+	// entry carries its clientConfig's): replaced until none is left.
+	for pass := 0; pass < 3; pass++ {
+		for _, k := range keys {
+			text = replaceSentinel(text, k, replace[k])
+		}
 	}
 	text = strings.ReplaceAll(text, "'"+releaseNS+"'", releaseNS)
 	if strings.Contains(text, "__") && regexp.MustCompile(`__[A-Z_]+__`).MatchString(text) {
@@ -111,7 +115,8 @@ func (g *gen) write(name, cond string, replace map[string]string, docs ...map[st
 
 // replaceSentinel replaces the line "<indent>key: SENTINEL" (or "<indent>- SENTINEL")
 // by tmpl, whose lines are indented like the key; "{{INDENT}}" in tmpl is that
-// indentation plus two.
+// indentation plus two. A list item whose tmpl starts on a new line is replaced by
+// tmpl alone (it writes whole items).
 func replaceSentinel(text, sentinel, tmpl string) string {
 	lines := strings.Split(text, "\n")
 	for i, l := range lines {
@@ -120,6 +125,10 @@ func replaceSentinel(text, sentinel, tmpl string) string {
 		}
 		indent := len(l) - len(strings.TrimLeft(l, " "))
 		prefix := strings.TrimSuffix(l[:strings.Index(l, sentinel)], "'")
+		if strings.TrimSpace(prefix) == "-" && strings.HasPrefix(tmpl, "\n") {
+			// A list item replaced by a template that writes its own items.
+			prefix = strings.Repeat(" ", indent)
+		}
 		t := strings.ReplaceAll(tmpl, "{{INDENT}}", fmt.Sprint(indent+2))
 		var out []string
 		for j, tl := range strings.Split(t, "\n") {
@@ -274,6 +283,13 @@ func (g *gen) webhooks() error {
 			}
 		}
 	}
+	for _, c := range configs {
+		if get(c, "metadata", "name") == "kubenexus-pod-mutating" {
+			if err := podScope(c, replace); err != nil {
+				return err
+			}
+		}
+	}
 	// With cert-manager, its CA injector fills in the caBundle.
 	for _, c := range configs {
 		setPath(c, "__CERT_MANAGER_INJECT__", "metadata", "annotations")
@@ -308,6 +324,66 @@ func (g *gen) webhooks() error {
 	// cert-manager creates and owns the Secret when it issues the certificate.
 	return g.write("webhook-secret.yaml", "and .Values.manager.enabled (not .Values.webhook.certManager.enabled)", nil, secret...)
 }
+
+// podScope makes the pod webhook's two entries follow config.namespaceSelector and
+// config.schedulerName (config/ has the defaults: kubenexus.io/enabled=true and
+// kubenexus-scheduler). The first entry takes every pod of the selected namespaces;
+// the second, pods that name the scheduler everywhere else. "Everywhere else" is the
+// complement of a label selector, which no single selector expresses: it is a union
+// of disjoint selectors, one per requirement (the requirements before it hold, it
+// does not; _helpers.tpl's kubenexus.outsideScopes), so the second entry is repeated
+// once per term and a pod still reaches the webhook at most once.
+func podScope(c map[string]any, replace map[string]string) error {
+	hooks, _ := c["webhooks"].([]any)
+	var inside, outside map[string]any
+	for _, h := range hooks {
+		hm := h.(map[string]any)
+		if _, ok := hm["matchConditions"]; ok {
+			outside = hm
+		} else {
+			inside = hm
+		}
+	}
+	if inside == nil || outside == nil || len(hooks) != 2 {
+		return fmt.Errorf("config/webhook/pod_webhook.yaml: want one entry for opted-in namespaces and one (with matchConditions) for the rest")
+	}
+	inside["namespaceSelector"] = "__POD_SCOPE_INSIDE__"
+	replace["__POD_SCOPE_INSIDE__"] = "\n{{- include \"kubenexus.optedInScope\" . | nindent {{INDENT}} }}"
+
+	name := fmt.Sprint(outside["name"])
+	first, rest, ok := strings.Cut(name, ".")
+	if !ok {
+		return fmt.Errorf("pod webhook name %q: want a qualified name", name)
+	}
+	outside["name"] = "__POD_SCOPE_OUTSIDE_NAME__"
+	outside["namespaceSelector"] = "__POD_SCOPE_OUTSIDE__"
+	y, err := yaml.Marshal(outside)
+	if err != nil {
+		return err
+	}
+	const scheduler = "'" + defaultSchedulerName + "'"
+	if !strings.Contains(string(y), scheduler) {
+		return fmt.Errorf("pod webhook %s: its matchConditions do not name %s", name, scheduler)
+	}
+	item := strings.ReplaceAll(string(y), scheduler, "'{{ .Values.config.schedulerName }}'")
+	lines := strings.Split(strings.TrimRight(item, "\n"), "\n")
+	for i := range lines {
+		lines[i] = map[bool]string{true: "- ", false: "  "}[i == 0] + lines[i]
+	}
+	// Inside the range, "." is the root again (with $) for the other sentinels.
+	replace["__POD_SCOPE_OUTSIDE_HOOKS__"] = strings.Join(append(append([]string{"",
+		`{{- range $i, $scope := include "kubenexus.outsideScopes" . | fromJsonArray }}`,
+		"{{- with $ }}"}, lines...),
+		"{{- end }}",
+		"{{- end }}"), "\n")
+	replace["__POD_SCOPE_OUTSIDE_NAME__"] = first + `{{ if $i }}-{{ add1 $i }}{{ end }}.` + rest
+	replace["__POD_SCOPE_OUTSIDE__"] = "\n{{- toYaml $scope | nindent {{INDENT}} }}"
+	c["webhooks"] = []any{inside, "__POD_SCOPE_OUTSIDE_HOOKS__"}
+	return nil
+}
+
+// defaultSchedulerName is the scheduler name config/ is written with.
+const defaultSchedulerName = "kubenexus-scheduler"
 
 // certificateName is the cert-manager Certificate of templates/cert-manager.yaml.
 const certificateName = "kubenexus-webhook-cert"

@@ -7,6 +7,7 @@ package chart_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -22,6 +23,7 @@ import (
 	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -152,6 +154,14 @@ var matrix = map[string]map[string]any{
 		"from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/24"}}, map[string]any{"ipBlock": map[string]any{"cidr": "192.168.10.5/32"}}}}}},
 	"network policy, any source": {"webhook": map[string]any{"networkPolicy": map[string]any{"enabled": true}}},
 	"kueue admission check":      {"kueue": map[string]any{"admissionCheck": map[string]any{"enabled": true, "name": "gpu-placement"}}},
+	"own scope": {"config": map[string]any{"schedulerName": "gpu-scheduler", "namespaceSelector": map[string]any{
+		"matchLabels": map[string]any{"team": "ml", "kubenexus.io/enabled": nil},
+		"matchExpressions": []any{
+			map[string]any{"key": "env", "operator": "NotIn", "values": []any{"dev", "ci"}},
+			map[string]any{"key": "gpu-quota", "operator": "Exists"},
+			map[string]any{"key": "legacy", "operator": "DoesNotExist"},
+		}}}},
+	"every namespace": {"config": map[string]any{"namespaceSelector": map[string]any{"matchLabels": nil}}},
 }
 
 // certManager reports whether values turn on cert-manager.
@@ -332,7 +342,7 @@ func checkWebhooks(t *testing.T, o object, values map[string]any) {
 		}
 		if o.meta.Kind == "MutatingWebhookConfiguration" {
 			// The pod webhook fails closed, so it must never see the release's own
-			// namespace or kube-system.
+			// namespace or kube-system (checkPodScope tries it).
 			excluded := false
 			for _, e := range w.NamespaceSelector.MatchExpressions {
 				if e.Key == corev1.LabelMetadataName && e.Operator == metav1.LabelSelectorOpNotIn &&
@@ -342,6 +352,122 @@ func checkWebhooks(t *testing.T, o object, values map[string]any) {
 			}
 			if !excluded || w.FailurePolicy != "Fail" {
 				t.Errorf("%s %s: namespaceSelector %+v, failurePolicy %s", o.id(), w.Name, w.NamespaceSelector, w.FailurePolicy)
+			}
+		}
+	}
+	if o.meta.Kind == "MutatingWebhookConfiguration" {
+		checkPodScope(t, o, values)
+	}
+}
+
+// checkPodScope checks the pod webhook against config.namespaceSelector and
+// config.schedulerName as the API server would apply it: over every combination of
+// the labels the selector names (absent, each value it lists, another value), a pod
+// in a selected namespace reaches exactly the opted-in entry; elsewhere a pod that
+// names the scheduler reaches exactly one entry and one that does not reaches none;
+// kube-system and the release namespace reach none.
+func checkPodScope(t *testing.T, o object, values map[string]any) {
+	t.Helper()
+	var cfg admissionregistrationv1.MutatingWebhookConfiguration
+	if err := yaml.UnmarshalStrict(o.raw, &cfg); err != nil {
+		t.Fatalf("%s: %v", o.id(), err)
+	}
+	// The scope the values ask for, read as the KubeNexusConfig's selector is.
+	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"kubenexus.io/enabled": "true"}}
+	if v, ok := get(values, "config", "namespaceSelector").(map[string]any); ok {
+		selector = &metav1.LabelSelector{}
+		if ml, ok := v["matchLabels"].(map[string]any); ok {
+			selector.MatchLabels = map[string]string{}
+			for k, val := range ml {
+				if val != nil {
+					selector.MatchLabels[k] = val.(string)
+				}
+			}
+		} else if _, set := v["matchLabels"]; !set {
+			selector.MatchLabels = map[string]string{"kubenexus.io/enabled": "true"} // Helm keeps the default
+		}
+		raw, _ := json.Marshal(v["matchExpressions"])
+		if err := json.Unmarshal(raw, &selector.MatchExpressions); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheduler := "kubenexus-scheduler"
+	if n, ok := get(values, "config", "schedulerName").(string); ok {
+		scheduler = n
+	}
+	type hook struct {
+		name  string
+		scope labels.Selector
+		named bool // only pods that name the scheduler
+	}
+	var hooks []hook
+	for _, w := range cfg.Webhooks {
+		sel, err := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
+		if err != nil {
+			t.Fatalf("%s %s: %v", o.id(), w.Name, err)
+		}
+		h := hook{name: w.Name, scope: sel}
+		for _, mc := range w.MatchConditions {
+			if mc.Expression != "object.spec.schedulerName == '"+scheduler+"'" {
+				t.Errorf("%s %s: matchCondition %q, want one naming %s", o.id(), w.Name, mc.Expression, scheduler)
+			}
+			h.named = true
+		}
+		hooks = append(hooks, h)
+	}
+	// Every label the selector names, with the values worth trying.
+	options := map[string][]string{}
+	add := func(key string, vals ...string) {
+		options[key] = append(options[key], vals...)
+	}
+	for k, v := range selector.MatchLabels {
+		add(k, v)
+	}
+	for _, e := range selector.MatchExpressions {
+		add(e.Key, e.Values...)
+	}
+	keys := make([]string, 0, len(options))
+	for k := range options {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	namespaces := []map[string]string{{}}
+	for _, k := range keys {
+		var next []map[string]string
+		for _, ns := range namespaces {
+			next = append(next, ns) // label absent
+			for _, v := range append(slices.Compact(slices.Sorted(slices.Values(options[k]))), "other") {
+				with := maps.Clone(ns)
+				with[k] = v
+				next = append(next, with)
+			}
+		}
+		namespaces = next
+	}
+	for _, nsLabels := range namespaces {
+		for _, name := range []string{"team-a", "kube-system", releaseNS} {
+			ls := maps.Clone(nsLabels)
+			ls[corev1.LabelMetadataName] = name
+			system := name != "team-a"
+			for _, names := range []bool{true, false} {
+				var reached []string
+				for _, h := range hooks {
+					if h.scope.Matches(labels.Set(ls)) && (!h.named || names) {
+						reached = append(reached, h.name)
+					}
+				}
+				wantN := 0
+				if !system && (want.Matches(labels.Set(ls)) || names) {
+					wantN = 1
+				}
+				if len(reached) != wantN || (wantN == 1 && want.Matches(labels.Set(ls)) && reached[0] != "opted-in-namespaces.pods.scheduling.kubenexus.io") {
+					t.Errorf("%s: a pod (naming %s: %v) in namespace %v reaches %v, want %d entry (selected: %v)",
+						o.id(), scheduler, names, ls, reached, wantN, want.Matches(labels.Set(ls)))
+				}
 			}
 		}
 	}
@@ -625,6 +751,12 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		"unknown issuer kind": {map[string]any{"webhook": map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"name": "x", "kind": "Vault"}}}},
 			"/webhook/certManager/issuerRef/kind"},
 		"bad duration": {map[string]any{"webhook": map[string]any{"certManager": map[string]any{"duration": "90d"}}}, "/webhook/certManager/duration"},
+		"selector operator": {map[string]any{"config": map[string]any{"namespaceSelector": map[string]any{"matchExpressions": []any{map[string]any{"key": "team", "operator": "Equals", "values": []any{"ml"}}}}}},
+			"/config/namespaceSelector/matchExpressions/0"},
+		"In without values": {map[string]any{"config": map[string]any{"namespaceSelector": map[string]any{"matchExpressions": []any{map[string]any{"key": "team", "operator": "In"}}}}},
+			"/config/namespaceSelector/matchExpressions/0"},
+		"label value not a string": {map[string]any{"config": map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubenexus.io/enabled": true}}}},
+			"/config/namespaceSelector/matchLabels/kubenexus.io~1enabled"},
 		"empty network peer": {map[string]any{"webhook": map[string]any{"networkPolicy": map[string]any{"enabled": true, "from": []any{map[string]any{}}}}},
 			"/webhook/networkPolicy/from/0"},
 	}

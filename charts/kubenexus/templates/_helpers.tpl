@@ -5,3 +5,54 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
+
+{{/*
+The pod webhook's scope (config.namespaceSelector). Every pod of a selected
+namespace is sent to the webhook; elsewhere only pods that name
+config.schedulerName are. Neither ever includes kube-system or the release's
+namespace: the webhook fails closed.
+*/}}
+{{/* kubenexus.scopeRequirements: the selector as requirements (JSON), matchLabels first. */}}
+{{- define "kubenexus.scopeRequirements" -}}
+{{- $sel := .Values.config.namespaceSelector | default dict -}}
+{{- $reqs := list -}}
+{{- range $key, $value := $sel.matchLabels -}}
+{{- $reqs = append $reqs (dict "key" $key "operator" "In" "values" (list $value)) -}}
+{{- end -}}
+{{- range $sel.matchExpressions -}}
+{{- $reqs = append $reqs . -}}
+{{- end -}}
+{{- toJson $reqs -}}
+{{- end -}}
+
+{{/* kubenexus.systemNamespaces: the requirement that keeps kube-system and the release namespace out (JSON). */}}
+{{- define "kubenexus.systemNamespaces" -}}
+{{- toJson (dict "key" "kubernetes.io/metadata.name" "operator" "NotIn" "values" (list "kube-system" .Release.Namespace)) -}}
+{{- end -}}
+
+{{/* kubenexus.optedInScope: the selected namespaces (YAML). */}}
+{{- define "kubenexus.optedInScope" -}}
+{{- $reqs := include "kubenexus.scopeRequirements" . | fromJsonArray -}}
+{{- toYaml (dict "matchExpressions" (append $reqs (include "kubenexus.systemNamespaces" . | fromJson))) -}}
+{{- end -}}
+
+{{/*
+kubenexus.outsideScopes: every other namespace, as a JSON list of disjoint
+selectors. A selector's complement is a union: term i holds where the first i
+requirements hold and requirement i+1 does not, so a namespace matches exactly
+one term, and none when the selector is empty (every namespace is selected).
+*/}}
+{{- define "kubenexus.outsideScopes" -}}
+{{- $reqs := include "kubenexus.scopeRequirements" . | fromJsonArray -}}
+{{- $system := include "kubenexus.systemNamespaces" . | fromJson -}}
+{{- $negation := dict "In" "NotIn" "NotIn" "In" "Exists" "DoesNotExist" "DoesNotExist" "Exists" -}}
+{{- $terms := list -}}
+{{- range $i, $r := $reqs -}}
+{{- $not := dict "key" $r.key "operator" (get $negation $r.operator) -}}
+{{- with $r.values -}}
+{{- $_ := set $not "values" . -}}
+{{- end -}}
+{{- $terms = append $terms (dict "matchExpressions" (concat (slice $reqs 0 $i) (list $not $system))) -}}
+{{- end -}}
+{{- toJson $terms -}}
+{{- end -}}
