@@ -84,14 +84,18 @@ verify: generate manifests chart bundle fmt vet lint ## Regenerate everything, l
 VERSION ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' charts/kubenexus/Chart.yaml)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 K8S_VERSION ?= $(shell go list -m -f '{{.Version}}' k8s.io/kubernetes)
-LDFLAGS ?= -X github.com/kube-nexus/kubenexus/cmd/internal/version.version=$(VERSION) -X github.com/kube-nexus/kubenexus/cmd/internal/version.revision=$(REVISION) -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION)+kubenexus-$(VERSION) -X k8s.io/component-base/version.gitCommit=$(REVISION)
+LDFLAGS ?= -s -w -X github.com/kube-nexus/kubenexus/cmd/internal/version.version=$(VERSION) -X github.com/kube-nexus/kubenexus/cmd/internal/version.revision=$(REVISION) -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION)+kubenexus-$(VERSION) -X k8s.io/component-base/version.gitCommit=$(REVISION)
 STATIC := CGO_ENABLED=0
 GO_BUILD = $(STATIC) go build -trimpath -ldflags '$(LDFLAGS)'
 
+# One go build for all of them, so that each link runs beside the other's compiles;
+# each cmd/<name> becomes bin/kubenexus-<name>.
+BUILD_PKGS ?= ./cmd/manager ./cmd/scheduler
 .PHONY: build
 build: ## Build the manager and scheduler binaries into bin/ (static, as in the images).
-	$(GO_BUILD) -o $(BIN)/kubenexus-manager ./cmd/manager
-	$(GO_BUILD) -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
+	@mkdir -p $(BIN)/.build
+	$(GO_BUILD) -o $(BIN)/.build/ $(BUILD_PKGS)
+	@for p in $(notdir $(BUILD_PKGS)); do mv $(BIN)/.build/$$p $(BIN)/kubenexus-$$p; done
 
 IMAGE_ARCHES ?= amd64,arm64
 REGISTRY ?= ghcr.io/kube-nexus
@@ -109,9 +113,14 @@ run: build ## Run the manager against the cluster in $$KUBECONFIG (without its w
 
 ##@ Demo
 
+# The tools make demo builds after the binaries; training-operator, Kueue and
+# kubectl come after them (the demo program builds the last two while it runs).
+DEMO_TOOLS := etcd kube-apiserver kube-controller-manager kwok kwok-stages helm training-operator
 .PHONY: demo
-demo: build ## Local cluster from source (etcd, kube-apiserver, kube-controller-manager, kwok), KubeNexus from its chart, a simulated GPU fleet and workload mix; prints a placement report (Kueue, for its scenario at the end, builds meanwhile).
-	hack/build-tools.sh etcd kube-apiserver kube-controller-manager kwok kwok-stages helm training-operator
+demo: ## Local cluster from source (etcd, kube-apiserver, kube-controller-manager, kwok), KubeNexus from its chart, a simulated GPU fleet and workload mix; prints a placement report (Kueue, for its scenario at the end, builds meanwhile).
+	@hack/build-tools.sh --download $(DEMO_TOOLS) kueue kubectl
+	$(MAKE) --no-print-directory build BUILD_PKGS="./cmd/manager ./cmd/scheduler ./hack/demo"
+	hack/build-tools.sh $(DEMO_TOOLS)
 	hack/demo.sh
 
 .PHONY: demo-down

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the pinned tools of hack/tools into bin/ from source (Go module proxy only).
 # A tool is rebuilt only when its module's go.mod or go.sum, or the build recipe below, changes (its version stamp).
-# Usage: hack/build-tools.sh [tool...]   (default: all)
+# Usage: hack/build-tools.sh [--download] [tool...]   (default: all)
+#   --download: only fetch, in the background, the modules the stale ones need (make
+#   demo starts it first, so that no build later waits for the network).
 # Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm controller-gen training-operator scheduler-plugins kueue golangci-lint
 #        kube-apiserver-1.35 kube-apiserver-1.36 (make test-skew; never built by default)
 set -euo pipefail
@@ -60,6 +62,11 @@ SKEW=(kube-apiserver-1.35 kube-apiserver-1.36)
 # packages compiled for one come from the build cache for the other.
 declare -A MODDIR=([training-operator]=trainingoperator [scheduler-plugins]=schedulerpluginsbin [kueue]=kueue [golangci-lint]=lint
   [kube-apiserver-1.35]=skew135 [kube-apiserver-1.36]=skew136)
+download=false
+if [ "${1:-}" = --download ]; then
+  download=true
+  shift
+fi
 tools=("$@")
 [ ${#tools[@]} -eq 0 ] && tools=("${ORDER[@]}")
 
@@ -78,6 +85,24 @@ for t in "${tools[@]}"; do
   fi
   case " ${STALE[${mod}]:-} " in *" ${t} "*) ;; *) STALE[${mod}]="${STALE[${mod}]:-} ${t}" ;; esac
 done
+
+if ${download}; then
+  [ ${#STALE[@]} -eq 0 ] && exit 0
+  echo ">> fetching the modules of${STALE[*]} in the background (log: bin/k8s/download.log)"
+  (
+    for mod in "${!STALE[@]}"; do
+      read -r -a group <<< "${STALE[${mod}]}"
+      pkgs=()
+      for t in "${group[@]}"; do pkgs+=("${PKG[$t]}"); done
+      env=()
+      if [ "${mod}" = . ]; then env=("${shared_env[@]}"); fi
+      # go list loads the packages as the build will (its build tags), which fetches
+      # exactly the modules the build needs.
+      (cd "${TOOLS_DIR}/${mod}" && env "${env[@]}" nice -n 10 go list -e -deps -f '' "${pkgs[@]}") || true
+    done
+  ) > "${K8S_BIN}/download.log" 2>&1 < /dev/null &
+  exit 0
+fi
 
 for mod in "${!STALE[@]}"; do
   read -r -a group <<< "${STALE[${mod}]}"

@@ -25,7 +25,7 @@ fi
 down >/dev/null
 rm -rf "${DIR}"
 mkdir -p "${DIR}"
-CGO_ENABLED=0 go build -trimpath -o "${ROOT}/bin/kubenexus-demo" ./hack/demo
+# bin/kubenexus-demo is built by make demo, with the binaries.
 nohup "${ROOT}/bin/kubenexus-demo" -root "${ROOT}" -dir "${DIR}" > "${DIR}/demo.log" 2>&1 &
 echo $! > "${PID}"
 shown=0

@@ -7,6 +7,7 @@ package coscheduling
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,9 @@ const (
 	ErrReasonMinResources            = "cluster lacks the gang's minResources"
 	ErrReasonGangRejected            = "gang rejected"
 	ErrReasonWaitingForPriorityClass = "waiting for the gang's PriorityClass"
+	// ErrReasonWaitingForCache: the scheduler has just started and its KubeNexus object
+	// cache (PodGroups among them) has not listed yet.
+	ErrReasonWaitingForCache = "waiting for the scheduler's KubeNexus object cache to sync"
 )
 
 // Plugin is the Coscheduling plugin.
@@ -49,6 +53,10 @@ type Plugin struct {
 	gangs *gangview.Registry
 	// classesSynced reports whether the PriorityClass cache has synced (nil: synced).
 	classesSynced func() bool
+	// cacheWait are the members (by namespace/name) PreEnqueue held because the
+	// object cache had not synced yet; they are activated once it has.
+	cacheWaitMu sync.Mutex
+	cacheWait   map[string]*corev1.Pod
 }
 
 var (
@@ -132,6 +140,17 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 			}
 		}
 	}()
+	// PreEnqueue holds members until the KubeNexus object cache has synced (it must
+	// not wait on the queue's path); then every held member goes back through
+	// PreEnqueue, which now decides with the PodGroups listed (a member whose PodGroup
+	// does not exist goes on to PreFilter, which says so).
+	go func() {
+		select {
+		case <-pgs.WhenSynced():
+			pl.activateHeldForCache()
+		case <-ctx.Done():
+		}
+	}()
 	return pl, nil
 }
 
@@ -156,6 +175,33 @@ func (pl *Plugin) scheduleTimeout(pg *v1alpha1.PodGroup) time.Duration {
 		return time.Duration(*pg.Spec.ScheduleTimeoutSeconds) * time.Second
 	}
 	return pl.args.ScheduleTimeout()
+}
+
+// holdForCache records a member PreEnqueue turned away because the object cache had
+// not synced. It reports false when the cache has synced meanwhile: the member is
+// decided now, since the activation that follows the sync may already have run.
+func (pl *Plugin) holdForCache(pod *corev1.Pod) bool {
+	pl.cacheWaitMu.Lock()
+	defer pl.cacheWaitMu.Unlock()
+	if pl.pgs.Synced() {
+		return false
+	}
+	if pl.cacheWait == nil {
+		pl.cacheWait = map[string]*corev1.Pod{}
+	}
+	pl.cacheWait[pod.Namespace+"/"+pod.Name] = pod
+	return true
+}
+
+// activateHeldForCache lets in the members held until the object cache synced.
+func (pl *Plugin) activateHeldForCache() {
+	pl.cacheWaitMu.Lock()
+	pods := pl.cacheWait
+	pl.cacheWait = nil
+	pl.cacheWaitMu.Unlock()
+	if len(pods) > 0 {
+		pl.handle.Activate(klog.Background(), pods)
+	}
 }
 
 // activateIfQuorum moves the gang's pending members to the active queue when the

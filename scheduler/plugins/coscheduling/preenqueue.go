@@ -22,6 +22,12 @@ func (pl *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		// pod's PodScheduled condition and events; PreEnqueue results do not.
 		return nil
 	}
+	// The queue calls PreEnqueue under its lock: reading the PodGroup before the cache
+	// has synced would wait there and stall every pod and node event of the scheduler
+	// (about a second at start-up). The member is held and activated once it has synced.
+	if !pl.pgs.Synced() && pl.holdForCache(pod) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonWaitingForCache)
+	}
 	minMember, pg, known := pl.quorum(m.Key, m.MinMember)
 	if !known {
 		// The gang's PodGroup does not exist. PreEnqueue results never reach the pod,
