@@ -98,7 +98,7 @@ if ${download}; then
       if [ "${mod}" = . ]; then env=("${shared_env[@]}"); fi
       # go list loads the packages as the build will (its build tags), which fetches
       # exactly the modules the build needs.
-      (cd "${TOOLS_DIR}/${mod}" && env "${env[@]}" nice -n 10 go list -e -deps -f '' "${pkgs[@]}") || true
+      (cd "${TOOLS_DIR}/${mod}" && env "${env[@]}" nice -n 10 go list -e -deps "${pkgs[@]}" > /dev/null) || true
     done
   ) > "${K8S_BIN}/download.log" 2>&1 < /dev/null &
   exit 0

@@ -74,6 +74,12 @@ func (pl *Plugin) isSchedulableAfterMemberAdded(logger klog.Logger, pod *corev1.
 // completesQuorum reports whether the index, counting added, has exactly minMember
 // ungated members of the gang: added is then the member that completed it.
 func (pl *Plugin) completesQuorum(m gang.Membership, added *corev1.Pod) bool {
+	// Hints run under the scheduling queue's lock and must not wait for the object
+	// cache. Before it has synced every gated member was held for it, and all of them
+	// are activated once it has (activateHeldForCache): skipping loses nothing.
+	if !pl.pgs.Synced() {
+		return false
+	}
 	minMember, _, known := pl.quorum(m.Key, m.MinMember)
 	if !known {
 		return false

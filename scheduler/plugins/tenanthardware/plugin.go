@@ -183,20 +183,6 @@ type stateData struct {
 func (s *stateData) Clone() fwk.StateData { return s }
 
 // currentTiers is the tier snapshot, once the first has been taken.
-// loadedTiers returns the tier snapshot without waiting for the first one (false:
-// not taken yet).
-func (pl *Plugin) loadedTiers() (*tierSet, bool) {
-	if t := pl.tiers.Load(); t != nil || pl.loaded == nil {
-		return t, true
-	}
-	select {
-	case <-pl.loaded:
-		return pl.tiers.Load(), true
-	default:
-		return nil, false
-	}
-}
-
 func (pl *Plugin) currentTiers() *tierSet {
 	if t := pl.tiers.Load(); t != nil || pl.loaded == nil {
 		return t
@@ -352,15 +338,8 @@ func generation(obj any) int64 {
 // preemptible label and, for the DaemonSet exemption, the controller it claims and
 // whether it asks for devices, so pods that differ in any are not batched together.
 func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	// The queue signs pods as they arrive, under its lock: until the first tier
-	// snapshot is taken (the KubeNexus object cache lists at start-up), waiting here
-	// would stall every pod and node event; the pod goes unsigned instead.
-	t, loaded := pl.loadedTiers()
-	if !loaded {
-		return nil, fwk.NewStatus(fwk.Unschedulable, "HardwareTiers not loaded yet")
-	}
 	uidIfQueues := ""
-	if t != nil && t.usesClusterQueues {
+	if t := pl.currentTiers(); t != nil && t.usesClusterQueues {
 		uidIfQueues = string(pod.UID)
 	}
 	controller := ""
