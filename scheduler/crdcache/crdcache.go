@@ -56,10 +56,13 @@ type Cache struct {
 // (Provider.Get), so this does not wait for ever.
 func (c *Cache) wait() { <-c.synced }
 
-// Synced reports, without waiting, whether the cache has synced. Code on the
-// scheduling queue's path (PreEnqueue, SignPod, queueing hints runs under the
-// queue's lock) must not wait: an idle custom resource takes 1.0–1.25 s to list on
-// 1.37's watch-list path, and a wait there stalls every pod and node event behind it.
+// Synced reports, without waiting, whether the cache has synced. The scheduling
+// queue runs PreEnqueue, SignPod and queueing hints under its lock, where a wait
+// stalls every pod and node event behind it, and an idle custom resource takes
+// 1.0–1.25 s to list on 1.37's watch-list path. Coscheduling uses this there;
+// TenantHardware's and ResourceReservation's SignPod still wait for their first
+// snapshot (signing a pod without it would break batching's contract, and a pod is
+// signed only once, when queued).
 func (c *Cache) Synced() bool {
 	select {
 	case <-c.synced:
