@@ -138,8 +138,8 @@ envtest: ## Build etcd and kube-apiserver for envtest (cached).
 	hack/build-tools.sh etcd kube-apiserver
 
 .PHONY: test
-test: envtest build ## Run unit and integration tests under -race, then the e2e (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, helm, training-operator, Kueue), then the fuzzers briefly.
-	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm training-operator kueue
+test: envtest build ## Run unit and integration tests under -race, then the e2e (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, Helm v3 and v4, training-operator, Kueue), then the fuzzers briefly.
+	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue
 	go test -race $(GO_TEST_FLAGS) $(TEST_PKGS)
 	$(STATIC) go test -trimpath $(GO_TEST_FLAGS) $(PLAIN_PKGS)
 	cd hack/bundle && go test $(GO_TEST_FLAGS) ./...
@@ -159,7 +159,7 @@ test-integration: envtest ## The envtest suites (api, operator, scheduler, Kueue
 
 .PHONY: test-e2e
 test-e2e: envtest build ## The e2e: the chart installed on a local control plane with kube-controller-manager, kwok, training-operator and Kueue.
-	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm training-operator kueue
+	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue
 	$(STATIC) go test -trimpath $(GO_TEST_FLAGS) ./test/e2e/...
 
 # A count, not a duration: a duration -fuzztime can fail a target with "context

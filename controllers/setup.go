@@ -21,6 +21,7 @@ import (
 
 	kubenexusv1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers/admissioncheck"
+	"github.com/kube-nexus/kubenexus/controllers/chartconfig"
 	"github.com/kube-nexus/kubenexus/controllers/hardwaretier"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
@@ -137,6 +138,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := kncr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the KubeNexusConfig controller: %w", err)
+	}
+	// The KubeNexusConfig the chart renders into a ConfigMap (see chartconfig).
+	if err := (&chartconfig.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kubenexus-manager")}).SetupWithManager(mgr, opts.Namespace); err != nil {
+		return fmt.Errorf("setting up the chart's KubeNexusConfig controller: %w", err)
 	}
 	if err := (&resourcereservation.Reconciler{Client: mgr.GetClient(), Resync: opts.ReservationResync}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ResourceReservation controller: %w", err)

@@ -4,7 +4,7 @@
 # Usage: hack/build-tools.sh [--download] [tool...]   (default: all)
 #   --download: only fetch, in the background, the modules the stale ones need (make
 #   demo starts it first, so that no build later waits for the network).
-# Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm controller-gen training-operator scheduler-plugins kueue golangci-lint
+# Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm helm4 controller-gen training-operator scheduler-plugins kueue golangci-lint
 #        kube-apiserver-1.35 kube-apiserver-1.36 (make test-skew; never built by default)
 set -euo pipefail
 
@@ -25,6 +25,7 @@ declare -A PKG=(
   [kwok]=sigs.k8s.io/kwok/cmd/kwok
   [kwok-stages]=./kwokstages
   [helm]=helm.sh/helm/v3/cmd/helm
+  [helm4]=helm.sh/helm/v4/cmd/helm
   [controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
   [scheduler-plugins]=sigs.k8s.io/scheduler-plugins/cmd/scheduler
   [kueue]=sigs.k8s.io/kueue/cmd/kueue
@@ -36,10 +37,14 @@ declare -A PKG=(
 # recipe of this script (the lines between the recipe markers: how a tool is compiled
 # and linked). Editing the rest of the script (a new tool, a message) rebuilds nothing.
 recipe() { sed -n '/^  # recipe:begin/,/^  # recipe:end/p' "${BASH_SOURCE[0]}"; }
-# The tools of hack/tools itself also depend on how the main module's binaries are
-# compiled (the shared-packages block).
+# The tools of hack/tools itself (and Helm v4's) also depend on how the main module's
+# binaries are compiled (the shared-packages block).
 shared_recipe() { sed -n '/^# shared:begin/,/^# shared:end/p' "${BASH_SOURCE[0]}"; }
-stamp() { { cat "${TOOLS_DIR}/$1/go.mod" "${TOOLS_DIR}/$1/go.sum"; recipe; [ "$1" != . ] || shared_recipe; } | sha256sum | cut -c1-16; }
+stamp() { { cat "${TOOLS_DIR}/$1/go.mod" "${TOOLS_DIR}/$1/go.sum"; recipe; if shares "$1"; then shared_recipe; fi; } | sha256sum | cut -c1-16; }
+
+# shares: the tool module is compiled with the main module's settings (hack/tools,
+# and Helm v4's module, which pins the same library versions).
+shares() { [ "$1" = . ] || [ "$1" = helm4 ]; }
 
 # shared:begin
 # hack/tools shares its Kubernetes libraries with the main module, whose binaries
@@ -49,7 +54,7 @@ shared_env=(CGO_ENABLED=0)
 shared_flags=(-trimpath)
 # shared:end
 
-ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm training-operator scheduler-plugins kueue golangci-lint)
+ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm helm4 training-operator scheduler-plugins kueue golangci-lint)
 # Built only when named (make test-skew): the API servers of the older minors in the supported range.
 SKEW=(kube-apiserver-1.35 kube-apiserver-1.36)
 
@@ -60,7 +65,7 @@ SKEW=(kube-apiserver-1.35 kube-apiserver-1.36)
 # (hack/tools/skew135, hack/tools/skew136). hack/tools (kwok included) shares its Kubernetes
 # libraries and their dependencies with the main module at the same versions, so the
 # packages compiled for one come from the build cache for the other.
-declare -A MODDIR=([training-operator]=trainingoperator [scheduler-plugins]=schedulerpluginsbin [kueue]=kueue [golangci-lint]=lint
+declare -A MODDIR=([training-operator]=trainingoperator [scheduler-plugins]=schedulerpluginsbin [kueue]=kueue [golangci-lint]=lint [helm4]=helm4
   [kube-apiserver-1.35]=skew135 [kube-apiserver-1.36]=skew136)
 download=false
 if [ "${1:-}" = --download ]; then
@@ -95,7 +100,7 @@ if ${download}; then
       pkgs=()
       for t in "${group[@]}"; do pkgs+=("${PKG[$t]}"); done
       env=()
-      if [ "${mod}" = . ]; then env=("${shared_env[@]}"); fi
+      if shares "${mod}"; then env=("${shared_env[@]}"); fi
       # go list loads the packages as the build will (its build tags), which fetches
       # exactly the modules the build needs.
       (cd "${TOOLS_DIR}/${mod}" && env "${env[@]}" nice -n 10 go list -e -deps "${pkgs[@]}" > /dev/null) || true
@@ -130,7 +135,7 @@ for mod in "${!STALE[@]}"; do
   case "${mod}" in trainingoperator|kueue) gcflags="all=-N -l" ;; esac
   tmp="$(mktemp -d "${K8S_BIN}/.build.XXXXXX")"
   env=() flags=()
-  if [ "${mod}" = . ]; then env=("${shared_env[@]}") flags=("${shared_flags[@]}"); fi
+  if shares "${mod}"; then env=("${shared_env[@]}") flags=("${shared_flags[@]}"); fi
   (cd "${moddir}" && env "${env[@]}" go build "${flags[@]}" -gcflags "${gcflags}" -ldflags "${ldflags}" -o "${tmp}/" "${pkgs[@]}")
   # recipe:end
   for t in "${group[@]}"; do

@@ -29,7 +29,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&podgroup.Validator{Owners: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PodGroup webhook: %w", err)
 	}
-	if err := (&hardwaretier.Validator{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&hardwaretier.Validator{Client: mgr.GetClient(), Tiers: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the HardwareTier webhook: %w", err)
 	}
 	mutator := &pod.Mutator{

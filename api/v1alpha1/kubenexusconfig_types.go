@@ -123,6 +123,35 @@ type SchedulerSpec struct {
 	// +kubebuilder:default=2
 	// +optional
 	Verbosity int32 `json:"verbosity,omitempty"`
+
+	// imagePullSecrets are the Secrets (in the operator's namespace) the scheduler's
+	// pods pull their image with.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// nodeSelector limits the scheduler's pods to nodes with these labels.
+	// +kubebuilder:validation:MaxProperties=32
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// tolerations of the scheduler's pods.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// affinity of the scheduler's pods. With more than one replica and no
+	// podAntiAffinity given, the replicas prefer different nodes.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// priorityClassName of the scheduler's pods (e.g. system-cluster-critical, so
+	// that the scheduler is not evicted before the pods it places).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
 }
 
 // LeaderElectionSpec configures leader election between scheduler replicas.

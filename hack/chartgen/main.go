@@ -426,6 +426,9 @@ func (g *gen) manager() error {
 	pod := get(dep, "spec", "template", "spec").(map[string]any)
 	pod["nodeSelector"] = "__NODE_SELECTOR__"
 	pod["tolerations"] = "__TOLERATIONS__"
+	pod["affinity"] = "__AFFINITY__"
+	pod["priorityClassName"] = "__PRIORITY_CLASS__"
+	pod["imagePullSecrets"] = "__PULL_SECRETS__"
 	return g.write("manager-deployment.yaml", ".Values.manager.enabled", map[string]string{
 		"__REPLICAS__":            "{{ .Values.manager.replicas }}",
 		"__IMAGE__":               `"{{ .Values.manager.image.repository }}:{{ .Values.manager.image.tag | default .Chart.AppVersion }}"`,
@@ -433,6 +436,9 @@ func (g *gen) manager() error {
 		"__RESOURCES__":           "\n{{- toYaml .Values.manager.resources | nindent {{INDENT}} }}",
 		"__NODE_SELECTOR__":       "\n{{- toYaml .Values.manager.nodeSelector | nindent {{INDENT}} }}",
 		"__TOLERATIONS__":         "\n{{- toYaml .Values.manager.tolerations | nindent {{INDENT}} }}",
+		"__AFFINITY__":            "\n{{- toYaml .Values.manager.affinity | nindent {{INDENT}} }}",
+		"__PRIORITY_CLASS__":      "{{ .Values.manager.priorityClassName | quote }}",
+		"__PULL_SECRETS__":        "\n{{- toYaml .Values.imagePullSecrets | nindent {{INDENT}} }}",
 		"__CERT_ROTATION_ARG__":   `"--cert-rotation={{ not .Values.webhook.certManager.enabled }}"`,
 		"__SCHEDULER_IMAGE_ARG__": `"--scheduler-image={{ .Values.scheduler.image.repository }}:{{ .Values.scheduler.image.tag | default .Chart.AppVersion }}"`,
 	}, dep)

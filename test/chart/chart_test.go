@@ -31,11 +31,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/controllers/chartconfig"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 
@@ -145,9 +147,18 @@ var matrix = map[string]map[string]any{
 	"service monitor": {"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "interval": "15s"}}},
 	"pinned images":   {"manager": map[string]any{"image": map[string]any{"repository": "registry.example.com/kn/manager", "tag": "v9.9.9", "pullPolicy": "Always"}}, "scheduler": map[string]any{"image": map[string]any{"repository": "registry.example.com/kn/scheduler", "tag": "v9.9.9"}}},
 	"HA scheduler":    {"config": map[string]any{"schedulerReplicas": 3, "schedulerName": "gpu-scheduler", "defaultTier": "gold"}},
-	"placement":       {"manager": map[string]any{"nodeSelector": map[string]any{"node-role.kubernetes.io/control-plane": ""}, "tolerations": []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule", "operator": "Exists"}}, "resources": map[string]any{"requests": map[string]any{"cpu": "1"}}}},
-	"only CRDs":       {"manager": map[string]any{"enabled": false}, "webhook": map[string]any{"enabled": false}, "config": map[string]any{"create": false}},
-	"cert-manager":    {"webhook": map[string]any{"certManager": map[string]any{"enabled": true}}},
+	"placement": {
+		"manager": map[string]any{"nodeSelector": map[string]any{"node-role.kubernetes.io/control-plane": ""}, "tolerations": []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule", "operator": "Exists"}}, "resources": map[string]any{"requests": map[string]any{"cpu": "1"}},
+			"affinity":          map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{"key": "kubernetes.io/arch", "operator": "In", "values": []any{"arm64"}}}}}}}},
+			"priorityClassName": "system-cluster-critical"},
+		"scheduler": map[string]any{"nodeSelector": map[string]any{"pool": "system"}, "tolerations": []any{map[string]any{"key": "dedicated", "value": "system", "effect": "NoSchedule", "operator": "Equal"}},
+			"affinity":          map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{"key": "kubernetes.io/arch", "operator": "In", "values": []any{"arm64"}}}}}}}},
+			"priorityClassName": "system-cluster-critical"},
+		"imagePullSecrets": []any{map[string]any{"name": "regcred"}},
+		"config":           map[string]any{"schedulerReplicas": 2},
+	},
+	"only CRDs":    {"manager": map[string]any{"enabled": false}, "webhook": map[string]any{"enabled": false}, "config": map[string]any{"create": false}},
+	"cert-manager": {"webhook": map[string]any{"certManager": map[string]any{"enabled": true}}},
 	"cert-manager with a ClusterIssuer": {"webhook": map[string]any{"certManager": map[string]any{"enabled": true,
 		"issuerRef": map[string]any{"name": "corp-ca", "kind": "ClusterIssuer"}, "duration": "720h", "renewBefore": "240h"}}},
 	"network policy": {"webhook": map[string]any{"networkPolicy": map[string]any{"enabled": true,
@@ -208,8 +219,25 @@ func TestRenderMatrix(t *testing.T) {
 			want("Deployment", map[bool]int{true: 1, false: 0}[managerOn])
 			want("ValidatingWebhookConfiguration", map[bool]int{true: 1, false: 0}[webhookOn])
 			want("MutatingWebhookConfiguration", map[bool]int{true: 1, false: 0}[webhookOn])
-			want("KubeNexusConfig", map[bool]int{true: 1, false: 0}[get(values, "config", "create") != false])
+			// The KubeNexusConfig comes in a ConfigMap the manager applies (chartconfig):
+			// Helm v4 would create it before the manager that validates it runs.
+			want("KubeNexusConfig", 0)
+			configs := 0
+			for _, o := range objs {
+				if o.id() == "ConfigMap/"+chartconfig.ConfigMapName {
+					configs++
+					checkChartConfig(t, o, objs, values)
+				}
+			}
+			if want := map[bool]int{true: 1, false: 0}[get(values, "config", "create") != false]; configs != want {
+				t.Errorf("%d ConfigMaps %s, want %d", configs, chartconfig.ConfigMapName, want)
+			}
 			want("ServiceMonitor", map[bool]int{true: 1, false: 0}[managerOn && get(values, "metrics", "serviceMonitor", "enabled") == true])
+			manyManagers := false
+			if r, ok := get(values, "manager", "replicas").(int); ok && r > 1 {
+				manyManagers = true
+			}
+			want("PodDisruptionBudget", map[bool]int{true: 1, false: 0}[managerOn && manyManagers])
 			want("NetworkPolicy", map[bool]int{true: 1, false: 0}[managerOn && webhookOn && get(values, "webhook", "networkPolicy", "enabled") == true])
 			want("AdmissionCheck", map[bool]int{true: 1, false: 0}[get(values, "kueue", "admissionCheck", "enabled") == true])
 			// The webhook certificate: the manager's rotator fills an empty Secret, or
@@ -240,8 +268,6 @@ func TestRenderMatrix(t *testing.T) {
 					checkDeployment(t, o, values)
 				case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
 					checkWebhooks(t, o, values)
-				case "KubeNexusConfig":
-					checkKubeNexusConfig(t, o, values)
 				case "NetworkPolicy":
 					checkNetworkPolicy(t, o, objs, values)
 				case "AdmissionCheck":
@@ -288,6 +314,55 @@ func checkDeployment(t *testing.T, o object, values map[string]any) {
 	if want := fmt.Sprintf("--cert-rotation=%t", !certManager(values)); !slices.Contains(c.Args, want) {
 		t.Errorf("manager args %v, want %s", c.Args, want)
 	}
+	checkPodPlacement(t, o.id(), d.Spec.Template.Spec, values, "manager")
+}
+
+// checkPodPlacement: the pod spec has the pull secrets, and the node selector,
+// tolerations, affinity and priority class of values' component (manager or
+// scheduler), compared by their JSON form.
+func checkPodPlacement(t *testing.T, what string, pod corev1.PodSpec, values map[string]any, component string) {
+	t.Helper()
+	// Compared as JSON values (key order and empty lists aside).
+	canonical := func(v any) any {
+		raw, _ := json.Marshal(v)
+		var out any
+		_ = json.Unmarshal(raw, &out)
+		if l, ok := out.([]any); ok && len(l) == 0 {
+			return nil
+		}
+		return out
+	}
+	same := func(field string, got, want any) {
+		t.Helper()
+		if g, w := canonical(got), canonical(want); !reflect.DeepEqual(g, w) {
+			t.Errorf("%s %s: %v, want %v from the values", what, field, g, w)
+		}
+	}
+	orEmpty := func(v, empty any) any {
+		if v == nil {
+			return empty
+		}
+		return v
+	}
+	var secrets []corev1.LocalObjectReference
+	for _, s := range orEmpty(get(values, "imagePullSecrets"), []any{}).([]any) {
+		secrets = append(secrets, corev1.LocalObjectReference{Name: s.(map[string]any)["name"].(string)})
+	}
+	same("imagePullSecrets", pod.ImagePullSecrets, secrets)
+	if ns, ok := get(values, component, "nodeSelector").(map[string]any); ok {
+		same("nodeSelector", pod.NodeSelector, ns)
+	}
+	if tol, ok := get(values, component, "tolerations").([]any); ok {
+		same("tolerations", pod.Tolerations, tol)
+	}
+	if aff, ok := get(values, component, "affinity").(map[string]any); ok {
+		if pod.Affinity == nil || pod.Affinity.NodeAffinity == nil {
+			t.Errorf("%s: affinity %v, want the values' node affinity", what, pod.Affinity)
+		} else {
+			same("affinity.nodeAffinity", pod.Affinity.NodeAffinity, aff["nodeAffinity"])
+		}
+	}
+	same("priorityClassName", pod.PriorityClassName, orEmpty(get(values, component, "priorityClassName"), ""))
 }
 
 // restricted checks a pod template against the restricted Pod Security profile,
@@ -516,30 +591,43 @@ func checkNetworkPolicy(t *testing.T, o object, objs []object, values map[string
 	}
 }
 
-func checkKubeNexusConfig(t *testing.T, o object, values map[string]any) {
+// checkChartConfig reads the chart's KubeNexusConfig as the manager does
+// (chartconfig.Decode) and checks that the ClusterRole it names as owner is the
+// release's.
+func checkChartConfig(t *testing.T, o object, objs []object, values map[string]any) {
 	t.Helper()
-	var knc v1alpha1.KubeNexusConfig
-	if err := yaml.UnmarshalStrict(o.raw, &knc); err != nil {
-		t.Fatalf("the default KubeNexusConfig does not decode strictly: %v", err)
+	var cm corev1.ConfigMap
+	if err := yaml.UnmarshalStrict(o.raw, &cm); err != nil {
+		t.Fatal(err)
 	}
-	if knc.Name != v1alpha1.DefaultConfigName {
-		t.Errorf("KubeNexusConfig %q, want default", knc.Name)
+	u, err := chartconfig.Decode(&cm)
+	if err != nil {
+		t.Fatalf("the manager would not apply the chart's KubeNexusConfig: %v", err)
+	}
+	owner := cm.Annotations[chartconfig.OwnerAnnotation]
+	if !slices.ContainsFunc(objs, func(o object) bool { return o.id() == "ClusterRole/"+owner }) {
+		t.Errorf("ConfigMap %s: owner ClusterRole %q is not one of the release's", cm.Name, owner)
+	}
+	var knc v1alpha1.KubeNexusConfig
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &knc); err != nil {
+		t.Fatal(err)
 	}
 	if errs := render.Validate(&knc.Spec, releaseNS); len(errs) > 0 {
 		t.Errorf("the scheduler would reject the chart's KubeNexusConfig: %v", errs.ToAggregate())
 	}
 	// The scheduler the operator renders from it must be restricted too.
 	knc.UID = "x"
-	objs, err := render.Render(&knc, render.Options{Namespace: releaseNS, DefaultImage: "kubenexus-scheduler:test"})
+	rendered, err := render.Render(&knc, render.Options{Namespace: releaseNS, DefaultImage: "kubenexus-scheduler:test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := yaml.Marshal(objs.Deployment.Spec.Template)
+	raw, _ := yaml.Marshal(rendered.Deployment.Spec.Template)
 	var tmpl corev1.PodTemplateSpec
 	if err := yaml.Unmarshal(raw, &tmpl); err != nil {
 		t.Fatal(err)
 	}
 	restricted(t, "scheduler Deployment rendered from the chart's KubeNexusConfig", tmpl)
+	checkPodPlacement(t, "scheduler Deployment rendered from the chart's KubeNexusConfig", tmpl.Spec, values, "scheduler")
 	if n, ok := get(values, "config", "schedulerName").(string); ok && knc.Spec.Scheduler.SchedulerName != n {
 		t.Errorf("schedulerName %q, want %q", knc.Spec.Scheduler.SchedulerName, n)
 	}

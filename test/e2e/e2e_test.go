@@ -21,6 +21,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -146,6 +147,7 @@ func TestDemoFlow(t *testing.T) {
 	checkHardwareTiers(t, c, placements)
 	checkGangPreemption(t, c)
 	checkKueue(t, c)
+	checkQuickstart(t, c)
 	helmUpgradeAndUninstall(t, c)
 	for _, p := range placements {
 		if p.Name == "llm-finetune" {
@@ -252,6 +254,80 @@ func checkHardwareTiers(t *testing.T, c *demo.Cluster, placements []demo.Placeme
 	}
 }
 
+// checkQuickstart applies the README's quickstart (config/samples/quickstart) and
+// checks what the README says its objects' status will show.
+func checkQuickstart(t *testing.T, c *demo.Cluster) {
+	ctx := context.Background()
+	dir := filepath.Join(testutil.RepoRoot(), "config", "samples", "quickstart")
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no quickstart files in %s (%v)", dir, err)
+	}
+	for _, f := range files { // in order: the namespace first
+		if err := c.ApplyFile(ctx, f); err != nil {
+			t.Fatalf("applying %s: %v", filepath.Base(f), err)
+		}
+	}
+	const ns = "quickstart"
+	pg := func(name string) (*v1alpha1.PodGroup, error) {
+		g := &v1alpha1.PodGroup{}
+		return g, c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, g)
+	}
+	// The gang of plain pods runs whole.
+	if err := poll(2*time.Minute, func() error {
+		g, err := pg("train")
+		if err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.PodGroupConditionScheduled)
+		if g.Status.Phase != v1alpha1.PodGroupRunning || g.Status.Scheduled != 3 || g.Status.Running != 3 || cond == nil || cond.Status != metav1.ConditionTrue {
+			return fmt.Errorf("quickstart PodGroup train: phase %q, scheduled %d, running %d, Scheduled condition %v; want Running, 3, 3, True",
+				g.Status.Phase, g.Status.Scheduled, g.Status.Running, cond)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
+	}
+	// The label gang of the Job gets a PodGroup of 3 owned by the Job, and succeeds.
+	if err := poll(3*time.Minute, func() error {
+		g, err := pg("etl")
+		if err != nil {
+			return fmt.Errorf("the PodGroup of the quickstart's label gang: %w", err)
+		}
+		owner := metav1.GetControllerOf(g)
+		if g.Spec.MinMember != 3 || owner == nil || owner.Kind != "Job" || owner.Name != "etl" || g.Status.Phase != v1alpha1.PodGroupSucceeded {
+			return fmt.Errorf("quickstart PodGroup etl: minMember %d, controller %v, phase %q; want 3, Job etl, Succeeded", g.Spec.MinMember, owner, g.Status.Phase)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
+	}
+	// The reservation for a PodGroup that does not exist yet is placed and held.
+	if err := poll(time.Minute, func() error {
+		rr := &v1alpha1.ResourceReservation{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "eval-hold"}, rr); err != nil {
+			return err
+		}
+		if rr.Status.Phase != v1alpha1.ReservationReserved || rr.Status.NodeName == "" || rr.Status.ExpireTime == nil {
+			return fmt.Errorf("quickstart ResourceReservation eval-hold: phase %q on %q, expireTime %v; want Reserved on a node with an expiry", rr.Status.Phase, rr.Status.NodeName, rr.Status.ExpireTime)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
+	}
+	// The pods carry the namespace's tier and a class from the pod webhook.
+	var pods corev1.PodList
+	if err := c.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Labels[v1alpha1.LabelTenantTier] != "gold" || p.Labels[v1alpha1.LabelWorkloadType] == "" || p.Spec.SchedulerName != "kubenexus-scheduler" {
+			t.Errorf("quickstart pod %s: tier %q, class %q, scheduler %q; want gold, a class, kubenexus-scheduler",
+				p.Name, p.Labels[v1alpha1.LabelTenantTier], p.Labels[v1alpha1.LabelWorkloadType], p.Spec.SchedulerName)
+		}
+	}
+}
+
 // helmUpgradeAndUninstall: a values change reaches the scheduler through the chart's
 // KubeNexusConfig, and uninstalling keeps the CRDs and the users' objects while
 // removing what the release and the operator created.
@@ -294,15 +370,20 @@ func helmUpgradeAndUninstall(t *testing.T, c *demo.Cluster) {
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kubenexus-manager"}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "kubenexus-scheduler-kube-scheduler"}},
 		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kubenexus-pod-mutating"}},
-		&v1alpha1.KubeNexusConfig{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DefaultConfigName}},
 	} {
 		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
 			t.Errorf("%T %s still exists after helm uninstall (%v)", obj, obj.GetName(), err)
 		}
 	}
-	// The collector learns of the KubeNexusConfig kind on its next discovery sync
+	// The KubeNexusConfig the manager applied from the chart's ConfigMap is owned by
+	// the release's ClusterRole, and the scheduler Deployment by it: the collector
+	// removes both. It learns of the KubeNexusConfig kind on its next discovery sync
 	// (every 30 s) if the chart's CRDs arrived after it started, as they do here.
 	if err := poll(2*time.Minute, func() error {
+		err := c.Client.Get(ctx, client.ObjectKey{Name: v1alpha1.DefaultConfigName}, &v1alpha1.KubeNexusConfig{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("KubeNexusConfig %s is not garbage-collected: %v", v1alpha1.DefaultConfigName, err)
+		}
 		if _, err := replicas(); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("the scheduler Deployment is not garbage-collected: %v", err)
 		}

@@ -25,8 +25,11 @@ import (
 
 // Validator checks a HardwareTier against the other tiers and the nodes.
 type Validator struct {
-	// Client reads tiers and nodes (from the manager's cache).
+	// Client reads nodes and devices (from the manager's cache).
 	Client client.Reader
+	// Tiers reads the other tiers from the API server: a tier created a moment
+	// before (kubectl apply of a file with two) is not in the cache yet.
+	Tiers client.Reader
 }
 
 var _ admission.Validator[*v1alpha1.HardwareTier] = &Validator{}
@@ -55,7 +58,7 @@ func (v *Validator) validate(ctx context.Context, t *v1alpha1.HardwareTier) erro
 		return invalid(t, field.Invalid(path, t.Spec.NodeSelector, err.Error()))
 	}
 	var tiers v1alpha1.HardwareTierList
-	if err := v.Client.List(ctx, &tiers); err != nil {
+	if err := v.Tiers.List(ctx, &tiers); err != nil {
 		return apierrors.NewInternalError(err)
 	}
 	var nodes corev1.NodeList

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 
@@ -105,7 +106,11 @@ func Render(knc *v1alpha1.KubeNexusConfig, opts Options) (*Objects, error) {
 		WithLabels(Labels()).WithOwnerReferences(owner).
 		WithData(map[string]string{ConfigKey: string(config)})
 
-	o.Deployment = deployment(&knc.Spec.Scheduler, opts, hash).WithOwnerReferences(owner)
+	dep, err := deployment(&knc.Spec.Scheduler, opts, hash)
+	if err != nil {
+		return nil, err
+	}
+	o.Deployment = dep.WithOwnerReferences(owner)
 
 	o.Service = corev1ac.Service(MetricsServiceName, ns).
 		WithLabels(Labels()).WithOwnerReferences(owner).
@@ -117,7 +122,7 @@ func Render(knc *v1alpha1.KubeNexusConfig, opts Options) (*Objects, error) {
 	return o, nil
 }
 
-func deployment(s *v1alpha1.SchedulerSpec, opts Options, hash string) *appsv1ac.DeploymentApplyConfiguration {
+func deployment(s *v1alpha1.SchedulerSpec, opts Options, hash string) (*appsv1ac.DeploymentApplyConfiguration, error) {
 	image := s.Image
 	if image == "" {
 		image = opts.DefaultImage
@@ -177,14 +182,8 @@ func deployment(s *v1alpha1.SchedulerSpec, opts Options, hash string) *appsv1ac.
 	if replicas == 0 {
 		replicas = 1
 	}
-	if replicas > 1 {
-		// Replicas on different nodes, so that losing one node never loses the leader and its standby.
-		pod.WithAffinity(corev1ac.Affinity().WithPodAntiAffinity(corev1ac.PodAntiAffinity().
-			WithPreferredDuringSchedulingIgnoredDuringExecution(corev1ac.WeightedPodAffinityTerm().
-				WithWeight(100).
-				WithPodAffinityTerm(corev1ac.PodAffinityTerm().
-					WithTopologyKey(corev1.LabelHostname).
-					WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(selector()))))))
+	if err := placePod(pod, s, replicas); err != nil {
+		return nil, err
 	}
 	return appsv1ac.Deployment(Name, opts.Namespace).
 		WithLabels(Labels()).
@@ -198,7 +197,61 @@ func deployment(s *v1alpha1.SchedulerSpec, opts Options, hash string) *appsv1ac.
 			WithTemplate(corev1ac.PodTemplateSpec().
 				WithLabels(maps.Clone(podLabels)).
 				WithAnnotations(map[string]string{ConfigHashAnnotation: hash}).
-				WithSpec(pod)))
+				WithSpec(pod))), nil
+}
+
+// placePod sets where the scheduler's pods may run and how they are pulled, from
+// the SchedulerSpec: pull secrets, node selector, tolerations, priority class and
+// affinity, with replicas on different nodes when there are several and the spec
+// gives no pod anti-affinity of its own, so that losing one node never loses the
+// leader and its standby.
+func placePod(pod *corev1ac.PodSpecApplyConfiguration, s *v1alpha1.SchedulerSpec, replicas int32) error {
+	for _, ref := range s.ImagePullSecrets {
+		pod.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(ref.Name))
+	}
+	if len(s.NodeSelector) > 0 {
+		pod.WithNodeSelector(maps.Clone(s.NodeSelector))
+	}
+	if len(s.Tolerations) > 0 {
+		var tolerations []corev1ac.TolerationApplyConfiguration
+		if err := convert(s.Tolerations, &tolerations); err != nil {
+			return fmt.Errorf("spec.scheduler.tolerations: %w", err)
+		}
+		for i := range tolerations {
+			pod.WithTolerations(&tolerations[i])
+		}
+	}
+	if s.PriorityClassName != "" {
+		pod.WithPriorityClassName(s.PriorityClassName)
+	}
+	affinity := corev1ac.Affinity()
+	if s.Affinity != nil {
+		if err := convert(s.Affinity, affinity); err != nil {
+			return fmt.Errorf("spec.scheduler.affinity: %w", err)
+		}
+	}
+	if replicas > 1 && affinity.PodAntiAffinity == nil {
+		affinity.WithPodAntiAffinity(corev1ac.PodAntiAffinity().
+			WithPreferredDuringSchedulingIgnoredDuringExecution(corev1ac.WeightedPodAffinityTerm().
+				WithWeight(100).
+				WithPodAffinityTerm(corev1ac.PodAffinityTerm().
+					WithTopologyKey(corev1.LabelHostname).
+					WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(selector())))))
+	}
+	if affinity.NodeAffinity != nil || affinity.PodAffinity != nil || affinity.PodAntiAffinity != nil {
+		pod.WithAffinity(affinity)
+	}
+	return nil
+}
+
+// convert turns an API object into its apply configuration: both have the same
+// JSON form.
+func convert(from, to any) error {
+	raw, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, to)
 }
 
 // schedulerArgs are the scheduler container's arguments.

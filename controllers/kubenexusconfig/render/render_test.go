@@ -269,6 +269,23 @@ func TestValidate(t *testing.T) {
 			wantText:  "must be a standard resource",
 		},
 		{
+			// Allowed by the CRD schema (any operator string); the API server refuses it.
+			name: "scheduler toleration with a value for Exists",
+			mutate: func(s *v1alpha1.KubeNexusConfigSpec) {
+				s.Scheduler.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists, Value: "system", Effect: corev1.TaintEffectNoSchedule}}
+			},
+			wantField: "spec.scheduler.tolerations[0].operator",
+			wantText:  "value must be empty when `operator` is 'Exists'",
+		},
+		{
+			name: "scheduler node affinity with no terms",
+			mutate: func(s *v1alpha1.KubeNexusConfigSpec) {
+				s.Scheduler.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{}}}
+			},
+			wantField: "spec.scheduler.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
+			wantText:  "Required value",
+		},
+		{
 			// The API's schema allows any resource name; the plugin refuses a repeat.
 			name: "workloadAware resource listed twice",
 			mutate: func(s *v1alpha1.KubeNexusConfigSpec) {

@@ -171,7 +171,10 @@ func toSpecError(err error) *field.Error {
 func validateDeployment(spec *v1alpha1.KubeNexusConfigSpec, namespace string) field.ErrorList {
 	specPath := field.NewPath("spec", "scheduler")
 	// The image only matters when the spec names one; the operator's default is valid.
-	ac := deployment(&spec.Scheduler, Options{Namespace: namespace, DefaultImage: "kubenexus-scheduler"}, "validation")
+	ac, err := deployment(&spec.Scheduler, Options{Namespace: namespace, DefaultImage: "kubenexus-scheduler"}, "validation")
+	if err != nil {
+		return field.ErrorList{field.Invalid(specPath, field.OmitValueType{}, err.Error())}
+	}
 	data, err := json.Marshal(ac)
 	if err != nil {
 		return field.ErrorList{field.InternalError(specPath, err)}
@@ -199,6 +202,11 @@ var deploymentFields = []struct{ deployment, spec string }{
 	{"spec.template.spec.containers[0].imagePullPolicy", "spec.scheduler.imagePullPolicy"},
 	{"spec.template.spec.containers[0].image", "spec.scheduler.image"},
 	{"spec.replicas", "spec.scheduler.replicas"},
+	{"spec.template.spec.imagePullSecrets", "spec.scheduler.imagePullSecrets"},
+	{"spec.template.spec.nodeSelector", "spec.scheduler.nodeSelector"},
+	{"spec.template.spec.tolerations", "spec.scheduler.tolerations"},
+	{"spec.template.spec.affinity", "spec.scheduler.affinity"},
+	{"spec.template.spec.priorityClassName", "spec.scheduler.priorityClassName"},
 }
 
 // toSchedulerSpecError re-addresses a Deployment validation error to the

@@ -82,6 +82,13 @@ type Cluster struct {
 	// certDir holds the serving certificate of the local webhooks, signed by caPEM.
 	certDir string
 	caPEM   []byte
+	// helm is the helm binary to run (bin/k8s/helm when empty).
+	helm string
+	// scheduler is the scheduler process UpProduction runs, and SchedulerConfigHash
+	// the configuration hash of the Deployment it stands in for.
+	scheduler           *exec.Cmd
+	schedulerStarts     int
+	SchedulerConfigHash string
 }
 
 func (c *Cluster) logf(format string, args ...any) {
@@ -100,54 +107,15 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	tools := filepath.Join(opts.Bin, "k8s")
-
-	c.logf("starting etcd and kube-apiserver")
-	c.env = &envtest.Environment{BinaryAssetsDirectory: tools}
 	// Kubernetes' own Workload and PodGroup API (scheduling.k8s.io/v1beta1, off by
 	// default in 1.37), so that pods may name a PodGroup in spec.schedulingGroup.
-	if _, err := testutil.EnableNativeWorkloads(c.env); err != nil {
+	if err := c.startControlPlane(func(env *envtest.Environment) error {
+		_, err := testutil.EnableNativeWorkloads(env)
+		return err
+	}); err != nil {
 		return nil, err
 	}
-	cfg, err := c.env.Start()
-	if err != nil {
-		return nil, fmt.Errorf("starting the control plane: %w", err)
-	}
-	cfg.QPS, cfg.Burst = 500, 1000
-	admin, err := c.env.AddUser(envtest.User{Name: "demo-admin", Groups: []string{"system:masters"}}, rest.CopyConfig(cfg))
-	if err != nil {
-		return nil, err
-	}
-	kc, err := admin.KubeConfig()
-	if err != nil {
-		return nil, err
-	}
-	c.Kubeconfig = filepath.Join(opts.Dir, "kubeconfig")
-	if err := os.WriteFile(c.Kubeconfig, kc, 0o600); err != nil {
-		return nil, err
-	}
-	c.Config = admin.Config()
-	c.Config.QPS, c.Config.Burst = 500, 1000
-	if c.Client, err = client.New(c.Config, client.Options{Scheme: controllers.NewScheme()}); err != nil {
-		return nil, err
-	}
-
-	c.logf("starting kube-controller-manager")
-	kcmPort, err := testutil.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	if err := c.start("kube-controller-manager", filepath.Join(tools, "kube-controller-manager"),
-		"--kubeconfig="+c.Kubeconfig,
-		"--authentication-kubeconfig="+c.Kubeconfig,
-		"--authorization-kubeconfig="+c.Kubeconfig,
-		"--leader-elect=false",
-		"--use-service-account-credentials=false",
-		fmt.Sprintf("--secure-port=%d", kcmPort),
-		"--bind-address=127.0.0.1",
-		// No kubelets: node lifecycle would evict; no volumes. (1.37 has no cloud
-		// controllers left in kube-controller-manager to turn off.)
-		"--controllers=*,-nodelifecycle,-nodeipam,-persistentvolume-binder-controller,-persistentvolume-attach-detach-controller,-persistentvolume-expander-controller,-ephemeral-volume-controller,-persistentvolumeclaim-protection-controller,-persistentvolume-protection-controller",
-	); err != nil {
+	if err := c.startControllerManager(); err != nil {
 		return nil, err
 	}
 
@@ -326,6 +294,58 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	return c, nil
 }
 
+// startControlPlane starts etcd and kube-apiserver (configure may add flags), writes
+// an admin kubeconfig into Dir and sets Kubeconfig, Config and Client.
+func (c *Cluster) startControlPlane(configure func(*envtest.Environment) error) error {
+	c.logf("starting etcd and kube-apiserver")
+	c.env = &envtest.Environment{BinaryAssetsDirectory: filepath.Join(c.opts.Bin, "k8s")}
+	if err := configure(c.env); err != nil {
+		return err
+	}
+	cfg, err := c.env.Start()
+	if err != nil {
+		return fmt.Errorf("starting the control plane: %w", err)
+	}
+	admin, err := c.env.AddUser(envtest.User{Name: "demo-admin", Groups: []string{"system:masters"}}, rest.CopyConfig(cfg))
+	if err != nil {
+		return err
+	}
+	kc, err := admin.KubeConfig()
+	if err != nil {
+		return err
+	}
+	c.Kubeconfig = filepath.Join(c.opts.Dir, "kubeconfig")
+	if err := os.WriteFile(c.Kubeconfig, kc, 0o600); err != nil {
+		return err
+	}
+	c.Config = admin.Config()
+	c.Config.QPS, c.Config.Burst = 500, 1000
+	c.Client, err = client.New(c.Config, client.Options{Scheme: controllers.NewScheme()})
+	return err
+}
+
+// startControllerManager starts kube-controller-manager without the controllers
+// that need kubelets or volumes.
+func (c *Cluster) startControllerManager() error {
+	c.logf("starting kube-controller-manager")
+	kcmPort, err := testutil.FreePort()
+	if err != nil {
+		return err
+	}
+	return c.start("kube-controller-manager", filepath.Join(c.opts.Bin, "k8s", "kube-controller-manager"),
+		"--kubeconfig="+c.Kubeconfig,
+		"--authentication-kubeconfig="+c.Kubeconfig,
+		"--authorization-kubeconfig="+c.Kubeconfig,
+		"--leader-elect=false",
+		"--use-service-account-credentials=false",
+		fmt.Sprintf("--secure-port=%d", kcmPort),
+		"--bind-address=127.0.0.1",
+		// No kubelets: node lifecycle would evict; no volumes. (1.37 has no cloud
+		// controllers left in kube-controller-manager to turn off.)
+		"--controllers=*,-nodelifecycle,-nodeipam,-persistentvolume-binder-controller,-persistentvolume-attach-detach-controller,-persistentvolume-expander-controller,-ephemeral-volume-controller,-persistentvolumeclaim-protection-controller,-persistentvolume-protection-controller",
+	)
+}
+
 // withKubeconfig points a rendered (in-cluster) scheduler configuration at kubeconfig.
 func withKubeconfig(cfg []byte, kubeconfig string) ([]byte, error) {
 	var tree map[string]any
@@ -368,7 +388,7 @@ func (c *Cluster) startEnv(name string, env []string, bin string, args ...string
 // Helm runs the real helm against the cluster, in the KubeNexus namespace, e.g.
 // Helm("upgrade", "kubenexus", chart, "--reuse-values", "--set", "a=b").
 func (c *Cluster) Helm(args ...string) error {
-	return c.run("helm", filepath.Join(c.opts.Bin, "k8s", "helm"), append(args, "--kubeconfig="+c.Kubeconfig, "--namespace="+Namespace)...)
+	return c.run("helm", c.helmCmd(), append(args, "--kubeconfig="+c.Kubeconfig, "--namespace="+Namespace)...)
 }
 
 // Chart is the path of charts/kubenexus.
@@ -383,6 +403,12 @@ func (c *Cluster) run(name, bin string, args ...string) error {
 		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args[:1], " "), err, out.String())
 	}
 	return nil
+}
+
+// ApplyFile creates every object of a YAML file.
+func (c *Cluster) ApplyFile(ctx context.Context, path string) error {
+	_, err := c.applyFile(ctx, path, nil)
+	return err
 }
 
 // applyFile creates every object of a YAML file but those skip (when not nil)

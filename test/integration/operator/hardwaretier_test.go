@@ -1,6 +1,7 @@
 package operator_test
 
 import (
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -72,6 +73,18 @@ var _ = Describe("HardwareTier", func() {
 		err = k8sClient.Create(suiteCtx, same)
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("is the same as HardwareTier premium's"))
+
+		// ...also right after the first is created (kubectl apply of a file with two
+		// tiers): the webhook reads the other tiers from the API server, not its cache.
+		for i := range 5 {
+			first := testutil.MakeHardwareTier(fmt.Sprintf("burst-%d", i), 5).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"burst": fmt.Sprint(i)}}).Obj()
+			Expect(k8sClient.Create(suiteCtx, first)).To(Succeed())
+			second := testutil.MakeHardwareTier(fmt.Sprintf("burst-%d-again", i), 5).Selector(first.Spec.NodeSelector).Obj()
+			err = k8sClient.Create(suiteCtx, second)
+			Expect(err).To(HaveOccurred(), "a tier with the selector of one created a moment before was admitted")
+			Expect(err.Error()).To(ContainSubstring("is the same as HardwareTier burst-%d's", i))
+			Expect(k8sClient.Delete(suiteCtx, first)).To(Succeed())
+		}
 
 		// ...but nodes relabelled later can still put a node in two tiers: the
 		// status says which.
