@@ -58,11 +58,11 @@ func (c *Cache) wait() { <-c.synced }
 
 // Synced reports, without waiting, whether the cache has synced. The scheduling
 // queue runs PreEnqueue, SignPod and queueing hints under its lock, where a wait
-// stalls every pod and node event behind it, and an idle custom resource takes
-// 1.0–1.25 s to list on 1.37's watch-list path. Coscheduling uses this there;
-// TenantHardware's and ResourceReservation's SignPod still wait for their first
-// snapshot (signing a pod without it would break batching's contract, and a pod is
-// signed only once, when queued).
+// stalls every pod and node event behind it. Coscheduling uses this there;
+// TenantHardware's and ResourceReservation's SignPod wait for their first snapshot
+// (signing a pod without it would break batching's contract, and a pod is signed
+// only once, when queued), which the list at resourceVersion 0 keeps short (see
+// newListThenWatchInformer).
 func (c *Cache) Synced() bool {
 	select {
 	case <-c.synced:
@@ -353,7 +353,7 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 		utilruntime.Must(v1alpha1.AddToScheme(scheme))
 		utilruntime.Must(nrtv1alpha2.AddToScheme(scheme))
 		utilruntime.Must(kueue.AddToScheme(scheme))
-		c, err := cache.New(cfg, cache.Options{Scheme: scheme})
+		c, err := cache.New(cfg, cache.Options{Scheme: scheme, NewInformer: newListThenWatchInformer})
 		if err != nil {
 			p.err = fmt.Errorf("creating the KubeNexus object cache: %w", err)
 			return
@@ -457,6 +457,29 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 	})
 	return p.cache, p.err
 }
+
+// newListThenWatchInformer is the cache's informer constructor: its reflectors list
+// from the API server's watch cache (resourceVersion 0) and then watch, instead of
+// streaming the initial objects over a watch (client-go's WatchListClient, on by
+// default). On 1.37 a watch-list of an idle custom resource — HardwareTiers and
+// ResourceReservations are rarely written — ends its initial events only after
+// about a second, waiting for the watch cache to prove itself current, and
+// TenantHardware signs the first pods queued at start-up only once its first tier
+// snapshot is in; a list at resourceVersion 0 is answered from the watch cache at
+// once. What the watch-list saves is the memory of one large list response; these
+// kinds are small next to pods (Kueue's Workloads, one per job, are the largest).
+func newListThenWatchInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+	if l, ok := lw.(*toolscache.ListWatch); ok {
+		lw = listThenWatch{l}
+	}
+	return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+}
+
+// listThenWatch tells the reflector not to use a watch-list.
+type listThenWatch struct{ *toolscache.ListWatch }
+
+// IsWatchListSemanticsUnSupported is read by client-go's reflector.
+func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
 // served reports whether the API server serves resource in gv.
 func served(cfg *rest.Config, gv schema.GroupVersion, resource string) (bool, error) {
