@@ -38,6 +38,9 @@ import (
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=get;update;patch,resourceNames=kubenexus-manager.scheduling.kubenexus.io
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// The metrics endpoint's authentication and authorization (cmd/manager --metrics-secure).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // NewScheme returns the scheme of the manager: client-go's built-in types and the
 // KubeNexus API.

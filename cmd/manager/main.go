@@ -10,6 +10,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -37,7 +38,8 @@ func main() {
 		whInflight    int64
 		whMaxWait     time.Duration
 	)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; 0 disables it.")
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address the metrics endpoint binds to; 0 disables it.")
+	metricsSecure := flag.Bool("metrics-secure", true, "Serve metrics over HTTPS (a self-signed certificate) to clients that authenticate with a bearer token the API server accepts and may get the non-resource URL /metrics (TokenReview, SubjectAccessReview); false serves plain HTTP to anyone.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one manager replica reconciles at a time.")
 	flag.StringVar(&leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the manager's namespace).")
@@ -79,9 +81,13 @@ func main() {
 	// Every webhook path is bounded in body size and in bytes in flight.
 	webhookServer := webhooks.NewLimitedServer(webhook.NewServer(webhook.Options{Port: webhookPort, CertDir: webhookCerts}),
 		webhooks.Limits{MaxInflightBytes: whInflight, MaxWait: whMaxWait})
+	metrics := metricsserver.Options{BindAddress: metricsAddr, SecureServing: *metricsSecure}
+	if *metricsSecure {
+		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  controllers.NewScheme(),
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                 metrics,
 		Cache:                   controllers.CacheOptions(),
 		WebhookServer:           webhookServer,
 		HealthProbeBindAddress:  probeAddr,

@@ -232,7 +232,13 @@ func TestRenderMatrix(t *testing.T) {
 			if want := map[bool]int{true: 1, false: 0}[get(values, "config", "create") != false]; configs != want {
 				t.Errorf("%d ConfigMaps %s, want %d", configs, chartconfig.ConfigMapName, want)
 			}
-			want("ServiceMonitor", map[bool]int{true: 1, false: 0}[managerOn && get(values, "metrics", "serviceMonitor", "enabled") == true])
+			// One for the scheduler, one for the manager when it runs in the cluster.
+			if get(values, "metrics", "serviceMonitor", "enabled") == true {
+				want("ServiceMonitor", map[bool]int{true: 2, false: 1}[managerOn])
+				checkServiceMonitors(t, objs)
+			} else {
+				want("ServiceMonitor", 0)
+			}
 			manyManagers := false
 			if r, ok := get(values, "manager", "replicas").(int); ok && r > 1 {
 				manyManagers = true
@@ -248,7 +254,7 @@ func TestRenderMatrix(t *testing.T) {
 			if managerOn && certManager(values) {
 				checkCertificate(t, objs, values)
 			}
-			want("ClusterRole", 2) // the manager's and the scheduler's, always
+			want("ClusterRole", 3) // the manager's, the scheduler's and the metrics reader's, always
 			// The manager's and the scheduler's identities and bindings, always (the
 			// manager cannot grant roles).
 			want("ServiceAccount", 2)
@@ -315,6 +321,79 @@ func checkDeployment(t *testing.T, o object, values map[string]any) {
 		t.Errorf("manager args %v, want %s", c.Args, want)
 	}
 	checkPodPlacement(t, o.id(), d.Spec.Template.Spec, values, "manager")
+}
+
+// checkServiceMonitors: each scrapes a Service that exists (the manager's from the
+// chart, the scheduler's as the operator renders it) on a port of that name, over
+// HTTPS with a bearer token, and the metrics reader role grants /metrics.
+func checkServiceMonitors(t *testing.T, objs []object) {
+	t.Helper()
+	knc := &v1alpha1.KubeNexusConfig{}
+	knc.Name, knc.UID = v1alpha1.DefaultConfigName, "x"
+	rendered, err := render.Render(knc, render.Options{Namespace: releaseNS, DefaultImage: "kubenexus-scheduler:test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(rendered.Service)
+	var schedulerSvc corev1.Service
+	if err := json.Unmarshal(raw, &schedulerSvc); err != nil {
+		t.Fatal(err)
+	}
+	services := []corev1.Service{schedulerSvc}
+	for _, o := range objs {
+		if o.meta.Kind == "Service" {
+			var svc corev1.Service
+			if err := yaml.Unmarshal(o.raw, &svc); err != nil {
+				t.Fatal(err)
+			}
+			services = append(services, svc)
+		}
+	}
+	for _, o := range objs {
+		if o.meta.Kind != "ServiceMonitor" {
+			continue
+		}
+		var sm struct {
+			Spec struct {
+				Selector  metav1.LabelSelector
+				Endpoints []struct {
+					Port, Scheme, BearerTokenFile string
+				}
+			}
+		}
+		if err := yaml.Unmarshal(o.raw, &sm); err != nil {
+			t.Fatal(err)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
+		if err != nil || len(sm.Spec.Endpoints) != 1 {
+			t.Fatalf("%s: selector %v (%v), %d endpoints", o.id(), sm.Spec.Selector, err, len(sm.Spec.Endpoints))
+		}
+		ep := sm.Spec.Endpoints[0]
+		matched := 0
+		for _, svc := range services {
+			if !sel.Matches(labels.Set(svc.Labels)) {
+				continue
+			}
+			matched++
+			if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == ep.Port }) {
+				t.Errorf("%s: Service %s has no port %q", o.id(), svc.Name, ep.Port)
+			}
+		}
+		if matched != 1 || ep.Scheme != "https" || ep.BearerTokenFile == "" {
+			t.Errorf("%s: matches %d Services, scheme %q, token %q; want one, https, a bearer token", o.id(), matched, ep.Scheme, ep.BearerTokenFile)
+		}
+	}
+	for _, o := range objs {
+		if o.id() == "ClusterRole/kubenexus-metrics-reader" {
+			var role rbacv1.ClusterRole
+			if err := yaml.Unmarshal(o.raw, &role); err != nil {
+				t.Fatal(err)
+			}
+			if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].NonResourceURLs, []string{"/metrics"}) || !slices.Equal(role.Rules[0].Verbs, []string{"get"}) {
+				t.Errorf("ClusterRole kubenexus-metrics-reader: rules %+v, want get on /metrics only", role.Rules)
+			}
+		}
+	}
 }
 
 // checkPodPlacement: the pod spec has the pull secrets, and the node selector,
@@ -581,8 +660,8 @@ func checkNetworkPolicy(t *testing.T, o object, objs []object, values map[string
 		}
 		ports[r.Ports[0].Port.IntVal] = r.From
 	}
-	if len(ports) != 2 || len(ports[9443]) != len(from) || len(ports[8080]) != 0 {
-		t.Errorf("%s: ingress %+v, want 9443 from %v and 8080 from anywhere", o.id(), np.Spec.Ingress, from)
+	if len(ports) != 2 || len(ports[9443]) != len(from) || len(ports[8443]) != 0 {
+		t.Errorf("%s: ingress %+v, want 9443 from %v and 8443 from anywhere", o.id(), np.Spec.Ingress, from)
 	}
 	for i, p := range ports[9443] {
 		if p.IPBlock == nil || p.IPBlock.CIDR != get(from[i].(map[string]any), "ipBlock", "cidr") {
@@ -639,6 +718,17 @@ func checkChartConfig(t *testing.T, o object, objs []object, values map[string]a
 func auditRBAC(t *testing.T, objs []object) {
 	t.Helper()
 	for _, o := range objs {
+		if o.meta.Kind == "ClusterRoleBinding" || o.meta.Kind == "RoleBinding" {
+			var b rbacv1.RoleBinding
+			if err := yaml.Unmarshal(o.raw, &b); err != nil {
+				t.Fatal(err)
+			}
+			if b.RoleRef.Name == "kubenexus-metrics-reader" {
+				t.Errorf("%s binds the metrics reader role: that is the user's to grant", o.id())
+			}
+		}
+	}
+	for _, o := range objs {
 		if o.meta.Kind != "ClusterRole" && o.meta.Kind != "Role" {
 			continue
 		}
@@ -648,7 +738,10 @@ func auditRBAC(t *testing.T, objs []object) {
 		}
 		for _, r := range role.Rules {
 			all := append(append(append([]string{}, r.APIGroups...), r.Resources...), r.Verbs...)
-			if slices.Contains(all, "*") || len(r.NonResourceURLs) > 0 {
+			// The one non-resource rule: get /metrics, in the role users bind to
+			// their scraper (the release binds it to nothing).
+			metricsReader := o.id() == "ClusterRole/kubenexus-metrics-reader" && slices.Equal(r.NonResourceURLs, []string{"/metrics"}) && slices.Equal(r.Verbs, []string{"get"}) && len(r.Resources) == 0
+			if slices.Contains(all, "*") || len(r.NonResourceURLs) > 0 && !metricsReader {
 				t.Errorf("%s: wildcard or non-resource rule %+v", o.id(), r)
 			}
 			for _, v := range r.Verbs {

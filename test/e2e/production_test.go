@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,11 +12,14 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -117,6 +121,8 @@ func productionFlow(ctx context.Context, t *testing.T, c *demo.Cluster) {
 	if err == nil || !strings.Contains(err.Error(), "is the same as HardwareTier pool-a's") {
 		t.Errorf("a second HardwareTier with pool-a's nodeSelector: got %v, want the validating webhook's refusal naming pool-a", err)
 	}
+
+	checkManagerMetrics(ctx, t, c)
 
 	// helm upgrade: a value that changes the scheduler's configuration (its name)
 	// rolls it, and the webhook sends new pods to the new name.
@@ -220,5 +226,52 @@ func gangBinds(ctx context.Context, t *testing.T, c *demo.Cluster, name string, 
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkManagerMetrics: the manager's metrics are served over HTTPS only to a client
+// with a token whose identity may get /metrics — the chart's ClusterRole
+// kubenexus-metrics-reader, bound here to a ServiceAccount standing in for Prometheus.
+func checkManagerMetrics(ctx context.Context, t *testing.T, c *demo.Cluster) {
+	t.Helper()
+	if code, _, err := demo.Get(c.ManagerMetricsURL, ""); err != nil || code != http.StatusUnauthorized {
+		t.Errorf("manager metrics without a token: %d (%v), want 401", code, err)
+	}
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: demo.Namespace, Name: "prometheus"}}
+	if err := c.Client.Create(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(demo.Namespace).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := tr.Status.Token
+	if code, _, err := demo.Get(c.ManagerMetricsURL, token); err != nil || code != http.StatusForbidden {
+		t.Errorf("manager metrics with a token not bound to kubenexus-metrics-reader: %d (%v), want 403", code, err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-kubenexus-metrics"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubenexus-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: demo.Namespace, Name: sa.Name}},
+	}
+	if err := c.Client.Create(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	// The authorizer caches decisions briefly: poll.
+	if err := poll(time.Minute, func() error {
+		code, body, err := demo.Get(c.ManagerMetricsURL, token)
+		if err != nil || code != http.StatusOK || !strings.Contains(body, "controller_runtime_reconcile_total") {
+			return fmt.Errorf("manager metrics with a token bound to kubenexus-metrics-reader: %d (%v); want 200 and controller-runtime's metrics", code, err)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
+	}
+	if err := c.Client.Delete(ctx, binding); err != nil {
+		t.Error(err)
 	}
 }

@@ -170,14 +170,11 @@ func run(binDir string, concurrency int, inflight int64, timeout time.Duration, 
 }
 
 func runManager(bin, kcPath, certDir, dir string, budget int64, concurrency int, timeout, settle time.Duration, phases []phase) error {
-	webhookPort, err := testutil.FreePort()
+	ports, err := testutil.FreePorts(2)
 	if err != nil {
 		return err
 	}
-	probePort, err := testutil.FreePort()
-	if err != nil {
-		return err
-	}
+	webhookPort, probePort := ports[0], ports[1]
 	logPath := filepath.Join(dir, fmt.Sprintf("manager-%d.log", budget))
 	logFile, err := os.Create(logPath)
 	if err != nil {

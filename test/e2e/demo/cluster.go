@@ -89,6 +89,8 @@ type Cluster struct {
 	scheduler           *exec.Cmd
 	schedulerStarts     int
 	SchedulerConfigHash string
+	// ManagerMetricsURL is where UpProduction's manager serves its metrics.
+	ManagerMetricsURL string
 }
 
 func (c *Cluster) logf(format string, args ...any) {

@@ -98,14 +98,11 @@ func (c *Cluster) startTrainingOperators(ctx context.Context, certDir string, ca
 				return err
 			}
 		}
-		webhookPort, err := testutil.FreePort()
+		ports, err := testutil.FreePorts(2)
 		if err != nil {
 			return err
 		}
-		probePort, err := testutil.FreePort()
-		if err != nil {
-			return err
-		}
+		webhookPort, probePort := ports[0], ports[1]
 		args := []string{
 			"--kubeconfig=" + c.Kubeconfig,
 			"--namespace=" + op.namespace,

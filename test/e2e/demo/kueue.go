@@ -65,18 +65,11 @@ func (c *Cluster) StartKueue(ctx context.Context) error {
 			return fmt.Errorf("copying the metrics certificate Kueue reads from %s: %w", kueueMetricsCerts, err)
 		}
 	}
-	webhookPort, err := testutil.FreePort()
+	ports, err := testutil.FreePorts(3)
 	if err != nil {
 		return err
 	}
-	probePort, err := testutil.FreePort()
-	if err != nil {
-		return err
-	}
-	metricsPort, err := testutil.FreePort()
-	if err != nil {
-		return err
-	}
+	webhookPort, probePort, metricsPort := ports[0], ports[1], ports[2]
 	// Kueue requeues a Workload whose admission check said Retry after a backoff
 	// (requeuingStrategy); short here so the demo sees the retry.
 	config := fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta1

@@ -3,8 +3,11 @@ package demo
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,18 +113,11 @@ func (c *Cluster) startManagerFromDeployment(ctx context.Context, ip string) err
 	if err := os.MkdirAll(certDir, 0o700); err != nil {
 		return err
 	}
-	webhookPort, err := testutil.FreePort()
+	ports, err := testutil.FreePorts(3)
 	if err != nil {
 		return err
 	}
-	probePort, err := testutil.FreePort()
-	if err != nil {
-		return err
-	}
-	metricsPort, err := testutil.FreePort()
-	if err != nil {
-		return err
-	}
+	webhookPort, probePort, metricsPort := ports[0], ports[1], ports[2]
 	// The pod's own ports become free local ones; the rest is the Deployment's.
 	var args []string
 	for _, a := range ctr.Args {
@@ -164,7 +160,29 @@ func (c *Cluster) startManagerFromDeployment(ctx context.Context, ip string) err
 	if err := waitFor(ctx, 2*time.Minute, func() error { return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)) }); err != nil {
 		return fmt.Errorf("kubenexus-manager never became ready (see %s): %w", c.logPath("kubenexus-manager"), err)
 	}
+	c.ManagerMetricsURL = fmt.Sprintf("https://127.0.0.1:%d/metrics", metricsPort)
 	return nil
+}
+
+// Get fetches url (the certificate is not verified: the endpoints here serve
+// self-signed ones), with token as a bearer token when not empty, and returns the
+// status code and body.
+func Get(url, token string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // local self-signed endpoints
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
 }
 
 // mountSecret keeps dir holding the keys of Secret name, as the kubelet keeps a
