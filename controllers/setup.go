@@ -53,10 +53,14 @@ func NewScheme() *runtime.Scheme {
 }
 
 // CacheOptions limits the manager's cache of the kinds the operator applies
-// (ConfigMaps, Services, Deployments, ...) to the objects it manages, so that the
-// manager does not hold every ConfigMap of the cluster in memory.
-func CacheOptions() cache.Options {
-	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": render.ManagedBy})}
+// (ConfigMaps, Services, Deployments) to the objects it manages in its namespace, so
+// that the manager does not hold every ConfigMap of the cluster in memory and needs
+// access to those kinds in its own namespace only.
+func CacheOptions(namespace string) cache.Options {
+	managed := cache.ByObject{
+		Namespaces: map[string]cache.Config{namespace: {}},
+		Label:      labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": render.ManagedBy}),
+	}
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.ConfigMap{}:  managed,
 		&corev1.Service{}:    managed,
@@ -143,7 +147,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("setting up the KubeNexusConfig controller: %w", err)
 	}
 	// The KubeNexusConfig the chart renders into a ConfigMap (see chartconfig).
-	if err := (&chartconfig.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kubenexus-manager")}).SetupWithManager(mgr, opts.Namespace); err != nil {
+	if err := (&chartconfig.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kubenexus-manager")}).SetupWithManager(mgr, opts.Namespace); err != nil {
 		return fmt.Errorf("setting up the chart's KubeNexusConfig controller: %w", err)
 	}
 	if err := (&resourcereservation.Reconciler{Client: mgr.GetClient(), Resync: opts.ReservationResync}).SetupWithManager(mgr); err != nil {

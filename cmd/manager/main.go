@@ -88,7 +88,7 @@ func main() {
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  controllers.NewScheme(),
 		Metrics:                 metrics,
-		Cache:                   controllers.CacheOptions(),
+		Cache:                   controllers.CacheOptions(namespace),
 		WebhookServer:           webhookServer,
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,

@@ -60,9 +60,12 @@ const (
 // Reconciler applies the chart's KubeNexusConfig.
 type Reconciler struct {
 	// Reader reads the ConfigMap (a cache of that one object); Client writes.
-	Reader   client.Reader
-	Client   client.Client
-	Recorder recorder.EventRecorder
+	Reader client.Reader
+	Client client.Client
+	// APIReader reads the owner ClusterRole from the API server: the manager may get
+	// that one role by name, not list or watch roles.
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
 }
 
 // Reconcile applies the ConfigMap's KubeNexusConfig. A ConfigMap that does not hold
@@ -82,7 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if name := cm.Annotations[OwnerAnnotation]; name != "" {
 		role := &rbacv1.ClusterRole{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, role); err != nil {
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, role); err != nil {
 			return ctrl.Result{}, fmt.Errorf("reading ClusterRole %s, the owner %s names: %w", name, OwnerAnnotation, err)
 		}
 		obj.SetOwnerReferences([]metav1.OwnerReference{{

@@ -42,8 +42,9 @@ const (
 
 // +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=kubenexusconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=kubenexusconfigs/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// The scheduler's objects are written in the manager's own namespace only.
+// +kubebuilder:rbac:groups="",namespace=system,resources=configmaps;services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,namespace=system,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",namespace=system,resources=serviceaccounts,verbs=get,resourceNames=kubenexus-scheduler
 
 // Reconciler applies the rendered scheduler for the KubeNexusConfig named "default"

@@ -765,6 +765,11 @@ func auditRBAC(t *testing.T, objs []object) {
 			if o.meta.Kind == "ClusterRole" && slices.Contains(r.Resources, "secrets") {
 				t.Errorf("%s grants Secrets cluster-wide: %+v", o.id(), r)
 			}
+			// The manager writes the scheduler's objects in its own namespace only.
+			if o.id() == "ClusterRole/kubenexus-manager" && slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) &&
+				slices.ContainsFunc(r.Resources, func(res string) bool { return res == "configmaps" || res == "services" || res == "deployments" }) {
+				t.Errorf("%s may write %v cluster-wide: %+v", o.id(), r.Resources, r)
+			}
 		}
 	}
 }

@@ -15,9 +15,13 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -46,7 +50,9 @@ const (
 //     server refuses loopback endpoints);
 //   - the Secret the certificate rotator writes is copied into the manager's
 //     certificate directory, as the kubelet does for the chart's secret volume;
-//   - the scheduler's configuration is the ConfigMap its Deployment mounts.
+//   - the scheduler's configuration is the ConfigMap its Deployment mounts;
+//   - each acts as the ServiceAccount its Deployment names (a token from the API
+//     server), so the chart's RBAC is what they may do.
 //
 // helm's output is in Dir/helm.log; the processes' in Dir/<name>.log.
 func UpProduction(ctx context.Context, opts Options, helm string) (_ *Cluster, err error) {
@@ -131,7 +137,13 @@ func (c *Cluster) startManagerFromDeployment(ctx context.Context, ip string) err
 		}
 		args = append(args, a)
 	}
-	args = append(args, "--kubeconfig="+c.Kubeconfig, fmt.Sprintf("--webhook-port=%d", webhookPort))
+	// As the pod would, the manager acts as its ServiceAccount: the chart's RBAC is
+	// what it may do.
+	kubeconfig, err := c.serviceAccountKubeconfig(ctx, dep.Spec.Template.Spec.ServiceAccountName)
+	if err != nil {
+		return err
+	}
+	args = append(args, "--kubeconfig="+kubeconfig, fmt.Sprintf("--webhook-port=%d", webhookPort))
 	env := os.Environ()
 	for _, e := range ctr.Env {
 		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace" {
@@ -183,6 +195,30 @@ func Get(url, token string) (int, string, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body), err
+}
+
+// serviceAccountKubeconfig writes a kubeconfig for ServiceAccount name of the
+// KubeNexus namespace (a token for an hour, the API server's CA) and returns its path.
+func (c *Cluster) serviceAccountKubeconfig(ctx context.Context, name string) (string, error) {
+	if name == "" {
+		return "", fmt.Errorf("the Deployment names no ServiceAccount")
+	}
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return "", err
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(Namespace).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("a token for ServiceAccount %s/%s (installed by the chart): %w", Namespace, name, err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: c.Config.CAData}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: "local", AuthInfo: name, Namespace: Namespace}
+	cfg.CurrentContext = name
+	path := filepath.Join(c.opts.Dir, name+".kubeconfig")
+	return path, clientcmd.WriteToFile(*cfg, path)
 }
 
 // mountSecret keeps dir holding the keys of Secret name, as the kubelet keeps a
@@ -249,7 +285,12 @@ func (c *Cluster) RestartScheduler(ctx context.Context) error {
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: render.Name}, cm); err != nil {
 		return fmt.Errorf("the scheduler Deployment's ConfigMap: %w", err)
 	}
-	cfg, err := withKubeconfig([]byte(cm.Data[render.ConfigKey]), c.Kubeconfig)
+	// The scheduler acts as its ServiceAccount too (the chart's bindings).
+	kubeconfig, err := c.serviceAccountKubeconfig(ctx, dep.Spec.Template.Spec.ServiceAccountName)
+	if err != nil {
+		return err
+	}
+	cfg, err := withKubeconfig([]byte(cm.Data[render.ConfigKey]), kubeconfig)
 	if err != nil {
 		return err
 	}

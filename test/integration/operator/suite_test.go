@@ -98,7 +98,7 @@ func startManager() {
 		Scheme:                 controllers.NewScheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  controllers.CacheOptions(),
+		Cache:                  controllers.CacheOptions(namespace),
 		// A spec may stop the manager and start a second one in this process with
 		// the same controller names (metrics are process-global).
 		Controller:    ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
