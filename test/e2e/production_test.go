@@ -55,7 +55,7 @@ func TestChartProductionMode(t *testing.T) {
 			c, err := demo.UpProduction(ctx, demo.Options{Root: root, Bin: bin, Dir: dir, Log: testWriter{t}}, filepath.Join(bin, "k8s", helm))
 			defer func() {
 				if t.Failed() {
-					for _, name := range []string{"helm", "kubenexus-manager", "kubenexus-scheduler-1", "kubenexus-scheduler-2", "kube-controller-manager"} {
+					for _, name := range []string{"kubenexus-manager", "kubenexus-scheduler-1", "kubenexus-scheduler-2", "kube-controller-manager"} {
 						if data, err := os.ReadFile(filepath.Join(dir, name+".log")); err == nil {
 							t.Logf("--- %s log (tail) ---\n%s", name, tail(string(data), 3000))
 						}

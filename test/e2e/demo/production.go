@@ -54,7 +54,8 @@ const (
 //   - each acts as the ServiceAccount its Deployment names (a token from the API
 //     server), so the chart's RBAC is what they may do.
 //
-// helm's output is in Dir/helm.log; the processes' in Dir/<name>.log.
+// A failed helm command returns its output in the error; the processes' output is in
+// Dir/<name>.log.
 func UpProduction(ctx context.Context, opts Options, helm string) (_ *Cluster, err error) {
 	c := &Cluster{opts: opts, helm: helm}
 	defer func() {
