@@ -67,7 +67,7 @@ type Cluster struct {
 	Kubeconfig string
 	Config     *rest.Config
 	Client     client.Client
-	procs      []*exec.Cmd
+	procs      []process
 	// crds are the CustomResourceDefinitions applyFile created.
 	crds []string
 	// submitted and placed record, per workload, when it was submitted and when
@@ -86,7 +86,7 @@ type Cluster struct {
 	helm string
 	// scheduler is the scheduler process UpProduction runs, and SchedulerConfigHash
 	// the configuration hash of the Deployment it stands in for.
-	scheduler           *exec.Cmd
+	scheduler           *process
 	schedulerStarts     int
 	SchedulerConfigHash string
 	// ManagerMetricsURL is where UpProduction's manager serves its metrics.
@@ -382,8 +382,9 @@ func (c *Cluster) startEnv(name string, env []string, bin string, args ...string
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", name, err)
 	}
-	c.procs = append(c.procs, cmd)
-	go func() { _ = cmd.Wait(); _ = logFile.Close() }()
+	done := make(chan struct{})
+	c.procs = append(c.procs, process{cmd: cmd, done: done})
+	go func() { _ = cmd.Wait(); _ = logFile.Close(); close(done) }()
 	return nil
 }
 
@@ -470,21 +471,30 @@ func (c *Cluster) waitEstablished(ctx context.Context) error {
 	})
 }
 
+// process is a started command and a channel closed once it has exited.
+type process struct {
+	cmd  *exec.Cmd
+	done <-chan struct{}
+}
+
+// stop waits for the process to exit until deadline fires, then kills it.
+func (p process) stop(deadline <-chan time.Time) {
+	select {
+	case <-p.done:
+	case <-deadline:
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
 // Down stops the processes, then the control plane.
 func (c *Cluster) Down() {
 	for i := len(c.procs) - 1; i >= 0; i-- {
-		if p := c.procs[i].Process; p != nil {
-			_ = p.Signal(os.Interrupt)
-		}
+		_ = c.procs[i].cmd.Process.Signal(os.Interrupt)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.After(10 * time.Second)
 	for _, p := range c.procs {
-		for p.ProcessState == nil && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
-		if p.ProcessState == nil && p.Process != nil {
-			_ = p.Process.Kill()
-		}
+		p.stop(deadline)
 	}
 	if c.env != nil {
 		_ = c.env.Stop()

@@ -261,20 +261,9 @@ func sameData(a, b map[string][]byte) bool {
 // it mounts. It returns once the Deployment's pod template has a configuration
 // hash; a running stand-in is stopped first, as a rollout replaces the pod.
 func (c *Cluster) RestartScheduler(ctx context.Context) error {
-	if c.scheduler != nil && c.scheduler.Process != nil {
-		_ = c.scheduler.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() {
-			for c.scheduler.ProcessState == nil {
-				time.Sleep(50 * time.Millisecond)
-			}
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = c.scheduler.Process.Kill()
-		}
+	if c.scheduler != nil {
+		_ = c.scheduler.cmd.Process.Signal(os.Interrupt)
+		c.scheduler.stop(time.After(10 * time.Second))
 	}
 	dep := &appsv1.Deployment{}
 	if err := waitFor(ctx, time.Minute, func() error {
@@ -317,7 +306,7 @@ func (c *Cluster) RestartScheduler(ctx context.Context) error {
 	if err := c.start(fmt.Sprintf("kubenexus-scheduler-%d", c.schedulerStarts), filepath.Join(c.opts.Bin, "kubenexus-scheduler"), args...); err != nil {
 		return err
 	}
-	c.scheduler = c.procs[len(c.procs)-1]
+	c.scheduler = &c.procs[len(c.procs)-1]
 	return waitFor(ctx, time.Minute, func() error { return httpOK(fmt.Sprintf("https://127.0.0.1:%d/readyz", port)) })
 }
 
