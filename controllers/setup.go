@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -53,18 +54,19 @@ func NewScheme() *runtime.Scheme {
 }
 
 // CacheOptions limits the manager's cache of the kinds the operator applies
-// (ConfigMaps, Services, Deployments) to the objects it manages in its namespace, so
-// that the manager does not hold every ConfigMap of the cluster in memory and needs
-// access to those kinds in its own namespace only.
+// (ConfigMaps, Services, Deployments, PodDisruptionBudgets) to the objects it
+// manages in its namespace, so that the manager does not hold every ConfigMap of the
+// cluster in memory and needs access to those kinds in its own namespace only.
 func CacheOptions(namespace string) cache.Options {
 	managed := cache.ByObject{
 		Namespaces: map[string]cache.Config{namespace: {}},
 		Label:      labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": render.ManagedBy}),
 	}
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}:  managed,
-		&corev1.Service{}:    managed,
-		&appsv1.Deployment{}: managed,
+		&corev1.ConfigMap{}:             managed,
+		&corev1.Service{}:               managed,
+		&appsv1.Deployment{}:            managed,
+		&policyv1.PodDisruptionBudget{}: managed,
 	}}
 }
 

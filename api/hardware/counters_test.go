@@ -57,7 +57,7 @@ func TestExtendedResourcesCountPartitionsThatFitTogether(t *testing.T) {
 		class("any", "example.com/gpu", `device.driver == "gpu.example.com"`),
 		class("whole", "example.com/whole-gpu", `device.attributes["gpu.example.com"].profile == "full"`),
 		class("half", "example.com/half-gpu", `device.attributes["gpu.example.com"].profile == "half"`),
-	})
+	}, nil)
 	want := map[string]map[corev1.ResourceName]int64{
 		// Six devices, but a card gives either itself or its two halves: at most
 		// four at once (the halves), two whole cards, four halves.
@@ -144,8 +144,86 @@ func TestExtendedResourcesReadTheNewestGenerationOfAPool(t *testing.T) {
 	// The driver republishes the pool with four devices; the old slice of eight is
 	// still there for a moment.
 	got := ExtendedResources([]*resourceapi.ResourceSlice{slice(1, 8), slice(2, 4)},
-		[]*resourceapi.DeviceClass{class("gpu", "nvidia.com/gpu", `device.driver == "gpu.example.com"`)})
+		[]*resourceapi.DeviceClass{class("gpu", "nvidia.com/gpu", `device.driver == "gpu.example.com"`)}, nil)
 	if n := got["n1"]["nvidia.com/gpu"]; n != 4 {
 		t.Errorf("n1 backs %d GPUs, want 4 (generation 2's devices)", n)
+	}
+}
+
+// Devices a DeviceTaintRule taints or a pod's own ResourceClaim holds back no
+// extended resource; those kube-scheduler's claims for an extended resource hold do
+// (their pods' requests are counted on the node already).
+func TestExtendedResourcesLeaveOutUnavailableDevices(t *testing.T) {
+	plain := func(node string, n int) *resourceapi.ResourceSlice {
+		s := &resourceapi.ResourceSlice{Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", NodeName: ptr.To(node),
+			Pool: resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}}}
+		for i := range n {
+			s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: "gpu-" + string(rune('0'+i))})
+		}
+		return s
+	}
+	slices := append([]*resourceapi.ResourceSlice{plain("n1", 8), plain("n2", 8)}, partitionedNode("n3")...)
+	classes := []*resourceapi.DeviceClass{class("gpu", "nvidia.com/gpu", `device.driver == "gpu.example.com"`)}
+	rule := func(effect resourceapi.DeviceTaintEffect, sel *resourceapi.DeviceTaintSelector) *resourceapi.DeviceTaintRule {
+		return &resourceapi.DeviceTaintRule{Spec: resourceapi.DeviceTaintRuleSpec{DeviceSelector: sel,
+			Taint: resourceapi.DeviceTaint{Key: "example.com/unhealthy", Effect: effect}}}
+	}
+	claim := func(extended bool, devices ...DeviceKey) *resourceapi.ResourceClaim {
+		c := &resourceapi.ResourceClaim{Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{}}}
+		if extended {
+			c.Annotations = map[string]string{resourceapi.ExtendedResourceClaimAnnotation: "true"}
+		}
+		for _, d := range devices {
+			c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results,
+				resourceapi.DeviceRequestAllocationResult{Request: "gpu", Driver: d.Driver, Pool: d.Pool, Device: d.Device})
+		}
+		return c
+	}
+	dev := func(pool, name string) DeviceKey {
+		return DeviceKey{Driver: "gpu.example.com", Pool: pool, Device: name}
+	}
+	for _, tc := range []struct {
+		name   string
+		off    *Unavailable
+		claims []*resourceapi.ResourceClaim
+		want   map[string]int64 // n1, n2, n3
+	}{
+		{"nothing unavailable", nil, nil, map[string]int64{"n1": 8, "n2": 8, "n3": 4}},
+		{"a rule on one device", &Unavailable{Rules: []*resourceapi.DeviceTaintRule{
+			rule(resourceapi.DeviceTaintEffectNoSchedule, &resourceapi.DeviceTaintSelector{Driver: ptr.To("gpu.example.com"), Pool: ptr.To("n1"), Device: ptr.To("gpu-3")})}},
+			nil, map[string]int64{"n1": 7, "n2": 8, "n3": 4}},
+		{"a NoExecute rule on a pool, a None rule everywhere", &Unavailable{Rules: []*resourceapi.DeviceTaintRule{
+			rule(resourceapi.DeviceTaintEffectNoExecute, &resourceapi.DeviceTaintSelector{Pool: ptr.To("n2")}),
+			rule(resourceapi.DeviceTaintEffectNone, &resourceapi.DeviceTaintSelector{})}},
+			nil, map[string]int64{"n1": 8, "n2": 0, "n3": 4}},
+		{"a rule of another driver, and one without a selector", &Unavailable{Rules: []*resourceapi.DeviceTaintRule{
+			rule(resourceapi.DeviceTaintEffectNoSchedule, &resourceapi.DeviceTaintSelector{Driver: ptr.To("other.example.com")}),
+			rule(resourceapi.DeviceTaintEffectNoSchedule, nil)}},
+			nil, map[string]int64{"n1": 8, "n2": 8, "n3": 4}},
+		{"an empty selector taints every device", &Unavailable{Rules: []*resourceapi.DeviceTaintRule{
+			rule(resourceapi.DeviceTaintEffectNoSchedule, &resourceapi.DeviceTaintSelector{})}},
+			nil, map[string]int64{"n1": 0, "n2": 0, "n3": 0}},
+		{"own claims hold three devices; an extended-resource claim holds two more", nil,
+			[]*resourceapi.ResourceClaim{claim(false, dev("n1", "gpu-0"), dev("n1", "gpu-1")), claim(false, dev("n2", "gpu-7")), claim(true, dev("n1", "gpu-2"), dev("n2", "gpu-0"))},
+			map[string]int64{"n1": 6, "n2": 7, "n3": 4}},
+		{"a half held by an own claim spends its card: its other half and the other card's two halves remain", nil,
+			[]*resourceapi.ResourceClaim{claim(false, dev("n3", "card-0-half-a"))},
+			map[string]int64{"n1": 8, "n2": 8, "n3": 3}},
+		{"a claim not yet allocated holds nothing", nil,
+			[]*resourceapi.ResourceClaim{{}},
+			map[string]int64{"n1": 8, "n2": 8, "n3": 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			off := tc.off
+			if tc.claims != nil {
+				off = &Unavailable{Held: HeldByOwnClaims(tc.claims)}
+			}
+			got := ExtendedResources(slices, classes, off)
+			for node, want := range tc.want {
+				if n := got[node]["nvidia.com/gpu"]; n != want {
+					t.Errorf("%s backs %d GPUs, want %d", node, n, want)
+				}
+			}
+		})
 	}
 }

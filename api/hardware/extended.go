@@ -21,18 +21,73 @@ import (
 // ExtendedResources counts, per node, the devices that back each such resource:
 // the devices of the node's slices that match all of a class's selectors (CEL,
 // compiled once per expression), without a NoSchedule or NoExecute taint of their
-// own, as many as can be allocated at once (partitionable devices) and as often as
-// each can be shared (consumable capacity). Not counted: taints a DeviceTaintRule
-// puts on devices, and slices shared by several nodes.
+// own or from a DeviceTaintRule, and not held by a pod's own ResourceClaim, as many
+// as can be allocated at once (partitionable devices) and as often as each can be
+// shared (consumable capacity). Not counted: slices shared by several nodes.
+
+// DeviceKey names a device as a ResourceClaim's allocation does.
+type DeviceKey struct{ Driver, Pool, Device string }
+
+// Unavailable are the devices that no extended-resource request can get, beyond
+// those whose slice taints them: those a DeviceTaintRule taints NoSchedule or
+// NoExecute (kube-scheduler's claim for an extended resource tolerates nothing),
+// and those that pods' own ResourceClaims hold. Devices held by the claims
+// kube-scheduler makes for extended resources are not among them: their pods'
+// requests are counted as the node's requested resources already.
+type Unavailable struct {
+	Rules []*resourceapi.DeviceTaintRule
+	Held  map[DeviceKey]bool
+}
+
+// HeldByOwnClaims returns the devices that allocated ResourceClaims hold, those
+// kube-scheduler made for an extended resource left out.
+func HeldByOwnClaims(claims []*resourceapi.ResourceClaim) map[DeviceKey]bool {
+	held := map[DeviceKey]bool{}
+	for _, c := range claims {
+		if c.Status.Allocation == nil || c.Annotations[resourceapi.ExtendedResourceClaimAnnotation] == "true" {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			held[DeviceKey{Driver: r.Driver, Pool: r.Pool, Device: r.Device}] = true
+		}
+	}
+	return held
+}
+
+// taintedByRule reports whether a DeviceTaintRule keeps new allocations off the
+// device: its taint's effect is NoSchedule or NoExecute and its selector (all of
+// driver, pool and device that it sets) matches. A rule without a selector matches
+// nothing, an empty one every device.
+func (u *Unavailable) taintedByRule(driver, pool, device string) bool {
+	for _, r := range u.Rules {
+		if e := r.Spec.Taint.Effect; e != resourceapi.DeviceTaintEffectNoSchedule && e != resourceapi.DeviceTaintEffectNoExecute {
+			continue
+		}
+		sel := r.Spec.DeviceSelector
+		if sel == nil ||
+			sel.Driver != nil && *sel.Driver != driver ||
+			sel.Pool != nil && *sel.Pool != pool ||
+			sel.Device != nil && *sel.Device != device {
+			continue
+		}
+		return true
+	}
+	return false
+}
 
 // ExtendedResources returns, per node, how many devices back each extended
-// resource a DeviceClass names.
-func ExtendedResources(slices []*resourceapi.ResourceSlice, classes []*resourceapi.DeviceClass) map[string]map[corev1.ResourceName]int64 {
-	return extendedOf(slices, backingClasses(classes))
+// resource a DeviceClass names; off (nil: none) says which devices are unavailable.
+func ExtendedResources(slices []*resourceapi.ResourceSlice, classes []*resourceapi.DeviceClass, off *Unavailable) map[string]map[corev1.ResourceName]int64 {
+	if off == nil {
+		off = &Unavailable{}
+	}
+	return extendedOf(slices, backingClasses(classes), off)
 }
 
 // ListExtended reads every ResourceSlice and DeviceClass through c and returns
-// ExtendedResources per node. A cluster that does not serve resource.k8s.io/v1 has none.
+// ExtendedResources per node: the devices as their slices publish them (the
+// manager reads neither DeviceTaintRules nor ResourceClaims). A cluster that does
+// not serve resource.k8s.io/v1 has none.
 func ListExtended(ctx context.Context, c client.Reader) (func(node string) map[corev1.ResourceName]int64, error) {
 	none := func(string) map[corev1.ResourceName]int64 { return nil }
 	var classes resourceapi.DeviceClassList
@@ -57,7 +112,7 @@ func ListExtended(ctx context.Context, c client.Reader) (func(node string) map[c
 	for i := range classes.Items {
 		cp[i] = &classes.Items[i]
 	}
-	byNode := ExtendedResources(sp, cp)
+	byNode := ExtendedResources(sp, cp, nil)
 	return func(node string) map[corev1.ResourceName]int64 { return byNode[node] }, nil
 }
 
@@ -94,7 +149,7 @@ func backingClasses(classes []*resourceapi.DeviceClass) []backingClass {
 // back: the devices that match a class (the first class naming the resource), as
 // many as can be allocated at once (Simultaneous: partitions of one card share its
 // counters), each as many times as it can be shared (Device.Shares).
-func extendedOf(slices []*resourceapi.ResourceSlice, classes []backingClass) map[string]map[corev1.ResourceName]int64 {
+func extendedOf(slices []*resourceapi.ResourceSlice, classes []backingClass, off *Unavailable) map[string]map[corev1.ResourceName]int64 {
 	out := map[string]map[corev1.ResourceName]int64{}
 	if len(classes) == 0 {
 		return out
@@ -105,6 +160,12 @@ func extendedOf(slices []*resourceapi.ResourceSlice, classes []backingClass) map
 		CountersOf(s, counters)
 	}
 	backing := map[string]map[corev1.ResourceName][]Device{}
+	// held are the devices of each node that own claims hold: not counted, but a
+	// held partition spends its card's counters (Simultaneous).
+	held := map[string][]Device{}
+	isHeld := func(d *Device) bool {
+		return !d.Shared && off.Held[DeviceKey{Driver: d.Driver, Pool: d.Pool, Device: d.Name}]
+	}
 	ctx := context.Background()
 	for _, s := range slices {
 		if s.Spec.NodeName == nil || *s.Spec.NodeName == "" || len(s.Spec.Devices) == 0 {
@@ -114,7 +175,11 @@ func extendedOf(slices []*resourceapi.ResourceSlice, classes []backingClass) map
 		devs := DevicesOf(s)
 		for i := range s.Spec.Devices {
 			d := &s.Spec.Devices[i]
-			if tainted(d.Taints) {
+			if isHeld(&devs[i]) {
+				held[node] = append(held[node], devs[i])
+				continue
+			}
+			if tainted(d.Taints) || off.taintedByRule(s.Spec.Driver, s.Spec.Pool.Name, d.Name) {
 				continue
 			}
 			in := cel.Device{Driver: s.Spec.Driver, AllowMultipleAllocations: d.AllowMultipleAllocations, Attributes: d.Attributes, Capacity: d.Capacity}
@@ -131,12 +196,12 @@ func extendedOf(slices []*resourceapi.ResourceSlice, classes []backingClass) map
 			}
 		}
 	}
-	all := func(*Device) bool { return true }
+	notHeld := func(d *Device) bool { return !isHeld(d) }
 	for node, byResource := range backing {
 		out[node] = make(map[corev1.ResourceName]int64, len(byResource))
 		for name, devs := range byResource {
 			var n int64
-			for _, d := range Simultaneous(devs, counters, nil, all) {
+			for _, d := range Simultaneous(append(append([]Device(nil), held[node]...), devs...), counters, isHeld, notHeld) {
 				n += d.Shares()
 			}
 			out[node][name] = n

@@ -46,7 +46,7 @@ func TestExtendedOfCountsTheDevicesAClassBacksAResourceWith(t *testing.T) {
 		"n1": {"nvidia.com/gpu": 3},
 		"n2": {"deviceclass.resource.kubernetes.io/nics": 1},
 	}
-	if diff := cmp.Diff(want, extendedOf(slices, classes)); diff != "" {
+	if diff := cmp.Diff(want, extendedOf(slices, classes, &Unavailable{})); diff != "" {
 		t.Errorf("devices per node and extended resource (-want +got):\n%s", diff)
 	}
 }

@@ -1,5 +1,6 @@
 // Package kubenexusconfig reconciles the KubeNexusConfig named "default" into a
-// running kubenexus-scheduler: its configuration, Deployment and Service.
+// running kubenexus-scheduler: its configuration, Deployment, Service and, with more
+// than one replica, PodDisruptionBudget.
 package kubenexusconfig
 
 import (
@@ -9,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -45,6 +47,7 @@ const (
 // The scheduler's objects are written in the manager's own namespace only.
 // +kubebuilder:rbac:groups="",namespace=system,resources=configmaps;services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,namespace=system,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,namespace=system,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",namespace=system,resources=serviceaccounts,verbs=get,resourceNames=kubenexus-scheduler
 
 // Reconciler applies the rendered scheduler for the KubeNexusConfig named "default"
@@ -113,6 +116,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("applying the scheduler's objects: %w", err)
 		}
 	}
+	if objs.PodDisruptionBudget == nil {
+		if err := r.deleteBudget(ctx, knc); err != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting the scheduler's PodDisruptionBudget: %w", err)
+		}
+	}
 	status.ConfigHash = objs.Hash
 
 	dep := &appsv1.Deployment{}
@@ -161,6 +169,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	return result, r.writeStatus(ctx, knc, status)
+}
+
+// deleteBudget deletes the scheduler's PodDisruptionBudget that an earlier
+// configuration with more than one replica had applied (one scheduler pod under a
+// budget of one would block every drain of its node). A budget of that name that
+// knc does not control is left alone.
+func (r *Reconciler) deleteBudget(ctx context.Context, knc *v1alpha1.KubeNexusConfig) error {
+	pdb := &policyv1.PodDisruptionBudget{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.Options.Namespace, Name: render.Name}, pdb); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(pdb, knc) {
+		return nil
+	}
+	return client.IgnoreNotFound(r.Client.Delete(ctx, pdb, client.Preconditions{UID: &pdb.UID}))
 }
 
 // serviceAccountRecheck is how often a missing scheduler ServiceAccount is looked for.
@@ -235,5 +258,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Service{}).
 		Owns(&appsv1.Deployment{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
 		Complete(r)
 }

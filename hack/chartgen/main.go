@@ -431,7 +431,7 @@ func (g *gen) manager() error {
 	pod["imagePullSecrets"] = "__PULL_SECRETS__"
 	return g.write("manager-deployment.yaml", ".Values.manager.enabled", map[string]string{
 		"__REPLICAS__":            "{{ .Values.manager.replicas }}",
-		"__IMAGE__":               `"{{ .Values.manager.image.repository }}:{{ .Values.manager.image.tag | default .Chart.AppVersion }}"`,
+		"__IMAGE__":               `{{ include "kubenexus.image" (dict "image" .Values.manager.image "root" .) | quote }}`,
 		"__PULL_POLICY__":         "{{ .Values.manager.image.pullPolicy }}",
 		"__RESOURCES__":           "\n{{- toYaml .Values.manager.resources | nindent {{INDENT}} }}",
 		"__NODE_SELECTOR__":       "\n{{- toYaml .Values.manager.nodeSelector | nindent {{INDENT}} }}",
@@ -440,6 +440,6 @@ func (g *gen) manager() error {
 		"__PRIORITY_CLASS__":      "{{ .Values.manager.priorityClassName | quote }}",
 		"__PULL_SECRETS__":        "\n{{- toYaml .Values.imagePullSecrets | nindent {{INDENT}} }}",
 		"__CERT_ROTATION_ARG__":   `"--cert-rotation={{ not .Values.webhook.certManager.enabled }}"`,
-		"__SCHEDULER_IMAGE_ARG__": `"--scheduler-image={{ .Values.scheduler.image.repository }}:{{ .Values.scheduler.image.tag | default .Chart.AppVersion }}"`,
+		"__SCHEDULER_IMAGE_ARG__": `{{ printf "--scheduler-image=%s" (include "kubenexus.image" (dict "image" .Values.scheduler.image "root" .)) | quote }}`,
 	}, dep)
 }

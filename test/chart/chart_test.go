@@ -767,7 +767,7 @@ func auditRBAC(t *testing.T, objs []object) {
 			}
 			// The manager writes the scheduler's objects in its own namespace only.
 			if o.id() == "ClusterRole/kubenexus-manager" && slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) &&
-				slices.ContainsFunc(r.Resources, func(res string) bool { return res == "configmaps" || res == "services" || res == "deployments" }) {
+				slices.ContainsFunc(r.Resources, func(res string) bool { return res == "configmaps" || res == "services" || res == "deployments" || res == "poddisruptionbudgets" }) {
 				t.Errorf("%s may write %v cluster-wide: %+v", o.id(), r.Resources, r)
 			}
 		}
@@ -943,6 +943,8 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 			"/config/namespaceSelector/matchExpressions/0"},
 		"label value not a string": {map[string]any{"config": map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubenexus.io/enabled": true}}}},
 			"/config/namespaceSelector/matchLabels/kubenexus.io~1enabled"},
+		"digest not sha256": {map[string]any{"manager": map[string]any{"image": map[string]any{"digest": "latest"}}}, "/manager/image/digest"},
+		"registry with a scheme": {map[string]any{"imageRegistry": "https://mirror.example.com"}, "/imageRegistry"},
 		"empty network peer": {map[string]any{"webhook": map[string]any{"networkPolicy": map[string]any{"enabled": true, "from": []any{map[string]any{}}}}},
 			"/webhook/networkPolicy/from/0"},
 	}
@@ -951,6 +953,52 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 			_, err := renderChart(c, tc.values)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The images the manager runs and deploys, as a registry mirror, a pinned digest or
+// a repository without a registry name them.
+func TestImageReferences(t *testing.T) {
+	c := loadChart(t)
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	cases := map[string]struct {
+		values             map[string]any
+		manager, scheduler string
+	}{
+		"defaults": {map[string]any{},
+			"ghcr.io/kube-nexus/kubenexus-manager:v0.1.0", "ghcr.io/kube-nexus/kubenexus-scheduler:v0.1.0"},
+		"a mirror": {map[string]any{"imageRegistry": "mirror.example.com:5000"},
+			"mirror.example.com:5000/kube-nexus/kubenexus-manager:v0.1.0", "mirror.example.com:5000/kube-nexus/kubenexus-scheduler:v0.1.0"},
+		"a mirror with a path, pinned digest": {map[string]any{"imageRegistry": "registry.corp/ghcr-proxy/",
+			"manager": map[string]any{"image": map[string]any{"digest": digest, "tag": "ignored"}}},
+			"registry.corp/ghcr-proxy/kube-nexus/kubenexus-manager@" + digest, "registry.corp/ghcr-proxy/kube-nexus/kubenexus-scheduler:v0.1.0"},
+		"a repository without a registry": {map[string]any{"imageRegistry": "localhost:5001",
+			"manager":   map[string]any{"image": map[string]any{"repository": "kubenexus/manager", "tag": "dev"}},
+			"scheduler": map[string]any{"image": map[string]any{"repository": "localhost/kubenexus-scheduler", "digest": digest}}},
+			"localhost:5001/kubenexus/manager:dev", "localhost:5001/kubenexus-scheduler@" + digest},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs, err := renderChart(c, tc.values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(objs, func(o object) bool { return o.id() == "Deployment/kubenexus-manager" })
+			if i < 0 {
+				t.Fatal("no manager Deployment")
+			}
+			var d appsv1.Deployment
+			if err := yaml.UnmarshalStrict(objs[i].raw, &d); err != nil {
+				t.Fatal(err)
+			}
+			ctr := d.Spec.Template.Spec.Containers[0]
+			if ctr.Image != tc.manager {
+				t.Errorf("manager image %q, want %q", ctr.Image, tc.manager)
+			}
+			if want := "--scheduler-image=" + tc.scheduler; !slices.Contains(ctr.Args, want) {
+				t.Errorf("manager args %v, want %s", ctr.Args, want)
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -122,7 +123,7 @@ func productionFlow(ctx context.Context, t *testing.T, c *demo.Cluster) {
 		t.Errorf("a second HardwareTier with pool-a's nodeSelector: got %v, want the validating webhook's refusal naming pool-a", err)
 	}
 
-	checkManagerMetrics(ctx, t, c)
+	checkMetrics(ctx, t, c)
 
 	// helm upgrade: a value that changes the scheduler's configuration (its name)
 	// rolls it, and the webhook sends new pods to the new name.
@@ -142,6 +143,19 @@ func productionFlow(ctx context.Context, t *testing.T, c *demo.Cluster) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+	// Two scheduler replicas: the operator keeps one through a drain.
+	if err := poll(time.Minute, func() error {
+		pdb := &policyv1.PodDisruptionBudget{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: demo.Namespace, Name: render.Name}, pdb); err != nil {
+			return fmt.Errorf("the scheduler's PodDisruptionBudget with 2 replicas: %w", err)
+		}
+		if pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != 1 {
+			return fmt.Errorf("the scheduler's PodDisruptionBudget: minAvailable %v, want 1", pdb.Spec.MinAvailable)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
 	}
 	if err := c.RestartScheduler(ctx); err != nil {
 		t.Fatal(err)
@@ -182,6 +196,7 @@ func productionFlow(ctx context.Context, t *testing.T, c *demo.Cluster) {
 		for _, obj := range []client.Object{
 			&v1alpha1.KubeNexusConfig{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DefaultConfigName}},
 			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: demo.Namespace, Name: render.Name}},
+			&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: demo.Namespace, Name: render.Name}},
 		} {
 			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("%T %s still exists after helm uninstall (%v)", obj, obj.GetName(), err)
@@ -229,13 +244,27 @@ func gangBinds(ctx context.Context, t *testing.T, c *demo.Cluster, name string, 
 	}
 }
 
-// checkManagerMetrics: the manager's metrics are served over HTTPS only to a client
-// with a token whose identity may get /metrics — the chart's ClusterRole
-// kubenexus-metrics-reader, bound here to a ServiceAccount standing in for Prometheus.
-func checkManagerMetrics(ctx context.Context, t *testing.T, c *demo.Cluster) {
+// checkMetrics: the manager's and the scheduler's metrics are served over HTTPS only
+// to a client with a token whose identity may get /metrics — the chart's
+// ClusterRole kubenexus-metrics-reader, bound here to a ServiceAccount standing in
+// for Prometheus (what the chart's ServiceMonitors scrape with).
+func checkMetrics(ctx context.Context, t *testing.T, c *demo.Cluster) {
 	t.Helper()
-	if code, _, err := demo.Get(c.ManagerMetricsURL, ""); err != nil || code != http.StatusUnauthorized {
-		t.Errorf("manager metrics without a token: %d (%v), want 401", code, err)
+	endpoints := []struct {
+		name, url string
+		// anonymous is the answer to a request without a token: the manager
+		// refuses to authenticate it, kube-scheduler's delegated authentication
+		// lets it through as system:anonymous and authorization refuses it.
+		anonymous int
+		want      []string
+	}{
+		{"manager", c.ManagerMetricsURL, http.StatusUnauthorized, []string{"controller_runtime_reconcile_total"}},
+		{"scheduler", c.SchedulerMetricsURL, http.StatusForbidden, []string{"scheduler_schedule_attempts_total", "kubenexus_coscheduling_gangs_scheduled_total"}},
+	}
+	for _, e := range endpoints {
+		if code, _, err := demo.Get(e.url, ""); err != nil || code != e.anonymous {
+			t.Errorf("%s metrics without a token: %d (%v), want %d", e.name, code, err, e.anonymous)
+		}
 	}
 	cs, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
@@ -250,8 +279,10 @@ func checkManagerMetrics(ctx context.Context, t *testing.T, c *demo.Cluster) {
 		t.Fatal(err)
 	}
 	token := tr.Status.Token
-	if code, _, err := demo.Get(c.ManagerMetricsURL, token); err != nil || code != http.StatusForbidden {
-		t.Errorf("manager metrics with a token not bound to kubenexus-metrics-reader: %d (%v), want 403", code, err)
+	for _, e := range endpoints {
+		if code, _, err := demo.Get(e.url, token); err != nil || code != http.StatusForbidden {
+			t.Errorf("%s metrics with a token not bound to kubenexus-metrics-reader: %d (%v), want 403", e.name, code, err)
+		}
 	}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-kubenexus-metrics"},
@@ -261,17 +292,25 @@ func checkManagerMetrics(ctx context.Context, t *testing.T, c *demo.Cluster) {
 	if err := c.Client.Create(ctx, binding); err != nil {
 		t.Fatal(err)
 	}
-	// The authorizer caches decisions briefly: poll.
-	if err := poll(time.Minute, func() error {
-		code, body, err := demo.Get(c.ManagerMetricsURL, token)
-		if err != nil || code != http.StatusOK || !strings.Contains(body, "controller_runtime_reconcile_total") {
-			return fmt.Errorf("manager metrics with a token bound to kubenexus-metrics-reader: %d (%v); want 200 and controller-runtime's metrics", code, err)
+	// The authorizers cache decisions briefly: poll.
+	for _, e := range endpoints {
+		if err := poll(time.Minute, func() error {
+			code, body, err := demo.Get(e.url, token)
+			if err != nil || code != http.StatusOK {
+				return fmt.Errorf("%s metrics with a token bound to kubenexus-metrics-reader: %d (%v), want 200", e.name, code, err)
+			}
+			for _, m := range e.want {
+				if !strings.Contains(body, "\n"+m) {
+					return fmt.Errorf("%s metrics with a token bound to kubenexus-metrics-reader: no %s", e.name, m)
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Error(err)
 		}
-		return nil
-	}); err != nil {
-		t.Error(err)
 	}
 	if err := c.Client.Delete(ctx, binding); err != nil {
 		t.Error(err)
 	}
 }
+

@@ -56,3 +56,28 @@ one term, and none when the selector is empty (every namespace is selected).
 {{- end -}}
 {{- toJson $terms -}}
 {{- end -}}
+
+{{/*
+kubenexus.image: an image reference from an image value (repository, tag,
+digest) and the release's imageRegistry. imageRegistry replaces the repository's
+registry (its first path element when that holds a "." or ":" or is "localhost",
+as container runtimes read it) or, for a repository without one, is put in front.
+A digest pins the image and the tag is left out; otherwise the tag defaults to the
+chart's appVersion.
+*/}}
+{{- define "kubenexus.image" -}}
+{{- $repo := .image.repository -}}
+{{- with .root.Values.imageRegistry -}}
+{{- $parts := splitList "/" $repo -}}
+{{- $first := first $parts -}}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
+{{- $repo = join "/" (rest $parts) -}}
+{{- end -}}
+{{- $repo = printf "%s/%s" (trimSuffix "/" .) $repo -}}
+{{- end -}}
+{{- if .image.digest -}}
+{{- printf "%s@%s" $repo .image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $repo (.image.tag | default .root.Chart.AppVersion) -}}
+{{- end -}}
+{{- end -}}

@@ -12,6 +12,7 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 
@@ -22,7 +23,8 @@ import (
 // scheduler name) so that the chart's RBAC can name them and a rename never
 // orphans the previous set.
 const (
-	// Name is the scheduler's Deployment, ConfigMap and ServiceAccount. The
+	// Name is the scheduler's Deployment, ConfigMap, ServiceAccount and (with more
+	// than one replica) PodDisruptionBudget. The
 	// ServiceAccount and its role bindings are installed with KubeNexus
 	// (config/rbac/scheduler, the chart, the bundle), not by the operator: granting
 	// roles at run time would need the RBAC bind verb.
@@ -64,12 +66,20 @@ type Objects struct {
 	ConfigMap  *corev1ac.ConfigMapApplyConfiguration
 	Deployment *appsv1ac.DeploymentApplyConfiguration
 	Service    *corev1ac.ServiceApplyConfiguration
+	// PodDisruptionBudget keeps one scheduler pod through voluntary disruptions
+	// (a node drain) when there is more than one replica; nil with one, where a
+	// budget of one would block every drain of its node.
+	PodDisruptionBudget *policyv1ac.PodDisruptionBudgetApplyConfiguration
 }
 
 // All returns the objects in the order they are applied: the configuration before
 // the Deployment reading it.
 func (o *Objects) All() []runtime.ApplyConfiguration {
-	return []runtime.ApplyConfiguration{o.ConfigMap, o.Deployment, o.Service}
+	all := []runtime.ApplyConfiguration{o.ConfigMap, o.Deployment, o.Service}
+	if o.PodDisruptionBudget != nil {
+		all = append(all, o.PodDisruptionBudget)
+	}
+	return all
 }
 
 // Labels are the labels of every rendered object; Selector selects the scheduler pods.
@@ -119,7 +129,23 @@ func Render(knc *v1alpha1.KubeNexusConfig, opts Options) (*Objects, error) {
 			WithSelector(selector()).
 			WithPorts(corev1ac.ServicePort().WithName("https-metrics").WithProtocol(corev1.ProtocolTCP).
 				WithPort(SecurePort).WithTargetPort(intstr.FromString("https"))))
+
+	if replicas(&knc.Spec.Scheduler) > 1 {
+		o.PodDisruptionBudget = policyv1ac.PodDisruptionBudget(Name, ns).
+			WithLabels(Labels()).WithOwnerReferences(owner).
+			WithSpec(policyv1ac.PodDisruptionBudgetSpec().
+				WithMinAvailable(intstr.FromInt32(1)).
+				WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector())))
+	}
 	return o, nil
+}
+
+// replicas is the number of scheduler pods the spec asks for (unset: one).
+func replicas(s *v1alpha1.SchedulerSpec) int32 {
+	if s.Replicas == 0 {
+		return 1
+	}
+	return s.Replicas
 }
 
 func deployment(s *v1alpha1.SchedulerSpec, opts Options, hash string) (*appsv1ac.DeploymentApplyConfiguration, error) {
@@ -178,17 +204,13 @@ func deployment(s *v1alpha1.SchedulerSpec, opts Options, hash string) (*appsv1ac
 			corev1ac.Volume().WithName("config").WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(Name)),
 			corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
 		)
-	replicas := s.Replicas
-	if replicas == 0 {
-		replicas = 1
-	}
-	if err := placePod(pod, s, replicas); err != nil {
+	if err := placePod(pod, s, replicas(s)); err != nil {
 		return nil, err
 	}
 	return appsv1ac.Deployment(Name, opts.Namespace).
 		WithLabels(Labels()).
 		WithSpec(appsv1ac.DeploymentSpec().
-			WithReplicas(replicas).
+			WithReplicas(replicas(s)).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector())).
 			WithStrategy(appsv1ac.DeploymentStrategy().
 				WithType(appsv1.RollingUpdateDeploymentStrategyType).

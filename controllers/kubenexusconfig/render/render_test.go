@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -482,6 +483,38 @@ func TestGPUResourcesReachEveryPlugin(t *testing.T) {
 	for _, plugin := range []string{"VRAM", "NUMATopology", "GangPreemption", "ResourceReservation", "WorkloadAware"} {
 		if a, ok := got[plugin]; ok {
 			t.Errorf("default GPU resource: %s args %q, want none", plugin, a)
+		}
+	}
+}
+
+// A PodDisruptionBudget keeps one scheduler pod through a drain when there is more
+// than one; with one pod there is none (a budget of one would block every drain of
+// its node).
+func TestBudgetOnlyWithReplicas(t *testing.T) {
+	for _, n := range []int32{0, 1, 2, 5} {
+		spec := v1alpha1.KubeNexusConfigSpec{Scheduler: v1alpha1.SchedulerSpec{Replicas: n, LeaderElection: v1alpha1.LeaderElectionSpec{Enabled: ptr.To(true)}}}
+		objs, err := Render(knc(spec), testOpts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pdb := objs.PodDisruptionBudget
+		if n <= 1 {
+			if pdb != nil || len(objs.All()) != 3 {
+				t.Errorf("replicas %d: a PodDisruptionBudget was rendered", n)
+			}
+			continue
+		}
+		if pdb == nil || len(objs.All()) != 4 {
+			t.Fatalf("replicas %d: no PodDisruptionBudget", n)
+		}
+		if *pdb.Name != Name || *pdb.Namespace != testOpts.Namespace || pdb.Spec.MinAvailable.IntValue() != 1 || pdb.Spec.MaxUnavailable != nil {
+			t.Errorf("replicas %d: budget %s/%s minAvailable %v maxUnavailable %v, want %s/%s minAvailable 1", n, *pdb.Namespace, *pdb.Name, pdb.Spec.MinAvailable, pdb.Spec.MaxUnavailable, testOpts.Namespace, Name)
+		}
+		if got, want := pdb.Spec.Selector.MatchLabels, objs.Deployment.Spec.Selector.MatchLabels; !maps.Equal(got, want) {
+			t.Errorf("replicas %d: budget selects %v, the Deployment's pods are %v", n, got, want)
+		}
+		if len(pdb.OwnerReferences) != 1 || !*pdb.OwnerReferences[0].Controller {
+			t.Errorf("replicas %d: budget owners %v, want the KubeNexusConfig as controller", n, pdb.OwnerReferences)
 		}
 	}
 }

@@ -91,6 +91,8 @@ type Cluster struct {
 	SchedulerConfigHash string
 	// ManagerMetricsURL is where UpProduction's manager serves its metrics.
 	ManagerMetricsURL string
+	// SchedulerMetricsURL is where RestartScheduler's scheduler serves its metrics.
+	SchedulerMetricsURL string
 }
 
 func (c *Cluster) logf(format string, args ...any) {

@@ -299,7 +299,12 @@ func (c *Cluster) RestartScheduler(ctx context.Context) error {
 		}
 		args = append(args, a)
 	}
-	args = append(args, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port))
+	// In its pod the scheduler authenticates and authorizes the requests of its
+	// secure port (metrics) against the API server as its ServiceAccount, from the
+	// in-cluster configuration; outside a pod that is given by these two flags.
+	args = append(args, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
+		"--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig)
+	c.SchedulerMetricsURL = fmt.Sprintf("https://127.0.0.1:%d/metrics", port)
 	c.SchedulerConfigHash = dep.Spec.Template.Annotations[render.ConfigHashAnnotation]
 	c.logf("starting kubenexus-scheduler with its Deployment's arguments (configuration %s)", c.SchedulerConfigHash)
 	c.schedulerStarts++

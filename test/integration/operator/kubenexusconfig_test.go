@@ -10,12 +10,14 @@ import (
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/utils/ptr"
@@ -248,6 +250,42 @@ var _ = Describe("KubeNexusConfig", Ordered, func() {
 		d.Spec.Replicas = ptr.To[int32](7)
 		Expect(k8sClient.Update(suiteCtx, d)).To(Succeed())
 		Eventually(func() int32 { return *deployment().Spec.Replicas }).WithTimeout(20 * time.Second).Should(Equal(int32(2)))
+	})
+
+	It("keeps a PodDisruptionBudget of one scheduler pod while there is more than one, and removes it with the second", func() {
+		budget := func() (*policyv1.PodDisruptionBudget, error) {
+			pdb := &policyv1.PodDisruptionBudget{}
+			return pdb, k8sClient.Get(suiteCtx, key(render.Name), pdb)
+		}
+		pdb, err := budget()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(1))
+		Expect(pdb.Spec.Selector.MatchLabels).To(Equal(deployment().Spec.Selector.MatchLabels))
+		Expect(pdb.OwnerReferences).To(ConsistOf(HaveField("Name", v1alpha1.DefaultConfigName)))
+
+		// One replica: a budget of one would block every drain of its node.
+		Expect(updateKNC("default", func(knc *v1alpha1.KubeNexusConfig) { knc.Spec.Scheduler.Replicas = 1 })).To(Succeed())
+		Eventually(func() bool { _, err := budget(); return apierrors.IsNotFound(err) }).WithTimeout(20 * time.Second).Should(BeTrue())
+		Expect(*deployment().Spec.Replicas).To(Equal(int32(1)))
+
+		// A budget of that name that the operator does not control is left alone.
+		foreign := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: render.Name, Namespace: namespace, Labels: render.Labels()},
+			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: pdb.Spec.Selector}}
+		Expect(k8sClient.Create(suiteCtx, foreign)).To(Succeed())
+		Expect(updateKNC("default", func(knc *v1alpha1.KubeNexusConfig) { knc.Spec.Plugins.Coscheduling.BackoffSeconds = 21 })).To(Succeed())
+		Eventually(storedConfig).Should(ContainSubstring("backoffSeconds: 21"))
+		Consistently(func() error { _, err := budget(); return err }).WithTimeout(2 * time.Second).Should(Succeed())
+		Expect(k8sClient.Delete(suiteCtx, foreign)).To(Succeed())
+
+		Expect(updateKNC("default", func(knc *v1alpha1.KubeNexusConfig) { knc.Spec.Scheduler.Replicas = 2 })).To(Succeed())
+		Eventually(func() (int, error) {
+			pdb, err := budget()
+			if err != nil || pdb.Spec.MinAvailable == nil {
+				return 0, err
+			}
+			return pdb.Spec.MinAvailable.IntValue(), nil
+		}).WithTimeout(20 * time.Second).Should(Equal(1))
+		Eventually(func() int32 { return *deployment().Spec.Replicas }).Should(Equal(int32(2)))
 	})
 
 	It("refuses, with the field path, a configuration the scheduler would reject", func() {

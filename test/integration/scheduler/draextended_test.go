@@ -86,6 +86,75 @@ var _ = Describe("Extended resources backed by DRA", func() {
 		Eventually(rack0GPUs()).WithTimeout(testutil.Timeout).Should(Equal([]int64{2, 16, 16}), "nodes, GPU capacity and GPUs allocated of rack 0")
 	})
 
+	It("leaves out devices a DeviceTaintRule taints and a pod's own ResourceClaim holds, and counts them again when the rule goes", func() {
+		if apiServerMinor < 37 {
+			Skip("DeviceTaintRules are served from kube-apiserver 1.37 on")
+		}
+		const driver = "gpu.example.com"
+		class := tc.deviceClass("gpu", "nvidia.com/gpu", fmt.Sprintf("device.driver == %q", driver))
+
+		// Rack 0: two nodes of 8 devices; rack 1: two of 12. By the slices alone
+		// rack 0 (16) is the tighter fit for a gang of 2 × 4 GPUs.
+		for r, gpus := range []int{8, 12} {
+			tc.addLabelledNodes(fmt.Sprintf("r%d", r), 2, map[string]string{v1alpha1.LabelRack: fmt.Sprintf("%s-rack-%d", tc.ns, r)},
+				"cpu", "64", "memory", "512Gi")
+			for i := range 2 {
+				tc.resourceSlice(fmt.Sprintf("%s-r%d-%d", tc.ns, r, i), driver, "80Gi", gpus)
+			}
+		}
+		r00, r01 := tc.ns+"-r0-0", tc.ns+"-r0-1"
+		// A pod's own claim takes 6 of r0-0's devices; a rule taints 6 of r0-1's.
+		claim := &resourceapi.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "six", Namespace: tc.ns},
+			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
+				{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class.Name, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 6}},
+			}}},
+		}
+		Expect(k8sClient.Create(suiteCtx, claim)).To(Succeed())
+		own := tc.pod("own-claim").NodeSelector("kubernetes.io/hostname", r00).Req("cpu", "1").Obj()
+		own.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(claim.Name)}}
+		own.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+		Expect(k8sClient.Create(suiteCtx, own)).To(Succeed())
+		Eventually(tc.nodeOf("own-claim")).WithTimeout(testutil.Timeout).Should(Equal(r00))
+		var rules []*resourceapi.DeviceTaintRule
+		for i := range 6 {
+			rule := &resourceapi.DeviceTaintRule{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-unhealthy-%d", tc.ns, i)},
+				Spec: resourceapi.DeviceTaintRuleSpec{
+					DeviceSelector: &resourceapi.DeviceTaintSelector{Driver: ptr.To(driver), Pool: ptr.To(r01), Device: ptr.To(fmt.Sprintf("gpu-%d", i))},
+					Taint:          resourceapi.DeviceTaint{Key: "example.com/unhealthy", Effect: resourceapi.DeviceTaintEffectNoSchedule},
+				}}
+			Expect(k8sClient.Create(suiteCtx, rule)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, rule))).To(Succeed()) })
+			rules = append(rules, rule)
+		}
+
+		gang := func(name string) {
+			GinkgoHelper()
+			Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup(name, tc.ns).MinMember(2).
+				NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).Obj())).To(Succeed())
+			for i := range 2 {
+				Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("%s-%d", name, i)).PodGroup(name).
+					Req("cpu", "8", "nvidia.com/gpu", "4").Limit("nvidia.com/gpu", "4").Obj())).To(Succeed())
+			}
+			Eventually(tc.boundFn(name)).WithTimeout(testutil.Timeout).Should(Equal(2))
+		}
+		// Rack 0 has 2 + 2 devices left: the gang is planned into rack 1.
+		gang("train")
+		for i := range 2 {
+			Expect(tc.nodeOf(fmt.Sprintf("train-%d", i))()).To(HavePrefix(tc.ns+"-r1-"), "rack 0's devices are held or tainted")
+		}
+
+		// Without the rules r0-1's 8 devices are back: rack 0 (10 left) is now the
+		// tighter fit, and both members go to r0-1.
+		for _, rule := range rules {
+			Expect(k8sClient.Delete(suiteCtx, rule)).To(Succeed())
+		}
+		gang("eval")
+		for i := range 2 {
+			Expect(tc.nodeOf(fmt.Sprintf("eval-%d", i))()).To(Equal(r01))
+		}
+	})
+
 	It("counts a card published as itself and its partitions once: what can be allocated at once", func() {
 		const driver = "mig.example.com"
 		tc.deviceClass("gpu", "nvidia.com/gpu", fmt.Sprintf("device.driver == %q", driver))

@@ -10,11 +10,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 
 	"github.com/kube-nexus/kubenexus/api/hardware"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
@@ -32,10 +35,18 @@ type Index struct {
 	// classes lists DeviceClasses: those naming an extended resource make their
 	// devices count as that resource (Extended).
 	classes resourcelisters.DeviceClassLister
-	// version counts slice changes.
-	version atomic.Int64
-	mu      sync.Mutex
-	snap    atomic.Pointer[snapshot]
+	// rules lists DeviceTaintRules (nil while the DRADeviceTaintRules gate is off)
+	// and claims the ResourceClaims with the allocations in flight: the devices
+	// they make unavailable back no extended resource (Extended).
+	rules  resourcelisters.DeviceTaintRuleLister
+	claims fwk.ResourceClaimTracker
+	// version counts slice and class changes, availability those of taint rules
+	// and of own claims' allocations.
+	version      atomic.Int64
+	availability atomic.Int64
+	mu           sync.Mutex
+	snap         atomic.Pointer[snapshot]
+	ext          atomic.Pointer[extended]
 	// onChange are called after a slice changes.
 	onChange []func()
 }
@@ -64,6 +75,50 @@ func New(h fwk.Handle) (*Index, error) {
 			return nil, err
 		}
 	}
+	unavailable := func(any) { x.availability.Add(1) }
+	// kube-scheduler watches DeviceTaintRules only with the gate on (it is off
+	// against API servers that do not serve them, schedconfig.FeatureGatesForAPIServer).
+	if utilfeature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules) {
+		rules := h.SharedInformerFactory().Resource().V1().DeviceTaintRules()
+		x.rules = rules.Lister()
+		if _, err := rules.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: unavailable, UpdateFunc: func(_, n any) { unavailable(n) }, DeleteFunc: unavailable,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if dra := h.SharedDRAManager(); dra != nil {
+		x.claims = dra.ResourceClaims()
+		// Only an own claim's allocation changes what is available.
+		own := func(obj any) bool {
+			c, ok := obj.(*resourceapi.ResourceClaim)
+			if !ok {
+				return true // a tombstone: look again
+			}
+			return c.Annotations[resourceapi.ExtendedResourceClaimAnnotation] != "true" && c.Status.Allocation != nil
+		}
+		if _, err := h.SharedInformerFactory().Resource().V1().ResourceClaims().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) {
+				if own(obj) {
+					unavailable(obj)
+				}
+			},
+			UpdateFunc: func(o, n any) {
+				oc, ok1 := o.(*resourceapi.ResourceClaim)
+				nc, ok2 := n.(*resourceapi.ResourceClaim)
+				if (own(o) || own(n)) && (!ok1 || !ok2 || !equality.Semantic.DeepEqual(oc.Status.Allocation, nc.Status.Allocation)) {
+					unavailable(n)
+				}
+			},
+			DeleteFunc: func(obj any) {
+				if own(obj) {
+					unavailable(obj)
+				}
+			},
+		}); err != nil {
+			return nil, err
+		}
+	}
 	// Free capacity read from the snapshot (nodefree) counts the extended resources
 	// these devices back.
 	nodefree.UseDRABacked(x.Extended)
@@ -84,9 +139,28 @@ func (x *Index) OnNode(node string) []Device { return x.snapshot().byNode[node] 
 func (x *Index) Counters() hardware.Counters { return x.snapshot().counters }
 
 // Extended returns how many devices of node back each extended resource a
-// DeviceClass names (hardware.ExtendedResources); nil when none does.
+// DeviceClass names (hardware.ExtendedResources), leaving out those that
+// DeviceTaintRules taint and pods' own ResourceClaims hold; nil when none does.
+// Own claims are read as the scheduler's claim tracker holds them when a slice,
+// class, rule or own claim last changed: an allocation made in a binding cycle
+// counts once the claim's status reaches the informer.
 func (x *Index) Extended(node string) map[corev1.ResourceName]int64 {
-	return x.snapshot().extended[node]
+	sn := x.snapshot()
+	if len(sn.classes) == 0 {
+		return nil
+	}
+	a := x.availability.Load()
+	if e := x.ext.Load(); e != nil && e.version == sn.version && e.availability == a {
+		return e.byNode[node]
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if e := x.ext.Load(); e != nil && e.version == sn.version && e.availability == a {
+		return e.byNode[node]
+	}
+	e := &extended{version: sn.version, availability: a, byNode: hardware.ExtendedResources(sn.slices, sn.classes, x.unavailable())}
+	x.ext.Store(e)
+	return e.byNode[node]
 }
 
 // snapshot is the devices by node as of a version of the slices and classes.
@@ -94,7 +168,15 @@ type snapshot struct {
 	version  int64
 	byNode   map[string][]Device
 	counters hardware.Counters
-	extended map[string]map[corev1.ResourceName]int64
+	slices   []*resourceapi.ResourceSlice
+	classes  []*resourceapi.DeviceClass
+}
+
+// extended is what backs each extended resource per node, as of a version of the
+// slices and classes and one of the taint rules and own claims.
+type extended struct {
+	version, availability int64
+	byNode                map[string]map[corev1.ResourceName]int64
 }
 
 func (x *Index) snapshot() *snapshot {
@@ -123,9 +205,23 @@ func (x *Index) snapshot() *snapshot {
 	if x.classes != nil {
 		classes, _ = x.classes.List(labels.Everything())
 	}
-	sn := &snapshot{version: v, byNode: m, counters: counters, extended: hardware.ExtendedResources(slices, classes)}
+	sn := &snapshot{version: v, byNode: m, counters: counters, slices: slices, classes: classes}
 	x.snap.Store(sn)
 	return sn
+}
+
+// unavailable are the devices no extended-resource request can get.
+func (x *Index) unavailable() *hardware.Unavailable {
+	off := &hardware.Unavailable{}
+	if x.rules != nil {
+		off.Rules, _ = x.rules.List(labels.Everything())
+	}
+	if x.claims != nil {
+		if claims, err := x.claims.List(); err == nil {
+			off.Held = hardware.HeldByOwnClaims(claims)
+		}
+	}
+	return off
 }
 
 // Provider creates the Index on first use and hands the same one to every plugin of
