@@ -767,7 +767,9 @@ func auditRBAC(t *testing.T, objs []object) {
 			}
 			// The manager writes the scheduler's objects in its own namespace only.
 			if o.id() == "ClusterRole/kubenexus-manager" && slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) &&
-				slices.ContainsFunc(r.Resources, func(res string) bool { return res == "configmaps" || res == "services" || res == "deployments" || res == "poddisruptionbudgets" }) {
+				slices.ContainsFunc(r.Resources, func(res string) bool {
+					return res == "configmaps" || res == "services" || res == "deployments" || res == "poddisruptionbudgets"
+				}) {
 				t.Errorf("%s may write %v cluster-wide: %+v", o.id(), r.Resources, r)
 			}
 		}
@@ -943,7 +945,7 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 			"/config/namespaceSelector/matchExpressions/0"},
 		"label value not a string": {map[string]any{"config": map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubenexus.io/enabled": true}}}},
 			"/config/namespaceSelector/matchLabels/kubenexus.io~1enabled"},
-		"digest not sha256": {map[string]any{"manager": map[string]any{"image": map[string]any{"digest": "latest"}}}, "/manager/image/digest"},
+		"digest not sha256":      {map[string]any{"manager": map[string]any{"image": map[string]any{"digest": "latest"}}}, "/manager/image/digest"},
 		"registry with a scheme": {map[string]any{"imageRegistry": "https://mirror.example.com"}, "/imageRegistry"},
 		"empty network peer": {map[string]any{"webhook": map[string]any{"networkPolicy": map[string]any{"enabled": true, "from": []any{map[string]any{}}}}},
 			"/webhook/networkPolicy/from/0"},

@@ -313,4 +313,3 @@ func checkMetrics(ctx context.Context, t *testing.T, c *demo.Cluster) {
 		t.Error(err)
 	}
 }
-
