@@ -84,10 +84,11 @@ func ExtendedResources(slices []*resourceapi.ResourceSlice, classes []*resourcea
 	return extendedOf(slices, backingClasses(classes), off)
 }
 
-// ListExtended reads every ResourceSlice and DeviceClass through c and returns
-// ExtendedResources per node: the devices as their slices publish them (the
-// manager reads neither DeviceTaintRules nor ResourceClaims). A cluster that does
-// not serve resource.k8s.io/v1 has none.
+// ListExtended reads every ResourceSlice, DeviceClass, DeviceTaintRule and
+// ResourceClaim through c and returns ExtendedResources per node, without the
+// devices that rules taint or pods' own claims hold. A cluster that does not serve
+// resource.k8s.io/v1 has none; one that serves no DeviceTaintRules (before 1.37)
+// has no rules.
 func ListExtended(ctx context.Context, c client.Reader) (func(node string) map[corev1.ResourceName]int64, error) {
 	none := func(string) map[corev1.ResourceName]int64 { return nil }
 	var classes resourceapi.DeviceClassList
@@ -112,7 +113,26 @@ func ListExtended(ctx context.Context, c client.Reader) (func(node string) map[c
 	for i := range classes.Items {
 		cp[i] = &classes.Items[i]
 	}
-	byNode := ExtendedResources(sp, cp, nil)
+	off := &Unavailable{}
+	var rules resourceapi.DeviceTaintRuleList
+	switch err := c.List(ctx, &rules); {
+	case err == nil:
+		for i := range rules.Items {
+			off.Rules = append(off.Rules, &rules.Items[i])
+		}
+	case !meta.IsNoMatchError(err):
+		return nil, err
+	}
+	var claims resourceapi.ResourceClaimList
+	if err := c.List(ctx, &claims); err != nil {
+		return nil, err
+	}
+	held := make([]*resourceapi.ResourceClaim, len(claims.Items))
+	for i := range claims.Items {
+		held[i] = &claims.Items[i]
+	}
+	off.Held = HeldByOwnClaims(held)
+	byNode := ExtendedResources(sp, cp, off)
 	return func(node string) map[corev1.ResourceName]int64 { return byNode[node] }, nil
 }
 

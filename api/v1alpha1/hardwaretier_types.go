@@ -153,7 +153,9 @@ type HardwareTierStatus struct {
 	// +optional
 	Nodes int32 `json:"nodes,omitempty"`
 
-	// gpuCapacity is the allocatable nvidia.com/gpu of those nodes.
+	// gpuCapacity is the allocatable nvidia.com/gpu of those nodes: from a device
+	// plugin, or the DRA devices a DeviceClass maps to nvidia.com/gpu, without
+	// those a DeviceTaintRule taints or pods' own ResourceClaims hold.
 	// +optional
 	GPUCapacity int64 `json:"gpuCapacity,omitempty"`
 

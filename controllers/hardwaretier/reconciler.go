@@ -27,7 +27,7 @@ const nodeNameIndex = "kubenexus.spec.nodeName"
 // +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=hardwaretiers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceslices;deviceclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceslices;deviceclasses;devicetaintrules;resourceclaims,verbs=get;list;watch
 
 // Reconciler keeps HardwareTier status current.
 type Reconciler struct {
@@ -150,8 +150,32 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, allTiers, builder.WithPredicates(gpuPods))
 	// Devices move nodes into and out of tiers that select by them; clusters that
 	// do not serve resource.k8s.io/v1 have none.
-	if _, err := mgr.GetRESTMapper().RESTMapping(resourceapi.SchemeGroupVersion.WithKind("ResourceSlice").GroupKind(), resourceapi.SchemeGroupVersion.Version); err == nil {
-		b = b.Watches(&resourceapi.ResourceSlice{}, allTiers)
+	served := func(kind string) bool {
+		_, err := mgr.GetRESTMapper().RESTMapping(resourceapi.SchemeGroupVersion.WithKind(kind).GroupKind(), resourceapi.SchemeGroupVersion.Version)
+		return err == nil
+	}
+	if served("ResourceSlice") {
+		// Devices that pods' own claims hold back no nvidia.com/gpu
+		// (hardware.ListExtended): an allocation of such a claim changes capacity.
+		own := func(o client.Object) bool {
+			c, ok := o.(*resourceapi.ResourceClaim)
+			return ok && c.Status.Allocation != nil && c.Annotations[resourceapi.ExtendedResourceClaimAnnotation] != "true"
+		}
+		ownAllocations := predicate.Funcs{
+			CreateFunc: func(e event.CreateEvent) bool { return own(e.Object) },
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				o, n := e.ObjectOld.(*resourceapi.ResourceClaim), e.ObjectNew.(*resourceapi.ResourceClaim)
+				return (own(o) || own(n)) && !equality.Semantic.DeepEqual(o.Status.Allocation, n.Status.Allocation)
+			},
+			DeleteFunc:  func(e event.DeleteEvent) bool { return own(e.Object) },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		}
+		b = b.Watches(&resourceapi.ResourceSlice{}, allTiers).
+			Watches(&resourceapi.ResourceClaim{}, allTiers, builder.WithPredicates(ownAllocations))
+	}
+	// DeviceTaintRules are served from 1.37 on.
+	if served("DeviceTaintRule") {
+		b = b.Watches(&resourceapi.DeviceTaintRule{}, allTiers)
 	}
 	return b.Complete(r)
 }

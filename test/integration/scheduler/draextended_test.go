@@ -103,6 +103,7 @@ var _ = Describe("Extended resources backed by DRA", func() {
 			}
 		}
 		r00, r01 := tc.ns+"-r0-0", tc.ns+"-r0-1"
+		rack0 := rack0GPUs()
 		// A pod's own claim takes 6 of r0-0's devices; a rule taints 6 of r0-1's.
 		claim := &resourceapi.ResourceClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: "six", Namespace: tc.ns},
@@ -143,6 +144,8 @@ var _ = Describe("Extended resources backed by DRA", func() {
 		for i := range 2 {
 			Expect(tc.nodeOf(fmt.Sprintf("train-%d", i))()).To(HavePrefix(tc.ns+"-r1-"), "rack 0's devices are held or tainted")
 		}
+		// The manager counts the same: a HardwareTier over rack 0 has 2 + 2 GPUs.
+		Eventually(rack0).WithTimeout(testutil.Timeout).Should(Equal([]int64{2, 4, 0}), "nodes, GPU capacity and GPUs allocated of rack 0")
 
 		// Without the rules r0-1's 8 devices are back: rack 0 (10 left) is now the
 		// tighter fit, and both members go to r0-1.
@@ -153,6 +156,7 @@ var _ = Describe("Extended resources backed by DRA", func() {
 		for i := range 2 {
 			Expect(tc.nodeOf(fmt.Sprintf("eval-%d", i))()).To(Equal(r01))
 		}
+		Eventually(rack0).WithTimeout(testutil.Timeout).Should(Equal([]int64{2, 10, 8}), "nodes, GPU capacity and GPUs allocated of rack 0")
 	})
 
 	It("counts a card published as itself and its partitions once: what can be allocated at once", func() {
