@@ -105,21 +105,11 @@ func ListExtended(ctx context.Context, c client.Reader) (func(node string) map[c
 	if err := c.List(ctx, &slices); err != nil {
 		return nil, err
 	}
-	sp := make([]*resourceapi.ResourceSlice, len(slices.Items))
-	for i := range slices.Items {
-		sp[i] = &slices.Items[i]
-	}
-	cp := make([]*resourceapi.DeviceClass, len(classes.Items))
-	for i := range classes.Items {
-		cp[i] = &classes.Items[i]
-	}
 	off := &Unavailable{}
 	var rules resourceapi.DeviceTaintRuleList
 	switch err := c.List(ctx, &rules); {
 	case err == nil:
-		for i := range rules.Items {
-			off.Rules = append(off.Rules, &rules.Items[i])
-		}
+		off.Rules = pointers(rules.Items)
 	case !meta.IsNoMatchError(err):
 		return nil, err
 	}
@@ -127,13 +117,18 @@ func ListExtended(ctx context.Context, c client.Reader) (func(node string) map[c
 	if err := c.List(ctx, &claims); err != nil {
 		return nil, err
 	}
-	held := make([]*resourceapi.ResourceClaim, len(claims.Items))
-	for i := range claims.Items {
-		held[i] = &claims.Items[i]
-	}
-	off.Held = HeldByOwnClaims(held)
-	byNode := ExtendedResources(sp, cp, off)
+	off.Held = HeldByOwnClaims(pointers(claims.Items))
+	byNode := ExtendedResources(pointers(slices.Items), pointers(classes.Items), off)
 	return func(node string) map[corev1.ResourceName]int64 { return byNode[node] }, nil
+}
+
+// pointers returns pointers to the items of a list, in order.
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
 }
 
 // celCache compiles DeviceClass selectors once per expression.

@@ -112,12 +112,8 @@ func ListDevices(ctx context.Context, c client.Reader) (func(node string) []Devi
 		}
 		return nil, err
 	}
-	all := make([]*resourceapi.ResourceSlice, len(list.Items))
-	for i := range list.Items {
-		all[i] = &list.Items[i]
-	}
 	byNode := map[string][]Device{}
-	for _, s := range CurrentSlices(all) {
+	for _, s := range CurrentSlices(pointers(list.Items)) {
 		if node := NodeOf(s); node != "" {
 			byNode[node] = append(byNode[node], DevicesOf(s)...)
 		}
