@@ -14,8 +14,8 @@ COPY webhooks/ webhooks/
 ARG TARGETOS=linux
 ARG TARGETARCH=amd64
 ENV CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH}
-RUN go build -trimpath -ldflags "-s -w" -o /out/kubenexus-manager ./cmd/manager
-RUN go build -trimpath -ldflags "-s -w" -o /out/kubenexus-scheduler ./cmd/scheduler
+RUN go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o /out/kubenexus-manager ./cmd/manager
+RUN go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o /out/kubenexus-scheduler ./cmd/scheduler
 
 FROM gcr.io/distroless/static:nonroot AS manager
 WORKDIR /

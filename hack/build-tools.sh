@@ -49,9 +49,11 @@ shares() { [ "$1" = . ] || [ "$1" = helm4 ]; }
 # shared:begin
 # hack/tools shares its Kubernetes libraries with the main module, whose binaries
 # are static with their paths trimmed (as in the images; Makefile GO_BUILD): its
-# tools are compiled the same way, so that each package is compiled once for both.
+# tools are compiled the same way, so that each package is compiled once for both
+# (no DWARF generated: Makefile STATIC_FLAGS).
 shared_env=(CGO_ENABLED=0)
 shared_flags=(-trimpath)
+shared_gcflags="-dwarf=false"
 # shared:end
 
 ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm helm4 training-operator scheduler-plugins kueue golangci-lint)
@@ -131,11 +133,13 @@ for mod in "${!STALE[@]}"; do
   # their own Kubernetes libraries, so nothing of theirs comes from the build cache;
   # compiled without optimisation they build about a fifth faster (Kueue cold: 322 s
   # against 398 s on 2 cores) and do the little work a test asks of them as well.
-  gcflags=""
-  case "${mod}" in trainingoperator|kueue) gcflags="all=-N -l" ;; esac
+  # No tool is debugged, and its binary is stripped: no DWARF is generated (7-14%
+  # less compile CPU).
+  gcflags="all=-dwarf=false"
+  case "${mod}" in trainingoperator|kueue) gcflags="all=-N -l -dwarf=false" ;; esac
   tmp="$(mktemp -d "${K8S_BIN}/.build.XXXXXX")"
   env=() flags=()
-  if shares "${mod}"; then env=("${shared_env[@]}") flags=("${shared_flags[@]}"); fi
+  if shares "${mod}"; then env=("${shared_env[@]}") flags=("${shared_flags[@]}") gcflags="all=${shared_gcflags}"; fi
   (cd "${moddir}" && env "${env[@]}" go build "${flags[@]}" -gcflags "${gcflags}" -ldflags "${ldflags}" -o "${tmp}/" "${pkgs[@]}")
   # recipe:end
   for t in "${group[@]}"; do

@@ -191,10 +191,11 @@ func goList(root string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// goBuild builds pkg of the main module for linux/arch: static, paths trimmed (the
-// flags `make build` uses, so the host's architecture reuses its compiled packages).
+// goBuild builds pkg of the main module for linux/arch: static, paths trimmed, no
+// DWARF (the flags `make build` uses, so the host's architecture reuses its compiled
+// packages).
 func goBuild(opts Options, arch, pkg, out, ldflags string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, pkg)
+	cmd := exec.Command("go", "build", "-trimpath", "-gcflags=all=-dwarf=false", "-ldflags", ldflags, "-o", out, pkg)
 	cmd.Dir = opts.Root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
