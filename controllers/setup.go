@@ -92,7 +92,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding readiness check: %w", err)
 	}
-	if err := (&podgroup.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), GCGrace: opts.PodGroupGCGrace}).SetupWithManager(mgr); err != nil {
+	if err := (&podgroup.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), GCGrace: opts.PodGroupGCGrace, Recorder: mgr.GetEventRecorder(kubenexusv1alpha1.EventReportingController)}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PodGroup controller: %w", err)
 	}
 	// Kubernetes' own PodGroups (scheduling.k8s.io/v1beta1) get their
@@ -149,10 +149,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("setting up the KubeNexusConfig controller: %w", err)
 	}
 	// The KubeNexusConfig the chart renders into a ConfigMap (see chartconfig).
-	if err := (&chartconfig.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kubenexus-manager")}).SetupWithManager(mgr, opts.Namespace); err != nil {
+	if err := (&chartconfig.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(kubenexusv1alpha1.EventReportingController)}).SetupWithManager(mgr, opts.Namespace); err != nil {
 		return fmt.Errorf("setting up the chart's KubeNexusConfig controller: %w", err)
 	}
-	if err := (&resourcereservation.Reconciler{Client: mgr.GetClient(), Resync: opts.ReservationResync}).SetupWithManager(mgr); err != nil {
+	if err := (&resourcereservation.Reconciler{Client: mgr.GetClient(), Resync: opts.ReservationResync, Recorder: mgr.GetEventRecorder(kubenexusv1alpha1.EventReportingController)}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ResourceReservation controller: %w", err)
 	}
 	if err := (&hardwaretier.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
@@ -164,7 +164,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		mgr.GetLogger().Info("Kueue's CRDs are not installed; the placement-feasibility AdmissionCheck is off", "controllerName", admissioncheck.ControllerName)
 		return nil
 	}
-	if err := (&admissioncheck.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&admissioncheck.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(kubenexusv1alpha1.EventReportingController)}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the placement-feasibility AdmissionCheck: %w", err)
 	}
 	return nil

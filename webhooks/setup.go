@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/webhooks/hardwaretier"
 	"github.com/kube-nexus/kubenexus/webhooks/kubenexusconfig"
 	"github.com/kube-nexus/kubenexus/webhooks/pod"
@@ -37,6 +38,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Owners:    mgr.GetAPIReader(),
 		Namespace: opts.Namespace,
 		Decoder:   admission.NewDecoder(mgr.GetScheme()),
+		Recorder:  mgr.GetEventRecorder(v1alpha1.EventReportingController),
 	}
 	// Bodies above MaxRequestBytes are refused before they are decoded.
 	mgr.GetWebhookServer().Register(pod.Path, http.MaxBytesHandler(&admission.Webhook{Handler: mutator}, pod.MaxRequestBytes))

@@ -222,6 +222,8 @@ type PodGroupStatus struct {
 // +kubebuilder:printcolumn:name="Scheduled",type=integer,JSONPath=`.status.scheduled`
 // +kubebuilder:printcolumn:name="Running",type=integer,JSONPath=`.status.running`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].reason`
+// +kubebuilder:printcolumn:name="Since",type=date,JSONPath=`.status.conditions[?(@.type=="Scheduled")].lastTransitionTime`
 // +kubebuilder:printcolumn:name="Topology",type=string,JSONPath=`.spec.networkTopology.level`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PodGroup struct {

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "unicode/utf8"
+
 // The pod → webhook → scheduler contract. Every label, annotation and node key that
 // KubeNexus reads or writes is declared here once; the webhook, the controllers and
 // the scheduler plugins import these constants rather than spelling keys themselves.
@@ -237,3 +239,37 @@ const (
 	// Backfill trusts like activeDeadlineSeconds.
 	LabelKueueMaxExecTime = "kueue.x-k8s.io/max-exec-time-seconds"
 )
+
+// Reasons of the events the manager writes where it decides (kubectl describe and
+// kubectl events show them on the object named).
+const (
+	// EventReportingController is the manager's name on its events.
+	EventReportingController = "kubenexus-manager"
+	// EventReasonAutoGangSkipped (Warning, on the framework object): its pods were
+	// not put in a gang; the note says why and what to set.
+	EventReasonAutoGangSkipped = "AutoGangSkipped"
+	// EventReasonPodGroupCreated (Normal, on the PodGroup): created for a label-only
+	// gang.
+	EventReasonPodGroupCreated = "PodGroupCreated"
+	// EventReasonPlacementRetry (Warning, on the Kueue Workload): the
+	// placement-feasibility check said Retry; the note is the check's message.
+	EventReasonPlacementRetry = "PlacementRetry"
+)
+
+// MaxEventNote is the longest note events.k8s.io/v1 accepts, in bytes.
+const MaxEventNote = 1024
+
+// EventNote shortens note to what an event may carry, cutting at a character
+// boundary and marking the cut with "…"; the API server refuses a longer note and the
+// event would be lost.
+func EventNote(note string) string {
+	if len(note) <= MaxEventNote {
+		return note
+	}
+	const mark = "…"
+	cut := MaxEventNote - len(mark)
+	for cut > 0 && !utf8.RuneStart(note[cut]) {
+		cut--
+	}
+	return note[:cut] + mark
+}

@@ -27,6 +27,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
 	"github.com/kube-nexus/kubenexus/api/hardware"
@@ -67,6 +68,8 @@ func Served(mgr ctrl.Manager) bool {
 // Reconciler decides the placement-feasibility check of Workloads.
 type Reconciler struct {
 	Client client.Client
+	// Recorder, when set, reports each Retry on the Workload with the check's message.
+	Recorder recorder.EventRecorder
 
 	mu sync.Mutex
 	// pending are the Workloads last seen waiting for the check.
@@ -126,6 +129,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	decisions.WithLabelValues(string(state)).Inc()
+	if !d.Fits && r.Recorder != nil {
+		r.Recorder.Eventf(wl, nil, corev1.EventTypeWarning, v1alpha1.EventReasonPlacementRetry, "Check", "%s", v1alpha1.EventNote(d.Message))
+	}
 	r.setPending(req.NamespacedName, false)
 	log.FromContext(ctx).Info("Placement-feasibility check decided", "workload", req.NamespacedName, "state", state, "message", d.Message)
 	return ctrl.Result{}, nil

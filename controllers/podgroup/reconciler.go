@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -40,6 +41,8 @@ type Reconciler struct {
 	// GCGrace is how long an auto-created PodGroup without members is kept, so that
 	// a workload between pod generations keeps its group.
 	GCGrace time.Duration
+	// Recorder, when set, reports the PodGroups the controller creates.
+	Recorder recorder.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=podgroups,verbs=get;list;watch;create;delete
@@ -124,6 +127,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("creating PodGroup for label-only gang: %w", err)
 		}
 		log.V(2).Info("Created PodGroup for a label-only gang", "podGroup", klog.KObj(desired), "minMember", desired.Spec.MinMember)
+		if r.Recorder != nil {
+			of := ""
+			if ref := metav1.GetControllerOfNoCopy(desired); ref != nil {
+				of = fmt.Sprintf(" of %s %s", ref.Kind, ref.Name)
+			}
+			r.Recorder.Eventf(desired, nil, corev1.EventTypeNormal, v1alpha1.EventReasonPodGroupCreated, "Create",
+				"Created for the label-only gang%s: minMember %d", of, desired.Spec.MinMember)
+		}
 		return ctrl.Result{}, nil
 	}
 

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
@@ -35,6 +36,9 @@ type Reconciler struct {
 	Resync time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Recorder, when set, reports each release (Warning when the TTL ran out
+	// unconsumed, Normal otherwise).
+	Recorder recorder.EventRecorder
 }
 
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -67,10 +71,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	d.Held.ObservedGeneration = rr.Generation
 	meta.SetStatusCondition(&status.Conditions, d.Held)
 	if !equality.Semantic.DeepEqual(rr.Status, *status) {
+		was := rr.Status.Phase
 		patch := client.MergeFromWithOptions(rr.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		rr.Status = *status
 		if err := r.Client.Status().Patch(ctx, rr, patch); err != nil {
 			return ctrl.Result{}, err
+		}
+		if ended(status.Phase) && !ended(was) && r.Recorder != nil {
+			kind := corev1.EventTypeNormal
+			if d.Held.Reason == ReasonTTLExpired {
+				kind = corev1.EventTypeWarning
+			}
+			r.Recorder.Eventf(rr, nil, kind, d.Held.Reason, "Release", "%s", v1alpha1.EventNote(d.Held.Message))
 		}
 	}
 	if d.Recheck <= 0 {
@@ -83,6 +95,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		d.Recheck = r.Resync
 	}
 	return ctrl.Result{RequeueAfter: d.Recheck}, nil
+}
+
+// ended: the reservation holds nothing any more.
+func ended(p v1alpha1.ReservationPhase) bool {
+	return p == v1alpha1.ReservationExpired || p == v1alpha1.ReservationReleased
 }
 
 // owner looks the reservation's owner up in the manager's cache.

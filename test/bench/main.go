@@ -187,6 +187,15 @@ func main() {
 		return
 	}
 	nullBinderWorkers = *nbWorkers
+	for _, dir := range []string{cpuProfileDir, traceDir} {
+		if dir == "" {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
 	var err error
 	if pinning, err = newCPUSplit(*pin); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -810,7 +819,9 @@ func fetchProfile(port int, path string) {
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		_ = os.WriteFile(path, b, 0o644)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: CPU profile:", err)
+		}
 		return
 	}
 }
@@ -824,7 +835,9 @@ func fetchHeap(port int, path string) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	_ = os.WriteFile(path, b, 0o644)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: heap profile:", err)
+	}
 }
 
 // multiRackGangs counts the gangs whose members ended on more than one rack.

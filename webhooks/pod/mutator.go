@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
@@ -55,6 +56,9 @@ type Mutator struct {
 	// Namespace is KubeNexus's own namespace: its pods are never touched.
 	Namespace string
 	Decoder   admission.Decoder
+	// Recorder, when set, reports on the framework object why its pods were not
+	// ganged (AutoGangSkipped); a dry-run request reports nothing.
+	Recorder recorder.EventRecorder
 
 	// owners keeps sizes read from owners for a few seconds, by owner UID.
 	owners workload.GangSizeCache
@@ -146,7 +150,10 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Allowed("outside KubeNexus scope")
 	}
 	mutated := pod.DeepCopy()
-	m.mutate(ctx, mutated, ns, cfg)
+	if skipped := m.mutate(ctx, mutated, ns, cfg); skipped != nil && m.Recorder != nil && (req.DryRun == nil || !*req.DryRun) {
+		m.Recorder.Eventf(skipped.owner(), nil, corev1.EventTypeWarning, v1alpha1.EventReasonAutoGangSkipped, "Admit", "%s",
+			v1alpha1.EventNote(fmt.Sprintf("Pods of %s %s are not ganged: %s", skipped.src.GVK.Kind, skipped.src.Name, skipped.err.Error())))
+	}
 	raw, err := json.Marshal(mutated)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
@@ -181,8 +188,25 @@ func (m *Mutator) tierSource(ctx context.Context, pod *corev1.Pod, ns *corev1.Na
 	return ns.Labels
 }
 
-// mutate writes class, role, tier, scheduler and gang onto pod.
-func (m *Mutator) mutate(ctx context.Context, pod *corev1.Pod, ns *corev1.Namespace, cfg settings) {
+// skip is why a framework pod was not ganged, and the object that sizes its gang.
+type skip struct {
+	src workload.GangSource
+	err error
+}
+
+// owner is the framework object the event is about, as its reference names it.
+func (s *skip) owner() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(s.src.GVK)
+	u.SetNamespace(s.src.Namespace)
+	u.SetName(s.src.Name)
+	u.SetUID(s.src.UID)
+	return u
+}
+
+// mutate writes class, role, tier, scheduler and gang onto pod; it returns why a
+// pod auto-ganging applies to was not ganged (nil otherwise).
+func (m *Mutator) mutate(ctx context.Context, pod *corev1.Pod, ns *corev1.Namespace, cfg settings) *skip {
 	p := workload.Classify(pod, workload.Namespace{Labels: m.tierSource(ctx, pod, ns, cfg)}, cfg.defaultTier)
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
@@ -205,11 +229,11 @@ func (m *Mutator) mutate(ctx context.Context, pod *corev1.Pod, ns *corev1.Namesp
 
 	if p.Gang != nil || p.GangError != nil || p.Framework == "" || !slices.Contains(cfg.autoGang, p.Framework) ||
 		pod.Annotations[v1alpha1.AnnotationAutoGang] == "false" {
-		return // already grouped (or wrongly: the scheduler reports that), or not ours to group
+		return nil // already grouped (or wrongly: the scheduler reports that), or not ours to group
 	}
 	src, ok := workload.GangSourceOf(pod, p)
 	if !ok {
-		return
+		return nil
 	}
 	size, err := m.size(ctx, pod, src)
 	if err != nil {
@@ -218,14 +242,15 @@ func (m *Mutator) mutate(ctx context.Context, pod *corev1.Pod, ns *corev1.Namesp
 			pod.Annotations = map[string]string{}
 		}
 		pod.Annotations[v1alpha1.AnnotationAutoGangSkipped] = err.Error()
-		return
+		return &skip{src: src, err: err}
 	}
 	if size.ExcludesRole != "" && p.Role == size.ExcludesRole {
-		return
+		return nil
 	}
 	delete(pod.Annotations, v1alpha1.AnnotationAutoGangSkipped)
 	pod.Labels[v1alpha1.LabelKubeNexusGangName] = src.Gang
 	pod.Labels[v1alpha1.LabelKubeNexusGangMinAvailable] = strconv.Itoa(int(size.MinMember))
+	return nil
 }
 
 // size is the gang size: the user's annotation, else the owning object's spec, read

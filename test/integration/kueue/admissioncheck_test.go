@@ -47,6 +47,10 @@ var _ = Describe("The placement-feasibility AdmissionCheck", func() {
 		big.workload("big", 4, "", "cq-a")
 		Eventually(big.state("big")).WithTimeout(testutil.Timeout).Should(Equal(checkState{kueue.CheckStateRetry,
 			"4 × 8 nvidia.com/gpu: the nodes they may use hold 0 of the 4 pods now; 32 nvidia.com/gpu free on those nodes, but fragmented"}))
+		// kubectl events on the Workload says the same.
+		Eventually(func() ([]string, error) {
+			return testutil.EventNotes(suiteCtx, k8sClient, ns.Name, "big", v1alpha1.EventReasonPlacementRetry)
+		}).Should(ConsistOf("Warning: 4 × 8 nvidia.com/gpu: the nodes they may use hold 0 of the 4 pods now; 32 nvidia.com/gpu free on those nodes, but fragmented"))
 
 		// Rack 0's GPUs free up. Kueue requeues a Workload whose check said Retry and,
 		// once it reserves quota again, the check is Pending anew.

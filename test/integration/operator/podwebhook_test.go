@@ -351,6 +351,26 @@ var _ = Describe("Pod webhook", Ordered, func() {
 		}
 	})
 
+	It("reports a framework job whose pods it cannot gang with an AutoGangSkipped event on the job, except in a dry run", func() {
+		worker := func(job string) *corev1.Pod {
+			return testutil.MakePod(job+"-worker-0", nsGold).Label(kf+"replica-type", "worker").Label(kf+"job-name", job).
+				Label(kf+"operator-name", "pytorchjob-controller").Owner("kubeflow.org/v1", "PyTorchJob", job).Obj()
+		}
+		notes := func(job string) func() ([]string, error) {
+			return func() ([]string, error) {
+				return testutil.EventNotes(suiteCtx, k8sClient, nsGold, job, v1alpha1.EventReasonAutoGangSkipped)
+			}
+		}
+		// Dry run first: an event of the dry run, if any, would be sent a round trip
+		// before the real pod's, so by the time that one is stored it would be too.
+		Expect(k8sClient.Create(suiteCtx, worker("dryghost"), client.DryRunAll)).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, worker("eventghost"))).To(Succeed())
+		Eventually(notes("eventghost")).Should(ConsistOf(
+			"Warning: Pods of PyTorchJob eventghost are not ganged: PyTorchJob eventghost not found (read as kubeflow.org/v1): set " +
+				v1alpha1.AnnotationGangMinMember + " to group its pods"))
+		Expect(notes("dryghost")()).To(BeEmpty())
+	})
+
 	It("a job deleted and recreated smaller at once gets the new size", func() {
 		spec := func(workers int64) map[string]any {
 			return map[string]any{"pytorchReplicaSpecs": map[string]any{"Worker": map[string]any{"replicas": workers}}}

@@ -91,6 +91,14 @@ var _ = Describe("ResourceReservation", func() {
 		Eventually(state("kept")).WithTimeout(2 * reconcilePeriod).Should(Equal("Released/OwnerDeleted"))
 		Expect(meta.FindStatusCondition(get("kept").Status.Conditions, resourcereservation.ConditionHeld).Message).
 			To(Equal("PodGroup train-a was deleted; the capacity is released."))
+
+		// Each release is reported once, on the reservation.
+		notes := func(name, reason string) func() ([]string, error) {
+			return func() ([]string, error) { return testutil.EventNotes(suiteCtx, k8sClient, ns, name, reason) }
+		}
+		Eventually(notes("kept", resourcereservation.ReasonOwnerDeleted)).Should(ConsistOf("Normal: PodGroup train-a was deleted; the capacity is released."))
+		Eventually(notes("short-ttl", resourcereservation.ReasonTTLExpired)).Should(ConsistOf("Warning: Not consumed within ttlSeconds=4; the capacity is released."))
+		Expect(notes("no-driver", resourcereservation.ReasonWaitingForOwner)()).To(BeEmpty())
 	})
 
 	It("waits for an owner created after it, then is released when that owner goes", func() {
