@@ -123,7 +123,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if desired == nil {
 			return ctrl.Result{}, nil
 		}
-		if err := r.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.Client.Create(ctx, desired); err != nil {
+			// AlreadyExists: created by a reconcile whose object the cache did not
+			// hold yet; it reported the creation.
+			if apierrors.IsAlreadyExists(err) {
+				return ctrl.Result{}, nil
+			}
 			return ctrl.Result{}, fmt.Errorf("creating PodGroup for label-only gang: %w", err)
 		}
 		log.V(2).Info("Created PodGroup for a label-only gang", "podGroup", klog.KObj(desired), "minMember", desired.Spec.MinMember)

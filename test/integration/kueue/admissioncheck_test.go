@@ -50,7 +50,7 @@ var _ = Describe("The placement-feasibility AdmissionCheck", func() {
 		// kubectl events on the Workload says the same.
 		Eventually(func() ([]string, error) {
 			return testutil.EventNotes(suiteCtx, k8sClient, ns.Name, "big", v1alpha1.EventReasonPlacementRetry)
-		}).Should(ConsistOf("Warning: 4 × 8 nvidia.com/gpu: the nodes they may use hold 0 of the 4 pods now; 32 nvidia.com/gpu free on those nodes, but fragmented"))
+		}).WithTimeout(testutil.Timeout).Should(ConsistOf("Warning: 4 × 8 nvidia.com/gpu: the nodes they may use hold 0 of the 4 pods now; 32 nvidia.com/gpu free on those nodes, but fragmented"))
 
 		// Rack 0's GPUs free up. Kueue requeues a Workload whose check said Retry and,
 		// once it reserves quota again, the check is Pending anew.

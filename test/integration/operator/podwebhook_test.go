@@ -365,7 +365,7 @@ var _ = Describe("Pod webhook", Ordered, func() {
 		// before the real pod's, so by the time that one is stored it would be too.
 		Expect(k8sClient.Create(suiteCtx, worker("dryghost"), client.DryRunAll)).To(Succeed())
 		Expect(k8sClient.Create(suiteCtx, worker("eventghost"))).To(Succeed())
-		Eventually(notes("eventghost")).Should(ConsistOf(
+		Eventually(notes("eventghost")).WithTimeout(testutil.Timeout).Should(ConsistOf(
 			"Warning: Pods of PyTorchJob eventghost are not ganged: PyTorchJob eventghost not found (read as kubeflow.org/v1): set " +
 				v1alpha1.AnnotationGangMinMember + " to group its pods"))
 		Expect(notes("dryghost")()).To(BeEmpty())

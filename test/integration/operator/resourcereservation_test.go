@@ -96,8 +96,8 @@ var _ = Describe("ResourceReservation", func() {
 		notes := func(name, reason string) func() ([]string, error) {
 			return func() ([]string, error) { return testutil.EventNotes(suiteCtx, k8sClient, ns, name, reason) }
 		}
-		Eventually(notes("kept", resourcereservation.ReasonOwnerDeleted)).Should(ConsistOf("Normal: PodGroup train-a was deleted; the capacity is released."))
-		Eventually(notes("short-ttl", resourcereservation.ReasonTTLExpired)).Should(ConsistOf("Warning: Not consumed within ttlSeconds=4; the capacity is released."))
+		Eventually(notes("kept", resourcereservation.ReasonOwnerDeleted)).WithTimeout(testutil.Timeout).Should(ConsistOf("Normal: PodGroup train-a was deleted; the capacity is released."))
+		Eventually(notes("short-ttl", resourcereservation.ReasonTTLExpired)).WithTimeout(testutil.Timeout).Should(ConsistOf("Warning: Not consumed within ttlSeconds=4; the capacity is released."))
 		Expect(notes("no-driver", resourcereservation.ReasonWaitingForOwner)()).To(BeEmpty())
 	})
 

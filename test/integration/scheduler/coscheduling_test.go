@@ -274,7 +274,7 @@ var _ = Describe("Coscheduling", func() {
 		Expect(pg.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "kubenexus"))
 		Eventually(func() ([]string, error) {
 			return testutil.EventNotes(suiteCtx, k8sClient, tc.ns, "etl", v1alpha1.EventReasonPodGroupCreated)
-		}).Should(ConsistOf("Normal: Created for the label-only gang: minMember 3"))
+		}).WithTimeout(testutil.Timeout).Should(ConsistOf("Normal: Created for the label-only gang: minMember 3"))
 
 		// Once every member is gone, the auto-created group is garbage-collected.
 		Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Pod{}, client.InNamespace(tc.ns), client.GracePeriodSeconds(0))).To(Succeed())
