@@ -82,7 +82,7 @@ func TestOf(t *testing.T) {
 		},
 		"hostile long value is truncated in the error": {
 			annotations: map[string]string{"scheduling.k8s.io/group-name": strings.Repeat("X", 5000)},
-			wantErr:     "...",
+			wantErr:     "…",
 		},
 	}
 	for name, tc := range tests {

@@ -259,17 +259,25 @@ const (
 // MaxEventNote is the longest note events.k8s.io/v1 accepts, in bytes.
 const MaxEventNote = 1024
 
-// EventNote shortens note to what an event may carry, cutting at a character
-// boundary and marking the cut with "…"; the API server refuses a longer note and the
-// event would be lost.
-func EventNote(note string) string {
-	if len(note) <= MaxEventNote {
-		return note
+// EventNote shortens note to what an event may carry; the API server refuses a longer
+// note and the event would be lost.
+func EventNote(note string) string { return Shorten(note, MaxEventNote) }
+
+// Shorten returns s if it fits in max bytes, else its longest start that fits with
+// "…" after it, cut at a character boundary so that the result stays valid UTF-8.
+// Messages bound for fields with a size limit (event notes, condition and admission
+// check messages) and quoted values from untrusted input go through it.
+func Shorten(s string, max int) string {
+	if len(s) <= max {
+		return s
 	}
 	const mark = "…"
-	cut := MaxEventNote - len(mark)
-	for cut > 0 && !utf8.RuneStart(note[cut]) {
+	cut := max - len(mark)
+	if cut < 0 {
+		cut = 0
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return note[:cut] + mark
+	return s[:cut] + mark
 }

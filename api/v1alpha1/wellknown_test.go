@@ -26,3 +26,22 @@ func TestEventNote(t *testing.T) {
 		t.Errorf("EventNote(long) = %d bytes: cut more than a character short of %d", len(got), MaxEventNote)
 	}
 }
+
+func TestShorten(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"abc", 3, "abc"},
+		{"abcd", 3, "…"},
+		{"abcdef", 5, "ab…"},
+		{"ab×cd", 6, "ab×cd"},
+		{"ab×cdefg", 7, "ab×…"},
+		{"abc×def", 7, "abc…"}, // × is two bytes: cutting inside it would leave invalid UTF-8
+	} {
+		if got := Shorten(tc.in, tc.max); got != tc.want || len(got) > tc.max && len(tc.in) > tc.max || !utf8.ValidString(got) {
+			t.Errorf("Shorten(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+	}
+}

@@ -22,7 +22,7 @@ func TestNUMAPolicyOf(t *testing.T) {
 		// The current key wins.
 		{ann: map[string]string{v1alpha1.AnnotationNUMAPolicy: "best-effort", v1alpha1.AnnotationNUMAPolicyLegacy: "single-numa-node"}, want: v1alpha1.NUMAPolicyBestEffort},
 		{ann: map[string]string{v1alpha1.AnnotationNUMAPolicy: "strict"}, wantErr: `annotation numa.scheduling.kubenexus.io/policy="strict" is not a NUMA policy: use best-effort, restricted, single-numa, isolated or none`},
-		{ann: map[string]string{v1alpha1.AnnotationNUMAPolicy: strings.Repeat("x", 300)}, wantErr: "xxx...\" is not a NUMA policy"},
+		{ann: map[string]string{v1alpha1.AnnotationNUMAPolicy: strings.Repeat("x", 300)}, wantErr: "xxx…\" is not a NUMA policy"},
 	} {
 		got, err := NUMAPolicyOf(tc.ann)
 		if tc.wantErr != "" {

@@ -123,7 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	now := metav1.Now()
 	for _, i := range undecided {
 		st := &wl.Status.AdmissionChecks[i]
-		st.State, st.Message, st.LastTransitionTime = state, truncate(d.Message), now
+		st.State, st.Message, st.LastTransitionTime = state, v1alpha1.Shorten(d.Message, maxMessage), now
 	}
 	if err := r.Client.Status().Patch(ctx, wl, patch); err != nil {
 		return ctrl.Result{}, err
@@ -139,13 +139,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // maxMessage is Kueue's limit on an admission check state's message.
 const maxMessage = 32768
-
-func truncate(s string) string {
-	if len(s) > maxMessage {
-		return s[:maxMessage-3] + "..."
-	}
-	return s
-}
 
 func (r *Reconciler) setPending(key types.NamespacedName, pending bool) {
 	r.mu.Lock()

@@ -2,13 +2,10 @@
 // are quoted in messages.
 package untrusted
 
-// maxQuoted is the longest value quoted whole.
+import "github.com/kube-nexus/kubenexus/api/v1alpha1"
+
+// maxQuoted is the longest value quoted whole, in bytes.
 const maxQuoted = 64
 
 // Truncate keeps messages bounded when values are hostile.
-func Truncate(s string) string {
-	if len(s) <= maxQuoted {
-		return s
-	}
-	return s[:maxQuoted] + "..."
-}
+func Truncate(s string) string { return v1alpha1.Shorten(s, maxQuoted) }
