@@ -14,10 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	resourcehelper "k8s.io/component-helpers/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,10 +28,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
-	"github.com/kube-nexus/kubenexus/api/hardware"
-	"github.com/kube-nexus/kubenexus/api/topology"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/controllers/feasibility"
 )
 
 // ControllerName is the controllerName of the AdmissionChecks this controller runs.
@@ -106,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	r.setPending(req.NamespacedName, true)
-	c, err := r.cluster(ctx)
+	c, _, err := feasibility.Read(ctx, r.Client)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -114,7 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	d := Decide(c, w)
+	d := feasibility.Decide(c, w)
 	state := kueue.CheckStateRetry
 	if d.Fits {
 		state = kueue.CheckStateReady
@@ -166,78 +163,11 @@ func (r *Reconciler) checks(ctx context.Context) (map[string]bool, error) {
 	return out, nil
 }
 
-// cluster reads what Decide needs from the manager's cache.
-func (r *Reconciler) cluster(ctx context.Context) (*Cluster, error) {
-	c := &Cluster{Requested: map[string]corev1.ResourceList{}, FlavorLabels: map[string]map[string]string{}, FlavorTolerations: map[string][]corev1.Toleration{}, Levels: topology.DefaultLevels}
-	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes); err != nil {
-		return nil, err
-	}
-	c.Nodes = nodes.Items
-	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods); err != nil {
-		return nil, err
-	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if !workload.OccupiesNode(p) {
-			continue
-		}
-		used := c.Requested[p.Spec.NodeName]
-		if used == nil {
-			used = corev1.ResourceList{}
-			c.Requested[p.Spec.NodeName] = used
-		}
-		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
-			sum := used[name]
-			sum.Add(q)
-			used[name] = sum
-		}
-		n := used[corev1.ResourcePods]
-		n.Add(*resource.NewQuantity(1, resource.DecimalSI))
-		used[corev1.ResourcePods] = n
-	}
-	var tiers v1alpha1.HardwareTierList
-	if err := r.Client.List(ctx, &tiers); err != nil {
-		return nil, err
-	}
-	c.Tiers = tiers.Items
-	if hardware.UsesDevices(tiers.Items) {
-		devices, err := hardware.ListDevices(ctx, r.Client)
-		if err != nil {
-			return nil, err
-		}
-		c.Devices = devices
-	}
-	extended, err := hardware.ListExtended(ctx, r.Client)
-	if err != nil {
-		return nil, err
-	}
-	c.Extended = extended
-	var configs v1alpha1.KubeNexusConfigList
-	if err := r.Client.List(ctx, &configs); err != nil {
-		return nil, err
-	}
-	if len(configs.Items) > 0 && len(configs.Items[0].Spec.Topology.Levels) > 0 {
-		c.Levels = topology.Levels(configs.Items[0].Spec.Topology.Levels)
-	}
-	c.TierFromClusterQueue = len(configs.Items) > 0 && configs.Items[0].Spec.Kueue.TenantTierFrom == v1alpha1.TenantTierFromClusterQueue
-	var flavors kueue.ResourceFlavorList
-	if err := r.Client.List(ctx, &flavors); err != nil {
-		return nil, err
-	}
-	for _, f := range flavors.Items {
-		c.FlavorLabels[f.Name] = f.Spec.NodeLabels
-		c.FlavorTolerations[f.Name] = f.Spec.Tolerations
-	}
-	return c, nil
-}
-
 // workloadOf reads the Workload's pod sets, assigned flavors and tenant tier: from
 // its ClusterQueue's label when the KubeNexusConfig says so and the queue has one,
 // else from its namespace — never from the pods.
-func (r *Reconciler) workloadOf(ctx context.Context, wl *kueue.Workload, tierFromQueue bool) (*Workload, error) {
-	w := &Workload{ClusterQueue: string(wl.Status.Admission.ClusterQueue)}
+func (r *Reconciler) workloadOf(ctx context.Context, wl *kueue.Workload, tierFromQueue bool) (*feasibility.Workload, error) {
+	w := &feasibility.Workload{ClusterQueue: string(wl.Status.Admission.ClusterQueue)}
 	if tierFromQueue {
 		cq := &kueue.ClusterQueue{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: w.ClusterQueue}, cq); client.IgnoreNotFound(err) != nil {
@@ -257,7 +187,7 @@ func (r *Reconciler) workloadOf(ctx context.Context, wl *kueue.Workload, tierFro
 		assigned[a.Name] = a
 	}
 	for _, ps := range wl.Spec.PodSets {
-		p := PodSet{Name: string(ps.Name), Count: int(ps.Count), Template: ps.Template}
+		p := feasibility.PodSet{Name: string(ps.Name), Count: int(ps.Count), Template: ps.Template}
 		a, ok := assigned[ps.Name]
 		if ok && a.Count != nil {
 			p.Count = int(*a.Count)

@@ -1,9 +1,10 @@
-package admissioncheck
+package feasibility
 
 import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -122,5 +123,44 @@ func TestDecideCountsGPUsBackedByDRA(t *testing.T) {
 	}
 	if d := Decide(c, job(4, "8", "")); d.Fits || !strings.Contains(d.Message, "24 nvidia.com/gpu free on those nodes, 32 needed") {
 		t.Errorf("four members, three nodes free: fits %v %q", d.Fits, d.Message)
+	}
+}
+
+// A job that does not fit now gets the earliest time it would, from the runtime
+// bounds of the pods in its way, and the facts explain shows one per line.
+func TestDecideGivesTheEarliestStartAndTheFacts(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 1, 0, 0, 0, time.UTC)
+	// 8 nodes in racks of 4, every GPU in use.
+	c := fleet(8, 4, func(int) int64 { return 8 })
+	eightGPUs := corev1.ResourceList{gpu: resource.MustParse("8")}
+	w := job(4, "8", v1alpha1.LabelRack)
+	d := Decide(c, w)
+	if d.Fits || !d.Start.IsZero() || strings.Contains(d.Message, "would fit") {
+		t.Fatalf("no pod bounded: %+v, want no fit and no start", d)
+	}
+	if d.Eligible != 8 || d.TierRefused != 0 || d.Level != "rack" || d.Short == nil || d.Short.BestFits != 0 || d.Free != 0 || d.Need != 32000 || d.Resource != gpu {
+		t.Errorf("facts: %+v", d)
+	}
+	// Rack 1's pods end at 20, 30, 40 and 50 minutes; only three of rack 0's are bounded.
+	c.Bounded = map[string][]Bounded{}
+	for i := 1; i < 8; i++ {
+		c.Bounded[fmt.Sprintf("n%02d", i)] = []Bounded{{Ends: t0.Add(time.Duration(10*i) * time.Minute), Requests: eightGPUs}}
+	}
+	d = Decide(c, w)
+	if d.Fits || !d.Start.Equal(t0.Add(70*time.Minute)) || len(d.Domains) != 1 || d.Domains[0] != "rack-1" {
+		t.Fatalf("start %v in %v, want %v in rack-1 (%s)", d.Start, d.Domains, t0.Add(70*time.Minute), d.Message)
+	}
+	if want := "; they would fit in rack rack-1 by 2026-11-27T02:10:00Z, when running pods reach their runtime bounds"; !strings.HasSuffix(d.Message, want) {
+		t.Errorf("message %q, want it to end with %q", d.Message, want)
+	}
+	// A HardwareTier for silver only over rack 1: gold's job has no start; the tier is named.
+	for i := 4; i < 8; i++ {
+		c.Nodes[i].Labels["hw"] = "silver"
+	}
+	c.Tiers = []v1alpha1.HardwareTier{{ObjectMeta: metav1.ObjectMeta{Name: "silver-pool"}, Spec: v1alpha1.HardwareTierSpec{
+		NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"hw": "silver"}}, AllowedTenantTiers: []v1alpha1.TenantTier{v1alpha1.TenantTierSilver}}}}
+	d = Decide(c, w)
+	if !d.Start.IsZero() || d.Eligible != 4 || d.TierRefused != 4 || fmt.Sprint(d.RefusingTiers) != "[silver-pool]" {
+		t.Errorf("gold job beside a silver tier: start %v, eligible %d, refused %d by %v", d.Start, d.Eligible, d.TierRefused, d.RefusingTiers)
 	}
 }

@@ -1,9 +1,16 @@
-package admissioncheck
+// Package feasibility answers whether a workload's pods can all be placed now, all
+// or nothing, in the one topology domain they require — and, when not, why not and
+// the earliest time they could be if running pods end at their runtime bounds. The
+// Kueue placement-feasibility check and kubectl kubenexus (explain, whatif) decide
+// with it, over what a reader of the API shows them, with the planner the scheduler's
+// gang plans use (scheduler/placement).
+package feasibility
 
 import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -36,6 +43,15 @@ type Cluster struct {
 	// TierFromClusterQueue: tenant tiers come from the admitting ClusterQueue's label
 	// (the KubeNexusConfig's spec.kueue.tenantTierFrom).
 	TierFromClusterQueue bool
+	// Bounded are the running pods whose runtime is bounded, by node: when each
+	// ends at the latest and what it frees.
+	Bounded map[string][]Bounded
+}
+
+// Bounded is a running pod with a runtime bound.
+type Bounded struct {
+	Ends     time.Time
+	Requests corev1.ResourceList
 }
 
 // Workload is what a Kueue Workload asks for, as the check reads it.
@@ -61,10 +77,32 @@ type PodSet struct {
 	RequiredTopology string
 }
 
-// Decision is the check's answer.
+// Decision is the answer, as one message (the check's) and as the facts it is made
+// of (for explain, which says each once, on its own line).
 type Decision struct {
 	Fits    bool
 	Message string
+	// Shapes says what the pods ask for ("8 × 8 nvidia.com/gpu"); Level is the level
+	// whose one domain must hold them ("cluster" when none is required).
+	Shapes, Level string
+	// Domains hold the pods when they fit (now, or at Start).
+	Domains []string
+	// Short says why no domain of Level holds them (nil when they fit, or when no
+	// node may take them at all).
+	Short *placement.Shortage
+	// Nodes is the number of nodes; Eligible those the pods may use (node selector
+	// and affinity, taints, flavors, HardwareTiers); TierRefused those that only a
+	// HardwareTier keeps them from, and RefusingTiers those tiers' names.
+	Nodes, Eligible, TierRefused int
+	RefusingTiers               []string
+	// Resource is the pods' scarcest extended resource (else CPU); Free how much of
+	// it is free on the nodes they may use and Need how much they ask for, in
+	// milli-units.
+	Resource   corev1.ResourceName
+	Free, Need int64
+	// Start is the earliest time the pods fit if running pods end at their runtime
+	// bounds (zero: they fit now, or no such time is known).
+	Start time.Time
 }
 
 // anywhere is the pseudo-level that holds every node: a workload without a required
@@ -78,6 +116,8 @@ const anywhere = "cluster"
 func Decide(c *Cluster, w *Workload) Decision {
 	levels, maxLevel, levelName := c.levelsFor(w)
 	tiers := c.tierSelectors()
+	d := Decision{Level: levelName, Nodes: len(c.Nodes)}
+	seenTier := map[string]bool{}
 	var shapes []placement.Shape
 	var pods []*corev1.Pod
 	for _, ps := range w.PodSets {
@@ -93,6 +133,7 @@ func Decide(c *Cluster, w *Workload) Decision {
 		}
 		shapes = append(shapes, placement.Shape{Requests: req, Count: ps.Count})
 	}
+	d.Shapes = placement.DescribeShapes(shapes)
 	nodes := make([]placement.PlanNode, 0, len(c.Nodes))
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
@@ -117,35 +158,78 @@ func Decide(c *Cluster, w *Workload) Decision {
 				pn.Domains = append(pn.Domains, n.Labels[l.NodeLabel])
 			}
 		}
-		plain, preemptible := tiers.admits(n, c.Devices, w)
+		plain, preemptible, refusing := tiers.admits(n, c.Devices, w)
+		eligible, refused := false, false
 		for j, ps := range w.PodSets {
 			admitted := plain
 			if pods[j].Labels[v1alpha1.LabelPreemptible] == "true" {
 				admitted = preemptible
 			}
-			pn.Eligible[j] = admitted &&
-				placement.Eligible(pods[j], n) && c.flavorsMatch(ps.Flavors, n)
+			open := placement.Eligible(pods[j], n) && c.flavorsMatch(ps.Flavors, n)
+			pn.Eligible[j] = admitted && open
+			eligible = eligible || pn.Eligible[j]
+			refused = refused || (open && !admitted)
+		}
+		switch {
+		case eligible:
+			d.Eligible++
+		case refused:
+			d.TierRefused++
+			if !seenTier[refusing] {
+				seenTier[refusing] = true
+				d.RefusingTiers = append(d.RefusingTiers, refusing)
+			}
 		}
 		nodes = append(nodes, pn)
 	}
+	sort.Strings(d.RefusingTiers)
+	d.Resource, d.Free, d.Need = scarcest(nodes, shapes)
 	plan, short := placement.Compute(nodes, shapes, maxLevel, false)
-	what := placement.DescribeShapes(shapes)
-	if plan.Fits {
+	where := func(domains []string) string {
 		if levelName == anywhere {
-			return Decision{Fits: true, Message: fmt.Sprintf("%s fit on the cluster's free capacity now", what)}
+			return "on the cluster's free capacity"
 		}
-		return Decision{Fits: true, Message: fmt.Sprintf("%s fit in %s %s now", what, levelName, strings.Join(plan.Domains, ", "))}
+		return fmt.Sprintf("in %s %s", levelName, strings.Join(domains, ", "))
 	}
-	var msg string
+	if plan.Fits {
+		d.Fits, d.Domains = true, plan.Domains
+		d.Message = fmt.Sprintf("%s fit %s now", d.Shapes, where(plan.Domains))
+		return d
+	}
+	d.Short = short
 	switch {
 	case short == nil:
-		msg = fmt.Sprintf("%s do not fit", what)
+		d.Message = fmt.Sprintf("%s do not fit", d.Shapes)
 	case levelName == anywhere:
-		msg = fmt.Sprintf("%s: the nodes they may use hold %d of the %d pods now", what, short.BestFits, short.Need)
+		d.Message = fmt.Sprintf("%s: the nodes they may use hold %d of the %d pods now", d.Shapes, short.BestFits, short.Need)
 	default:
-		msg = short.Describe(levelName, shapes)
+		d.Message = short.Describe(levelName, shapes)
 	}
-	return Decision{Message: msg + freeNote(nodes, shapes)}
+	d.Message += d.freeNote()
+	if at, later, ok := placement.EarliestStart(nodes, shapes, maxLevel, c.releases(nodes)); ok {
+		d.Start, d.Domains = at, later.Domains
+		d.Message += fmt.Sprintf("; they would fit %s by %s, when running pods reach their runtime bounds", where(later.Domains), at.UTC().Format(time.RFC3339))
+	}
+	return d
+}
+
+// releases are the bounded pods on the nodes planned over, as the planner counts
+// them.
+func (c *Cluster) releases(nodes []placement.PlanNode) []placement.Release {
+	if len(c.Bounded) == 0 {
+		return nil
+	}
+	var out []placement.Release
+	for i := range nodes {
+		for _, b := range c.Bounded[nodes[i].Name] {
+			frees := map[corev1.ResourceName]int64{corev1.ResourcePods: 1000}
+			for name, q := range b.Requests {
+				frees[name] += q.MilliValue()
+			}
+			out = append(out, placement.Release{At: b.Ends, Node: i, Frees: frees})
+		}
+	}
+	return out
 }
 
 // levelsFor returns the levels to plan over, the highest one the workload may use
@@ -192,11 +276,9 @@ func (c *Cluster) flavorsMatch(flavors []string, n *corev1.Node) bool {
 	return true
 }
 
-// freeNote adds how much of the workload's scarcest extended resource (else CPU) is
-// free on the nodes it may use, and says so when that would be enough were it not
-// in pieces.
-func freeNote(nodes []placement.PlanNode, shapes []placement.Shape) string {
-	var name corev1.ResourceName
+// scarcest returns the pods' scarcest extended resource (else CPU), how much of it
+// is free on the nodes they may use, and how much they need.
+func scarcest(nodes []placement.PlanNode, shapes []placement.Shape) (name corev1.ResourceName, free, need int64) {
 	for _, s := range shapes {
 		for r := range s.Requests {
 			if strings.Contains(string(r), "/") && (name == "" || r < name) {
@@ -207,7 +289,6 @@ func freeNote(nodes []placement.PlanNode, shapes []placement.Shape) string {
 	if name == "" {
 		name = corev1.ResourceCPU
 	}
-	var need, free int64
 	for _, s := range shapes {
 		need += s.Requests[name] * int64(s.Count)
 	}
@@ -219,16 +300,28 @@ func freeNote(nodes []placement.PlanNode, shapes []placement.Shape) string {
 			}
 		}
 	}
-	unit := func(v int64) string {
-		if name == corev1.ResourceCPU {
-			return fmt.Sprintf("%dm", v)
-		}
-		return fmt.Sprint(v / 1000)
+	return name, free, need
+}
+
+// Quantity says an amount of Resource in its unit ("64", "3500m").
+func (d *Decision) Quantity(v int64) string {
+	if d.Resource == corev1.ResourceCPU {
+		return fmt.Sprintf("%dm", v)
 	}
-	if free >= need {
-		return fmt.Sprintf("; %s %s free on those nodes, but fragmented", unit(free), name)
+	return fmt.Sprint(v / 1000)
+}
+
+// Fragmented reports that the free amount of the scarcest resource would hold the
+// pods were it not in pieces.
+func (d *Decision) Fragmented() bool { return d.Free >= d.Need }
+
+// freeNote says how much of the scarcest resource is free on the nodes the pods may
+// use, and that it would be enough were it not in pieces.
+func (d *Decision) freeNote() string {
+	if d.Fragmented() {
+		return fmt.Sprintf("; %s %s free on those nodes, but fragmented", d.Quantity(d.Free), d.Resource)
 	}
-	return fmt.Sprintf("; %s %s free on those nodes, %s needed", unit(free), name, unit(need))
+	return fmt.Sprintf("; %s %s free on those nodes, %s needed", d.Quantity(d.Free), d.Resource, d.Quantity(d.Need))
 }
 
 // tierSet is the HardwareTiers as node selectors, highest rank first.
@@ -257,8 +350,9 @@ func (c *Cluster) tierSelectors() tierSet {
 
 // admits reports whether the node's HardwareTier lets the workload's pods run
 // there — plain pods, and pods labelled preemptible (which may borrow) — by its
-// tenant tier and ClusterQueue. Nodes no tier selects admit every workload.
-func (ts tierSet) admits(n *corev1.Node, devices func(string) []hardware.Device, w *Workload) (plain, preemptible bool) {
+// tenant tier and ClusterQueue, and names that tier. Nodes no tier selects admit
+// every workload.
+func (ts tierSet) admits(n *corev1.Node, devices func(string) []hardware.Device, w *Workload) (plain, preemptible bool, tier string) {
 	var devs []hardware.Device
 	for _, t := range ts {
 		if t.sel.UsesDevices() && devices != nil && devs == nil {
@@ -268,10 +362,10 @@ func (ts tierSet) admits(n *corev1.Node, devices func(string) []hardware.Device,
 			continue
 		}
 		if !hardware.AdmitsClusterQueue(t.tier.Spec.AllowedClusterQueues, w.ClusterQueue) {
-			return false, false
+			return false, false, t.tier.Name
 		}
 		return hardware.AccessFor(t.tier.Spec.AllowedTenantTiers, t.tier.Spec.Borrowing, w.Tenant, false) != hardware.Denied,
-			hardware.AccessFor(t.tier.Spec.AllowedTenantTiers, t.tier.Spec.Borrowing, w.Tenant, true) != hardware.Denied
+			hardware.AccessFor(t.tier.Spec.AllowedTenantTiers, t.tier.Spec.Borrowing, w.Tenant, true) != hardware.Denied, t.tier.Name
 	}
-	return true, true
+	return true, true, ""
 }

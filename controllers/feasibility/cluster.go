@@ -1,0 +1,99 @@
+package feasibility
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+
+	"github.com/kube-nexus/kubenexus/api/hardware"
+	"github.com/kube-nexus/kubenexus/api/topology"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
+)
+
+// Read lists what Decide needs: nodes, the pods on them, HardwareTiers and their DRA
+// devices, the KubeNexusConfig's topology levels and Kueue's ResourceFlavors (none
+// where Kueue is not installed). Pods holds every pod listed, for callers that look
+// at more than capacity. Only list access is needed.
+func Read(ctx context.Context, r client.Reader) (*Cluster, []corev1.Pod, error) {
+	c := &Cluster{Requested: map[string]corev1.ResourceList{}, FlavorLabels: map[string]map[string]string{}, FlavorTolerations: map[string][]corev1.Toleration{},
+		Levels: topology.DefaultLevels, Bounded: map[string][]Bounded{}}
+	var nodes corev1.NodeList
+	if err := r.List(ctx, &nodes); err != nil {
+		return nil, nil, err
+	}
+	c.Nodes = nodes.Items
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods); err != nil {
+		return nil, nil, err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !workload.OccupiesNode(p) {
+			continue
+		}
+		used := c.Requested[p.Spec.NodeName]
+		if used == nil {
+			used = corev1.ResourceList{}
+			c.Requested[p.Spec.NodeName] = used
+		}
+		requests := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+		for name, q := range requests {
+			sum := used[name]
+			sum.Add(q)
+			used[name] = sum
+		}
+		n := used[corev1.ResourcePods]
+		n.Add(*resource.NewQuantity(1, resource.DecimalSI))
+		used[corev1.ResourcePods] = n
+		if bound, ok := workload.RuntimeBound(p); ok {
+			c.Bounded[p.Spec.NodeName] = append(c.Bounded[p.Spec.NodeName], Bounded{Ends: workload.Ends(p, bound), Requests: requests})
+		}
+	}
+	var tiers v1alpha1.HardwareTierList
+	if err := r.List(ctx, &tiers); err != nil {
+		return nil, nil, err
+	}
+	c.Tiers = tiers.Items
+	if hardware.UsesDevices(tiers.Items) {
+		devices, err := hardware.ListDevices(ctx, r)
+		if err != nil {
+			return nil, nil, err
+		}
+		c.Devices = devices
+	}
+	extended, err := hardware.ListExtended(ctx, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.Extended = extended
+	var configs v1alpha1.KubeNexusConfigList
+	if err := r.List(ctx, &configs); err != nil {
+		return nil, nil, err
+	}
+	if len(configs.Items) > 0 && len(configs.Items[0].Spec.Topology.Levels) > 0 {
+		c.Levels = topology.Levels(configs.Items[0].Spec.Topology.Levels)
+	}
+	c.TierFromClusterQueue = len(configs.Items) > 0 && configs.Items[0].Spec.Kueue.TenantTierFrom == v1alpha1.TenantTierFromClusterQueue
+	var flavors kueue.ResourceFlavorList
+	if err := r.List(ctx, &flavors); err != nil && !NotServed(err) {
+		return nil, nil, err
+	}
+	for _, f := range flavors.Items {
+		c.FlavorLabels[f.Name] = f.Spec.NodeLabels
+		c.FlavorTolerations[f.Name] = f.Spec.Tolerations
+	}
+	return c, pods.Items, nil
+}
+
+// NotServed reports an error that says the API server does not serve a kind (its
+// CRD is not installed) or the reader's scheme does not know it.
+func NotServed(err error) bool {
+	return apimeta.IsNoMatchError(err) || runtime.IsNotRegisteredError(err)
+}
