@@ -94,7 +94,7 @@ type Decision struct {
 	// and affinity, taints, flavors, HardwareTiers); TierRefused those that only a
 	// HardwareTier keeps them from, and RefusingTiers those tiers' names.
 	Nodes, Eligible, TierRefused int
-	RefusingTiers               []string
+	RefusingTiers                []string
 	// Resource is the pods' scarcest extended resource (else CPU); Free how much of
 	// it is free on the nodes they may use and Need how much they ask for, in
 	// milli-units.

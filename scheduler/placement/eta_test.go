@@ -34,23 +34,37 @@ func TestEarliestStart(t *testing.T) {
 		"nothing bounded: unknown": {shapes: []Shape{gpuMembers(2, 8)}},
 		"the gang needs both pods of rack 1 to end; the later end is its start": {
 			releases: []func([]PlanNode) Release{
-				func(n []PlanNode) Release { return Release{At: t0.Add(30 * time.Minute), Node: index(n, "r1-n1"), Frees: gpus(6)} },
-				func(n []PlanNode) Release { return Release{At: t0.Add(10 * time.Minute), Node: index(n, "r1-n0"), Frees: gpus(6)} },
-				func(n []PlanNode) Release { return Release{At: t0.Add(90 * time.Minute), Node: index(n, "r0-n0"), Frees: gpus(8)} },
+				func(n []PlanNode) Release {
+					return Release{At: t0.Add(30 * time.Minute), Node: index(n, "r1-n1"), Frees: gpus(6)}
+				},
+				func(n []PlanNode) Release {
+					return Release{At: t0.Add(10 * time.Minute), Node: index(n, "r1-n0"), Frees: gpus(6)}
+				},
+				func(n []PlanNode) Release {
+					return Release{At: t0.Add(90 * time.Minute), Node: index(n, "r0-n0"), Frees: gpus(8)}
+				},
 			},
 			shapes: []Shape{gpuMembers(2, 8)}, wantOK: true, wantAt: t0.Add(30 * time.Minute), wantDom: "rack-1",
 		},
 		"one rack must hold the gang: room freed in two racks is not enough until a rack is whole": {
 			releases: []func([]PlanNode) Release{
-				func(n []PlanNode) Release { return Release{At: t0.Add(5 * time.Minute), Node: index(n, "r1-n0"), Frees: gpus(6)} },
-				func(n []PlanNode) Release { return Release{At: t0.Add(10 * time.Minute), Node: index(n, "r0-n0"), Frees: gpus(8)} },
-				func(n []PlanNode) Release { return Release{At: t0.Add(20 * time.Minute), Node: index(n, "r0-n1"), Frees: gpus(8)} },
+				func(n []PlanNode) Release {
+					return Release{At: t0.Add(5 * time.Minute), Node: index(n, "r1-n0"), Frees: gpus(6)}
+				},
+				func(n []PlanNode) Release {
+					return Release{At: t0.Add(10 * time.Minute), Node: index(n, "r0-n0"), Frees: gpus(8)}
+				},
+				func(n []PlanNode) Release {
+					return Release{At: t0.Add(20 * time.Minute), Node: index(n, "r0-n1"), Frees: gpus(8)}
+				},
 			},
 			shapes: []Shape{gpuMembers(2, 8)}, wantOK: true, wantAt: t0.Add(20 * time.Minute), wantDom: "rack-0",
 		},
 		"bounded pods free too little: unknown": {
 			releases: []func([]PlanNode) Release{
-				func(n []PlanNode) Release { return Release{At: t0.Add(5 * time.Minute), Node: index(n, "r1-n0"), Frees: gpus(6)} },
+				func(n []PlanNode) Release {
+					return Release{At: t0.Add(5 * time.Minute), Node: index(n, "r1-n0"), Frees: gpus(6)}
+				},
 			},
 			shapes: []Shape{gpuMembers(2, 8)},
 		},
