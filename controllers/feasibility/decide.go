@@ -105,9 +105,9 @@ type Decision struct {
 	Start time.Time
 }
 
-// anywhere is the pseudo-level that holds every node: a workload without a required
+// Anywhere is the pseudo-level that holds every node: a workload without a required
 // topology fits when the whole cluster holds it.
-const anywhere = "cluster"
+const Anywhere = "cluster"
 
 // Decide says whether every pod of the workload can be placed now, all or nothing,
 // with the planner the scheduler's gang plans use: nodes the pods may run on (node
@@ -152,8 +152,8 @@ func Decide(c *Cluster, w *Workload) Decision {
 			pn.Free[name] -= q.MilliValue()
 		}
 		for _, l := range levels {
-			if l.Name == anywhere {
-				pn.Domains = append(pn.Domains, anywhere)
+			if l.Name == Anywhere {
+				pn.Domains = append(pn.Domains, Anywhere)
 			} else {
 				pn.Domains = append(pn.Domains, n.Labels[l.NodeLabel])
 			}
@@ -186,7 +186,7 @@ func Decide(c *Cluster, w *Workload) Decision {
 	d.Resource, d.Free, d.Need = scarcest(nodes, shapes)
 	plan, short := placement.Compute(nodes, shapes, maxLevel, false)
 	where := func(domains []string) string {
-		if levelName == anywhere {
+		if levelName == Anywhere {
 			return "on the cluster's free capacity"
 		}
 		return fmt.Sprintf("in %s %s", levelName, strings.Join(domains, ", "))
@@ -200,7 +200,7 @@ func Decide(c *Cluster, w *Workload) Decision {
 	switch {
 	case short == nil:
 		d.Message = fmt.Sprintf("%s do not fit", d.Shapes)
-	case levelName == anywhere:
+	case levelName == Anywhere:
 		d.Message = fmt.Sprintf("%s: the nodes they may use hold %d of the %d pods now", d.Shapes, short.BestFits, short.Need)
 	default:
 		d.Message = short.Describe(levelName, shapes)
@@ -246,7 +246,7 @@ func (c *Cluster) levelsFor(w *Workload) ([]topology.Level, int, string) {
 		}
 	}
 	if required == "" {
-		return []topology.Level{{Name: anywhere}}, 0, anywhere
+		return []topology.Level{{Name: Anywhere}}, 0, Anywhere
 	}
 	if i := c.levelIndex(required); i < len(c.Levels) {
 		return c.Levels, i, c.Levels[i].Name

@@ -1,0 +1,178 @@
+// Package explain answers "why is it pending, and when will it run?" for a pod, a
+// PodGroup, a framework job or a Kueue Workload: one line per layer KubeNexus passes a
+// workload through — admission, queue, gang, tier, topology, capacity, start — each
+// with its verdict and, where one exists, what would unblock it. Each fact is said
+// once; no layer quotes another's message. Placement is decided by the engine of the
+// Kueue placement check (controllers/feasibility), over what a reader with list
+// access sees.
+package explain
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/controllers/feasibility"
+)
+
+// Verdicts of a layer.
+const (
+	// OK: this layer lets the workload through.
+	OK = "ok"
+	// Blocked: this layer holds the workload; the line says why.
+	Blocked = "blocked"
+	// Waiting: this layer is still at work on it (queued, binding).
+	Waiting = "waiting"
+	// None: the layer does not apply (no Kueue, no gang).
+	None = "-"
+)
+
+// Layers, in the order a workload passes them.
+const (
+	LayerAdmission = "admission"
+	LayerQueue     = "queue"
+	LayerGang      = "gang"
+	LayerTier      = "tier"
+	LayerTopology  = "topology"
+	LayerCapacity  = "capacity"
+	LayerStart     = "start"
+)
+
+// Line is one layer's verdict.
+type Line struct {
+	Layer, Verdict, Text string
+	// Action is what would unblock the layer ("" when nothing the user does would).
+	Action string
+}
+
+// Section is the explanation of one gang (or of one ungrouped set of pods) of the
+// subject.
+type Section struct {
+	Title string
+	Lines []Line
+}
+
+// Report is the explanation of a subject.
+type Report struct {
+	Subject  string
+	Sections []Section
+}
+
+// Line returns the section's line of a layer (nil when it has none).
+func (s *Section) Line(layer string) *Line {
+	for i := range s.Lines {
+		if s.Lines[i].Layer == layer {
+			return &s.Lines[i]
+		}
+	}
+	return nil
+}
+
+// Write prints the report as aligned columns: layer, verdict, what, and the action
+// on a line of its own under it.
+func (r *Report) Write(w io.Writer) error {
+	if _, err := fmt.Fprintln(w, r.Subject); err != nil {
+		return err
+	}
+	for _, s := range r.Sections {
+		if s.Title != "" {
+			fmt.Fprintf(w, "\n%s\n", s.Title)
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, l := range s.Lines {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", l.Layer, l.Verdict, l.Text)
+			if l.Action != "" {
+				fmt.Fprintf(tw, "  \t\t→ %s\n", l.Action)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Explainer reads the cluster once per explanation.
+type Explainer struct {
+	Client client.Reader
+	// Now is the time the report is made at (time.Now when nil).
+	Now func() time.Time
+}
+
+func (e *Explainer) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+// state is what one explanation reads.
+type state struct {
+	cluster      *feasibility.Cluster
+	pods         []corev1.Pod
+	reservations []v1alpha1.ResourceReservation
+	now          time.Time
+}
+
+func (e *Explainer) read(ctx context.Context) (*state, error) {
+	c, pods, err := feasibility.Read(ctx, e.Client)
+	if err != nil {
+		return nil, fmt.Errorf("reading the cluster: %w", err)
+	}
+	var rrs v1alpha1.ResourceReservationList
+	if err := e.Client.List(ctx, &rrs); err != nil && !feasibility.NotServed(err) {
+		return nil, fmt.Errorf("reading ResourceReservations: %w", err)
+	}
+	return &state{cluster: c, pods: pods, reservations: rrs.Items, now: e.now()}, nil
+}
+
+// Explain explains the object kind/name (kind as kubectl takes it: pod, podgroup,
+// workload, job, pytorchjob, jobset…, singular, plural or short) in namespace.
+func (e *Explainer) Explain(ctx context.Context, namespace, kind, name string) (*Report, error) {
+	t, err := resolve(kind)
+	if err != nil {
+		return nil, err
+	}
+	st, err := e.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	switch t.kind {
+	case "Pod":
+		return e.explainPod(ctx, st, namespace, name)
+	case "PodGroup":
+		return e.explainPodGroup(ctx, st, namespace, name)
+	case "Workload":
+		return e.explainWorkload(ctx, st, namespace, name)
+	}
+	return e.explainOwner(ctx, st, t, namespace, name)
+}
+
+// since says how long ago t was, to the second.
+func since(now, t time.Time) string {
+	return now.Sub(t).Round(time.Second).String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func join(items []string) string {
+	switch len(items) {
+	case 0:
+		return ""
+	case 1:
+		return items[0]
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}

@@ -1,0 +1,473 @@
+package explain
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	"github.com/kube-nexus/kubenexus/api/topology"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/controllers/feasibility"
+)
+
+// Unknown: no time can be given.
+const Unknown = "unknown"
+
+// group is what the layers look at: pods with one fate (a gang, or pods placed one
+// by one), the PodGroup and the Kueue Workload.
+type group struct {
+	key      *gang.Key
+	pg       *v1alpha1.PodGroup
+	min      int
+	members  []corev1.Pod
+	bound    int
+	pending  []*corev1.Pod
+	gated    int
+	finished int
+	wl       *kueue.Workload
+	ns       *corev1.Namespace
+}
+
+func (e *Explainer) podGroup(ctx context.Context, k gang.Key) (*v1alpha1.PodGroup, error) {
+	pg := &v1alpha1.PodGroup{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, pg); err != nil {
+		return nil, err
+	}
+	return pg, nil
+}
+
+func (e *Explainer) newGroup(ctx context.Context, members []corev1.Pod, wl *kueue.Workload) (*group, error) {
+	g := &group{members: members, wl: wl}
+	for i := range members {
+		p := &members[i]
+		switch {
+		case workload.Finished(p):
+			g.finished++
+		case p.Spec.NodeName != "":
+			g.bound++
+		case gang.IsGated(p):
+			g.gated++
+		default:
+			g.pending = append(g.pending, p)
+		}
+	}
+	if len(members) > 0 {
+		g.ns = &corev1.Namespace{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: members[0].Namespace}, g.ns); err != nil {
+			if !notFound(err) {
+				return nil, err
+			}
+			g.ns = nil
+		}
+	}
+	return g, nil
+}
+
+// section explains pods that are in no gang: each is placed on its own.
+func (e *Explainer) section(ctx context.Context, st *state, pods []corev1.Pod, wl *kueue.Workload) (Section, error) {
+	g, err := e.newGroup(ctx, pods, wl)
+	if err != nil {
+		return Section{}, err
+	}
+	g.min = 1
+	return e.lines(st, g), nil
+}
+
+// gangSection explains one gang.
+func (e *Explainer) gangSection(ctx context.Context, st *state, k gang.Key, members []corev1.Pod, wl *kueue.Workload) (Section, error) {
+	g, err := e.newGroup(ctx, members, wl)
+	if err != nil {
+		return Section{}, err
+	}
+	g.key = &k
+	if pg, err := e.podGroup(ctx, k); err == nil {
+		g.pg = pg
+		g.min = int(pg.Spec.MinMember)
+	} else if !notFound(err) && !feasibility.NotServed(err) {
+		return Section{}, err
+	}
+	if g.pg == nil {
+		for i := range members {
+			if m, ok, _ := gang.Of(&members[i]); ok && m.MinMember > 0 {
+				g.min = int(m.MinMember)
+				break
+			}
+		}
+	}
+	return e.lines(st, g), nil
+}
+
+// lines builds the layers of one group.
+func (e *Explainer) lines(st *state, g *group) Section {
+	var s Section
+	s.Lines = append(s.Lines, admission(g), queue(g), gangLine(g, st))
+	need := len(g.pending)
+	if g.key != nil && g.min > 0 {
+		// The gang is tried all at once until its quorum is bound; after that each
+		// late member is tried on its own.
+		if missing := g.min - g.bound; missing > 0 {
+			need = min(missing, len(g.pending))
+		} else if need > 0 {
+			need = 1
+		}
+	}
+	if need == 0 {
+		verdict, text := OK, fmt.Sprintf("no member waits for a node (%d bound)", g.bound)
+		if len(g.members) == 0 {
+			verdict, text = None, "no pods yet"
+		} else if g.gated > 0 {
+			verdict, text = Waiting, fmt.Sprintf("%s behind scheduling gates: placement is decided once they are lifted", plural(g.gated, "pod", "pods"))
+		}
+		s.Lines = append(s.Lines, Line{Layer: LayerTopology, Verdict: verdict, Text: text})
+		return s
+	}
+	w := g.workload(st, need)
+	d := feasibility.Decide(st.cluster, w)
+	s.Lines = append(s.Lines, tierLine(g, w, &d), topologyLine(g, st, &d), capacityLine(&d, g, st), startLine(&d, st))
+	return s
+}
+
+// workload is what Decide places: need of the pending pods, grouped by shape, with
+// the required topology the gang's policy gives.
+func (g *group) workload(st *state, need int) *feasibility.Workload {
+	w := &feasibility.Workload{Tenant: workload.TierOf(workload.Namespace{Labels: g.nsLabels()}, "")}
+	if g.wl != nil && g.wl.Status.Admission != nil {
+		w.ClusterQueue = string(g.wl.Status.Admission.ClusterQueue)
+	}
+	idx := map[string]int{}
+	for _, p := range g.pending[:need] {
+		sig := signature(p)
+		i, ok := idx[sig]
+		if !ok {
+			i = len(w.PodSets)
+			idx[sig] = i
+			w.PodSets = append(w.PodSets, feasibility.PodSet{Name: p.Name, Template: corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}})
+		}
+		w.PodSets[i].Count++
+	}
+	if g.key != nil {
+		if pol, ok, err := topology.PolicyOf(g.pending[0], g.pg, st.cluster.Levels); err == nil && ok && pol.Required {
+			for i := range w.PodSets {
+				w.PodSets[i].RequiredTopology = st.cluster.Levels[pol.Level].NodeLabel
+			}
+		}
+	}
+	return w
+}
+
+func (g *group) nsLabels() map[string]string {
+	if g.ns == nil {
+		return nil
+	}
+	return g.ns.Labels
+}
+
+// signature tells pods with the same placement needs apart from others.
+func signature(p *corev1.Pod) string {
+	var b strings.Builder
+	for _, c := range p.Spec.Containers {
+		fmt.Fprintf(&b, "%v|", c.Resources.Requests)
+	}
+	fmt.Fprintf(&b, "%v|%v|%v|%s", p.Spec.NodeSelector, p.Spec.Affinity, p.Spec.Tolerations, p.Labels[v1alpha1.LabelPreemptible])
+	return b.String()
+}
+
+func admission(g *group) Line {
+	l := Line{Layer: LayerAdmission, Verdict: OK}
+	if len(g.members) == 0 {
+		l.Verdict, l.Text = None, "no pods yet"
+		return l
+	}
+	p := &g.members[0]
+	if len(g.pending) > 0 {
+		p = g.pending[0]
+	}
+	prof := workload.Classify(p, workload.Namespace{Labels: g.nsLabels()}, "")
+	what := string(prof.Class)
+	if prof.Framework != "" {
+		what += " (" + string(prof.Framework)
+		if prof.Role != "" {
+			what += " " + string(prof.Role)
+		}
+		what += ")"
+	}
+	var parts []string
+	parts = append(parts, what+", tenant tier "+string(prof.Tier))
+	switch {
+	case prof.GangError != nil:
+		l.Verdict, l.Text = Blocked, what+": its gang labels are invalid: "+prof.GangError.Error()
+		l.Action = "fix the pod template's gang labels"
+		return l
+	case g.key != nil:
+		m, _, _ := gang.Of(p)
+		parts = append(parts, fmt.Sprintf("ganged as %s (%s)", g.key.Name, m.Dialect))
+	case p.Annotations[v1alpha1.AnnotationAutoGangSkipped] != "":
+		parts = append(parts, "not ganged: "+p.Annotations[v1alpha1.AnnotationAutoGangSkipped])
+		l.Action = "set " + v1alpha1.AnnotationGangMinMember + " on the pod template to gang its pods"
+	default:
+		parts = append(parts, "in no gang: each pod is placed on its own")
+	}
+	if p.Spec.SchedulerName != v1alpha1.DefaultSchedulerName {
+		l.Verdict = None
+		parts = append(parts, fmt.Sprintf("scheduled by %s, not KubeNexus", p.Spec.SchedulerName))
+		l.Action = fmt.Sprintf("label namespace %s %s=true so that the webhook sends its pods to %s", p.Namespace, v1alpha1.LabelNamespaceEnabled, v1alpha1.DefaultSchedulerName)
+	}
+	l.Text = strings.Join(parts, "; ")
+	return l
+}
+
+func queue(g *group) Line {
+	l := Line{Layer: LayerQueue, Verdict: None, Text: "not queued by Kueue"}
+	wl := g.wl
+	if wl == nil {
+		for i := range g.members {
+			for _, gate := range g.members[i].Spec.SchedulingGates {
+				if gate.Name == v1alpha1.KueueAdmissionGate {
+					l.Verdict, l.Text = Waiting, "pods gated by Kueue ("+v1alpha1.KueueAdmissionGate+"), but no Workload of theirs was found"
+					return l
+				}
+			}
+		}
+		return l
+	}
+	name := "Workload " + wl.Name
+	cq := ""
+	if wl.Status.Admission != nil {
+		cq = string(wl.Status.Admission.ClusterQueue)
+	}
+	switch {
+	case apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished):
+		l.Verdict, l.Text = OK, name+" finished"
+	case apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadAdmitted):
+		l.Verdict, l.Text = OK, fmt.Sprintf("%s admitted by ClusterQueue %s", name, cq)
+	case apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved):
+		var checks []string
+		l.Verdict = Waiting
+		for _, c := range wl.Status.AdmissionChecks {
+			if c.State == kueue.CheckStateReady {
+				continue
+			}
+			if c.State == kueue.CheckStateRetry || c.State == kueue.CheckStateRejected {
+				l.Verdict = Blocked
+			}
+			msg := c.Message
+			if isPlacementCheck(c.Message) {
+				msg = "the topology and capacity lines say why"
+			}
+			checks = append(checks, fmt.Sprintf("admission check %s: %s (%s)", c.Name, c.State, msg))
+		}
+		l.Text = fmt.Sprintf("%s has quota in ClusterQueue %s; %s", name, cq, join(checks))
+	default:
+		l.Verdict = Blocked
+		c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
+		l.Text = name + " waits for quota in LocalQueue " + string(wl.Spec.QueueName)
+		if c != nil && c.Message != "" {
+			l.Text += ": " + c.Message
+		}
+		l.Action = "more quota (nominal or borrowable) in its ClusterQueue, or fewer workloads ahead of it"
+	}
+	return l
+}
+
+// isPlacementCheck tells the placement check's messages (said again, fact by fact, on
+// the topology and capacity lines) from other checks'.
+func isPlacementCheck(msg string) bool {
+	return strings.Contains(msg, " free on those nodes") || strings.Contains(msg, " fit ")
+}
+
+func gangLine(g *group, st *state) Line {
+	l := Line{Layer: LayerGang, Verdict: None, Text: "in no gang"}
+	if g.key == nil {
+		return l
+	}
+	if g.pg == nil && g.min == 0 {
+		l.Verdict = Blocked
+		l.Text = fmt.Sprintf("its pods name PodGroup %s, which does not exist", g.key.Name)
+		l.Action = fmt.Sprintf("create PodGroup %s in %s with spec.minMember", g.key.Name, g.key.Namespace)
+		return l
+	}
+	counts := fmt.Sprintf("%d of its quorum of %d bound, %d waiting for a node", g.bound, g.min, len(g.pending))
+	if g.gated > 0 {
+		counts += fmt.Sprintf(", %d gated", g.gated)
+	}
+	if g.finished > 0 {
+		counts += fmt.Sprintf(", %d finished", g.finished)
+	}
+	present := len(g.members) - g.finished
+	switch {
+	case g.bound >= g.min:
+		l.Verdict, l.Text = OK, "quorum bound: "+counts
+	case g.bound+len(g.pending)+g.gated < g.min:
+		l.Verdict = Waiting
+		l.Text = fmt.Sprintf("%d of %d members exist (%s): the gang waits for the rest to be created", present, g.min, counts)
+		l.Action = "check that the job's controller creates all its pods, or lower the gang's minMember"
+	default:
+		l.Verdict, l.Text = Waiting, counts
+	}
+	if g.pg != nil {
+		if c := apimeta.FindStatusCondition(g.pg.Status.Conditions, v1alpha1.PodGroupConditionScheduled); c != nil && c.Status != metav1.ConditionTrue && c.Reason != "" {
+			l.Text += fmt.Sprintf("; %s for %s", c.Reason, since(st.now, c.LastTransitionTime.Time))
+		}
+	}
+	return l
+}
+
+func tierLine(g *group, w *feasibility.Workload, d *feasibility.Decision) Line {
+	l := Line{Layer: LayerTier, Verdict: OK}
+	tier := "tenant tier " + string(w.Tenant)
+	switch {
+	case d.Eligible == 0 && d.TierRefused > 0:
+		l.Verdict = Blocked
+		names, one := tiers(d.RefusingTiers)
+		l.Text = fmt.Sprintf("%s: %s %s it on all %s the pods could otherwise use", tier, names, verb(one, "refuses", "refuse"), plural(d.TierRefused, "node", "nodes"))
+		l.Action = fmt.Sprintf("run it from a namespace of a tenant tier that %s (label %s), or allow %s there", verb(one, "it allows", "they allow"), v1alpha1.LabelTenantTier, w.Tenant)
+	case d.Eligible == 0:
+		l.Verdict = Blocked
+		l.Text = fmt.Sprintf("none of the %s takes the pods: their node selector, affinity, tolerations or Kueue flavor rule every one out", plural(d.Nodes, "node", "nodes"))
+		l.Action = "relax the pods' node selector or affinity, or add the tolerations their nodes' taints need"
+	case d.TierRefused > 0:
+		names, one := tiers(d.RefusingTiers)
+		l.Text = fmt.Sprintf("%s: %s open to the pods; %s more %s %s, which %s it", tier, plural(d.Eligible, "node", "nodes"), plural(d.TierRefused, "node", "nodes"),
+			verb(d.TierRefused == 1, "belongs to", "belong to"), names, verb(one, "does not admit", "do not admit"))
+	default:
+		l.Text = fmt.Sprintf("%s: %s of %d open to the pods", tier, plural(d.Eligible, "node", "nodes"), d.Nodes)
+	}
+	return l
+}
+
+// tiers names HardwareTiers ("HardwareTier a", "HardwareTiers a and b"); one is
+// set when there is one.
+func tiers(names []string) (string, bool) {
+	if len(names) == 1 {
+		return "HardwareTier " + names[0], true
+	}
+	return "HardwareTiers " + join(names), false
+}
+
+func verb(one bool, singular, plural string) string {
+	if one {
+		return singular
+	}
+	return plural
+}
+
+func topologyLine(g *group, st *state, d *feasibility.Decision) Line {
+	l := Line{Layer: LayerTopology}
+	if d.Level == feasibility.Anywhere {
+		l.Verdict, l.Text = None, "no topology domain required: the members may spread"
+		if d.Fits {
+			l.Verdict, l.Text = OK, "no topology domain required; they fit now"
+		}
+		return l
+	}
+	switch {
+	case d.Fits:
+		l.Verdict, l.Text = OK, fmt.Sprintf("fits in %s %s now", d.Level, join(d.Domains))
+	case d.Short != nil && d.Short.Spread:
+		l.Verdict, l.Text = Blocked, fmt.Sprintf("its bound members already run in more than one %s, so no %s can hold the rest with them", d.Level, d.Level)
+	case d.Short != nil && d.Short.Anchored != "":
+		l.Verdict, l.Text = Blocked, fmt.Sprintf("its bound members run in %s %s, which holds %d of the %d still needed", d.Level, d.Short.Anchored, d.Short.BestFits, d.Short.Need)
+	case d.Short != nil:
+		best := ""
+		if d.Short.BestDomain != "" && d.Short.BestFits > 0 {
+			best = " (" + d.Short.BestDomain + ")"
+		}
+		l.Verdict = Blocked
+		l.Text = fmt.Sprintf("one %s must hold all %d: the largest holds %d%s", d.Level, d.Short.Need, d.Short.BestFits, best)
+		l.Action = fmt.Sprintf("wait for room in one %s, lower the gang's size, or make co-location preferred (%s=preferred, or spec.networkTopology.mode on the PodGroup)", d.Level, v1alpha1.AnnotationCoLocate)
+	default:
+		l.Verdict, l.Text = Blocked, fmt.Sprintf("no %s can hold them", d.Level)
+	}
+	return l
+}
+
+func capacityLine(d *feasibility.Decision, g *group, st *state) Line {
+	l := Line{Layer: LayerCapacity, Verdict: OK}
+	free := fmt.Sprintf("%s %s free on the nodes open to them, %s needed (%s)", d.Quantity(d.Free), d.Resource, d.Quantity(d.Need), d.Shapes)
+	switch {
+	case d.Fits:
+		l.Text = free
+	case !d.Fragmented():
+		l.Verdict, l.Text = Blocked, free
+	case d.Level == feasibility.Anywhere:
+		l.Verdict, l.Text = Blocked, free+": enough in total, but in pieces no set of nodes can hold the members"
+	default:
+		l.Text = free + ": enough in total, not in one " + d.Level
+	}
+	if held := reservationsHolding(st, g); held != "" {
+		l.Text += "; " + held
+	}
+	return l
+}
+
+// reservationsHolding names the ResourceReservations of other owners that hold room
+// now (the scheduler keeps the gang off it; the placement figures above do not count
+// it as taken).
+func reservationsHolding(st *state, g *group) string {
+	var held []string
+	for _, rr := range st.reservations {
+		if rr.Status.Phase != v1alpha1.ReservationReserved {
+			continue
+		}
+		if g.key != nil && rr.Namespace == g.key.Namespace && rr.Spec.Owner.Kind == v1alpha1.ReservationOwnerPodGroup && rr.Spec.Owner.Name == g.key.Name {
+			continue
+		}
+		slots := max(rr.Spec.Slots, 1) - rr.Status.ConsumedSlots
+		if slots <= 0 {
+			continue
+		}
+		where := rr.Status.NodeName
+		if where == "" {
+			where = "nodes it accumulates"
+		}
+		var res []string
+		for name, q := range rr.Spec.Resources {
+			if name == corev1.ResourceCPU || name == corev1.ResourceMemory {
+				continue
+			}
+			res = append(res, fmt.Sprintf("%d × %s %s", slots, q.String(), name))
+		}
+		sort.Strings(res)
+		if len(res) == 0 {
+			res = append(res, plural(int(slots), "slot", "slots"))
+		}
+		held = append(held, fmt.Sprintf("%s/%s (%s on %s, for %s %s)", rr.Namespace, rr.Name, strings.Join(res, ", "), where, rr.Spec.Owner.Kind, rr.Spec.Owner.Name))
+	}
+	sort.Strings(held)
+	if len(held) == 0 {
+		return ""
+	}
+	if len(held) > 3 {
+		held = append(held[:3], fmt.Sprintf("%d more", len(held)-3))
+	}
+	return "ResourceReservations holding room for others: " + join(held)
+}
+
+func startLine(d *feasibility.Decision, st *state) Line {
+	l := Line{Layer: LayerStart}
+	switch {
+	case d.Fits:
+		l.Verdict, l.Text = OK, "they fit now: the scheduler places them at its next attempt"
+	case !d.Start.IsZero():
+		l.Verdict = Waiting
+		in := d.Start.Sub(st.now).Round(time.Second)
+		if in < 0 {
+			in = 0
+		}
+		l.Text = fmt.Sprintf("earliest %s (in %s), in %s %s, when running pods reach their runtime bounds", d.Start.UTC().Format(time.RFC3339), in, d.Level, join(d.Domains))
+	default:
+		l.Verdict = Unknown
+		l.Text = "no time can be given: pods in its way have no runtime bound (spec.activeDeadlineSeconds or " + v1alpha1.LabelKueueMaxExecTime + ")"
+	}
+	return l
+}

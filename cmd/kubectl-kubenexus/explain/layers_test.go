@@ -1,0 +1,135 @@
+package explain
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/controllers/feasibility"
+	"github.com/kube-nexus/kubenexus/scheduler/placement"
+)
+
+const gpu = corev1.ResourceName("nvidia.com/gpu")
+
+func check(t *testing.T, name string, got Line, verdict, text, action string) {
+	t.Helper()
+	if got.Verdict != verdict || got.Text != text || got.Action != action {
+		t.Errorf("%s:\n got  %s | %s | %s\n want %s | %s | %s", name, got.Verdict, got.Text, got.Action, verdict, text, action)
+	}
+}
+
+func TestPlacementLayers(t *testing.T) {
+	now := time.Date(2026, 11, 27, 1, 0, 0, 0, time.UTC)
+	st := &state{now: now}
+	w := &feasibility.Workload{Tenant: v1alpha1.TenantTierGold}
+	g := &group{}
+	base := feasibility.Decision{Shapes: "4 × 8 nvidia.com/gpu", Level: "rack", Nodes: 10, Eligible: 6, Resource: gpu, Free: 48000, Need: 32000}
+
+	for _, tc := range []struct {
+		name                  string
+		d                     func(d *feasibility.Decision)
+		layer                 func(d *feasibility.Decision) Line
+		verdict, text, action string
+	}{
+		{"tier: every node open", func(*feasibility.Decision) {}, func(d *feasibility.Decision) Line { return tierLine(g, w, d) },
+			OK, "tenant tier gold: 6 nodes of 10 open to the pods", ""},
+		{"tier: some nodes are a tier's that refuses the tenant", func(d *feasibility.Decision) { d.TierRefused, d.RefusingTiers = 4, []string{"h100"} },
+			func(d *feasibility.Decision) Line { return tierLine(g, w, d) },
+			OK, "tenant tier gold: 6 nodes open to the pods; 4 nodes more belong to HardwareTier h100, which does not admit it", ""},
+		{"tier: refused everywhere", func(d *feasibility.Decision) { d.Eligible, d.TierRefused, d.RefusingTiers = 0, 6, []string{"a100", "h100"} },
+			func(d *feasibility.Decision) Line { return tierLine(g, w, d) },
+			Blocked, "tenant tier gold: HardwareTiers a100 and h100 refuse it on all 6 nodes the pods could otherwise use",
+			"run it from a namespace of a tenant tier that they allow (label tenant.kubenexus.io/tier), or allow gold there"},
+		{"tier: no node takes the pods at all", func(d *feasibility.Decision) { d.Eligible = 0 },
+			func(d *feasibility.Decision) Line { return tierLine(g, w, d) },
+			Blocked, "none of the 10 nodes takes the pods: their node selector, affinity, tolerations or Kueue flavor rule every one out",
+			"relax the pods' node selector or affinity, or add the tolerations their nodes' taints need"},
+		{"topology: fits now", func(d *feasibility.Decision) { d.Fits, d.Domains = true, []string{"rack-2"} },
+			func(d *feasibility.Decision) Line { return topologyLine(g, st, d) }, OK, "fits in rack rack-2 now", ""},
+		{"topology: no rack holds it", func(d *feasibility.Decision) { d.Short = &placement.Shortage{Need: 4, BestFits: 3, BestDomain: "rack-1"} },
+			func(d *feasibility.Decision) Line { return topologyLine(g, st, d) }, Blocked, "one rack must hold all 4: the largest holds 3 (rack-1)",
+			"wait for room in one rack, lower the gang's size, or make co-location preferred (scheduling.kubenexus.io/co-locate=preferred, or spec.networkTopology.mode on the PodGroup)"},
+		{"topology: held to the rack of its placed members", func(d *feasibility.Decision) { d.Short = &placement.Shortage{Need: 2, BestFits: 1, Anchored: "rack-0"} },
+			func(d *feasibility.Decision) Line { return topologyLine(g, st, d) }, Blocked, "its bound members run in rack rack-0, which holds 1 of the 2 still needed", ""},
+		{"topology: none required", func(d *feasibility.Decision) { d.Level = feasibility.Anywhere },
+			func(d *feasibility.Decision) Line { return topologyLine(g, st, d) }, None, "no topology domain required: the members may spread", ""},
+		{"capacity: too little", func(d *feasibility.Decision) { d.Free = 16000 },
+			func(d *feasibility.Decision) Line { return capacityLine(d, g, st) }, Blocked, "16 nvidia.com/gpu free on the nodes open to them, 32 needed (4 × 8 nvidia.com/gpu)", ""},
+		{"capacity: enough, in pieces, with no domain required", func(d *feasibility.Decision) { d.Level = feasibility.Anywhere },
+			func(d *feasibility.Decision) Line { return capacityLine(d, g, st) }, Blocked,
+			"48 nvidia.com/gpu free on the nodes open to them, 32 needed (4 × 8 nvidia.com/gpu): enough in total, but in pieces no set of nodes can hold the members", ""},
+		{"capacity: CPU in millicores", func(d *feasibility.Decision) { d.Resource, d.Free, d.Need, d.Shapes = corev1.ResourceCPU, 1500, 4000, "4 × 1000m cpu" },
+			func(d *feasibility.Decision) Line { return capacityLine(d, g, st) }, Blocked, "1500m cpu free on the nodes open to them, 4000m needed (4 × 1000m cpu)", ""},
+		{"start: known", func(d *feasibility.Decision) { d.Start, d.Domains = now.Add(90*time.Minute), []string{"rack-1"} },
+			func(d *feasibility.Decision) Line { return startLine(d, st) }, Waiting,
+			"earliest 2026-11-27T02:30:00Z (in 1h30m0s), in rack rack-1, when running pods reach their runtime bounds", ""},
+		{"start: unknown", func(*feasibility.Decision) {}, func(d *feasibility.Decision) Line { return startLine(d, st) }, Unknown,
+			"no time can be given: pods in its way have no runtime bound (spec.activeDeadlineSeconds or kueue.x-k8s.io/max-exec-time-seconds)", ""},
+	} {
+		d := base
+		tc.d(&d)
+		check(t, tc.name, tc.layer(&d), tc.verdict, tc.text, tc.action)
+	}
+}
+
+func TestGangAndQueueLayers(t *testing.T) {
+	now := time.Date(2026, 11, 27, 1, 0, 0, 0, time.UTC)
+	st := &state{now: now}
+	key := &gang.Key{Namespace: "ml", Name: "llama"}
+	pending := func(n int) []*corev1.Pod {
+		out := make([]*corev1.Pod, n)
+		for i := range out {
+			out[i] = &corev1.Pod{}
+		}
+		return out
+	}
+	pg := &v1alpha1.PodGroup{Status: v1alpha1.PodGroupStatus{Conditions: []metav1.Condition{{
+		Type: v1alpha1.PodGroupConditionScheduled, Status: metav1.ConditionFalse, Reason: "InsufficientCapacity", LastTransitionTime: metav1.NewTime(now.Add(-3 * time.Minute))}}}}
+	check(t, "gang: waiting, with the PodGroup's reason", gangLine(&group{key: key, pg: pg, min: 4, members: make([]corev1.Pod, 4), pending: pending(4)}, st),
+		Waiting, "0 of its quorum of 4 bound, 4 waiting for a node; InsufficientCapacity for 3m0s", "")
+	check(t, "gang: members missing", gangLine(&group{key: key, min: 4, members: make([]corev1.Pod, 2), pending: pending(2)}, st),
+		Waiting, "2 of 4 members exist (0 of its quorum of 4 bound, 2 waiting for a node): the gang waits for the rest to be created",
+		"check that the job's controller creates all its pods, or lower the gang's minMember")
+	check(t, "gang: no PodGroup", gangLine(&group{key: key}, st), Blocked, "its pods name PodGroup llama, which does not exist", "create PodGroup llama in ml with spec.minMember")
+	check(t, "gang: none", gangLine(&group{}, st), None, "in no gang", "")
+
+	cond := func(typ string, status metav1.ConditionStatus, msg string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Message: msg}
+	}
+	wl := func(conds []metav1.Condition, checks ...kueue.AdmissionCheckState) *kueue.Workload {
+		return &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-llama"}, Spec: kueue.WorkloadSpec{QueueName: "team"},
+			Status: kueue.WorkloadStatus{Conditions: conds, AdmissionChecks: checks, Admission: &kueue.Admission{ClusterQueue: "gpus"}}}
+	}
+	check(t, "queue: no Kueue", queue(&group{}), None, "not queued by Kueue", "")
+	check(t, "queue: waiting for quota", queue(&group{wl: wl([]metav1.Condition{cond(kueue.WorkloadQuotaReserved, metav1.ConditionFalse, "insufficient quota for nvidia.com/gpu")})}),
+		Blocked, "Workload job-llama waits for quota in LocalQueue team: insufficient quota for nvidia.com/gpu", "more quota (nominal or borrowable) in its ClusterQueue, or fewer workloads ahead of it")
+	check(t, "queue: the placement check said Retry (its reasons are other lines')", queue(&group{wl: wl([]metav1.Condition{cond(kueue.WorkloadQuotaReserved, metav1.ConditionTrue, "")},
+		kueue.AdmissionCheckState{Name: "placement", State: kueue.CheckStateRetry, Message: "4 × 8 nvidia.com/gpu: …; 8 nvidia.com/gpu free on those nodes, 32 needed"})}),
+		Blocked, "Workload job-llama has quota in ClusterQueue gpus; admission check placement: Retry (the topology and capacity lines say why)", "")
+	check(t, "queue: admitted", queue(&group{wl: wl([]metav1.Condition{cond(kueue.WorkloadQuotaReserved, metav1.ConditionTrue, ""), cond(kueue.WorkloadAdmitted, metav1.ConditionTrue, "")})}),
+		OK, "Workload job-llama admitted by ClusterQueue gpus", "")
+}
+
+func TestAdmissionLayer(t *testing.T) {
+	pod := func(labels, annotations map[string]string, scheduler string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "p", Labels: labels, Annotations: annotations}, Spec: corev1.PodSpec{SchedulerName: scheduler}}
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.LabelTenantTier: "silver"}}}
+	skipped := pod(map[string]string{"training.kubeflow.org/replica-type": "worker", "training.kubeflow.org/job-name": "llama", "training.kubeflow.org/operator-name": "pytorchjob-controller"},
+		map[string]string{v1alpha1.AnnotationAutoGangSkipped: "PyTorchJob llama not found"}, v1alpha1.DefaultSchedulerName)
+	check(t, "admission: auto-gang skipped", admission(&group{members: []corev1.Pod{skipped}, ns: ns}),
+		OK, "training (pytorch worker), tenant tier silver; not ganged: PyTorchJob llama not found", "set scheduling.kubenexus.io/min-member on the pod template to gang its pods")
+	other := pod(nil, nil, "default-scheduler")
+	check(t, "admission: another scheduler", admission(&group{members: []corev1.Pod{other}, ns: ns}),
+		None, "service, tenant tier silver; in no gang: each pod is placed on its own; scheduled by default-scheduler, not KubeNexus",
+		"label namespace ml kubenexus.io/enabled=true so that the webhook sends its pods to kubenexus-scheduler")
+	bad := pod(map[string]string{v1alpha1.LabelKubeNexusGangName: "g", v1alpha1.LabelKubeNexusGangMinAvailable: "lots"}, nil, v1alpha1.DefaultSchedulerName)
+	if l := admission(&group{members: []corev1.Pod{bad}}); l.Verdict != Blocked || l.Action != "fix the pod template's gang labels" {
+		t.Errorf("admission: invalid gang labels: %+v", l)
+	}
+}

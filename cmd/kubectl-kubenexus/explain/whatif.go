@@ -1,0 +1,148 @@
+package explain
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+
+	"github.com/kube-nexus/kubenexus/api/topology"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/controllers/feasibility"
+)
+
+// Decode reads the objects of a YAML or JSON stream (documents separated by ---).
+func Decode(r io.Reader) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var raw map[string]any
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, err
+		}
+		if len(raw) == 0 {
+			continue
+		}
+		// Through JSON again, so that numbers are int64 as the API machinery has them.
+		obj := &unstructured.Unstructured{}
+		js, err := (&unstructured.Unstructured{Object: raw}).MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		if err := obj.UnmarshalJSON(js); err != nil {
+			return nil, err
+		}
+		out = append(out, obj)
+	}
+}
+
+// WhatIf answers, for each object, whether all its pods would be admitted and placed
+// now, all together, and where; if not, why, and the earliest time they could start
+// if running pods end at their runtime bounds. Nothing is created. namespace applies
+// to objects that name none.
+func (e *Explainer) WhatIf(ctx context.Context, namespace string, objs []*unstructured.Unstructured) (*Report, error) {
+	if len(objs) == 0 {
+		return nil, fmt.Errorf("no objects to try")
+	}
+	st, err := e.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Subject: "what if"}
+	for _, obj := range objs {
+		ns := obj.GetNamespace()
+		if ns == "" {
+			ns = namespace
+		}
+		reps, err := workload.ReplicasOf(obj)
+		if err != nil {
+			return nil, err
+		}
+		s, err := e.whatIf(ctx, st, ns, obj, reps)
+		if err != nil {
+			return nil, err
+		}
+		s.Title = fmt.Sprintf("%s %s/%s", obj.GetKind(), ns, obj.GetName())
+		r.Sections = append(r.Sections, s)
+	}
+	if len(r.Sections) == 1 {
+		r.Subject, r.Sections[0].Title = "what if "+r.Sections[0].Title+" were created now", ""
+	}
+	return r, nil
+}
+
+func (e *Explainer) whatIf(ctx context.Context, st *state, namespace string, obj *unstructured.Unstructured, reps []workload.Replicas) (Section, error) {
+	g := &group{ns: &corev1.Namespace{}}
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: namespace}, g.ns); err != nil {
+		if !notFound(err) {
+			return Section{}, err
+		}
+		g.ns = nil
+	}
+	w := &feasibility.Workload{Tenant: workload.TierOf(workload.Namespace{Labels: g.nsLabels()}, "")}
+	total := 0
+	var policy *topology.Policy
+	for _, rep := range reps {
+		w.PodSets = append(w.PodSets, feasibility.PodSet{Name: rep.Role, Count: rep.Count, Template: rep.Template})
+		total += rep.Count
+		pod := &corev1.Pod{ObjectMeta: rep.Template.ObjectMeta, Spec: rep.Template.Spec}
+		pod.Namespace = namespace
+		if p, ok, err := topology.PolicyOf(pod, nil, st.cluster.Levels); err != nil {
+			return Section{}, err
+		} else if ok && p.Required && (policy == nil || p.Level < policy.Level) {
+			policy = &p
+		}
+	}
+	if policy != nil {
+		for i := range w.PodSets {
+			w.PodSets[i].RequiredTopology = st.cluster.Levels[policy.Level].NodeLabel
+		}
+	}
+	var s Section
+	adm := Line{Layer: LayerAdmission, Verdict: OK, Text: fmt.Sprintf("%s, all or nothing, tenant tier %s", plural(total, "pod", "pods"), w.Tenant)}
+	if total == 1 {
+		adm.Text = fmt.Sprintf("1 pod, tenant tier %s", w.Tenant)
+	}
+	s.Lines = append(s.Lines, adm)
+	q, err := e.whatIfQueue(ctx, namespace, obj, w)
+	if err != nil {
+		return Section{}, err
+	}
+	s.Lines = append(s.Lines, q)
+	d := feasibility.Decide(st.cluster, w)
+	s.Lines = append(s.Lines, tierLine(g, w, &d), topologyLine(g, st, &d), capacityLine(&d, g, st), startLine(&d, st))
+	return s, nil
+}
+
+// whatIfQueue says which ClusterQueue would decide the object's quota; the answer
+// below assumes that it admits the job at once (its quota is not computed here).
+func (e *Explainer) whatIfQueue(ctx context.Context, namespace string, obj *unstructured.Unstructured, w *feasibility.Workload) (Line, error) {
+	lq := obj.GetLabels()[v1alpha1.LabelKueueQueueName]
+	if lq == "" {
+		return Line{Layer: LayerQueue, Verdict: None, Text: "not queued by Kueue (no " + v1alpha1.LabelKueueQueueName + " label)"}, nil
+	}
+	q := &kueue.LocalQueue{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: lq}, q); err != nil {
+		if notFound(err) || feasibility.NotServed(err) {
+			return Line{Layer: LayerQueue, Verdict: Blocked, Text: fmt.Sprintf("LocalQueue %s/%s does not exist: Kueue would hold the job", namespace, lq),
+				Action: "create the LocalQueue, or name one that exists"}, nil
+		}
+		return Line{}, err
+	}
+	w.ClusterQueue = string(q.Spec.ClusterQueue)
+	return Line{Layer: LayerQueue, Verdict: Unknown, Text: fmt.Sprintf("LocalQueue %s → ClusterQueue %s decides its quota (not computed here: the lines below assume it is granted)", lq, q.Spec.ClusterQueue)}, nil
+}
+
+// DecodeBytes is Decode over a byte slice.
+func DecodeBytes(b []byte) ([]*unstructured.Unstructured, error) { return Decode(bytes.NewReader(b)) }

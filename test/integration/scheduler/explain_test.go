@@ -1,0 +1,164 @@
+package scheduler_test
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/cmd/kubectl-kubenexus/explain"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
+)
+
+// kubectl kubenexus explain against the real scheduler: each spec builds a situation
+// that holds a workload at one layer, checks that layer's line, lifts the block and
+// checks that the line is gone once the workload is placed.
+var _ = Describe("kubectl kubenexus explain", func() {
+	// explained returns the lines of the only section of the report on kind/name.
+	explained := func(tc *testCluster, kind, name string) func() (map[string]explain.Line, error) {
+		return func() (map[string]explain.Line, error) {
+			r, err := (&explain.Explainer{Client: k8sClient}).Explain(suiteCtx, tc.ns, kind, name)
+			if err != nil {
+				return nil, err
+			}
+			var out bytes.Buffer
+			Expect(r.Write(&out)).To(Succeed())
+			GinkgoWriter.Println(out.String())
+			if len(r.Sections) != 1 {
+				return nil, fmt.Errorf("%d sections, want 1:\n%s", len(r.Sections), out.String())
+			}
+			lines := map[string]explain.Line{}
+			for _, l := range r.Sections[0].Lines {
+				lines[l.Layer] = l
+			}
+			return lines, nil
+		}
+	}
+	line := func(layer, verdict, text string) types.GomegaMatcher {
+		return HaveKeyWithValue(layer, And(HaveField("Verdict", verdict), HaveField("Text", text)))
+	}
+	gpuPod := func(tc *testCluster, name string) *testutil.PodWrapper {
+		return tc.pod(name).Req("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8")
+	}
+	gpuNodes := func(tc *testCluster, prefix string, n int, labels map[string]string) {
+		GinkgoHelper()
+		tc.addLabelledNodes(prefix, n, labels, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+	}
+
+	It("topology: says no rack holds the gang and how many the largest holds, until one does", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		for r := range 2 {
+			gpuNodes(tc, fmt.Sprintf("r%d", r), 2, map[string]string{v1alpha1.LabelRack: fmt.Sprintf("%s-rack-%d", tc.ns, r)})
+		}
+		pg := testutil.MakePodGroup("wide", tc.ns).MinMember(3).Obj()
+		pg.Spec.NetworkTopology = &v1alpha1.NetworkTopologyPolicy{Mode: v1alpha1.NetworkTopologyRequired, Level: v1alpha1.NetworkLevelRack}
+		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		for i := range 3 {
+			Expect(k8sClient.Create(suiteCtx, gpuPod(tc, fmt.Sprintf("wide-%d", i)).PodGroup("wide").Obj())).To(Succeed())
+		}
+		Eventually(tc.scheduledReason("wide")).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
+
+		Eventually(explained(tc, "podgroup", "wide")).WithTimeout(testutil.Timeout).Should(And(
+			HaveKeyWithValue(explain.LayerGang, And(HaveField("Verdict", explain.Waiting), HaveField("Text", HavePrefix("0 of its quorum of 3 bound, 3 waiting for a node")))),
+			line(explain.LayerTopology, explain.Blocked, "one rack must hold all 3: the largest holds 2 ("+tc.ns+"-rack-0)"),
+			line(explain.LayerCapacity, explain.OK, "32 nvidia.com/gpu free on the nodes open to them, 24 needed (3 × 8 nvidia.com/gpu): enough in total, not in one rack"),
+			HaveKeyWithValue(explain.LayerStart, HaveField("Verdict", explain.Unknown)),
+		))
+
+		// A third node in rack 0: the gang fits there, and binds.
+		gpuNodes(tc, "r0-extra", 1, map[string]string{v1alpha1.LabelRack: tc.ns + "-rack-0"})
+		Eventually(tc.boundFn("wide")).WithTimeout(testutil.Timeout).Should(Equal(3))
+		Eventually(explained(tc, "podgroup", "wide")).WithTimeout(testutil.Timeout).Should(And(
+			line(explain.LayerGang, explain.OK, "quorum bound: 3 of its quorum of 3 bound, 0 waiting for a node"),
+			line(explain.LayerTopology, explain.OK, "no member waits for a node (3 bound)"),
+			Not(HaveKey(explain.LayerCapacity)), Not(HaveKey(explain.LayerStart)),
+		))
+	})
+
+	It("start: gives the earliest time the gang fits from the runtime bounds of the pods in its way", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		gpuNodes(tc, "n", 2, nil)
+		// Each node is full with a pod that may run 20 or 40 minutes.
+		var ends []time.Time
+		for i, minutes := range []int64{20, 40} {
+			p := gpuPod(tc, fmt.Sprintf("running-%d", i)).Node(fmt.Sprintf("%s-n-%d", tc.ns, i)).ActiveDeadline(ptr.To(minutes * 60)).Obj()
+			Expect(k8sClient.Create(suiteCtx, p)).To(Succeed())
+			ends = append(ends, p.CreationTimestamp.Add(time.Duration(minutes)*time.Minute))
+		}
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("next", tc.ns).MinMember(2).Obj())).To(Succeed())
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, gpuPod(tc, fmt.Sprintf("next-%d", i)).PodGroup("next").Obj())).To(Succeed())
+		}
+		Eventually(explained(tc, "podgroup", "next")).WithTimeout(testutil.Timeout).Should(And(
+			line(explain.LayerCapacity, explain.Blocked, "0 nvidia.com/gpu free on the nodes open to them, 16 needed (2 × 8 nvidia.com/gpu)"),
+			HaveKeyWithValue(explain.LayerStart, And(HaveField("Verdict", explain.Waiting),
+				HaveField("Text", HavePrefix("earliest "+ends[1].UTC().Format(time.RFC3339)+" (in ")))),
+		))
+		// Explaining one member says the same of its gang.
+		Expect(explained(tc, "pod", "next-1")()).To(HaveKeyWithValue(explain.LayerStart,
+			HaveField("Text", ContainSubstring("earliest "+ends[1].UTC().Format(time.RFC3339)))))
+
+		for i := range 2 {
+			Expect(k8sClient.Delete(suiteCtx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: fmt.Sprintf("running-%d", i)}}, client.GracePeriodSeconds(0))).To(Succeed())
+		}
+		Eventually(tc.boundFn("next")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		Eventually(explained(tc, "podgroup", "next")).WithTimeout(testutil.Timeout).Should(Not(HaveKey(explain.LayerStart)))
+	})
+
+	It("tier: names the HardwareTier that refuses the tenant, until it admits it", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		tc.setTier(v1alpha1.TenantTierGold)
+		hw := "explain-" + tc.ns
+		gpuNodes(tc, "n", 2, map[string]string{"hw": hw})
+		tier := testutil.MakeHardwareTier(hw, 10).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw}}).Tenants(v1alpha1.TenantTierSilver).Obj()
+		createHardwareTiers(tier)
+		Expect(k8sClient.Create(suiteCtx, gpuPod(tc, "solo").Obj())).To(Succeed())
+		Eventually(tc.scheduledMessage("solo")).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
+
+		Eventually(explained(tc, "pod", "solo")).WithTimeout(testutil.Timeout).Should(And(
+			line(explain.LayerGang, explain.None, "in no gang"),
+			HaveKeyWithValue(explain.LayerTier, And(HaveField("Verdict", explain.Blocked),
+				HaveField("Text", "tenant tier gold: HardwareTier "+hw+" refuses it on all 2 nodes the pods could otherwise use"),
+				HaveField("Action", ContainSubstring("or allow gold there")))),
+		))
+
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(tier), tier)).To(Succeed())
+		tier.Spec.AllowedTenantTiers = append(tier.Spec.AllowedTenantTiers, v1alpha1.TenantTierGold)
+		Expect(k8sClient.Update(suiteCtx, tier)).To(Succeed())
+		Eventually(tc.nodeOf("solo")).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
+		Eventually(explained(tc, "pod", "solo")).WithTimeout(testutil.Timeout).Should(And(
+			line(explain.LayerTopology, explain.OK, "no member waits for a node (1 bound)"), Not(HaveKey(explain.LayerTier))))
+	})
+
+	It("gang: says the PodGroup its pods name does not exist, until it does", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		gpuNodes(tc, "n", 1, nil)
+		Expect(k8sClient.Create(suiteCtx, gpuPod(tc, "orphan-0").PodGroup("orphan").Obj())).To(Succeed())
+		Eventually(explained(tc, "pod", "orphan-0")).WithTimeout(testutil.Timeout).Should(
+			HaveKeyWithValue(explain.LayerGang, And(HaveField("Verdict", explain.Blocked),
+				HaveField("Text", "its pods name PodGroup orphan, which does not exist"),
+				HaveField("Action", "create PodGroup orphan in "+tc.ns+" with spec.minMember"))))
+
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("orphan", tc.ns).MinMember(1).Obj())).To(Succeed())
+		Eventually(tc.nodeOf("orphan-0")).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
+		Eventually(explained(tc, "podgroup", "orphan")).WithTimeout(testutil.Timeout).Should(
+			line(explain.LayerGang, explain.OK, "quorum bound: 1 of its quorum of 1 bound, 0 waiting for a node"))
+	})
+
+	It("refuses what it cannot explain with the kinds it can", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		_, err := (&explain.Explainer{Client: k8sClient}).Explain(suiteCtx, tc.ns, "configmap", "x")
+		Expect(err).To(MatchError(ContainSubstring(`cannot explain a "configmap": explain takes `)))
+		_, err = (&explain.Explainer{Client: k8sClient}).Explain(suiteCtx, tc.ns, "pytorchjob", "absent")
+		Expect(err).To(MatchError("PyTorchJob " + tc.ns + "/absent has no pods and no Kueue Workload: nothing is waiting (or it does not exist)"))
+	})
+})
