@@ -124,4 +124,6 @@ func rayReplicas(spec map[string]any, add func(string, int64, any) error) error 
 	return nil
 }
 
-func schemaKind(group, kind string) schema.GroupKind { return schema.GroupKind{Group: group, Kind: kind} }
+func schemaKind(group, kind string) schema.GroupKind {
+	return schema.GroupKind{Group: group, Kind: kind}
+}

@@ -41,7 +41,9 @@ func TestPlacementLayers(t *testing.T) {
 		{"tier: some nodes are a tier's that refuses the tenant", func(d *feasibility.Decision) { d.TierRefused, d.RefusingTiers = 4, []string{"h100"} },
 			func(d *feasibility.Decision) Line { return tierLine(g, w, d) },
 			OK, "tenant tier gold: 6 nodes open to the pods; 4 nodes more belong to HardwareTier h100, which does not admit it", ""},
-		{"tier: refused everywhere", func(d *feasibility.Decision) { d.Eligible, d.TierRefused, d.RefusingTiers = 0, 6, []string{"a100", "h100"} },
+		{"tier: refused everywhere", func(d *feasibility.Decision) {
+			d.Eligible, d.TierRefused, d.RefusingTiers = 0, 6, []string{"a100", "h100"}
+		},
 			func(d *feasibility.Decision) Line { return tierLine(g, w, d) },
 			Blocked, "tenant tier gold: HardwareTiers a100 and h100 refuse it on all 6 nodes the pods could otherwise use",
 			"run it from a namespace of a tenant tier that they allow (label tenant.kubenexus.io/tier), or allow gold there"},
@@ -51,7 +53,9 @@ func TestPlacementLayers(t *testing.T) {
 			"relax the pods' node selector or affinity, or add the tolerations their nodes' taints need"},
 		{"topology: fits now", func(d *feasibility.Decision) { d.Fits, d.Domains = true, []string{"rack-2"} },
 			func(d *feasibility.Decision) Line { return topologyLine(g, st, d) }, OK, "fits in rack rack-2 now", ""},
-		{"topology: no rack holds it", func(d *feasibility.Decision) { d.Short = &placement.Shortage{Need: 4, BestFits: 3, BestDomain: "rack-1"} },
+		{"topology: no rack holds it", func(d *feasibility.Decision) {
+			d.Short = &placement.Shortage{Need: 4, BestFits: 3, BestDomain: "rack-1"}
+		},
 			func(d *feasibility.Decision) Line { return topologyLine(g, st, d) }, Blocked, "one rack must hold all 4: the largest holds 3 (rack-1)",
 			"wait for room in one rack, lower the gang's size, or make co-location preferred (scheduling.kubenexus.io/co-locate=preferred, or spec.networkTopology.mode on the PodGroup)"},
 		{"topology: held to the rack of its placed members", func(d *feasibility.Decision) { d.Short = &placement.Shortage{Need: 2, BestFits: 1, Anchored: "rack-0"} },
@@ -63,7 +67,9 @@ func TestPlacementLayers(t *testing.T) {
 		{"capacity: enough, in pieces, with no domain required", func(d *feasibility.Decision) { d.Level = feasibility.Anywhere },
 			func(d *feasibility.Decision) Line { return capacityLine(d, g, st) }, Blocked,
 			"48 nvidia.com/gpu free on the nodes open to them, 32 needed (4 × 8 nvidia.com/gpu): enough in total, but in pieces no set of nodes can hold the members", ""},
-		{"capacity: CPU in millicores", func(d *feasibility.Decision) { d.Resource, d.Free, d.Need, d.Shapes = corev1.ResourceCPU, 1500, 4000, "4 × 1000m cpu" },
+		{"capacity: CPU in millicores", func(d *feasibility.Decision) {
+			d.Resource, d.Free, d.Need, d.Shapes = corev1.ResourceCPU, 1500, 4000, "4 × 1000m cpu"
+		},
 			func(d *feasibility.Decision) Line { return capacityLine(d, g, st) }, Blocked, "1500m cpu free on the nodes open to them, 4000m needed (4 × 1000m cpu)", ""},
 		{"start: known", func(d *feasibility.Decision) { d.Start, d.Domains = now.Add(90*time.Minute), []string{"rack-1"} },
 			func(d *feasibility.Decision) Line { return startLine(d, st) }, Waiting,
