@@ -93,13 +93,13 @@ STATIC_FLAGS := -trimpath -gcflags=all=-dwarf=false
 GO_BUILD = $(STATIC) go build $(STATIC_FLAGS) -ldflags '$(LDFLAGS)'
 
 # One go build for all of them, so that each link runs beside the other's compiles;
-# each cmd/<name> becomes bin/kubenexus-<name>.
-BUILD_PKGS ?= ./cmd/manager ./cmd/scheduler
+# each cmd/<name> becomes bin/kubenexus-<name>, and the kubectl plugin bin/kubectl-kubenexus.
+BUILD_PKGS ?= ./cmd/manager ./cmd/scheduler ./cmd/kubectl-kubenexus
 .PHONY: build
-build: ## Build the manager and scheduler binaries into bin/ (static, as in the images).
+build: ## Build the manager and scheduler binaries and the kubectl plugin (kubectl kubenexus) into bin/ (static, as in the images).
 	@mkdir -p $(BIN)/.build
 	$(GO_BUILD) -o $(BIN)/.build/ $(BUILD_PKGS)
-	@for p in $(notdir $(BUILD_PKGS)); do mv $(BIN)/.build/$$p $(BIN)/kubenexus-$$p; done
+	@for p in $(notdir $(BUILD_PKGS)); do case $$p in kubectl-*) mv $(BIN)/.build/$$p $(BIN)/$$p;; *) mv $(BIN)/.build/$$p $(BIN)/kubenexus-$$p;; esac; done
 
 IMAGE_ARCHES ?= amd64,arm64
 REGISTRY ?= ghcr.io/kube-nexus

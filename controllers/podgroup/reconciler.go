@@ -59,6 +59,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
+	serveWaiting(mgr.GetClient())
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, IndexGangKey, podGangKey); err != nil {
 		return fmt.Errorf("indexing pods by gang: %w", err)
 	}

@@ -257,7 +257,7 @@ func TestRenderMatrix(t *testing.T) {
 			if managerOn && certManager(values) {
 				checkCertificate(t, objs, values)
 			}
-			want("ClusterRole", 3) // the manager's, the scheduler's and the metrics reader's, always
+			want("ClusterRole", 4) // the manager's, the scheduler's, the metrics reader's and kubectl kubenexus', always
 			// The manager's and the scheduler's identities and bindings, always (the
 			// manager cannot grant roles).
 			want("ServiceAccount", 2)
@@ -726,8 +726,8 @@ func auditRBAC(t *testing.T, objs []object) {
 			if err := yaml.Unmarshal(o.raw, &b); err != nil {
 				t.Fatal(err)
 			}
-			if b.RoleRef.Name == "kubenexus-metrics-reader" {
-				t.Errorf("%s binds the metrics reader role: that is the user's to grant", o.id())
+			if b.RoleRef.Name == "kubenexus-metrics-reader" || b.RoleRef.Name == "kubenexus-explain" {
+				t.Errorf("%s binds %s: that is the user's to grant", o.id(), b.RoleRef.Name)
 			}
 		}
 	}
@@ -740,6 +740,10 @@ func auditRBAC(t *testing.T, objs []object) {
 			t.Fatal(err)
 		}
 		for _, r := range role.Rules {
+			// kubectl kubenexus needs to read, and nothing else.
+			if o.id() == "ClusterRole/kubenexus-explain" && slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "list" }) {
+				t.Errorf("%s: %+v grants more than get and list", o.id(), r)
+			}
 			all := append(append(append([]string{}, r.APIGroups...), r.Resources...), r.Verbs...)
 			// The one non-resource rule: get /metrics, in the role users bind to
 			// their scraper (the release binds it to nothing).

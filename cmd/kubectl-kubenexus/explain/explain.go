@@ -17,8 +17,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/controllers/admissioncheck"
 	"github.com/kube-nexus/kubenexus/controllers/feasibility"
 )
 
@@ -118,7 +120,10 @@ type state struct {
 	cluster      *feasibility.Cluster
 	pods         []corev1.Pod
 	reservations []v1alpha1.ResourceReservation
-	now          time.Time
+	// placementChecks are the names of the Kueue AdmissionChecks the placement
+	// check runs.
+	placementChecks map[string]bool
+	now             time.Time
 }
 
 func (e *Explainer) read(ctx context.Context) (*state, error) {
@@ -130,7 +135,17 @@ func (e *Explainer) read(ctx context.Context) (*state, error) {
 	if err := e.Client.List(ctx, &rrs); err != nil && !feasibility.NotServed(err) {
 		return nil, fmt.Errorf("reading ResourceReservations: %w", err)
 	}
-	return &state{cluster: c, pods: pods, reservations: rrs.Items, now: e.now()}, nil
+	var checks kueue.AdmissionCheckList
+	if err := e.Client.List(ctx, &checks); err != nil && !feasibility.NotServed(err) {
+		return nil, fmt.Errorf("reading Kueue's AdmissionChecks: %w", err)
+	}
+	placement := map[string]bool{}
+	for _, ac := range checks.Items {
+		if ac.Spec.ControllerName == admissioncheck.ControllerName {
+			placement[ac.Name] = true
+		}
+	}
+	return &state{cluster: c, pods: pods, reservations: rrs.Items, placementChecks: placement, now: e.now()}, nil
 }
 
 // Explain explains the object kind/name (kind as kubectl takes it: pod, podgroup,

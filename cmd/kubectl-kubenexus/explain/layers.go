@@ -110,7 +110,7 @@ func (e *Explainer) gangSection(ctx context.Context, st *state, k gang.Key, memb
 // lines builds the layers of one group.
 func (e *Explainer) lines(st *state, g *group) Section {
 	var s Section
-	s.Lines = append(s.Lines, admission(g), queue(g), gangLine(g, st))
+	s.Lines = append(s.Lines, admission(g), queue(g, st.placementChecks), gangLine(g, st))
 	need := len(g.pending)
 	if g.key != nil && g.min > 0 {
 		// The gang is tried all at once until its quorum is bound; after that each
@@ -226,7 +226,7 @@ func admission(g *group) Line {
 	return l
 }
 
-func queue(g *group) Line {
+func queue(g *group, placementChecks map[string]bool) Line {
 	l := Line{Layer: LayerQueue, Verdict: None, Text: "not queued by Kueue"}
 	wl := g.wl
 	if wl == nil {
@@ -260,8 +260,9 @@ func queue(g *group) Line {
 			if c.State == kueue.CheckStateRetry || c.State == kueue.CheckStateRejected {
 				l.Verdict = Blocked
 			}
+			// The placement check's reasons are the topology and capacity lines.
 			msg := c.Message
-			if isPlacementCheck(c.Message) {
+			if placementChecks[string(c.Name)] {
 				msg = "the topology and capacity lines say why"
 			}
 			checks = append(checks, fmt.Sprintf("admission check %s: %s (%s)", c.Name, c.State, msg))
@@ -277,12 +278,6 @@ func queue(g *group) Line {
 		l.Action = "more quota (nominal or borrowable) in its ClusterQueue, or fewer workloads ahead of it"
 	}
 	return l
-}
-
-// isPlacementCheck tells the placement check's messages (said again, fact by fact, on
-// the topology and capacity lines) from other checks'.
-func isPlacementCheck(msg string) bool {
-	return strings.Contains(msg, " free on those nodes") || strings.Contains(msg, " fit ")
 }
 
 func gangLine(g *group, st *state) Line {

@@ -111,13 +111,17 @@ func TestGangAndQueueLayers(t *testing.T) {
 		return &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: "job-llama"}, Spec: kueue.WorkloadSpec{QueueName: "team"},
 			Status: kueue.WorkloadStatus{Conditions: conds, AdmissionChecks: checks, Admission: &kueue.Admission{ClusterQueue: "gpus"}}}
 	}
-	check(t, "queue: no Kueue", queue(&group{}), None, "not queued by Kueue", "")
-	check(t, "queue: waiting for quota", queue(&group{wl: wl([]metav1.Condition{cond(kueue.WorkloadQuotaReserved, metav1.ConditionFalse, "insufficient quota for nvidia.com/gpu")})}),
+	check(t, "queue: no Kueue", queue(&group{}, nil), None, "not queued by Kueue", "")
+	placement := map[string]bool{"placement": true}
+	check(t, "queue: waiting for quota", queue(&group{wl: wl([]metav1.Condition{cond(kueue.WorkloadQuotaReserved, metav1.ConditionFalse, "insufficient quota for nvidia.com/gpu")})}, placement),
 		Blocked, "Workload job-llama waits for quota in LocalQueue team: insufficient quota for nvidia.com/gpu", "more quota (nominal or borrowable) in its ClusterQueue, or fewer workloads ahead of it")
 	check(t, "queue: the placement check said Retry (its reasons are other lines')", queue(&group{wl: wl([]metav1.Condition{cond(kueue.WorkloadQuotaReserved, metav1.ConditionTrue, "")},
-		kueue.AdmissionCheckState{Name: "placement", State: kueue.CheckStateRetry, Message: "4 × 8 nvidia.com/gpu: …; 8 nvidia.com/gpu free on those nodes, 32 needed"})}),
+		kueue.AdmissionCheckState{Name: "placement", State: kueue.CheckStateRetry, Message: "4 × 8 nvidia.com/gpu: …; 8 nvidia.com/gpu free on those nodes, 32 needed"})}, placement),
 		Blocked, "Workload job-llama has quota in ClusterQueue gpus; admission check placement: Retry (the topology and capacity lines say why)", "")
-	check(t, "queue: admitted", queue(&group{wl: wl([]metav1.Condition{cond(kueue.WorkloadQuotaReserved, metav1.ConditionTrue, ""), cond(kueue.WorkloadAdmitted, metav1.ConditionTrue, "")})}),
+	check(t, "queue: another check's message is quoted", queue(&group{wl: wl([]metav1.Condition{cond(kueue.WorkloadQuotaReserved, metav1.ConditionTrue, "")},
+		kueue.AdmissionCheckState{Name: "prov", State: kueue.CheckStatePending, Message: "waiting for nodes"})}, placement),
+		Waiting, "Workload job-llama has quota in ClusterQueue gpus; admission check prov: Pending (waiting for nodes)", "")
+	check(t, "queue: admitted", queue(&group{wl: wl([]metav1.Condition{cond(kueue.WorkloadQuotaReserved, metav1.ConditionTrue, ""), cond(kueue.WorkloadAdmitted, metav1.ConditionTrue, "")})}, placement),
 		OK, "Workload job-llama admitted by ClusterQueue gpus", "")
 }
 

@@ -30,12 +30,19 @@ var (
 		Help:           "Gangs that reached their quorum at Permit and were released for binding.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	gangWait = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Namespace:      "kubenexus",
+		Name:           "gang_wait_seconds",
+		Help:           "Time from a gang's creation (its PodGroup's, else the member's) to its quorum being placed, by tenant tier and workload class.",
+		Buckets:        metrics.ExponentialBuckets(1, 2.5, 14), // 1 s to ~1.7 days
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"tenant_tier", "workload_class"})
 	registerMetrics sync.Once
 )
 
 // RegisterMetrics adds the plugin's metrics to the scheduler's registry (once).
 func RegisterMetrics() {
 	registerMetrics.Do(func() {
-		legacyregistry.MustRegister(gangRejections, unreservedMembers, gangsScheduled)
+		legacyregistry.MustRegister(gangRejections, unreservedMembers, gangsScheduled, gangWait)
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 )
 
 // Reserve records the member as reserved for its gang.
@@ -68,6 +69,7 @@ func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 		}
 		if placed-1 < int(s.minMember) { // this member completed the quorum
 			gangsScheduled.Inc()
+			observeWait(cs, pod, s.podGroup)
 			logger.V(3).Info("Gang reached its quorum", "podGroup", s.key.String(), "placed", placed, "minMember", s.minMember)
 			pl.recordEvent(s.key, s.podGroup, corev1.EventTypeNormal, v1alpha1.ReasonGangScheduled,
 				"%d/%d members placed; releasing the gang for binding", placed, s.minMember)
@@ -161,4 +163,19 @@ func (pl *Plugin) recordEvent(key gang.Key, pg *v1alpha1.PodGroup, eventType, re
 	if r := pl.handle.EventRecorder(); r != nil {
 		r.Eventf(gangview.PodGroupRef(key, pg), nil, eventType, reason, "Scheduling", note, args...)
 	}
+}
+
+// observeWait records how long the gang waited, from its PodGroup's creation (else
+// the member's) to now, under the tenant tier and class ProfileClassifier gave the
+// member ("unknown" without it).
+func observeWait(cs fwk.CycleState, pod *corev1.Pod, pg *v1alpha1.PodGroup) {
+	created := pod.CreationTimestamp.Time
+	if pg != nil {
+		created = pg.CreationTimestamp.Time
+	}
+	tier, class := "unknown", "unknown"
+	if prof, ok := profileclassifier.ProfileOf(cs); ok {
+		tier, class = string(prof.Tier), string(prof.Class)
+	}
+	gangWait.WithLabelValues(tier, class).Observe(max(time.Since(created).Seconds(), 0))
 }

@@ -25,6 +25,11 @@ var largestGangDesc = metrics.NewDesc("kubenexus_largest_placeable_gang",
 		"among the nodes of one GPU model (nvidia.com/gpu.product) and HardwareTier, counting each node's free GPUs.",
 	[]string{"gpu_model", "hardware_tier", "gpus_per_member", "level"}, nil, metrics.ALPHA, "")
 
+var gpusDesc = metrics.NewDesc("kubenexus_gpus",
+	"GPUs of the nodes of one GPU model (nvidia.com/gpu.product) and HardwareTier, by state: allocated (held by bound pods), "+
+		"free, and fragmented (the free GPUs of nodes where some are allocated: a member that needs the whole node cannot use them; part of free).",
+	[]string{"gpu_model", "hardware_tier", "state"}, nil, metrics.ALPHA, "")
+
 // gangCollector computes the largest placeable gangs when /metrics is scraped, from
 // the scheduler's informer caches (bound pods; not the pods assumed in a cycle).
 // Cost per scrape: O(nodes + pods).
@@ -55,7 +60,10 @@ func serve(c *gangCollector) {
 	registerGauges.Do(func() { legacyregistry.CustomMustRegister(theGauges) })
 }
 
-func (g *gauges) DescribeWithStability(ch chan<- *metrics.Desc) { ch <- largestGangDesc }
+func (g *gauges) DescribeWithStability(ch chan<- *metrics.Desc) {
+	ch <- largestGangDesc
+	ch <- gpusDesc
+}
 
 func (g *gauges) CollectWithStability(ch chan<- metrics.Metric) {
 	if c := g.current.Load(); c != nil {
@@ -97,6 +105,8 @@ func (c *gangCollector) collect(ch chan<- metrics.Metric) {
 	slices.SortStableFunc(tiers, func(a, b tier) int { return int(b.rank - a.rank) })
 	type group struct{ model, tier string }
 	groups := map[group][]placement.GPUNode{}
+	type gpus struct{ allocated, free, fragmented int64 }
+	totals := map[group]gpus{}
 	for _, n := range nodes {
 		var capacity int64
 		for _, r := range c.gpus {
@@ -117,7 +127,20 @@ func (c *gangCollector) collect(ch chan<- metrics.Metric) {
 				break
 			}
 		}
-		groups[g] = append(groups[g], placement.GPUNode{Name: n.Name, Free: max(capacity-used[n.Name], 0), Domains: topology.DomainsOf(c.levels, n.Labels)})
+		free := max(capacity-used[n.Name], 0)
+		groups[g] = append(groups[g], placement.GPUNode{Name: n.Name, Free: free, Domains: topology.DomainsOf(c.levels, n.Labels)})
+		t := totals[g]
+		t.allocated += min(used[n.Name], capacity)
+		t.free += free
+		if free < capacity {
+			t.fragmented += free
+		}
+		totals[g] = t
+	}
+	for g, t := range totals {
+		for state, v := range map[string]int64{"allocated": t.allocated, "free": t.free, "fragmented": t.fragmented} {
+			ch <- metrics.NewLazyConstMetric(gpusDesc, metrics.GaugeValue, float64(v), g.model, g.tier, state)
+		}
 	}
 	for g, members := range groups {
 		for _, pg := range placement.LargestGangs(members, c.levels) {

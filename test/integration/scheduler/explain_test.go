@@ -74,9 +74,21 @@ var _ = Describe("kubectl kubenexus explain", func() {
 			HaveKeyWithValue(explain.LayerStart, HaveField("Verdict", explain.Unknown)),
 		))
 
-		// A third node in rack 0: the gang fits there, and binds.
+		// A third node in rack 0: the gang fits there, and binds; its wait is recorded
+		// once, under its tier and class.
+		waits := func() map[string]uint64 {
+			out := map[string]uint64{}
+			for _, m := range gathered("kubenexus_gang_wait_seconds") {
+				l := labelsOf(m)
+				out[l["tenant_tier"]+"/"+l["workload_class"]] += m.GetHistogram().GetSampleCount()
+			}
+			return out
+		}
+		before := waits()
 		gpuNodes(tc, "r0-extra", 1, map[string]string{v1alpha1.LabelRack: tc.ns + "-rack-0"})
 		Eventually(tc.boundFn("wide")).WithTimeout(testutil.Timeout).Should(Equal(3))
+		after := waits()
+		Expect(after["bronze/batch"]-before["bronze/batch"]).To(Equal(uint64(1)), "gang waits before %v, after %v", before, after)
 		Eventually(explained(tc, "podgroup", "wide")).WithTimeout(testutil.Timeout).Should(And(
 			line(explain.LayerGang, explain.OK, "quorum bound: 3 of its quorum of 3 bound, 0 waiting for a node"),
 			line(explain.LayerTopology, explain.OK, "no member waits for a node (3 bound)"),

@@ -82,7 +82,7 @@ var _ = Describe("ResourceFragmentation", func() {
 		Eventually(tc.nodeOf("small")).WithTimeout(testutil.Timeout).Should(Equal(tc.ns + "-pick-0"))
 	})
 
-	It("serves the largest placeable gang per GPU model, tier and level, and shows it in the HardwareTier's status", func() {
+	It("serves the largest placeable gang and the allocated, free and fragmented GPUs per GPU model and tier, and shows the gangs in the HardwareTier's status", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		model, hw := "TestGPU-"+tc.ns, "gauge-"+tc.ns
 		labels := func(rack string) map[string]string {
@@ -113,6 +113,14 @@ var _ = Describe("ResourceFragmentation", func() {
 			return got
 		}
 		Eventually(gauges).WithTimeout(testutil.Timeout).Should(Equal(want))
+		// 24 GPUs: 5 allocated, 19 free, of which the 3 beside the used ones are fragmented.
+		gpus := map[string]float64{}
+		for _, m := range gathered("kubenexus_gpus") {
+			if l := labelsOf(m); l["gpu_model"] == model && l["hardware_tier"] == hw {
+				gpus[l["state"]] = m.GetGauge().GetValue()
+			}
+		}
+		Expect(gpus).To(Equal(map[string]float64{"allocated": 5, "free": 19, "fragmented": 3}))
 
 		status := func() map[string]int32 {
 			t := &v1alpha1.HardwareTier{}
