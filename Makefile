@@ -143,7 +143,7 @@ envtest: ## Build etcd and kube-apiserver for envtest (cached).
 
 .PHONY: test
 test: envtest build ## Run unit and integration tests under -race, then the e2e (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, Helm v3 and v4, training-operator, Kueue), then the fuzzers briefly.
-	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue
+	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue promql-names
 	go test -race $(GO_TEST_FLAGS) $(TEST_PKGS)
 	$(STATIC) go test $(STATIC_FLAGS) $(GO_TEST_FLAGS) $(PLAIN_PKGS)
 	cd hack/bundle && go test $(GO_TEST_FLAGS) ./...
@@ -163,7 +163,7 @@ test-integration: envtest ## The envtest suites (api, operator, scheduler, Kueue
 
 .PHONY: test-e2e
 test-e2e: envtest build ## The e2e: the chart installed on a local control plane with kube-controller-manager, kwok, training-operator and Kueue.
-	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue
+	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue promql-names
 	$(STATIC) go test $(STATIC_FLAGS) $(GO_TEST_FLAGS) ./test/e2e/...
 
 # A count, not a duration: a duration -fuzztime can fail a target with "context

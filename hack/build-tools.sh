@@ -5,6 +5,7 @@
 #   --download: only fetch, in the background, the modules the stale ones need (make
 #   demo starts it first, so that no build later waits for the network).
 # Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm helm4 controller-gen training-operator scheduler-plugins kueue golangci-lint
+#        promql-names (the e2e's dashboard check)
 #        kube-apiserver-1.35 kube-apiserver-1.36 (make test-skew; never built by default)
 set -euo pipefail
 
@@ -32,6 +33,7 @@ declare -A PKG=(
   [kube-apiserver-1.35]=k8s.io/kubernetes/cmd/kube-apiserver
   [kube-apiserver-1.36]=k8s.io/kubernetes/cmd/kube-apiserver
   [golangci-lint]=github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+  [promql-names]=./promql-names
 )
 # stamp is the version stamp of a tool module: its go.mod, go.sum and the build
 # recipe of this script (the lines between the recipe markers: how a tool is compiled
@@ -56,7 +58,7 @@ shared_flags=(-trimpath)
 shared_gcflags="-dwarf=false"
 # shared:end
 
-ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm helm4 training-operator scheduler-plugins kueue golangci-lint)
+ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm helm4 training-operator scheduler-plugins kueue golangci-lint promql-names)
 # Built only when named (make test-skew): the API servers of the older minors in the supported range.
 SKEW=(kube-apiserver-1.35 kube-apiserver-1.36)
 
@@ -67,7 +69,7 @@ SKEW=(kube-apiserver-1.35 kube-apiserver-1.36)
 # (hack/tools/skew135, hack/tools/skew136). hack/tools (kwok included) shares its Kubernetes
 # libraries and their dependencies with the main module at the same versions, so the
 # packages compiled for one come from the build cache for the other.
-declare -A MODDIR=([training-operator]=trainingoperator [scheduler-plugins]=schedulerpluginsbin [kueue]=kueue [golangci-lint]=lint [helm4]=helm4
+declare -A MODDIR=([training-operator]=trainingoperator [scheduler-plugins]=schedulerpluginsbin [kueue]=kueue [golangci-lint]=lint [helm4]=helm4 [promql-names]=promql
   [kube-apiserver-1.35]=skew135 [kube-apiserver-1.36]=skew136)
 download=false
 if [ "${1:-}" = --download ]; then

@@ -75,6 +75,14 @@ func run(root, dir string) error {
 	if settleErr != nil {
 		fmt.Fprintf(&placement, "\nNOT SETTLED: %v (logs in %s)\n", settleErr, absDir)
 	}
+	fmt.Fprintln(&placement, "\nWhy it waits, and when it could run (what `kubectl kubenexus` prints; make build puts it in bin/):")
+	if err := c.ExplainWaiting(ctx, &placement, placements); err != nil {
+		fmt.Fprintf(&placement, "EXPLAIN FAILED: %v\n", err)
+	}
+	fmt.Fprintln(&placement)
+	if _, err := c.RunETAScenario(ctx, &placement); err != nil {
+		fmt.Fprintf(&placement, "WHAT-IF SCENARIO INCOMPLETE: %v\n", err)
+	}
 	// make demo shows the placement now, and the rest once Kueue has run.
 	if err := os.WriteFile(filepath.Join(absDir, "placement.txt"), placement.Bytes(), 0o644); err != nil {
 		return err

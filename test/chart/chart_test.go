@@ -1028,3 +1028,48 @@ func TestKubeVersionIsTheTestedRange(t *testing.T) {
 		}
 	}
 }
+
+// The Grafana dashboard ships as a ConfigMap for the dashboard sidecar only when asked
+// for, in the namespace and with the label the values name, holding the dashboard
+// file whole.
+func TestDashboardConfigMap(t *testing.T) {
+	c := loadChart(t)
+	objs, err := renderChart(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(objs, func(o object) bool { return o.id() == "ConfigMap/kubenexus-dashboard" }) {
+		t.Error("the dashboard ConfigMap is rendered with metrics.dashboard.enabled unset")
+	}
+	objs, err = renderChart(c, map[string]any{"metrics": map[string]any{"dashboard": map[string]any{"enabled": true, "namespace": "monitoring"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join(chartDir, "dashboards", "kubenexus.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(objs, func(o object) bool { return o.id() == "ConfigMap/kubenexus-dashboard" })
+	if i < 0 {
+		t.Fatal("no ConfigMap kubenexus-dashboard with metrics.dashboard.enabled")
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.Unmarshal(objs[i].raw, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Namespace != "monitoring" || cm.Labels["grafana_dashboard"] != "1" {
+		t.Errorf("dashboard ConfigMap in %q with labels %v, want monitoring and grafana_dashboard=1", cm.Namespace, cm.Labels)
+	}
+	if got := cm.Data["kubenexus.json"]; strings.TrimSpace(got) != strings.TrimSpace(string(want)) {
+		t.Errorf("the ConfigMap's kubenexus.json (%d bytes) is not dashboards/kubenexus.json (%d bytes)", len(got), len(want))
+	}
+	var dash struct {
+		UID    string `json:"uid"`
+		Panels []struct {
+			Title string `json:"title"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal([]byte(cm.Data["kubenexus.json"]), &dash); err != nil || dash.UID != "kubenexus" || len(dash.Panels) == 0 {
+		t.Errorf("dashboard: uid %q, %d panels, %v", dash.UID, len(dash.Panels), err)
+	}
+}

@@ -37,9 +37,9 @@ import (
 func TestDemoFlow(t *testing.T) {
 	root := testutil.RepoRoot()
 	bin := filepath.Join(root, "bin")
-	for _, b := range []string{"kubenexus-manager", "kubenexus-scheduler", "k8s/etcd", "k8s/kube-apiserver", "k8s/kube-controller-manager", "k8s/kwok", "k8s/helm", "k8s/training-operator", "k8s/kueue"} {
+	for _, b := range []string{"kubenexus-manager", "kubenexus-scheduler", "k8s/etcd", "k8s/kube-apiserver", "k8s/kube-controller-manager", "k8s/kwok", "k8s/helm", "k8s/training-operator", "k8s/kueue", "k8s/promql-names"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
-			t.Fatalf("%s is missing: `make test` builds it (make build; hack/build-tools.sh etcd kube-apiserver kube-controller-manager kwok helm training-operator kueue)", b)
+			t.Fatalf("%s is missing: `make test` builds it (make build; hack/build-tools.sh etcd kube-apiserver kube-controller-manager kwok helm training-operator kueue promql-names)", b)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -141,6 +141,7 @@ func TestDemoFlow(t *testing.T) {
 			checkZoneSkew(t, c, p)
 		}
 	}
+	checkExplainAndETA(ctx, t, c, placements)
 	checkGangMembers(t, c, placements)
 	checkPlacement(t, placements)
 	checkTrainingOperatorWebhook(t, c)
@@ -148,6 +149,7 @@ func TestDemoFlow(t *testing.T) {
 	checkGangPreemption(t, c)
 	checkKueue(t, c)
 	checkQuickstart(t, c)
+	checkDashboard(t, c)
 	helmUpgradeAndUninstall(t, c)
 	for _, p := range placements {
 		if p.Name == "llm-finetune" {

@@ -89,9 +89,11 @@ type Cluster struct {
 	scheduler           *process
 	schedulerStarts     int
 	SchedulerConfigHash string
-	// ManagerMetricsURL is where UpProduction's manager serves its metrics.
+	// ManagerMetricsURL is where the manager serves its metrics (Up's: plain HTTP;
+	// UpProduction's: HTTPS with a token).
 	ManagerMetricsURL string
-	// SchedulerMetricsURL is where RestartScheduler's scheduler serves its metrics.
+	// SchedulerMetricsURL is where the scheduler serves its metrics (Up's: /metrics
+	// open to anyone; RestartScheduler's: with a token).
 	SchedulerMetricsURL string
 }
 
@@ -167,6 +169,10 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
+	managerMetricsPort, err := testutil.FreePort()
+	if err != nil {
+		return nil, err
+	}
 
 	c.logf("installing KubeNexus from charts/kubenexus with helm")
 	helmArgs := []string{
@@ -239,12 +245,14 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		"--cert-rotation=false",
 		"--webhook-cert-dir="+certDir,
 		fmt.Sprintf("--webhook-port=%d", webhookPort),
-		"--metrics-bind-address=0",
+		// Plain HTTP on the loopback: the e2e reads the metrics the dashboard charts.
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", managerMetricsPort), "--metrics-secure=false",
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probePort),
 		"--podgroup-gc-grace=10m",
 	); err != nil {
 		return nil, err
 	}
+	c.ManagerMetricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", managerMetricsPort)
 	if err := waitFor(ctx, 2*time.Minute, func() error { return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)) }); err != nil {
 		return nil, fmt.Errorf("kubenexus-manager never became ready (see %s): %w", c.logPath("kubenexus-manager"), err)
 	}
@@ -279,7 +287,11 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	schedArgs := []string{"--config=" + schedCfgPath, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", schedPort)}
+	// /metrics without a token: nothing here authenticates (UpProduction checks the
+	// secured endpoint).
+	schedArgs := []string{"--config=" + schedCfgPath, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", schedPort),
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"}
+	c.SchedulerMetricsURL = fmt.Sprintf("https://127.0.0.1:%d/metrics", schedPort)
 	// KUBENEXUS_SCHEDULER_V sets the scheduler's log verbosity (4 logs every gang plan).
 	if v := os.Getenv("KUBENEXUS_SCHEDULER_V"); v != "" {
 		schedArgs = append(schedArgs, "--v="+v)
