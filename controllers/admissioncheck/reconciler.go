@@ -9,6 +9,7 @@ package admissioncheck
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -182,10 +183,21 @@ func (r *Reconciler) workloadOf(ctx context.Context, wl *kueue.Workload, tierFro
 		}
 		w.Tenant = workload.TierOf(workload.Namespace{Labels: ns.Labels}, "")
 	}
+	w.PodSets = PodSetsOf(wl)
+	return w, nil
+}
+
+// PodSetsOf reads a Workload's pod sets as the check places them: the count Kueue
+// assigned (else the spec's), the ResourceFlavors it assigned, and the topology level
+// a pod set requires (Kueue's TAS).
+func PodSetsOf(wl *kueue.Workload) []feasibility.PodSet {
 	assigned := map[kueue.PodSetReference]kueue.PodSetAssignment{}
-	for _, a := range wl.Status.Admission.PodSetAssignments {
-		assigned[a.Name] = a
+	if wl.Status.Admission != nil {
+		for _, a := range wl.Status.Admission.PodSetAssignments {
+			assigned[a.Name] = a
+		}
 	}
+	var out []feasibility.PodSet
 	for _, ps := range wl.Spec.PodSets {
 		p := feasibility.PodSet{Name: string(ps.Name), Count: int(ps.Count), Template: ps.Template}
 		a, ok := assigned[ps.Name]
@@ -199,12 +211,13 @@ func (r *Reconciler) workloadOf(ctx context.Context, wl *kueue.Workload, tierFro
 				p.Flavors = append(p.Flavors, string(f))
 			}
 		}
+		sort.Strings(p.Flavors)
 		if tr := ps.TopologyRequest; tr != nil && tr.Required != nil {
 			p.RequiredTopology = *tr.Required
 		}
-		w.PodSets = append(w.PodSets, p)
+		out = append(out, p)
 	}
-	return w, nil
+	return out
 }
 
 // SetupWithManager runs the check's two loops: Workloads (decisions) and

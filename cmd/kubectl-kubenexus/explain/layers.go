@@ -2,6 +2,7 @@ package explain
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/topology"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/controllers/admissioncheck"
 	"github.com/kube-nexus/kubenexus/controllers/feasibility"
 )
 
@@ -61,9 +63,16 @@ func (e *Explainer) newGroup(ctx context.Context, members []corev1.Pod, wl *kueu
 			g.pending = append(g.pending, p)
 		}
 	}
-	if len(members) > 0 {
+	namespace := ""
+	switch {
+	case len(members) > 0:
+		namespace = members[0].Namespace
+	case wl != nil:
+		namespace = wl.Namespace
+	}
+	if namespace != "" {
 		g.ns = &corev1.Namespace{}
-		if err := e.Client.Get(ctx, client.ObjectKey{Name: members[0].Namespace}, g.ns); err != nil {
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: namespace}, g.ns); err != nil {
 			if !notFound(err) {
 				return nil, err
 			}
@@ -121,6 +130,16 @@ func (e *Explainer) lines(st *state, g *group) Section {
 			need = 1
 		}
 	}
+	if len(g.members) == 0 && g.wl != nil && len(g.wl.Spec.PodSets) > 0 {
+		// Kueue holds the job: no pod exists yet. Place what the Workload asks for.
+		w := &feasibility.Workload{Tenant: workload.TierOf(workload.Namespace{Labels: g.nsLabels()}, ""), PodSets: admissioncheck.PodSetsOf(g.wl)}
+		if g.wl.Status.Admission != nil {
+			w.ClusterQueue = string(g.wl.Status.Admission.ClusterQueue)
+		}
+		d := feasibility.Decide(st.cluster, w)
+		s.Lines = append(s.Lines, placementLines(g, st, w, &d)...)
+		return s
+	}
 	if need == 0 {
 		verdict, text := OK, fmt.Sprintf("no member waits for a node (%d bound)", g.bound)
 		if len(g.members) == 0 {
@@ -133,8 +152,19 @@ func (e *Explainer) lines(st *state, g *group) Section {
 	}
 	w := g.workload(st, need)
 	d := feasibility.Decide(st.cluster, w)
-	s.Lines = append(s.Lines, tierLine(g, w, &d), topologyLine(g, st, &d), capacityLine(&d, g, st), startLine(&d, st))
+	s.Lines = append(s.Lines, placementLines(g, st, w, &d)...)
 	return s
+}
+
+// placementLines are the tier, topology, capacity and start lines of a decision.
+// When no node is open to the pods at all, the tier line says why and the others
+// have nothing to add.
+func placementLines(g *group, st *state, w *feasibility.Workload, d *feasibility.Decision) []Line {
+	tier := tierLine(g, w, d)
+	if d.Eligible == 0 {
+		return []Line{tier}
+	}
+	return []Line{tier, topologyLine(g, st, d), capacityLine(d, g, st), startLine(d, st)}
 }
 
 // workload is what Decide places: need of the pending pods, grouped by shape, with
@@ -172,14 +202,23 @@ func (g *group) nsLabels() map[string]string {
 	return g.ns.Labels
 }
 
-// signature tells pods with the same placement needs apart from others.
+// signature tells pods with the same placement needs apart from others: requests,
+// node selector, affinity, tolerations and whether they may borrow.
 func signature(p *corev1.Pod) string {
-	var b strings.Builder
-	for _, c := range p.Spec.Containers {
-		fmt.Fprintf(&b, "%v|", c.Resources.Requests)
+	requests := map[string]string{}
+	for i, c := range p.Spec.Containers {
+		for name, q := range c.Resources.Requests {
+			requests[fmt.Sprintf("%d/%s", i, name)] = q.String()
+		}
 	}
-	fmt.Fprintf(&b, "%v|%v|%v|%s", p.Spec.NodeSelector, p.Spec.Affinity, p.Spec.Tolerations, p.Labels[v1alpha1.LabelPreemptible])
-	return b.String()
+	raw, _ := json.Marshal(struct {
+		Requests     map[string]string
+		NodeSelector map[string]string
+		Affinity     *corev1.Affinity
+		Tolerations  []corev1.Toleration
+		Preemptible  string
+	}{requests, p.Spec.NodeSelector, p.Spec.Affinity, p.Spec.Tolerations, p.Labels[v1alpha1.LabelPreemptible]})
+	return string(raw)
 }
 
 func admission(g *group) Line {
@@ -267,7 +306,11 @@ func queue(g *group, placementChecks map[string]bool) Line {
 			}
 			checks = append(checks, fmt.Sprintf("admission check %s: %s (%s)", c.Name, c.State, msg))
 		}
-		l.Text = fmt.Sprintf("%s has quota in ClusterQueue %s; %s", name, cq, join(checks))
+		if len(checks) == 0 {
+			l.Text = fmt.Sprintf("%s has quota in ClusterQueue %s and passed its admission checks: Kueue admits it next", name, cq)
+		} else {
+			l.Text = fmt.Sprintf("%s has quota in ClusterQueue %s; %s", name, cq, join(checks))
+		}
 	default:
 		l.Verdict = Blocked
 		c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
@@ -459,7 +502,11 @@ func startLine(d *feasibility.Decision, st *state) Line {
 		if in < 0 {
 			in = 0
 		}
-		l.Text = fmt.Sprintf("earliest %s (in %s), in %s %s, when running pods reach their runtime bounds", d.Start.UTC().Format(time.RFC3339), in, d.Level, join(d.Domains))
+		where := ""
+		if d.Level != feasibility.Anywhere {
+			where = fmt.Sprintf(", in %s %s", d.Level, join(d.Domains))
+		}
+		l.Text = fmt.Sprintf("earliest %s (in %s)%s, when running pods reach their runtime bounds", d.Start.UTC().Format(time.RFC3339), in, where)
 	default:
 		l.Verdict = Unknown
 		l.Text = "no time can be given: pods in its way have no runtime bound (spec.activeDeadlineSeconds or " + v1alpha1.LabelKueueMaxExecTime + ")"

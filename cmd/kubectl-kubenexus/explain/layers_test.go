@@ -1,10 +1,12 @@
 package explain
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
@@ -74,6 +76,9 @@ func TestPlacementLayers(t *testing.T) {
 		{"start: known", func(d *feasibility.Decision) { d.Start, d.Domains = now.Add(90*time.Minute), []string{"rack-1"} },
 			func(d *feasibility.Decision) Line { return startLine(d, st) }, Waiting,
 			"earliest 2026-11-27T02:30:00Z (in 1h30m0s), in rack rack-1, when running pods reach their runtime bounds", ""},
+		{"start: known, anywhere", func(d *feasibility.Decision) { d.Level, d.Start = feasibility.Anywhere, now.Add(time.Minute) },
+			func(d *feasibility.Decision) Line { return startLine(d, st) }, Waiting,
+			"earliest 2026-11-27T01:01:00Z (in 1m0s), when running pods reach their runtime bounds", ""},
 		{"start: unknown", func(*feasibility.Decision) {}, func(d *feasibility.Decision) Line { return startLine(d, st) }, Unknown,
 			"no time can be given: pods in its way have no runtime bound (spec.activeDeadlineSeconds or kueue.x-k8s.io/max-exec-time-seconds)", ""},
 	} {
@@ -141,5 +146,24 @@ func TestAdmissionLayer(t *testing.T) {
 	bad := pod(map[string]string{v1alpha1.LabelKubeNexusGangName: "g", v1alpha1.LabelKubeNexusGangMinAvailable: "lots"}, nil, v1alpha1.DefaultSchedulerName)
 	if l := admission(&group{members: []corev1.Pod{bad}}); l.Verdict != Blocked || l.Action != "fix the pod template's gang labels" {
 		t.Errorf("admission: invalid gang labels: %+v", l)
+	}
+}
+
+// Pods alike in what placement looks at are one pod set, whatever else differs.
+func TestWorkloadGroupsPodsByShape(t *testing.T) {
+	pod := func(name, cpu string, selector map[string]string) *corev1.Pod {
+		rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"index": name}},
+			Spec: corev1.PodSpec{NodeSelector: selector, Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}},
+				Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: rl}}}}}
+	}
+	g := &group{pending: []*corev1.Pod{pod("a", "1", nil), pod("b", "1000m", nil), pod("c", "2", nil), pod("d", "1", map[string]string{"pool": "x"})}}
+	w := g.workload(&state{cluster: &feasibility.Cluster{}}, 4)
+	var counts []int
+	for _, ps := range w.PodSets {
+		counts = append(counts, ps.Count)
+	}
+	if fmt.Sprint(counts) != "[2 1 1]" {
+		t.Errorf("pod sets %v, want [2 1 1]: a and b alike (1 CPU = 1000m), c and d each apart", counts)
 	}
 }

@@ -121,7 +121,7 @@ func (e *Explainer) whatIf(ctx context.Context, st *state, namespace string, obj
 	}
 	s.Lines = append(s.Lines, q)
 	d := feasibility.Decide(st.cluster, w)
-	s.Lines = append(s.Lines, tierLine(g, w, &d), topologyLine(g, st, &d), capacityLine(&d, g, st), startLine(&d, st))
+	s.Lines = append(s.Lines, placementLines(g, st, w, &d)...)
 	return s, nil
 }
 

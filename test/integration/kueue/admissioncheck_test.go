@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -14,6 +15,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/cmd/kubectl-kubenexus/explain"
 	"github.com/kube-nexus/kubenexus/controllers/admissioncheck"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
@@ -52,6 +54,30 @@ var _ = Describe("The placement-feasibility AdmissionCheck", func() {
 			return testutil.EventNotes(suiteCtx, k8sClient, ns.Name, "big", v1alpha1.EventReasonPlacementRetry)
 		}).WithTimeout(testutil.Timeout).Should(ConsistOf("Warning: 4 × 8 nvidia.com/gpu: the nodes they may use hold 0 of the 4 pods now; 32 nvidia.com/gpu free on those nodes, but fragmented"))
 
+		// kubectl kubenexus explain says it line by line, without repeating the check's
+		// message: Kueue holds it at the check, and capacity is why.
+		lines := func(name string) func() (map[string]explain.Line, error) {
+			return func() (map[string]explain.Line, error) {
+				r, err := (&explain.Explainer{Client: k8sClient}).Explain(suiteCtx, ns.Name, "workload", name)
+				if err != nil {
+					return nil, err
+				}
+				out := map[string]explain.Line{}
+				for _, l := range r.Sections[0].Lines {
+					out[l.Layer] = l
+				}
+				return out, nil
+			}
+		}
+		line := func(layer, verdict, text string) types.GomegaMatcher {
+			return HaveKeyWithValue(layer, And(HaveField("Verdict", verdict), HaveField("Text", text)))
+		}
+		Eventually(lines("big")).WithTimeout(testutil.Timeout).Should(And(
+			line(explain.LayerQueue, explain.Blocked, "Workload big has quota in ClusterQueue cq-a; admission check "+ac.Name+": Retry (the topology and capacity lines say why)"),
+			line(explain.LayerTier, explain.OK, "tenant tier gold: 8 nodes of 8 open to the pods"),
+			line(explain.LayerCapacity, explain.Blocked, "32 nvidia.com/gpu free on the nodes open to them, 32 needed (4 × 8 nvidia.com/gpu): enough in total, but in pieces no set of nodes can hold the members"),
+		))
+
 		// Rack 0's GPUs free up. Kueue requeues a Workload whose check said Retry and,
 		// once it reserves quota again, the check is Pending anew.
 		for i := range 4 {
@@ -65,6 +91,12 @@ var _ = Describe("The placement-feasibility AdmissionCheck", func() {
 		big.workload("rack", 5, v1alpha1.LabelRack, "cq-a")
 		Eventually(big.state("rack")).WithTimeout(testutil.Timeout).Should(Equal(checkState{kueue.CheckStateRetry,
 			"needs 5 members (5 × 8 nvidia.com/gpu) in one rack; the largest rack fits 4; 48 nvidia.com/gpu free on those nodes, but fragmented"}))
+		Expect(lines("rack")()).To(And(
+			line(explain.LayerTopology, explain.Blocked, "one rack must hold all 5: the largest holds 4 ("+ns.Name+"-rack-0)"),
+			line(explain.LayerCapacity, explain.OK, "48 nvidia.com/gpu free on the nodes open to them, 40 needed (5 × 8 nvidia.com/gpu): enough in total, not in one rack"),
+		))
+		// The first one passed the check: nothing of it waits on KubeNexus.
+		Expect(lines("big")()).To(HaveKeyWithValue(explain.LayerQueue, HaveField("Verdict", explain.Waiting)))
 
 		// A HardwareTier that keeps rack 0 for another ClusterQueue.
 		tier := testutil.MakeHardwareTier("rack0-"+ns.Name, 50).Selector(metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelRack: ns.Name + "-rack-0"}}).
@@ -74,6 +106,8 @@ var _ = Describe("The placement-feasibility AdmissionCheck", func() {
 		big.workload("four-a", 4, "", "cq-a")
 		Eventually(big.state("four-a")).WithTimeout(testutil.Timeout).Should(Equal(checkState{kueue.CheckStateRetry,
 			"4 × 8 nvidia.com/gpu: the nodes they may use hold 0 of the 4 pods now; 16 nvidia.com/gpu free on those nodes, 32 needed"}))
+		Expect(lines("four-a")()).To(
+			line(explain.LayerTier, explain.OK, "tenant tier gold: 4 nodes open to the pods; 4 nodes more belong to HardwareTier rack0-"+ns.Name+", which does not admit it"))
 		big.workload("four-b", 4, "", "cq-b")
 		Eventually(big.state("four-b")).WithTimeout(testutil.Timeout).Should(Equal(checkState{kueue.CheckStateReady,
 			"4 × 8 nvidia.com/gpu fit on the cluster's free capacity now"}))

@@ -141,6 +141,8 @@ var _ = Describe("kubectl kubenexus explain", func() {
 			HaveKeyWithValue(explain.LayerTier, And(HaveField("Verdict", explain.Blocked),
 				HaveField("Text", "tenant tier gold: HardwareTier "+hw+" refuses it on all 2 nodes the pods could otherwise use"),
 				HaveField("Action", ContainSubstring("or allow gold there")))),
+			// The tier line says it all: no capacity counted over no nodes.
+			Not(HaveKey(explain.LayerCapacity)),
 		))
 
 		Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(tier), tier)).To(Succeed())
