@@ -35,14 +35,20 @@ declare -A PKG=(
   [golangci-lint]=github.com/golangci/golangci-lint/v2/cmd/golangci-lint
   [promql-names]=./promql-names
 )
-# stamp is the version stamp of a tool module: its go.mod, go.sum and the build
+# stamp is the version stamp of a tool (stamp MODULE TOOL): its module's go.mod, go.sum and the build
 # recipe of this script (the lines between the recipe markers: how a tool is compiled
 # and linked). Editing the rest of the script (a new tool, a message) rebuilds nothing.
 recipe() { sed -n '/^  # recipe:begin/,/^  # recipe:end/p' "${BASH_SOURCE[0]}"; }
 # The tools of hack/tools itself (and Helm v4's) also depend on how the main module's
 # binaries are compiled (the shared-packages block).
 shared_recipe() { sed -n '/^# shared:begin/,/^# shared:end/p' "${BASH_SOURCE[0]}"; }
-stamp() { { cat "${TOOLS_DIR}/$1/go.mod" "${TOOLS_DIR}/$1/go.sum"; recipe; if shares "$1"; then shared_recipe; fi; } | sha256sum | cut -c1-16; }
+# A tool whose main package is in its module (./etcd, ./kwokstages, ./promql-names)
+# adds that package's files: editing them rebuilds it.
+stamp() {
+  { cat "${TOOLS_DIR}/$1/go.mod" "${TOOLS_DIR}/$1/go.sum"; recipe; if shares "$1"; then shared_recipe; fi
+    case "${PKG[$2]}" in ./*) cat "${TOOLS_DIR}/$1/${PKG[$2]#./}"/*.go ;; esac
+  } | sha256sum | cut -c1-16
+}
 
 # shares: the tool module is compiled with the main module's settings (hack/tools,
 # and Helm v4's module, which pins the same library versions).
@@ -89,7 +95,7 @@ for t in "${tools[@]}"; do
     exit 2
   fi
   mod="${MODDIR[$t]:-.}"
-  if [ -x "${K8S_BIN}/${t}" ] && [ "$(cat "${K8S_BIN}/${t}.stamp" 2>/dev/null)" = "$(stamp "${mod}")" ]; then
+  if [ -x "${K8S_BIN}/${t}" ] && [ "$(cat "${K8S_BIN}/${t}.stamp" 2>/dev/null)" = "$(stamp "${mod}" "${t}")" ]; then
     continue
   fi
   case " ${STALE[${mod}]:-} " in *" ${t} "*) ;; *) STALE[${mod}]="${STALE[${mod}]:-} ${t}" ;; esac
@@ -147,7 +153,7 @@ for mod in "${!STALE[@]}"; do
   for t in "${group[@]}"; do
     built="${tmp}/$(basename "${PKG[$t]}")"
     mv "${built}" "${K8S_BIN}/${t}"
-    stamp "${mod}" > "${K8S_BIN}/${t}.stamp"
+    stamp "${mod}" "${t}" > "${K8S_BIN}/${t}.stamp"
   done
   rmdir "${tmp}"
   echo ">> built ${group[*]} in $(( $(date +%s) - start ))s"

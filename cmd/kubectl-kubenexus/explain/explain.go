@@ -8,6 +8,7 @@
 package explain
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -78,16 +79,15 @@ func (s *Section) Line(layer string) *Line {
 }
 
 // Write prints the report as aligned columns: layer, verdict, what, and the action
-// on a line of its own under it.
+// on a line of its own under it. It writes once.
 func (r *Report) Write(w io.Writer) error {
-	if _, err := fmt.Fprintln(w, r.Subject); err != nil {
-		return err
-	}
+	var b bytes.Buffer
+	fmt.Fprintln(&b, r.Subject)
 	for _, s := range r.Sections {
 		if s.Title != "" {
-			fmt.Fprintf(w, "\n%s\n", s.Title)
+			fmt.Fprintf(&b, "\n%s\n", s.Title)
 		}
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		for _, l := range s.Lines {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", l.Layer, l.Verdict, l.Text)
 			if l.Action != "" {
@@ -98,7 +98,8 @@ func (r *Report) Write(w io.Writer) error {
 			return err
 		}
 	}
-	return nil
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 // Explainer reads the cluster once per explanation.

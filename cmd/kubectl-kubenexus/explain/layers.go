@@ -195,6 +195,14 @@ func (g *group) workload(st *state, need int) *feasibility.Workload {
 	return w
 }
 
+// units names what is placed: a gang's members, or pods.
+func (g *group) units() string {
+	if g.key != nil {
+		return "members"
+	}
+	return "pods"
+}
+
 func (g *group) nsLabels() map[string]string {
 	if g.ns == nil {
 		return nil
@@ -435,10 +443,12 @@ func capacityLine(d *feasibility.Decision, g *group, st *state) Line {
 	switch {
 	case d.Fits:
 		l.Text = free
+	case d.Level == feasibility.Anywhere && d.Short != nil && d.Fragmented():
+		l.Verdict, l.Text = Blocked, fmt.Sprintf("%s: enough in total, but in pieces that hold %d of the %d %s", free, d.Short.BestFits, d.Short.Need, g.units())
+	case d.Level == feasibility.Anywhere && d.Short != nil:
+		l.Verdict, l.Text = Blocked, fmt.Sprintf("%s; they hold %d of the %d %s", free, d.Short.BestFits, d.Short.Need, g.units())
 	case !d.Fragmented():
 		l.Verdict, l.Text = Blocked, free
-	case d.Level == feasibility.Anywhere:
-		l.Verdict, l.Text = Blocked, free+": enough in total, but in pieces no set of nodes can hold the members"
 	default:
 		l.Text = free + ": enough in total, not in one " + d.Level
 	}

@@ -29,7 +29,7 @@ func TestPlacementLayers(t *testing.T) {
 	now := time.Date(2026, 11, 27, 1, 0, 0, 0, time.UTC)
 	st := &state{now: now}
 	w := &feasibility.Workload{Tenant: v1alpha1.TenantTierGold}
-	g := &group{}
+	g := &group{key: &gang.Key{Namespace: "ml", Name: "llama"}}
 	base := feasibility.Decision{Shapes: "4 × 8 nvidia.com/gpu", Level: "rack", Nodes: 10, Eligible: 6, Resource: gpu, Free: 48000, Need: 32000}
 
 	for _, tc := range []struct {
@@ -66,9 +66,16 @@ func TestPlacementLayers(t *testing.T) {
 			func(d *feasibility.Decision) Line { return topologyLine(g, st, d) }, None, "no topology domain required: the members may spread", ""},
 		{"capacity: too little", func(d *feasibility.Decision) { d.Free = 16000 },
 			func(d *feasibility.Decision) Line { return capacityLine(d, g, st) }, Blocked, "16 nvidia.com/gpu free on the nodes open to them, 32 needed (4 × 8 nvidia.com/gpu)", ""},
-		{"capacity: enough, in pieces, with no domain required", func(d *feasibility.Decision) { d.Level = feasibility.Anywhere },
+		{"capacity: too little, with no domain required", func(d *feasibility.Decision) {
+			d.Level, d.Free, d.Short = feasibility.Anywhere, 16000, &placement.Shortage{Need: 4, BestFits: 2}
+		},
 			func(d *feasibility.Decision) Line { return capacityLine(d, g, st) }, Blocked,
-			"48 nvidia.com/gpu free on the nodes open to them, 32 needed (4 × 8 nvidia.com/gpu): enough in total, but in pieces no set of nodes can hold the members", ""},
+			"16 nvidia.com/gpu free on the nodes open to them, 32 needed (4 × 8 nvidia.com/gpu); they hold 2 of the 4 members", ""},
+		{"capacity: enough, in pieces, with no domain required", func(d *feasibility.Decision) {
+			d.Level, d.Short = feasibility.Anywhere, &placement.Shortage{Need: 4, BestFits: 1}
+		},
+			func(d *feasibility.Decision) Line { return capacityLine(d, g, st) }, Blocked,
+			"48 nvidia.com/gpu free on the nodes open to them, 32 needed (4 × 8 nvidia.com/gpu): enough in total, but in pieces that hold 1 of the 4 members", ""},
 		{"capacity: CPU in millicores", func(d *feasibility.Decision) {
 			d.Resource, d.Free, d.Need, d.Shapes = corev1.ResourceCPU, 1500, 4000, "4 × 1000m cpu"
 		},

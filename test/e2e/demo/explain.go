@@ -53,7 +53,7 @@ type ETAResult struct {
 const (
 	etaNode     = "demo-eta-0"
 	etaTaint    = "demo.kubenexus.io/eta"
-	etaDeadline = 40 * time.Second
+	etaDeadline = 30 * time.Second
 )
 
 // RunETAScenario asks `kubectl kubenexus whatif` about a Job that fits only once a
@@ -154,10 +154,10 @@ func (c *Cluster) RunETAScenario(ctx context.Context, w io.Writer) (*ETAResult, 
 	}); err != nil {
 		return res, err
 	}
-	fmt.Fprintf(w, "Job %s submitted: its pod bound at %s", job.Name, res.Bound.UTC().Format(time.RFC3339))
+	after := ""
 	if !res.Start.IsZero() {
-		fmt.Fprintf(w, " (%s after the estimate)", res.Bound.Sub(res.Start).Round(time.Second))
+		after = fmt.Sprintf(" (%s after the estimate)", res.Bound.Sub(res.Start).Round(time.Second))
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Job %s submitted: its pod bound at %s%s\n", job.Name, res.Bound.UTC().Format(time.RFC3339), after)
 	return res, nil
 }
