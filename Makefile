@@ -111,6 +111,11 @@ image: ## Build the manager and scheduler images without a container engine (lin
 image-push: ## Build the images and push them to REGISTRY as multi-architecture indexes (credentials from ~/.docker/config.json).
 	cd hack/image && go run . -root $(ROOT) -out $(BIN)/image -version $(VERSION) -revision $(REVISION) -push $(REGISTRY) -arch $(IMAGE_ARCHES)
 
+KREW_URI ?=
+.PHONY: krew
+krew: ## Package the kubectl plugin for krew: kubectl-kubenexus archives for linux and darwin (amd64, arm64) and windows (amd64), and the krew manifest naming their SHA-256, into bin/krew/ (KREW_URI: where the release publishes them; default its GitHub release).
+	go run ./hack/krew -root $(ROOT) -out $(BIN)/krew -version $(VERSION) -uri '$(KREW_URI)' -ldflags '$(LDFLAGS)'
+
 .PHONY: run
 run: build ## Run the manager against the cluster in $$KUBECONFIG (without its webhooks: they need a serving certificate).
 	$(BIN)/kubenexus-manager --namespace=kubenexus-system --scheduler-image=kubenexus-scheduler:latest --enable-webhooks=false

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
@@ -40,12 +41,40 @@ type group struct {
 	ns       *corev1.Namespace
 }
 
+// foreignPodGroups are the other gang APIs a gang's PodGroup may be of, in the order
+// the scheduler looks them up (scheduler/crdcache): scheduler-plugins', Volcano's,
+// Kubernetes' own.
+var foreignPodGroups = []struct {
+	newObject func() *unstructured.Unstructured
+	read      func(*unstructured.Unstructured) (*v1alpha1.PodGroup, error)
+}{
+	{v1alpha1.NewSigsPodGroup, v1alpha1.FromSigsPodGroup},
+	{v1alpha1.NewVolcanoPodGroup, v1alpha1.FromVolcanoPodGroup},
+	{v1alpha1.NewNativePodGroup, v1alpha1.FromNativePodGroup},
+}
+
+// podGroup reads the gang's PodGroup: KubeNexus's, else one of another gang API the
+// cluster serves, as the scheduler would. NotFound when there is none.
 func (e *Explainer) podGroup(ctx context.Context, k gang.Key) (*v1alpha1.PodGroup, error) {
+	key := client.ObjectKey{Namespace: k.Namespace, Name: k.Name}
 	pg := &v1alpha1.PodGroup{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, pg); err != nil {
+	err := e.Client.Get(ctx, key, pg)
+	if err == nil {
+		return pg, nil
+	}
+	if !notFound(err) && !feasibility.NotServed(err) {
 		return nil, err
 	}
-	return pg, nil
+	for _, f := range foreignPodGroups {
+		u := f.newObject()
+		switch ferr := e.Client.Get(ctx, key, u); {
+		case ferr == nil:
+			return f.read(u)
+		case !notFound(ferr) && !feasibility.NotServed(ferr):
+			return nil, ferr
+		}
+	}
+	return nil, err
 }
 
 func (e *Explainer) newGroup(ctx context.Context, members []corev1.Pod, wl *kueue.Workload) (*group, error) {
@@ -343,6 +372,9 @@ func gangLine(g *group, st *state) Line {
 		return l
 	}
 	counts := fmt.Sprintf("%d of its quorum of %d bound, %d waiting for a node", g.bound, g.min, len(g.pending))
+	if g.pg != nil && g.pg.APIVersion != "" && g.pg.APIVersion != v1alpha1.GroupVersion.String() {
+		counts = fmt.Sprintf("PodGroup of %s: ", g.pg.APIVersion) + counts
+	}
 	if g.gated > 0 {
 		counts += fmt.Sprintf(", %d gated", g.gated)
 	}

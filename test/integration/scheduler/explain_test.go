@@ -168,6 +168,20 @@ var _ = Describe("kubectl kubenexus explain", func() {
 			line(explain.LayerGang, explain.OK, "quorum bound: 1 of its quorum of 1 bound, 0 waiting for a node"))
 	})
 
+	It("gang: reads a scheduler-plugins PodGroup as the scheduler does", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		gpuNodes(tc, "n", 1, nil)
+		Expect(k8sClient.Create(suiteCtx, testutil.ForeignPodGroup(v1alpha1.NewSigsPodGroup(), tc.ns, "tj", map[string]any{"minMember": int64(2)}))).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, gpuPod(tc, "tj-0").PodGroup("tj").Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, gpuPod(tc, "tj-1").PodGroup("tj").Obj())).To(Succeed())
+		// One 8-GPU node for two 8-GPU members.
+		Eventually(explained(tc, "pod", "tj-1")).WithTimeout(testutil.Timeout).Should(And(
+			HaveKeyWithValue(explain.LayerGang, And(HaveField("Verdict", explain.Waiting),
+				HaveField("Text", HavePrefix("PodGroup of scheduling.x-k8s.io/v1alpha1: 0 of its quorum of 2 bound, 2 waiting for a node")))),
+			line(explain.LayerCapacity, explain.Blocked, "8 nvidia.com/gpu free on the nodes open to them, 16 needed (2 × 8 nvidia.com/gpu); they hold 1 of the 2 members"),
+		))
+	})
+
 	It("refuses what it cannot explain with the kinds it can", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		_, err := (&explain.Explainer{Client: k8sClient}).Explain(suiteCtx, tc.ns, "configmap", "x")
