@@ -20,7 +20,7 @@ func TestManifest(t *testing.T) {
 		Spec             struct {
 			Version   string
 			Platforms []struct {
-				Selector struct{ MatchLabels map[string]string }
+				Selector         struct{ MatchLabels map[string]string }
 				URI, SHA256, Bin string
 			}
 		}
