@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
@@ -145,6 +146,21 @@ func (e *Explainer) explainWorkload(ctx context.Context, st *state, namespace, n
 
 func (e *Explainer) explainOwner(ctx context.Context, st *state, t target, namespace, name string) (*Report, error) {
 	pods := st.ownedBy(namespace, t.kind, name)
+	// Kinds that run their pods through another object: a TrainJob through the
+	// JobSet Kubeflow Trainer names after it, a RayJob through the RayCluster KubeRay
+	// labels with its name.
+	switch t.kind {
+	case "TrainJob":
+		pods = append(pods, st.ownedBy(namespace, "JobSet", name)...)
+	case "RayJob":
+		clusters, err := e.rayClustersOf(ctx, namespace, name)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range clusters {
+			pods = append(pods, st.ownedBy(namespace, "RayCluster", c)...)
+		}
+	}
 	wl, err := e.workloadOf(ctx, st, namespace, &metav1.OwnerReference{Kind: t.kind, Name: name})
 	if err != nil {
 		return nil, err
@@ -274,3 +290,23 @@ func (e *Explainer) workloadOf(ctx context.Context, st *state, namespace string,
 }
 
 func notFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// rayClustersOf names the RayClusters KubeRay created for a RayJob (labelled
+// ray.io/originated-from-crd=RayJob, ray.io/originated-from-cr-name=<job>).
+func (e *Explainer) rayClustersOf(ctx context.Context, namespace, job string) ([]string, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(workload.RayCluster.GroupVersion().WithKind("RayClusterList"))
+	err := e.Client.List(ctx, list, client.InNamespace(namespace),
+		client.MatchingLabels{"ray.io/originated-from-crd": "RayJob", "ray.io/originated-from-cr-name": job})
+	if err != nil {
+		if feasibility.NotServed(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []string
+	for _, c := range list.Items {
+		out = append(out, c.GetName())
+	}
+	return out, nil
+}
