@@ -64,7 +64,7 @@ func command(out io.Writer) *cobra.Command {
 		Use:   "explain KIND/NAME | KIND NAME",
 		Short: "Say, layer by layer, why a pod, PodGroup, framework job or Kueue Workload waits, and when it could start",
 		Long: "explain reads the cluster (list access only) and prints one line per layer a workload passes —\n" +
-			"admission, queue, gang, tier, topology, capacity, start — with its verdict and, where one exists,\n" +
+			"admission, queue, gang, tier, topology, capacity, preemption, start — with its verdict and, where one exists,\n" +
 			"what would unblock it. KIND is pod, podgroup, workload (Kueue), job, pytorchjob, tfjob, mpijob,\n" +
 			"xgboostjob, jobset, raycluster, rayjob, leaderworkerset, sparkapplication, trainjob, deployment or statefulset.",
 		Args: cobra.RangeArgs(1, 2),

@@ -7,6 +7,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
@@ -53,7 +54,7 @@ func Read(ctx context.Context, r client.Reader) (*Cluster, []corev1.Pod, error) 
 		n.Add(*resource.NewQuantity(1, resource.DecimalSI))
 		used[corev1.ResourcePods] = n
 		if bound, ok := workload.RuntimeBound(p); ok {
-			c.Bounded[p.Spec.NodeName] = append(c.Bounded[p.Spec.NodeName], Bounded{Ends: workload.Ends(p, bound), Requests: requests})
+			c.Bounded[p.Spec.NodeName] = append(c.Bounded[p.Spec.NodeName], Bounded{Pod: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, Ends: workload.Ends(p, bound), Requests: requests})
 		}
 	}
 	var tiers v1alpha1.HardwareTierList
@@ -81,6 +82,11 @@ func Read(ctx context.Context, r client.Reader) (*Cluster, []corev1.Pod, error) 
 		c.Levels = topology.Levels(configs.Items[0].Spec.Topology.Levels)
 	}
 	c.TierFromClusterQueue = len(configs.Items) > 0 && configs.Items[0].Spec.Kueue.TenantTierFrom == v1alpha1.TenantTierFromClusterQueue
+	if len(configs.Items) > 0 {
+		if p := configs.Items[0].Spec.Plugins.GangPreemption.PreemptServicesForBatch; p != nil {
+			c.PreemptServicesForBatch = *p
+		}
+	}
 	var flavors kueue.ResourceFlavorList
 	if err := r.List(ctx, &flavors); err != nil && !NotServed(err) {
 		return nil, nil, err

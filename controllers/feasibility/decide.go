@@ -13,6 +13,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/kube-nexus/kubenexus/api/hardware"
@@ -46,10 +48,52 @@ type Cluster struct {
 	// Bounded are the running pods whose runtime is bounded, by node: when each
 	// ends at the latest and what it frees.
 	Bounded map[string][]Bounded
+	// PreemptServicesForBatch is GangPreemption's setting in the KubeNexusConfig:
+	// batch and training pods may evict service pods of lower priority.
+	PreemptServicesForBatch bool
+}
+
+// Without returns a copy of the cluster in which the pods given are gone: their
+// requests and their runtime bounds no longer count. c is not changed.
+func (c *Cluster) Without(pods []*corev1.Pod) *Cluster {
+	out := *c
+	out.Requested = make(map[string]corev1.ResourceList, len(c.Requested))
+	for node, rl := range c.Requested {
+		out.Requested[node] = rl.DeepCopy()
+	}
+	for _, p := range pods {
+		used := out.Requested[p.Spec.NodeName]
+		if used == nil {
+			continue
+		}
+		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			v := used[name]
+			v.Sub(q)
+			used[name] = v
+		}
+		n := used[corev1.ResourcePods]
+		n.Sub(*resource.NewQuantity(1, resource.DecimalSI))
+		used[corev1.ResourcePods] = n
+	}
+	// A pod gone frees nothing when its bound comes.
+	gone := map[types.NamespacedName]bool{}
+	for _, p := range pods {
+		gone[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = true
+	}
+	out.Bounded = make(map[string][]Bounded, len(c.Bounded))
+	for node, bs := range c.Bounded {
+		for _, b := range bs {
+			if !gone[b.Pod] {
+				out.Bounded[node] = append(out.Bounded[node], b)
+			}
+		}
+	}
+	return &out
 }
 
 // Bounded is a running pod with a runtime bound.
 type Bounded struct {
+	Pod      types.NamespacedName
 	Ends     time.Time
 	Requests corev1.ResourceList
 }

@@ -46,6 +46,8 @@ const (
 	LayerTopology  = "topology"
 	LayerCapacity  = "capacity"
 	LayerStart     = "start"
+	// LayerPreemption: whether evicting lower-priority pods would make room.
+	LayerPreemption = "preemption"
 )
 
 // Line is one layer's verdict.

@@ -181,19 +181,24 @@ func (e *Explainer) lines(st *state, g *group) Section {
 	}
 	w := g.workload(st, need)
 	d := feasibility.Decide(st.cluster, w)
-	s.Lines = append(s.Lines, placementLines(g, st, w, &d)...)
+	var preemption []Line
+	if !d.Fits && d.Eligible > 0 {
+		preemption = append(preemption, preemptionLine(g, st, w))
+	}
+	s.Lines = append(s.Lines, placementLines(g, st, w, &d, preemption...)...)
 	return s
 }
 
-// placementLines are the tier, topology, capacity and start lines of a decision.
-// When no node is open to the pods at all, the tier line says why and the others
-// have nothing to add.
-func placementLines(g *group, st *state, w *feasibility.Workload, d *feasibility.Decision) []Line {
+// placementLines are the tier, topology, capacity, then the extra (preemption) and
+// start lines of a decision. When no node is open to the pods at all, the tier line
+// says why and the others have nothing to add.
+func placementLines(g *group, st *state, w *feasibility.Workload, d *feasibility.Decision, extra ...Line) []Line {
 	tier := tierLine(g, w, d)
 	if d.Eligible == 0 {
 		return []Line{tier}
 	}
-	return []Line{tier, topologyLine(g, st, d), capacityLine(d, g, st), startLine(d, st)}
+	out := []Line{tier, topologyLine(g, st, d), capacityLine(d, g, st)}
+	return append(append(out, extra...), startLine(d, st))
 }
 
 // workload is what Decide places: need of the pending pods, grouped by shape, with
@@ -554,4 +559,90 @@ func startLine(d *feasibility.Decision, st *state) Line {
 		l.Text = "no time can be given: pods in its way have no runtime bound (spec.activeDeadlineSeconds or " + v1alpha1.LabelKueueMaxExecTime + ")"
 	}
 	return l
+}
+
+// preemptionLine says whether evicting the running pods GangPreemption could choose
+// for the waiting pods — of lower priority, not of the same gang, not services for
+// batch or training unless the KubeNexusConfig allows it — would make room, and what
+// the scheduler last said of preemption for them.
+func preemptionLine(g *group, st *state, w *feasibility.Workload) Line {
+	l := Line{Layer: LayerPreemption, Verdict: None}
+	p := g.pending[0]
+	if p.Spec.PreemptionPolicy != nil && *p.Spec.PreemptionPolicy == corev1.PreemptNever {
+		l.Text = "the pods never preempt (preemptionPolicy: Never)"
+		return l
+	}
+	prio := int32(0)
+	if p.Spec.Priority != nil {
+		prio = *p.Spec.Priority
+	}
+	prof := workload.Classify(p, workload.Namespace{Labels: g.nsLabels()}, "")
+	batch := prof.Class == v1alpha1.WorkloadClassBatch || prof.Class == v1alpha1.WorkloadClassTraining
+	var victims []*corev1.Pod
+	evicting, services := 0, 0
+	for i := range st.pods {
+		v := &st.pods[i]
+		vprio := int32(0)
+		if v.Spec.Priority != nil {
+			vprio = *v.Spec.Priority
+		}
+		if !workload.OccupiesNode(v) || vprio >= prio {
+			continue
+		}
+		if m, ok, _ := gang.Of(v); ok && g.key != nil && m.Key == *g.key {
+			continue
+		}
+		if batch && !st.cluster.PreemptServicesForBatch {
+			if c := workload.Classify(v, workload.Namespace{}, "").Class; c == v1alpha1.WorkloadClassService || c == v1alpha1.WorkloadClassInference || c == v1alpha1.WorkloadClassInteractive {
+				services++
+				continue
+			}
+		}
+		if v.DeletionTimestamp != nil {
+			evicting++
+		}
+		victims = append(victims, v)
+	}
+	said := ""
+	if c := scheduledCondition(p); c != nil {
+		if _, after, ok := strings.Cut(c.Message, "preemption: "); ok {
+			said = "; the scheduler's last attempt: " + strings.TrimSuffix(strings.TrimSpace(after), ".")
+		}
+	}
+	spared := ""
+	if services > 0 {
+		spared = fmt.Sprintf(" (%s of lower priority %s spared: batch does not evict services unless spec.plugins.gangPreemption.preemptServicesForBatch)",
+			plural(services, "service pod", "service pods"), verb(services == 1, "is", "are"))
+	}
+	if len(victims) == 0 {
+		l.Text = fmt.Sprintf("no running pod it may evict has a priority below %d%s%s", prio, spared, said)
+		return l
+	}
+	d := feasibility.Decide(st.cluster.Without(victims), w)
+	switch {
+	case evicting > 0:
+		l.Verdict, l.Text = Waiting, fmt.Sprintf("%s of priority below %d are being evicted%s", plural(evicting, "pod", "pods"), prio, said)
+	case d.Fits:
+		l.Text = fmt.Sprintf("evicting pods of priority below %d (%d run now) would make room %s%s%s", prio, len(victims), where(&d), spared, said)
+	default:
+		l.Text = fmt.Sprintf("evicting every pod of priority below %d (%d) would still not make room%s%s", prio, len(victims), spared, said)
+	}
+	return l
+}
+
+// where says where a fitting decision puts the pods.
+func where(d *feasibility.Decision) string {
+	if d.Level == feasibility.Anywhere {
+		return "on the cluster"
+	}
+	return fmt.Sprintf("in %s %s", d.Level, join(d.Domains))
+}
+
+func scheduledCondition(p *corev1.Pod) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == corev1.PodScheduled {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
 }

@@ -174,3 +174,53 @@ func TestWorkloadGroupsPodsByShape(t *testing.T) {
 		t.Errorf("pod sets %v, want [2 1 1]: a and b alike (1 CPU = 1000m), c and d each apart", counts)
 	}
 }
+
+func TestPreemptionLine(t *testing.T) {
+	prio := func(n int32) *int32 { return &n }
+	node := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n0"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+		gpu: resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourcePods: resource.MustParse("110")}}}
+	running := func(name string, p int32, labels map[string]string) corev1.Pod {
+		rl := corev1.ResourceList{gpu: resource.MustParse("8")}
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name, Labels: labels},
+			Spec:   corev1.PodSpec{NodeName: "n0", Priority: prio(p), Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: rl, Limits: rl}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	waiting := func(p int32, never bool) *corev1.Pod {
+		rl := corev1.ResourceList{gpu: resource.MustParse("8")}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "w", Labels: map[string]string{v1alpha1.LabelWorkloadType: "training"}},
+			Spec: corev1.PodSpec{Priority: prio(p), Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: rl, Limits: rl}}}},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+				Message: "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: no running pod or gang of lower priority may be evicted for it."}}}}
+		if never {
+			policy := corev1.PreemptNever
+			pod.Spec.PreemptionPolicy = &policy
+		}
+		return pod
+	}
+	said := "; the scheduler's last attempt: no running pod or gang of lower priority may be evicted for it"
+	for _, tc := range []struct {
+		name          string
+		pods          []corev1.Pod
+		pending       *corev1.Pod
+		services      bool
+		verdict, text string
+	}{
+		{"a batch pod of lower priority holds the room", []corev1.Pod{running("low", 10, map[string]string{v1alpha1.LabelWorkloadType: "batch"})}, waiting(100, false), false,
+			None, "evicting pods of priority below 100 (1 run now) would make room on the cluster" + said},
+		{"a service of lower priority is spared for training", []corev1.Pod{running("web", 10, map[string]string{v1alpha1.LabelWorkloadType: "service"})}, waiting(100, false), false,
+			None, "no running pod it may evict has a priority below 100 (1 service pod of lower priority is spared: batch does not evict services unless spec.plugins.gangPreemption.preemptServicesForBatch)" + said},
+		{"unless the KubeNexusConfig allows it", []corev1.Pod{running("web", 10, map[string]string{v1alpha1.LabelWorkloadType: "service"})}, waiting(100, false), true,
+			None, "evicting pods of priority below 100 (1 run now) would make room on the cluster" + said},
+		{"equal priority is no victim", []corev1.Pod{running("peer", 100, map[string]string{v1alpha1.LabelWorkloadType: "batch"})}, waiting(100, false), false,
+			None, "no running pod it may evict has a priority below 100" + said},
+		{"never preempts", []corev1.Pod{running("low", 10, nil)}, waiting(100, true), false, None, "the pods never preempt (preemptionPolicy: Never)"},
+	} {
+		c := &feasibility.Cluster{Nodes: []corev1.Node{node}, Requested: map[string]corev1.ResourceList{}, PreemptServicesForBatch: tc.services}
+		// The one running pod holds the node's 8 GPUs.
+		c.Requested["n0"] = corev1.ResourceList{gpu: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("1")}
+		st := &state{cluster: c, pods: tc.pods}
+		g := &group{pending: []*corev1.Pod{tc.pending}}
+		w := g.workload(st, 1)
+		check(t, tc.name, preemptionLine(g, st, w), tc.verdict, tc.text, "")
+	}
+}
