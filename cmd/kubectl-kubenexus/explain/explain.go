@@ -1,6 +1,6 @@
 // Package explain answers "why is it pending, and when will it run?" for a pod, a
 // PodGroup, a framework job or a Kueue Workload: one line per layer KubeNexus passes a
-// workload through — admission, queue, gang, tier, topology, capacity, start — each
+// workload through — admission, queue, gang, tier, topology, capacity, preemption, start — each
 // with its verdict and, where one exists, what would unblock it. Each fact is said
 // once; no layer quotes another's message. Placement is decided by the engine of the
 // Kueue placement check (controllers/feasibility), over what a reader with list
