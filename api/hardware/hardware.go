@@ -7,10 +7,12 @@ package hardware
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -301,4 +303,25 @@ func AccessFor(allowed []v1alpha1.TenantTier, borrowing v1alpha1.BorrowingPolicy
 // Kueue): any workload when the tier names no ClusterQueue.
 func AdmitsClusterQueue(allowed []string, clusterQueue string) bool {
 	return len(allowed) == 0 || slices.Contains(allowed, clusterQueue)
+}
+
+// GPUMemoryOf reads a node's memory per GPU, in bytes, from GPU Feature Discovery's
+// label (MiB), else the fallback label (a quantity). label is "" when the node has
+// neither; a malformed value is an error naming the label.
+func GPUMemoryOf(node *corev1.Node) (bytes int64, label string, err error) {
+	if raw, ok := node.Labels[v1alpha1.LabelGPUMemory]; ok {
+		mib, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || mib <= 0 || mib > math.MaxInt64>>20 {
+			return 0, "", fmt.Errorf("node label %s=%q must be the MiB of memory per GPU", v1alpha1.LabelGPUMemory, raw)
+		}
+		return mib << 20, v1alpha1.LabelGPUMemory, nil
+	}
+	if raw, ok := node.Labels[v1alpha1.LabelGPUVRAMFallback]; ok {
+		q, err := resource.ParseQuantity(raw)
+		if err != nil || q.Sign() <= 0 {
+			return 0, "", fmt.Errorf("node label %s=%q must be a quantity of memory per GPU (for example 80Gi)", v1alpha1.LabelGPUVRAMFallback, raw)
+		}
+		return q.Value(), v1alpha1.LabelGPUVRAMFallback, nil
+	}
+	return 0, "", nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/hardware"
 	"github.com/kube-nexus/kubenexus/api/topology"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 )
 
@@ -139,6 +140,11 @@ type Decision struct {
 	// HardwareTier keeps them from, and RefusingTiers those tiers' names.
 	Nodes, Eligible, TierRefused int
 	RefusingTiers                []string
+	// GPUMemory is the most GPU memory per GPU a pod set asks for, in bytes (0: none);
+	// MemoryRefused the nodes otherwise open whose GPUs have less, by their labels
+	// (nodes that publish none are not refused here).
+	GPUMemory     int64
+	MemoryRefused int
 	// Resource is the pods' scarcest extended resource (else CPU); Free how much of
 	// it is free on the nodes they may use and Need how much they ask for, in
 	// milli-units.
@@ -178,6 +184,15 @@ func Decide(c *Cluster, w *Workload) Decision {
 		shapes = append(shapes, placement.Shape{Requests: req, Count: ps.Count})
 	}
 	d.Shapes = placement.DescribeShapes(shapes)
+	// GPU memory per GPU the pod sets ask for (scheduling.kubenexus.io/vram-request);
+	// 0 for none, or for a malformed value, which the webhook and the scheduler report.
+	vram := make([]int64, len(pods))
+	for j, pod := range pods {
+		if v, ok, err := workload.VRAMRequestOf(pod.Annotations); ok && err == nil && workload.RequestedGPUs(pod) > 0 {
+			vram[j] = v
+			d.GPUMemory = max(d.GPUMemory, v)
+		}
+	}
 	nodes := make([]placement.PlanNode, 0, len(c.Nodes))
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
@@ -203,16 +218,18 @@ func Decide(c *Cluster, w *Workload) Decision {
 			}
 		}
 		plain, preemptible, refusing := tiers.admits(n, c.Devices, w)
-		eligible, refused := false, false
+		eligible, refused, short := false, false, false
 		for j, ps := range w.PodSets {
 			admitted := plain
 			if pods[j].Labels[v1alpha1.LabelPreemptible] == "true" {
 				admitted = preemptible
 			}
 			open := placement.Eligible(pods[j], n) && c.flavorsMatch(ps.Flavors, n)
-			pn.Eligible[j] = admitted && open
+			memoryOK := vram[j] == 0 || gpuMemoryAtLeast(n, vram[j])
+			pn.Eligible[j] = admitted && open && memoryOK
 			eligible = eligible || pn.Eligible[j]
 			refused = refused || (open && !admitted)
+			short = short || (open && admitted && !memoryOK)
 		}
 		switch {
 		case eligible:
@@ -223,6 +240,8 @@ func Decide(c *Cluster, w *Workload) Decision {
 				seenTier[refusing] = true
 				d.RefusingTiers = append(d.RefusingTiers, refusing)
 			}
+		case short:
+			d.MemoryRefused++
 		}
 		nodes = append(nodes, pn)
 	}
@@ -255,6 +274,14 @@ func Decide(c *Cluster, w *Workload) Decision {
 		d.Message += fmt.Sprintf("; they would fit %s by %s, when running pods reach their runtime bounds", where(later.Domains), at.UTC().Format(time.RFC3339))
 	}
 	return d
+}
+
+// gpuMemoryAtLeast reports whether a node's GPUs have at least bytes of memory each,
+// by its labels; a node without them (its memory may be published by DRA devices,
+// which the VRAM plugin reads) is not refused.
+func gpuMemoryAtLeast(n *corev1.Node, bytes int64) bool {
+	per, label, err := hardware.GPUMemoryOf(n)
+	return err != nil || label == "" || per >= bytes
 }
 
 // releases are the bounded pods on the nodes planned over, as the planner counts

@@ -164,3 +164,28 @@ func TestDecideGivesTheEarliestStartAndTheFacts(t *testing.T) {
 		t.Errorf("gold job beside a silver tier: start %v, eligible %d, refused %d by %v", d.Start, d.Eligible, d.TierRefused, d.RefusingTiers)
 	}
 }
+
+// Pods that ask for more GPU memory per GPU than a node's GPUs have (by its labels)
+// cannot use it; nodes that publish no memory label are not refused here.
+func TestDecideHonoursGPUMemory(t *testing.T) {
+	c := fleet(4, 4, func(int) int64 { return 0 })
+	c.Nodes[0].Labels[v1alpha1.LabelGPUMemory] = "40960" // 40Gi A100s
+	c.Nodes[1].Labels[v1alpha1.LabelGPUMemory] = "40960"
+	c.Nodes[2].Labels[v1alpha1.LabelGPUMemory] = "81920"
+	w := job(3, "8", "")
+	w.PodSets[0].Template.Annotations = map[string]string{v1alpha1.AnnotationVRAMRequest: "70Gi"}
+	d := Decide(c, w)
+	if d.Fits || d.Eligible != 2 || d.MemoryRefused != 2 || d.GPUMemory != 70<<30 {
+		t.Errorf("3 pods of 70Gi GPUs, 2 nodes with 40Gi GPUs: fits %v, eligible %d, refused for memory %d, memory %d", d.Fits, d.Eligible, d.MemoryRefused, d.GPUMemory)
+	}
+	w.PodSets[0].Count = 2
+	if d := Decide(c, w); !d.Fits {
+		t.Errorf("2 pods on the 80 GB node and the unlabelled one: %q", d.Message)
+	}
+	// A malformed request is the webhook's and the scheduler's to report: no refusal here.
+	w.PodSets[0].Template.Annotations[v1alpha1.AnnotationVRAMRequest] = "lots"
+	w.PodSets[0].Count = 4
+	if d := Decide(c, w); !d.Fits || d.MemoryRefused != 0 || d.GPUMemory != 0 {
+		t.Errorf("a malformed memory request: fits %v, refused %d, memory %d", d.Fits, d.MemoryRefused, d.GPUMemory)
+	}
+}

@@ -43,9 +43,11 @@ const (
 	LayerQueue     = "queue"
 	LayerGang      = "gang"
 	LayerTier      = "tier"
-	LayerTopology  = "topology"
-	LayerCapacity  = "capacity"
-	LayerStart     = "start"
+	// LayerNode: what the nodes' own facts allow (GPU memory per GPU).
+	LayerNode     = "node"
+	LayerTopology = "topology"
+	LayerCapacity = "capacity"
+	LayerStart    = "start"
 	// LayerPreemption: whether evicting lower-priority pods would make room.
 	LayerPreemption = "preemption"
 )

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -193,11 +194,14 @@ func (e *Explainer) lines(st *state, g *group) Section {
 // start lines of a decision. When no node is open to the pods at all, the tier line
 // says why and the others have nothing to add.
 func placementLines(g *group, st *state, w *feasibility.Workload, d *feasibility.Decision, extra ...Line) []Line {
-	tier := tierLine(g, w, d)
-	if d.Eligible == 0 {
-		return []Line{tier}
+	out := []Line{tierLine(g, w, d)}
+	if d.GPUMemory > 0 {
+		out = append(out, nodeLine(d))
 	}
-	out := []Line{tier, topologyLine(g, st, d), capacityLine(d, g, st)}
+	if d.Eligible == 0 {
+		return out
+	}
+	out = append(out, topologyLine(g, st, d), capacityLine(d, g, st))
 	return append(append(out, extra...), startLine(d, st))
 }
 
@@ -408,22 +412,42 @@ func gangLine(g *group, st *state) Line {
 func tierLine(g *group, w *feasibility.Workload, d *feasibility.Decision) Line {
 	l := Line{Layer: LayerTier, Verdict: OK}
 	tier := "tenant tier " + string(w.Tenant)
+	// Nodes the tier and the pods' selectors allow; GPU memory is the node line's.
+	open := d.Eligible + d.MemoryRefused
 	switch {
-	case d.Eligible == 0 && d.TierRefused > 0:
+	case open == 0 && d.TierRefused > 0:
 		l.Verdict = Blocked
 		names, one := tiers(d.RefusingTiers)
 		l.Text = fmt.Sprintf("%s: %s %s it on all %s the pods could otherwise use", tier, names, verb(one, "refuses", "refuse"), plural(d.TierRefused, "node", "nodes"))
 		l.Action = fmt.Sprintf("run it from a namespace of a tenant tier that %s (label %s), or allow %s there", verb(one, "it allows", "they allow"), v1alpha1.LabelTenantTier, w.Tenant)
-	case d.Eligible == 0:
+	case open == 0:
 		l.Verdict = Blocked
 		l.Text = fmt.Sprintf("none of the %s takes the pods: their node selector, affinity, tolerations or Kueue flavor rule every one out", plural(d.Nodes, "node", "nodes"))
 		l.Action = "relax the pods' node selector or affinity, or add the tolerations their nodes' taints need"
 	case d.TierRefused > 0:
 		names, one := tiers(d.RefusingTiers)
-		l.Text = fmt.Sprintf("%s: %s open to the pods; %s more %s %s, which %s it", tier, plural(d.Eligible, "node", "nodes"), plural(d.TierRefused, "node", "nodes"),
+		l.Text = fmt.Sprintf("%s: %s open to the pods; %s more %s %s, which %s it", tier, plural(open, "node", "nodes"), plural(d.TierRefused, "node", "nodes"),
 			verb(d.TierRefused == 1, "belongs to", "belong to"), names, verb(one, "does not admit", "do not admit"))
 	default:
-		l.Text = fmt.Sprintf("%s: %s of %d open to the pods", tier, plural(d.Eligible, "node", "nodes"), d.Nodes)
+		l.Text = fmt.Sprintf("%s: %s of %d open to the pods", tier, plural(open, "node", "nodes"), d.Nodes)
+	}
+	return l
+}
+
+// nodeLine says what the nodes' own facts allow: GPU memory per GPU.
+func nodeLine(d *feasibility.Decision) Line {
+	need := resource.NewQuantity(d.GPUMemory, resource.BinarySI).String()
+	l := Line{Layer: LayerNode, Verdict: OK}
+	switch {
+	case d.Eligible == 0 && d.MemoryRefused > 0:
+		l.Verdict = Blocked
+		l.Text = fmt.Sprintf("%s of GPU memory per GPU (%s): the GPUs of all %s otherwise open to the pods have less (%s, %s)", need, v1alpha1.AnnotationVRAMRequest,
+			plural(d.MemoryRefused, "node", "nodes"), v1alpha1.LabelGPUMemory, v1alpha1.LabelGPUVRAMFallback)
+		l.Action = "lower " + v1alpha1.AnnotationVRAMRequest + ", or select nodes with larger GPUs"
+	case d.MemoryRefused > 0:
+		l.Text = fmt.Sprintf("%s of GPU memory per GPU: %s open have it; the GPUs of %s more have less", need, plural(d.Eligible, "node", "nodes"), plural(d.MemoryRefused, "node", "nodes"))
+	default:
+		l.Text = fmt.Sprintf("%s of GPU memory per GPU: no node open to the pods has less", need)
 	}
 	return l
 }

@@ -224,3 +224,17 @@ func TestPreemptionLine(t *testing.T) {
 		check(t, tc.name, preemptionLine(g, st, w), tc.verdict, tc.text, "")
 	}
 }
+
+func TestNodeLine(t *testing.T) {
+	d := feasibility.Decision{GPUMemory: 70 << 30, Eligible: 2, MemoryRefused: 6}
+	check(t, "some nodes too small", nodeLine(&d), OK, "70Gi of GPU memory per GPU: 2 nodes open have it; the GPUs of 6 nodes more have less", "")
+	d.Eligible = 0
+	check(t, "all too small", nodeLine(&d), Blocked,
+		"70Gi of GPU memory per GPU (scheduling.kubenexus.io/vram-request): the GPUs of all 6 nodes otherwise open to the pods have less (nvidia.com/gpu.memory, gpu.kubenexus.io/vram)",
+		"lower scheduling.kubenexus.io/vram-request, or select nodes with larger GPUs")
+	w := &feasibility.Workload{Tenant: v1alpha1.TenantTierGold}
+	// The tier line counts those nodes as open: the node line says why they are not.
+	if l := tierLine(&group{}, w, &feasibility.Decision{Nodes: 8, MemoryRefused: 6}); l.Verdict != OK || l.Text != "tenant tier gold: 6 nodes of 8 open to the pods" {
+		t.Errorf("tier line beside a memory refusal: %+v", l)
+	}
+}

@@ -11,9 +11,7 @@ package vram
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -126,7 +124,7 @@ type gpuMemory struct {
 // memoryOf reads a node's GPU memory for the pod; "" reason when known.
 func (pl *Plugin) memoryOf(s *stateData, node *corev1.Node) (gpuMemory, string) {
 	if s.gpus > 0 {
-		per, label, err := labelMemory(node)
+		per, label, err := hardware.GPUMemoryOf(node)
 		if err != nil {
 			return gpuMemory{}, err.Error()
 		}
@@ -247,26 +245,6 @@ func (pl *Plugin) gpuCount(node *corev1.Node) int64 {
 	return n
 }
 
-// labelMemory reads the memory per GPU from GPU Feature Discovery's label (MiB),
-// else the fallback label (a quantity). label is "" when the node has neither; a
-// malformed value is an error naming the label.
-func labelMemory(node *corev1.Node) (int64, string, error) {
-	if raw, ok := node.Labels[v1alpha1.LabelGPUMemory]; ok {
-		mib, err := strconv.ParseInt(raw, 10, 64)
-		if err != nil || mib <= 0 || mib > math.MaxInt64>>20 {
-			return 0, "", fmt.Errorf("node label %s=%q must be the MiB of memory per GPU", v1alpha1.LabelGPUMemory, raw)
-		}
-		return mib << 20, v1alpha1.LabelGPUMemory, nil
-	}
-	if raw, ok := node.Labels[v1alpha1.LabelGPUVRAMFallback]; ok {
-		q, err := resource.ParseQuantity(raw)
-		if err != nil || q.Sign() <= 0 {
-			return 0, "", fmt.Errorf("node label %s=%q must be a quantity of memory per GPU (for example 80Gi)", v1alpha1.LabelGPUVRAMFallback, raw)
-		}
-		return q.Value(), v1alpha1.LabelGPUVRAMFallback, nil
-	}
-	return 0, "", nil
-}
 
 func bytes(v int64) string { return resource.NewQuantity(v, resource.BinarySI).String() }
 
@@ -353,7 +331,7 @@ func (pl *Plugin) isSchedulableAfterNodeChange(_ klog.Logger, pod *corev1.Pod, _
 	if !ok || err != nil {
 		return fwk.QueueSkip, nil //nolint:nilerr // an unreadable request is refused at PreFilter; a node change does not help it
 	}
-	per, label, err := labelMemory(n)
+	per, label, err := hardware.GPUMemoryOf(n)
 	if err != nil || (label != "" && per < request) {
 		return fwk.QueueSkip, nil //nolint:nilerr // a node whose memory label cannot be read offers no VRAM
 	}
