@@ -245,7 +245,6 @@ func (pl *Plugin) gpuCount(node *corev1.Node) int64 {
 	return n
 }
 
-
 func bytes(v int64) string { return resource.NewQuantity(v, resource.BinarySI).String() }
 
 // Filter refuses nodes whose GPUs have less memory than the pod needs per GPU: for
