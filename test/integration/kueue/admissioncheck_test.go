@@ -75,7 +75,7 @@ var _ = Describe("The placement-feasibility AdmissionCheck", func() {
 		Eventually(lines("big")).WithTimeout(testutil.Timeout).Should(And(
 			line(explain.LayerQueue, explain.Blocked, "Workload big has quota in ClusterQueue cq-a; admission check "+ac.Name+": Retry (the topology and capacity lines say why)"),
 			line(explain.LayerTier, explain.OK, "tenant tier gold: 8 nodes of 8 open to the pods"),
-			line(explain.LayerCapacity, explain.Blocked, "32 nvidia.com/gpu free on the nodes open to them, 32 needed (4 × 8 nvidia.com/gpu): enough in total, but in pieces that hold 0 of the 4 members"),
+			line(explain.LayerCapacity, explain.Blocked, "32 nvidia.com/gpu free on the nodes open to them, 32 needed (4 × 8 nvidia.com/gpu): enough in total, but in pieces that hold 0 of the 4 pods"),
 		))
 
 		// Rack 0's GPUs free up. Kueue requeues a Workload whose check said Retry and,

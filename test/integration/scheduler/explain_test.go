@@ -111,7 +111,7 @@ var _ = Describe("kubectl kubenexus explain", func() {
 			Expect(k8sClient.Create(suiteCtx, gpuPod(tc, fmt.Sprintf("next-%d", i)).PodGroup("next").Obj())).To(Succeed())
 		}
 		Eventually(explained(tc, "podgroup", "next")).WithTimeout(testutil.Timeout).Should(And(
-			line(explain.LayerCapacity, explain.Blocked, "0 nvidia.com/gpu free on the nodes open to them, 16 needed (2 × 8 nvidia.com/gpu)"),
+			line(explain.LayerCapacity, explain.Blocked, "0 nvidia.com/gpu free on the nodes open to them, 16 needed (2 × 8 nvidia.com/gpu); they hold 0 of the 2 members"),
 			HaveKeyWithValue(explain.LayerStart, And(HaveField("Verdict", explain.Waiting),
 				HaveField("Text", HavePrefix("earliest "+ends[1].UTC().Format(time.RFC3339)+" (in ")))),
 		))
