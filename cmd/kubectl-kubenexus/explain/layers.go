@@ -233,12 +233,12 @@ func (g *group) workload(st *state, need int) *feasibility.Workload {
 	return w
 }
 
-// units names what is placed: a gang's members, or pods.
-func (g *group) units() string {
+// units counts what is placed: a gang's members, or pods.
+func (g *group) units(n int) string {
 	if g.key != nil {
-		return "members"
+		return plural(n, "member", "members")
 	}
-	return "pods"
+	return plural(n, "pod", "pods")
 }
 
 func (g *group) nsLabels() map[string]string {
@@ -505,9 +505,9 @@ func capacityLine(d *feasibility.Decision, g *group, st *state) Line {
 	case d.Fits:
 		l.Text = free
 	case d.Level == feasibility.Anywhere && d.Short != nil && d.Fragmented():
-		l.Verdict, l.Text = Blocked, fmt.Sprintf("%s: enough in total, but in pieces that hold %d of the %d %s", free, d.Short.BestFits, d.Short.Need, g.units())
+		l.Verdict, l.Text = Blocked, fmt.Sprintf("%s: enough in total, but in pieces that hold %d of the %s", free, d.Short.BestFits, g.units(d.Short.Need))
 	case d.Level == feasibility.Anywhere && d.Short != nil:
-		l.Verdict, l.Text = Blocked, fmt.Sprintf("%s; they hold %d of the %d %s", free, d.Short.BestFits, d.Short.Need, g.units())
+		l.Verdict, l.Text = Blocked, fmt.Sprintf("%s; they hold %d of the %s", free, d.Short.BestFits, g.units(d.Short.Need))
 	case !d.Fragmented():
 		l.Verdict, l.Text = Blocked, free
 	default:

@@ -95,6 +95,13 @@ func TestPlacementLayers(t *testing.T) {
 	}
 }
 
+func TestCapacityCountsOnePod(t *testing.T) {
+	d := feasibility.Decision{Shapes: "1 × 4000m cpu", Level: feasibility.Anywhere, Eligible: 1, Resource: corev1.ResourceCPU, Free: 2000, Need: 4000,
+		Short: &placement.Shortage{Need: 1}}
+	check(t, "one pod that does not fit", capacityLine(&d, &group{}, &state{}), Blocked,
+		"2000m cpu free on the nodes open to them, 4000m needed (1 × 4000m cpu); they hold 0 of the 1 pod", "")
+}
+
 func TestGangAndQueueLayers(t *testing.T) {
 	now := time.Date(2026, 11, 27, 1, 0, 0, 0, time.UTC)
 	st := &state{now: now}
