@@ -2,9 +2,20 @@ package e2e_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/cmd/kubectl-kubenexus/explain"
 	"github.com/kube-nexus/kubenexus/test/e2e/demo"
 )
@@ -18,13 +29,19 @@ func checkExplainAndETA(ctx context.Context, t *testing.T, c *demo.Cluster, plac
 	if err := c.ExplainWaiting(ctx, testWriter{t}, placements); err != nil {
 		t.Error(err)
 	}
+	// What users run it as: an identity bound to the chart's kubenexus-explain only.
+	reader, done := explainer(ctx, t, c)
+	defer done()
 	for _, p := range placements {
 		if !p.TooBig {
 			continue
 		}
-		r, err := (&explain.Explainer{Client: c.Client}).Explain(ctx, p.Namespace, "podgroup", p.Gang)
-		if err != nil {
-			t.Errorf("explain podgroup/%s: %v", p.Gang, err)
+		var r *explain.Report
+		if err := poll(time.Minute, func() (err error) { // the RBAC authorizer's cache takes a moment
+			r, err = (&explain.Explainer{Client: reader}).Explain(ctx, p.Namespace, "podgroup", p.Gang)
+			return err
+		}); err != nil {
+			t.Errorf("explain podgroup/%s as a kubenexus-explain user: %v", p.Gang, err)
 			continue
 		}
 		s := r.Sections[0]
@@ -39,6 +56,17 @@ func checkExplainAndETA(ctx context.Context, t *testing.T, c *demo.Cluster, plac
 		}
 	}
 
+	// whatif as that user too (a Job naming a LocalQueue that does not exist).
+	job := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job",
+		"metadata": map[string]any{"name": "probe", "labels": map[string]any{v1alpha1.LabelKueueQueueName: "absent"}},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"restartPolicy": "Never",
+			"containers": []any{map[string]any{"name": "c", "image": "x", "resources": map[string]any{"requests": map[string]any{"cpu": "1"}}}}}}}}}
+	if r, err := (&explain.Explainer{Client: reader}).WhatIf(ctx, demo.NSData, []*unstructured.Unstructured{job}); err != nil {
+		t.Errorf("whatif as a kubenexus-explain user: %v", err)
+	} else if l := r.Sections[0].Line(explain.LayerQueue); l == nil || l.Verdict != explain.Blocked || !strings.Contains(l.Text, "LocalQueue "+demo.NSData+"/absent does not exist") {
+		t.Errorf("whatif of a Job naming a missing LocalQueue: queue line %+v", l)
+	}
+
 	res, err := c.RunETAScenario(ctx, testWriter{t})
 	if err != nil {
 		t.Fatalf("what-if scenario: %v", err)
@@ -51,5 +79,46 @@ func checkExplainAndETA(ctx context.Context, t *testing.T, c *demo.Cluster, plac
 	// backoff later).
 	if res.Bound.Before(res.Start.Add(-time.Second)) || res.Bound.After(res.Start.Add(time.Minute)) {
 		t.Errorf("the Job bound at %s, the what-if said %s", res.Bound.UTC().Format(time.RFC3339), res.Start.UTC().Format(time.RFC3339))
+	}
+}
+
+// explainer is a reader with the permissions of the chart's ClusterRole
+// kubenexus-explain only: a ServiceAccount's token, bound to it; done removes the
+// binding and the ServiceAccount.
+func explainer(ctx context.Context, t *testing.T, c *demo.Cluster) (reader client.Reader, done func()) {
+	t.Helper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: demo.Namespace, Name: "explainer"}}
+	if err := c.Client.Create(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "explainer-kubenexus-explain"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubenexus-explain"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: demo.Namespace, Name: sa.Name}},
+	}
+	if err := c.Client.Create(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(demo.Namespace).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(c.Config)
+	cfg.BearerToken = tr.Status.Token
+	reader, err = client.New(cfg, client.Options{Scheme: c.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reader, func() {
+		if err := c.Client.Delete(ctx, binding); err != nil {
+			t.Error(err)
+		}
+		if err := c.Client.Delete(ctx, sa); err != nil {
+			t.Error(err)
+		}
 	}
 }
