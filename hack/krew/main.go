@@ -168,7 +168,7 @@ func Manifest(version, uri string, ps []Platform, sums map[Platform]string) ([]b
 			"version":          version,
 			"homepage":         "https://github.com/kube-nexus/kubenexus",
 			"shortDescription": "Why a workload waits under KubeNexus, and when it could run",
-			"description": "explain says, layer by layer (admission, Kueue, gang, tenant tier, topology, capacity, earliest start),\n" +
+			"description": "explain says, layer by layer (admission, Kueue, gang, tenant tier, GPU memory, topology, capacity, preemption, earliest start),\n" +
 				"why a pod, PodGroup, framework job or Kueue Workload scheduled by KubeNexus waits, and what would unblock it;\n" +
 				"whatif says whether the jobs in a file would be placed now, where, or the earliest time they could start.\n" +
 				"It needs read access only (the chart's kubenexus-explain ClusterRole).",
