@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	podv1 "k8s.io/kubernetes/pkg/api/v1/pod"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -46,7 +47,7 @@ func ComputeStatus(pg *v1alpha1.PodGroup, members []corev1.Pod, now metav1.Time)
 		if !gang.IsGated(p) {
 			waiting++
 		}
-		if c := podScheduledCondition(p); c != nil && c.Status == corev1.ConditionFalse &&
+		if _, c := podv1.GetPodCondition(&p.Status, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse &&
 			c.Reason == corev1.PodReasonUnschedulable && unschedulableMsg == "" {
 			unschedulableMsg = c.Message
 		}
@@ -108,15 +109,6 @@ func schedulingReason(msg string, scheduled, min int) (string, string) {
 		return v1alpha1.ReasonInsufficientCapacity, msg
 	}
 	return "Scheduling", fmt.Sprintf("%d/%d members scheduled", scheduled, min)
-}
-
-func podScheduledCondition(p *corev1.Pod) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == corev1.PodScheduled {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // occupiedBy names the controller that owns the members, as namespace/name.

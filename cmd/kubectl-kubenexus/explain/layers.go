@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	podv1 "k8s.io/kubernetes/pkg/api/v1/pod"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
@@ -573,11 +574,11 @@ func startLine(d *feasibility.Decision, st *state) Line {
 		if in < 0 {
 			in = 0
 		}
-		where := ""
+		at := ""
 		if d.Level != feasibility.Anywhere {
-			where = fmt.Sprintf(", in %s %s", d.Level, join(d.Domains))
+			at = ", " + where(d)
 		}
-		l.Text = fmt.Sprintf("earliest %s (in %s)%s, when running pods reach their runtime bounds", d.Start.UTC().Format(time.RFC3339), in, where)
+		l.Text = fmt.Sprintf("earliest %s (in %s)%s, when running pods reach their runtime bounds", d.Start.UTC().Format(time.RFC3339), in, at)
 	default:
 		l.Verdict = Unknown
 		l.Text = "no time can be given: pods in its way have no runtime bound (spec.activeDeadlineSeconds or " + v1alpha1.LabelKueueMaxExecTime + ")"
@@ -628,7 +629,7 @@ func preemptionLine(g *group, st *state, w *feasibility.Workload) Line {
 		victims = append(victims, v)
 	}
 	said := ""
-	if c := scheduledCondition(p); c != nil {
+	if _, c := podv1.GetPodCondition(&p.Status, corev1.PodScheduled); c != nil {
 		if _, after, ok := strings.Cut(c.Message, "preemption: "); ok {
 			said = "; the scheduler's last attempt: " + strings.TrimSuffix(strings.TrimSpace(after), ".")
 		}
@@ -660,13 +661,4 @@ func where(d *feasibility.Decision) string {
 		return "on the cluster"
 	}
 	return fmt.Sprintf("in %s %s", d.Level, join(d.Domains))
-}
-
-func scheduledCondition(p *corev1.Pod) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == corev1.PodScheduled {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
 }
