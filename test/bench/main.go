@@ -69,6 +69,7 @@ import (
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/adminkube"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 // gangKind is which PodGroup objects an arm's gang members point at.
@@ -256,13 +257,13 @@ func run(nodeCount int, binDir string, scale float64, only, armNames []string) e
 		wls = append(wls, wl)
 	}
 
-	if err := testutil.RequireAssets(); err != nil {
+	if err := testenv.RequireAssets(); err != nil {
 		return err
 	}
-	crds := []string{testutil.CRDPath()}
+	crds := []string{testenv.CRDPath()}
 	sigs := contains(armNamesOf(arms), "scheduler-plugins")
 	if sigs {
-		p, err := testutil.SchedulerPluginsCRD()
+		p, err := testenv.SchedulerPluginsCRD()
 		if err != nil {
 			return err
 		}
@@ -498,7 +499,7 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 	if a.name == "null-binder" {
 		args = []string{"-null-binder", "-null-binder-kubeconfig=" + kcPath, "-null-binder-workers=" + strconv.Itoa(nullBinderWorkers)}
 	} else {
-		if port, err = testutil.FreePort(); err != nil {
+		if port, err = testenv.FreePort(); err != nil {
 			return result{}, err
 		}
 		mu.Lock()

@@ -47,6 +47,7 @@ import (
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/adminkube"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 const gpu corev1.ResourceName = v1alpha1.ResourceNvidiaGPU
@@ -147,10 +148,10 @@ func run(nodesFile, podsFile, binDir, out string, armNames []string, variants []
 		return err
 	}
 
-	if err := testutil.RequireAssets(); err != nil {
+	if err := testenv.RequireAssets(); err != nil {
 		return err
 	}
-	plane, err := adminkube.Start([]string{testutil.CRDPath()}, "kubenexus-bench-placement-", "bench-placement")
+	plane, err := adminkube.Start([]string{testenv.CRDPath()}, "kubenexus-bench-placement-", "bench-placement")
 	if err != nil {
 		return err
 	}

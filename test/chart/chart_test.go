@@ -39,14 +39,14 @@ import (
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers/chartconfig"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
-	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 
 	schedconfig "github.com/kube-nexus/kubenexus/scheduler/apis/config"
 )
 
 const releaseNS = "kubenexus-system"
 
-var chartDir = filepath.Join(testutil.RepoRoot(), "charts", "kubenexus")
+var chartDir = filepath.Join(testenv.RepoRoot(), "charts", "kubenexus")
 
 // object is one rendered manifest.
 type object struct {
@@ -900,7 +900,7 @@ func TestCRDsMatchConfig(t *testing.T) {
 		delete(md, "labels")
 		name := o.meta.Metadata.Name
 		parts := strings.SplitN(name, ".", 2)
-		data, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "config", "crd", "bases", parts[1]+"_"+parts[0]+".yaml"))
+		data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "crd", "bases", parts[1]+"_"+parts[0]+".yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kube-nexus/kubenexus/test/e2e/demo"
-	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 // checkDashboard: every query of the chart's Grafana dashboard parses with
@@ -19,7 +19,7 @@ import (
 // scenario and its preemption, so that the labelled series exist.
 func checkDashboard(t *testing.T, c *demo.Cluster) {
 	t.Helper()
-	root := testutil.RepoRoot()
+	root := testenv.RepoRoot()
 	dashboard := filepath.Join(root, "charts", "kubenexus", "dashboards", "kubenexus.json")
 	out, err := exec.Command(filepath.Join(root, "bin", "k8s", "promql-names"), dashboard).Output()
 	if err != nil {

@@ -31,11 +31,11 @@ import (
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
 	"github.com/kube-nexus/kubenexus/test/e2e/demo"
-	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 func TestDemoFlow(t *testing.T) {
-	root := testutil.RepoRoot()
+	root := testenv.RepoRoot()
 	bin := filepath.Join(root, "bin")
 	for _, b := range []string{"kubenexus-manager", "kubenexus-scheduler", "k8s/etcd", "k8s/kube-apiserver", "k8s/kube-controller-manager", "k8s/kwok", "k8s/helm", "k8s/training-operator", "k8s/kueue", "k8s/promql-names"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
@@ -260,7 +260,7 @@ func checkHardwareTiers(t *testing.T, c *demo.Cluster, placements []demo.Placeme
 // checks what the README says its objects' status will show.
 func checkQuickstart(t *testing.T, c *demo.Cluster) {
 	ctx := context.Background()
-	dir := filepath.Join(testutil.RepoRoot(), "config", "samples", "quickstart")
+	dir := filepath.Join(testenv.RepoRoot(), "config", "samples", "quickstart")
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no quickstart files in %s (%v)", dir, err)

@@ -28,6 +28,7 @@ import (
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
 	"github.com/kube-nexus/kubenexus/test/e2e/demo"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 // TestChartProductionMode installs the unmodified chart with its defaults, in one
@@ -38,7 +39,7 @@ import (
 // leaves no webhook that holds up pods (see demo.UpProduction for what stands in
 // for the pods of the manager and the scheduler).
 func TestChartProductionMode(t *testing.T) {
-	root := testutil.RepoRoot()
+	root := testenv.RepoRoot()
 	bin := filepath.Join(root, "bin")
 	for _, b := range []string{"kubenexus-manager", "kubenexus-scheduler", "k8s/etcd", "k8s/kube-apiserver", "k8s/kube-controller-manager", "k8s/helm", "k8s/helm4"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {

@@ -11,13 +11,13 @@ import (
 	"strings"
 	"testing"
 
-	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 const module = "github.com/kube-nexus/kubenexus/"
 
 func TestDockerfileCopiesEveryImportedPackage(t *testing.T) {
-	root := testutil.RepoRoot()
+	root := testenv.RepoRoot()
 	f, err := os.Open(filepath.Join(root, "Dockerfile"))
 	if err != nil {
 		t.Fatal(err)

@@ -12,8 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	fwk "k8s.io/kube-scheduler/framework"
-	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -212,14 +210,6 @@ func (w *NodeWrapper) Capacity(pairs ...string) *NodeWrapper {
 
 func (w *NodeWrapper) Label(k, v string) *NodeWrapper { w.Labels[k] = v; return w }
 func (w *NodeWrapper) Obj() *corev1.Node              { return &w.Node }
-
-// NodeInfo is node with pods on it as the scheduler's snapshot holds them, for unit
-// tests of Filter and Score.
-func NodeInfo(node *corev1.Node, pods ...*corev1.Pod) fwk.NodeInfo {
-	ni := schedframework.NewNodeInfo(pods...)
-	ni.SetNode(node)
-	return ni
-}
 
 // PodWrapper builds a Pod.
 type PodWrapper struct{ corev1.Pod }

@@ -18,6 +18,8 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 
 	testutil "github.com/kube-nexus/kubenexus/test/util"
+
+	"github.com/kube-nexus/kubenexus/test/util/snapshot"
 )
 
 // Two racks: rack-0 has one premium and three standard 8-GPU nodes, rack-1 two
@@ -271,7 +273,7 @@ func twoRacks(used map[string]int64) []fwk.NodeInfo {
 			if g := used[name]; g > 0 {
 				pods = append(pods, gpuPod("taken-"+name, g))
 			}
-			nodes = append(nodes, testutil.NodeInfo(node, pods...))
+			nodes = append(nodes, snapshot.NodeInfo(node, pods...))
 		}
 	}
 	return nodes

@@ -13,6 +13,8 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 
 	testutil "github.com/kube-nexus/kubenexus/test/util"
+
+	"github.com/kube-nexus/kubenexus/test/util/snapshot"
 )
 
 const gpu corev1.ResourceName = "nvidia.com/gpu"
@@ -34,7 +36,7 @@ func node(name string, used int64) fwk.NodeInfo {
 		b.Spec.NodeName = name
 		pods = append(pods, b)
 	}
-	return testutil.NodeInfo(n, pods...)
+	return snapshot.NodeInfo(n, pods...)
 }
 
 // best scores pod on nodes as the framework would and returns the winner.

@@ -10,10 +10,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	testutil "github.com/kube-nexus/kubenexus/test/util"
+
+	"github.com/kube-nexus/kubenexus/test/util/snapshot"
 )
 
 func shadowNode(name string, pods ...*corev1.Pod) fwk.NodeInfo {
-	return testutil.NodeInfo(testutil.MakeNode(name).Capacity("cpu", "8", "pods", "110").Obj(), pods...)
+	return snapshot.NodeInfo(testutil.MakeNode(name).Capacity("cpu", "8", "pods", "110").Obj(), pods...)
 }
 
 func cpuPod(name string, cpu string, started time.Time, deadline *int64) *corev1.Pod {

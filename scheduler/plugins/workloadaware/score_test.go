@@ -10,6 +10,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/snapshot"
 )
 
 // nodeWith returns a node of the given capacity carrying pods of the given requests.
@@ -20,7 +21,7 @@ func nodeWith(t *testing.T, capacity []string, podRequests ...[]string) fwk.Node
 		name := "p" + string(rune('a'+i))
 		pods = append(pods, testutil.MakePod(name, "ns").UID("uid-"+name).Req(req...).Obj())
 	}
-	return testutil.NodeInfo(testutil.MakeNode("n").Capacity(capacity...).Obj(), pods...)
+	return snapshot.NodeInfo(testutil.MakeNode("n").Capacity(capacity...).Obj(), pods...)
 }
 
 func newPlugin(t *testing.T) *Plugin {

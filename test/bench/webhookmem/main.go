@@ -56,8 +56,8 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers"
-	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/adminkube"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 	"github.com/kube-nexus/kubenexus/webhooks"
 	"github.com/kube-nexus/kubenexus/webhooks/pod"
 )
@@ -102,7 +102,7 @@ type phaseResult struct {
 
 func run(binDir string, concurrency int, inflight int64, timeout time.Duration, compare bool, settle time.Duration) error {
 	ctx := context.Background()
-	if err := testutil.RequireAssets(); err != nil {
+	if err := testenv.RequireAssets(); err != nil {
 		return err
 	}
 	manager, err := filepath.Abs(filepath.Join(binDir, "kubenexus-manager"))
@@ -112,7 +112,7 @@ func run(binDir string, concurrency int, inflight int64, timeout time.Duration, 
 	if _, err := os.Stat(manager); err != nil {
 		return fmt.Errorf("%w (build it with `go build -o %s ./cmd/manager`)", err, manager)
 	}
-	plane, err := adminkube.Start([]string{testutil.CRDPath()}, "kubenexus-webhookmem-", "bench")
+	plane, err := adminkube.Start([]string{testenv.CRDPath()}, "kubenexus-webhookmem-", "bench")
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func run(binDir string, concurrency int, inflight int64, timeout time.Duration, 
 }
 
 func runManager(bin, kcPath, certDir, dir string, budget int64, concurrency int, timeout, settle time.Duration, phases []phase) error {
-	ports, err := testutil.FreePorts(2)
+	ports, err := testenv.FreePorts(2)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
-	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 // Namespace is where KubeNexus is installed.
@@ -116,7 +116,7 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	// Kubernetes' own Workload and PodGroup API (scheduling.k8s.io/v1beta1, off by
 	// default in 1.37), so that pods may name a PodGroup in spec.schedulingGroup.
 	if err := c.startControlPlane(func(env *envtest.Environment) error {
-		_, err := testutil.EnableNativeWorkloads(env)
+		_, err := testenv.EnableNativeWorkloads(env)
 		return err
 	}); err != nil {
 		return nil, err
@@ -126,7 +126,7 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 
 	c.logf("starting kwok")
-	kwokPort, err := testutil.FreePort()
+	kwokPort, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -161,15 +161,15 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	c.certDir, c.caPEM = certDir, caPEM
-	webhookPort, err := testutil.FreePort()
+	webhookPort, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	probePort, err := testutil.FreePort()
+	probePort, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	managerMetricsPort, err := testutil.FreePort()
+	managerMetricsPort, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -193,21 +193,21 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	// look for the other PodGroup kinds once, at start): scheduler-plugins' and
 	// Volcano's own PodGroup CRDs, Kubeflow training-operator's own CRDs, and stand-ins for
 	// the frameworks whose operators do not run here (Spark, Ray, JobSet, LWS).
-	sigsCRD, err := testutil.SchedulerPluginsCRD()
+	sigsCRD, err := testenv.SchedulerPluginsCRD()
 	if err != nil {
 		return nil, err
 	}
-	volcanoCRD, err := testutil.VolcanoPodGroupCRD()
+	volcanoCRD, err := testenv.VolcanoPodGroupCRD()
 	if err != nil {
 		return nil, err
 	}
-	kubeflowCRDs, err := testutil.TrainingOperatorCRDs()
+	kubeflowCRDs, err := testenv.TrainingOperatorCRDs()
 	if err != nil {
 		return nil, err
 	}
 	// And the NodeResourceTopology CRD, whose objects (the kubelet's NUMA reports)
 	// the fleet publishes for its GPU boards.
-	nrtCRD, err := testutil.NodeResourceTopologyCRD()
+	nrtCRD, err := testenv.NodeResourceTopologyCRD()
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +283,7 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := os.WriteFile(schedCfgPath, schedCfg, 0o600); err != nil {
 		return nil, err
 	}
-	schedPort, err := testutil.FreePort()
+	schedPort, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +344,7 @@ func (c *Cluster) startControlPlane(configure func(*envtest.Environment) error) 
 // that need kubelets or volumes.
 func (c *Cluster) startControllerManager() error {
 	c.logf("starting kube-controller-manager")
-	kcmPort, err := testutil.FreePort()
+	kcmPort, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
-	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 // Kubeflow's training-operator v1.8.1 runs unmodified, as two local processes, each
@@ -71,7 +71,7 @@ var trainingOperatorSchemes = []string{"pytorchjob", "mpijob"}
 // $TMPDIR/k8s-webhook-server/serving-certs, so each instance gets its own TMPDIR
 // holding the demo's certificate; the file in /tmp is only created when missing.
 func (c *Cluster) startTrainingOperators(ctx context.Context, certDir string, caPEM []byte) error {
-	crds, err := testutil.TrainingOperatorCRDs()
+	crds, err := testenv.TrainingOperatorCRDs()
 	if err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func (c *Cluster) startTrainingOperators(ctx context.Context, certDir string, ca
 				return err
 			}
 		}
-		ports, err := testutil.FreePorts(2)
+		ports, err := testenv.FreePorts(2)
 		if err != nil {
 			return err
 		}

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
-	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 // Kueue's side of the demo: Kueue v0.14.8's own controller-manager (built in
@@ -41,7 +41,7 @@ const (
 
 // kueueCRDFiles are the paths of Kueue's CRDs.
 func kueueCRDFiles() ([]string, error) {
-	dir, err := testutil.KueueCRDs()
+	dir, err := testenv.KueueCRDs()
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (c *Cluster) StartKueue(ctx context.Context) error {
 			return fmt.Errorf("copying the metrics certificate Kueue reads from %s: %w", kueueMetricsCerts, err)
 		}
 	}
-	ports, err := testutil.FreePorts(3)
+	ports, err := testenv.FreePorts(3)
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ var kueueResources = []string{"jobs", "workloads", "clusterqueues", "localqueues
 // kueueWebhooks are Kueue's own webhook configurations (config/components/webhook of
 // its module) for kueueResources, pointed at the local process by URL.
 func kueueWebhooks(port int, caPEM []byte) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
-	crds, err := testutil.KueueCRDs()
+	crds, err := testenv.KueueCRDs()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
-	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 // The names the chart gives the objects a production install is reached through.
@@ -120,7 +120,7 @@ func (c *Cluster) startManagerFromDeployment(ctx context.Context, ip string) err
 	if err := os.MkdirAll(certDir, 0o700); err != nil {
 		return err
 	}
-	ports, err := testutil.FreePorts(3)
+	ports, err := testenv.FreePorts(3)
 	if err != nil {
 		return err
 	}
@@ -288,7 +288,7 @@ func (c *Cluster) RestartScheduler(ctx context.Context) error {
 	if err := os.WriteFile(path, cfg, 0o600); err != nil {
 		return err
 	}
-	port, err := testutil.FreePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}

@@ -13,11 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 var _ = Describe("The samples in config/samples", func() {
-	dir := filepath.Join(testutil.RepoRoot(), "config", "samples")
+	dir := filepath.Join(testenv.RepoRoot(), "config", "samples")
 
 	// listed returns the files kustomization.yaml names.
 	listed := func() []string {

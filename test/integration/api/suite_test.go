@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kube-nexus/kubenexus/controllers"
-	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 var (
@@ -36,10 +36,10 @@ func TestAPI(t *testing.T) {
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	ctx, cancel = context.WithCancel(context.Background())
-	Expect(testutil.RequireAssets()).To(Succeed())
+	Expect(testenv.RequireAssets()).To(Succeed())
 
 	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{testutil.CRDPath()},
+		CRDDirectoryPaths:     []string{testenv.CRDPath()},
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := testEnv.Start()

@@ -18,6 +18,7 @@ import (
 	"github.com/kube-nexus/kubenexus/cmd/kubectl-kubenexus/explain"
 	"github.com/kube-nexus/kubenexus/controllers/admissioncheck"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 var _ = Describe("The placement-feasibility AdmissionCheck", func() {
@@ -51,7 +52,7 @@ var _ = Describe("The placement-feasibility AdmissionCheck", func() {
 			"4 × 8 nvidia.com/gpu: the nodes they may use hold 0 of the 4 pods now; 32 nvidia.com/gpu free on those nodes, but fragmented"}))
 		// kubectl events on the Workload says the same.
 		Eventually(func() ([]string, error) {
-			return testutil.EventNotes(suiteCtx, k8sClient, ns.Name, "big", v1alpha1.EventReasonPlacementRetry)
+			return testenv.EventNotes(suiteCtx, k8sClient, ns.Name, "big", v1alpha1.EventReasonPlacementRetry)
 		}).WithTimeout(testutil.Timeout).Should(ConsistOf("Warning: 4 × 8 nvidia.com/gpu: the nodes they may use hold 0 of the 4 pods now; 32 nvidia.com/gpu free on those nodes, but fragmented"))
 
 		// kubectl kubenexus explain says it line by line, without repeating the check's

@@ -18,7 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kube-nexus/kubenexus/controllers"
-	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 var (
@@ -36,10 +36,10 @@ func TestKueue(t *testing.T) {
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	suiteCtx, suiteCancel = context.WithCancel(context.Background())
-	Expect(testutil.RequireAssets()).To(Succeed())
-	kueueCRDs, err := testutil.KueueCRDs()
+	Expect(testenv.RequireAssets()).To(Succeed())
+	kueueCRDs, err := testenv.KueueCRDs()
 	Expect(err).NotTo(HaveOccurred())
-	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testutil.CRDPath(), kueueCRDs}, ErrorIfCRDPathMissing: true}
+	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testenv.CRDPath(), kueueCRDs}, ErrorIfCRDPathMissing: true}
 	cfg, err := testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	k8sClient, err = client.New(cfg, client.Options{Scheme: controllers.NewScheme()})

@@ -30,6 +30,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/controllers"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 	"github.com/kube-nexus/kubenexus/webhooks/pod"
 )
 
@@ -358,7 +359,7 @@ var _ = Describe("Pod webhook", Ordered, func() {
 		}
 		notes := func(job string) func() ([]string, error) {
 			return func() ([]string, error) {
-				return testutil.EventNotes(suiteCtx, k8sClient, nsGold, job, v1alpha1.EventReasonAutoGangSkipped)
+				return testenv.EventNotes(suiteCtx, k8sClient, nsGold, job, v1alpha1.EventReasonAutoGangSkipped)
 			}
 		}
 		// Dry run first. The recorder posts events from goroutines of its own, so the

@@ -16,6 +16,7 @@ import (
 	"github.com/kube-nexus/kubenexus/controllers"
 	"github.com/kube-nexus/kubenexus/controllers/resourcereservation"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 var _ = Describe("ResourceReservation", func() {
@@ -94,7 +95,7 @@ var _ = Describe("ResourceReservation", func() {
 
 		// Each release is reported once, on the reservation.
 		notes := func(name, reason string) func() ([]string, error) {
-			return func() ([]string, error) { return testutil.EventNotes(suiteCtx, k8sClient, ns, name, reason) }
+			return func() ([]string, error) { return testenv.EventNotes(suiteCtx, k8sClient, ns, name, reason) }
 		}
 		Eventually(notes("kept", resourcereservation.ReasonOwnerDeleted)).WithTimeout(testutil.Timeout).Should(ConsistOf("Normal: PodGroup train-a was deleted; the capacity is released."))
 		Eventually(notes("short-ttl", resourcereservation.ReasonTTLExpired)).WithTimeout(testutil.Timeout).Should(ConsistOf("Warning: Not consumed within ttlSeconds=4; the capacity is released."))

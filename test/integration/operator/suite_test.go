@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kube-nexus/kubenexus/controllers"
-	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 	"github.com/kube-nexus/kubenexus/webhooks"
 )
 
@@ -58,19 +58,19 @@ func TestOperator(t *testing.T) {
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	suiteCtx, suiteCancel = context.WithCancel(context.Background())
-	Expect(testutil.RequireAssets()).To(Succeed())
+	Expect(testenv.RequireAssets()).To(Succeed())
 	// scheduler-plugins' own PodGroup CRD too: the manager keeps those PodGroups' status.
-	sigsCRD, err := testutil.SchedulerPluginsCRD()
+	sigsCRD, err := testenv.SchedulerPluginsCRD()
 	Expect(err).NotTo(HaveOccurred())
 	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{testutil.CRDPath(), filepath.Join(testutil.RepoRoot(), "test", "testdata", "crds"), sigsCRD},
+		CRDDirectoryPaths:     []string{testenv.CRDPath(), filepath.Join(testenv.RepoRoot(), "test", "testdata", "crds"), sigsCRD},
 		ErrorIfCRDPathMissing: true,
 		// The webhook configurations `make manifests` generates, pointed at the
 		// manager's webhook server in this process.
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			Paths: []string{
-				filepath.Join(testutil.RepoRoot(), "config", "webhook", "manifests.yaml"),
-				filepath.Join(testutil.RepoRoot(), "config", "webhook", "pod_webhook.yaml"),
+				filepath.Join(testenv.RepoRoot(), "config", "webhook", "manifests.yaml"),
+				filepath.Join(testenv.RepoRoot(), "config", "webhook", "pod_webhook.yaml"),
 			},
 		},
 	}

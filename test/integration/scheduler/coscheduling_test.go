@@ -15,6 +15,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/coscheduling"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 var _ = Describe("Coscheduling", func() {
@@ -273,7 +274,7 @@ var _ = Describe("Coscheduling", func() {
 		Expect(pg.Spec.MinMember).To(BeEquivalentTo(3))
 		Expect(pg.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "kubenexus"))
 		Eventually(func() ([]string, error) {
-			return testutil.EventNotes(suiteCtx, k8sClient, tc.ns, "etl", v1alpha1.EventReasonPodGroupCreated)
+			return testenv.EventNotes(suiteCtx, k8sClient, tc.ns, "etl", v1alpha1.EventReasonPodGroupCreated)
 		}).WithTimeout(testutil.Timeout).Should(ConsistOf("Normal: Created for the label-only gang: minMember 3"))
 
 		// Once every member is gone, the auto-created group is garbage-collected.

@@ -32,6 +32,7 @@ import (
 	"github.com/kube-nexus/kubenexus/controllers"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 var (
@@ -61,23 +62,23 @@ func TestScheduler(t *testing.T) {
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	suiteCtx, suiteCancel = context.WithCancel(context.Background())
-	Expect(testutil.RequireAssets()).To(Succeed())
+	Expect(testenv.RequireAssets()).To(Succeed())
 	// scheduler-plugins' own PodGroup CRD too: KubeNexus honours those PodGroups.
-	sigsCRD, err := testutil.SchedulerPluginsCRD()
+	sigsCRD, err := testenv.SchedulerPluginsCRD()
 	Expect(err).NotTo(HaveOccurred())
 	// And Volcano's, for its compatibility mode.
-	volcanoCRD, err := testutil.VolcanoPodGroupCRD()
+	volcanoCRD, err := testenv.VolcanoPodGroupCRD()
 	Expect(err).NotTo(HaveOccurred())
 	// And the kubelet's NUMA reports (NodeResourceTopology), for NUMATopology.
-	nrtCRD, err := testutil.NodeResourceTopologyCRD()
+	nrtCRD, err := testenv.NodeResourceTopologyCRD()
 	Expect(err).NotTo(HaveOccurred())
 	// And Kueue's: pods admitted through a ClusterQueue.
-	kueueCRDs, err := testutil.KueueCRDs()
+	kueueCRDs, err := testenv.KueueCRDs()
 	Expect(err).NotTo(HaveOccurred())
-	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testutil.CRDPath(), sigsCRD, volcanoCRD, nrtCRD, kueueCRDs}, ErrorIfCRDPathMissing: true}
-	nativeWorkloads, err = testutil.EnableNativeWorkloads(testEnv)
+	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testenv.CRDPath(), sigsCRD, volcanoCRD, nrtCRD, kueueCRDs}, ErrorIfCRDPathMissing: true}
+	nativeWorkloads, err = testenv.EnableNativeWorkloads(testEnv)
 	Expect(err).NotTo(HaveOccurred())
-	apiServerMinor, err = testutil.APIServerMinor(os.Getenv("KUBEBUILDER_ASSETS"))
+	apiServerMinor, err = testenv.APIServerMinor(os.Getenv("KUBEBUILDER_ASSETS"))
 	Expect(err).NotTo(HaveOccurred())
 	cfg, err := testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())

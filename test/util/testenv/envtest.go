@@ -1,4 +1,9 @@
-package util
+// Package testenv is what the integration suites, the e2e and the chart checks need
+// from the machine: the repository root, the control-plane binaries envtest runs, the
+// CRDs of other projects (read from their modules) and free ports, and the events a
+// test reads back. Object builders stay in test/util, which unit tests import
+// without pulling controller-runtime's envtest in.
+package testenv
 
 import (
 	"encoding/json"
@@ -10,24 +15,17 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-const (
-	// Timeout and Interval are the defaults for Eventually in integration suites.
-	Timeout  = 30 * time.Second
-	Interval = 100 * time.Millisecond
-)
-
-// RepoRoot is the absolute path of the repository root: this file's directory's
-// grandparent, or, in a build with trimmed paths (make test builds the e2e so), the
+// RepoRoot is the absolute path of the repository root: three directories above this
+// file's, or, in a build with trimmed paths (make test builds the e2e so), the
 // nearest directory above the working directory (a test runs in its package's)
 // whose go.mod is the main module's.
 func RepoRoot() string {
 	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
-		return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+		return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 	}
 	dir, err := os.Getwd()
 	if err != nil {

@@ -1,4 +1,4 @@
-package util
+package testenv
 
 import (
 	"context"
