@@ -157,7 +157,7 @@ type Decision struct {
 
 // Anywhere is the pseudo-level that holds every node: a workload without a required
 // topology fits when the whole cluster holds it.
-const Anywhere = "cluster"
+const Anywhere = placement.AnyDomain
 
 // Decide says whether every pod of the workload can be placed now, all or nothing,
 // with the planner the scheduler's gang plans use: nodes the pods may run on (node

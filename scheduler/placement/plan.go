@@ -19,6 +19,10 @@ type Shape struct {
 	MaxPerNode int
 }
 
+// AnyDomain is the one domain of a level that holds every node: the level of a gang
+// that requires no topology domain.
+const AnyDomain = "cluster"
+
 // PlanNode is a node as the gang planner sees it.
 type PlanNode struct {
 	Name string

@@ -231,53 +231,39 @@ var never = time.Unix(1<<62, 0)
 // bound pods that end soonest (activeDeadlineSeconds, Kueue's max execution time)
 // have freed room for the missing slots it does not hold yet, beside what this cycle
 // holds (held, and slots: what r itself holds per node; pods borrowing held room are
-// counted in it). never when the pods that would free it have no bound.
+// counted in it). never when the pods that would free it have no bound. It is the
+// shadow time the placement engine gives (placement.EarliestStart, which kubectl
+// kubenexus and the placement-feasibility check use too): the missing slots as one
+// shape over the nodes a member may run on, in no domain.
 func shadow(r *reservation, missing int, nodes []fwk.NodeInfo, held nodefree.Tally[string], slots map[string]int, member *corev1.Pod, borrowing func(types.UID) bool) time.Time {
-	type ending struct {
-		at   time.Time
-		node int
-		req  map[corev1.ResourceName]int64
-	}
-	var ends []ending
-	for i, ni := range nodes {
+	var plan []placement.PlanNode
+	var releases []placement.Release
+	for _, ni := range nodes {
 		if member != nil && !placement.Eligible(member, ni.Node()) {
 			continue
 		}
+		name := ni.Node().Name
+		free := make(map[corev1.ResourceName]int64, len(r.slot))
+		for res, v := range r.slot {
+			free[res] = nodefree.Of(ni, res) - held[name][res] - nodefree.Times(v, slots[name])
+		}
+		i := len(plan)
+		plan = append(plan, placement.PlanNode{Name: name, Domains: []string{placement.AnyDomain}, Free: free, Eligible: []bool{true}})
 		for _, pi := range ni.GetPods() {
 			p := pi.GetPod()
 			if borrowing(p.UID) {
 				continue // its room is in the hold already
 			}
 			if b, ok := workload.RuntimeBound(p); ok {
-				ends = append(ends, ending{at: workload.Ends(p, b), node: i, req: nodefree.Requests(p)})
+				releases = append(releases, placement.Release{At: workload.Ends(p, b), Node: i, Frees: nodefree.Requests(p)})
 			}
 		}
 	}
-	sort.Slice(ends, func(i, j int) bool { return ends[i].at.Before(ends[j].at) })
-	freed := nodefree.Tally[int]{}
-	gained := map[int]int{}
-	total := 0
-	for _, e := range ends {
-		freed.Add(e.node, e.req, 1)
-		f := freed[e.node]
-		ni := nodes[e.node]
-		name := ni.Node().Name
-		k := -1
-		for res, v := range r.slot {
-			room := nodefree.Of(ni, res) - held[name][res] - nodefree.Times(v, slots[name]) + f[res]
-			if n := int(room / v); k < 0 || n < k {
-				k = n
-			}
-		}
-		if k > gained[e.node] {
-			total += k - gained[e.node]
-			gained[e.node] = k
-		}
-		if total >= missing {
-			return e.at
-		}
+	at, _, ok := placement.EarliestStart(plan, []placement.Shape{{Requests: r.slot, Count: missing}}, 0, releases)
+	if !ok {
+		return never
 	}
-	return never
+	return at
 }
 
 // PreFilterExtensions is nil: what other pods hold is read from the node's pods.
