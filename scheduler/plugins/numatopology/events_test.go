@@ -12,6 +12,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/placement/numa"
 
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
@@ -57,9 +58,9 @@ func TestQueueingHints(t *testing.T) {
 func TestOnlyALooseningReportRetriesRefusedPods(t *testing.T) {
 	nrt := func(policy string, zones ...[2]string) *nrtv1alpha2.NodeResourceTopology {
 		n := &nrtv1alpha2.NodeResourceTopology{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
-			Attributes: nrtv1alpha2.AttributeList{{Name: attrTopologyManagerPolicy, Value: policy}}}
+			Attributes: nrtv1alpha2.AttributeList{{Name: numa.AttrTopologyManagerPolicy, Value: policy}}}
 		for i, z := range zones {
-			n.Zones = append(n.Zones, nrtv1alpha2.Zone{Name: fmt.Sprintf("node-%d", i), Type: zoneTypeNode, Resources: nrtv1alpha2.ResourceInfoList{{
+			n.Zones = append(n.Zones, nrtv1alpha2.Zone{Name: fmt.Sprintf("node-%d", i), Type: numa.ZoneTypeNode, Resources: nrtv1alpha2.ResourceInfoList{{
 				Name: "cpu", Capacity: resource.MustParse(z[0]), Allocatable: resource.MustParse(z[0]), Available: resource.MustParse(z[1]),
 			}}})
 		}

@@ -11,6 +11,7 @@ import (
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/scheduler/placement/numa"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 )
 
@@ -33,7 +34,7 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 // mayAlign reports whether the kubelet could align anything of the pod: a device,
 // or CPUs of a Guaranteed pod.
 func mayAlign(pod *corev1.Pod) bool {
-	if qosOf(pod) == corev1.PodQOSGuaranteed {
+	if numa.QOSOf(pod) == corev1.PodQOSGuaranteed {
 		return true
 	}
 	for _, c := range pod.Spec.Containers {
@@ -51,7 +52,7 @@ func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // topologyOf returns what is known of a node's cells: its report, else its labels;
 // nil with a reason when neither describes them.
-func (pl *Plugin) topologyOf(node *corev1.Node) (*topology, string) {
+func (pl *Plugin) topologyOf(node *corev1.Node) (*numa.Topology, string) {
 	pl.mu.RLock()
 	r, ok := pl.reports[node.Name]
 	pl.mu.RUnlock()
@@ -61,7 +62,7 @@ func (pl *Plugin) topologyOf(node *corev1.Node) (*topology, string) {
 		}
 		return r.t, ""
 	}
-	t, err := fromLabels(node, pl.args.GPUResources)
+	t, err := numa.FromLabels(node, pl.args.GPUResources)
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -89,21 +90,21 @@ func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 		pl.remember(s, pod)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %s", s.own, why))
 	}
-	policy := effectivePolicy(s.own, t)
+	policy := numa.EffectivePolicy(s.own, t)
 	if policy == "" || policy == v1alpha1.NUMAPolicyBestEffort {
 		return nil // best-effort never refuses
 	}
-	d := demandOf(pod, t)
+	d := numa.DemandOf(pod, t)
 	if len(d) == 0 && policy != v1alpha1.NUMAPolicyIsolated {
 		return nil
 	}
 	st := pl.cellStateOf(nodeInfo, t)
 	s.cells.Store(node.Name, st)
-	if _, ok := st.place(policy, d); ok {
+	if _, ok := st.Place(policy, d); ok {
 		return nil
 	}
 	pl.remember(s, pod)
-	return fwk.NewStatus(fwk.Unschedulable, st.refusal(policy, d))
+	return fwk.NewStatus(fwk.Unschedulable, st.Refusal(policy, d))
 }
 
 // remember puts a pod Filter refused in Plugin.refused, once per cycle: a report
@@ -117,10 +118,10 @@ func (pl *Plugin) remember(s *stateData, pod *corev1.Pod) {
 // cellStateOf charges the node's cells with its aligned pods from the snapshot
 // (bound and assumed): first those whose cells Reserve recorded, then the others in
 // order of creation, each where the kubelet would put it.
-func (pl *Plugin) cellStateOf(nodeInfo fwk.NodeInfo, t *topology) *cellState {
-	nodeFree := amounts{}
-	for i := range t.cells {
-		for name := range t.cells[i].allocatable {
+func (pl *Plugin) cellStateOf(nodeInfo fwk.NodeInfo, t *numa.Topology) *numa.CellState {
+	nodeFree := numa.Amounts{}
+	for i := range t.Cells {
+		for name := range t.Cells[i].Allocatable {
 			if _, ok := nodeFree[name]; ok {
 				continue
 			}
@@ -131,11 +132,11 @@ func (pl *Plugin) cellStateOf(nodeInfo fwk.NodeInfo, t *topology) *cellState {
 			nodeFree[name] = f
 		}
 	}
-	st := newCellState(t, nodeFree)
+	st := numa.NewCellState(t, nodeFree)
 	type aligned struct {
 		pod    *corev1.Pod
 		policy v1alpha1.NUMAPolicy
-		d      amounts
+		d      numa.Amounts
 	}
 	var unknown []aligned
 	nodeName := nodeInfo.Node().Name
@@ -146,16 +147,16 @@ func (pl *Plugin) cellStateOf(nodeInfo fwk.NodeInfo, t *topology) *cellState {
 		if err != nil {
 			own = ""
 		}
-		policy := effectivePolicy(own, t)
+		policy := numa.EffectivePolicy(own, t)
 		if policy == "" {
 			continue
 		}
-		d := demandOf(p, t)
+		d := numa.DemandOf(p, t)
 		if len(d) == 0 && policy != v1alpha1.NUMAPolicyIsolated {
 			continue
 		}
 		if rec, ok := pl.placed[p.UID]; ok && rec.node == nodeName {
-			st.charge(policy, d, rec.mask)
+			st.Charge(policy, d, rec.mask)
 			continue
 		}
 		unknown = append(unknown, aligned{pod: p, policy: policy, d: d})
@@ -168,13 +169,13 @@ func (pl *Plugin) cellStateOf(nodeInfo fwk.NodeInfo, t *topology) *cellState {
 		return strings.Compare(string(a.pod.UID), string(b.pod.UID))
 	})
 	for _, a := range unknown {
-		mask, ok := st.place(a.policy, a.d)
+		mask, ok := st.Place(a.policy, a.d)
 		if !ok {
 			// Admitted before the cells filled up as the snapshot sees them: it still
 			// takes its share somewhere; the lowest cells read as used.
-			mask, _ = st.place(v1alpha1.NUMAPolicyBestEffort, a.d)
+			mask, _ = st.Place(v1alpha1.NUMAPolicyBestEffort, a.d)
 		}
-		st.charge(a.policy, a.d, mask)
+		st.Charge(a.policy, a.d, mask)
 	}
 	return st
 }

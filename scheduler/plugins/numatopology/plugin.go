@@ -25,6 +25,7 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/placement/numa"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/refused"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
@@ -61,7 +62,7 @@ type Plugin struct {
 }
 
 type report struct {
-	t   *topology
+	t   *numa.Topology
 	err error
 }
 
@@ -131,20 +132,20 @@ func (pl *Plugin) setReport(logger klog.Logger, name string, nrt *nrtv1alpha2.No
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	old, had := pl.reports[name]
-	if had && old.t != nil && old.t.kubeletPolicy != "" {
+	if had && old.t != nil && old.t.KubeletPolicy != "" {
 		pl.enforcing.Add(-1)
 	}
 	if nrt == nil {
 		delete(pl.reports, name)
 		return true
 	}
-	t, err := fromNRT(nrt)
+	t, err := numa.FromNRT(nrt)
 	if err != nil {
 		logger.Error(err, "Ignoring a NodeResourceTopology", "node", name)
 	}
 	r := report{t: t, err: err}
 	pl.reports[name] = r
-	if t != nil && t.kubeletPolicy != "" {
+	if t != nil && t.KubeletPolicy != "" {
 		pl.enforcing.Add(1)
 	}
 	return !had || loosens(old, r)
@@ -157,21 +158,21 @@ func (pl *Plugin) setReport(logger klog.Logger, name string, nrt *nrtv1alpha2.No
 // exporter's periodic report of a busier (or unchanged) node does not. Errors,
 // another policy or other cells count as loosening.
 func loosens(old, cur report) bool {
-	if old.err != nil || cur.err != nil || old.t.kubeletPolicy != cur.t.kubeletPolicy || len(old.t.cells) != len(cur.t.cells) {
+	if old.err != nil || cur.err != nil || old.t.KubeletPolicy != cur.t.KubeletPolicy || len(old.t.Cells) != len(cur.t.Cells) {
 		return true
 	}
-	for i := range cur.t.cells {
-		o, c := &old.t.cells[i], &cur.t.cells[i]
-		if o.id != c.id || len(o.allocatable) != len(c.allocatable) {
+	for i := range cur.t.Cells {
+		o, c := &old.t.Cells[i], &cur.t.Cells[i]
+		if o.ID != c.ID || len(o.Allocatable) != len(c.Allocatable) {
 			return true
 		}
-		for name, a := range c.allocatable {
-			if was, ok := o.allocatable[name]; !ok || a > was {
+		for name, a := range c.Allocatable {
+			if was, ok := o.Allocatable[name]; !ok || a > was {
 				return true
 			}
 		}
-		for name, used := range o.reportedUsed {
-			if c.reportedUsed[name] < used {
+		for name, used := range o.ReportedUsed {
+			if c.ReportedUsed[name] < used {
 				return true
 			}
 		}
@@ -208,6 +209,6 @@ func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragmen
 	return []fwk.SignFragment{
 		{Key: "v1.Pod.Annotations[" + v1alpha1.AnnotationNUMAPolicy + "]", Value: pod.Annotations[v1alpha1.AnnotationNUMAPolicy]},
 		{Key: "v1.Pod.Annotations[" + v1alpha1.AnnotationNUMAPolicyLegacy + "]", Value: pod.Annotations[v1alpha1.AnnotationNUMAPolicyLegacy]},
-		{Key: "v1.Pod.QOSClass()", Value: string(qosOf(pod))},
+		{Key: "v1.Pod.QOSClass()", Value: string(numa.QOSOf(pod))},
 	}, nil
 }

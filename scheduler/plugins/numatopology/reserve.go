@@ -7,6 +7,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/placement/numa"
 )
 
 // Reserve records the cells the pod is expected to take on its node, so that the
@@ -24,12 +25,12 @@ func (pl *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod,
 	if t == nil {
 		return nil
 	}
-	policy, d := effectivePolicy(s.own, t), demandOf(pod, t)
+	policy, d := numa.EffectivePolicy(s.own, t), numa.DemandOf(pod, t)
 	if policy == "" || (len(d) == 0 && policy != v1alpha1.NUMAPolicyIsolated) {
 		return nil
 	}
 	// The snapshot does not hold the pod yet: its cells are those Filter found.
-	mask, ok := pl.cellStateOf(ni, t).place(policy, d)
+	mask, ok := pl.cellStateOf(ni, t).Place(policy, d)
 	if !ok {
 		return nil
 	}

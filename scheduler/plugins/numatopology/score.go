@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/kube-nexus/kubenexus/scheduler/placement/numa"
 )
 
 // PreScore skips scoring when PreFilter skipped the pod, and for pods without a
@@ -28,21 +30,21 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 	if t == nil {
 		return 0, nil
 	}
-	policy, d := effectivePolicy(s.own, t), demandOf(pod, t)
+	policy, d := numa.EffectivePolicy(s.own, t), numa.DemandOf(pod, t)
 	if policy == "" {
 		return 0, nil
 	}
-	var st *cellState
+	var st *numa.CellState
 	if v, ok := s.cells.Load(nodeInfo.Node().Name); ok {
-		st = v.(*cellState)
+		st = v.(*numa.CellState)
 	} else {
 		st = pl.cellStateOf(nodeInfo, t)
 	}
-	mask, ok := st.place(policy, d)
+	mask, ok := st.Place(policy, d)
 	if !ok {
 		return 0, nil
 	}
-	return st.score(policy, d, mask), nil
+	return st.Score(policy, d, mask), nil
 }
 
 // ScoreExtensions is nil: scores are already on the 0–100 scale.

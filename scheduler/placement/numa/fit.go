@@ -1,4 +1,4 @@
-package numatopology
+package numa
 
 import (
 	"fmt"
@@ -24,27 +24,27 @@ var strictness = map[v1alpha1.NUMAPolicy]int{
 	v1alpha1.NUMAPolicyIsolated:   4,
 }
 
-// effectivePolicy is the policy a pod is placed by on a node: its own hint or the
+// EffectivePolicy is the policy a pod is placed by on a node: its own hint or the
 // node's kubelet policy, whichever is stricter (the kubelet refuses what its
 // policy refuses, whatever the pod asked).
-func effectivePolicy(own v1alpha1.NUMAPolicy, t *topology) v1alpha1.NUMAPolicy {
-	if strictness[t.kubeletPolicy] > strictness[own] {
-		return t.kubeletPolicy
+func EffectivePolicy(own v1alpha1.NUMAPolicy, t *Topology) v1alpha1.NUMAPolicy {
+	if strictness[t.KubeletPolicy] > strictness[own] {
+		return t.KubeletPolicy
 	}
 	return own
 }
 
-// demandOf returns what the kubelet aligns to NUMA cells for the pod, among the
+// DemandOf returns what the kubelet aligns to NUMA cells for the pod, among the
 // resources t's cells account for: CPUs of a Guaranteed pod asking for whole CPUs
 // (the CPU manager's static policy), memory and hugepages of a Guaranteed pod (the
 // memory manager), and devices (extended resources) of any pod. Empty when the
 // kubelet would align nothing.
-func demandOf(pod *corev1.Pod, t *topology) amounts {
+func DemandOf(pod *corev1.Pod, t *Topology) Amounts {
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	guaranteed := qosOf(pod) == corev1.PodQOSGuaranteed
-	d := amounts{}
+	guaranteed := QOSOf(pod) == corev1.PodQOSGuaranteed
+	d := Amounts{}
 	for name, q := range reqs {
-		if q.Sign() <= 0 || !t.hasResource(name) {
+		if q.Sign() <= 0 || !t.HasResource(name) {
 			continue
 		}
 		switch {
@@ -63,30 +63,32 @@ func demandOf(pod *corev1.Pod, t *topology) amounts {
 	return d
 }
 
-// qosOf is the pod's QoS class as the API server recorded it, else computed.
-func qosOf(pod *corev1.Pod) corev1.PodQOSClass {
+// QOSOf is the pod's QoS class as the API server recorded it, else computed.
+func QOSOf(pod *corev1.Pod) corev1.PodQOSClass {
 	if pod.Status.QOSClass != "" {
 		return pod.Status.QOSClass
 	}
 	return qos.GetPodQOS(pod)
 }
 
-// cellState is a node's cells with what aligned pods take from them.
-type cellState struct {
-	t *topology
+// CellState is a node's cells with what aligned pods take from them.
+type CellState struct {
+	t *Topology
 	// charged is what the scheduler's snapshot puts in each cell.
-	charged []amounts
+	charged []Amounts
 	// busy marks cells some aligned pod takes from.
 	busy []bool
 	// nodeFree caps every cell by what the whole node has free (pods the kubelet
 	// does not align still use the node's CPUs, memory and devices).
-	nodeFree amounts
+	nodeFree Amounts
 }
 
-func newCellState(t *topology, nodeFree amounts) *cellState {
-	s := &cellState{t: t, charged: make([]amounts, len(t.cells)), busy: make([]bool, len(t.cells)), nodeFree: nodeFree}
+// NewCellState is t's cells with nothing charged yet, each capped by what the
+// whole node has free (nodeFree; a resource it does not name is not capped).
+func NewCellState(t *Topology, nodeFree Amounts) *CellState {
+	s := &CellState{t: t, charged: make([]Amounts, len(t.Cells)), busy: make([]bool, len(t.Cells)), nodeFree: nodeFree}
 	for i := range s.charged {
-		s.charged[i] = amounts{}
+		s.charged[i] = Amounts{}
 	}
 	return s
 }
@@ -94,10 +96,10 @@ func newCellState(t *topology, nodeFree amounts) *cellState {
 // free is what cell i has left of name: its allocatable less the larger of what
 // the snapshot charges it and what the last report said was used, capped by the
 // node's free amount.
-func (s *cellState) free(i int, name corev1.ResourceName) int64 {
-	c := &s.t.cells[i]
-	used := max(s.charged[i][name], c.reportedUsed[name])
-	f := c.allocatable[name] - used
+func (s *CellState) free(i int, name corev1.ResourceName) int64 {
+	c := &s.t.Cells[i]
+	used := max(s.charged[i][name], c.ReportedUsed[name])
+	f := c.Allocatable[name] - used
 	if nf, ok := s.nodeFree[name]; ok && nf < f {
 		f = nf
 	}
@@ -106,11 +108,11 @@ func (s *cellState) free(i int, name corev1.ResourceName) int64 {
 
 // idle reports whether no aligned pod takes from cell i, by the snapshot and by the
 // last report.
-func (s *cellState) idle(i int) bool {
+func (s *CellState) idle(i int) bool {
 	if s.busy[i] {
 		return false
 	}
-	for _, v := range s.t.cells[i].reportedUsed {
+	for _, v := range s.t.Cells[i].ReportedUsed {
 		if v > 0 {
 			return false
 		}
@@ -119,9 +121,9 @@ func (s *cellState) idle(i int) bool {
 }
 
 // sumFree is what the cells of mask have left of name together, capped by the node.
-func (s *cellState) sumFree(mask uint64, name corev1.ResourceName) int64 {
+func (s *CellState) sumFree(mask uint64, name corev1.ResourceName) int64 {
 	var sum int64
-	for i := range s.t.cells {
+	for i := range s.t.Cells {
 		if mask&(1<<i) != 0 {
 			sum += s.free(i, name)
 		}
@@ -132,11 +134,11 @@ func (s *cellState) sumFree(mask uint64, name corev1.ResourceName) int64 {
 	return sum
 }
 
-func (s *cellState) sumAllocatable(mask uint64, name corev1.ResourceName) int64 {
+func (s *CellState) sumAllocatable(mask uint64, name corev1.ResourceName) int64 {
 	var sum int64
-	for i := range s.t.cells {
+	for i := range s.t.Cells {
 		if mask&(1<<i) != 0 {
-			sum += s.t.cells[i].allocatable[name]
+			sum += s.t.Cells[i].Allocatable[name]
 		}
 	}
 	return sum
@@ -148,8 +150,8 @@ const maxEnumeratedCells = 8
 
 // masks returns the sets of k cells in the order they are tried: lowest cells first,
 // as the kubelet's topology manager prefers them.
-func (s *cellState) masks(k int) []uint64 {
-	n := len(s.t.cells)
+func (s *CellState) masks(k int) []uint64 {
+	n := len(s.t.Cells)
 	var out []uint64
 	if n <= maxEnumeratedCells {
 		for m := uint64(1); m < 1<<n; m++ {
@@ -165,7 +167,7 @@ func (s *cellState) masks(k int) []uint64 {
 	return out
 }
 
-func covers(d amounts, have func(corev1.ResourceName) int64) bool {
+func covers(d Amounts, have func(corev1.ResourceName) int64) bool {
 	for name, v := range d {
 		if have(name) < v {
 			return false
@@ -176,8 +178,8 @@ func covers(d amounts, have func(corev1.ResourceName) int64) bool {
 
 // fewestCells is the smallest number of cells whose allocatable could hold d;
 // 0 when the whole node could not.
-func (s *cellState) fewestCells(d amounts) int {
-	for k := 1; k <= len(s.t.cells); k++ {
+func (s *CellState) fewestCells(d Amounts) int {
+	for k := 1; k <= len(s.t.Cells); k++ {
 		for _, m := range s.masks(k) {
 			if covers(d, func(n corev1.ResourceName) int64 { return s.sumAllocatable(m, n) }) {
 				return k
@@ -187,12 +189,12 @@ func (s *cellState) fewestCells(d amounts) int {
 	return 0
 }
 
-// place returns the cells (a mask) a pod with demand d takes under policy, as the
+// Place returns the cells (a mask) a pod with demand d takes under policy, as the
 // kubelet would pick them: the lowest cells that satisfy the policy. ok is false
 // when the policy refuses the node. best-effort always succeeds: without a set of
 // cells that holds d, it takes from every cell.
-func (s *cellState) place(policy v1alpha1.NUMAPolicy, d amounts) (mask uint64, ok bool) {
-	n := len(s.t.cells)
+func (s *CellState) Place(policy v1alpha1.NUMAPolicy, d Amounts) (mask uint64, ok bool) {
+	n := len(s.t.Cells)
 	switch policy {
 	case v1alpha1.NUMAPolicyIsolated:
 		for i := range n {
@@ -226,7 +228,7 @@ func allCells(n int) uint64 {
 	return (uint64(1) << n) - 1
 }
 
-func (s *cellState) firstFit(k int, d amounts) (uint64, bool) {
+func (s *CellState) firstFit(k int, d Amounts) (uint64, bool) {
 	for _, m := range s.masks(k) {
 		if covers(d, func(name corev1.ResourceName) int64 { return s.sumFree(m, name) }) {
 			return m, true
@@ -235,16 +237,16 @@ func (s *cellState) firstFit(k int, d amounts) (uint64, bool) {
 	return 0, false
 }
 
-// charge records that a pod with demand d takes the cells of mask: an isolated pod
+// Charge records that a pod with demand d takes the cells of mask: an isolated pod
 // the whole cell, others d, filling the cells in order.
-func (s *cellState) charge(policy v1alpha1.NUMAPolicy, d amounts, mask uint64) {
-	for i := range s.t.cells {
+func (s *CellState) Charge(policy v1alpha1.NUMAPolicy, d Amounts, mask uint64) {
+	for i := range s.t.Cells {
 		if mask&(1<<i) == 0 {
 			continue
 		}
 		s.busy[i] = true
 		if policy == v1alpha1.NUMAPolicyIsolated {
-			for name, v := range s.t.cells[i].allocatable {
+			for name, v := range s.t.Cells[i].Allocatable {
 				s.charged[i][name] = max(s.charged[i][name], v)
 			}
 		}
@@ -254,18 +256,18 @@ func (s *cellState) charge(policy v1alpha1.NUMAPolicy, d amounts, mask uint64) {
 	}
 	for name, v := range d {
 		left := v
-		for i := range s.t.cells {
+		for i := range s.t.Cells {
 			if mask&(1<<i) == 0 || left == 0 {
 				continue
 			}
-			take := min(left, max(s.t.cells[i].allocatable[name]-s.charged[i][name], 0))
+			take := min(left, max(s.t.Cells[i].Allocatable[name]-s.charged[i][name], 0))
 			s.charged[i][name] += take
 			left -= take
 		}
 		// Over-committed cells (a report or pods the snapshot cannot fit): the rest
 		// goes to the first cell, so the node reads as full rather than free.
 		if left > 0 {
-			for i := range s.t.cells {
+			for i := range s.t.Cells {
 				if mask&(1<<i) != 0 {
 					s.charged[i][name] += left
 					break
@@ -275,9 +277,9 @@ func (s *cellState) charge(policy v1alpha1.NUMAPolicy, d amounts, mask uint64) {
 	}
 }
 
-// score rates placing d on the cells of mask, 0–100: best fit (least left over in
+// Score rates placing d on the cells of mask, 0–100: best fit (least left over in
 // those cells) divided by the number of cells the pod spans.
-func (s *cellState) score(policy v1alpha1.NUMAPolicy, d amounts, mask uint64) int64 {
+func (s *CellState) Score(policy v1alpha1.NUMAPolicy, d Amounts, mask uint64) int64 {
 	k := bits.OnesCount64(mask)
 	if k == 0 || len(d) == 0 {
 		return 0
@@ -298,9 +300,9 @@ func (s *cellState) score(policy v1alpha1.NUMAPolicy, d amounts, mask uint64) in
 	return int64((100 - 100*leftover) / float64(k))
 }
 
-// refusal explains why policy refuses the node for d.
-func (s *cellState) refusal(policy v1alpha1.NUMAPolicy, d amounts) string {
-	n := len(s.t.cells)
+// Refusal explains why policy refuses the node for d.
+func (s *CellState) Refusal(policy v1alpha1.NUMAPolicy, d Amounts) string {
+	n := len(s.t.Cells)
 	names := sortedNames(d)
 	switch policy {
 	case v1alpha1.NUMAPolicyIsolated:
@@ -355,7 +357,7 @@ func (s *cellState) refusal(policy v1alpha1.NUMAPolicy, d amounts) string {
 }
 
 // sortedNames orders resources for messages: CPU, memory, then by name.
-func sortedNames(d amounts) []corev1.ResourceName {
+func sortedNames(d Amounts) []corev1.ResourceName {
 	names := make([]corev1.ResourceName, 0, len(d))
 	for name := range d {
 		names = append(names, name)
@@ -392,10 +394,29 @@ func format(name corev1.ResourceName, v int64) string {
 	return fmt.Sprintf("%d %s", v, name)
 }
 
-func formatAll(d amounts, names []corev1.ResourceName) string {
+func formatAll(d Amounts, names []corev1.ResourceName) string {
 	parts := make([]string, len(names))
 	for i, name := range names {
 		parts[i] = format(name, d[name])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// RefusesEmpty says why policy refuses a pod with demand d on t's node even with no
+// pod on it (what the kubelet reported used left out): "" when the empty node takes
+// it, and for best-effort, which never refuses. The placement-feasibility engine
+// uses it for what only other nodes (or a smaller request) can change.
+func RefusesEmpty(t *Topology, policy v1alpha1.NUMAPolicy, d Amounts) string {
+	if policy == "" || policy == v1alpha1.NUMAPolicyBestEffort || len(d) == 0 && policy != v1alpha1.NUMAPolicyIsolated {
+		return ""
+	}
+	empty := &Topology{Source: t.Source, Cells: make([]Cell, len(t.Cells)), KubeletPolicy: t.KubeletPolicy}
+	for i, c := range t.Cells {
+		empty.Cells[i] = Cell{ID: c.ID, Allocatable: c.Allocatable}
+	}
+	s := NewCellState(empty, nil)
+	if _, ok := s.Place(policy, d); ok {
+		return ""
+	}
+	return s.Refusal(policy, d)
 }

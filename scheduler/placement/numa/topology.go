@@ -1,4 +1,9 @@
-package numatopology
+// Package numa is what the placement engine knows of a node's NUMA cells — from its
+// NodeResourceTopology, else from the numa.kubenexus.io fallback labels — and how
+// the kubelet's topology manager fits a pod into them under each policy. The
+// NUMATopology plugin charges the cells from the scheduler's snapshot; the
+// placement-feasibility engine asks whether a node's cells could hold a pod at all.
+package numa
 
 import (
 	"fmt"
@@ -13,60 +18,60 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
-// amounts are resource quantities in the units the plugin compares: CPU in
+// Amounts are resource quantities in the units placement compares: CPU in
 // millicores, everything else in whole units (bytes, devices).
-type amounts map[corev1.ResourceName]int64
+type Amounts map[corev1.ResourceName]int64
 
-func amountOf(name corev1.ResourceName, q resource.Quantity) int64 {
+func AmountOf(name corev1.ResourceName, q resource.Quantity) int64 {
 	if name == corev1.ResourceCPU {
 		return q.MilliValue()
 	}
 	return q.Value()
 }
 
-// topology is what the plugin knows of one node's NUMA cells.
-type topology struct {
-	// source names where the facts come from, for messages.
-	source string
-	// cells in the order of their NUMA ids.
-	cells []cell
-	// kubeletPolicy is the kubelet topology manager's policy as the
+// Topology is what is known of one node's NUMA cells.
+type Topology struct {
+	// Source names where the facts come from, for messages.
+	Source string
+	// Cells in the order of their NUMA ids.
+	Cells []Cell
+	// KubeletPolicy is the kubelet topology manager's policy as the
 	// NodeResourceTopology reports it; "" when it aligns nothing or is unknown.
-	kubeletPolicy v1alpha1.NUMAPolicy
+	KubeletPolicy v1alpha1.NUMAPolicy
 }
 
-// cell is one NUMA node.
-type cell struct {
-	id          int
-	allocatable amounts
-	// reportedUsed is allocatable less the available amounts the last
+// Cell is one NUMA node.
+type Cell struct {
+	ID          int
+	Allocatable Amounts
+	// ReportedUsed is allocatable less the available amounts the last
 	// NodeResourceTopology report gave; nil without a report.
-	reportedUsed amounts
+	ReportedUsed Amounts
 }
 
-// hasResource reports whether any cell accounts for name.
-func (t *topology) hasResource(name corev1.ResourceName) bool {
-	for i := range t.cells {
-		if _, ok := t.cells[i].allocatable[name]; ok {
+// HasResource reports whether any cell accounts for name.
+func (t *Topology) HasResource(name corev1.ResourceName) bool {
+	for i := range t.Cells {
+		if _, ok := t.Cells[i].Allocatable[name]; ok {
 			return true
 		}
 	}
 	return false
 }
 
-// zoneTypeNode is the zone type of a NUMA node in a NodeResourceTopology.
-const zoneTypeNode = "Node"
+// ZoneTypeNode is the zone type of a NUMA node in a NodeResourceTopology.
+const ZoneTypeNode = "Node"
 
-// attrTopologyManagerPolicy is the attribute the topology exporters (NFD's
+// AttrTopologyManagerPolicy is the attribute the topology exporters (NFD's
 // topology-updater, RTE) publish the kubelet's topology manager policy under.
-const attrTopologyManagerPolicy = "topologyManagerPolicy"
+const AttrTopologyManagerPolicy = "topologyManagerPolicy"
 
-// fromNRT reads a NodeResourceTopology. Its zones of type Node are the cells, their
+// FromNRT reads a NodeResourceTopology. Its zones of type Node are the cells, their
 // ids from the zone names' numeric suffix ("node-1"), in id order.
-func fromNRT(nrt *nrtv1alpha2.NodeResourceTopology) (*topology, error) {
-	t := &topology{source: "NodeResourceTopology " + nrt.Name, kubeletPolicy: kubeletPolicyOf(nrt)}
+func FromNRT(nrt *nrtv1alpha2.NodeResourceTopology) (*Topology, error) {
+	t := &Topology{Source: "NodeResourceTopology " + nrt.Name, KubeletPolicy: kubeletPolicyOf(nrt)}
 	for i, z := range nrt.Zones {
-		if z.Type != zoneTypeNode {
+		if z.Type != ZoneTypeNode {
 			continue
 		}
 		id := i
@@ -75,24 +80,24 @@ func fromNRT(nrt *nrtv1alpha2.NodeResourceTopology) (*topology, error) {
 				id = n
 			}
 		}
-		c := cell{id: id, allocatable: amounts{}, reportedUsed: amounts{}}
+		c := Cell{ID: id, Allocatable: Amounts{}, ReportedUsed: Amounts{}}
 		for _, r := range z.Resources {
 			name := corev1.ResourceName(r.Name)
-			alloc := amountOf(name, r.Allocatable)
-			c.allocatable[name] = alloc
-			if used := alloc - amountOf(name, r.Available); used > 0 {
-				c.reportedUsed[name] = used
+			alloc := AmountOf(name, r.Allocatable)
+			c.Allocatable[name] = alloc
+			if used := alloc - AmountOf(name, r.Available); used > 0 {
+				c.ReportedUsed[name] = used
 			}
 		}
-		t.cells = append(t.cells, c)
+		t.Cells = append(t.Cells, c)
 	}
-	if len(t.cells) == 0 {
-		return nil, fmt.Errorf("NodeResourceTopology %s has no zone of type %s", nrt.Name, zoneTypeNode)
+	if len(t.Cells) == 0 {
+		return nil, fmt.Errorf("NodeResourceTopology %s has no zone of type %s", nrt.Name, ZoneTypeNode)
 	}
-	slices.SortStableFunc(t.cells, func(a, b cell) int { return a.id - b.id })
-	for i := 1; i < len(t.cells); i++ {
-		if t.cells[i].id == t.cells[i-1].id {
-			return nil, fmt.Errorf("NodeResourceTopology %s has two NUMA zones with id %d", nrt.Name, t.cells[i].id)
+	slices.SortStableFunc(t.Cells, func(a, b Cell) int { return a.ID - b.ID })
+	for i := 1; i < len(t.Cells); i++ {
+		if t.Cells[i].ID == t.Cells[i-1].ID {
+			return nil, fmt.Errorf("NodeResourceTopology %s has two NUMA zones with id %d", nrt.Name, t.Cells[i].ID)
 		}
 	}
 	return t, nil
@@ -102,7 +107,7 @@ func fromNRT(nrt *nrtv1alpha2.NodeResourceTopology) (*topology, error) {
 // from the deprecated topologyPolicies list.
 func kubeletPolicyOf(nrt *nrtv1alpha2.NodeResourceTopology) v1alpha1.NUMAPolicy {
 	for _, a := range nrt.Attributes {
-		if a.Name == attrTopologyManagerPolicy {
+		if a.Name == AttrTopologyManagerPolicy {
 			switch a.Value {
 			case "single-numa-node":
 				return v1alpha1.NUMAPolicySingleNUMA
@@ -130,11 +135,11 @@ func kubeletPolicyOf(nrt *nrtv1alpha2.NodeResourceTopology) v1alpha1.NUMAPolicy 
 // maxLabelCells bounds numa.kubenexus.io/node-count.
 const maxLabelCells = 64
 
-// fromLabels reads the fallback labels of a node without a NodeResourceTopology:
+// FromLabels reads the fallback labels of a node without a NodeResourceTopology:
 // numa.kubenexus.io/node-count cells, each with numa.kubenexus.io/node-<i>-cpus,
 // -memory and -gpus where set, else an even share of the node's allocatable CPU,
 // memory and GPUs (gpuResources). It returns nil without the count label.
-func fromLabels(node *corev1.Node, gpuResources []corev1.ResourceName) (*topology, error) {
+func FromLabels(node *corev1.Node, gpuResources []corev1.ResourceName) (*Topology, error) {
 	raw, ok := node.Labels[v1alpha1.LabelNUMANodeCount]
 	if !ok {
 		return nil, nil
@@ -143,17 +148,17 @@ func fromLabels(node *corev1.Node, gpuResources []corev1.ResourceName) (*topolog
 	if err != nil || n < 1 || n > maxLabelCells {
 		return nil, fmt.Errorf("node label %s=%q must be a whole number from 1 to %d", v1alpha1.LabelNUMANodeCount, raw, maxLabelCells)
 	}
-	t := &topology{source: "node labels " + v1alpha1.LabelNUMANodeCount + "=" + raw, cells: make([]cell, n)}
-	for i := range t.cells {
-		t.cells[i] = cell{id: i, allocatable: amounts{}}
+	t := &Topology{Source: "node labels " + v1alpha1.LabelNUMANodeCount + "=" + raw, Cells: make([]Cell, n)}
+	for i := range t.Cells {
+		t.Cells[i] = Cell{ID: i, Allocatable: Amounts{}}
 	}
 	split := func(name corev1.ResourceName, label func(i int) string, parse func(string) (int64, error)) error {
 		total, ok := node.Status.Allocatable[name]
 		if !ok {
 			return nil
 		}
-		share, extra := amountOf(name, total)/int64(n), amountOf(name, total)%int64(n)
-		for i := range t.cells {
+		share, extra := AmountOf(name, total)/int64(n), AmountOf(name, total)%int64(n)
+		for i := range t.Cells {
 			v := share
 			if int64(i) < extra {
 				v++
@@ -166,7 +171,7 @@ func fromLabels(node *corev1.Node, gpuResources []corev1.ResourceName) (*topolog
 				}
 				v = parsed
 			}
-			t.cells[i].allocatable[name] = v
+			t.Cells[i].Allocatable[name] = v
 		}
 		return nil
 	}
