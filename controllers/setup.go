@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	nrtv1alpha2 "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -43,13 +44,15 @@ import (
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
-// NewScheme returns the scheme of the manager: client-go's built-in types and the
-// KubeNexus API.
+// NewScheme returns the scheme of the manager: client-go's built-in types, the
+// KubeNexus API, Kueue's and the NodeResourceTopology API (the placement check
+// reads the nodes' NUMA cells).
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(kubenexusv1alpha1.AddToScheme(s))
 	utilruntime.Must(kueue.AddToScheme(s))
+	utilruntime.Must(nrtv1alpha2.AddToScheme(s))
 	return s
 }
 

@@ -43,6 +43,7 @@ const ControllerName = "kubenexus.io/placement-feasibility"
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors;clusterqueues,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=topology.node.k8s.io,resources=noderesourcetopologies,verbs=get;list;watch
 
 var (
 	decisions = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -3,7 +3,9 @@ package feasibility
 import (
 	"context"
 
+	nrtv1alpha2 "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,11 +18,13 @@ import (
 	"github.com/kube-nexus/kubenexus/api/topology"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/scheduler/placement/numa"
 )
 
 // Read lists what Decide needs: nodes, the pods on them, HardwareTiers and their DRA
-// devices, the KubeNexusConfig's topology levels and Kueue's ResourceFlavors (none
-// where Kueue is not installed). Pods holds every pod listed, for callers that look
+// devices, the KubeNexusConfig's topology levels and GPU resource names, the nodes'
+// NodeResourceTopologies (none where that API is not served or readable) and Kueue's
+// ResourceFlavors (none where Kueue is not installed). Pods holds every pod listed, for callers that look
 // at more than capacity. Only list access is needed.
 func Read(ctx context.Context, r client.Reader) (*Cluster, []corev1.Pod, error) {
 	c := &Cluster{Requested: map[string]corev1.ResourceList{}, FlavorLabels: map[string]map[string]string{}, FlavorTolerations: map[string][]corev1.Toleration{},
@@ -81,6 +85,24 @@ func Read(ctx context.Context, r client.Reader) (*Cluster, []corev1.Pod, error) 
 	if len(configs.Items) > 0 && len(configs.Items[0].Spec.Topology.Levels) > 0 {
 		c.Levels = topology.Levels(configs.Items[0].Spec.Topology.Levels)
 	}
+	c.GPUResources = (&v1alpha1.ResourceFragmentationPlugin{}).GPUResources()
+	if len(configs.Items) > 0 {
+		c.GPUResources = configs.Items[0].Spec.Plugins.ResourceFragmentation.GPUResources()
+	}
+	var nrts nrtv1alpha2.NodeResourceTopologyList
+	if err := r.List(ctx, &nrts); err != nil && !NotServed(err) && !apierrors.IsForbidden(err) {
+		return nil, nil, err
+	}
+	for i := range nrts.Items {
+		// A report that cannot be read is left out: the node's labels, if any, say
+		// the rest, and the scheduler reports the error on the pods it refuses.
+		if t, err := numa.FromNRT(&nrts.Items[i]); err == nil {
+			if c.NUMA == nil {
+				c.NUMA = map[string]*numa.Topology{}
+			}
+			c.NUMA[nrts.Items[i].Name] = t
+		}
+	}
 	c.TierFromClusterQueue = len(configs.Items) > 0 && configs.Items[0].Spec.Kueue.TenantTierFrom == v1alpha1.TenantTierFromClusterQueue
 	if len(configs.Items) > 0 {
 		if p := configs.Items[0].Spec.Plugins.GangPreemption.PreemptServicesForBatch; p != nil {
@@ -103,3 +125,4 @@ func Read(ctx context.Context, r client.Reader) (*Cluster, []corev1.Pod, error) 
 func NotServed(err error) bool {
 	return apimeta.IsNoMatchError(err) || runtime.IsNotRegisteredError(err)
 }
+

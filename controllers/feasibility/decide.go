@@ -22,6 +22,7 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
+	"github.com/kube-nexus/kubenexus/scheduler/placement/numa"
 )
 
 // Cluster is what the check knows of the cluster, from the manager's informers.
@@ -49,6 +50,11 @@ type Cluster struct {
 	// Bounded are the running pods whose runtime is bounded, by node: when each
 	// ends at the latest and what it frees.
 	Bounded map[string][]Bounded
+	// NUMA are the nodes' NUMA cells as their NodeResourceTopologies report them,
+	// by node name (nil: none); GPUResources the GPU resource names, for the cells
+	// of nodes that publish them only as labels.
+	NUMA         map[string]*numa.Topology
+	GPUResources []corev1.ResourceName
 	// PreemptServicesForBatch is GangPreemption's setting in the KubeNexusConfig:
 	// batch and training pods may evict service pods of lower priority.
 	PreemptServicesForBatch bool
@@ -145,6 +151,12 @@ type Decision struct {
 	// (nodes that publish none are not refused here).
 	GPUMemory     int64
 	MemoryRefused int
+	// NUMARefused are the nodes otherwise open whose NUMA cells could not hold a pod
+	// under its NUMA policy even with no other pod on them; NUMAWhy says why for the
+	// first of them ("node a: single-numa: no NUMA cell with 48 CPUs free; best cell
+	// has 32 CPUs").
+	NUMARefused int
+	NUMAWhy     string
 	// Resource is the pods' scarcest extended resource (else CPU); Free how much of
 	// it is free on the nodes they may use and Need how much they ask for, in
 	// milli-units.
@@ -218,7 +230,7 @@ func Decide(c *Cluster, w *Workload) Decision {
 			}
 		}
 		plain, preemptible, refusing := tiers.admits(n, c.Devices, w)
-		eligible, refused, short := false, false, false
+		eligible, refused, short, numaShort := false, false, false, ""
 		for j, ps := range w.PodSets {
 			admitted := plain
 			if pods[j].Labels[v1alpha1.LabelPreemptible] == "true" {
@@ -226,10 +238,17 @@ func Decide(c *Cluster, w *Workload) Decision {
 			}
 			open := placement.Eligible(pods[j], n) && c.flavorsMatch(ps.Flavors, n)
 			memoryOK := vram[j] == 0 || gpuMemoryAtLeast(n, vram[j])
-			pn.Eligible[j] = admitted && open && memoryOK
+			numaWhy := ""
+			if open && admitted && memoryOK {
+				numaWhy = c.numaRefusal(n, pods[j])
+			}
+			pn.Eligible[j] = admitted && open && memoryOK && numaWhy == ""
 			eligible = eligible || pn.Eligible[j]
 			refused = refused || (open && !admitted)
 			short = short || (open && admitted && !memoryOK)
+			if numaShort == "" {
+				numaShort = numaWhy
+			}
 		}
 		switch {
 		case eligible:
@@ -242,6 +261,11 @@ func Decide(c *Cluster, w *Workload) Decision {
 			}
 		case short:
 			d.MemoryRefused++
+		case numaShort != "":
+			d.NUMARefused++
+			if d.NUMAWhy == "" {
+				d.NUMAWhy = "node " + n.Name + ": " + numaShort
+			}
 		}
 		nodes = append(nodes, pn)
 	}
@@ -282,6 +306,24 @@ func Decide(c *Cluster, w *Workload) Decision {
 func gpuMemoryAtLeast(n *corev1.Node, bytes int64) bool {
 	per, label, err := hardware.GPUMemoryOf(n)
 	return err != nil || label == "" || per >= bytes
+}
+
+// numaRefusal says why the node's NUMA cells could not hold the pod under its NUMA
+// policy (its own hint or the node's kubelet policy, the stricter) even with no
+// other pod on the node; "" when they could, when the node publishes no cells, and
+// for a malformed hint (the webhook and the scheduler report it).
+func (c *Cluster) numaRefusal(n *corev1.Node, pod *corev1.Pod) string {
+	own, err := workload.NUMAPolicyOf(pod.Annotations)
+	if err != nil {
+		return ""
+	}
+	t := c.NUMA[n.Name]
+	if t == nil {
+		if t, err = numa.FromLabels(n, c.GPUResources); err != nil || t == nil {
+			return ""
+		}
+	}
+	return numa.RefusesEmpty(t, numa.EffectivePolicy(own, t), numa.DemandOf(pod, t))
 }
 
 // releases are the bounded pods on the nodes planned over, as the planner counts

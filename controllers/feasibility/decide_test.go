@@ -12,6 +12,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/topology"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/placement/numa"
 )
 
 const gpu = corev1.ResourceName("nvidia.com/gpu")
@@ -187,5 +188,48 @@ func TestDecideHonoursGPUMemory(t *testing.T) {
 	w.PodSets[0].Count = 4
 	if d := Decide(c, w); !d.Fits || d.MemoryRefused != 0 || d.GPUMemory != 0 {
 		t.Errorf("a malformed memory request: fits %v, refused %d, memory %d", d.Fits, d.MemoryRefused, d.GPUMemory)
+	}
+}
+
+// A pod whose NUMA policy no cell of a node could meet even with nothing else on it
+// cannot use that node: the node's labels or its NodeResourceTopology say how large
+// its cells are, the pod's hint or the kubelet's policy (the stricter) how it must fit.
+func TestDecideHonoursNUMA(t *testing.T) {
+	c := fleet(4, 4, func(int) int64 { return 0 })
+	c.Nodes[0].Labels[v1alpha1.LabelNUMANodeCount] = "4" // 16 CPUs a cell
+	c.Nodes[1].Labels[v1alpha1.LabelNUMANodeCount] = "4"
+	c.Nodes[2].Labels[v1alpha1.LabelNUMANodeCount] = "2" // 32 CPUs a cell
+	for i := range c.Nodes {
+		c.Nodes[i].Status.Allocatable[corev1.ResourceMemory] = resource.MustParse("256Gi")
+	}
+	c.GPUResources = []corev1.ResourceName{gpu}
+	cell := func(id int) numa.Cell {
+		return numa.Cell{ID: id, Allocatable: numa.Amounts{corev1.ResourceCPU: 32000, gpu: 4}}
+	}
+	c.NUMA = map[string]*numa.Topology{"n03": {Source: "NodeResourceTopology n03", Cells: []numa.Cell{cell(0), cell(1)}, KubeletPolicy: v1alpha1.NUMAPolicySingleNUMA}}
+	pods := func(count int, cpus string, hint v1alpha1.NUMAPolicy) *Workload {
+		rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpus), corev1.ResourceMemory: resource.MustParse("8Gi"), gpu: resource.MustParse("1")}
+		w := job(count, "1", "")
+		w.PodSets[0].Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: rl, Limits: rl}
+		if hint != "" {
+			w.PodSets[0].Template.Annotations = map[string]string{v1alpha1.AnnotationNUMAPolicy: string(hint)}
+		}
+		return w
+	}
+	d := Decide(c, pods(3, "24", v1alpha1.NUMAPolicySingleNUMA))
+	if !d.Fits || d.Eligible != 2 || d.NUMARefused != 2 || d.NUMAWhy != "node n00: single-numa: no NUMA cell with 24 CPUs free; best cell has 16 CPUs" {
+		t.Errorf("24 CPUs in one cell, two nodes of 16-CPU cells: fits %v, eligible %d, refused %d %q", d.Fits, d.Eligible, d.NUMARefused, d.NUMAWhy)
+	}
+	if d := Decide(c, pods(5, "24", v1alpha1.NUMAPolicySingleNUMA)); d.Fits {
+		t.Errorf("5 pods of 24 CPUs on the two nodes whose cells hold them (64 CPUs each): %q", d.Message)
+	}
+	// Without a hint only the kubelet's policy (n03's) applies: 40 CPUs fit no cell there.
+	if d := Decide(c, pods(1, "40", "")); !d.Fits || d.NUMARefused != 1 || !strings.HasPrefix(d.NUMAWhy, "node n03: single-numa: no NUMA cell with 40 CPUs") {
+		t.Errorf("40 CPUs, no hint: fits %v, refused %d %q", d.Fits, d.NUMARefused, d.NUMAWhy)
+	}
+	// restricted lets a pod span the fewest cells that hold it; n03's kubelet policy
+	// is stricter there.
+	if d := Decide(c, pods(1, "40", v1alpha1.NUMAPolicyRestricted)); !d.Fits || d.NUMARefused != 1 || !strings.HasPrefix(d.NUMAWhy, "node n03: single-numa: ") {
+		t.Errorf("restricted 40 CPUs: only n03's kubelet policy (single-numa) refuses; fits %v, refused %d %q", d.Fits, d.NUMARefused, d.NUMAWhy)
 	}
 }

@@ -199,6 +199,9 @@ func placementLines(g *group, st *state, w *feasibility.Workload, d *feasibility
 	if d.GPUMemory > 0 {
 		out = append(out, nodeLine(d))
 	}
+	if d.NUMARefused > 0 {
+		out = append(out, numaLine(d))
+	}
 	if d.Eligible == 0 {
 		return out
 	}
@@ -413,8 +416,9 @@ func gangLine(g *group, st *state) Line {
 func tierLine(g *group, w *feasibility.Workload, d *feasibility.Decision) Line {
 	l := Line{Layer: LayerTier, Verdict: OK}
 	tier := "tenant tier " + string(w.Tenant)
-	// Nodes the tier and the pods' selectors allow; GPU memory is the node line's.
-	open := d.Eligible + d.MemoryRefused
+	// Nodes the tier and the pods' selectors allow; GPU memory and NUMA cells are the
+	// node lines'.
+	open := d.Eligible + d.MemoryRefused + d.NUMARefused
 	switch {
 	case open == 0 && d.TierRefused > 0:
 		l.Verdict = Blocked
@@ -435,7 +439,7 @@ func tierLine(g *group, w *feasibility.Workload, d *feasibility.Decision) Line {
 	return l
 }
 
-// nodeLine says what the nodes' own facts allow: GPU memory per GPU.
+// nodeLine says what the nodes' own facts allow of GPU memory per GPU.
 func nodeLine(d *feasibility.Decision) Line {
 	need := resource.NewQuantity(d.GPUMemory, resource.BinarySI).String()
 	l := Line{Layer: LayerNode, Verdict: OK}
@@ -450,6 +454,22 @@ func nodeLine(d *feasibility.Decision) Line {
 	default:
 		l.Text = fmt.Sprintf("%s of GPU memory per GPU: no node open to the pods has less", need)
 	}
+	return l
+}
+
+// numaLine says which nodes' NUMA cells cannot hold the pods under their NUMA policy
+// (the pod's hint or the kubelet's, the stricter) even with nothing else on them.
+func numaLine(d *feasibility.Decision) Line {
+	l := Line{Layer: LayerNode, Verdict: OK}
+	if d.Eligible == 0 {
+		l.Verdict = Blocked
+		l.Text = fmt.Sprintf("NUMA: the cells of all %s otherwise open to the pods cannot hold one under its NUMA policy, even with nothing else on them (%s)",
+			plural(d.NUMARefused, "node", "nodes"), d.NUMAWhy)
+		l.Action = "ask for less per pod, loosen " + v1alpha1.AnnotationNUMAPolicy + " (restricted or best-effort), or select nodes with larger NUMA cells"
+		return l
+	}
+	l.Text = fmt.Sprintf("NUMA: %s open can hold the pods under their NUMA policy; the cells of %s more cannot (%s)", plural(d.Eligible, "node", "nodes"),
+		plural(d.NUMARefused, "node", "nodes"), d.NUMAWhy)
 	return l
 }
 

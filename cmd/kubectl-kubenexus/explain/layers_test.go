@@ -232,6 +232,16 @@ func TestPreemptionLine(t *testing.T) {
 	}
 }
 
+func TestNUMALine(t *testing.T) {
+	d := feasibility.Decision{Eligible: 2, NUMARefused: 6, NUMAWhy: "node a: single-numa: no NUMA cell with 48 CPUs free; best cell has 32 CPUs"}
+	check(t, "some nodes' cells too small", numaLine(&d), OK,
+		"NUMA: 2 nodes open can hold the pods under their NUMA policy; the cells of 6 nodes more cannot (node a: single-numa: no NUMA cell with 48 CPUs free; best cell has 32 CPUs)", "")
+	d.Eligible = 0
+	check(t, "all too small", numaLine(&d), Blocked,
+		"NUMA: the cells of all 6 nodes otherwise open to the pods cannot hold one under its NUMA policy, even with nothing else on them (node a: single-numa: no NUMA cell with 48 CPUs free; best cell has 32 CPUs)",
+		"ask for less per pod, loosen numa.scheduling.kubenexus.io/policy (restricted or best-effort), or select nodes with larger NUMA cells")
+}
+
 func TestNodeLine(t *testing.T) {
 	d := feasibility.Decision{GPUMemory: 70 << 30, Eligible: 2, MemoryRefused: 6}
 	check(t, "some nodes too small", nodeLine(&d), OK, "70Gi of GPU memory per GPU: 2 nodes open have it; the GPUs of 6 nodes more have less", "")

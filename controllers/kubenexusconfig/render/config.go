@@ -162,14 +162,8 @@ func backfillArgs(b *v1alpha1.BackfillPlugin) any {
 // and additionalGPUResources); nil when that is the plugins' own default,
 // nvidia.com/gpu alone.
 func gpuResources(r *v1alpha1.ResourceFragmentationPlugin) []corev1.ResourceName {
-	var names []corev1.ResourceName
-	if r.GPUResourceName != "" {
-		names = append(names, corev1.ResourceName(r.GPUResourceName))
-	}
-	for _, name := range r.AdditionalGPUResources {
-		names = append(names, corev1.ResourceName(name))
-	}
-	if len(names) == 0 || len(names) == 1 && names[0] == v1alpha1.ResourceNvidiaGPU {
+	names := r.GPUResources()
+	if len(names) == 1 && names[0] == v1alpha1.ResourceNvidiaGPU {
 		return nil
 	}
 	return names

@@ -153,6 +153,36 @@ var _ = Describe("kubectl kubenexus explain", func() {
 			line(explain.LayerTopology, explain.OK, "no member waits for a node (1 bound)"), Not(HaveKey(explain.LayerTier))))
 	})
 
+	It("node: says no node's NUMA cells could hold the pod under its policy, by its NodeResourceTopology or labels, until one could", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		// Two nodes of 16-CPU cells: one described by its kubelet's report, one by labels.
+		tc.addNodes("nrt", 1, "cpu", "32", "memory", "128Gi")
+		tc.nodeResourceTopology(tc.ns+"-nrt-0", 2, "16", "16", "64Gi")
+		tc.addLabelledNodes("labels", 1, map[string]string{v1alpha1.LabelNUMANodeCount: "4"}, "cpu", "64", "memory", "256Gi")
+		Expect(k8sClient.Create(suiteCtx, tc.pod("aligned").Annotation(v1alpha1.AnnotationNUMAPolicy, string(v1alpha1.NUMAPolicySingleNUMA)).
+			Req("cpu", "24", "memory", "8Gi").Limit("cpu", "24", "memory", "8Gi").Obj())).To(Succeed())
+		Eventually(tc.scheduledMessage("aligned")).WithTimeout(testutil.Timeout).Should(ContainSubstring("no NUMA cell with 24 CPUs free"))
+
+		Eventually(explained(tc, "pod", "aligned")).WithTimeout(testutil.Timeout).Should(And(
+			HaveKeyWithValue(explain.LayerNode, And(HaveField("Verdict", explain.Blocked),
+				HaveField("Text", "NUMA: the cells of all 2 nodes otherwise open to the pods cannot hold one under its NUMA policy, even with nothing else on them (node "+
+					tc.ns+"-labels-0: single-numa: no NUMA cell with 24 CPUs free; best cell has 16 CPUs)"),
+				HaveField("Action", ContainSubstring("select nodes with larger NUMA cells")))),
+			// The tier line counts those nodes as open: the node line says why they are not.
+			HaveKeyWithValue(explain.LayerTier, And(HaveField("Verdict", explain.OK), HaveField("Text", HavePrefix("tenant tier bronze: 2 nodes of ")))),
+			Not(HaveKey(explain.LayerCapacity)),
+		))
+
+		// Two cells of 32 CPUs on the labelled node: the pod fits one, and binds.
+		node := &corev1.Node{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: tc.ns + "-labels-0"}, node)).To(Succeed())
+		node.Labels[v1alpha1.LabelNUMANodeCount] = "2"
+		Expect(k8sClient.Update(suiteCtx, node)).To(Succeed())
+		Eventually(tc.nodeOf("aligned")).WithTimeout(testutil.Timeout).Should(Equal(tc.ns + "-labels-0"))
+		Eventually(explained(tc, "pod", "aligned")).WithTimeout(testutil.Timeout).Should(And(
+			line(explain.LayerTopology, explain.OK, "no member waits for a node (1 bound)"), Not(HaveKey(explain.LayerNode))))
+	})
+
 	It("gang: says the PodGroup its pods name does not exist, until it does", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		gpuNodes(tc, "n", 1, nil)
