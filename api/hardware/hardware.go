@@ -123,6 +123,10 @@ func ListDevices(ctx context.Context, c client.Reader) (func(node string) []Devi
 	return func(node string) []Device { return byNode[node] }, nil
 }
 
+// DeviceMemoryCapacity is the capacity of a DRA device that holds its memory, in
+// any driver's domain ("gpu.nvidia.com/memory"), unless configured otherwise.
+const DeviceMemoryCapacity = "memory"
+
 // CapacityNamed returns the device's capacity called name, qualified
 // ("gpu.nvidia.com/memory") or not ("memory", in any domain).
 func (d *Device) CapacityNamed(name string) (resource.Quantity, bool) {

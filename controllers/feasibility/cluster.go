@@ -66,13 +66,13 @@ func Read(ctx context.Context, r client.Reader) (*Cluster, []corev1.Pod, error) 
 		return nil, nil, err
 	}
 	c.Tiers = tiers.Items
-	if hardware.UsesDevices(tiers.Items) {
-		devices, err := hardware.ListDevices(ctx, r)
-		if err != nil {
-			return nil, nil, err
-		}
-		c.Devices = devices
+	// The devices serve HardwareTiers' device selectors and the GPU memory of nodes
+	// that publish it only in their ResourceSlices.
+	devices, err := hardware.ListDevices(ctx, r)
+	if err != nil {
+		return nil, nil, err
 	}
+	c.Devices = devices
 	extended, err := hardware.ListExtended(ctx, r)
 	if err != nil {
 		return nil, nil, err
@@ -125,4 +125,3 @@ func Read(ctx context.Context, r client.Reader) (*Cluster, []corev1.Pod, error) 
 func NotServed(err error) bool {
 	return apimeta.IsNoMatchError(err) || runtime.IsNotRegisteredError(err)
 }
-

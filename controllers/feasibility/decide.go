@@ -147,8 +147,9 @@ type Decision struct {
 	Nodes, Eligible, TierRefused int
 	RefusingTiers                []string
 	// GPUMemory is the most GPU memory per GPU a pod set asks for, in bytes (0: none);
-	// MemoryRefused the nodes otherwise open whose GPUs have less, by their labels
-	// (nodes that publish none are not refused here).
+	// MemoryRefused the nodes otherwise open whose GPUs have less, by their labels or
+	// their DRA devices' memory capacity (nodes that publish neither are not refused
+	// here).
 	GPUMemory     int64
 	MemoryRefused int
 	// NUMARefused are the nodes otherwise open whose NUMA cells could not hold a pod
@@ -237,7 +238,7 @@ func Decide(c *Cluster, w *Workload) Decision {
 				admitted = preemptible
 			}
 			open := placement.Eligible(pods[j], n) && c.flavorsMatch(ps.Flavors, n)
-			memoryOK := vram[j] == 0 || gpuMemoryAtLeast(n, vram[j])
+			memoryOK := vram[j] == 0 || c.gpuMemoryAtLeast(n, vram[j])
 			numaWhy := ""
 			if open && admitted && memoryOK {
 				numaWhy = c.numaRefusal(n, pods[j])
@@ -300,12 +301,31 @@ func Decide(c *Cluster, w *Workload) Decision {
 	return d
 }
 
-// gpuMemoryAtLeast reports whether a node's GPUs have at least bytes of memory each,
-// by its labels; a node without them (its memory may be published by DRA devices,
-// which the VRAM plugin reads) is not refused.
-func gpuMemoryAtLeast(n *corev1.Node, bytes int64) bool {
+// gpuMemoryAtLeast reports whether a node's GPUs have at least bytes of memory each:
+// by its labels, else by the memory capacity of the DRA devices its ResourceSlices
+// publish (the largest of them). A node that says neither is not refused (the VRAM
+// plugin refuses it, naming what it lacks); neither is one whose label cannot be read.
+func (c *Cluster) gpuMemoryAtLeast(n *corev1.Node, bytes int64) bool {
 	per, label, err := hardware.GPUMemoryOf(n)
-	return err != nil || label == "" || per >= bytes
+	if err != nil {
+		return true
+	}
+	if label != "" {
+		return per >= bytes
+	}
+	if c.Devices == nil {
+		return true
+	}
+	published := false
+	for _, d := range c.Devices(n.Name) {
+		if q, ok := d.CapacityNamed(hardware.DeviceMemoryCapacity); ok {
+			if q.Value() >= bytes {
+				return true
+			}
+			published = true
+		}
+	}
+	return !published
 }
 
 // numaRefusal says why the node's NUMA cells could not hold the pod under its NUMA

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-nexus/kubenexus/api/hardware"
 	"github.com/kube-nexus/kubenexus/api/topology"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/placement/numa"
@@ -182,6 +183,24 @@ func TestDecideHonoursGPUMemory(t *testing.T) {
 	w.PodSets[0].Count = 2
 	if d := Decide(c, w); !d.Fits {
 		t.Errorf("2 pods on the 80 GB node and the unlabelled one: %q", d.Message)
+	}
+	// A node without the labels whose ResourceSlices publish the GPUs' memory: 48Gi
+	// cards are too small; 96Gi ones are not.
+	dev := func(mem string) hardware.Device {
+		return hardware.Device{Driver: "gpu.nvidia.com", Capacity: map[string]resource.Quantity{"gpu.nvidia.com/memory": resource.MustParse(mem)}}
+	}
+	c.Devices = func(node string) []hardware.Device {
+		if node == "n03" {
+			return []hardware.Device{dev("48Gi"), dev("48Gi")}
+		}
+		return nil
+	}
+	if d := Decide(c, w); d.Fits || d.MemoryRefused != 3 {
+		t.Errorf("n03's devices have 48Gi: fits %v, refused for memory %d", d.Fits, d.MemoryRefused)
+	}
+	c.Devices = func(node string) []hardware.Device { return []hardware.Device{dev("48Gi"), dev("96Gi")} }
+	if d := Decide(c, w); !d.Fits || d.MemoryRefused != 2 {
+		t.Errorf("n03's devices include a 96Gi card: fits %v, refused for memory %d", d.Fits, d.MemoryRefused)
 	}
 	// A malformed request is the webhook's and the scheduler's to report: no refusal here.
 	w.PodSets[0].Template.Annotations[v1alpha1.AnnotationVRAMRequest] = "lots"

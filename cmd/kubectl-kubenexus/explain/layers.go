@@ -18,6 +18,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
+	"github.com/kube-nexus/kubenexus/api/hardware"
 	"github.com/kube-nexus/kubenexus/api/topology"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
@@ -446,8 +447,8 @@ func nodeLine(d *feasibility.Decision) Line {
 	switch {
 	case d.Eligible == 0 && d.MemoryRefused > 0:
 		l.Verdict = Blocked
-		l.Text = fmt.Sprintf("%s of GPU memory per GPU (%s): the GPUs of all %s otherwise open to the pods have less (%s, %s)", need, v1alpha1.AnnotationVRAMRequest,
-			plural(d.MemoryRefused, "node", "nodes"), v1alpha1.LabelGPUMemory, v1alpha1.LabelGPUVRAMFallback)
+		l.Text = fmt.Sprintf("%s of GPU memory per GPU (%s): the GPUs of all %s otherwise open to the pods have less (their %s or %s labels, else their DRA devices' %s)", need, v1alpha1.AnnotationVRAMRequest,
+			plural(d.MemoryRefused, "node", "nodes"), v1alpha1.LabelGPUMemory, v1alpha1.LabelGPUVRAMFallback, hardware.DeviceMemoryCapacity)
 		l.Action = "lower " + v1alpha1.AnnotationVRAMRequest + ", or select nodes with larger GPUs"
 	case d.MemoryRefused > 0:
 		l.Text = fmt.Sprintf("%s of GPU memory per GPU: %s open have it; the GPUs of %s more have less", need, plural(d.Eligible, "node", "nodes"), plural(d.MemoryRefused, "node", "nodes"))

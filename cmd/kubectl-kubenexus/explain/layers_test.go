@@ -247,7 +247,7 @@ func TestNodeLine(t *testing.T) {
 	check(t, "some nodes too small", nodeLine(&d), OK, "70Gi of GPU memory per GPU: 2 nodes open have it; the GPUs of 6 nodes more have less", "")
 	d.Eligible = 0
 	check(t, "all too small", nodeLine(&d), Blocked,
-		"70Gi of GPU memory per GPU (scheduling.kubenexus.io/vram-request): the GPUs of all 6 nodes otherwise open to the pods have less (nvidia.com/gpu.memory, gpu.kubenexus.io/vram)",
+		"70Gi of GPU memory per GPU (scheduling.kubenexus.io/vram-request): the GPUs of all 6 nodes otherwise open to the pods have less (their nvidia.com/gpu.memory or gpu.kubenexus.io/vram labels, else their DRA devices' memory)",
 		"lower scheduling.kubenexus.io/vram-request, or select nodes with larger GPUs")
 	w := &feasibility.Workload{Tenant: v1alpha1.TenantTierGold}
 	// The tier line counts those nodes as open: the node line says why they are not.

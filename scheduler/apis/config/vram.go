@@ -31,7 +31,7 @@ func SetDefaultsVRAMArgs(a *VRAMArgs) {
 		a.GPUResources = []corev1.ResourceName{"nvidia.com/gpu"}
 	}
 	if len(a.DeviceMemoryCapacities) == 0 {
-		a.DeviceMemoryCapacities = []string{"memory"}
+		a.DeviceMemoryCapacities = []string{"memory"} // hardware.DeviceMemoryCapacity
 	}
 }
 
