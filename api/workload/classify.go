@@ -78,16 +78,26 @@ func Classify(pod *corev1.Pod, ns Namespace, defaultTier v1alpha1.TenantTier) Pr
 	return p
 }
 
-// TierOf reads the tenant tier from the namespace.
+// TierOf reads the tenant tier from the namespace: its tenant.kubenexus.io/tier
+// label when that is a tier, else defaultTier, else bronze. It never returns "".
 func TierOf(ns Namespace, defaultTier v1alpha1.TenantTier) v1alpha1.TenantTier {
-	switch t := v1alpha1.TenantTier(ns.Labels[v1alpha1.LabelTenantTier]); t {
-	case v1alpha1.TenantTierGold, v1alpha1.TenantTierSilver, v1alpha1.TenantTierBronze:
-		return t
+	if HasTier(ns.Labels) {
+		return v1alpha1.TenantTier(ns.Labels[v1alpha1.LabelTenantTier])
 	}
 	if defaultTier == "" {
 		return v1alpha1.TenantTierBronze
 	}
 	return defaultTier
+}
+
+// HasTier reports whether labels carry a tenant tier: a tenant.kubenexus.io/tier
+// label whose value is gold, silver or bronze.
+func HasTier(labels map[string]string) bool {
+	switch v1alpha1.TenantTier(labels[v1alpha1.LabelTenantTier]) {
+	case v1alpha1.TenantTierGold, v1alpha1.TenantTierSilver, v1alpha1.TenantTierBronze:
+		return true
+	}
+	return false
 }
 
 func explicitClass(pod *corev1.Pod) (v1alpha1.WorkloadClass, bool) {

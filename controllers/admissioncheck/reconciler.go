@@ -175,7 +175,9 @@ func (r *Reconciler) workloadOf(ctx context.Context, wl *kueue.Workload, tierFro
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: w.ClusterQueue}, cq); client.IgnoreNotFound(err) != nil {
 			return nil, err
 		}
-		w.Tenant = workload.TierOf(workload.Namespace{Labels: cq.Labels}, "")
+		if workload.HasTier(cq.Labels) {
+			w.Tenant = workload.TierOf(workload.Namespace{Labels: cq.Labels}, "")
+		}
 	}
 	if w.Tenant == "" {
 		ns := &corev1.Namespace{}

@@ -180,8 +180,7 @@ func (m *Mutator) tierSource(ctx context.Context, pod *corev1.Pod, ns *corev1.Na
 			continue
 		}
 		cq := &kueue.ClusterQueue{}
-		if err := m.Client.Get(ctx, types.NamespacedName{Name: string(wl.Status.Admission.ClusterQueue)}, cq); err == nil &&
-			workload.TierOf(workload.Namespace{Labels: cq.Labels}, "") != "" {
+		if err := m.Client.Get(ctx, types.NamespacedName{Name: string(wl.Status.Admission.ClusterQueue)}, cq); err == nil && workload.HasTier(cq.Labels) {
 			return cq.Labels
 		}
 	}

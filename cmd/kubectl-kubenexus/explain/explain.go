@@ -128,7 +128,10 @@ type state struct {
 	// placementChecks are the names of the Kueue AdmissionChecks the placement
 	// check runs.
 	placementChecks map[string]bool
-	now             time.Time
+	// queueLabels are the ClusterQueues' labels by name, read when tenant tiers come
+	// from them (Cluster.TierFromClusterQueue).
+	queueLabels map[string]map[string]string
+	now         time.Time
 }
 
 func (e *Explainer) read(ctx context.Context) (*state, error) {
@@ -150,7 +153,18 @@ func (e *Explainer) read(ctx context.Context) (*state, error) {
 			placement[ac.Name] = true
 		}
 	}
-	return &state{cluster: c, pods: pods, reservations: rrs.Items, placementChecks: placement, now: e.now()}, nil
+	st := &state{cluster: c, pods: pods, reservations: rrs.Items, placementChecks: placement, now: e.now()}
+	if c.TierFromClusterQueue {
+		var queues kueue.ClusterQueueList
+		if err := e.Client.List(ctx, &queues); err != nil && !feasibility.NotServed(err) {
+			return nil, fmt.Errorf("reading Kueue's ClusterQueues: %w", err)
+		}
+		st.queueLabels = map[string]map[string]string{}
+		for _, q := range queues.Items {
+			st.queueLabels[q.Name] = q.Labels
+		}
+	}
+	return st, nil
 }
 
 // Explain explains the object kind/name (kind as kubectl takes it: pod, podgroup,

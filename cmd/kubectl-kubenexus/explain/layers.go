@@ -151,7 +151,7 @@ func (e *Explainer) gangSection(ctx context.Context, st *state, k gang.Key, memb
 // lines builds the layers of one group.
 func (e *Explainer) lines(st *state, g *group) Section {
 	var s Section
-	s.Lines = append(s.Lines, admission(g), queue(g, st.placementChecks), gangLine(g, st))
+	s.Lines = append(s.Lines, admission(g, st), queue(g, st.placementChecks), gangLine(g, st))
 	need := len(g.pending)
 	if g.key != nil && g.min > 0 {
 		// The gang is tried all at once until its quorum is bound; after that each
@@ -164,7 +164,7 @@ func (e *Explainer) lines(st *state, g *group) Section {
 	}
 	if len(g.members) == 0 && g.wl != nil && len(g.wl.Spec.PodSets) > 0 {
 		// Kueue holds the job: no pod exists yet. Place what the Workload asks for.
-		w := &feasibility.Workload{Tenant: workload.TierOf(workload.Namespace{Labels: g.nsLabels()}, ""), PodSets: admissioncheck.PodSetsOf(g.wl)}
+		w := &feasibility.Workload{Tenant: workload.TierOf(workload.Namespace{Labels: g.tierLabels(st)}, ""), PodSets: admissioncheck.PodSetsOf(g.wl)}
 		if g.wl.Status.Admission != nil {
 			w.ClusterQueue = string(g.wl.Status.Admission.ClusterQueue)
 		}
@@ -213,7 +213,7 @@ func placementLines(g *group, st *state, w *feasibility.Workload, d *feasibility
 // workload is what Decide places: need of the pending pods, grouped by shape, with
 // the required topology the gang's policy gives.
 func (g *group) workload(st *state, need int) *feasibility.Workload {
-	w := &feasibility.Workload{Tenant: workload.TierOf(workload.Namespace{Labels: g.nsLabels()}, "")}
+	w := &feasibility.Workload{Tenant: workload.TierOf(workload.Namespace{Labels: g.tierLabels(st)}, "")}
 	if g.wl != nil && g.wl.Status.Admission != nil {
 		w.ClusterQueue = string(g.wl.Status.Admission.ClusterQueue)
 	}
@@ -246,7 +246,16 @@ func (g *group) units(n int) string {
 	return plural(n, "pod", "pods")
 }
 
-func (g *group) nsLabels() map[string]string {
+// tierLabels are the labels that carry the pods' tenant tier, read as the scheduler
+// reads them: the admitting ClusterQueue's when the KubeNexusConfig takes tiers from
+// ClusterQueues (spec.kueue.tenantTierFrom) and that queue has a tier label, else
+// the namespace's (nil when it cannot be read).
+func (g *group) tierLabels(st *state) map[string]string {
+	if st.cluster.TierFromClusterQueue && g.wl != nil && g.wl.Status.Admission != nil {
+		if l := st.queueLabels[string(g.wl.Status.Admission.ClusterQueue)]; workload.HasTier(l) {
+			return l
+		}
+	}
 	if g.ns == nil {
 		return nil
 	}
@@ -272,7 +281,7 @@ func signature(p *corev1.Pod) string {
 	return string(raw)
 }
 
-func admission(g *group) Line {
+func admission(g *group, st *state) Line {
 	l := Line{Layer: LayerAdmission, Verdict: OK}
 	if len(g.members) == 0 {
 		l.Verdict, l.Text = None, "no pods yet"
@@ -282,7 +291,7 @@ func admission(g *group) Line {
 	if len(g.pending) > 0 {
 		p = g.pending[0]
 	}
-	prof := workload.Classify(p, workload.Namespace{Labels: g.nsLabels()}, "")
+	prof := workload.Classify(p, workload.Namespace{Labels: g.tierLabels(st)}, "")
 	what := string(prof.Class)
 	if prof.Framework != "" {
 		what += " (" + string(prof.Framework)
@@ -622,7 +631,7 @@ func preemptionLine(g *group, st *state, w *feasibility.Workload) Line {
 	if p.Spec.Priority != nil {
 		prio = *p.Spec.Priority
 	}
-	prof := workload.Classify(p, workload.Namespace{Labels: g.nsLabels()}, "")
+	prof := workload.Classify(p, workload.Namespace{Labels: g.tierLabels(st)}, "")
 	batch := prof.Class == v1alpha1.WorkloadClassBatch || prof.Class == v1alpha1.WorkloadClassTraining
 	var victims []*corev1.Pod
 	evicting, services := 0, 0

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,15 +152,39 @@ func TestAdmissionLayer(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.LabelTenantTier: "silver"}}}
 	skipped := pod(map[string]string{"training.kubeflow.org/replica-type": "worker", "training.kubeflow.org/job-name": "llama", "training.kubeflow.org/operator-name": "pytorchjob-controller"},
 		map[string]string{v1alpha1.AnnotationAutoGangSkipped: "PyTorchJob llama not found"}, v1alpha1.DefaultSchedulerName)
-	check(t, "admission: auto-gang skipped", admission(&group{members: []corev1.Pod{skipped}, ns: ns}),
+	st := &state{cluster: &feasibility.Cluster{}}
+	check(t, "admission: auto-gang skipped", admission(&group{members: []corev1.Pod{skipped}, ns: ns}, st),
 		OK, "training (pytorch worker), tenant tier silver; not ganged: PyTorchJob llama not found", "set scheduling.kubenexus.io/min-member on the pod template to gang its pods")
 	other := pod(nil, nil, "default-scheduler")
-	check(t, "admission: another scheduler", admission(&group{members: []corev1.Pod{other}, ns: ns}),
+	check(t, "admission: another scheduler", admission(&group{members: []corev1.Pod{other}, ns: ns}, st),
 		None, "service, tenant tier silver; in no gang: each pod is placed on its own; scheduled by default-scheduler, not KubeNexus",
 		"label namespace ml kubenexus.io/enabled=true so that the webhook sends its pods to kubenexus-scheduler")
 	bad := pod(map[string]string{v1alpha1.LabelKubeNexusGangName: "g", v1alpha1.LabelKubeNexusGangMinAvailable: "lots"}, nil, v1alpha1.DefaultSchedulerName)
-	if l := admission(&group{members: []corev1.Pod{bad}}); l.Verdict != Blocked || l.Action != "fix the pod template's gang labels" {
+	if l := admission(&group{members: []corev1.Pod{bad}}, st); l.Verdict != Blocked || l.Action != "fix the pod template's gang labels" {
 		t.Errorf("admission: invalid gang labels: %+v", l)
+	}
+
+	// Tiers from ClusterQueues (spec.kueue.tenantTierFrom): the admitting queue's tier
+	// label, else the namespace's, as the scheduler reads them.
+	admitted := func(cq string) *kueue.Workload {
+		return &kueue.Workload{Status: kueue.WorkloadStatus{Admission: &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(cq)}}}
+	}
+	fromQueue := &state{cluster: &feasibility.Cluster{TierFromClusterQueue: true},
+		queueLabels: map[string]map[string]string{"gold-cq": {v1alpha1.LabelTenantTier: "gold"}, "plain-cq": {}}}
+	for _, tc := range []struct {
+		name string
+		wl   *kueue.Workload
+		st   *state
+		want string
+	}{
+		{"the gold queue's tier", admitted("gold-cq"), fromQueue, "tenant tier gold"},
+		{"a queue without a tier: the namespace's", admitted("plain-cq"), fromQueue, "tenant tier silver"},
+		{"not admitted: the namespace's", nil, fromQueue, "tenant tier silver"},
+		{"tiers from namespaces", admitted("gold-cq"), st, "tenant tier silver"},
+	} {
+		if l := admission(&group{members: []corev1.Pod{other}, ns: ns, wl: tc.wl}, tc.st); !strings.Contains(l.Text, tc.want) {
+			t.Errorf("admission, %s: %q, want %q", tc.name, l.Text, tc.want)
+		}
 	}
 }
 

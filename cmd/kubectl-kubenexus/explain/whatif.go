@@ -90,7 +90,7 @@ func (e *Explainer) whatIf(ctx context.Context, st *state, namespace string, obj
 		}
 		g.ns = nil
 	}
-	w := &feasibility.Workload{Tenant: workload.TierOf(workload.Namespace{Labels: g.nsLabels()}, "")}
+	w := &feasibility.Workload{Tenant: workload.TierOf(workload.Namespace{Labels: g.tierLabels(st)}, "")}
 	total := 0
 	var policy *topology.Policy
 	for _, rep := range reps {

@@ -27,13 +27,18 @@ var _ = Describe("The pod webhook with spec.kueue.tenantTierFrom: ClusterQueue",
 		Expect(k8sClient.Create(suiteCtx, knc)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, knc))).To(Succeed()) })
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tier-", Labels: map[string]string{
-			v1alpha1.LabelTenantTier: "bronze", v1alpha1.LabelNamespaceEnabled: "true"}}}
+			v1alpha1.LabelTenantTier: "silver", v1alpha1.LabelNamespaceEnabled: "true"}}}
 		Expect(k8sClient.Create(suiteCtx, ns)).To(Succeed())
 		cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "gold-" + ns.Name, Labels: map[string]string{v1alpha1.LabelTenantTier: "gold"}}}
 		Expect(k8sClient.Create(suiteCtx, cq)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, cq))).To(Succeed()) })
+		// A queue without a tier label: its Workloads' pods keep the namespace's tier.
+		untiered := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "plain-" + ns.Name}}
+		Expect(k8sClient.Create(suiteCtx, untiered)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, untiered))).To(Succeed()) })
 
-		// A Job whose Workload Kueue admitted through the gold queue, and one Kueue never saw.
+		// Jobs whose Workloads Kueue admitted through the gold and the untiered queue, and
+		// one Kueue never saw.
 		job := func(name string) *batchv1.Job {
 			j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name}, Spec: batchv1.JobSpec{
 				Suspend: ptr.To(true),
@@ -43,23 +48,27 @@ var _ = Describe("The pod webhook with spec.kueue.tenantTierFrom: ClusterQueue",
 			Expect(k8sClient.Create(suiteCtx, j)).To(Succeed())
 			return j
 		}
-		admittedJob, plainJob := job("admitted"), job("plain")
-		wl := &kueue.Workload{
-			ObjectMeta: metav1.ObjectMeta{Name: "job-admitted", Namespace: ns.Name, OwnerReferences: []metav1.OwnerReference{
-				{APIVersion: "batch/v1", Kind: "Job", Name: admittedJob.Name, UID: admittedJob.UID, Controller: ptr.To(true)}}},
-			Spec: kueue.WorkloadSpec{QueueName: "queue", PodSets: []kueue.PodSet{{Name: "main", Count: 1, Template: admittedJob.Spec.Template}}},
+		admittedJob, untieredJob, plainJob := job("admitted"), job("untiered"), job("plain")
+		admit := func(j *batchv1.Job, queue *kueue.ClusterQueue) {
+			wl := &kueue.Workload{
+				ObjectMeta: metav1.ObjectMeta{Name: "job-" + j.Name, Namespace: ns.Name, OwnerReferences: []metav1.OwnerReference{
+					{APIVersion: "batch/v1", Kind: "Job", Name: j.Name, UID: j.UID, Controller: ptr.To(true)}}},
+				Spec: kueue.WorkloadSpec{QueueName: "queue", PodSets: []kueue.PodSet{{Name: "main", Count: 1, Template: j.Spec.Template}}},
+			}
+			Expect(k8sClient.Create(suiteCtx, wl)).To(Succeed())
+			wl.Status.Admission = &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(queue.Name), PodSetAssignments: []kueue.PodSetAssignment{{Name: "main", Count: ptr.To[int32](1)}}}
+			wl.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved", Message: "reserved", LastTransitionTime: metav1.Now()}}
+			Expect(k8sClient.Status().Update(suiteCtx, wl)).To(Succeed())
 		}
-		Expect(k8sClient.Create(suiteCtx, wl)).To(Succeed())
-		wl.Status.Admission = &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(cq.Name), PodSetAssignments: []kueue.PodSetAssignment{{Name: "main", Count: ptr.To[int32](1)}}}
-		wl.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved", Message: "reserved", LastTransitionTime: metav1.Now()}}
-		Expect(k8sClient.Status().Update(suiteCtx, wl)).To(Succeed())
+		admit(admittedJob, cq)
+		admit(untieredJob, untiered)
 
 		mutator := &pod.Mutator{Client: k8sClient, Owners: k8sClient, Namespace: "kubenexus-system", Decoder: admission.NewDecoder(controllers.NewScheme())}
 		tierOf := func(owner *batchv1.Job) string {
 			p := &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: owner.Name + "-0", Namespace: ns.Name,
 					// Whatever the pod claims is overwritten.
-					Labels:          map[string]string{v1alpha1.LabelTenantTier: "silver"},
+					Labels:          map[string]string{v1alpha1.LabelTenantTier: "bronze"},
 					OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "main"}}},
 			}
@@ -76,6 +85,7 @@ var _ = Describe("The pod webhook with spec.kueue.tenantTierFrom: ClusterQueue",
 			return ""
 		}
 		Expect(tierOf(admittedJob)).To(Equal("gold"))
-		Expect(tierOf(plainJob)).To(Equal("bronze"))
+		Expect(tierOf(untieredJob)).To(Equal("silver"))
+		Expect(tierOf(plainJob)).To(Equal("silver"))
 	})
 })

@@ -48,7 +48,7 @@ func (r *Resolver) SetFromClusterQueue(on bool) { r.fromQueue.Store(on) }
 func (r *Resolver) Source(pod *corev1.Pod) (labels map[string]string, ok bool) {
 	if r.fromQueue.Load() && r.queues != nil {
 		if cq, admitted := r.queues.ClusterQueueOf(pod); admitted {
-			if l, found := r.queues.ClusterQueueLabels(cq); found && workload.TierOf(workload.Namespace{Labels: l}, "") != "" {
+			if l, found := r.queues.ClusterQueueLabels(cq); found && workload.HasTier(l) {
 				return l, true
 			}
 		}
@@ -60,7 +60,7 @@ func (r *Resolver) Source(pod *corev1.Pod) (labels map[string]string, ok bool) {
 	return ns.Labels, true
 }
 
-// TierOf is the pod's tenant tier, "" when its source has no valid tier label.
+// TierOf is the pod's tenant tier (bronze when its source has no valid tier label).
 func (r *Resolver) TierOf(pod *corev1.Pod) v1alpha1.TenantTier {
 	l, _ := r.Source(pod)
 	return workload.TierOf(workload.Namespace{Labels: l}, "")

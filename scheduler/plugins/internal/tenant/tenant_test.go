@@ -31,7 +31,7 @@ func (q queues) ClusterQueueLabels(name string) (map[string]string, bool) {
 
 func TestTierSource(t *testing.T) {
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	if err := idx.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", Labels: map[string]string{v1alpha1.LabelTenantTier: "bronze"}}}); err != nil {
+	if err := idx.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", Labels: map[string]string{v1alpha1.LabelTenantTier: "silver"}}}); err != nil {
 		t.Fatal(err)
 	}
 	q := queues{
@@ -48,11 +48,11 @@ func TestTierSource(t *testing.T) {
 		fromQueue bool
 		want      v1alpha1.TenantTier
 	}{
-		{"via-gold", false, "bronze"}, // the namespace, by default
+		{"via-gold", false, "silver"}, // the namespace, by default
 		{"via-gold", true, "gold"},    // the admitting ClusterQueue's label
-		{"via-plain", true, "bronze"}, // a queue without a tier label: the namespace
-		{"via-bad", true, "bronze"},   // a queue with an invalid tier: the namespace
-		{"not-kueue", true, "bronze"}, // not admitted through Kueue
+		{"via-plain", true, "silver"}, // a queue without a tier label: the namespace
+		{"via-bad", true, "silver"},   // a queue with an invalid tier: the namespace
+		{"not-kueue", true, "silver"}, // not admitted through Kueue
 	} {
 		r.SetFromClusterQueue(tc.fromQueue)
 		if got := r.TierOf(pod(tc.pod)); got != tc.want {
