@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -125,8 +126,9 @@ func (e *Explainer) whatIf(ctx context.Context, st *state, namespace string, obj
 	return s, nil
 }
 
-// whatIfQueue says which ClusterQueue would decide the object's quota; the answer
-// below assumes that it admits the job at once (its quota is not computed here).
+// whatIfQueue says whether the ClusterQueue the object's LocalQueue names has the
+// quota for all its pods now, without borrowing (quotaFit), and gives the pod sets
+// the flavors Kueue would assign, whose node labels the placement lines then honour.
 func (e *Explainer) whatIfQueue(ctx context.Context, namespace string, obj *unstructured.Unstructured, w *feasibility.Workload) (Line, error) {
 	lq := obj.GetLabels()[v1alpha1.LabelKueueQueueName]
 	if lq == "" {
@@ -141,7 +143,28 @@ func (e *Explainer) whatIfQueue(ctx context.Context, namespace string, obj *unst
 		return Line{}, err
 	}
 	w.ClusterQueue = string(q.Spec.ClusterQueue)
-	return Line{Layer: LayerQueue, Verdict: Unknown, Text: fmt.Sprintf("LocalQueue %s → ClusterQueue %s decides its quota (not computed here: the lines below assume it is granted)", lq, q.Spec.ClusterQueue)}, nil
+	cq := &kueue.ClusterQueue{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: w.ClusterQueue}, cq); err != nil {
+		if notFound(err) {
+			return Line{Layer: LayerQueue, Verdict: Blocked, Text: fmt.Sprintf("LocalQueue %s names ClusterQueue %s, which does not exist: Kueue would hold the job", lq, w.ClusterQueue),
+				Action: "create the ClusterQueue, or point the LocalQueue at one that exists"}, nil
+		}
+		return Line{}, err
+	}
+	flavors, short := quotaFit(cq, quotaNeed(w.PodSets))
+	if short != "" {
+		return Line{Layer: LayerQueue, Verdict: Blocked,
+			Text:   fmt.Sprintf("LocalQueue %s → ClusterQueue %s has not the quota now (%s); borrowing from its cohort is not computed", lq, w.ClusterQueue, short),
+			Action: "wait for the queue's admitted workloads to finish, or raise its nominal quota"}, nil
+	}
+	for i := range w.PodSets {
+		w.PodSets[i].Flavors = flavors
+	}
+	where := "no quota it covers is asked for"
+	if len(flavors) > 0 {
+		where = "flavor " + strings.Join(flavors, ", ")
+	}
+	return Line{Layer: LayerQueue, Verdict: OK, Text: fmt.Sprintf("LocalQueue %s → ClusterQueue %s has the quota now, without borrowing: %s", lq, w.ClusterQueue, where)}, nil
 }
 
 // DecodeBytes is Decode over a byte slice.
