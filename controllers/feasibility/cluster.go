@@ -2,6 +2,7 @@ package feasibility
 
 import (
 	"context"
+	"time"
 
 	nrtv1alpha2 "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
@@ -78,6 +79,11 @@ func Read(ctx context.Context, r client.Reader) (*Cluster, []corev1.Pod, error) 
 		return nil, nil, err
 	}
 	c.Extended = extended
+	var rrs v1alpha1.ResourceReservationList
+	if err := r.List(ctx, &rrs); err != nil {
+		return nil, nil, err
+	}
+	c.Held = heldBy(rrs.Items, time.Now())
 	var configs v1alpha1.KubeNexusConfigList
 	if err := r.List(ctx, &configs); err != nil {
 		return nil, nil, err
@@ -124,4 +130,37 @@ func Read(ctx context.Context, r client.Reader) (*Cluster, []corev1.Pod, error) 
 // CRD is not installed) or the reader's scheme does not know it.
 func NotServed(err error) bool {
 	return apimeta.IsNoMatchError(err) || runtime.IsNotRegisteredError(err)
+}
+
+// heldBy is the room reservations hold on their nodes at now: the unconsumed slots of
+// those Reserved on a node and not expired. Reservations still accumulating (no node
+// yet) are the scheduler's to place and are not counted.
+func heldBy(rrs []v1alpha1.ResourceReservation, now time.Time) []Held {
+	var out []Held
+	for i := range rrs {
+		rr := &rrs[i]
+		if rr.Status.Phase != v1alpha1.ReservationReserved || rr.Status.NodeName == "" {
+			continue
+		}
+		var expires time.Time
+		if rr.Status.ExpireTime != nil {
+			if expires = rr.Status.ExpireTime.Time; !expires.After(now) {
+				continue
+			}
+		}
+		slots := int64(max(rr.Spec.Slots, 1) - rr.Status.ConsumedSlots)
+		if slots <= 0 {
+			continue
+		}
+		h := Held{Reservation: types.NamespacedName{Namespace: rr.Namespace, Name: rr.Name}, Node: rr.Status.NodeName, Expires: expires, Requests: corev1.ResourceList{}}
+		if rr.Spec.Owner.Kind == v1alpha1.ReservationOwnerPodGroup {
+			h.Owner = types.NamespacedName{Namespace: rr.Namespace, Name: rr.Spec.Owner.Name}
+		}
+		for name, q := range rr.Spec.Resources {
+			q.Mul(slots)
+			h.Requests[name] = q
+		}
+		out = append(out, h)
+	}
+	return out
 }

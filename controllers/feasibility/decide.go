@@ -50,6 +50,9 @@ type Cluster struct {
 	// Bounded are the running pods whose runtime is bounded, by node: when each
 	// ends at the latest and what it frees.
 	Bounded map[string][]Bounded
+	// Held is the room ResourceReservations hold on nodes for their owners' pods
+	// (unconsumed slots of reservations in phase Reserved, not expired).
+	Held []Held
 	// NUMA are the nodes' NUMA cells as their NodeResourceTopologies report them,
 	// by node name (nil: none); GPUResources the GPU resource names, for the cells
 	// of nodes that publish them only as labels.
@@ -105,12 +108,28 @@ type Bounded struct {
 	Requests corev1.ResourceList
 }
 
+// Held is room a ResourceReservation holds on a node for its owner's pods.
+type Held struct {
+	Reservation types.NamespacedName
+	Node        string
+	// Owner is the PodGroup the room is held for (its namespace and name); empty for
+	// an owner of another kind.
+	Owner types.NamespacedName
+	// Requests is what the unconsumed slots hold together; Expires when the
+	// reservation lets the room go (zero: when its owner consumes it).
+	Requests corev1.ResourceList
+	Expires  time.Time
+}
+
 // Workload is what a Kueue Workload asks for, as the check reads it.
 type Workload struct {
 	// ClusterQueue admitted the workload's quota; Tenant is its namespace's tier.
 	ClusterQueue string
 	Tenant       v1alpha1.TenantTier
-	PodSets      []PodSet
+	// Gang is the PodGroup the pods belong to, whose ResourceReservations hold room
+	// they may use (nil: none).
+	Gang    *types.NamespacedName
+	PodSets []PodSet
 }
 
 // PodSet is one group of identical pods of a workload.
@@ -223,6 +242,11 @@ func Decide(c *Cluster, w *Workload) Decision {
 		for name, q := range c.Requested[n.Name] {
 			pn.Free[name] -= q.MilliValue()
 		}
+		for _, h := range c.heldFromOthers(n.Name, w) {
+			for name, q := range h.Requests {
+				pn.Free[name] -= q.MilliValue()
+			}
+		}
 		for _, l := range levels {
 			if l.Name == Anywhere {
 				pn.Domains = append(pn.Domains, Anywhere)
@@ -294,7 +318,7 @@ func Decide(c *Cluster, w *Workload) Decision {
 		d.Message = short.Describe(levelName, shapes)
 	}
 	d.Message += d.freeNote()
-	if at, later, ok := placement.EarliestStart(nodes, shapes, maxLevel, c.releases(nodes)); ok {
+	if at, later, ok := placement.EarliestStart(nodes, shapes, maxLevel, c.releases(nodes, w)); ok {
 		d.Start, d.Domains = at, later.Domains
 		d.Message += fmt.Sprintf("; they would fit %s by %s, when running pods reach their runtime bounds", where(later.Domains), at.UTC().Format(time.RFC3339))
 	}
@@ -346,12 +370,21 @@ func (c *Cluster) numaRefusal(n *corev1.Node, pod *corev1.Pod) string {
 	return numa.RefusesEmpty(t, numa.EffectivePolicy(own, t), numa.DemandOf(pod, t))
 }
 
-// releases are the bounded pods on the nodes planned over, as the planner counts
-// them.
-func (c *Cluster) releases(nodes []placement.PlanNode) []placement.Release {
-	if len(c.Bounded) == 0 {
-		return nil
+// heldFromOthers is the room reservations hold on node for owners other than the
+// workload's gang.
+func (c *Cluster) heldFromOthers(node string, w *Workload) []Held {
+	var out []Held
+	for _, h := range c.Held {
+		if h.Node == node && (w.Gang == nil || h.Owner != *w.Gang) {
+			out = append(out, h)
+		}
 	}
+	return out
+}
+
+// releases are the bounded pods on the nodes planned over, and the room reservations
+// of other owners hold until they expire, as the planner counts them.
+func (c *Cluster) releases(nodes []placement.PlanNode, w *Workload) []placement.Release {
 	var out []placement.Release
 	for i := range nodes {
 		for _, b := range c.Bounded[nodes[i].Name] {
@@ -360,6 +393,16 @@ func (c *Cluster) releases(nodes []placement.PlanNode) []placement.Release {
 				frees[name] += q.MilliValue()
 			}
 			out = append(out, placement.Release{At: b.Ends, Node: i, Frees: frees})
+		}
+		for _, h := range c.heldFromOthers(nodes[i].Name, w) {
+			if h.Expires.IsZero() {
+				continue
+			}
+			frees := map[corev1.ResourceName]int64{}
+			for name, q := range h.Requests {
+				frees[name] = q.MilliValue()
+			}
+			out = append(out, placement.Release{At: h.Expires, Node: i, Frees: frees})
 		}
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-nexus/kubenexus/api/hardware"
 	"github.com/kube-nexus/kubenexus/api/topology"
@@ -250,5 +251,43 @@ func TestDecideHonoursNUMA(t *testing.T) {
 	// is stricter there.
 	if d := Decide(c, pods(1, "40", v1alpha1.NUMAPolicyRestricted)); !d.Fits || d.NUMARefused != 1 || !strings.HasPrefix(d.NUMAWhy, "node n03: single-numa: ") {
 		t.Errorf("restricted 40 CPUs: only n03's kubelet policy (single-numa) refuses; fits %v, refused %d %q", d.Fits, d.NUMARefused, d.NUMAWhy)
+	}
+}
+
+// Room a ResourceReservation holds for another gang is not free; the owner's own pods
+// may use it; a reservation that expires gives its room back then.
+func TestDecideHonoursReservations(t *testing.T) {
+	now := time.Now()
+	c := fleet(2, 4, func(int) int64 { return 0 })
+	rr := func(node, owner string, slots, consumed int32, expires *metav1.Time) v1alpha1.ResourceReservation {
+		r := v1alpha1.ResourceReservation{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: owner + "-" + node}}
+		r.Spec.Owner = v1alpha1.ReservationOwner{Kind: v1alpha1.ReservationOwnerPodGroup, Name: owner}
+		r.Spec.Slots = slots
+		r.Spec.Resources = corev1.ResourceList{gpu: resource.MustParse("4")}
+		r.Status = v1alpha1.ResourceReservationStatus{Phase: v1alpha1.ReservationReserved, NodeName: node, ConsumedSlots: consumed, ExpireTime: expires}
+		return r
+	}
+	// Two slots of 4 GPUs held on each node for the gang "other", one consumed on n01;
+	// a reservation that has expired holds nothing.
+	c.Held = heldBy([]v1alpha1.ResourceReservation{
+		rr("n00", "other", 2, 0, nil),
+		rr("n01", "other", 2, 1, &metav1.Time{Time: now.Add(10 * time.Minute)}),
+		rr("n01", "old", 1, 0, &metav1.Time{Time: now.Add(-time.Minute)}),
+	}, now)
+	if len(c.Held) != 2 {
+		t.Fatalf("held: %+v", c.Held)
+	}
+	w := job(1, "8", "")
+	d := Decide(c, w)
+	if d.Fits || d.Free != 4000 {
+		t.Errorf("8 GPUs where the reservations leave 0 and 4 free: fits %v, free %d", d.Fits, d.Free)
+	}
+	// n01's reservation expires in 10 minutes: the gang fits then.
+	if !d.Start.Equal(now.Add(10 * time.Minute)) {
+		t.Errorf("start %v, want when n01's reservation expires (%v)", d.Start, now.Add(10*time.Minute))
+	}
+	w.Gang = &types.NamespacedName{Namespace: "ml", Name: "other"}
+	if d := Decide(c, w); !d.Fits {
+		t.Errorf("the owner's own pods may use the room: %q", d.Message)
 	}
 }

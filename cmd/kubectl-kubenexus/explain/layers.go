@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	podv1 "k8s.io/kubernetes/pkg/api/v1/pod"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
@@ -216,6 +217,10 @@ func (g *group) workload(st *state, need int) *feasibility.Workload {
 	w := &feasibility.Workload{Tenant: workload.TierOf(workload.Namespace{Labels: g.tierLabels(st)}, "")}
 	if g.wl != nil && g.wl.Status.Admission != nil {
 		w.ClusterQueue = string(g.wl.Status.Admission.ClusterQueue)
+	}
+	if g.key != nil {
+		// Room its own ResourceReservations hold is the gang's to use.
+		w.Gang = &types.NamespacedName{Namespace: g.key.Namespace, Name: g.key.Name}
 	}
 	idx := map[string]int{}
 	for _, p := range g.pending[:need] {
