@@ -212,6 +212,24 @@ var _ = Describe("kubectl kubenexus explain", func() {
 		))
 	})
 
+	It("admission: says the pods' gang labels are invalid, until they are fixed", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		tc.addNodes("n", 1, "cpu", "8", "memory", "32Gi")
+		Expect(k8sClient.Create(suiteCtx, tc.pod("labelled").Label(v1alpha1.LabelKubeNexusGangName, "g").
+			Label(v1alpha1.LabelKubeNexusGangMinAvailable, "lots").Req("cpu", "1").Obj())).To(Succeed())
+		Eventually(explained(tc, "pod", "labelled")).WithTimeout(testutil.Timeout).Should(
+			HaveKeyWithValue(explain.LayerAdmission, And(HaveField("Verdict", explain.Blocked),
+				HaveField("Text", ContainSubstring("its gang labels are invalid: ")), HaveField("Text", ContainSubstring(v1alpha1.LabelKubeNexusGangMinAvailable)),
+				HaveField("Action", "fix the pod template's gang labels"))))
+
+		p := &corev1.Pod{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "labelled"}, p)).To(Succeed())
+		p.Labels[v1alpha1.LabelKubeNexusGangMinAvailable] = "1"
+		Expect(k8sClient.Update(suiteCtx, p)).To(Succeed())
+		Eventually(explained(tc, "pod", "labelled")).WithTimeout(testutil.Timeout).Should(
+			HaveKeyWithValue(explain.LayerAdmission, And(HaveField("Verdict", explain.OK), HaveField("Text", ContainSubstring("ganged as g")))))
+	})
+
 	It("refuses what it cannot explain with the kinds it can", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		_, err := (&explain.Explainer{Client: k8sClient}).Explain(suiteCtx, tc.ns, "configmap", "x")
