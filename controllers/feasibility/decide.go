@@ -183,8 +183,10 @@ type Decision struct {
 	Resource   corev1.ResourceName
 	Free, Need int64
 	// Start is the earliest time the pods fit if running pods end at their runtime
-	// bounds (zero: they fit now, or no such time is known).
-	Start time.Time
+	// bounds and reservations of others at their expiry (zero: they fit now, or no
+	// such time is known); StartWhen says which of them frees the room by then.
+	Start     time.Time
+	StartWhen string
 }
 
 // Anywhere is the pseudo-level that holds every node: a workload without a required
@@ -318,11 +320,33 @@ func Decide(c *Cluster, w *Workload) Decision {
 		d.Message = short.Describe(levelName, shapes)
 	}
 	d.Message += d.freeNote()
-	if at, later, ok := placement.EarliestStart(nodes, shapes, maxLevel, c.releases(nodes, w)); ok {
+	ends, expiries := c.releases(nodes, w)
+	if at, later, ok := placement.EarliestStart(nodes, shapes, maxLevel, append(ends, expiries...)); ok {
 		d.Start, d.Domains = at, later.Domains
-		d.Message += fmt.Sprintf("; they would fit %s by %s, when running pods reach their runtime bounds", where(later.Domains), at.UTC().Format(time.RFC3339))
+		d.StartWhen = startWhen(ends, expiries, at)
+		d.Message += fmt.Sprintf("; they would fit %s by %s, %s", where(later.Domains), at.UTC().Format(time.RFC3339), d.StartWhen)
 	}
 	return d
+}
+
+// startWhen says what frees the room by at: running pods reaching their runtime
+// bounds, reservations of others expiring, or both.
+func startWhen(pods, held []placement.Release, at time.Time) string {
+	by := func(rs []placement.Release) bool {
+		for _, r := range rs {
+			if !r.At.After(at) {
+				return true
+			}
+		}
+		return false
+	}
+	switch p, h := by(pods), by(held); {
+	case p && h:
+		return "when running pods reach their runtime bounds and ResourceReservations of others expire"
+	case h:
+		return "when ResourceReservations of others expire"
+	}
+	return "when running pods reach their runtime bounds"
 }
 
 // gpuMemoryAtLeast reports whether a node's GPUs have at least bytes of memory each:
@@ -384,15 +408,14 @@ func (c *Cluster) heldFromOthers(node string, w *Workload) []Held {
 
 // releases are the bounded pods on the nodes planned over, and the room reservations
 // of other owners hold until they expire, as the planner counts them.
-func (c *Cluster) releases(nodes []placement.PlanNode, w *Workload) []placement.Release {
-	var out []placement.Release
+func (c *Cluster) releases(nodes []placement.PlanNode, w *Workload) (pods, held []placement.Release) {
 	for i := range nodes {
 		for _, b := range c.Bounded[nodes[i].Name] {
 			frees := map[corev1.ResourceName]int64{corev1.ResourcePods: 1000}
 			for name, q := range b.Requests {
 				frees[name] += q.MilliValue()
 			}
-			out = append(out, placement.Release{At: b.Ends, Node: i, Frees: frees})
+			pods = append(pods, placement.Release{At: b.Ends, Node: i, Frees: frees})
 		}
 		for _, h := range c.heldFromOthers(nodes[i].Name, w) {
 			if h.Expires.IsZero() {
@@ -402,10 +425,10 @@ func (c *Cluster) releases(nodes []placement.PlanNode, w *Workload) []placement.
 			for name, q := range h.Requests {
 				frees[name] = q.MilliValue()
 			}
-			out = append(out, placement.Release{At: h.Expires, Node: i, Frees: frees})
+			held = append(held, placement.Release{At: h.Expires, Node: i, Frees: frees})
 		}
 	}
-	return out
+	return pods, held
 }
 
 // levelsFor returns the levels to plan over, the highest one the workload may use

@@ -283,8 +283,8 @@ func TestDecideHonoursReservations(t *testing.T) {
 		t.Errorf("8 GPUs where the reservations leave 0 and 4 free: fits %v, free %d", d.Fits, d.Free)
 	}
 	// n01's reservation expires in 10 minutes: the gang fits then.
-	if !d.Start.Equal(now.Add(10 * time.Minute)) {
-		t.Errorf("start %v, want when n01's reservation expires (%v)", d.Start, now.Add(10*time.Minute))
+	if !d.Start.Equal(now.Add(10*time.Minute)) || d.StartWhen != "when ResourceReservations of others expire" {
+		t.Errorf("start %v %q, want when n01's reservation expires (%v)", d.Start, d.StartWhen, now.Add(10*time.Minute))
 	}
 	w.Gang = &types.NamespacedName{Namespace: "ml", Name: "other"}
 	if d := Decide(c, w); !d.Fits {

@@ -613,7 +613,7 @@ func startLine(d *feasibility.Decision, st *state) Line {
 		if d.Level != feasibility.Anywhere {
 			at = ", " + where(d)
 		}
-		l.Text = fmt.Sprintf("earliest %s (in %s)%s, when running pods reach their runtime bounds", d.Start.UTC().Format(time.RFC3339), in, at)
+		l.Text = fmt.Sprintf("earliest %s (in %s)%s, %s", d.Start.UTC().Format(time.RFC3339), in, at, d.StartWhen)
 	default:
 		l.Verdict = Unknown
 		l.Text = "no time can be given: pods in its way have no runtime bound (spec.activeDeadlineSeconds or " + v1alpha1.LabelKueueMaxExecTime + ")"

@@ -81,12 +81,16 @@ func TestPlacementLayers(t *testing.T) {
 			d.Resource, d.Free, d.Need, d.Shapes = corev1.ResourceCPU, 1500, 4000, "4 × 1000m cpu"
 		},
 			func(d *feasibility.Decision) Line { return capacityLine(d, g, st) }, Blocked, "1500m cpu free on the nodes open to them, 4000m needed (4 × 1000m cpu)", ""},
-		{"start: known", func(d *feasibility.Decision) { d.Start, d.Domains = now.Add(90*time.Minute), []string{"rack-1"} },
+		{"start: known", func(d *feasibility.Decision) {
+			d.Start, d.Domains, d.StartWhen = now.Add(90*time.Minute), []string{"rack-1"}, "when running pods reach their runtime bounds"
+		},
 			func(d *feasibility.Decision) Line { return startLine(d, st) }, Waiting,
 			"earliest 2026-11-27T02:30:00Z (in 1h30m0s), in rack rack-1, when running pods reach their runtime bounds", ""},
-		{"start: known, anywhere", func(d *feasibility.Decision) { d.Level, d.Start = feasibility.Anywhere, now.Add(time.Minute) },
+		{"start: known, anywhere, a reservation expiring", func(d *feasibility.Decision) {
+			d.Level, d.Start, d.StartWhen = feasibility.Anywhere, now.Add(time.Minute), "when ResourceReservations of others expire"
+		},
 			func(d *feasibility.Decision) Line { return startLine(d, st) }, Waiting,
-			"earliest 2026-11-27T01:01:00Z (in 1m0s), when running pods reach their runtime bounds", ""},
+			"earliest 2026-11-27T01:01:00Z (in 1m0s), when ResourceReservations of others expire", ""},
 		{"start: unknown", func(*feasibility.Decision) {}, func(d *feasibility.Decision) Line { return startLine(d, st) }, Unknown,
 			"no time can be given: pods in its way have no runtime bound (spec.activeDeadlineSeconds or kueue.x-k8s.io/max-exec-time-seconds)", ""},
 	} {
