@@ -208,7 +208,22 @@ func placementLines(g *group, st *state, w *feasibility.Workload, d *feasibility
 		return out
 	}
 	out = append(out, topologyLine(g, st, d), capacityLine(d, g, st))
-	return append(append(out, extra...), startLine(d, st))
+	start := startLine(d, st)
+	if name := g.schedulerName(); d.Fits && name != "" && name != v1alpha1.DefaultSchedulerName {
+		start.Text = fmt.Sprintf("they fit now: %s (not KubeNexus) decides when and where", name)
+	}
+	return append(append(out, extra...), start)
+}
+
+// schedulerName is the scheduler the group's pods name ("" when there are none).
+func (g *group) schedulerName() string {
+	switch {
+	case len(g.pending) > 0:
+		return g.pending[0].Spec.SchedulerName
+	case len(g.members) > 0:
+		return g.members[0].Spec.SchedulerName
+	}
+	return ""
 }
 
 // workload is what Decide places: need of the pending pods, grouped by shape, with

@@ -160,6 +160,10 @@ func TestAdmissionLayer(t *testing.T) {
 	check(t, "admission: auto-gang skipped", admission(&group{members: []corev1.Pod{skipped}, ns: ns}, st),
 		OK, "training (pytorch worker), tenant tier silver; not ganged: PyTorchJob llama not found", "set scheduling.kubenexus.io/min-member on the pod template to gang its pods")
 	other := pod(nil, nil, "default-scheduler")
+	fits := &feasibility.Decision{Fits: true, Eligible: 1, Nodes: 1, Level: feasibility.Anywhere}
+	if ls := placementLines(&group{pending: []*corev1.Pod{&other}}, st, &feasibility.Workload{}, fits); ls[len(ls)-1].Text != "they fit now: default-scheduler (not KubeNexus) decides when and where" {
+		t.Errorf("start line for another scheduler's pod: %+v", ls[len(ls)-1])
+	}
 	check(t, "admission: another scheduler", admission(&group{members: []corev1.Pod{other}, ns: ns}, st),
 		None, "service, tenant tier silver; in no gang: each pod is placed on its own; scheduled by default-scheduler, not KubeNexus",
 		"label namespace ml kubenexus.io/enabled=true so that the webhook sends its pods to kubenexus-scheduler")
