@@ -169,3 +169,9 @@ type ResourceReservationList struct {
 func init() {
 	SchemeBuilder.Register(&ResourceReservation{}, &ResourceReservationList{})
 }
+
+// Unconsumed is how many of the reservation's slots its owner's pods have not taken
+// yet, as its status last counted them (a reservation holds at least one slot).
+func (r *ResourceReservation) Unconsumed() int32 {
+	return max(r.Spec.Slots, 1) - r.Status.ConsumedSlots
+}

@@ -148,7 +148,7 @@ func heldBy(rrs []v1alpha1.ResourceReservation, now time.Time) []Held {
 				continue
 			}
 		}
-		slots := int64(max(rr.Spec.Slots, 1) - rr.Status.ConsumedSlots)
+		slots := int64(rr.Unconsumed())
 		if slots <= 0 {
 			continue
 		}

@@ -582,7 +582,7 @@ func reservationsHolding(st *state, g *group) string {
 		if g.key != nil && rr.Namespace == g.key.Namespace && rr.Spec.Owner.Kind == v1alpha1.ReservationOwnerPodGroup && rr.Spec.Owner.Name == g.key.Name {
 			continue
 		}
-		slots := max(rr.Spec.Slots, 1) - rr.Status.ConsumedSlots
+		slots := rr.Unconsumed()
 		if slots <= 0 {
 			continue
 		}
