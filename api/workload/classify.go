@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -69,6 +70,9 @@ func Classify(pod *corev1.Pod, ns Namespace, defaultTier v1alpha1.TenantTier) Pr
 	}
 	p.Preemptible = pod.Labels[v1alpha1.LabelPreemptible] == "true"
 	p.Framework, p.Role, p.Class = recognise(pod)
+	if p.Role == "" {
+		p.Role = ownRole(pod)
+	}
 	if c, ok := explicitClass(pod); ok {
 		p.Class = c
 	}
@@ -188,6 +192,28 @@ func fallbackClass(pod *corev1.Pod, inGang bool) v1alpha1.WorkloadClass {
 		return v1alpha1.WorkloadClassTraining
 	}
 	return v1alpha1.WorkloadClassService
+}
+
+// RoleOf is the pod's role inside its workload: the role its framework's labels
+// give it, else its own workload.kubenexus.io/role label when that is a lower-case
+// DNS label (a PodGroup's minMemberPerRole names roles such as prefill or decode
+// freely), else "".
+func RoleOf(pod *corev1.Pod) v1alpha1.WorkloadRole {
+	if _, role, _ := recognise(pod); role != "" {
+		return role
+	}
+	return ownRole(pod)
+}
+
+// ownRole is the pod's workload.kubenexus.io/role label when it is a lower-case DNS
+// label: a role the pod names itself. Roles only count members towards a PodGroup's
+// per-role minimums, so a pod claiming one gains nothing over other pods.
+func ownRole(pod *corev1.Pod) v1alpha1.WorkloadRole {
+	v := pod.Labels[v1alpha1.LabelWorkloadRole]
+	if v == "" || len(validation.IsDNS1123Label(v)) > 0 {
+		return ""
+	}
+	return v1alpha1.WorkloadRole(v)
 }
 
 // knownRole lower-cases v and returns it when it is one of allowed.

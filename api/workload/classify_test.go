@@ -113,6 +113,18 @@ func TestClassify(t *testing.T) {
 			pod:  testutil.MakePod("p", "ns").Label("spark-role", "admin").Obj(),
 			want: Profile{Class: "batch", Framework: "spark", Tier: "bronze"},
 		},
+		"a role the pod names itself counts when its framework gives none": {
+			pod:  testutil.MakePod("p", "ns").Label("workload.kubenexus.io/role", "prefill").Obj(),
+			want: Profile{Class: "service", Role: "prefill", Tier: "bronze"},
+		},
+		"the framework's role wins over the pod's own": {
+			pod:  testutil.MakePod("p", "ns").Label("spark-role", "executor").Label("workload.kubenexus.io/role", "driver").Obj(),
+			want: Profile{Class: "batch", Role: "executor", Framework: "spark", Tier: "bronze"},
+		},
+		"a role that is not a DNS label is dropped": {
+			pod:  testutil.MakePod("p", "ns").Label("workload.kubenexus.io/role", "Pre_Fill").Obj(),
+			want: Profile{Class: "service", Tier: "bronze"},
+		},
 		"gang member of a plain workload is batch": {
 			pod: testutil.MakePod("p", "ns").PodGroup("g").Label("workload.kubenexus.io/preemptible", "true").Obj(),
 			want: Profile{Class: "batch", Tier: "bronze", Preemptible: true,

@@ -27,8 +27,12 @@ func ComputeStatus(pg *v1alpha1.PodGroup, members []corev1.Pod, now metav1.Time)
 
 	var scheduled, running, succeeded, failed, waiting int
 	var unschedulableMsg string
+	// With per-role minimums: present and scheduled members by role.
+	roles := pg.Spec.MinMemberPerRole
+	presentRoles, scheduledRoles := map[string]int{}, map[string]int{}
 	for i := range members {
 		p := &members[i]
+		role := string(workload.RoleOf(p))
 		switch p.Status.Phase {
 		case corev1.PodRunning:
 			running++
@@ -39,6 +43,8 @@ func ComputeStatus(pg *v1alpha1.PodGroup, members []corev1.Pod, now metav1.Time)
 		}
 		if p.Spec.NodeName != "" {
 			scheduled++
+			scheduledRoles[role]++
+			presentRoles[role]++
 			continue
 		}
 		if workload.Finished(p) {
@@ -46,6 +52,7 @@ func ComputeStatus(pg *v1alpha1.PodGroup, members []corev1.Pod, now metav1.Time)
 		}
 		if !gang.IsGated(p) {
 			waiting++
+			presentRoles[role]++
 		}
 		if _, c := podv1.GetPodCondition(&p.Status, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse &&
 			c.Reason == corev1.PodReasonUnschedulable && unschedulableMsg == "" {
@@ -74,18 +81,25 @@ func ComputeStatus(pg *v1alpha1.PodGroup, members []corev1.Pod, now metav1.Time)
 		if succeeded > 0 {
 			cond.Message = fmt.Sprintf("%d/%d members running, %d succeeded", running, min, succeeded)
 		}
-	case scheduled >= min:
+	case scheduled >= min && gang.RolesMet(roles, scheduledRoles):
 		st.Phase = v1alpha1.PodGroupScheduled
 		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonGangScheduled
 		cond.Message = fmt.Sprintf("%d/%d members scheduled", scheduled, min)
-	case present >= min:
+	case present >= min && gang.RolesMet(roles, presentRoles):
 		st.Phase = v1alpha1.PodGroupScheduling
 		cond.Status = metav1.ConditionFalse
 		cond.Reason, cond.Message = schedulingReason(unschedulableMsg, scheduled, min)
+		if unschedulableMsg == "" && scheduled >= min {
+			cond.Message += "; " + gang.DescribeShortfall(gang.RoleShortfall(roles, scheduledRoles))
+		}
 	default:
 		st.Phase = v1alpha1.PodGroupPending
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonWaitingForMembers
 		cond.Message = fmt.Sprintf("WaitingForMembers %d/%d: the gang starts when %d members exist", present, min, min)
+		if short := gang.RoleShortfall(roles, presentRoles); len(short) > 0 {
+			cond.Message = fmt.Sprintf("WaitingForMembers %d/%d: the gang starts when %d members exist, with every role's minimum; %s",
+				present, min, min, gang.DescribeShortfall(short))
+		}
 	}
 	if st.Phase != v1alpha1.PodGroupPending && st.ScheduleStartTime == nil {
 		st.ScheduleStartTime = &now

@@ -23,6 +23,7 @@ type member struct {
 	phase         corev1.PodPhase
 	gated         bool
 	unschedulable string
+	role          string
 }
 
 func members(ms ...member) []corev1.Pod {
@@ -31,6 +32,9 @@ func members(ms ...member) []corev1.Pod {
 		w := testutil.MakePod("m"+string(rune('a'+i)), "ns").PodGroup("g")
 		if m.gated {
 			w.Gate("kueue.x-k8s.io/admission")
+		}
+		if m.role != "" {
+			w.Label(v1alpha1.LabelWorkloadRole, m.role)
 		}
 		p := w.Obj()
 		p.Spec.NodeName = m.node
@@ -57,6 +61,7 @@ func TestComputeStatus(t *testing.T) {
 	running := member{node: "n1", phase: corev1.PodRunning}
 	tests := map[string]struct {
 		members    []member
+		roles      map[string]int32 // spec.minMemberPerRole
 		wantPhase  v1alpha1.PodGroupPhase
 		wantReason string
 		wantMsg    string
@@ -106,6 +111,23 @@ func TestComputeStatus(t *testing.T) {
 			wantPhase: v1alpha1.PodGroupSucceeded, wantReason: v1alpha1.ReasonGangScheduled,
 			wantCounts: [4]int32{8, 0, 8, 0},
 		},
+		"every member exists but the driver role has none": {
+			members: repeat(member{phase: corev1.PodPending, role: "executor"}, 8), roles: map[string]int32{"driver": 1, "executor": 4},
+			wantPhase: v1alpha1.PodGroupPending, wantReason: v1alpha1.ReasonWaitingForMembers,
+			wantMsg: "WaitingForMembers 8/8: the gang starts when 8 members exist, with every role's minimum; roles short: driver 0/1",
+		},
+		"8 executors bound, the driver not yet": {
+			members:   append(repeat(member{node: "n1", phase: corev1.PodPending, role: "executor"}, 8), member{phase: corev1.PodPending, role: "driver"}),
+			roles:     map[string]int32{"driver": 1},
+			wantPhase: v1alpha1.PodGroupScheduling, wantReason: "Scheduling", wantMsg: "8/8 members scheduled; roles short: driver 0/1",
+			wantCounts: [4]int32{8, 0, 0, 0},
+		},
+		"the driver and 7 executors bound": {
+			members:   append(repeat(member{node: "n1", phase: corev1.PodPending, role: "executor"}, 7), member{node: "n2", phase: corev1.PodPending, role: "driver"}),
+			roles:     map[string]int32{"driver": 1, "executor": 4},
+			wantPhase: v1alpha1.PodGroupScheduled, wantReason: v1alpha1.ReasonGangScheduled, wantMsg: "8/8 members scheduled",
+			wantCounts: [4]int32{8, 0, 0, 0},
+		},
 		"a failed member leaves too few": {
 			members:   append(repeat(running, 7), member{node: "n1", phase: corev1.PodFailed}),
 			wantPhase: v1alpha1.PodGroupFailed, wantReason: ReasonMembersFailed,
@@ -116,6 +138,7 @@ func TestComputeStatus(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			pg := testutil.MakePodGroup("g", "ns").MinMember(8).Obj()
+			pg.Spec.MinMemberPerRole = tc.roles
 			pg.Generation = 3
 			st := ComputeStatus(pg, members(tc.members...), now)
 			if st.Phase != tc.wantPhase {

@@ -81,6 +81,25 @@ func (e *Explainer) podGroup(ctx context.Context, k gang.Key) (*v1alpha1.PodGrou
 	return nil, err
 }
 
+// roleCounts counts the group's bound members, and its bound or pending ones, by
+// role (workload.RoleOf), as the scheduler counts them against a PodGroup's
+// per-role minimums.
+func (g *group) roleCounts() (bound, present map[string]int) {
+	bound, present = map[string]int{}, map[string]int{}
+	for i := range g.members {
+		p := &g.members[i]
+		if workload.Finished(p) || gang.IsGated(p) {
+			continue
+		}
+		role := string(workload.RoleOf(p))
+		present[role]++
+		if p.Spec.NodeName != "" {
+			bound[role]++
+		}
+	}
+	return bound, present
+}
+
 func (e *Explainer) newGroup(ctx context.Context, members []corev1.Pod, wl *kueue.Workload) (*group, error) {
 	g := &group{members: members, wl: wl}
 	for i := range members {
@@ -425,13 +444,27 @@ func gangLine(g *group, st *state) Line {
 		counts += fmt.Sprintf(", %d finished", g.finished)
 	}
 	present := len(g.members) - g.finished
+	var roles map[string]int32
+	if g.pg != nil {
+		roles = g.pg.Spec.MinMemberPerRole
+	}
+	boundRoles, presentRoles := g.roleCounts()
 	switch {
-	case g.bound >= g.min:
+	case g.bound >= g.min && gang.RolesMet(roles, boundRoles):
 		l.Verdict, l.Text = OK, "quorum bound: "+counts
 	case g.bound+len(g.pending)+g.gated < g.min:
 		l.Verdict = Waiting
 		l.Text = fmt.Sprintf("%d of %d members exist (%s): the gang waits for the rest to be created", present, g.min, counts)
 		l.Action = "check that the job's controller creates all its pods, or lower the gang's minMember"
+	case !gang.RolesMet(roles, presentRoles):
+		l.Verdict = Waiting
+		l.Text = fmt.Sprintf("%s: the gang waits for members of every role its PodGroup requires (%s)", counts,
+			gang.DescribeShortfall(gang.RoleShortfall(roles, presentRoles)))
+		l.Action = fmt.Sprintf("check that the job's controller creates the pods of each role (label %s names a pod's role), or lower spec.minMemberPerRole",
+			v1alpha1.LabelWorkloadRole)
+	case g.bound >= g.min:
+		l.Verdict = Waiting
+		l.Text = fmt.Sprintf("%s; %s bound", counts, gang.DescribeShortfall(gang.RoleShortfall(roles, boundRoles)))
 	default:
 		l.Verdict, l.Text = Waiting, counts
 	}

@@ -125,6 +125,20 @@ func TestGangAndQueueLayers(t *testing.T) {
 	check(t, "gang: members missing", gangLine(&group{key: key, min: 4, members: make([]corev1.Pod, 2), pending: pending(2)}, st),
 		Waiting, "2 of 4 members exist (0 of its quorum of 4 bound, 2 waiting for a node): the gang waits for the rest to be created",
 		"check that the job's controller creates all its pods, or lower the gang's minMember")
+	rolePod := func(role, node string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.LabelWorkloadRole: role}}, Spec: corev1.PodSpec{NodeName: node}}
+	}
+	roles := &v1alpha1.PodGroup{Spec: v1alpha1.PodGroupSpec{MinMember: 3, MinMemberPerRole: map[string]int32{"driver": 1, "executor": 2}}}
+	execs := []corev1.Pod{rolePod("executor", ""), rolePod("executor", ""), rolePod("executor", "")}
+	check(t, "gang: a role without members", gangLine(&group{key: key, pg: roles, min: 3, members: execs, pending: pending(3)}, st),
+		Waiting, "0 of its quorum of 3 bound, 3 waiting for a node: the gang waits for members of every role its PodGroup requires (roles short: driver 0/1)",
+		"check that the job's controller creates the pods of each role (label workload.kubenexus.io/role names a pod's role), or lower spec.minMemberPerRole")
+	boundExecs := []corev1.Pod{rolePod("executor", "n1"), rolePod("executor", "n1"), rolePod("executor", "n2"), rolePod("driver", "")}
+	check(t, "gang: minMember bound, a role not", gangLine(&group{key: key, pg: roles, min: 3, members: boundExecs, bound: 3, pending: pending(1)}, st),
+		Waiting, "3 of its quorum of 3 bound, 1 waiting for a node; roles short: driver 0/1 bound", "")
+	boundExecs[3].Spec.NodeName = "n2"
+	check(t, "gang: every role bound", gangLine(&group{key: key, pg: roles, min: 3, members: boundExecs, bound: 4}, st),
+		OK, "quorum bound: 4 of its quorum of 3 bound, 0 waiting for a node", "")
 	check(t, "gang: no PodGroup", gangLine(&group{key: key}, st), Blocked, "its pods name PodGroup llama, which does not exist", "create PodGroup llama in ml with spec.minMember")
 	check(t, "gang: none", gangLine(&group{}, st), None, "in no gang", "")
 

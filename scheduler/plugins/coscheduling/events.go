@@ -71,8 +71,9 @@ func (pl *Plugin) isSchedulableAfterMemberAdded(logger klog.Logger, pod *corev1.
 	return fwk.Queue, nil
 }
 
-// completesQuorum reports whether the index, counting added, has exactly minMember
-// ungated members of the gang: added is then the member that completed it.
+// completesQuorum reports whether added is the member that completed the gang: the
+// index, counting added, has exactly minMember ungated members (with per-role
+// minimums: the gang is complete with added and was not without it).
 func (pl *Plugin) completesQuorum(m gang.Membership, added *corev1.Pod) bool {
 	// Hints run under the scheduling queue's lock and must not wait for the object
 	// cache. Before it has synced every gated member was held for it, and all of them
@@ -80,14 +81,21 @@ func (pl *Plugin) completesQuorum(m gang.Membership, added *corev1.Pod) bool {
 	if !pl.pgs.Synced() {
 		return false
 	}
-	minMember, _, known := pl.quorum(m.Key, m.MinMember)
+	minMember, pg, known := pl.quorum(m.Key, m.MinMember)
 	if !known {
 		return false
 	}
 	pl.index.mu.RLock()
 	defer pl.index.mu.RUnlock()
 	e := pl.index.get(m.Key)
-	return e != nil && presentMembers(e, added) == int(minMember)
+	if e == nil {
+		return false
+	}
+	roles := minPerRole(pg)
+	if len(roles) == 0 {
+		return presentMembers(e, added) == int(minMember)
+	}
+	return completedBy(added, minMember, roles, presentMembers(e, added), presentRoles(e, added))
 }
 
 func (pl *Plugin) isSchedulableAfterPodDeleted(_ klog.Logger, _ *corev1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {

@@ -1,6 +1,7 @@
 package coscheduling
 
 import (
+	"maps"
 	"sync"
 	"time"
 
@@ -30,8 +31,11 @@ type gangEntry struct {
 
 	// members are the gang's non-terminal pods of this scheduler profile.
 	members map[types.UID]*corev1.Pod
-	// ungated counts members without scheduling gates.
-	ungated int
+	// ungated counts members without scheduling gates, and roleUngated counts them by
+	// role (workload.RoleOf; members without a role are not counted there): the
+	// PodGroup's per-role minimums are checked against it.
+	ungated     int
+	roleUngated map[string]int
 	// assigned are members bound to a node.
 	assigned sets.Set[types.UID]
 
@@ -62,6 +66,40 @@ func newGangEntry(key gang.Key, now time.Time) *gangEntry {
 		assumed:   sets.New[types.UID](),
 		allowed:   sets.New[types.UID](),
 	}
+}
+
+// countRole adds delta to the ungated members of role (a member without a role is
+// not counted).
+func (e *gangEntry) countRole(role string, delta int) {
+	if role == "" {
+		return
+	}
+	if e.roleUngated == nil {
+		e.roleUngated = map[string]int{}
+	}
+	if n := e.roleUngated[role] + delta; n > 0 {
+		e.roleUngated[role] = n
+	} else {
+		delete(e.roleUngated, role)
+	}
+}
+
+// placedRoles counts by role the members bound, permitted or reserved, counting pod
+// (when not nil) as reserved if the index has not delivered it yet.
+func (e *gangEntry) placedRoles(pod *corev1.Pod) map[string]int {
+	have := map[string]int{}
+	for uid, p := range e.members {
+		if e.assigned.Has(uid) || e.assumed.Has(uid) || e.allowed.Has(uid) {
+			have[string(workload.RoleOf(p))]++
+		}
+	}
+	if pod == nil {
+		return have
+	}
+	if _, counted := e.members[pod.UID]; !counted {
+		have[string(workload.RoleOf(pod))]++
+	}
+	return have
 }
 
 // placed counts members bound, permitted or reserved: the gang's progress.
@@ -176,6 +214,16 @@ func (x *podIndex) upsert(pod *corev1.Pod) {
 			e.ungated--
 		}
 	}
+	role := string(workload.RoleOf(pod))
+	roleChanged := false
+	if existed && !gang.IsGated(prev) {
+		prevRole := string(workload.RoleOf(prev))
+		roleChanged = prevRole != role && !gang.IsGated(pod)
+		e.countRole(prevRole, -1)
+	}
+	if !gang.IsGated(pod) {
+		e.countRole(role, 1)
+	}
 	e.members[pod.UID] = pod
 	x.podGang[pod.UID] = m.Key
 	if pod.Spec.NodeName != "" {
@@ -184,8 +232,11 @@ func (x *podIndex) upsert(pod *corev1.Pod) {
 		e.allowed.Delete(pod.UID)
 		x.held.Delete(pod.UID)
 	}
-	notify := !existed || gang.IsGated(prev) != gang.IsGated(pod)
-	change := memberChange{key: m.Key, labelMin: m.MinMember, ungated: e.ungated, pod: pod}
+	notify := !existed || gang.IsGated(prev) != gang.IsGated(pod) || roleChanged
+	change := memberChange{key: m.Key, labelMin: m.MinMember, ungated: e.ungated, pod: pod, roleChanged: roleChanged}
+	if notify && len(e.roleUngated) > 0 {
+		change.roles = maps.Clone(e.roleUngated)
+	}
 	x.mu.Unlock()
 	if notify && x.onChange != nil {
 		x.onChange(change)
@@ -199,7 +250,12 @@ type memberChange struct {
 	// ungated is the gang's count of ungated members right after the change: the
 	// change that makes it equal the quorum is the one that completes the gang.
 	ungated int
-	pod     *corev1.Pod
+	// roles are the gang's ungated members by role right after the change (nil when
+	// no member has a role).
+	roles map[string]int
+	// roleChanged: the pod was an ungated member already and its role changed.
+	roleChanged bool
+	pod         *corev1.Pod
 }
 
 // hold records that the member was turned away for want of a quorum.
@@ -243,6 +299,7 @@ func (x *podIndex) removeLocked(uid types.UID) {
 	if p, ok := e.members[uid]; ok {
 		if !gang.IsGated(p) {
 			e.ungated--
+			e.countRole(string(workload.RoleOf(p)), -1)
 		}
 		delete(e.members, uid)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 )
@@ -38,8 +39,9 @@ func (pl *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod,
 }
 
 // Permit lets the member through once the gang's bound, permitted and reserved
-// members reach minMember, releasing every member waiting with it; until then the
-// member waits, for the PodGroup's scheduleTimeoutSeconds at most.
+// members reach minMember, and every role of the PodGroup's minMemberPerRole its
+// minimum, releasing every member waiting with it; until then the member waits, for
+// the PodGroup's scheduleTimeoutSeconds at most.
 func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
 	s := gangState(cs)
 	if s == nil {
@@ -53,7 +55,20 @@ func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: %s is no longer known", ErrReasonGangRejected, s.key)), 0
 	}
 	placed := e.placed()
-	if placed >= int(s.minMember) {
+	var short []string
+	complete, completedNow := placed >= int(s.minMember), placed-1 < int(s.minMember)
+	if roles := minPerRole(s.podGroup); complete && len(roles) > 0 {
+		// Per-role minimums: the gang is released once every role has its members
+		// placed too, and this member completed it if its role was short without it.
+		have := e.placedRoles(pod)
+		short = gang.RoleShortfall(roles, have)
+		complete = len(short) == 0
+		if role := string(workload.RoleOf(pod)); complete && !completedNow {
+			have[role]--
+			completedNow = !gang.RolesMet(roles, have)
+		}
+	}
+	if complete {
 		release := e.assumed.UnsortedList()
 		e.allowed.Insert(release...)
 		e.assumed.Clear()
@@ -67,7 +82,7 @@ func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 				wp.Allow(Name)
 			}
 		}
-		if placed-1 < int(s.minMember) { // this member completed the quorum
+		if completedNow { // this member completed the quorum
 			gangsScheduled.Inc()
 			observeWait(cs, pod, s.podGroup)
 			logger.V(3).Info("Gang reached its quorum", "podGroup", s.key.String(), "placed", placed, "minMember", s.minMember)
@@ -87,8 +102,11 @@ func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 		// queue so the gang is attempted as a block while this one waits.
 		pl.handle.Activate(logger, activate)
 	}
-	return fwk.NewStatus(fwk.Wait, fmt.Sprintf("%s: %d/%d members of %s placed", ErrReasonWaitingForQuorum, placed, s.minMember, s.key)),
-		pl.scheduleTimeout(s.podGroup)
+	msg := fmt.Sprintf("%s: %d/%d members of %s placed", ErrReasonWaitingForQuorum, placed, s.minMember, s.key)
+	if len(short) > 0 {
+		msg += "; " + gang.DescribeShortfall(short)
+	}
+	return fwk.NewStatus(fwk.Wait, msg), pl.scheduleTimeout(s.podGroup)
 }
 
 // Unreserve runs when a reserved member is rejected: it timed out at Permit, another

@@ -7,6 +7,7 @@ package coscheduling
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -213,11 +214,11 @@ func (pl *Plugin) activateIfQuorum(key gang.Key) {
 		pl.index.mu.RUnlock()
 		return
 	}
-	labelMin, ungated := e.labelMin, e.ungated
+	labelMin, ungated, have := e.labelMin, e.ungated, maps.Clone(e.roleUngated)
 	pl.index.mu.RUnlock()
 
-	minMember, _, known := pl.quorum(key, labelMin)
-	if !known || ungated < int(minMember) {
+	minMember, pg, known := pl.quorum(key, labelMin)
+	if !known || !quorumMet(minMember, minPerRole(pg), ungated, have) {
 		return
 	}
 	pl.activatePending(key)
@@ -246,10 +247,11 @@ func (pl *Plugin) memberArrived(c memberChange) {
 	if gang.IsGated(c.pod) {
 		return
 	}
-	minMember, _, known := pl.quorum(c.key, c.labelMin)
+	minMember, pg, known := pl.quorum(c.key, c.labelMin)
+	roles := minPerRole(pg)
 	switch {
-	case !known || c.ungated < int(minMember):
-	case c.ungated == int(minMember):
+	case !known || !quorumMet(minMember, roles, c.ungated, c.roles):
+	case c.roleChanged || completedBy(c.pod, minMember, roles, c.ungated, c.roles):
 		pl.activatePending(c.key)
 	case c.pod.Spec.NodeName == "" && pl.index.release(c.pod.UID):
 		pl.handle.Activate(klog.Background(), map[string]*corev1.Pod{c.pod.Namespace + "/" + c.pod.Name: c.pod})

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
@@ -20,12 +21,16 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	pl.index.mu.RLock()
-	placed := 0
+	placed, complete := 0, false
 	if e := pl.index.get(s.key); e != nil {
 		placed = e.placed()
+		complete = placed >= int(s.minMember)
+		if roles := minPerRole(s.podGroup); complete && len(roles) > 0 {
+			complete = gang.RolesMet(roles, e.placedRoles(nil))
+		}
 	}
 	pl.index.mu.RUnlock()
-	if placed >= int(s.minMember) {
+	if complete {
 		return nil, fwk.NewStatus(fwk.Unschedulable) // the gang is complete; this extra member waits alone
 	}
 	reason, why := v1alpha1.ReasonInsufficientCapacity, "fits no node"

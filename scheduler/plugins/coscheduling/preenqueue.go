@@ -8,6 +8,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
 // PreEnqueue holds a gang member out of the active queue until the gang's quorum
@@ -37,12 +38,12 @@ func (pl *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		return nil
 	}
 	pl.index.mu.RLock()
-	present := presentMembers(pl.index.get(m.Key), pod)
+	e := pl.index.get(m.Key)
+	present, short := presentMembers(e, pod), rolesShort(e, pod, pg)
 	pl.index.mu.RUnlock()
-	if present < int(minMember) {
+	if present < int(minMember) || len(short) > 0 {
 		pl.index.hold(pod.UID)
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-			fmt.Sprintf("%s: %d/%d members of %s exist", ErrReasonWaitingForQuorum, present, minMember, m.Key))
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waitingForMembers(m.Key, present, minMember, short))
 	}
 	// The queue orders the gang by its PodGroup's PriorityClass: the member enters the
 	// queue with the class's value as of now. Until the scheduler's PriorityClass cache
@@ -57,6 +58,26 @@ func (pl *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		pl.index.setPriority(m.Key, class, pl.index.priority.value(class))
 	}
 	return nil
+}
+
+// rolesShort lists the per-role minimums of pg the gang's present members (pod
+// among them) do not meet. Callers hold the index lock.
+func rolesShort(e *gangEntry, pod *corev1.Pod, pg *v1alpha1.PodGroup) []string {
+	roles := minPerRole(pg)
+	if len(roles) == 0 {
+		return nil
+	}
+	return gang.RoleShortfall(roles, presentRoles(e, pod))
+}
+
+// waitingForMembers says how many members of the gang exist against its quorum,
+// and which roles lack members.
+func waitingForMembers(key gang.Key, present int, minMember int32, short []string) string {
+	msg := fmt.Sprintf("%s: %d/%d members of %s exist", ErrReasonWaitingForQuorum, present, minMember, key)
+	if len(short) > 0 {
+		msg += "; " + gang.DescribeShortfall(short)
+	}
+	return msg
 }
 
 // presentMembers counts the gang's ungated members, including pod itself when the

@@ -53,6 +53,7 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	var lastRejection string
 	var placedReq corev1.ResourceList
 	ungated = presentMembers(e, pod)
+	short := rolesShort(e, pod, pg)
 	if e != nil {
 		backoffUntil, lastRejection = e.backoffUntil, e.lastRejection
 		if pg != nil && len(pg.Spec.MinResources) > 0 {
@@ -66,10 +67,9 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 		// rewrite the pod's condition every attempt.
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %s (%s)", ErrReasonBackoff, m.Key, lastRejection))
 	}
-	if ungated < int(minMember) {
+	if ungated < int(minMember) || len(short) > 0 {
 		pl.index.hold(pod.UID)
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-			fmt.Sprintf("%s: %d/%d members of %s exist", ErrReasonWaitingForQuorum, ungated, minMember, m.Key))
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waitingForMembers(m.Key, ungated, minMember, short))
 	}
 	if pg != nil && len(pg.Spec.MinResources) > 0 {
 		if short := placement.Shortfall(pg.Spec.MinResources, placedReq, func(name corev1.ResourceName) resource.Quantity { return freeOf(name, nodes) }); len(short) > 0 {

@@ -515,10 +515,12 @@ func (pl *Plugin) members(pod *corev1.Pod, prof workload.Profile) []*corev1.Pod 
 	}
 	key := prof.Gang.Key
 	minMember := prof.Gang.MinMember
-	if minMember == 0 {
-		if pg := pl.crds.PodGroup(key); pg != nil {
+	var roles map[string]int32
+	if pg := pl.crds.PodGroup(key); pg != nil {
+		if minMember == 0 {
 			minMember = pg.Spec.MinMember
 		}
+		roles = pg.Spec.MinMemberPerRole
 	}
 	placed := 0
 	if f := pl.views.Placed(pl.handle.ProfileName()); f != nil {
@@ -529,8 +531,7 @@ func (pl *Plugin) members(pod *corev1.Pod, prof workload.Profile) []*corev1.Pod 
 	if need <= 1 || pending == nil {
 		return out
 	}
-	others := pending(key)
-	sort.Slice(others, func(i, j int) bool { return others[i].Name < others[j].Name })
+	others := rolesFirst(pending(key), roles)
 	for _, p := range others {
 		if len(out) >= need {
 			break
@@ -540,6 +541,30 @@ func (pl *Plugin) members(pod *corev1.Pod, prof workload.Profile) []*corev1.Pod 
 		}
 	}
 	return out
+}
+
+// rolesFirst orders a gang's pending members by name, except that for each role of
+// the PodGroup's minMemberPerRole the first members up to its minimum come first:
+// the room preemption makes must hold the members every role needs, not only
+// minMember of any role.
+func rolesFirst(pods []*corev1.Pod, roles map[string]int32) []*corev1.Pod {
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	if len(roles) == 0 {
+		return pods
+	}
+	taken := map[string]int32{}
+	first := make([]*corev1.Pod, 0, len(pods))
+	var rest []*corev1.Pod
+	for _, p := range pods {
+		role := string(workload.RoleOf(p))
+		if want, ok := roles[role]; ok && taken[role] < want {
+			taken[role]++
+			first = append(first, p)
+			continue
+		}
+		rest = append(rest, p)
+	}
+	return append(first, rest...)
 }
 
 // newSearch builds the search over the snapshot: every node's free room, the

@@ -293,4 +293,42 @@ var _ = Describe("Coscheduling", func() {
 			Label("pod-group.scheduling.kubenexus.io/min-available", "three").Obj())).To(Succeed())
 		Eventually(tc.scheduledMessage("typo")).WithTimeout(testutil.Timeout).Should(ContainSubstring(`pod-group.scheduling.kubenexus.io/min-available="three" must be an integer`))
 	})
+
+	It("holds a gang until every role of minMemberPerRole has its members, binds none while a role fits nowhere, and all once it fits", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		tc.addNodes("n", 2, "cpu", "4")
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("etl", tc.ns).MinMember(3).
+			MinMemberPerRole("driver", 1).MinMemberPerRole("executor", 2).Obj())).To(Succeed())
+		member := func(name, role, cpu string) *corev1.Pod {
+			return tc.pod(name).PodGroup("etl").Label(v1alpha1.LabelWorkloadRole, role).Req("cpu", cpu).Obj()
+		}
+		// Three executors make minMember, but the gang has no driver: nothing binds,
+		// and the PodGroup says which role is short.
+		for i := range 3 {
+			Expect(k8sClient.Create(suiteCtx, member(fmt.Sprintf("etl-exec-%d", i), "executor", "1"))).To(Succeed())
+		}
+		Eventually(func() string {
+			c := meta.FindStatusCondition(tc.podGroup("etl").Status.Conditions, v1alpha1.PodGroupConditionScheduled)
+			if c == nil {
+				return ""
+			}
+			return c.Message
+		}).WithTimeout(testutil.Timeout).Should(ContainSubstring("WaitingForMembers 3/3: the gang starts when 3 members exist, with every role's minimum; roles short: driver 0/1"))
+		Consistently(tc.boundFn("etl")).WithTimeout(3 * time.Second).Should(Equal(0))
+		Expect(tc.podGroup("etl").Status.Phase).To(Equal(v1alpha1.PodGroupPending))
+
+		// A driver that fits no node: the executors fit, but the gang is rejected
+		// whole instead of binding them without their driver.
+		Expect(k8sClient.Create(suiteCtx, member("etl-driver", "driver", "8"))).To(Succeed())
+		Eventually(tc.scheduledMessage("etl-driver")).WithTimeout(testutil.Timeout).Should(ContainSubstring("gang rejected: member etl-driver fits no node"))
+		Consistently(tc.boundFn("etl")).WithTimeout(3 * time.Second).Should(Equal(0))
+
+		// The driver is recreated smaller: the whole gang binds.
+		Expect(k8sClient.Delete(suiteCtx, member("etl-driver", "driver", "8"), client.GracePeriodSeconds(0))).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, member("etl-driver2", "driver", "1"))).To(Succeed())
+		Eventually(tc.boundFn("etl")).WithTimeout(testutil.Timeout).Should(Equal(4))
+		Eventually(func() v1alpha1.PodGroupPhase { return tc.podGroup("etl").Status.Phase }).
+			WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.PodGroupScheduled))
+		Expect(tc.eventReasons("etl")).To(ContainElement("GangScheduled"))
+	})
 })
