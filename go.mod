@@ -29,7 +29,7 @@ require (
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	sigs.k8s.io/controller-runtime v0.25.2
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730
-	sigs.k8s.io/kueue v0.14.8
+	sigs.k8s.io/kueue v0.17.0
 	sigs.k8s.io/yaml v1.6.0
 )
 

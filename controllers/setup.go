@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
+	"github.com/kube-nexus/kubenexus/api/kueuecompat"
 	kubenexusv1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers/admissioncheck"
 	"github.com/kube-nexus/kubenexus/controllers/chartconfig"
@@ -51,7 +51,7 @@ func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(kubenexusv1alpha1.AddToScheme(s))
-	utilruntime.Must(kueue.AddToScheme(s))
+	utilruntime.Must(kueuecompat.AddToScheme(s))
 	utilruntime.Must(nrtv1alpha2.AddToScheme(s))
 	return s
 }
@@ -163,11 +163,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	// Kueue's placement-feasibility AdmissionCheck, when Kueue's CRDs are installed
 	// when the manager starts.
-	if !admissioncheck.Served(mgr) {
+	served, ok := kueuecompat.Served(mgr.GetRESTMapper())
+	if !ok {
 		mgr.GetLogger().Info("Kueue's CRDs are not installed; the placement-feasibility AdmissionCheck is off", "controllerName", admissioncheck.ControllerName)
 		return nil
 	}
-	if err := (&admissioncheck.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(kubenexusv1alpha1.EventReportingController)}).SetupWithManager(mgr); err != nil {
+	mgr.GetLogger().Info("Kueue's API is served; the placement-feasibility AdmissionCheck is on", "groupVersion", served)
+	check := &admissioncheck.Reconciler{Client: kueuecompat.Client(mgr.GetClient(), served), Recorder: mgr.GetEventRecorder(kubenexusv1alpha1.EventReportingController)}
+	if err := check.SetupWithManager(mgr, served); err != nil {
 		return fmt.Errorf("setting up the placement-feasibility AdmissionCheck: %w", err)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/kube-nexus/kubenexus/api/kueuecompat"
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/webhooks/hardwaretier"
 	"github.com/kube-nexus/kubenexus/webhooks/kubenexusconfig"
@@ -33,8 +34,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&hardwaretier.Validator{Client: mgr.GetClient(), Tiers: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the HardwareTier webhook: %w", err)
 	}
+	// Kueue's Workloads and ClusterQueues (tiers from ClusterQueues) are read in the
+	// version the cluster serves.
+	served, _ := kueuecompat.Served(mgr.GetRESTMapper())
 	mutator := &pod.Mutator{
-		Client:    mgr.GetClient(),
+		Client:    kueuecompat.Client(mgr.GetClient(), served),
 		Owners:    mgr.GetAPIReader(),
 		Namespace: opts.Namespace,
 		Decoder:   admission.NewDecoder(mgr.GetScheme()),

@@ -51,7 +51,20 @@ type KueueSpec struct {
 	// +kubebuilder:default=Namespace
 	// +optional
 	TenantTierFrom TenantTierSource `json:"tenantTierFrom,omitempty"`
+
+	// retryAfterSeconds is how long Kueue waits before it tries again a Workload
+	// the placement-feasibility check sent back (Retry): the check writes it as the
+	// check state's requeueAfterSeconds, which Kueue 0.15 and later honour (earlier
+	// Kueues use their own backoff).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	// +kubebuilder:default=10
+	// +optional
+	RetryAfterSeconds *int32 `json:"retryAfterSeconds,omitempty"`
 }
+
+// DefaultKueueRetryAfterSeconds is spec.kueue.retryAfterSeconds when unset.
+const DefaultKueueRetryAfterSeconds = 10
 
 // TenantTierSource is where a pod's tenant tier is read.
 type TenantTierSource string

@@ -18,8 +18,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
+	"github.com/kube-nexus/kubenexus/api/kueuecompat"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/cmd/internal/version"
 	"github.com/kube-nexus/kubenexus/cmd/kubectl-kubenexus/explain"
@@ -58,7 +58,9 @@ func command(out io.Writer) *cobra.Command {
 		if err != nil {
 			return nil, "", err
 		}
-		return &explain.Explainer{Client: c}, ns, nil
+		// Kueue's objects in the version the cluster serves (v1beta1 before Kueue 0.15).
+		served, _ := kueuecompat.Served(c.RESTMapper())
+		return &explain.Explainer{Client: kueuecompat.Client(c, served)}, ns, nil
 	}
 
 	root.AddCommand(&cobra.Command{
@@ -93,7 +95,8 @@ func command(out io.Writer) *cobra.Command {
 		Long: "whatif reads the objects of FILE (YAML or JSON, - for standard input) and, for each, answers whether all\n" +
 			"its pods would be placed now, all together, in the topology domain they require, on nodes their tier allows;\n" +
 			"if not, why, and the earliest time they could start if running pods end at their runtime bounds\n" +
-			"(activeDeadlineSeconds, kueue.x-k8s.io/max-exec-time-seconds), or unknown. Kueue's quota is not computed.",
+			"(activeDeadlineSeconds, kueue.x-k8s.io/max-exec-time-seconds), or unknown. A job for a Kueue LocalQueue is checked\n" +
+			"against its ClusterQueue's quota (nominal less reserved, flavor by flavor; borrowing in a cohort is not counted).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
@@ -152,7 +155,7 @@ func scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(v1alpha1.AddToScheme(s))
-	utilruntime.Must(kueue.AddToScheme(s))
+	utilruntime.Must(kueuecompat.AddToScheme(s))
 	utilruntime.Must(nrtv1alpha2.AddToScheme(s))
 	return s
 }

@@ -16,7 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,8 +29,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/kube-nexus/kubenexus/api/kueuecompat"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/controllers/feasibility"
@@ -56,13 +59,6 @@ var (
 	})
 	registerOnce sync.Once
 )
-
-// Served reports whether the cluster serves Kueue's Workloads (the controller is set
-// up only then).
-func Served(mgr ctrl.Manager) bool {
-	_, err := mgr.GetRESTMapper().RESTMapping(kueue.GroupVersion.WithKind("Workload").GroupKind(), kueue.GroupVersion.Version)
-	return err == nil
-}
 
 // Reconciler decides the placement-feasibility check of Workloads.
 type Reconciler struct {
@@ -123,6 +119,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for _, i := range undecided {
 		st := &wl.Status.AdmissionChecks[i]
 		st.State, st.Message, st.LastTransitionTime = state, v1alpha1.Shorten(d.Message, maxMessage), now
+		// Kueue requeues a Workload sent back after this long (Kueue ≥ 0.15; on v1beta1
+		// the field does not exist and Kueue's own backoff applies).
+		st.RequeueAfterSeconds = nil
+		if !d.Fits {
+			st.RequeueAfterSeconds = ptr.To(c.RetryAfterSeconds)
+		}
 	}
 	if err := r.Client.Status().Patch(ctx, wl, patch); err != nil {
 		return ctrl.Result{}, err
@@ -226,7 +228,11 @@ func PodSetsOf(wl *kueue.Workload) []feasibility.PodSet {
 // SetupWithManager runs the check's two loops: Workloads (decisions) and
 // AdmissionChecks (marked Active, which Kueue needs before a ClusterQueue that
 // names them admits anything).
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+//
+// served is the version of Kueue's API the cluster serves (kueuecompat.Served):
+// on v1beta1, the controllers watch v1beta1 objects and r.Client must be
+// kueuecompat's client for it.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, served schema.GroupVersion) error {
 	registerOnce.Do(func() { ctrlmetrics.Registry.MustRegister(decisions, pendingGauge) })
 	r.pending = map[types.NamespacedName]bool{}
 	// A check created after its Workloads reserved quota: decide them all.
@@ -242,20 +248,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return out
 	})
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		ac, ok := o.(*kueue.AdmissionCheck)
-		return ok && ac.Spec.ControllerName == ControllerName
+		ac := &kueue.AdmissionCheck{}
+		return kueuecompat.ToCurrent(o, ac) == nil && ac.Spec.ControllerName == ControllerName
 	})
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("placement-feasibility").
-		For(&kueue.Workload{}).
-		Watches(&kueue.AdmissionCheck{}, allWorkloads, builder.WithPredicates(ours, predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
+		For(kueuecompat.Object(&kueue.Workload{}, served)).
+		Watches(kueuecompat.Object(&kueue.AdmissionCheck{}, served), allWorkloads, builder.WithPredicates(ours, predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
 		Complete(r); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("placement-feasibility-check").
-		For(&kueue.AdmissionCheck{}, builder.WithPredicates(ours)).
-		Complete(&activeReconciler{client: mgr.GetClient()})
+		For(kueuecompat.Object(&kueue.AdmissionCheck{}, served), builder.WithPredicates(ours)).
+		Complete(&activeReconciler{client: r.Client})
 }
 
 // activeReconciler marks this controller's AdmissionChecks Active.

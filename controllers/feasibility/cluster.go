@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kube-nexus/kubenexus/api/hardware"
 	"github.com/kube-nexus/kubenexus/api/topology"
@@ -110,6 +110,10 @@ func Read(ctx context.Context, r client.Reader) (*Cluster, []corev1.Pod, error) 
 		}
 	}
 	c.TierFromClusterQueue = len(configs.Items) > 0 && configs.Items[0].Spec.Kueue.TenantTierFrom == v1alpha1.TenantTierFromClusterQueue
+	c.RetryAfterSeconds = v1alpha1.DefaultKueueRetryAfterSeconds
+	if len(configs.Items) > 0 && configs.Items[0].Spec.Kueue.RetryAfterSeconds != nil {
+		c.RetryAfterSeconds = *configs.Items[0].Spec.Kueue.RetryAfterSeconds
+	}
 	if len(configs.Items) > 0 {
 		if p := configs.Items[0].Spec.Plugins.GangPreemption.PreemptServicesForBatch; p != nil {
 			c.PreemptServicesForBatch = *p

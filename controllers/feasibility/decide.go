@@ -47,6 +47,8 @@ type Cluster struct {
 	// TierFromClusterQueue: tenant tiers come from the admitting ClusterQueue's label
 	// (the KubeNexusConfig's spec.kueue.tenantTierFrom).
 	TierFromClusterQueue bool
+	// RetryAfterSeconds is the KubeNexusConfig's spec.kueue.retryAfterSeconds.
+	RetryAfterSeconds int32
 	// Bounded are the running pods whose runtime is bounded, by node: when each
 	// ends at the latest and what it frees.
 	Bounded map[string][]Bounded

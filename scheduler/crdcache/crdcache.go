@@ -29,9 +29,10 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
+	"github.com/kube-nexus/kubenexus/api/kueuecompat"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
@@ -44,9 +45,12 @@ type Cache struct {
 	// nrt: the NodeResourceTopology API (topology.node.k8s.io/v1alpha2) was served
 	// when the cache started, and its objects are watched.
 	nrt bool
-	// kueue: Kueue's Workloads (kueue.x-k8s.io/v1beta1) were served when the cache
-	// started, and are watched, indexed by owner.
-	kueue bool
+	// kueue: Kueue's Workloads were served when the cache started, and are watched,
+	// indexed by owner, in the version served then (kueueAPI); kueueReader reads them
+	// as v1beta2 objects whichever it is.
+	kueue       bool
+	kueueAPI    schema.GroupVersion
+	kueueReader client.Reader
 	// synced is closed once every informer has listed: each read waits for it, so
 	// that nothing is decided on a partial view (see Provider.Get).
 	synced <-chan struct{}
@@ -203,12 +207,13 @@ func (c *Cache) OnWorkloadAdmitted(f func()) error {
 	if !c.kueue {
 		return nil
 	}
-	inf, err := c.cache.GetInformer(context.Background(), &kueue.Workload{}, cache.BlockUntilSynced(false))
+	inf, err := c.cache.GetInformer(context.Background(), kueuecompat.Object(&kueue.Workload{}, c.kueueAPI), cache.BlockUntilSynced(false))
 	if err != nil {
 		return err
 	}
 	admittedBy := func(obj any) kueue.ClusterQueueReference {
-		if wl, ok := obj.(*kueue.Workload); ok && wl.Status.Admission != nil {
+		wl := &kueue.Workload{}
+		if o, ok := obj.(runtime.Object); ok && kueuecompat.ToCurrent(o, wl) == nil && wl.Status.Admission != nil {
 			return wl.Status.Admission.ClusterQueue
 		}
 		return ""
@@ -305,7 +310,7 @@ func (c *Cache) ClusterQueueOf(pod *corev1.Pod) (string, bool) {
 	}
 	for _, uid := range uids {
 		var list kueue.WorkloadList
-		if err := c.cache.List(context.Background(), &list, client.InNamespace(pod.Namespace), client.MatchingFields{workloadOwnerIndex: string(uid)}); err != nil {
+		if err := c.kueueReader.List(context.Background(), &list, client.InNamespace(pod.Namespace), client.MatchingFields{workloadOwnerIndex: string(uid)}); err != nil {
 			continue
 		}
 		for i := range list.Items {
@@ -325,7 +330,7 @@ func (c *Cache) ClusterQueueLabels(name string) (map[string]string, bool) {
 	}
 	c.wait()
 	cq := &kueue.ClusterQueue{}
-	if err := c.cache.Get(context.Background(), client.ObjectKey{Name: name}, cq); err != nil {
+	if err := c.kueueReader.Get(context.Background(), client.ObjectKey{Name: name}, cq); err != nil {
 		return nil, false
 	}
 	return cq.Labels, true
@@ -352,7 +357,7 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 		scheme := runtime.NewScheme()
 		utilruntime.Must(v1alpha1.AddToScheme(scheme))
 		utilruntime.Must(nrtv1alpha2.AddToScheme(scheme))
-		utilruntime.Must(kueue.AddToScheme(scheme))
+		utilruntime.Must(kueuecompat.AddToScheme(scheme))
 		c, err := cache.New(cfg, cache.Options{Scheme: scheme, NewInformer: newListThenWatchInformer})
 		if err != nil {
 			p.err = fmt.Errorf("creating the KubeNexus object cache: %w", err)
@@ -402,13 +407,22 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 		}
 		// Kueue's Workloads: which ClusterQueue admitted a pod (HardwareTiers may be
 		// limited to some).
-		kueueServed, err := served(cfg, kueue.GroupVersion, "workloads")
-		if err != nil {
-			p.err = fmt.Errorf("discovering %s: %w", kueue.GroupVersion, err)
-			return
+		// Kueue 0.15 and later serve v1beta2, earlier ones only v1beta1.
+		var kueueServed bool
+		var kueueAPI schema.GroupVersion
+		for _, gv := range []schema.GroupVersion{kueuecompat.Current, kueuecompat.Legacy} {
+			ok, err := served(cfg, gv, "workloads")
+			if err != nil {
+				p.err = fmt.Errorf("discovering %s: %w", gv, err)
+				return
+			}
+			if ok {
+				kueueServed, kueueAPI = true, gv
+				break
+			}
 		}
 		if kueueServed {
-			if err := c.IndexField(ctx, &kueue.Workload{}, workloadOwnerIndex, func(o client.Object) []string {
+			if err := c.IndexField(ctx, kueuecompat.Object(&kueue.Workload{}, kueueAPI), workloadOwnerIndex, func(o client.Object) []string {
 				var uids []string
 				for _, ref := range o.GetOwnerReferences() {
 					uids = append(uids, string(ref.UID))
@@ -418,11 +432,11 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 				p.err = fmt.Errorf("indexing Kueue Workloads: %w", err)
 				return
 			}
-			if _, err := c.GetInformer(ctx, &kueue.Workload{}); err != nil {
+			if _, err := c.GetInformer(ctx, kueuecompat.Object(&kueue.Workload{}, kueueAPI)); err != nil {
 				p.err = fmt.Errorf("watching Kueue Workloads: %w", err)
 				return
 			}
-			if _, err := c.GetInformer(ctx, &kueue.ClusterQueue{}); err != nil {
+			if _, err := c.GetInformer(ctx, kueuecompat.Object(&kueue.ClusterQueue{}, kueueAPI)); err != nil {
 				p.err = fmt.Errorf("watching Kueue ClusterQueues: %w", err)
 				return
 			}
@@ -437,7 +451,8 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 		// (each first list took about a second in make bench on 1.37: waiting here
 		// doubled the scheduler's time to ready).
 		synced := make(chan struct{})
-		p.cache = &Cache{cache: c, foreign: foreign, nrt: nrt, kueue: kueueServed, synced: synced}
+		p.cache = &Cache{cache: c, foreign: foreign, nrt: nrt, kueue: kueueServed, kueueAPI: kueueAPI,
+			kueueReader: kueuecompat.Reader(c, kueueAPI), synced: synced}
 		go func() {
 			syncCtx, cancel := context.WithTimeout(p.runCtx, syncTimeout)
 			defer cancel()

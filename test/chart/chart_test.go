@@ -70,13 +70,16 @@ func loadChart(t *testing.T) *chart.Chart {
 	return c
 }
 
-// renderChart renders the chart as `helm template` would, schema validation included.
-func renderChart(c *chart.Chart, values map[string]any) ([]object, error) {
+// renderChart renders the chart as `helm template` would, schema validation included,
+// for a cluster that serves apiVersions besides the built-in ones (helm template's
+// --api-versions).
+func renderChart(c *chart.Chart, values map[string]any, apiVersions ...string) ([]object, error) {
 	own, err := clone(values)
 	if err != nil {
 		return nil, err
 	}
 	caps := chartutil.DefaultCapabilities.Copy()
+	caps.APIVersions = append(caps.APIVersions, apiVersions...)
 	vals, err := chartutil.ToRenderValues(c, own, chartutil.ReleaseOptions{Name: "kubenexus", Namespace: releaseNS, IsInstall: true}, caps)
 	if err != nil {
 		return nil, err
@@ -874,6 +877,33 @@ func checkSchedulerIdentity(t *testing.T, objs []object) {
 }
 
 // The chart's CRDs are config/'s, byte for byte apart from the keep annotation.
+// The chart's AdmissionCheck is written in the newest version of Kueue's API the
+// cluster serves: v1beta2 from Kueue 0.15 on, v1beta1 before.
+func TestAdmissionCheckFollowsKueuesAPI(t *testing.T) {
+	values := map[string]any{"kueue": map[string]any{"admissionCheck": map[string]any{"enabled": true}}}
+	for _, tc := range []struct {
+		served []string
+		want   string
+	}{
+		{[]string{"kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta1/AdmissionCheck"}, "kueue.x-k8s.io/v1beta1"},
+		{[]string{"kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta2/AdmissionCheck"}, "kueue.x-k8s.io/v1beta2"},
+	} {
+		objs, err := renderChart(loadChart(t), values, tc.served...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, o := range objs {
+			if o.meta.Kind == "AdmissionCheck" {
+				got = append(got, o.meta.APIVersion)
+			}
+		}
+		if len(got) != 1 || got[0] != tc.want {
+			t.Errorf("serving %v: AdmissionChecks of %v, want one of %s", tc.served, got, tc.want)
+		}
+	}
+}
+
 func TestCRDsMatchConfig(t *testing.T) {
 	objs, err := renderChart(loadChart(t), map[string]any{})
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/workload"
@@ -127,7 +127,7 @@ func (e *Explainer) explainWorkload(ctx context.Context, st *state, namespace, n
 	wl := &kueue.Workload{}
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, wl); err != nil {
 		if feasibility.NotServed(err) {
-			return nil, fmt.Errorf("this cluster does not serve Kueue's Workloads (kueue.x-k8s.io/v1beta1)")
+			return nil, fmt.Errorf("this cluster does not serve Kueue's Workloads (kueue.x-k8s.io v1beta2 or v1beta1)")
 		}
 		return nil, err
 	}

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -217,7 +218,7 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c.logf("installing scheduler-plugins' and Volcano's PodGroup CRDs, Kubeflow training-operator v1.8.1's CRDs, Kueue v0.14.8's CRDs, the NodeResourceTopology CRD and stand-in CRDs for Spark, Ray, JobSet and LWS")
+	c.logf("installing scheduler-plugins' and Volcano's PodGroup CRDs, Kubeflow training-operator v1.8.1's CRDs, Kueue v0.17.0's CRDs, the NodeResourceTopology CRD and stand-in CRDs for Spark, Ray, JobSet and LWS")
 	replaced := map[string]bool{}
 	for _, path := range append(append([]string{sigsCRD, volcanoCRD, nrtCRD}, kubeflowCRDs...), kueueCRDs...) {
 		names, err := c.applyFile(ctx, path, nil)
@@ -336,7 +337,11 @@ func (c *Cluster) startControlPlane(configure func(*envtest.Environment) error) 
 	}
 	c.Config = admin.Config()
 	c.Config.QPS, c.Config.Burst = 500, 1000
-	c.Client, err = client.New(c.Config, client.Options{Scheme: controllers.NewScheme()})
+	scheme := controllers.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil { // Kueue's CRDs get their conversion webhook
+		return err
+	}
+	c.Client, err = client.New(c.Config, client.Options{Scheme: scheme})
 	return err
 }
 

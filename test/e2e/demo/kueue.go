@@ -13,28 +13,30 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
-// Kueue's side of the demo: Kueue v0.14.8's own controller-manager (built in
-// hack/tools/kueue) runs as a local process beside KubeNexus, with its CRDs and its
-// webhooks for Jobs and its own kinds, reached by URL.
+// Kueue's side of the demo: Kueue v0.17.0's own controller-manager (built in
+// hack/tools/kueue) runs as a local process beside KubeNexus, with its CRDs, its
+// webhooks for Jobs and its own kinds and the conversion webhook of its deprecated
+// v1beta1 API, all reached by URL.
 const (
 	kueueNamespace = "kueue-system"
 	// KueueAdmissionCheck is the AdmissionCheck the chart creates
 	// (kueue.admissionCheck.enabled).
 	KueueAdmissionCheck = "kubenexus-placement"
-	// kueueMetricsCerts is where Kueue v0.14 reads its metrics certificate when it
+	// kueueMetricsCerts is where Kueue reads its metrics certificate when it
 	// does not manage certificates itself; the path is fixed in its main.
 	kueueMetricsCerts = "/etc/kueue/metrics/certs"
 )
@@ -70,9 +72,9 @@ func (c *Cluster) StartKueue(ctx context.Context) error {
 		return err
 	}
 	webhookPort, probePort, metricsPort := ports[0], ports[1], ports[2]
-	// Kueue requeues a Workload whose admission check said Retry after a backoff
-	// (requeuingStrategy); short here so the demo sees the retry.
-	config := fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta1
+	// A Workload whose admission check said Retry is requeued when the check says
+	// (its requeueAfterSeconds: KubeNexus's check sets it).
+	config := fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 namespace: %s
 manageJobsWithoutQueueName: false
@@ -88,11 +90,6 @@ webhook:
   host: 127.0.0.1
   port: %d
   certDir: %s
-waitForPodsReady:
-  enable: false
-  requeuingStrategy:
-    backoffBaseSeconds: 2
-    backoffMaxSeconds: 5
 integrations:
   frameworks: ["batch/job"]
 `, kueueNamespace, probePort, metricsPort, webhookPort, certDir)
@@ -100,7 +97,10 @@ integrations:
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		return err
 	}
-	c.logf("starting Kueue v0.14.8's controller-manager (local process, webhooks on 127.0.0.1:%d)", webhookPort)
+	if err := c.kueueConversion(ctx, webhookPort, caPEM); err != nil {
+		return err
+	}
+	c.logf("starting Kueue v0.17.0's controller-manager (local process, webhooks on 127.0.0.1:%d)", webhookPort)
 	env := append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
 	if err := c.startEnv("kueue", env, filepath.Join(c.opts.Bin, "k8s", "kueue"), "--config="+path, "--feature-gates=VisibilityOnDemand=false", "--zap-log-level=2"); err != nil {
 		return err
@@ -117,6 +117,61 @@ integrations:
 	}
 	if err := c.Client.Create(ctx, vwc); err != nil {
 		return fmt.Errorf("registering Kueue's validating webhooks: %w", err)
+	}
+	return nil
+}
+
+// kueueConversion points the CRDs whose versions Kueue converts (the conversion
+// patches its own kustomization applies) at the conversion webhook of the local
+// process: their v1beta1 objects are converted by Kueue, not by renaming.
+func (c *Cluster) kueueConversion(ctx context.Context, port int, caPEM []byte) error {
+	crds, err := testenv.KueueCRDs()
+	if err != nil {
+		return err
+	}
+	base := filepath.Join(crds, "..")
+	data, err := os.ReadFile(filepath.Join(base, "kustomization.yaml"))
+	if err != nil {
+		return err
+	}
+	var kust struct {
+		Patches []struct{ Path string } `json:"patches"`
+	}
+	if err := yaml.Unmarshal(data, &kust); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(base, "kustomization.yaml"), err)
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%d/convert", port)
+	n := 0
+	for _, p := range kust.Patches {
+		if !strings.Contains(p.Path, "webhook_in_") {
+			continue
+		}
+		patch, err := os.ReadFile(filepath.Join(base, p.Path))
+		if err != nil {
+			return err
+		}
+		var head struct{ Metadata struct{ Name string } }
+		if err := yaml.Unmarshal(patch, &head); err != nil || head.Metadata.Name == "" {
+			return fmt.Errorf("%s: no CRD name (%v)", p.Path, err)
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: head.Metadata.Name}, crd); err != nil {
+			return fmt.Errorf("reading Kueue's CRD %s: %w", head.Metadata.Name, err)
+		}
+		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
+			Strategy: apiextensionsv1.WebhookConverter,
+			Webhook: &apiextensionsv1.WebhookConversion{
+				ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
+				ConversionReviewVersions: []string{"v1"},
+			},
+		}
+		if err := c.Client.Update(ctx, crd); err != nil {
+			return fmt.Errorf("pointing %s at Kueue's conversion webhook: %w", head.Metadata.Name, err)
+		}
+		n++
+	}
+	if n == 0 {
+		return fmt.Errorf("%s lists no conversion patch", filepath.Join(base, "kustomization.yaml"))
 	}
 	return nil
 }
@@ -445,7 +500,7 @@ func (c *Cluster) kueueQueues(ctx context.Context) error {
 						{Name: v1alpha1.ResourceNvidiaGPU, NominalQuota: resource.MustParse("64")},
 					}}},
 				}},
-				AdmissionChecks: q.checks,
+				AdmissionChecksStrategy: checksStrategy(q.checks),
 			},
 		}
 		if err := c.Client.Create(ctx, cq); err != nil {
@@ -532,6 +587,19 @@ func (c *Cluster) ReleaseKueueCheck(ctx context.Context) error {
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: "gpu-checked"}, cq); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	cq.Spec.AdmissionChecks = nil
+	cq.Spec.AdmissionChecksStrategy = nil
 	return c.Client.Update(ctx, cq)
+}
+
+// checksStrategy runs each named AdmissionCheck for every flavor (nil for none):
+// v1beta2's form of v1beta1's spec.admissionChecks.
+func checksStrategy(checks []kueue.AdmissionCheckReference) *kueue.AdmissionChecksStrategy {
+	if len(checks) == 0 {
+		return nil
+	}
+	s := &kueue.AdmissionChecksStrategy{}
+	for _, name := range checks {
+		s.AdmissionChecks = append(s.AdmissionChecks, kueue.AdmissionCheckStrategyRule{Name: name})
+	}
+	return s
 }

@@ -120,6 +120,12 @@ func KueueCRDs() (string, error) {
 	return moduleFile("", "sigs.k8s.io/kueue", "config/components/crd/bases")
 }
 
+// LegacyKueueCRDs is the directory of Kueue v0.14.8's CRDs (hack/tools/kueuelegacy):
+// the API of a Kueue that serves only kueue.x-k8s.io/v1beta1.
+func LegacyKueueCRDs() (string, error) {
+	return moduleFile("kueuelegacy", "sigs.k8s.io/kueue", "config/components/crd/bases")
+}
+
 // NodeResourceTopologyCRD is the path of the NodeResourceTopology CRD
 // (topology.node.k8s.io), from the API module the scheduler builds with.
 func NodeResourceTopologyCRD() (string, error) {
