@@ -7,6 +7,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -465,6 +466,16 @@ func checkKueue(t *testing.T, c *demo.Cluster) {
 	}
 	if r.CheckedFinalCheckState != "Ready" || r.CheckedBound != 8 || !r.CheckedComplete {
 		t.Errorf("after capacity freed: check %q, %d/8 bound, complete %v", r.CheckedFinalCheckState, r.CheckedBound, r.CheckedComplete)
+	}
+	// Kueue's deprecated v1beta1 is converted by Kueue's own conversion webhook: the
+	// ClusterQueue written in v1beta2 reads back in v1beta1 naming the check.
+	old := &unstructured.Unstructured{}
+	old.SetAPIVersion("kueue.x-k8s.io/v1beta1")
+	old.SetKind("ClusterQueue")
+	if err := c.Client.Get(context.Background(), client.ObjectKey{Name: "gpu-checked"}, old); err != nil {
+		t.Errorf("reading ClusterQueue gpu-checked in kueue.x-k8s.io/v1beta1 (Kueue's conversion webhook): %v", err)
+	} else if spec, err := json.Marshal(old.Object["spec"]); err != nil || !strings.Contains(string(spec), demo.KueueAdmissionCheck) {
+		t.Errorf("ClusterQueue gpu-checked in v1beta1 does not name %s: %s", demo.KueueAdmissionCheck, spec)
 	}
 	// Before the chart is uninstalled: Kueue keeps the AdmissionCheck while a
 	// ClusterQueue names it.
