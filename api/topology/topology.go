@@ -1,7 +1,8 @@
 // Package topology normalises the network topology policies of gangs, from every
 // source KubeNexus accepts, into one policy the scheduler's NetworkFabric plugin
 // enforces: the PodGroup's spec.networkTopology, the scheduling.kubenexus.io/co-locate
-// pod annotation, Kueue's TAS annotations and KAI's topology annotations. Pod
+// pod annotation, Kueue's TAS annotations, KAI's topology annotations and
+// LeaderWorkerSet's exclusive-topology. Pod
 // annotations are untrusted input: unknown values are errors naming the key.
 package topology
 
@@ -42,7 +43,8 @@ type Policy struct {
 // PolicyOf returns the network policy of a gang member. The PodGroup's
 // spec.networkTopology wins; then the pod's scheduling.kubenexus.io/co-locate
 // (strict: required at the smallest level that holds the gang, preferred: preferred,
-// none: no policy); then Kueue's and KAI's required / preferred annotations. A gang
+// none: no policy); then Kueue's, KAI's and LeaderWorkerSet's required and Kueue's
+// and KAI's preferred annotations. A gang
 // with none of them is placed preferred, up to the largest level. ok is false when
 // the gang asks for no co-location.
 func PolicyOf(pod *corev1.Pod, pg *v1alpha1.PodGroup, levels []Level) (p Policy, ok bool, err error) {
@@ -72,17 +74,25 @@ func PolicyOf(pod *corev1.Pod, pg *v1alpha1.PodGroup, levels []Level) (p Policy,
 	for _, k := range []struct {
 		key      string
 		required bool
+		// anyLabel: the annotation may name a node label that is no topology level
+		// (LeaderWorkerSet's exclusive-topology, e.g. per node pool): the framework
+		// enforces it itself, and KubeNexus adds nothing.
+		anyLabel bool
 	}{
-		{v1alpha1.AnnotationKueueRequiredTopology, true},
-		{v1alpha1.AnnotationKAIRequiredPlacement, true},
-		{v1alpha1.AnnotationKueuePreferredTopology, false},
-		{v1alpha1.AnnotationKAIPreferredPlacement, false},
+		{v1alpha1.AnnotationKueueRequiredTopology, true, false},
+		{v1alpha1.AnnotationKAIRequiredPlacement, true, false},
+		{v1alpha1.AnnotationLWSExclusiveTopology, true, true},
+		{v1alpha1.AnnotationKueuePreferredTopology, false, false},
+		{v1alpha1.AnnotationKAIPreferredPlacement, false, false},
 	} {
 		v, set := a[k.key]
 		if !set {
 			continue
 		}
 		i := levelByLabel(levels, v)
+		if i < 0 && k.anyLabel {
+			continue
+		}
 		if i < 0 {
 			return Policy{}, false, fmt.Errorf("annotation %s=%q: not the node label of a topology level; the levels' labels are %s",
 				k.key, untrusted.Truncate(v), labels(levels))

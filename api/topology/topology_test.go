@@ -38,6 +38,8 @@ func TestPolicyOf(t *testing.T) {
 		"Kueue required rack label":        {pod(v1alpha1.AnnotationKueueRequiredTopology, v1alpha1.LabelRack), nil, Policy{Required: true, Level: 2, Source: v1alpha1.AnnotationKueueRequiredTopology}, true, ""},
 		"KAI preferred zone label":         {pod(v1alpha1.AnnotationKAIPreferredPlacement, v1alpha1.LabelTopologyZone), nil, Policy{Level: 3, Source: v1alpha1.AnnotationKAIPreferredPlacement}, true, ""},
 		"Kueue label no level reads":       {pod(v1alpha1.AnnotationKueueRequiredTopology, "cloud.example.com/block"), nil, Policy{}, false, "not the node label of a topology level"},
+		"LWS exclusive rack":               {pod(v1alpha1.AnnotationLWSExclusiveTopology, v1alpha1.LabelRack), nil, Policy{Required: true, Level: 2, Source: v1alpha1.AnnotationLWSExclusiveTopology}, true, ""},
+		"LWS exclusive per node pool":      {pod(v1alpha1.AnnotationLWSExclusiveTopology, "cloud.google.com/gke-nodepool"), nil, Policy{Level: 3, Source: "default"}, true, ""},
 		"no policy: preferred, any level":  {pod(), nil, Policy{Level: 3, Source: "default"}, true, ""},
 	}
 	for name, tc := range tests {

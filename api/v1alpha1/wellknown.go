@@ -222,6 +222,11 @@ const (
 	AnnotationKueuePreferredTopology = "kueue.x-k8s.io/podset-preferred-topology"
 	AnnotationKAIRequiredPlacement   = "kai.scheduler/topology-required-placement"
 	AnnotationKAIPreferredPlacement  = "kai.scheduler/topology-preferred-placement"
+	// AnnotationLWSExclusiveTopology is LeaderWorkerSet's: each group alone in one
+	// domain of the node label it names. LWS copies it from the LeaderWorkerSet to
+	// every pod of the group and keeps groups apart with pod (anti-)affinity;
+	// KubeNexus places the group's gang in one such domain as a whole.
+	AnnotationLWSExclusiveTopology = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 )
 
 // Keys on ResourceReservations.

@@ -81,6 +81,52 @@ var _ = Describe("NetworkFabric", func() {
 		Expect(tc.bound("wide")).To(Equal(0))
 	})
 
+	It("places a LeaderWorkerSet group whose exclusive-topology names the rack label in one rack, and binds nothing of one no rack holds", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		racks(tc, 2, 4)
+		// The pods LeaderWorkerSet v0.7 makes for group g of a set of size n (leader,
+		// then workers), with the gang labels the pod webhook adds and the annotation
+		// LWS copies from the set to every pod.
+		lwsGroup := func(set string, group, n int) string {
+			gang := fmt.Sprintf("%s-%d", set, group)
+			for w := range n {
+				Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("%s-%d", gang, w)).
+					Label("leaderworkerset.sigs.k8s.io/name", set).Label("leaderworkerset.sigs.k8s.io/group-index", fmt.Sprint(group)).
+					Label("leaderworkerset.sigs.k8s.io/worker-index", fmt.Sprint(w)).
+					Label(v1alpha1.LabelKubeNexusGangName, gang).Label(v1alpha1.LabelKubeNexusGangMinAvailable, fmt.Sprint(n)).
+					Annotation(v1alpha1.AnnotationLWSExclusiveTopology, v1alpha1.LabelRack).
+					Req("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").Obj())).To(Succeed())
+			}
+			return gang
+		}
+		boundIn := func(gang string) (bound int, racks map[string]int) {
+			pods := &corev1.PodList{}
+			Expect(k8sClient.List(suiteCtx, pods, client.InNamespace(tc.ns), client.MatchingLabels{v1alpha1.LabelKubeNexusGangName: gang})).To(Succeed())
+			racks = map[string]int{}
+			for _, p := range pods.Items {
+				if p.Spec.NodeName == "" {
+					continue
+				}
+				node := &corev1.Node{}
+				Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: p.Spec.NodeName}, node)).To(Succeed())
+				racks[node.Labels[v1alpha1.LabelRack]]++
+				bound++
+			}
+			return bound, racks
+		}
+		// Six members: both racks together hold them, no one rack does.
+		wide := lwsGroup("vllm-wide", 0, 6)
+		Eventually(tc.scheduledMessage(wide+"-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
+			"TopologyUnsatisfiable: gang " + tc.ns + "/" + wide + " needs 6 members (6 × 8 nvidia.com/gpu) in one rack; the largest rack fits 4"))
+		n, _ := boundIn(wide)
+		Expect(n).To(Equal(0))
+		// Three members, beside it: one rack (a preferred gang of 3 could take two).
+		small := lwsGroup("vllm", 0, 3)
+		Eventually(func() int { n, _ := boundIn(small); return n }).WithTimeout(testutil.Timeout).Should(Equal(3))
+		_, r := boundIn(small)
+		Expect(r).To(HaveLen(1))
+	})
+
 	It("puts two gangs that each fit one rack, submitted together, in different racks, with nothing partially bound", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		racks(tc, 2, 4)
