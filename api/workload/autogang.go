@@ -25,6 +25,8 @@ const (
 	labelKubeflowJobName = "training.kubeflow.org/job-name"
 	labelRayCluster      = "ray.io/cluster"
 	labelLWSGroupIndex   = "leaderworkerset.sigs.k8s.io/group-index"
+	// annotationLWSSize is the group size LWS writes on every pod of a group.
+	annotationLWSSize = "leaderworkerset.sigs.k8s.io/size"
 	labelJobSetUID       = "jobset.sigs.k8s.io/jobset-uid"
 )
 
@@ -117,6 +119,22 @@ func GangSourceOf(pod *corev1.Pod, profile Profile) (GangSource, bool) {
 		}
 	}
 	return GangSource{}, false
+}
+
+// LeaderFirstGroupSize is the size of the LeaderWorkerSet group whose pods are
+// created leader first — LWS with exclusive placement creates the workers once the
+// leader is bound — read from the annotations LWS writes on the group's pods; 0 for
+// every other pod. The scheduler plans the leader's gang for the whole group.
+func LeaderFirstGroupSize(pod *corev1.Pod) int {
+	a := pod.Annotations
+	if pod.Labels[labelLWSName] == "" || a[v1alpha1.AnnotationLWSExclusiveTopology] == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(a[annotationLWSSize])
+	if err != nil || n < 1 || n > gang.MaxMinMember {
+		return 0
+	}
+	return n
 }
 
 // OwnerReference refers to the source object, for an object that should be deleted
@@ -218,6 +236,14 @@ func SizeFrom(src GangSource, obj *unstructured.Unstructured) (GangSize, error) 
 	case LeaderWorkerSet.GroupKind():
 		n = intField(spec, "leaderWorkerTemplate", "size")
 		if _, set := nested(spec, "leaderWorkerTemplate", "size").(int64); !set {
+			n = 1
+		}
+		if obj.GetAnnotations()[v1alpha1.AnnotationLWSExclusiveTopology] != "" {
+			// With exclusive placement LWS creates a group's workers only once its
+			// leader is bound (in the leader's domain): a gang of the whole group would
+			// never form. The leader is the quorum; the scheduler places it only where
+			// the whole group fits and sets that room aside for the workers
+			// (LeaderFirstGroupSize).
 			n = 1
 		}
 	case BatchJob.GroupKind():

@@ -38,9 +38,9 @@ import (
 func TestDemoFlow(t *testing.T) {
 	root := testenv.RepoRoot()
 	bin := filepath.Join(root, "bin")
-	for _, b := range []string{"kubenexus-manager", "kubenexus-scheduler", "k8s/etcd", "k8s/kube-apiserver", "k8s/kube-controller-manager", "k8s/kwok", "k8s/helm", "k8s/training-operator", "k8s/kueue", "k8s/promql-names"} {
+	for _, b := range []string{"kubenexus-manager", "kubenexus-scheduler", "k8s/etcd", "k8s/kube-apiserver", "k8s/kube-controller-manager", "k8s/kwok", "k8s/helm", "k8s/training-operator", "k8s/kueue", "k8s/lws", "k8s/promql-names"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
-			t.Fatalf("%s is missing: `make test` builds it (make build; hack/build-tools.sh etcd kube-apiserver kube-controller-manager kwok helm training-operator kueue promql-names)", b)
+			t.Fatalf("%s is missing: `make test` builds it (make build; hack/build-tools.sh etcd kube-apiserver kube-controller-manager kwok helm training-operator kueue lws promql-names)", b)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -59,7 +59,7 @@ func TestDemoFlow(t *testing.T) {
 	defer c.Down()
 	defer func() {
 		if t.Failed() {
-			for _, name := range []string{"kubenexus-manager", "kubenexus-scheduler", "kube-controller-manager", "kwok", "training-operator", "training-operator-scheduler-plugins", "kueue"} {
+			for _, name := range []string{"kubenexus-manager", "kubenexus-scheduler", "kube-controller-manager", "kwok", "training-operator", "training-operator-scheduler-plugins", "kueue", "lws"} {
 				if data, err := os.ReadFile(filepath.Join(dir, name+".log")); err == nil {
 					t.Logf("--- %s log (tail) ---\n%s", name, tail(string(data), 3000))
 				}
@@ -149,6 +149,7 @@ func TestDemoFlow(t *testing.T) {
 	checkHardwareTiers(t, c, placements)
 	checkGangPreemption(t, c)
 	checkKueue(t, c)
+	checkLeaderWorkerSet(t, c)
 	checkQuickstart(t, c)
 	checkDashboard(t, c)
 	helmUpgradeAndUninstall(t, c)
@@ -440,6 +441,50 @@ func tail(s string, n int) string {
 		return s
 	}
 	return s[len(s)-n:]
+}
+
+// checkLeaderWorkerSet: with LeaderWorkerSet's real controller, a set of two groups
+// of three (a leader, two workers; 8 GPUs each) that asks for each group alone in one
+// rack: LWS creates a group's workers only once its leader is bound, so each group
+// is a leader-first gang — its leader placed only in a rack that holds the group —
+// and both groups run whole, each in a rack of its own. Scaled to three groups, the
+// third's leader finds no rack with room for its group (one has two free nodes) and
+// is not bound, though a node would take it.
+func checkLeaderWorkerSet(t *testing.T, c *demo.Cluster) {
+	t.Helper()
+	if err := c.StartLWS(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.RunLWSScenario(context.Background())
+	if r != nil {
+		t.Logf("LeaderWorkerSet groups: %+v; after scaling to 3: %+v", r.Groups, r.ScaledGroups)
+	}
+	if err != nil {
+		t.Fatalf("LeaderWorkerSet scenario: %v", err)
+	}
+	racks := map[string]bool{}
+	for _, g := range r.Groups {
+		if g.Bound != 3 || len(g.Racks) != 1 || !slices.Equal(g.Roles, []string{"leader", "worker", "worker"}) {
+			t.Errorf("group %d: %d/3 bound in racks %v, roles %v; want all 3 in one rack, a leader and two workers", g.Index, g.Bound, g.Racks, g.Roles)
+		}
+		if g.Owner != "LeaderWorkerSet/vllm" || g.Tier != "silver" || g.GangSize != 1 || g.Gang == "" {
+			t.Errorf("group %d: gang %q of size %d owned by %q, tier %q; want a leader-first gang (size 1) owned by LeaderWorkerSet/vllm, tier silver", g.Index, g.Gang, g.GangSize, g.Owner, g.Tier)
+		}
+		for _, rack := range g.Racks {
+			if racks[rack] {
+				t.Errorf("two groups in rack %s: exclusive-topology keeps each alone", rack)
+			}
+			racks[rack] = true
+		}
+	}
+	if len(r.ScaledGroups) != 3 {
+		t.Fatalf("after scaling to 3: %d groups", len(r.ScaledGroups))
+	}
+	// Its leader is refused (LWS creates the workers once it is bound): the rack of
+	// two free nodes would take it, but not the group.
+	if third := r.ScaledGroups[2]; third.Bound != 0 || third.Pods != 1 || !strings.Contains(third.Message, "needs 3 members (3 × 8 nvidia.com/gpu) in one rack; the largest rack fits 2") {
+		t.Errorf("third group: %d of %d pods bound (want its leader alone, unbound: no rack holds the group), scheduler says %q", third.Bound, third.Pods, third.Message)
+	}
 }
 
 // checkKueue: with the real Kueue controller and Job controller, an 8 × 8-GPU Job on

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/topology"
+	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
@@ -97,6 +98,15 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	if placed := pl.gangs.Placed(pl.handle.ProfileName()); placed != nil {
 		on := placed(key)
 		anchors, placedMembers = sets.New(on...), len(on)
+	}
+	// A group created leader first (LeaderWorkerSet with exclusive placement) is
+	// planned whole: the members not created yet are counted in the shape of the pod,
+	// so that its leader goes only where the group fits, and the room the plan claims
+	// for them is set aside until they come.
+	if size := workload.LeaderFirstGroupSize(pod); size > len(members)+placedMembers {
+		for range size - len(members) - placedMembers {
+			members = append(members, pod)
+		}
 	}
 	shapes, roles := shapesOf(members)
 	prefer := pl.gangs.NodePreference(pl.handle.ProfileName())

@@ -263,6 +263,45 @@ func TestPlanForGoesOnWhenTheQuorumOfAnElasticGangFits(t *testing.T) {
 }
 
 // twoRacks is two racks of four 8-GPU nodes, r<rack>-n<i>; used holds GPUs taken per node.
+// A LeaderWorkerSet with exclusive placement creates a group's workers only once
+// its leader is bound: the leader, alone in its gang, is planned for the whole group
+// of three, in the rack that holds three (rack-0 has two nodes taken), and the room
+// for the two workers stays claimed in the plan after the leader is reserved.
+func TestPlanForPlansALeaderFirstGroupWhole(t *testing.T) {
+	nodes := twoRacks(map[string]int64{"r0-n0": 8, "r0-n1": 8})
+	leader := gpuPod("vllm-0", 8)
+	leader.Labels = map[string]string{"leaderworkerset.sigs.k8s.io/name": "vllm", "leaderworkerset.sigs.k8s.io/group-index": "0",
+		"leaderworkerset.sigs.k8s.io/worker-index": "0", "pod-group.scheduling.kubenexus.io/name": "vllm-0", "pod-group.scheduling.kubenexus.io/min-available": "1"}
+	leader.Annotations = map[string]string{"leaderworkerset.sigs.k8s.io/size": "3", "leaderworkerset.sigs.k8s.io/exclusive-topology": "network.kubenexus.io/rack"}
+	key := gang.Key{Namespace: "ml", Name: "vllm-0"}
+	views := &gangview.Registry{}
+	views.Set("kubenexus-scheduler", func(gang.Key) []*corev1.Pod { return nil })
+	pl := &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, gangs: views, now: time.Now,
+		plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}
+	policy, ok, err := topology.PolicyOf(leader, nil, topology.DefaultLevels)
+	if err != nil || !ok || !policy.Required {
+		t.Fatalf("policy %+v %v %v, want required", policy, ok, err)
+	}
+	ap, st := pl.planFor(key, leader, policy, 1, nodes)
+	if !st.IsSuccess() {
+		t.Fatalf("planFor: %v", st)
+	}
+	if ap.need != 3 || !ap.fits {
+		t.Fatalf("plan for %d members (fits %v), want the group of 3", ap.need, ap.fits)
+	}
+	if got := sets.KeySet(ap.rank); !got.IsSuperset(sets.New("r1-n0", "r1-n1", "r1-n2")) || got.Has("r0-n2") {
+		t.Errorf("plan's nodes %v, want rack-1's only", sets.List(got))
+	}
+	// Without the annotations the leader is a gang of one, planned alone.
+	plain := leader.DeepCopy()
+	plain.Annotations = nil
+	pl.plans = map[gang.Key]*activePlan{}
+	ap, st = pl.planFor(key, plain, topology.Policy{Required: true, Level: 2}, 1, nodes)
+	if !st.IsSuccess() || ap.need != 1 {
+		t.Fatalf("plain leader: plan for %d members (%v), want 1", ap.need, st)
+	}
+}
+
 func twoRacks(used map[string]int64) []fwk.NodeInfo {
 	var nodes []fwk.NodeInfo
 	for r := range 2 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -187,13 +188,6 @@ func kueueWebhooks(port int, caPEM []byte) (*admissionregistrationv1.MutatingWeb
 	if err != nil {
 		return nil, nil, err
 	}
-	manifest := filepath.Join(crds, "..", "..", "webhook", "manifests.yaml")
-	data, err := os.ReadFile(manifest)
-	if err != nil {
-		return nil, nil, err
-	}
-	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kueue-mutating"}}
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kueue-validating"}}
 	wanted := func(rules []admissionregistrationv1.RuleWithOperations) bool {
 		for _, r := range rules {
 			for _, res := range r.Resources {
@@ -204,6 +198,23 @@ func kueueWebhooks(port int, caPEM []byte) (*admissionregistrationv1.MutatingWeb
 		}
 		return false
 	}
+	return webhooksByURL(filepath.Join(crds, "..", "..", "webhook", "manifests.yaml"), "kueue", port, caPEM, wanted)
+}
+
+// webhooksByURL reads a controller's webhook configurations (a kubebuilder
+// manifests.yaml) and keeps the webhooks wanted picks (nil: all), pointed at the
+// local process on port by URL, in configurations named name-mutating and
+// name-validating.
+func webhooksByURL(manifest, name string, port int, caPEM []byte, wanted func([]admissionregistrationv1.RuleWithOperations) bool) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	data, err := os.ReadFile(manifest)
+	if err != nil {
+		return nil, nil, err
+	}
+	if wanted == nil {
+		wanted = func([]admissionregistrationv1.RuleWithOperations) bool { return true }
+	}
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name + "-mutating"}}
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name + "-validating"}}
 	point := func(cc *admissionregistrationv1.WebhookClientConfig) bool {
 		if cc.Service == nil || cc.Service.Path == nil {
 			return false
@@ -241,7 +252,7 @@ func kueueWebhooks(port int, caPEM []byte) (*admissionregistrationv1.MutatingWeb
 		}
 	}
 	if len(mwc.Webhooks) == 0 || len(vwc.Webhooks) == 0 {
-		return nil, nil, fmt.Errorf("%s: no webhook for %v", manifest, kueueResources)
+		return nil, nil, fmt.Errorf("%s: no webhook of those wanted", manifest)
 	}
 	return mwc, vwc, nil
 }
@@ -415,43 +426,11 @@ func (c *Cluster) kueueFleet(ctx context.Context) error {
 			return err
 		}
 	}
-	res := corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("96"), corev1.ResourceMemory: resource.MustParse("1Ti"),
-		corev1.ResourcePods: resource.MustParse("110"), v1alpha1.ResourceNvidiaGPU: resource.MustParse("8"),
+	labels := make([]map[string]string, kueueNodes)
+	for i := range labels {
+		labels[i] = map[string]string{kueuePoolKey: kueuePool, v1alpha1.LabelRack: "rack-kq"}
 	}
-	taint := corev1.Taint{Key: kueueTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
-	for i := range kueueNodes {
-		name := fmt.Sprintf("kq-%d", i)
-		node := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
-				Labels: map[string]string{"kubernetes.io/hostname": name, "type": "kwok", kueuePoolKey: kueuePool, v1alpha1.LabelRack: "rack-kq"}},
-			Spec:   corev1.NodeSpec{Taints: []corev1.Taint{taint}},
-			Status: corev1.NodeStatus{Capacity: res, Allocatable: res.DeepCopy()},
-		}
-		if err := c.Client.Create(ctx, node); err != nil {
-			return err
-		}
-	}
-	// kwok reports them Ready; lift the not-ready taint as the node lifecycle
-	// controller would, keeping the pool's own.
-	if err := waitFor(ctx, 2*time.Minute, func() error {
-		for i := range kueueNodes {
-			n := &corev1.Node{}
-			if err := c.Client.Get(ctx, client.ObjectKey{Name: fmt.Sprintf("kq-%d", i)}, n); err != nil {
-				return err
-			}
-			if !ready(n) {
-				return fmt.Errorf("node %s is not Ready yet", n.Name)
-			}
-			if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != kueueTaintKey {
-				n.Spec.Taints = []corev1.Taint{taint}
-				if err := c.Client.Update(ctx, n); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}); err != nil {
+	if err := c.taintedPool(ctx, "kq", labels, kueueTaintKey); err != nil {
 		return err
 	}
 	for i := range kueueNodes {
@@ -469,6 +448,51 @@ func (c *Cluster) kueueFleet(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// taintedPool creates one 8-GPU node (96 CPUs, 1 TiB) named prefix-i per entry of
+// labels, with those labels and a NoSchedule taint of key taintKey that keeps the rest
+// of the demo off them, and waits until kwok reports them Ready.
+func (c *Cluster) taintedPool(ctx context.Context, prefix string, labels []map[string]string, taintKey string) error {
+	res := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("96"), corev1.ResourceMemory: resource.MustParse("1Ti"),
+		corev1.ResourcePods: resource.MustParse("110"), v1alpha1.ResourceNvidiaGPU: resource.MustParse("8"),
+	}
+	taint := corev1.Taint{Key: taintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	names := make([]string, len(labels))
+	for i, l := range labels {
+		names[i] = fmt.Sprintf("%s-%d", prefix, i)
+		nodeLabels := map[string]string{"kubernetes.io/hostname": names[i], "type": "kwok"}
+		maps.Copy(nodeLabels, l)
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: names[i], Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}, Labels: nodeLabels},
+			Spec:       corev1.NodeSpec{Taints: []corev1.Taint{taint}},
+			Status:     corev1.NodeStatus{Capacity: res, Allocatable: res.DeepCopy()},
+		}
+		if err := c.Client.Create(ctx, node); err != nil {
+			return err
+		}
+	}
+	// kwok reports them Ready; lift the not-ready taint as the node lifecycle
+	// controller would, keeping the pool's own.
+	return waitFor(ctx, 2*time.Minute, func() error {
+		for _, name := range names {
+			n := &corev1.Node{}
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+				return err
+			}
+			if !ready(n) {
+				return fmt.Errorf("node %s is not Ready yet", n.Name)
+			}
+			if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != taintKey {
+				n.Spec.Taints = []corev1.Taint{taint}
+				if err := c.Client.Update(ctx, n); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // kueueQueues creates the flavor of the scenario's nodes and two ClusterQueues of

@@ -118,7 +118,8 @@ var _ = Describe("Pod webhook", Ordered, func() {
 		owner("jobset.x-k8s.io/v1alpha2", "JobSet", g, "js", map[string]any{"replicatedJobs": []any{
 			map[string]any{"name": "driver", "replicas": int64(1), "template": map[string]any{"spec": map[string]any{"parallelism": int64(1)}}},
 			map[string]any{"name": "workers", "replicas": int64(2), "template": map[string]any{"spec": map[string]any{"parallelism": int64(4)}}}}})
-		owner("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", g, "llm", map[string]any{"leaderWorkerTemplate": map[string]any{"size": int64(4)}})
+		owner("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", g, "llm", map[string]any{"leaderWorkerTemplate": map[string]any{"size": int64(4),
+			"workerTemplate": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "vllm", "image": "vllm"}}}}}})
 	})
 
 	const kf = "training.kubeflow.org/"

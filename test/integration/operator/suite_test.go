@@ -59,11 +59,14 @@ var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	suiteCtx, suiteCancel = context.WithCancel(context.Background())
 	Expect(testenv.RequireAssets()).To(Succeed())
-	// scheduler-plugins' own PodGroup CRD too: the manager keeps those PodGroups' status.
+	// scheduler-plugins' own PodGroup CRD too: the manager keeps those PodGroups' status;
+	// and LeaderWorkerSet's own (its controller runs in the e2e).
 	sigsCRD, err := testenv.SchedulerPluginsCRD()
 	Expect(err).NotTo(HaveOccurred())
+	lwsCRD, err := testenv.LeaderWorkerSetCRD()
+	Expect(err).NotTo(HaveOccurred())
 	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{testenv.CRDPath(), filepath.Join(testenv.RepoRoot(), "test", "testdata", "crds"), sigsCRD},
+		CRDDirectoryPaths:     []string{testenv.CRDPath(), filepath.Join(testenv.RepoRoot(), "test", "testdata", "crds"), sigsCRD, lwsCRD},
 		ErrorIfCRDPathMissing: true,
 		// The webhook configurations `make manifests` generates, pointed at the
 		// manager's webhook server in this process.

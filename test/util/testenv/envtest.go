@@ -120,6 +120,17 @@ func KueueCRDs() (string, error) {
 	return moduleFile("", "sigs.k8s.io/kueue", "config/components/crd/bases")
 }
 
+// LeaderWorkerSetCRD is the path of LeaderWorkerSet v0.7.0's CRD (hack/tools/lws).
+func LeaderWorkerSetCRD() (string, error) {
+	return moduleFile("lws", "sigs.k8s.io/lws", "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml")
+}
+
+// LeaderWorkerSetWebhooks is the path of LeaderWorkerSet v0.7.0's webhook
+// configurations (hack/tools/lws).
+func LeaderWorkerSetWebhooks() (string, error) {
+	return moduleFile("lws", "sigs.k8s.io/lws", "config/webhook/manifests.yaml")
+}
+
 // LegacyKueueCRDs is the directory of Kueue v0.14.8's CRDs (hack/tools/kueuelegacy):
 // the API of a Kueue that serves only kueue.x-k8s.io/v1beta1.
 func LegacyKueueCRDs() (string, error) {

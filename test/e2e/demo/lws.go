@@ -1,0 +1,254 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
+)
+
+// LeaderWorkerSet's side of the e2e: LWS v0.7.0's own controller-manager (built in
+// hack/tools/lws) runs as a local process with its webhooks registered by URL, and a
+// LeaderWorkerSet of two groups (a leader and two workers each, 8 GPUs a pod) that
+// asks for each group alone in one rack. Not in make demo: it would add LWS's build
+// (about two minutes on 2 cores) to the demo's cold start.
+const (
+	lwsName      = "vllm"
+	lwsNamespace = "team-serving"
+	lwsPool      = "lws-demo"
+	lwsTaintKey  = "kubenexus.io/lws-demo"
+	lwsSize      = 3
+)
+
+// lwsRacks are the scenario's racks, by node count: two of three nodes (a group
+// each) and one of two, where a third group's members would fit only partly.
+var lwsRacks = []int{3, 3, 2}
+
+// StartLWS runs LeaderWorkerSet's controller-manager with the demo's serving
+// certificate and registers its webhooks by URL (its CRD was installed with the
+// others).
+func (c *Cluster) StartLWS(ctx context.Context) error {
+	ports, err := testenv.FreePorts(2)
+	if err != nil {
+		return err
+	}
+	webhookPort, probePort := ports[0], ports[1]
+	config := fmt.Sprintf(`apiVersion: config.lws.x-k8s.io/v1alpha1
+kind: Configuration
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+health:
+  healthProbeBindAddress: 127.0.0.1:%d
+metrics:
+  bindAddress: "0"
+webhook:
+  host: 127.0.0.1
+  port: %d
+  certDir: %s
+`, probePort, webhookPort, c.certDir)
+	path := filepath.Join(c.opts.Dir, "lws-config.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		return err
+	}
+	c.logf("starting LeaderWorkerSet v0.7.0's controller-manager (local process, webhooks on 127.0.0.1:%d)", webhookPort)
+	env := append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	if err := c.startEnv("lws", env, filepath.Join(c.opts.Bin, "k8s", "lws"), "--config="+path, "--zap-log-level=2"); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 2*time.Minute, func() error { return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)) }); err != nil {
+		return fmt.Errorf("waiting for LeaderWorkerSet's controller to become ready (see %s): %w", c.logPath("lws"), err)
+	}
+	manifest, err := testenv.LeaderWorkerSetWebhooks()
+	if err != nil {
+		return err
+	}
+	mwc, vwc, err := webhooksByURL(manifest, "lws", webhookPort, c.caPEM, nil)
+	if err != nil {
+		return err
+	}
+	if err := c.Client.Create(ctx, mwc); err != nil {
+		return fmt.Errorf("registering LeaderWorkerSet's mutating webhooks: %w", err)
+	}
+	if err := c.Client.Create(ctx, vwc); err != nil {
+		return fmt.Errorf("registering LeaderWorkerSet's validating webhooks: %w", err)
+	}
+	return nil
+}
+
+// LWSGroup is what one LeaderWorkerSet group's pods show.
+type LWSGroup struct {
+	Index, Pods, Bound int
+	// Racks are the racks of its bound pods; Roles its pods' workload.kubenexus.io/role.
+	Racks, Roles []string
+	// Gang is the gang the webhook put its pods in and GangSize its min-available;
+	// Owner is the kind/name its PodGroup is owned by; Tier the pods' tier.
+	Gang, Owner, Tier string
+	GangSize          int
+	// Message is the PodScheduled message of a pod left pending.
+	Message string
+}
+
+// LWSReport is what the LeaderWorkerSet scenario saw: the groups once two were
+// placed, then after a scale-up to three.
+type LWSReport struct {
+	Groups, ScaledGroups []LWSGroup
+}
+
+// RunLWSScenario creates the LeaderWorkerSet, waits for its two groups to be placed,
+// then scales it to three groups, for which no rack has room (the third rack's two
+// nodes would take two of its three pods), and reads every group.
+func (c *Cluster) RunLWSScenario(ctx context.Context) (*LWSReport, error) {
+	c.logf("LeaderWorkerSet: %s of %d-pod groups (8 GPUs a pod), each alone in one rack (exclusive-topology), on racks of %v nodes", lwsName, lwsSize, lwsRacks)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: lwsNamespace, Labels: map[string]string{
+		v1alpha1.LabelNamespaceEnabled: "true", v1alpha1.LabelTenantTier: string(v1alpha1.TenantTierSilver)}}}
+	if err := c.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	var labels []map[string]string
+	for r, n := range lwsRacks {
+		for range n {
+			labels = append(labels, map[string]string{kueuePoolKey: lwsPool, v1alpha1.LabelRack: fmt.Sprintf("rack-lws-%d", r)})
+		}
+	}
+	if err := c.taintedPool(ctx, "lws", labels, lwsTaintKey); err != nil {
+		return nil, err
+	}
+	lws := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+		"metadata": map[string]any{"name": lwsName, "namespace": lwsNamespace,
+			"annotations": map[string]any{v1alpha1.AnnotationLWSExclusiveTopology: v1alpha1.LabelRack}},
+		"spec": map[string]any{
+			"replicas": int64(2),
+			"leaderWorkerTemplate": map[string]any{
+				"size": int64(lwsSize),
+				"workerTemplate": map[string]any{"spec": map[string]any{
+					"nodeSelector": map[string]any{kueuePoolKey: lwsPool},
+					"tolerations":  []any{map[string]any{"key": lwsTaintKey, "operator": "Exists"}},
+					"containers": []any{map[string]any{"name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+						"resources": map[string]any{
+							"requests": map[string]any{"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "8"},
+							"limits":   map[string]any{"nvidia.com/gpu": "8"}}}},
+				}},
+			},
+		},
+	}}
+	if err := c.Client.Create(ctx, lws); err != nil {
+		return nil, fmt.Errorf("creating LeaderWorkerSet %s: %w", lwsName, err)
+	}
+	r := &LWSReport{}
+	err := waitFor(ctx, 3*time.Minute, func() error {
+		groups, err := c.lwsGroups(ctx)
+		r.Groups = groups
+		if err != nil {
+			return err
+		}
+		if len(groups) != 2 || groups[0].Bound != lwsSize || groups[1].Bound != lwsSize {
+			return fmt.Errorf("groups %+v: want 2 of %d bound", groups, lwsSize)
+		}
+		return nil
+	})
+	if err != nil {
+		return r, err
+	}
+	// Scale up by one group: the third rack has two nodes, no rack three free.
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(lws), lws); err != nil {
+		return r, err
+	}
+	if err := unstructured.SetNestedField(lws.Object, int64(3), "spec", "replicas"); err != nil {
+		return r, err
+	}
+	if err := c.Client.Update(ctx, lws); err != nil {
+		return r, err
+	}
+	err = waitFor(ctx, 2*time.Minute, func() error {
+		groups, err := c.lwsGroups(ctx)
+		r.ScaledGroups = groups
+		if err != nil {
+			return err
+		}
+		// LWS creates the third group's leader; its workers come once it is bound.
+		if len(groups) != 3 || groups[2].Pods < 1 || groups[2].Message == "" {
+			return fmt.Errorf("after scaling: groups %+v, want a third whose leader the scheduler has tried", groups)
+		}
+		return nil
+	})
+	// A few more seconds: nothing of the third group may bind meanwhile.
+	time.Sleep(5 * time.Second)
+	if groups, gerr := c.lwsGroups(ctx); gerr == nil {
+		r.ScaledGroups = groups
+	}
+	return r, err
+}
+
+// lwsGroups reads the LeaderWorkerSet's pods, by group.
+func (c *Cluster) lwsGroups(ctx context.Context) ([]LWSGroup, error) {
+	var pods corev1.PodList
+	if err := c.Client.List(ctx, &pods, client.InNamespace(lwsNamespace), client.MatchingLabels{"leaderworkerset.sigs.k8s.io/name": lwsName}); err != nil {
+		return nil, err
+	}
+	byIndex := map[int]*LWSGroup{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		idx, err := strconv.Atoi(p.Labels["leaderworkerset.sigs.k8s.io/group-index"])
+		if err != nil {
+			continue
+		}
+		g := byIndex[idx]
+		if g == nil {
+			g = &LWSGroup{Index: idx}
+			byIndex[idx] = g
+		}
+		g.Pods++
+		g.Roles = append(g.Roles, p.Labels[v1alpha1.LabelWorkloadRole])
+		g.Tier = p.Labels[v1alpha1.LabelTenantTier]
+		g.Gang = p.Labels[v1alpha1.LabelKubeNexusGangName]
+		g.GangSize, _ = strconv.Atoi(p.Labels[v1alpha1.LabelKubeNexusGangMinAvailable])
+		if p.Spec.NodeName != "" {
+			g.Bound++
+			node := &corev1.Node{}
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, node); err != nil {
+				return nil, err
+			}
+			if rack := node.Labels[v1alpha1.LabelRack]; !slices.Contains(g.Racks, rack) {
+				g.Racks = append(g.Racks, rack)
+			}
+			continue
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Message != "" {
+				g.Message = cond.Message
+			}
+		}
+	}
+	out := make([]LWSGroup, 0, len(byIndex))
+	for _, g := range byIndex {
+		sort.Strings(g.Roles)
+		sort.Strings(g.Racks)
+		if g.Gang != "" {
+			pg := &v1alpha1.PodGroup{}
+			if err := c.Client.Get(ctx, client.ObjectKey{Namespace: lwsNamespace, Name: g.Gang}, pg); err == nil {
+				for _, ref := range pg.OwnerReferences {
+					g.Owner = ref.Kind + "/" + ref.Name
+				}
+			}
+		}
+		out = append(out, *g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	return out, nil
+}
