@@ -27,7 +27,7 @@ const (
 	labelLWSGroupIndex   = "leaderworkerset.sigs.k8s.io/group-index"
 	// annotationLWSSize is the group size LWS writes on every pod of a group.
 	annotationLWSSize = "leaderworkerset.sigs.k8s.io/size"
-	labelJobSetUID       = "jobset.sigs.k8s.io/jobset-uid"
+	labelJobSetUID    = "jobset.sigs.k8s.io/jobset-uid"
 )
 
 // Owner kinds whose spec sizes a gang, at the version read when a pod's owner

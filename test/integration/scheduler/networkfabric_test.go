@@ -116,7 +116,7 @@ var _ = Describe("NetworkFabric", func() {
 		}
 		// Six members: both racks together hold them, no one rack does.
 		wide := lwsGroup("vllm-wide", 0, 6)
-		Eventually(tc.scheduledMessage(wide+"-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
+		Eventually(tc.scheduledMessage(wide + "-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
 			"TopologyUnsatisfiable: gang " + tc.ns + "/" + wide + " needs 6 members (6 × 8 nvidia.com/gpu) in one rack; the largest rack fits 4"))
 		n, _ := boundIn(wide)
 		Expect(n).To(Equal(0))
