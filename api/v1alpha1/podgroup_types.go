@@ -50,10 +50,10 @@ type PodGroupSpec struct {
 	// minMemberPerRole sets a minimum per role (e.g. driver: 1, executor: 4, or
 	// prefill: 2, decode: 2) on top of minMember: the gang starts only when every
 	// role named here has that many members, and is released together only when
-	// they are all placed. A member's role is the one KubeNexus recognises from its
+	// they are all placed. A member's role is its own workload.kubenexus.io/role
+	// label (a lower-case DNS label), else the one KubeNexus recognises from its
 	// framework's labels (driver, executor, master, worker, launcher, head, leader,
-	// ...), else its own workload.kubenexus.io/role label. Each value must be
-	// between 1 and minMember.
+	// ...). Each value must be between 1 and minMember.
 	// +kubebuilder:validation:MaxProperties=12
 	// +kubebuilder:validation:XValidation:rule="self.all(r, r.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(r) <= 63)",message="spec.minMemberPerRole: role names must be lower-case DNS labels (e.g. driver, executor, worker)"
 	// +kubebuilder:validation:XValidation:rule="self.all(r, self[r] >= 1)",message="spec.minMemberPerRole: every per-role minimum must be at least 1"

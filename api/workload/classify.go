@@ -70,8 +70,8 @@ func Classify(pod *corev1.Pod, ns Namespace, defaultTier v1alpha1.TenantTier) Pr
 	}
 	p.Preemptible = pod.Labels[v1alpha1.LabelPreemptible] == "true"
 	p.Framework, p.Role, p.Class = recognise(pod)
-	if p.Role == "" {
-		p.Role = ownRole(pod)
+	if own := ownRole(pod); own != "" {
+		p.Role = own
 	}
 	if c, ok := explicitClass(pod); ok {
 		p.Class = c
@@ -194,15 +194,17 @@ func fallbackClass(pod *corev1.Pod, inGang bool) v1alpha1.WorkloadClass {
 	return v1alpha1.WorkloadClassService
 }
 
-// RoleOf is the pod's role inside its workload: the role its framework's labels
-// give it, else its own workload.kubenexus.io/role label when that is a lower-case
-// DNS label (a PodGroup's minMemberPerRole names roles such as prefill or decode
-// freely), else "".
+// RoleOf is the pod's role inside its workload: its own workload.kubenexus.io/role
+// label when that is a lower-case DNS label (a PodGroup's minMemberPerRole names
+// roles such as prefill or decode freely, and two LeaderWorkerSets serving one model
+// are prefill and decode rather than leader and worker), else the role its
+// framework's labels give it, else "".
 func RoleOf(pod *corev1.Pod) v1alpha1.WorkloadRole {
-	if _, role, _ := recognise(pod); role != "" {
-		return role
+	if own := ownRole(pod); own != "" {
+		return own
 	}
-	return ownRole(pod)
+	_, role, _ := recognise(pod)
+	return role
 }
 
 // ownRole is the pod's workload.kubenexus.io/role label when it is a lower-case DNS

@@ -117,9 +117,9 @@ func TestClassify(t *testing.T) {
 			pod:  testutil.MakePod("p", "ns").Label("workload.kubenexus.io/role", "prefill").Obj(),
 			want: Profile{Class: "service", Role: "prefill", Tier: "bronze"},
 		},
-		"the framework's role wins over the pod's own": {
-			pod:  testutil.MakePod("p", "ns").Label("spark-role", "executor").Label("workload.kubenexus.io/role", "driver").Obj(),
-			want: Profile{Class: "batch", Role: "executor", Framework: "spark", Tier: "bronze"},
+		"the pod's own role wins over its framework's": {
+			pod:  testutil.MakePod("p", "ns").Label("leaderworkerset.sigs.k8s.io/name", "llama-prefill").Label("workload.kubenexus.io/role", "prefill").Obj(),
+			want: Profile{Class: "inference", Role: "prefill", Framework: "leaderworkerset", Tier: "bronze"},
 		},
 		"a role that is not a DNS label is dropped": {
 			pod:  testutil.MakePod("p", "ns").Label("workload.kubenexus.io/role", "Pre_Fill").Obj(),

@@ -150,6 +150,7 @@ func TestDemoFlow(t *testing.T) {
 	checkGangPreemption(t, c)
 	checkKueue(t, c)
 	checkLeaderWorkerSet(t, c)
+	checkServing(t, c)
 	checkQuickstart(t, c)
 	checkDashboard(t, c)
 	helmUpgradeAndUninstall(t, c)
@@ -484,6 +485,30 @@ func checkLeaderWorkerSet(t *testing.T, c *demo.Cluster) {
 	// two free nodes would take it, but not the group.
 	if third := r.ScaledGroups[2]; third.Bound != 0 || third.Pods != 1 || !strings.Contains(third.Message, "needs 3 members (3 × 8 nvidia.com/gpu) in one rack; the largest rack fits 2") {
 		t.Errorf("third group: %d of %d pods bound (want its leader alone, unbound: no rack holds the group), scheduler says %q", third.Bound, third.Pods, third.Message)
+	}
+}
+
+// checkServing: one PodGroup needing 2 prefill and 2 decode pods over two real
+// LeaderWorkerSets: the prefill set alone binds nothing though its pods fit, and the
+// PodGroup says which role is short; both on three nodes for four pods bind nothing;
+// a fourth node binds all four.
+func checkServing(t *testing.T, c *demo.Cluster) {
+	t.Helper()
+	r, err := c.RunServingScenario(context.Background())
+	if r != nil {
+		t.Logf("serving: %+v", *r)
+	}
+	if err != nil {
+		t.Fatalf("serving scenario: %v", err)
+	}
+	if r.PrefillAloneBound != 0 || !strings.Contains(r.PrefillAloneMsg, "roles short: decode 0/2") {
+		t.Errorf("prefill alone: %d bound, PodGroup says %q; want none bound and decode short", r.PrefillAloneBound, r.PrefillAloneMsg)
+	}
+	if r.ShortBound != 0 {
+		t.Errorf("four pods on three nodes: %d bound, want none (reason %s)", r.ShortBound, r.ShortReason)
+	}
+	if r.Bound["prefill"] != 2 || r.Bound["decode"] != 2 {
+		t.Errorf("with a fourth node: bound by role %v, want 2 prefill and 2 decode", r.Bound)
 	}
 }
 

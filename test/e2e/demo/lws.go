@@ -252,3 +252,156 @@ func (c *Cluster) lwsGroups(ctx context.Context) ([]LWSGroup, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
 	return out, nil
 }
+
+// ServingReport is what the disaggregated-serving scenario saw: one PodGroup with a
+// minimum per role over the pods of two LeaderWorkerSets (prefill, decode).
+type ServingReport struct {
+	// With only the prefill set created: its pods bound (capacity for them exists)
+	// and the PodGroup's condition message.
+	PrefillAloneBound int
+	PrefillAloneMsg   string
+	// With both created on three nodes for four pods: pods bound, PodGroup reason.
+	ShortBound  int
+	ShortReason string
+	// Once a fourth node joins: pods bound by role, and the PodGroup's phase.
+	Bound map[string]int
+	Phase string
+}
+
+const (
+	servingGroup = "llama-serving"
+	servingPool  = "serve-demo"
+	servingTaint = "kubenexus.io/serve-demo"
+)
+
+// RunServingScenario: a PodGroup requiring 2 prefill and 2 decode pods, and two
+// LeaderWorkerSets (one group of a leader and a worker each, 8 GPUs a pod) whose
+// templates name it and their role. The prefill set alone starts nothing, though its
+// pods fit; both together on three nodes start nothing; a fourth node starts all.
+func (c *Cluster) RunServingScenario(ctx context.Context) (*ServingReport, error) {
+	c.logf("serving: PodGroup %s (minMember 4; prefill 2, decode 2) over two LeaderWorkerSets, on three 8-GPU nodes, then four", servingGroup)
+	labels := []map[string]string{{kueuePoolKey: servingPool}, {kueuePoolKey: servingPool}, {kueuePoolKey: servingPool}}
+	if err := c.taintedPool(ctx, "serve", labels, servingTaint); err != nil {
+		return nil, err
+	}
+	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: servingGroup, Namespace: lwsNamespace},
+		Spec: v1alpha1.PodGroupSpec{MinMember: 4, MinMemberPerRole: map[string]int32{"prefill": 2, "decode": 2}}}
+	if err := c.Client.Create(ctx, pg); err != nil {
+		return nil, err
+	}
+	r := &ServingReport{}
+	if err := c.Client.Create(ctx, servingSet("llama-prefill", "prefill")); err != nil {
+		return r, err
+	}
+	err := waitFor(ctx, time.Minute, func() error {
+		pods, err := c.servingPods(ctx)
+		if err != nil {
+			return err
+		}
+		if len(pods) < 2 {
+			return fmt.Errorf("%d prefill pods", len(pods))
+		}
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(pg), pg); err != nil {
+			return err
+		}
+		r.PrefillAloneMsg = scheduledCondition(pg).Message
+		if r.PrefillAloneMsg == "" {
+			return fmt.Errorf("no Scheduled condition on PodGroup %s yet", servingGroup)
+		}
+		return nil
+	})
+	if err != nil {
+		return r, err
+	}
+	time.Sleep(3 * time.Second) // the scheduler had its chance to bind them
+	pods, err := c.servingPods(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.PrefillAloneBound = countBound(pods)
+
+	if err := c.Client.Create(ctx, servingSet("llama-decode", "decode")); err != nil {
+		return r, err
+	}
+	err = waitFor(ctx, 2*time.Minute, func() error {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(pg), pg); err != nil {
+			return err
+		}
+		r.ShortReason = scheduledCondition(pg).Reason
+		if r.ShortReason != v1alpha1.ReasonInsufficientCapacity && r.ShortReason != v1alpha1.ReasonTimeout {
+			return fmt.Errorf("PodGroup %s: reason %q, want the scheduler's verdict on four pods for three nodes", servingGroup, r.ShortReason)
+		}
+		return nil
+	})
+	if pods, perr := c.servingPods(ctx); perr == nil {
+		r.ShortBound = countBound(pods)
+	}
+	if err != nil {
+		return r, err
+	}
+	if err := c.taintedPool(ctx, "serve-more", labels[:1], servingTaint); err != nil {
+		return r, err
+	}
+	err = waitFor(ctx, 2*time.Minute, func() error {
+		pods, err := c.servingPods(ctx)
+		if err != nil {
+			return err
+		}
+		r.Bound = map[string]int{}
+		for _, p := range pods {
+			if p.Spec.NodeName != "" {
+				r.Bound[p.Labels[v1alpha1.LabelWorkloadRole]]++
+			}
+		}
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(pg), pg); err != nil {
+			return err
+		}
+		r.Phase = string(pg.Status.Phase)
+		if countBound(pods) != 4 || (r.Phase != string(v1alpha1.PodGroupScheduled) && r.Phase != string(v1alpha1.PodGroupRunning)) {
+			return fmt.Errorf("%d/4 bound, PodGroup %s", countBound(pods), r.Phase)
+		}
+		return nil
+	})
+	return r, err
+}
+
+// servingSet is a LeaderWorkerSet of one group (a leader and a worker, 8 GPUs each)
+// whose pods name the serving PodGroup and role.
+func servingSet(name, role string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+		"metadata": map[string]any{"name": name, "namespace": lwsNamespace},
+		"spec": map[string]any{
+			"replicas": int64(1),
+			"leaderWorkerTemplate": map[string]any{
+				"size": int64(2),
+				"workerTemplate": map[string]any{
+					"metadata": map[string]any{"labels": map[string]any{v1alpha1.LabelPodGroup: servingGroup, v1alpha1.LabelWorkloadRole: role}},
+					"spec": map[string]any{
+						"nodeSelector": map[string]any{kueuePoolKey: servingPool},
+						"tolerations":  []any{map[string]any{"key": servingTaint, "operator": "Exists"}},
+						"containers": []any{map[string]any{"name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+							"resources": map[string]any{
+								"requests": map[string]any{"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "8"},
+								"limits":   map[string]any{"nvidia.com/gpu": "8"}}}},
+					}},
+			},
+		},
+	}}
+}
+
+func (c *Cluster) servingPods(ctx context.Context) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	err := c.Client.List(ctx, &pods, client.InNamespace(lwsNamespace), client.MatchingLabels{v1alpha1.LabelPodGroup: servingGroup})
+	return pods.Items, err
+}
+
+func countBound(pods []corev1.Pod) int {
+	n := 0
+	for i := range pods {
+		if pods[i].Spec.NodeName != "" {
+			n++
+		}
+	}
+	return n
+}

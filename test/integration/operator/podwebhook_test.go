@@ -182,14 +182,14 @@ var _ = Describe("Pod webhook", Ordered, func() {
 			class: "training", role: "worker", tier: "gold"},
 		{name: "forged gold tier in a bronze namespace", pod: testutil.MakePod("sneaky", nsBronze).Label(v1alpha1.LabelTenantTier, "gold"),
 			class: "service", tier: "bronze"},
-		// A role the pod names itself is kept where its framework gives none (it only
-		// counts the pod towards its PodGroup's minMemberPerRole), unless malformed.
+		// A role the pod names itself is kept, over its framework's (it only counts the
+		// pod towards its PodGroup's minMemberPerRole), unless malformed.
 		{name: "own role on a plain pod", pod: testutil.MakePod("prefill-0", nsBronze).Label(v1alpha1.LabelWorkloadRole, "prefill"),
 			class: "service", role: "prefill", tier: "bronze"},
 		{name: "malformed own role", pod: testutil.MakePod("prefill-x", nsBronze).Label(v1alpha1.LabelWorkloadRole, "Pre_Fill"),
 			class: "service", tier: "bronze"},
-		{name: "framework role over the pod's own", pod: testutil.MakePod("etl-exec-9", nsBronze).Label("spark-role", "executor").Label(v1alpha1.LabelWorkloadRole, "driver"),
-			class: "batch", role: "executor", tier: "bronze"},
+		{name: "the pod's own role over its framework's", pod: testutil.MakePod("etl-exec-9", nsBronze).Label("spark-role", "executor").Label(v1alpha1.LabelWorkloadRole, "shuffle"),
+			class: "batch", role: "shuffle", tier: "bronze"},
 		{name: "another scheduler named explicitly", pod: testutil.MakePod("volcano-pod", nsBronze).SchedulerName("volcano"),
 			class: "service", tier: "bronze", scheduler: "volcano"},
 		{name: "non-opted namespace, names kubenexus-scheduler", pod: testutil.MakePod("direct", nsPlain).SchedulerName(v1alpha1.DefaultSchedulerName).Label("spark-role", "executor"),
