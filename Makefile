@@ -151,8 +151,8 @@ envtest: ## Build etcd and kube-apiserver for envtest (cached).
 	hack/build-tools.sh etcd kube-apiserver
 
 .PHONY: test
-test: envtest build ## Run the unit and integration tests, the e2e (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, Helm v3 and v4, training-operator, Kueue, LeaderWorkerSet), then the fuzzers briefly.
-	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue lws promql-names
+test: envtest build ## Run the unit and integration tests, the e2e (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, Helm v3 and v4, training-operator, Kueue, LeaderWorkerSet, KubeRay), then the fuzzers briefly.
+	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue lws kuberay promql-names
 	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) $(TEST_PKGS)
 	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./test/e2e/...
 	cd hack/bundle && $(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./...
@@ -171,8 +171,8 @@ test-integration: envtest ## The envtest suites (api, operator, scheduler, Kueue
 	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./test/integration/...
 
 .PHONY: test-e2e
-test-e2e: envtest build ## The e2e: the chart installed on a local control plane with kube-controller-manager, kwok, training-operator, Kueue and LeaderWorkerSet.
-	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue lws promql-names
+test-e2e: envtest build ## The e2e: the chart installed on a local control plane with kube-controller-manager, kwok, training-operator, Kueue, LeaderWorkerSet and KubeRay.
+	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue lws kuberay promql-names
 	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./test/e2e/...
 
 .PHONY: test-race

@@ -38,9 +38,9 @@ import (
 func TestDemoFlow(t *testing.T) {
 	root := testenv.RepoRoot()
 	bin := filepath.Join(root, "bin")
-	for _, b := range []string{"kubenexus-manager", "kubenexus-scheduler", "k8s/etcd", "k8s/kube-apiserver", "k8s/kube-controller-manager", "k8s/kwok", "k8s/helm", "k8s/training-operator", "k8s/kueue", "k8s/lws", "k8s/promql-names"} {
+	for _, b := range []string{"kubenexus-manager", "kubenexus-scheduler", "k8s/etcd", "k8s/kube-apiserver", "k8s/kube-controller-manager", "k8s/kwok", "k8s/helm", "k8s/training-operator", "k8s/kueue", "k8s/lws", "k8s/kuberay", "k8s/promql-names"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
-			t.Fatalf("%s is missing: `make test` builds it (make build; hack/build-tools.sh etcd kube-apiserver kube-controller-manager kwok helm training-operator kueue lws promql-names)", b)
+			t.Fatalf("%s is missing: `make test` builds it (make build; hack/build-tools.sh etcd kube-apiserver kube-controller-manager kwok helm training-operator kueue lws kuberay promql-names)", b)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -59,7 +59,7 @@ func TestDemoFlow(t *testing.T) {
 	defer c.Down()
 	defer func() {
 		if t.Failed() {
-			for _, name := range []string{"kubenexus-manager", "kubenexus-scheduler", "kube-controller-manager", "kwok", "training-operator", "training-operator-scheduler-plugins", "kueue", "lws"} {
+			for _, name := range []string{"kubenexus-manager", "kubenexus-scheduler", "kube-controller-manager", "kwok", "training-operator", "training-operator-scheduler-plugins", "kueue", "lws", "kuberay"} {
 				if data, err := os.ReadFile(filepath.Join(dir, name+".log")); err == nil {
 					t.Logf("--- %s log (tail) ---\n%s", name, tail(string(data), 3000))
 				}
@@ -151,6 +151,7 @@ func TestDemoFlow(t *testing.T) {
 	checkKueue(t, c)
 	checkLeaderWorkerSet(t, c)
 	checkServing(t, c)
+	checkKubeRay(t, c)
 	checkQuickstart(t, c)
 	checkDashboard(t, c)
 	helmUpgradeAndUninstall(t, c)
@@ -509,6 +510,35 @@ func checkServing(t *testing.T, c *demo.Cluster) {
 	}
 	if r.Bound["prefill"] != 2 || r.Bound["decode"] != 2 {
 		t.Errorf("with a fourth node: bound by role %v, want 2 prefill and 2 decode", r.Bound)
+	}
+}
+
+// checkKubeRay: with KubeRay's real operator, a RayCluster of a head and two
+// 8-GPU workers (minReplicas 2) is one gang of three owned by the RayCluster: on one
+// node, where the head and one worker would fit, nothing binds; on two, all three.
+// The autoscaler's third worker joins the running gang and waits alone — the others
+// stay bound — until a node has room.
+func checkKubeRay(t *testing.T, c *demo.Cluster) {
+	t.Helper()
+	if err := c.StartKubeRay(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.RunRayScenario(context.Background())
+	if r != nil {
+		t.Logf("KubeRay: %+v", *r)
+	}
+	if err != nil {
+		t.Fatalf("KubeRay scenario: %v", err)
+	}
+	if r.OneNodePods != 3 || r.OneNodeBound != 0 {
+		t.Errorf("one node: %d of %d pods bound, want none of 3", r.OneNodeBound, r.OneNodePods)
+	}
+	if r.Bound != 3 || r.GangSize != 3 || r.Owner != "RayCluster/"+"raytune" {
+		t.Errorf("two nodes: %d/3 bound, gang of %d owned by %q; want 3, 3, RayCluster/raytune", r.Bound, r.GangSize, r.Owner)
+	}
+	if r.ScaledPods != 4 || r.ScaledBoundBefore != 3 || r.ScaledMessage == "" || r.ScaledBoundAfter != 4 {
+		t.Errorf("autoscaled: %d pods, %d bound while the fourth waited (%q), %d once a node joined; want 4, 3, a reason, 4",
+			r.ScaledPods, r.ScaledBoundBefore, r.ScaledMessage, r.ScaledBoundAfter)
 	}
 }
 

@@ -193,8 +193,8 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	// The CRDs of the other systems, before the manager and the scheduler start (they
 	// look for the other PodGroup kinds once, at start): scheduler-plugins' and
 	// Volcano's own PodGroup CRDs, Kubeflow training-operator's own CRDs,
-	// LeaderWorkerSet's own CRD (its controller runs in the e2e), and stand-ins for
-	// the frameworks whose operators do not run here (Spark, Ray, JobSet).
+	// LeaderWorkerSet's and KubeRay's own CRDs (their controllers run in the e2e), and
+	// stand-ins for the frameworks whose operators do not run here (Spark, JobSet).
 	sigsCRD, err := testenv.SchedulerPluginsCRD()
 	if err != nil {
 		return nil, err
@@ -223,9 +223,13 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c.logf("installing scheduler-plugins' and Volcano's PodGroup CRDs, Kubeflow training-operator v1.8.1's CRDs, Kueue v0.17.0's CRDs, LeaderWorkerSet v0.7.0's CRD, the NodeResourceTopology CRD and stand-in CRDs for Spark, Ray and JobSet")
+	rayCRD, err := testenv.RayClusterCRD()
+	if err != nil {
+		return nil, err
+	}
+	c.logf("installing scheduler-plugins' and Volcano's PodGroup CRDs, Kubeflow training-operator v1.8.1's CRDs, Kueue v0.17.0's CRDs, LeaderWorkerSet v0.7.0's and KubeRay v1.5.0's RayCluster CRDs, the NodeResourceTopology CRD and stand-in CRDs for Spark and JobSet")
 	replaced := map[string]bool{}
-	for _, path := range append(append([]string{sigsCRD, volcanoCRD, nrtCRD, lwsCRD}, kubeflowCRDs...), kueueCRDs...) {
+	for _, path := range append(append([]string{sigsCRD, volcanoCRD, nrtCRD, lwsCRD, rayCRD}, kubeflowCRDs...), kueueCRDs...) {
 		names, err := c.applyFile(ctx, path, nil)
 		if err != nil {
 			return nil, fmt.Errorf("installing %s: %w", filepath.Base(path), err)

@@ -112,9 +112,10 @@ var _ = Describe("Pod webhook", Ordered, func() {
 		owner("kubeflow.org/v1", "PyTorchJob", g, "elastic", map[string]any{
 			"runPolicy":           map[string]any{"schedulingPolicy": map[string]any{"minAvailable": int64(3)}},
 			"pytorchReplicaSpecs": map[string]any{"Master": map[string]any{"replicas": int64(1)}, "Worker": map[string]any{"replicas": int64(7)}}})
-		owner("ray.io/v1", "RayCluster", g, "rc", map[string]any{"workerGroupSpecs": []any{
-			map[string]any{"groupName": "cpu", "minReplicas": int64(2)},
-			map[string]any{"groupName": "tpu", "minReplicas": int64(1), "numOfHosts": int64(2)}}})
+		rayTemplate := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "ray", "image": "rayproject/ray"}}}}
+		owner("ray.io/v1", "RayCluster", g, "rc", map[string]any{"headGroupSpec": map[string]any{"template": rayTemplate}, "workerGroupSpecs": []any{
+			map[string]any{"groupName": "cpu", "minReplicas": int64(2), "maxReplicas": int64(4), "template": rayTemplate},
+			map[string]any{"groupName": "tpu", "minReplicas": int64(1), "maxReplicas": int64(1), "numOfHosts": int64(2), "template": rayTemplate}}})
 		owner("jobset.x-k8s.io/v1alpha2", "JobSet", g, "js", map[string]any{"replicatedJobs": []any{
 			map[string]any{"name": "driver", "replicas": int64(1), "template": map[string]any{"spec": map[string]any{"parallelism": int64(1)}}},
 			map[string]any{"name": "workers", "replicas": int64(2), "template": map[string]any{"spec": map[string]any{"parallelism": int64(4)}}}}})

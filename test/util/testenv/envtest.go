@@ -131,6 +131,11 @@ func LeaderWorkerSetWebhooks() (string, error) {
 	return moduleFile("lws", "sigs.k8s.io/lws", "config/webhook/manifests.yaml")
 }
 
+// RayClusterCRD is the path of KubeRay v1.5.0's RayCluster CRD (hack/tools/kuberay).
+func RayClusterCRD() (string, error) {
+	return moduleFile("kuberay", "github.com/ray-project/kuberay/ray-operator", "config/crd/bases/ray.io_rayclusters.yaml")
+}
+
 // LegacyKueueCRDs is the directory of Kueue v0.14.8's CRDs (hack/tools/kueuelegacy):
 // the API of a Kueue that serves only kueue.x-k8s.io/v1beta1.
 func LegacyKueueCRDs() (string, error) {
