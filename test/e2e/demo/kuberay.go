@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -135,7 +136,7 @@ func (c *Cluster) RunRayScenario(ctx context.Context) (*RayReport, error) {
 		}
 		for i := range pods {
 			if g := pods[i].Labels[v1alpha1.LabelKubeNexusGangName]; g != "" {
-				fmt.Sscan(pods[i].Labels[v1alpha1.LabelKubeNexusGangMinAvailable], &r.GangSize)
+				r.GangSize, _ = strconv.Atoi(pods[i].Labels[v1alpha1.LabelKubeNexusGangMinAvailable])
 				pg := &v1alpha1.PodGroup{}
 				if err := c.Client.Get(ctx, client.ObjectKey{Namespace: rayNamespace, Name: g}, pg); err != nil {
 					return err
