@@ -150,9 +150,12 @@ test-skew: ## Run the api, operator, scheduler and Kueue integration suites agai
 envtest: ## Build etcd and kube-apiserver for envtest (cached).
 	hack/build-tools.sh etcd kube-apiserver
 
+# The tools the e2e needs besides etcd and kube-apiserver.
+E2E_TOOLS := kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue lws kuberay promql-names
+
 .PHONY: test
-test: envtest build ## Run the unit and integration tests, the e2e (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, Helm v3 and v4, training-operator, Kueue, LeaderWorkerSet, KubeRay), then the fuzzers briefly.
-	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue lws kuberay promql-names
+test: test-prefetch envtest build ## Run the unit and integration tests, the e2e (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, Helm v3 and v4, training-operator, Kueue, LeaderWorkerSet, KubeRay), then the fuzzers briefly.
+	hack/build-tools.sh $(E2E_TOOLS)
 	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) $(TEST_PKGS)
 	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./test/e2e/...
 	cd hack/bundle && $(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./...
@@ -170,9 +173,16 @@ test-unit: ## Unit tests, the chart and image checks: no tools built, no API ser
 test-integration: envtest ## The envtest suites (api, operator, scheduler, Kueue) against kube-apiserver and etcd built from source.
 	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./test/integration/...
 
+# test-prefetch fetches, in the background, the modules of the e2e's stale tools while
+# etcd and kube-apiserver compile (a cold make test otherwise waits for each module's
+# download in turn).
+.PHONY: test-prefetch
+test-prefetch:
+	@hack/build-tools.sh --download $(E2E_TOOLS)
+
 .PHONY: test-e2e
-test-e2e: envtest build ## The e2e: the chart installed on a local control plane with kube-controller-manager, kwok, training-operator, Kueue, LeaderWorkerSet and KubeRay.
-	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue lws kuberay promql-names
+test-e2e: test-prefetch envtest build ## The e2e: the chart installed on a local control plane with kube-controller-manager, kwok, training-operator, Kueue, LeaderWorkerSet and KubeRay.
+	hack/build-tools.sh $(E2E_TOOLS)
 	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./test/e2e/...
 
 .PHONY: test-race
