@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -152,16 +153,19 @@ func (c *Cluster) RunRayScenario(ctx context.Context) (*RayReport, error) {
 		return r, err
 	}
 
-	// The autoscaler asks for a third worker: it joins the gang and waits alone.
-	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(rc), rc); err != nil {
-		return r, err
-	}
-	groups, _, _ := unstructured.NestedSlice(rc.Object, "spec", "workerGroupSpecs")
-	groups[0].(map[string]any)["replicas"] = int64(3)
-	if err := unstructured.SetNestedSlice(rc.Object, groups, "spec", "workerGroupSpecs"); err != nil {
-		return r, err
-	}
-	if err := c.Client.Update(ctx, rc); err != nil {
+	// The autoscaler asks for a third worker: it joins the gang and waits alone. (The
+	// operator writes the RayCluster too: read, change and write again on a conflict.)
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(rc), rc); err != nil {
+			return err
+		}
+		groups, _, _ := unstructured.NestedSlice(rc.Object, "spec", "workerGroupSpecs")
+		groups[0].(map[string]any)["replicas"] = int64(3)
+		if err := unstructured.SetNestedSlice(rc.Object, groups, "spec", "workerGroupSpecs"); err != nil {
+			return err
+		}
+		return c.Client.Update(ctx, rc)
+	}); err != nil {
 		return r, err
 	}
 	err = waitFor(ctx, 2*time.Minute, func() error {

@@ -19,6 +19,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -155,19 +156,23 @@ func (c *Cluster) kueueConversion(ctx context.Context, port int, caPEM []byte) e
 		if err := yaml.Unmarshal(patch, &head); err != nil || head.Metadata.Name == "" {
 			return fmt.Errorf("%s: no CRD name (%v)", p.Path, err)
 		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := c.Client.Get(ctx, client.ObjectKey{Name: head.Metadata.Name}, crd); err != nil {
-			return fmt.Errorf("reading Kueue's CRD %s: %w", head.Metadata.Name, err)
-		}
-		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
-			Strategy: apiextensionsv1.WebhookConverter,
-			Webhook: &apiextensionsv1.WebhookConversion{
-				ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
-				ConversionReviewVersions: []string{"v1"},
-			},
-		}
-		if err := c.Client.Update(ctx, crd); err != nil {
-			return fmt.Errorf("pointing %s at Kueue's conversion webhook: %w", head.Metadata.Name, err)
+		// The API server writes the CRD's status too: read, change and write again on a
+		// conflict.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: head.Metadata.Name}, crd); err != nil {
+				return err
+			}
+			crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
+				Strategy: apiextensionsv1.WebhookConverter,
+				Webhook: &apiextensionsv1.WebhookConversion{
+					ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
+					ConversionReviewVersions: []string{"v1"},
+				},
+			}
+			return c.Client.Update(ctx, crd)
+		}); err != nil {
+			return fmt.Errorf("pointing Kueue's CRD %s at its conversion webhook: %w", head.Metadata.Name, err)
 		}
 		n++
 	}
@@ -607,12 +612,15 @@ func PrintKueue(w io.Writer, r *KueueReport) {
 // keeps an AdmissionCheck (its finalizer) while a ClusterQueue names it, so
 // uninstalling the chart waits for that.
 func (c *Cluster) ReleaseKueueCheck(ctx context.Context) error {
-	cq := &kueue.ClusterQueue{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Name: "gpu-checked"}, cq); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	cq.Spec.AdmissionChecksStrategy = nil
-	return c.Client.Update(ctx, cq)
+	// Kueue writes the ClusterQueue's status meanwhile: write again on a conflict.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cq := &kueue.ClusterQueue{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: "gpu-checked"}, cq); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		cq.Spec.AdmissionChecksStrategy = nil
+		return c.Client.Update(ctx, cq)
+	})
 }
 
 // checksStrategy runs each named AdmissionCheck for every flavor (nil for none):

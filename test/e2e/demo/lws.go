@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -165,14 +166,17 @@ func (c *Cluster) RunLWSScenario(ctx context.Context) (*LWSReport, error) {
 	if err != nil {
 		return r, err
 	}
-	// Scale up by one group: the third rack has two nodes, no rack three free.
-	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(lws), lws); err != nil {
-		return r, err
-	}
-	if err := unstructured.SetNestedField(lws.Object, int64(3), "spec", "replicas"); err != nil {
-		return r, err
-	}
-	if err := c.Client.Update(ctx, lws); err != nil {
+	// Scale up by one group: the third rack has two nodes, no rack three free. (LWS
+	// writes the object too: read, change and write again on a conflict.)
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(lws), lws); err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(lws.Object, int64(3), "spec", "replicas"); err != nil {
+			return err
+		}
+		return c.Client.Update(ctx, lws)
+	}); err != nil {
 		return r, err
 	}
 	err = waitFor(ctx, 2*time.Minute, func() error {
