@@ -3,8 +3,6 @@ package demo
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -38,16 +36,8 @@ func (c *Cluster) StartKubeRay(ctx context.Context) error {
 		return err
 	}
 	c.logf("starting KubeRay v1.5.0's operator (local process)")
-	env := append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
-	if err := c.startEnv("kuberay", env, filepath.Join(c.opts.Bin, "k8s", "kuberay"),
-		"--metrics-addr=0", fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[0]),
-		"--enable-leader-election=false", "--log-stdout-encoder=console"); err != nil {
-		return err
-	}
-	if err := waitFor(ctx, 2*time.Minute, func() error { return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[0])) }); err != nil {
-		return fmt.Errorf("waiting for KubeRay's operator to become ready (see %s): %w", c.logPath("kuberay"), err)
-	}
-	return nil
+	return c.startController(ctx, "kuberay", ports[0], "--metrics-addr=0", fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[0]),
+		"--enable-leader-election=false", "--log-stdout-encoder=console")
 }
 
 // RayReport is what the RayCluster scenario saw.

@@ -103,22 +103,36 @@ integrations:
 		return err
 	}
 	c.logf("starting Kueue v0.17.0's controller-manager (local process, webhooks on 127.0.0.1:%d)", webhookPort)
-	env := append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
-	if err := c.startEnv("kueue", env, filepath.Join(c.opts.Bin, "k8s", "kueue"), "--config="+path, "--feature-gates=VisibilityOnDemand=false", "--zap-log-level=2"); err != nil {
+	if err := c.startController(ctx, "kueue", probePort, "--config="+path, "--feature-gates=VisibilityOnDemand=false", "--zap-log-level=2"); err != nil {
 		return err
-	}
-	if err := waitFor(ctx, 2*time.Minute, func() error { return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)) }); err != nil {
-		return fmt.Errorf("waiting for Kueue to become ready (see %s): %w", c.logPath("kueue"), err)
 	}
 	mwc, vwc, err := kueueWebhooks(webhookPort, caPEM)
 	if err != nil {
 		return err
 	}
+	return c.registerWebhooks(ctx, "Kueue", mwc, vwc)
+}
+
+// startController runs another system's controller (bin/k8s/name) as a local process
+// with the demo's kubeconfig and waits until its /readyz on probePort answers.
+func (c *Cluster) startController(ctx context.Context, name string, probePort int, args ...string) error {
+	env := append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	if err := c.startEnv(name, env, filepath.Join(c.opts.Bin, "k8s", name), args...); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 2*time.Minute, func() error { return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)) }); err != nil {
+		return fmt.Errorf("waiting for %s to become ready (see %s): %w", name, c.logPath(name), err)
+	}
+	return nil
+}
+
+// registerWebhooks creates a controller's webhook configurations (webhooksByURL).
+func (c *Cluster) registerWebhooks(ctx context.Context, who string, mwc *admissionregistrationv1.MutatingWebhookConfiguration, vwc *admissionregistrationv1.ValidatingWebhookConfiguration) error {
 	if err := c.Client.Create(ctx, mwc); err != nil {
-		return fmt.Errorf("registering Kueue's mutating webhooks: %w", err)
+		return fmt.Errorf("registering %s's mutating webhooks: %w", who, err)
 	}
 	if err := c.Client.Create(ctx, vwc); err != nil {
-		return fmt.Errorf("registering Kueue's validating webhooks: %w", err)
+		return fmt.Errorf("registering %s's validating webhooks: %w", who, err)
 	}
 	return nil
 }

@@ -67,12 +67,8 @@ webhook:
 		return err
 	}
 	c.logf("starting LeaderWorkerSet v0.7.0's controller-manager (local process, webhooks on 127.0.0.1:%d)", webhookPort)
-	env := append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
-	if err := c.startEnv("lws", env, filepath.Join(c.opts.Bin, "k8s", "lws"), "--config="+path, "--zap-log-level=2"); err != nil {
+	if err := c.startController(ctx, "lws", probePort, "--config="+path, "--zap-log-level=2"); err != nil {
 		return err
-	}
-	if err := waitFor(ctx, 2*time.Minute, func() error { return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)) }); err != nil {
-		return fmt.Errorf("waiting for LeaderWorkerSet's controller to become ready (see %s): %w", c.logPath("lws"), err)
 	}
 	manifest, err := testenv.LeaderWorkerSetWebhooks()
 	if err != nil {
@@ -82,13 +78,7 @@ webhook:
 	if err != nil {
 		return err
 	}
-	if err := c.Client.Create(ctx, mwc); err != nil {
-		return fmt.Errorf("registering LeaderWorkerSet's mutating webhooks: %w", err)
-	}
-	if err := c.Client.Create(ctx, vwc); err != nil {
-		return fmt.Errorf("registering LeaderWorkerSet's validating webhooks: %w", err)
-	}
-	return nil
+	return c.registerWebhooks(ctx, "LeaderWorkerSet", mwc, vwc)
 }
 
 // LWSGroup is what one LeaderWorkerSet group's pods show.
