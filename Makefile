@@ -151,7 +151,7 @@ envtest: ## Build etcd and kube-apiserver for envtest (cached).
 	hack/build-tools.sh etcd kube-apiserver
 
 # The tools the e2e needs besides etcd and kube-apiserver.
-E2E_TOOLS := kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue lws kuberay promql-names
+E2E_TOOLS := kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue lws kuberay jobset trainer promql-names
 
 .PHONY: test
 test: test-prefetch envtest build ## Run the unit and integration tests, the e2e (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, Helm v3 and v4, training-operator, Kueue, LeaderWorkerSet, KubeRay), then the fuzzers briefly.

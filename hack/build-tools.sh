@@ -4,7 +4,7 @@
 # Usage: hack/build-tools.sh [--download] [tool...]   (default: all)
 #   --download: only fetch, in the background, the modules the stale ones need (make
 #   demo starts it first, so that no build later waits for the network).
-# Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm helm4 controller-gen training-operator scheduler-plugins kueue lws kuberay golangci-lint
+# Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm helm4 controller-gen training-operator scheduler-plugins kueue lws kuberay jobset trainer golangci-lint
 #        promql-names (the e2e's dashboard check)
 #        kube-apiserver-1.35 kube-apiserver-1.36 (make test-skew; never built by default)
 set -euo pipefail
@@ -32,6 +32,8 @@ declare -A PKG=(
   [kueue]=sigs.k8s.io/kueue/cmd/kueue
   [lws]=sigs.k8s.io/lws/cmd
   [kuberay]=github.com/ray-project/kuberay/ray-operator
+  [jobset]=sigs.k8s.io/jobset
+  [trainer]=github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager
   [kube-apiserver-1.35]=k8s.io/kubernetes/cmd/kube-apiserver
   [kube-apiserver-1.36]=k8s.io/kubernetes/cmd/kube-apiserver
   [golangci-lint]=github.com/golangci/golangci-lint/v2/cmd/golangci-lint
@@ -66,18 +68,19 @@ shared_flags=(-trimpath)
 shared_gcflags="-dwarf=false"
 # shared:end
 
-ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm helm4 training-operator scheduler-plugins kueue lws kuberay golangci-lint promql-names)
+ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm helm4 training-operator scheduler-plugins kueue lws kuberay jobset trainer golangci-lint promql-names)
 # Built only when named (make test-skew): the API servers of the older minors in the supported range.
 SKEW=(kube-apiserver-1.35 kube-apiserver-1.36)
 
 # The module each tool is built in: hack/tools, except Kubeflow's training-operator,
-# scheduler-plugins' kube-scheduler, Kueue, LeaderWorkerSet and KubeRay (hack/tools/trainingoperator,
-# hack/tools/schedulerpluginsbin, hack/tools/kueue, hack/tools/lws, hack/tools/kuberay), which pin the Kubernetes
-# libraries they were released with, and the older API servers of make test-skew
+# scheduler-plugins' kube-scheduler, Kueue, and LeaderWorkerSet, KubeRay, JobSet and
+# Kubeflow Trainer (hack/tools/trainingoperator, hack/tools/schedulerpluginsbin,
+# hack/tools/kueue, hack/tools/frameworks: the last four share one module, and so one
+# build), which pin the Kubernetes libraries they were released with, and the older API servers of make test-skew
 # (hack/tools/skew135, hack/tools/skew136). hack/tools (kwok included) shares its Kubernetes
 # libraries and their dependencies with the main module at the same versions, so the
 # packages compiled for one come from the build cache for the other.
-declare -A MODDIR=([training-operator]=trainingoperator [scheduler-plugins]=schedulerpluginsbin [kueue]=kueue [lws]=lws [kuberay]=kuberay [golangci-lint]=lint [helm4]=helm4 [promql-names]=promql
+declare -A MODDIR=([training-operator]=trainingoperator [scheduler-plugins]=schedulerpluginsbin [kueue]=kueue [lws]=frameworks [kuberay]=frameworks [jobset]=frameworks [trainer]=frameworks [golangci-lint]=lint [helm4]=helm4 [promql-names]=promql
   [kube-apiserver-1.35]=skew135 [kube-apiserver-1.36]=skew136)
 download=false
 if [ "${1:-}" = --download ]; then

@@ -57,8 +57,12 @@ type GangSource struct {
 	// pod has no controller reference to this owner). It is a claim of the pod, to
 	// look the owner up in a GangSizeCache, not a verified identity.
 	UID types.UID
-	// Gang is the name of the PodGroup the pods of this source form.
+	// Gang is the name of the PodGroup the pods of this source form (a staged
+	// JobSet's later stages form others: GangSize.Gang).
 	Gang string
+	// Part is the pod's part of the owner where the owner's spec sizes its parts
+	// apart: a JobSet pod's replicated job.
+	Part string
 }
 
 // GangSourceOf finds, from labels and owner references, the object that sizes the
@@ -102,6 +106,7 @@ func GangSourceOf(pod *corev1.Pod, profile Profile) (GangSource, bool) {
 		return src(RayCluster, l[labelRayCluster])
 	case v1alpha1.IntegrationJobSet:
 		s, ok := src(JobSet, l[labelJobSetName])
+		s.Part = l[labelJobSetReplicated]
 		if uid := l[labelJobSetUID]; ok && uid != "" && len(validation.IsValidLabelValue(uid)) == 0 {
 			s.UID = types.UID(uid) // JobSet's controller writes its UID on the pods of its Jobs
 		}
@@ -166,6 +171,9 @@ func gangName(owner, framework string, extra ...string) string {
 // GangSize is what the owning object says about its gang.
 type GangSize struct {
 	MinMember int32
+	// Gang, when set, is the gang the pod joins instead of GangSource.Gang: the
+	// owner runs its pods in stages (a JobSet's dependsOn) and this is the pod's.
+	Gang string
 	// ExcludesRole is a role whose pods are not members: an MPI launcher created
 	// only once the workers run cannot be counted, or the gang would never form.
 	ExcludesRole v1alpha1.WorkloadRole
@@ -221,18 +229,7 @@ func SizeFrom(src GangSource, obj *unstructured.Unstructured) (GangSize, error) 
 			n = bounded(n + bounded(intField(gm, "minReplicas"))*bounded(hosts))
 		}
 	case JobSet.GroupKind():
-		// JobSet declares no minimum: every replicated job's Jobs, each running
-		// min(parallelism, completions) pods at once, as a batch Job does.
-		jobs, _ := spec["replicatedJobs"].([]any)
-		for _, j := range jobs {
-			jm, _ := j.(map[string]any)
-			replicas := intField(jm, "replicas")
-			if _, set := jm["replicas"]; !set {
-				replicas = 1
-			}
-			jobSpec, _ := nested(jm, "template", "spec").(map[string]any)
-			n = bounded(n + bounded(replicas)*bounded(jobPods(jobSpec)))
-		}
+		n, size.Gang, err = jobSetGang(src, spec)
 	case LeaderWorkerSet.GroupKind():
 		n = intField(spec, "leaderWorkerTemplate", "size")
 		if _, set := nested(spec, "leaderWorkerTemplate", "size").(int64); !set {
@@ -262,6 +259,90 @@ func SizeFrom(src GangSource, obj *unstructured.Unstructured) (GangSize, error) 
 	}
 	size.MinMember = int32(n)
 	return size, nil
+}
+
+// maxJobSetStages bounds how many stages of a JobSet KubeNexus gangs: a deeper
+// chain of dependsOn is refused (its pods are not auto-grouped, and say why).
+const maxJobSetStages = 16
+
+// jobSetGang is the gang of a JobSet's pod (src.Part is its replicated job): its
+// size and, for a staged JobSet's later stage, its name. JobSet declares no
+// minimum: every replicated job's Jobs, each running min(parallelism, completions)
+// pods at once, as a batch Job does. A replicated job that depends on others
+// (dependsOn), or that follows another under the InOrder startup policy, is created
+// only once those are ready or complete: its pods and theirs are never pending
+// together, so one gang of both would never form (a Kubeflow TrainJob's initializers
+// run, and complete, before its training nodes). Such a JobSet runs in stages, each
+// stage's replicated jobs together; each stage is a gang: the first keeps the
+// JobSet's gang, stage k is "<jobset>-jobset-stage<k>".
+func jobSetGang(src GangSource, spec map[string]any) (int64, string, error) {
+	jobs, _ := spec["replicatedJobs"].([]any)
+	inOrder := nested(spec, "startupPolicy", "startupPolicyOrder") == "InOrder"
+	stageOf := make(map[string]int, len(jobs))
+	var sizes []int64
+	for i, j := range jobs {
+		jm, _ := j.(map[string]any)
+		name, _ := jm["name"].(string)
+		stage := 0
+		if inOrder {
+			stage = i
+		}
+		deps, _ := jm["dependsOn"].([]any)
+		for _, d := range deps {
+			dm, _ := d.(map[string]any)
+			dep, _ := dm["name"].(string)
+			stage = max(stage, stageOf[dep]+1)
+		}
+		if stage >= maxJobSetStages {
+			return 0, "", fmt.Errorf("JobSet %s: replicated job %q starts after %d others (spec.replicatedJobs[%d].dependsOn); KubeNexus groups at most %d stages", src.Name, name, stage, i, maxJobSetStages)
+		}
+		stageOf[name] = stage
+		replicas := intField(jm, "replicas")
+		if _, set := jm["replicas"]; !set {
+			replicas = 1
+		}
+		jobSpec, _ := nested(jm, "template", "spec").(map[string]any)
+		for len(sizes) <= stage {
+			sizes = append(sizes, 0)
+		}
+		sizes[stage] = bounded(sizes[stage] + bounded(replicas)*bounded(jobPods(jobSpec)))
+	}
+	if len(sizes) <= 1 {
+		if len(sizes) == 0 {
+			return 0, "", nil // reported as a gang of 0 pods
+		}
+		return sizes[0], "", nil
+	}
+	stage, ok := stageOf[src.Part]
+	if !ok {
+		return 0, "", fmt.Errorf("JobSet %s runs its replicated jobs in %d stages and has none named %q (the pod's %s label)", src.Name, len(sizes), src.Part, labelJobSetReplicated)
+	}
+	if stage == 0 {
+		return sizes[0], "", nil
+	}
+	return sizes[stage], src.stageGang(stage), nil
+}
+
+// stageGang is the gang of stage k (k ≥ 1) of a staged JobSet.
+func (s GangSource) stageGang(k int) string {
+	return gangName(s.Name, string(v1alpha1.IntegrationJobSet), "stage"+strconv.Itoa(k))
+}
+
+// Forms reports whether name is a gang the source's pods are put in: its own, or
+// a staged JobSet's later stage.
+func (s GangSource) Forms(name string) bool {
+	if name == s.Gang {
+		return true
+	}
+	if s.GVK.GroupKind() != JobSet.GroupKind() {
+		return false
+	}
+	for k := 1; k < maxJobSetStages; k++ {
+		if s.stageGang(k) == name {
+			return true
+		}
+	}
+	return false
 }
 
 // MaxMembersFrom is the most gang members the owning object's spec can run at once:
@@ -384,8 +465,8 @@ type GangSizeCache struct {
 }
 
 type gangSizeKey struct {
-	gvk             schema.GroupVersionKind
-	namespace, name string
+	gvk                   schema.GroupVersionKind
+	namespace, name, part string
 	uid             types.UID
 }
 
@@ -405,7 +486,7 @@ const (
 // nothing is kept.
 func (c *GangSizeCache) Size(src GangSource, read func() (*unstructured.Unstructured, error)) (GangSize, error) {
 	if src.UID != "" {
-		if size, ok := c.get(gangSizeKey{gvk: src.GVK, namespace: src.Namespace, name: src.Name, uid: src.UID}); ok {
+		if size, ok := c.get(gangSizeKey{gvk: src.GVK, namespace: src.Namespace, name: src.Name, part: src.Part, uid: src.UID}); ok {
 			return size, nil
 		}
 	}
@@ -418,7 +499,7 @@ func (c *GangSizeCache) Size(src GangSource, read func() (*unstructured.Unstruct
 		return GangSize{}, err
 	}
 	if uid := obj.GetUID(); uid != "" {
-		c.put(gangSizeKey{gvk: src.GVK, namespace: src.Namespace, name: src.Name, uid: uid}, size)
+		c.put(gangSizeKey{gvk: src.GVK, namespace: src.Namespace, name: src.Name, part: src.Part, uid: uid}, size)
 	}
 	return size, nil
 }

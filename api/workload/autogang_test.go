@@ -1,7 +1,9 @@
 package workload
 
 import (
+	"cmp"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -302,6 +304,82 @@ func TestSizeFrom(t *testing.T) {
 				t.Errorf("got %+v, want %d excluding %q", got, tc.want, tc.exclude)
 			}
 		})
+	}
+}
+
+// A JobSet whose replicated jobs start one after another (dependsOn, InOrder) is
+// ganged by stage: the pods of a stage are pending together, never with another's.
+func TestJobSetStages(t *testing.T) {
+	rj := func(name string, replicas, parallelism int64, deps ...string) map[string]any {
+		m := map[string]any{"name": name, "replicas": replicas, "template": map[string]any{"spec": map[string]any{"parallelism": parallelism}}}
+		if len(deps) > 0 {
+			var d []any
+			for _, n := range deps {
+				d = append(d, map[string]any{"name": n, "status": "Complete"})
+			}
+			m["dependsOn"] = d
+		}
+		return m
+	}
+	// Kubeflow Trainer's torchtune runtime: two initializers, then 4 training nodes.
+	trainJob := map[string]any{"replicatedJobs": []any{rj("dataset-initializer", 1, 1), rj("model-initializer", 1, 1),
+		rj("node", 1, 4, "dataset-initializer", "model-initializer")}}
+	chain := map[string]any{"replicatedJobs": []any{rj("a", 1, 1), rj("b", 2, 2, "a"), rj("c", 1, 3, "b"), rj("d", 1, 1, "a")}}
+	inOrder := map[string]any{"startupPolicy": map[string]any{"startupPolicyOrder": "InOrder"},
+		"replicatedJobs": []any{rj("driver", 1, 1), rj("workers", 2, 4)}}
+	deep := map[string]any{}
+	var jobs []any
+	for i := range maxJobSetStages + 1 {
+		if i == 0 {
+			jobs = append(jobs, rj("s0", 1, 1))
+			continue
+		}
+		jobs = append(jobs, rj(fmt.Sprint("s", i), 1, 1, fmt.Sprint("s", i-1)))
+	}
+	deep["replicatedJobs"] = jobs
+	src := func(part string) GangSource {
+		return GangSource{GVK: JobSet, Name: "tune", Gang: "tune-jobset", Part: part}
+	}
+	cases := []struct {
+		name     string
+		spec     map[string]any
+		part     string
+		want     int32
+		wantGang string // "": the JobSet's own gang
+		wantErr  string
+	}{
+		{"trainer initializers: the first stage", trainJob, "model-initializer", 2, "", ""},
+		{"trainer nodes: the second stage, alone", trainJob, "node", 4, "tune-jobset-stage1", ""},
+		{"a chain: b after a, with d", chain, "b", 5, "tune-jobset-stage1", ""},
+		{"a chain: d after a shares b's stage", chain, "d", 5, "tune-jobset-stage1", ""},
+		{"a chain: c after b", chain, "c", 3, "tune-jobset-stage2", ""},
+		{"InOrder: each replicated job its own stage", inOrder, "workers", 8, "tune-jobset-stage1", ""},
+		{"InOrder: the driver first", inOrder, "driver", 1, "", ""},
+		{"a replicated job the spec does not have", trainJob, "evil", 0, "", `JobSet tune runs its replicated jobs in 2 stages and has none named "evil"`},
+		{"too many stages", deep, "s1", 0, "", fmt.Sprintf("starts after %d others", maxJobSetStages)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := SizeFrom(src(tc.part), &unstructured.Unstructured{Object: map[string]any{"spec": tc.spec}})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.MinMember != tc.want || got.Gang != tc.wantGang {
+				t.Errorf("got %d in gang %q, want %d in %q", got.MinMember, got.Gang, tc.want, tc.wantGang)
+			}
+			if gang := cmp.Or(got.Gang, "tune-jobset"); !src(tc.part).Forms(gang) {
+				t.Errorf("Forms(%q) is false: the PodGroup controller would not know the gang as the JobSet's", gang)
+			}
+		})
+	}
+	if (GangSource{GVK: JobSet, Name: "tune", Gang: "tune-jobset"}).Forms("other-jobset-stage1") {
+		t.Error("Forms accepts another JobSet's stage")
 	}
 }
 

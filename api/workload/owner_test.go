@@ -65,6 +65,23 @@ func TestResolveOwner(t *testing.T) {
 			chain: lwsChain,
 			want:  &metav1.OwnerReference{APIVersion: lwsV1, Kind: "LeaderWorkerSet", Name: "llm", UID: "lws-uid"},
 		},
+		"Kubeflow Trainer: a TrainJob's JobSet, owned by the TrainJob": {
+			pod: pod(jobsetLabels, controls("batch/v1", "Job", "js-workers-0", "job-uid")),
+			chain: chain{"job-uid": controls(jobsetV1alpha2, "JobSet", "js", "js-uid"),
+				"js-uid": controls("trainer.kubeflow.org/v1alpha1", "TrainJob", "js", "tj-uid")},
+			want: &metav1.OwnerReference{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: "js", UID: "tj-uid"},
+		},
+		"a JobSet some other controller owns stays the owner": {
+			pod: pod(jobsetLabels, controls("batch/v1", "Job", "js-workers-0", "job-uid")),
+			chain: chain{"job-uid": controls(jobsetV1alpha2, "JobSet", "js", "js-uid"),
+				"js-uid": controls("example.com/v1", "Pipeline", "p", "p-uid")},
+			want: &metav1.OwnerReference{APIVersion: jobsetV1alpha2, Kind: "JobSet", Name: "js", UID: "js-uid"},
+		},
+		"KubeRay: a RayJob's RayCluster, owned by the RayJob": {
+			pod: pod(map[string]string{labelRayCluster: "rj-abcde", "ray.io/node-type": "worker"}, controls("ray.io/v1", "RayCluster", "rj-abcde", "rc-uid")),
+			chain: chain{"rc-uid": controls("ray.io/v1", "RayJob", "rj", "rj-uid")},
+			want:  &metav1.OwnerReference{APIVersion: "ray.io/v1", Kind: "RayJob", Name: "rj", UID: "rj-uid"},
+		},
 		"labels naming another JobSet than the chain reaches": {
 			pod:   pod(map[string]string{labelJobSetName: "other", labelJobSetReplicated: "workers"}, controls("batch/v1", "Job", "js-workers-0", "job-uid")),
 			chain: jobsetChain,

@@ -170,8 +170,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // AutoPodGroup is the PodGroup to create for a gang defined only by pod labels
 // (KubeNexus, sigs or Kueue dialects), or nil when the gang's members name a PodGroup
 // object the user owns. The oldest member's labels give minMember. The group is owned
-// by the framework object the webhook sized the gang from, so that deleting the
-// workload deletes the group: found by following controller references up from the
+// by the framework object the webhook sized the gang from, or by the object that
+// created that one for its whole life (a TrainJob its JobSet, a RayJob its
+// RayCluster), so that deleting the workload deletes the group: found by following controller references up from the
 // member (controllerOf reads them; a JobSet's pods are controlled by its child Jobs,
 // a LeaderWorkerSet's by StatefulSets), else named by the member's labels (JobSet's
 // jobset-uid), else the member's own controller. An error reading the chain is
@@ -198,7 +199,7 @@ func AutoPodGroup(key gang.Key, members []corev1.Pod, controllerOf workload.Cont
 		},
 		Spec: v1alpha1.PodGroupSpec{MinMember: m.MinMember},
 	}
-	if src, ok := workload.GangSourceOf(oldest, workload.Classify(oldest, workload.Namespace{}, "")); ok && src.Gang == key.Name {
+	if src, ok := workload.GangSourceOf(oldest, workload.Classify(oldest, workload.Namespace{}, "")); ok && src.Forms(key.Name) {
 		if controllerOf != nil {
 			ref, found, err := src.ResolveOwner(oldest, controllerOf)
 			if err != nil {

@@ -152,6 +152,7 @@ func TestDemoFlow(t *testing.T) {
 	checkLeaderWorkerSet(t, c)
 	checkServing(t, c)
 	checkKubeRay(t, c)
+	checkTrainer(t, c)
 	checkQuickstart(t, c)
 	checkDashboard(t, c)
 	helmUpgradeAndUninstall(t, c)
@@ -539,6 +540,61 @@ func checkKubeRay(t *testing.T, c *demo.Cluster) {
 	if r.ScaledPods != 4 || r.ScaledBoundBefore != 3 || r.ScaledMessage == "" || r.ScaledBoundAfter != 4 {
 		t.Errorf("autoscaled: %d pods, %d bound while the fourth waited (%q), %d once a node joined; want 4, 3, a reason, 4",
 			r.ScaledPods, r.ScaledBoundBefore, r.ScaledMessage, r.ScaledBoundAfter)
+	}
+
+	// A RayJob's cluster: the same gang (head + minReplicas), owned by the RayJob.
+	j, err := c.RunRayJobScenario(context.Background())
+	if j != nil {
+		t.Logf("RayJob: %+v", *j)
+	}
+	if err != nil {
+		t.Fatalf("RayJob scenario: %v", err)
+	}
+	if j.Pods != 3 || j.Bound != 3 || j.GangSize != 3 || j.Gang != j.Cluster+"-ray" || j.Owner != "RayJob/"+demo.RayJobName {
+		t.Errorf("RayJob's cluster %s: %d/%d bound, gang %q of %d owned by %q; want 3/3 bound in gang %s-ray of 3 owned by RayJob/%s",
+			j.Cluster, j.Bound, j.Pods, j.Gang, j.GangSize, j.Owner, j.Cluster, demo.RayJobName)
+	}
+}
+
+// checkTrainer: with Kubeflow Trainer's and JobSet's real controllers, a TrainJob of
+// three 8-GPU training nodes in one rack, on a runtime whose nodes start once a
+// model initializer completes (JobSet dependsOn): the initializer runs alone (a gang
+// of its own), then the nodes are one gang of the TrainJob's numNodes, owned by the
+// TrainJob, tier gold; with no rack holding three, none binds (a node would take
+// each); once a node joins a rack, all three bind there. A TrainJob on Trainer's own
+// coscheduling PodGroupPolicy binds whole through the scheduler-plugins PodGroup
+// Trainer creates.
+func checkTrainer(t *testing.T, c *demo.Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.StartJobSet(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartTrainer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.RunTrainScenario(ctx)
+	if r != nil {
+		t.Logf("Trainer: %+v", *r)
+	}
+	if err != nil {
+		t.Fatalf("Trainer scenario: %v", err)
+	}
+	if i := r.Initializer; i.Pods != 1 || i.Bound != 1 || i.Gang != demo.TrainJobName+"-jobset" || i.GangSize != 1 {
+		t.Errorf("model initializer: %d/%d bound in gang %q of %d; want 1/1 in %s-jobset of 1", i.Bound, i.Pods, i.Gang, i.GangSize, demo.TrainJobName)
+	}
+	w := r.Waiting
+	if w.Pods != 3 || w.Bound != 0 || !strings.Contains(w.Message, "needs 3 members (3 × 8 nvidia.com/gpu) in one rack; the largest rack fits 2") {
+		t.Errorf("training nodes on racks of 2: %d/%d bound, scheduler says %q; want none of 3, for want of a rack", w.Bound, w.Pods, w.Message)
+	}
+	p := r.Placed
+	if p.Bound != 3 || len(p.Racks) != 1 || p.Gang != demo.TrainJobName+"-jobset-stage1" || p.GangSize != 3 || p.Owner != "TrainJob/"+demo.TrainJobName || p.Tier != "gold" {
+		t.Errorf("training nodes: %d/3 bound in racks %v, gang %q of %d owned by %q, tier %q; want 3 in one rack, gang %s-jobset-stage1 of 3 owned by TrainJob/%s, tier gold",
+			p.Bound, p.Racks, p.Gang, p.GangSize, p.Owner, p.Tier, demo.TrainJobName, demo.TrainJobName)
+	}
+	if cs := r.Coscheduled; cs.Bound != 2 || cs.Gang != demo.TrainJobCoscheduled || cs.GangSize != 2 || cs.Owner != "TrainJob/"+demo.TrainJobCoscheduled {
+		t.Errorf("coscheduled TrainJob: %d/2 bound, scheduler-plugins PodGroup %q of %d owned by %q; want 2, %s of 2 owned by the TrainJob",
+			cs.Bound, cs.Gang, cs.GangSize, cs.Owner, demo.TrainJobCoscheduled)
 	}
 }
 

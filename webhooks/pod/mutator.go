@@ -247,7 +247,11 @@ func (m *Mutator) mutate(ctx context.Context, pod *corev1.Pod, ns *corev1.Namesp
 		return nil
 	}
 	delete(pod.Annotations, v1alpha1.AnnotationAutoGangSkipped)
-	pod.Labels[v1alpha1.LabelKubeNexusGangName] = src.Gang
+	gangName := src.Gang
+	if size.Gang != "" {
+		gangName = size.Gang // a later stage of its owner
+	}
+	pod.Labels[v1alpha1.LabelKubeNexusGangName] = gangName
 	pod.Labels[v1alpha1.LabelKubeNexusGangMinAvailable] = strconv.Itoa(int(size.MinMember))
 	return nil
 }

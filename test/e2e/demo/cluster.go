@@ -192,9 +192,9 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	// The CRDs of the other systems, before the manager and the scheduler start (they
 	// look for the other PodGroup kinds once, at start): scheduler-plugins' and
-	// Volcano's own PodGroup CRDs, Kubeflow training-operator's own CRDs,
-	// LeaderWorkerSet's and KubeRay's own CRDs (their controllers run in the e2e), and
-	// stand-ins for the frameworks whose operators do not run here (Spark, JobSet).
+	// Volcano's own PodGroup CRDs, Kubeflow training-operator's own CRDs, the own CRDs
+	// of LeaderWorkerSet, KubeRay, JobSet and Kubeflow Trainer (their controllers run in
+	// the e2e), and a stand-in for Spark, whose operator does not run here.
 	sigsCRD, err := testenv.SchedulerPluginsCRD()
 	if err != nil {
 		return nil, err
@@ -223,13 +223,25 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	rayCRD, err := testenv.RayClusterCRD()
+	rayCRDs, err := testenv.RayCRDs()
 	if err != nil {
 		return nil, err
 	}
-	c.logf("installing scheduler-plugins' and Volcano's PodGroup CRDs, Kubeflow training-operator v1.8.1's CRDs, Kueue v0.17.0's CRDs, LeaderWorkerSet v0.7.0's and KubeRay v1.5.0's RayCluster CRDs, the NodeResourceTopology CRD and stand-in CRDs for Spark and JobSet")
+	jobSetCRD, err := testenv.JobSetCRD()
+	if err != nil {
+		return nil, err
+	}
+	trainerCRDs, err := testenv.TrainerCRDs()
+	if err != nil {
+		return nil, err
+	}
+	c.logf("installing scheduler-plugins' and Volcano's PodGroup CRDs, Kubeflow training-operator v1.8.1's and Trainer v2.1.0's CRDs, Kueue v0.17.0's, LeaderWorkerSet v0.7.0's, KubeRay v1.5.0's and JobSet v0.10.1's CRDs, the NodeResourceTopology CRD and a stand-in CRD for Spark")
 	replaced := map[string]bool{}
-	for _, path := range append(append([]string{sigsCRD, volcanoCRD, nrtCRD, lwsCRD, rayCRD}, kubeflowCRDs...), kueueCRDs...) {
+	crds := []string{sigsCRD, volcanoCRD, nrtCRD, lwsCRD, jobSetCRD}
+	for _, more := range [][]string{rayCRDs, trainerCRDs, kubeflowCRDs, kueueCRDs} {
+		crds = append(crds, more...)
+	}
+	for _, path := range crds {
 		names, err := c.applyFile(ctx, path, nil)
 		if err != nil {
 			return nil, fmt.Errorf("installing %s: %w", filepath.Base(path), err)

@@ -67,24 +67,13 @@ func (c *Cluster) RunRayScenario(ctx context.Context) (*RayReport, error) {
 	if err := c.taintedPool(ctx, "ray", pool, rayTaintKey); err != nil {
 		return nil, err
 	}
-	podSpec := func(gpus string) map[string]any {
-		res := map[string]any{"requests": map[string]any{"cpu": "4", "memory": "16Gi"}}
-		if gpus != "" {
-			res = map[string]any{"requests": map[string]any{"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": gpus}, "limits": map[string]any{"nvidia.com/gpu": gpus}}
-		}
-		return map[string]any{"spec": map[string]any{
-			"nodeSelector": map[string]any{kueuePoolKey: rayPool},
-			"tolerations":  []any{map[string]any{"key": rayTaintKey, "operator": "Exists"}},
-			"containers":   []any{map[string]any{"name": "ray", "image": "rayproject/ray:2.49.0", "resources": res}},
-		}}
-	}
 	rc := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "ray.io/v1", "kind": "RayCluster",
 		"metadata": map[string]any{"name": rayCluster, "namespace": rayNamespace},
 		"spec": map[string]any{
-			"headGroupSpec": map[string]any{"rayStartParams": map[string]any{}, "template": podSpec("")},
+			"headGroupSpec": map[string]any{"rayStartParams": map[string]any{}, "template": rayPodTemplate("")},
 			"workerGroupSpecs": []any{map[string]any{"groupName": "gpu", "replicas": int64(2), "minReplicas": int64(2), "maxReplicas": int64(3),
-				"rayStartParams": map[string]any{}, "template": podSpec("8")}},
+				"rayStartParams": map[string]any{}, "template": rayPodTemplate("8")}},
 		},
 	}}
 	if err := c.Client.Create(ctx, rc); err != nil {
@@ -187,6 +176,98 @@ func (c *Cluster) RunRayScenario(ctx context.Context) (*RayReport, error) {
 		return nil
 	})
 	return r, err
+}
+
+// RayJobName is the scenario's RayJob.
+const RayJobName = "raybatch"
+
+// RayJobReport is what the RayJob scenario saw: the cluster KubeRay created for the
+// job, its pods bound, and their gang's size and PodGroup owner.
+type RayJobReport struct {
+	Cluster        string
+	Pods, Bound    int
+	GangSize       int
+	Gang, Owner    string
+	PendingMessage string
+}
+
+// RunRayJobScenario creates a RayJob whose cluster is a head and two 8-GPU workers
+// (minReplicas 2) on two fresh nodes of the pool, and reads its cluster's pods once
+// all three are bound.
+func (c *Cluster) RunRayJobScenario(ctx context.Context) (*RayJobReport, error) {
+	c.logf("KubeRay: RayJob %s (its cluster a head and 2 workers of 8 GPUs) on two fresh nodes", RayJobName)
+	pool := []map[string]string{{kueuePoolKey: rayPool}, {kueuePoolKey: rayPool}}
+	if err := c.taintedPool(ctx, "rayjob", pool, rayTaintKey); err != nil {
+		return nil, err
+	}
+	rj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "ray.io/v1", "kind": "RayJob",
+		"metadata": map[string]any{"name": RayJobName, "namespace": rayNamespace},
+		"spec": map[string]any{
+			"entrypoint": "python -c 'import ray; ray.init()'",
+			"rayClusterSpec": map[string]any{
+				"headGroupSpec": map[string]any{"rayStartParams": map[string]any{}, "template": rayPodTemplate("")},
+				"workerGroupSpecs": []any{map[string]any{"groupName": "gpu", "replicas": int64(2), "minReplicas": int64(2), "maxReplicas": int64(2),
+					"rayStartParams": map[string]any{}, "template": rayPodTemplate("8")}},
+			},
+		},
+	}}
+	if err := c.Client.Create(ctx, rj); err != nil {
+		return nil, fmt.Errorf("creating RayJob %s: %w", RayJobName, err)
+	}
+	r := &RayJobReport{}
+	err := waitFor(ctx, 2*time.Minute, func() error {
+		var clusters unstructured.UnstructuredList
+		clusters.SetAPIVersion("ray.io/v1")
+		clusters.SetKind("RayClusterList")
+		if err := c.Client.List(ctx, &clusters, client.InNamespace(rayNamespace)); err != nil {
+			return err
+		}
+		for _, rc := range clusters.Items {
+			if ref := metav1.GetControllerOf(&rc); ref != nil && ref.Kind == "RayJob" && ref.Name == RayJobName {
+				r.Cluster = rc.GetName()
+			}
+		}
+		if r.Cluster == "" {
+			return fmt.Errorf("no RayCluster of RayJob %s yet", RayJobName)
+		}
+		var pods corev1.PodList
+		if err := c.Client.List(ctx, &pods, client.InNamespace(rayNamespace), client.MatchingLabels{"ray.io/cluster": r.Cluster}); err != nil {
+			return err
+		}
+		r.Pods, r.Bound, r.PendingMessage = len(pods.Items), countBound(pods.Items), pendingMessage(pods.Items)
+		for i := range pods.Items {
+			r.Gang = pods.Items[i].Labels[v1alpha1.LabelKubeNexusGangName]
+			r.GangSize, _ = strconv.Atoi(pods.Items[i].Labels[v1alpha1.LabelKubeNexusGangMinAvailable])
+		}
+		if r.Gang != "" {
+			pg := &v1alpha1.PodGroup{}
+			if err := c.Client.Get(ctx, client.ObjectKey{Namespace: rayNamespace, Name: r.Gang}, pg); err != nil {
+				return err
+			}
+			for _, ref := range pg.OwnerReferences {
+				r.Owner = ref.Kind + "/" + ref.Name
+			}
+		}
+		if r.Bound != 3 || r.Owner == "" {
+			return fmt.Errorf("cluster %s: %d/3 bound, PodGroup %q owned by %q", r.Cluster, r.Bound, r.Gang, r.Owner)
+		}
+		return nil
+	})
+	return r, err
+}
+
+// rayPodTemplate is a Ray pod template on the scenario's pool: 4 CPUs, or 8 GPUs.
+func rayPodTemplate(gpus string) map[string]any {
+	res := map[string]any{"requests": map[string]any{"cpu": "4", "memory": "16Gi"}}
+	if gpus != "" {
+		res = map[string]any{"requests": map[string]any{"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": gpus}, "limits": map[string]any{"nvidia.com/gpu": gpus}}
+	}
+	return map[string]any{"spec": map[string]any{
+		"nodeSelector": map[string]any{kueuePoolKey: rayPool},
+		"tolerations":  []any{map[string]any{"key": rayTaintKey, "operator": "Exists"}},
+		"containers":   []any{map[string]any{"name": "ray", "image": "rayproject/ray:2.49.0", "resources": res}},
+	}}
 }
 
 func (c *Cluster) rayPods(ctx context.Context) ([]corev1.Pod, error) {

@@ -128,11 +128,15 @@ func (c *Cluster) startController(ctx context.Context, name string, probePort in
 
 // registerWebhooks creates a controller's webhook configurations (webhooksByURL).
 func (c *Cluster) registerWebhooks(ctx context.Context, who string, mwc *admissionregistrationv1.MutatingWebhookConfiguration, vwc *admissionregistrationv1.ValidatingWebhookConfiguration) error {
-	if err := c.Client.Create(ctx, mwc); err != nil {
-		return fmt.Errorf("registering %s's mutating webhooks: %w", who, err)
+	if mwc != nil {
+		if err := c.Client.Create(ctx, mwc); err != nil {
+			return fmt.Errorf("registering %s's mutating webhooks: %w", who, err)
+		}
 	}
-	if err := c.Client.Create(ctx, vwc); err != nil {
-		return fmt.Errorf("registering %s's validating webhooks: %w", who, err)
+	if vwc != nil {
+		if err := c.Client.Create(ctx, vwc); err != nil {
+			return fmt.Errorf("registering %s's validating webhooks: %w", who, err)
+		}
 	}
 	return nil
 }
@@ -223,7 +227,7 @@ func kueueWebhooks(port int, caPEM []byte) (*admissionregistrationv1.MutatingWeb
 // webhooksByURL reads a controller's webhook configurations (a kubebuilder
 // manifests.yaml) and keeps the webhooks wanted picks (nil: all), pointed at the
 // local process on port by URL, in configurations named name-mutating and
-// name-validating.
+// name-validating (nil when the manifest has no webhook of that kind).
 func webhooksByURL(manifest, name string, port int, caPEM []byte, wanted func([]admissionregistrationv1.RuleWithOperations) bool) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	data, err := os.ReadFile(manifest)
 	if err != nil {
@@ -270,8 +274,14 @@ func webhooksByURL(manifest, name string, port int, caPEM []byte, wanted func([]
 			}
 		}
 	}
-	if len(mwc.Webhooks) == 0 || len(vwc.Webhooks) == 0 {
+	if len(mwc.Webhooks) == 0 && len(vwc.Webhooks) == 0 {
 		return nil, nil, fmt.Errorf("%s: no webhook of those wanted", manifest)
+	}
+	if len(mwc.Webhooks) == 0 {
+		mwc = nil // Kubeflow Trainer serves validating webhooks only
+	}
+	if len(vwc.Webhooks) == 0 {
+		vwc = nil
 	}
 	return mwc, vwc, nil
 }

@@ -43,6 +43,23 @@ const (
 
 // owner creates a framework object (a stand-in CRD from testdata/crds, or a batch Job)
 // and returns it as stored.
+// replicatedJob is a JobSet replicated job (its Jobs' pods a container each) that
+// JobSet v0.10's CRD accepts; it starts once deps complete.
+func replicatedJob(name string, replicas, parallelism int64, deps ...string) map[string]any {
+	rj := map[string]any{"name": name, "replicas": replicas, "template": map[string]any{"spec": map[string]any{
+		"parallelism": parallelism,
+		"template": map[string]any{"spec": map[string]any{"restartPolicy": "Never",
+			"containers": []any{map[string]any{"name": name, "image": "trainer"}}}}}}}
+	var dependsOn []any
+	for _, d := range deps {
+		dependsOn = append(dependsOn, map[string]any{"name": d, "status": "Complete"})
+	}
+	if len(dependsOn) > 0 {
+		rj["dependsOn"] = dependsOn
+	}
+	return rj
+}
+
 func owner(apiVersion, kind, ns, name string, spec map[string]any) *unstructured.Unstructured {
 	GinkgoHelper()
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "spec": spec}}
@@ -117,8 +134,12 @@ var _ = Describe("Pod webhook", Ordered, func() {
 			map[string]any{"groupName": "cpu", "minReplicas": int64(2), "maxReplicas": int64(4), "template": rayTemplate},
 			map[string]any{"groupName": "tpu", "minReplicas": int64(1), "maxReplicas": int64(1), "numOfHosts": int64(2), "template": rayTemplate}}})
 		owner("jobset.x-k8s.io/v1alpha2", "JobSet", g, "js", map[string]any{"replicatedJobs": []any{
-			map[string]any{"name": "driver", "replicas": int64(1), "template": map[string]any{"spec": map[string]any{"parallelism": int64(1)}}},
-			map[string]any{"name": "workers", "replicas": int64(2), "template": map[string]any{"spec": map[string]any{"parallelism": int64(4)}}}}})
+			replicatedJob("driver", 1, 1), replicatedJob("workers", 2, 4)}})
+		// A Kubeflow Trainer TrainJob's JobSet: its 3 nodes start once the initializers
+		// complete.
+		owner("jobset.x-k8s.io/v1alpha2", "JobSet", g, "tune", map[string]any{"replicatedJobs": []any{
+			replicatedJob("dataset-initializer", 1, 1), replicatedJob("model-initializer", 1, 1),
+			replicatedJob("node", 1, 3, "dataset-initializer", "model-initializer")}})
 		owner("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", g, "llm", map[string]any{"leaderWorkerTemplate": map[string]any{"size": int64(4),
 			"workerTemplate": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "vllm", "image": "vllm"}}}}}})
 	})
@@ -163,6 +184,12 @@ var _ = Describe("Pod webhook", Ordered, func() {
 			class: "batch", role: "worker", tier: "gold", gang: "rc-ray", min: "5"},
 		{name: "JobSet worker", pod: testutil.MakePod("js-workers-0-0", nsGold).Label("jobset.sigs.k8s.io/jobset-name", "js").Label("jobset.sigs.k8s.io/replicatedjob-name", "workers"),
 			class: "batch", role: "worker", tier: "gold", gang: "js-jobset", min: "9"},
+		{name: "TrainJob initializer: the first stage's gang", pod: testutil.MakePod("tune-model-initializer-0-0", nsGold).Label("jobset.sigs.k8s.io/jobset-name", "tune").
+			Label("jobset.sigs.k8s.io/replicatedjob-name", "model-initializer").Label("trainer.kubeflow.org/trainjob-ancestor-step", "model-initializer"),
+			class: "training", tier: "gold", gang: "tune-jobset", min: "2"},
+		{name: "TrainJob node: a gang of the nodes alone", pod: testutil.MakePod("tune-node-0-0", nsGold).Label("jobset.sigs.k8s.io/jobset-name", "tune").
+			Label("jobset.sigs.k8s.io/replicatedjob-name", "node").Label("trainer.kubeflow.org/trainjob-ancestor-step", "trainer"),
+			class: "training", tier: "gold", gang: "tune-jobset-stage1", min: "3"},
 		{name: "LeaderWorkerSet leader of group 1", pod: testutil.MakePod("llm-1", nsGold).Label("leaderworkerset.sigs.k8s.io/name", "llm").Label("leaderworkerset.sigs.k8s.io/worker-index", "0").Label("leaderworkerset.sigs.k8s.io/group-index", "1"),
 			class: "inference", role: "leader", tier: "gold", gang: "llm-leaderworkerset-1", min: "4"},
 		{name: "batch Job (not auto-grouped by default)", pod: testutil.MakePod("report-x7k2p", nsGold).Label("batch.kubernetes.io/job-name", "report").Owner("batch/v1", "Job", "report"),
@@ -264,7 +291,7 @@ var _ = Describe("Pod webhook", Ordered, func() {
 	})
 
 	It("gets a PodGroup for every auto-created gang", func() {
-		for gang, min := range map[string]int32{"pi-spark": 5, "mnist-pytorch": 4, "rc-ray": 5, "js-jobset": 9, "allreduce-mpi": 4,
+		for gang, min := range map[string]int32{"pi-spark": 5, "mnist-pytorch": 4, "rc-ray": 5, "js-jobset": 9, "tune-jobset-stage1": 3, "allreduce-mpi": 4,
 			"horovod-min-mpi": 5, "elastic-pytorch": 3} {
 			Eventually(func() (int32, error) {
 				pg := &v1alpha1.PodGroup{}
@@ -277,8 +304,7 @@ var _ = Describe("Pod webhook", Ordered, func() {
 	It("owns a JobSet gang's PodGroup by the JobSet, found through the child Job that controls the pods", func() {
 		// JobSet v0.8 labels its pods with the JobSet's name but not its UID; the pods
 		// are controlled by a child Job, which the JobSet controls.
-		js := owner("jobset.x-k8s.io/v1alpha2", "JobSet", nsGold, "js8", map[string]any{"replicatedJobs": []any{
-			map[string]any{"name": "workers", "replicas": int64(1), "template": map[string]any{"spec": map[string]any{"parallelism": int64(2)}}}}})
+		js := owner("jobset.x-k8s.io/v1alpha2", "JobSet", nsGold, "js8", map[string]any{"replicatedJobs": []any{replicatedJob("workers", 1, 2)}})
 		job := &batchv1.Job{
 			ObjectMeta: metav1.ObjectMeta{Name: "js8-workers-0", Namespace: nsGold, OwnerReferences: []metav1.OwnerReference{
 				{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "js8", UID: js.GetUID(), Controller: ptr.To(true)}}},

@@ -60,15 +60,17 @@ var _ = BeforeSuite(func() {
 	suiteCtx, suiteCancel = context.WithCancel(context.Background())
 	Expect(testenv.RequireAssets()).To(Succeed())
 	// scheduler-plugins' own PodGroup CRD too: the manager keeps those PodGroups' status;
-	// and LeaderWorkerSet's and KubeRay's own (their controllers run in the e2e).
+	// and LeaderWorkerSet's, KubeRay's and JobSet's own (their controllers run in the e2e).
 	sigsCRD, err := testenv.SchedulerPluginsCRD()
 	Expect(err).NotTo(HaveOccurred())
 	lwsCRD, err := testenv.LeaderWorkerSetCRD()
 	Expect(err).NotTo(HaveOccurred())
-	rayCRD, err := testenv.RayClusterCRD()
+	rayCRDs, err := testenv.RayCRDs()
+	Expect(err).NotTo(HaveOccurred())
+	jobSetCRD, err := testenv.JobSetCRD()
 	Expect(err).NotTo(HaveOccurred())
 	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{testenv.CRDPath(), filepath.Join(testenv.RepoRoot(), "test", "testdata", "crds"), sigsCRD, lwsCRD, rayCRD},
+		CRDDirectoryPaths:     append([]string{testenv.CRDPath(), filepath.Join(testenv.RepoRoot(), "test", "testdata", "crds"), sigsCRD, lwsCRD, jobSetCRD}, rayCRDs...),
 		ErrorIfCRDPathMissing: true,
 		// The webhook configurations `make manifests` generates, pointed at the
 		// manager's webhook server in this process.

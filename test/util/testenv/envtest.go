@@ -120,20 +120,67 @@ func KueueCRDs() (string, error) {
 	return moduleFile("", "sigs.k8s.io/kueue", "config/components/crd/bases")
 }
 
-// LeaderWorkerSetCRD is the path of LeaderWorkerSet v0.7.0's CRD (hack/tools/lws).
+// The framework controllers the e2e runs from hack/tools/frameworks: LeaderWorkerSet
+// v0.7.0, KubeRay v1.5.0, JobSet v0.10.1 and Kubeflow Trainer v2.1.0.
+const (
+	frameworksModule = "frameworks"
+	lwsModule        = "sigs.k8s.io/lws"
+	rayModule        = "github.com/ray-project/kuberay/ray-operator"
+	jobSetModule     = "sigs.k8s.io/jobset"
+	trainerModule    = "github.com/kubeflow/trainer/v2"
+)
+
+// LeaderWorkerSetCRD is the path of LeaderWorkerSet v0.7.0's CRD.
 func LeaderWorkerSetCRD() (string, error) {
-	return moduleFile("lws", "sigs.k8s.io/lws", "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml")
+	return moduleFile(frameworksModule, lwsModule, "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml")
 }
 
 // LeaderWorkerSetWebhooks is the path of LeaderWorkerSet v0.7.0's webhook
-// configurations (hack/tools/lws).
+// configurations.
 func LeaderWorkerSetWebhooks() (string, error) {
-	return moduleFile("lws", "sigs.k8s.io/lws", "config/webhook/manifests.yaml")
+	return moduleFile(frameworksModule, lwsModule, "config/webhook/manifests.yaml")
 }
 
-// RayClusterCRD is the path of KubeRay v1.5.0's RayCluster CRD (hack/tools/kuberay).
-func RayClusterCRD() (string, error) {
-	return moduleFile("kuberay", "github.com/ray-project/kuberay/ray-operator", "config/crd/bases/ray.io_rayclusters.yaml")
+// RayCRDs are the paths of KubeRay v1.5.0's RayCluster and RayJob CRDs.
+func RayCRDs() ([]string, error) {
+	var paths []string
+	for _, kind := range []string{"rayclusters", "rayjobs"} {
+		p, err := moduleFile(frameworksModule, rayModule, "config/crd/bases/ray.io_"+kind+".yaml")
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
+}
+
+// JobSetCRD is the path of JobSet v0.10.1's CRD.
+func JobSetCRD() (string, error) {
+	return moduleFile(frameworksModule, jobSetModule, "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml")
+}
+
+// JobSetWebhooks is the path of JobSet v0.10.1's webhook configurations.
+func JobSetWebhooks() (string, error) {
+	return moduleFile(frameworksModule, jobSetModule, "config/components/webhook/manifests.yaml")
+}
+
+// TrainerCRDs are the paths of Kubeflow Trainer v2.1.0's CRDs (TrainJob,
+// TrainingRuntime, ClusterTrainingRuntime).
+func TrainerCRDs() ([]string, error) {
+	dir, err := moduleFile(frameworksModule, trainerModule, "manifests/base/crds")
+	if err != nil {
+		return nil, err
+	}
+	crds, err := filepath.Glob(filepath.Join(dir, "trainer.kubeflow.org_*.yaml"))
+	if err == nil && len(crds) == 0 {
+		err = fmt.Errorf("no CRDs in %s", dir)
+	}
+	return crds, err
+}
+
+// TrainerWebhooks is the path of Kubeflow Trainer v2.1.0's webhook configurations.
+func TrainerWebhooks() (string, error) {
+	return moduleFile(frameworksModule, trainerModule, "manifests/base/webhook/manifests.yaml")
 }
 
 // LegacyKueueCRDs is the directory of Kueue v0.14.8's CRDs (hack/tools/kueuelegacy):
