@@ -467,7 +467,7 @@ type GangSizeCache struct {
 type gangSizeKey struct {
 	gvk                   schema.GroupVersionKind
 	namespace, name, part string
-	uid             types.UID
+	uid                   types.UID
 }
 
 type gangSizeEntry struct {

@@ -78,7 +78,7 @@ func TestResolveOwner(t *testing.T) {
 			want: &metav1.OwnerReference{APIVersion: jobsetV1alpha2, Kind: "JobSet", Name: "js", UID: "js-uid"},
 		},
 		"KubeRay: a RayJob's RayCluster, owned by the RayJob": {
-			pod: pod(map[string]string{labelRayCluster: "rj-abcde", "ray.io/node-type": "worker"}, controls("ray.io/v1", "RayCluster", "rj-abcde", "rc-uid")),
+			pod:   pod(map[string]string{labelRayCluster: "rj-abcde", "ray.io/node-type": "worker"}, controls("ray.io/v1", "RayCluster", "rj-abcde", "rc-uid")),
 			chain: chain{"rc-uid": controls("ray.io/v1", "RayJob", "rj", "rj-uid")},
 			want:  &metav1.OwnerReference{APIVersion: "ray.io/v1", Kind: "RayJob", Name: "rj", UID: "rj-uid"},
 		},
