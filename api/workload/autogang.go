@@ -142,6 +142,30 @@ func LeaderFirstGroupSize(pod *corev1.Pod) int {
 	return n
 }
 
+// SubgroupOf names the all-or-nothing part of a larger gang the pod belongs to, and
+// its size: a LeaderWorkerSet group (its leader and workers, from the group-index
+// label and the size annotation LWS writes on each of them) inside a PodGroup that
+// spans several groups, such as a disaggregated serving deployment's prefill and
+// decode sets. The scheduler releases such a group's members only together, also
+// when the gang is already running (a scale-up adds whole groups). ok is false for
+// every other pod, for groups of one, and for leader-first groups (exclusive
+// topology: LWS creates the workers only once the leader is bound).
+func SubgroupOf(pod *corev1.Pod) (key string, size int, ok bool) {
+	l := pod.Labels
+	name, idx := l[labelLWSName], l[labelLWSGroupIndex]
+	if name == "" || LeaderFirstGroupSize(pod) > 0 {
+		return "", 0, false
+	}
+	if _, err := strconv.ParseUint(idx, 10, 32); err != nil {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(pod.Annotations[annotationLWSSize])
+	if err != nil || n < 2 || n > gang.MaxMinMember {
+		return "", 0, false
+	}
+	return name + "/" + idx, n, true
+}
+
 // OwnerReference refers to the source object, for an object that should be deleted
 // with it, such as the gang's PodGroup (a JobSet's, rather than one of its Jobs').
 // ok is false when the pod named no UID for the source. The UID is the pod's claim,

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -444,5 +445,37 @@ func TestMaxMembersFrom(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("%s: %d, %v; want %d", name, got, err, tc.want)
 		}
+	}
+}
+
+func TestSubgroupOf(t *testing.T) {
+	lws := func(labels, annotations map[string]string) *corev1.Pod {
+		l := map[string]string{labelLWSName: "prefill", labelLWSGroupIndex: "2"}
+		maps.Copy(l, labels)
+		a := map[string]string{annotationLWSSize: "4"}
+		maps.Copy(a, annotations)
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: l, Annotations: a}}
+	}
+	cases := []struct {
+		name     string
+		pod      *corev1.Pod
+		wantKey  string
+		wantSize int
+	}{
+		{"a LeaderWorkerSet group", lws(nil, nil), "prefill/2", 4},
+		{"not a LeaderWorkerSet pod", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{annotationLWSSize: "4"}}}, "", 0},
+		{"a group of one", lws(nil, map[string]string{annotationLWSSize: "1"}), "", 0},
+		{"a size that is no number", lws(nil, map[string]string{annotationLWSSize: "many"}), "", 0},
+		{"a size beyond any gang", lws(nil, map[string]string{annotationLWSSize: "1000000"}), "", 0},
+		{"a group index that is no number", lws(map[string]string{labelLWSGroupIndex: "x"}, nil), "", 0},
+		{"leader first (exclusive topology): the workers come later", lws(nil, map[string]string{v1alpha1.AnnotationLWSExclusiveTopology: "rack"}), "", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			key, size, ok := SubgroupOf(tc.pod)
+			if key != tc.wantKey || size != tc.wantSize || ok != (tc.wantKey != "") {
+				t.Errorf("SubgroupOf = %q, %d, %v; want %q, %d", key, size, ok, tc.wantKey, tc.wantSize)
+			}
+		})
 	}
 }

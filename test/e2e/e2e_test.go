@@ -493,7 +493,8 @@ func checkLeaderWorkerSet(t *testing.T, c *demo.Cluster) {
 // checkServing: one PodGroup needing 2 prefill and 2 decode pods over two real
 // LeaderWorkerSets: the prefill set alone binds nothing though its pods fit, and the
 // PodGroup says which role is short; both on three nodes for four pods bind nothing;
-// a fourth node binds all four.
+// a fourth node binds all four. Scaled up by a prefill group with room for one of
+// its two pods, the running gang binds neither; with room for both, both.
 func checkServing(t *testing.T, c *demo.Cluster) {
 	t.Helper()
 	r, err := c.RunServingScenario(context.Background())
@@ -511,6 +512,10 @@ func checkServing(t *testing.T, c *demo.Cluster) {
 	}
 	if r.Bound["prefill"] != 2 || r.Bound["decode"] != 2 {
 		t.Errorf("with a fourth node: bound by role %v, want 2 prefill and 2 decode", r.Bound)
+	}
+	if r.ScaledPods != 2 || r.ScaledBoundShort != 0 || r.ScaledBound != 2 {
+		t.Errorf("prefill scaled to two groups: %d of the new group's %d pods bound with room for one (want none), %d once room for both (want 2)",
+			r.ScaledBoundShort, r.ScaledPods, r.ScaledBound)
 	}
 }
 

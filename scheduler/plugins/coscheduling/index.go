@@ -36,6 +36,9 @@ type gangEntry struct {
 	// PodGroup's per-role minimums are checked against it.
 	ungated     int
 	roleUngated map[string]int
+	// subgrouped counts members that belong to a subgroup (workload.SubgroupOf): a
+	// LeaderWorkerSet group, released only whole.
+	subgrouped int
 	// assigned are members bound to a node.
 	assigned sets.Set[types.UID]
 
@@ -224,6 +227,12 @@ func (x *podIndex) upsert(pod *corev1.Pod) {
 	if !gang.IsGated(pod) {
 		e.countRole(role, 1)
 	}
+	if existed && inSubgroup(prev) {
+		e.subgrouped--
+	}
+	if inSubgroup(pod) {
+		e.subgrouped++
+	}
 	e.members[pod.UID] = pod
 	x.podGang[pod.UID] = m.Key
 	if pod.Spec.NodeName != "" {
@@ -300,6 +309,9 @@ func (x *podIndex) removeLocked(uid types.UID) {
 		if !gang.IsGated(p) {
 			e.ungated--
 			e.countRole(string(workload.RoleOf(p)), -1)
+		}
+		if inSubgroup(p) {
+			e.subgrouped--
 		}
 		delete(e.members, uid)
 	}

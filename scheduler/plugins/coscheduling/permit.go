@@ -41,7 +41,9 @@ func (pl *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod,
 // Permit lets the member through once the gang's bound, permitted and reserved
 // members reach minMember, and every role of the PodGroup's minMemberPerRole its
 // minimum, releasing every member waiting with it; until then the member waits, for
-// the PodGroup's scheduleTimeoutSeconds at most.
+// the PodGroup's scheduleTimeoutSeconds at most. Members of a subgroup (a
+// LeaderWorkerSet group inside a larger PodGroup) count, and are released, only
+// once their whole group is placed.
 func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
 	s := gangState(cs)
 	if s == nil {
@@ -57,7 +59,22 @@ func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 	placed := e.placed()
 	var short []string
 	complete, completedNow := placed >= int(s.minMember), placed-1 < int(s.minMember)
-	if roles := minPerRole(s.podGroup); complete && len(roles) > 0 {
+	roles := minPerRole(s.podGroup)
+	var groups *progress // with subgroups: what counts, and the groups not placed whole
+	switch {
+	case e.subgrouped > 0 || inSubgroup(pod):
+		// A subgroup's members count only once it is placed whole, and are released
+		// only whole: also when the gang is already running (a scale-up adds whole
+		// LeaderWorkerSet groups).
+		with, without := e.subgroupProgress(pod, false), e.subgroupProgress(pod, true)
+		met := func(p progress) bool { return p.placed >= int(s.minMember) && gang.RolesMet(roles, p.roles) }
+		placed, groups = with.placed, &with
+		complete = met(with) && !with.waitsForGroup(pod)
+		completedNow = met(with) && !met(without)
+		if with.placed >= int(s.minMember) {
+			short = gang.RoleShortfall(roles, with.roles)
+		}
+	case complete && len(roles) > 0:
 		// Per-role minimums: the gang is released once every role has its members
 		// placed too, and this member completed it if its role was short without it.
 		have := e.placedRoles(pod)
@@ -70,8 +87,21 @@ func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 	}
 	if complete {
 		release := e.assumed.UnsortedList()
+		if groups != nil {
+			// Members of groups not placed whole keep waiting.
+			release = release[:0]
+			for uid := range e.assumed {
+				m := e.members[uid]
+				if uid == pod.UID {
+					m = pod
+				}
+				if m == nil || !groups.waitsForGroup(m) {
+					release = append(release, uid)
+				}
+			}
+		}
 		e.allowed.Insert(release...)
-		e.assumed.Clear()
+		e.assumed.Delete(release...)
 		e.activated = false
 		pl.index.mu.Unlock()
 		for _, uid := range release {
@@ -105,6 +135,9 @@ func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 	msg := fmt.Sprintf("%s: %d/%d members of %s placed", ErrReasonWaitingForQuorum, placed, s.minMember, s.key)
 	if len(short) > 0 {
 		msg += "; " + gang.DescribeShortfall(short)
+	}
+	if groups != nil && len(groups.short) > 0 {
+		msg += "; " + groups.describe()
 	}
 	return fwk.NewStatus(fwk.Wait, msg), pl.scheduleTimeout(s.podGroup)
 }

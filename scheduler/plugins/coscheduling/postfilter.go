@@ -25,7 +25,14 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	if e := pl.index.get(s.key); e != nil {
 		placed = e.placed()
 		complete = placed >= int(s.minMember)
-		if roles := minPerRole(s.podGroup); complete && len(roles) > 0 {
+		roles := minPerRole(s.podGroup)
+		switch {
+		case e.subgrouped > 0:
+			// Subgroups count only when placed whole.
+			p := e.subgroupProgress(pod, true)
+			placed = p.placed
+			complete = placed >= int(s.minMember) && gang.RolesMet(roles, p.roles)
+		case complete && len(roles) > 0:
 			complete = gang.RolesMet(roles, e.placedRoles(nil))
 		}
 	}

@@ -260,6 +260,9 @@ type ServingReport struct {
 	// Once a fourth node joins: pods bound by role, and the PodGroup's phase.
 	Bound map[string]int
 	Phase string
+	// The prefill set scaled to two groups with room for one pod of the new group:
+	// its pods and how many bound; then, with a node for the other, bound.
+	ScaledPods, ScaledBoundShort, ScaledBound int
 }
 
 const (
@@ -272,6 +275,7 @@ const (
 // LeaderWorkerSets (one group of a leader and a worker each, 8 GPUs a pod) whose
 // templates name it and their role. The prefill set alone starts nothing, though its
 // pods fit; both together on three nodes start nothing; a fourth node starts all.
+// Then the prefill set scales to two groups: the new group binds only whole.
 func (c *Cluster) RunServingScenario(ctx context.Context) (*ServingReport, error) {
 	c.logf("serving: PodGroup %s (minMember 4; prefill 2, decode 2) over two LeaderWorkerSets, on three 8-GPU nodes, then four", servingGroup)
 	labels := []map[string]string{{kueuePoolKey: servingPool}, {kueuePoolKey: servingPool}, {kueuePoolKey: servingPool}}
@@ -353,6 +357,68 @@ func (c *Cluster) RunServingScenario(ctx context.Context) (*ServingReport, error
 		r.Phase = string(pg.Status.Phase)
 		if countBound(pods) != 4 || (r.Phase != string(v1alpha1.PodGroupScheduled) && r.Phase != string(v1alpha1.PodGroupRunning)) {
 			return fmt.Errorf("%d/4 bound, PodGroup %s", countBound(pods), r.Phase)
+		}
+		return nil
+	})
+	if err != nil {
+		return r, err
+	}
+
+	// Scale-up: a second prefill group (a leader and a worker) with a node for only
+	// one of them; the group binds only whole, once a second node joins.
+	c.logf("serving: %s scaled to two groups, on one free node, then two", "llama-prefill")
+	if err := c.taintedPool(ctx, "serve-up", labels[:1], servingTaint); err != nil {
+		return r, err
+	}
+	prefill := servingSet("llama-prefill", "prefill")
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(prefill), prefill); err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(prefill.Object, int64(2), "spec", "replicas"); err != nil {
+			return err
+		}
+		return c.Client.Update(ctx, prefill)
+	}); err != nil {
+		return r, err
+	}
+	scaledGroup := func() ([]corev1.Pod, error) {
+		var pods corev1.PodList
+		err := c.Client.List(ctx, &pods, client.InNamespace(lwsNamespace), client.MatchingLabels{
+			"leaderworkerset.sigs.k8s.io/name": "llama-prefill", "leaderworkerset.sigs.k8s.io/group-index": "1"})
+		return pods.Items, err
+	}
+	err = waitFor(ctx, 2*time.Minute, func() error {
+		pods, err := scaledGroup()
+		if err != nil {
+			return err
+		}
+		r.ScaledPods = len(pods)
+		if len(pods) != 2 || pendingMessage(pods) == "" {
+			return fmt.Errorf("new prefill group: %d pods, none tried yet", len(pods))
+		}
+		return nil
+	})
+	if err != nil {
+		return r, err
+	}
+	time.Sleep(5 * time.Second) // the scheduler had its chance to bind one of them
+	pods, err = scaledGroup()
+	if err != nil {
+		return r, err
+	}
+	r.ScaledBoundShort = countBound(pods)
+	if err := c.taintedPool(ctx, "serve-up2", labels[:1], servingTaint); err != nil {
+		return r, err
+	}
+	err = waitFor(ctx, 2*time.Minute, func() error {
+		pods, err := scaledGroup()
+		if err != nil {
+			return err
+		}
+		r.ScaledBound = countBound(pods)
+		if r.ScaledBound != 2 {
+			return fmt.Errorf("new prefill group: %d/2 bound", r.ScaledBound)
 		}
 		return nil
 	})

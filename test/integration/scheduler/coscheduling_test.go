@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -292,6 +293,38 @@ var _ = Describe("Coscheduling", func() {
 			Label("pod-group.scheduling.kubenexus.io/name", "etl").
 			Label("pod-group.scheduling.kubenexus.io/min-available", "three").Obj())).To(Succeed())
 		Eventually(tc.scheduledMessage("typo")).WithTimeout(testutil.Timeout).Should(ContainSubstring(`pod-group.scheduling.kubenexus.io/min-available="three" must be an integer`))
+	})
+
+	It("places the LeaderWorkerSet groups of a serving PodGroup only whole, at admission and when a set scales up", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 5))
+		tc.addNodes("n", 5, "cpu", "2")
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("serve", tc.ns).MinMember(4).
+			MinMemberPerRole("prefill", 2).MinMemberPerRole("decode", 2).Obj())).To(Succeed())
+		// A pod of group g of LeaderWorkerSet set (a leader and a worker, one node each),
+		// as LWS labels and annotates them.
+		member := func(set, role string, g, worker int) *corev1.Pod {
+			return tc.pod(fmt.Sprintf("%s-%d-%d", set, g, worker)).PodGroup("serve").Label(v1alpha1.LabelWorkloadRole, role).
+				Label("leaderworkerset.sigs.k8s.io/name", set).Label("leaderworkerset.sigs.k8s.io/group-index", strconv.Itoa(g)).
+				Label("leaderworkerset.sigs.k8s.io/worker-index", strconv.Itoa(worker)).
+				Annotation("leaderworkerset.sigs.k8s.io/size", "2").Req("cpu", "2").Obj()
+		}
+		for _, p := range []*corev1.Pod{member("decode", "decode", 0, 0), member("decode", "decode", 0, 1), member("prefill", "prefill", 0, 0), member("prefill", "prefill", 0, 1)} {
+			Expect(k8sClient.Create(suiteCtx, p)).To(Succeed())
+		}
+		Eventually(tc.boundFn("serve")).WithTimeout(testutil.Timeout).Should(Equal(4))
+
+		// The prefill set scales up by a group; one node is free for its two pods. The
+		// gang is running, but the group is placed only whole: neither pod binds.
+		Expect(k8sClient.Create(suiteCtx, member("prefill", "prefill", 1, 0))).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, member("prefill", "prefill", 1, 1))).To(Succeed())
+		Eventually(func() string {
+			return tc.scheduledMessage("prefill-1-0")() + tc.scheduledMessage("prefill-1-1")()
+		}).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
+		Consistently(tc.boundFn("serve")).WithTimeout(8 * time.Second).Should(Equal(4))
+
+		// A node joins: the group binds, both pods.
+		tc.addNodes("m", 1, "cpu", "2")
+		Eventually(tc.boundFn("serve")).WithTimeout(testutil.Timeout).Should(Equal(6))
 	})
 
 	It("holds a gang until every role of minMemberPerRole has its members, binds none while a role fits nowhere, and all once it fits", func() {
