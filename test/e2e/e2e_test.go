@@ -566,9 +566,9 @@ func checkKubeRay(t *testing.T, c *demo.Cluster) {
 // model initializer completes (JobSet dependsOn): the initializer runs alone (a gang
 // of its own), then the nodes are one gang of the TrainJob's numNodes, owned by the
 // TrainJob, tier gold; with no rack holding three, none binds (a node would take
-// each); once a node joins a rack, all three bind there. A TrainJob on Trainer's own
-// coscheduling PodGroupPolicy binds whole through the scheduler-plugins PodGroup
-// Trainer creates.
+// each); once a node joins a rack, all three bind there. TrainJobs on Trainer's own
+// coscheduling and Volcano PodGroupPolicies bind whole through the scheduler-plugins
+// and Volcano PodGroups Trainer creates.
 func checkTrainer(t *testing.T, c *demo.Cluster) {
 	t.Helper()
 	ctx := context.Background()
@@ -597,9 +597,11 @@ func checkTrainer(t *testing.T, c *demo.Cluster) {
 		t.Errorf("training nodes: %d/3 bound in racks %v, gang %q of %d owned by %q, tier %q; want 3 in one rack, gang %s-jobset-stage1 of 3 owned by TrainJob/%s, tier gold",
 			p.Bound, p.Racks, p.Gang, p.GangSize, p.Owner, p.Tier, demo.TrainJobName, demo.TrainJobName)
 	}
-	if cs := r.Coscheduled; cs.Bound != 2 || cs.Gang != demo.TrainJobCoscheduled || cs.GangSize != 2 || cs.Owner != "TrainJob/"+demo.TrainJobCoscheduled {
-		t.Errorf("coscheduled TrainJob: %d/2 bound, scheduler-plugins PodGroup %q of %d owned by %q; want 2, %s of 2 owned by the TrainJob",
-			cs.Bound, cs.Gang, cs.GangSize, cs.Owner, demo.TrainJobCoscheduled)
+	for job, st := range map[string]demo.TrainStep{demo.TrainJobCoscheduled: r.Coscheduled, demo.TrainJobVolcano: r.Volcano} {
+		if st.Bound != 2 || st.Gang != job || st.GangSize != 2 || st.Owner != "TrainJob/"+job {
+			t.Errorf("TrainJob %s on Trainer's PodGroupPolicy: %d/2 bound, PodGroup %q of %d owned by %q; want 2, %s of 2 owned by the TrainJob",
+				job, st.Bound, st.Gang, st.GangSize, st.Owner, job)
+		}
 	}
 }
 

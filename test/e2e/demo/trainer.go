@@ -24,8 +24,8 @@ import (
 // JobSet v0.10.1 controller it drives (both built in hack/tools/frameworks) run as
 // local processes with their webhooks registered by URL. A TrainJob on a runtime
 // whose training nodes wait for a model initializer to complete (JobSet dependsOn)
-// and ask for one rack, and a TrainJob on a runtime with Trainer's own coscheduling
-// PodGroupPolicy. Not in make demo, for their build time.
+// and ask for one rack, and TrainJobs on runtimes with Trainer's own coscheduling
+// and Volcano PodGroupPolicies. Not in make demo, for their build time.
 const (
 	trainNamespace = "team-train"
 	trainPool      = "train-demo"
@@ -34,6 +34,7 @@ const (
 	// one rack. TrainJobCoscheduled is the one on Trainer's coscheduling policy.
 	TrainJobName        = "llama-tune"
 	TrainJobCoscheduled = "llama-cosched"
+	TrainJobVolcano     = "llama-volcano"
 	trainNodes          = 3
 )
 
@@ -152,6 +153,9 @@ type TrainStep struct {
 	GangSize          int
 	// Message is the PodScheduled message of a pod left pending.
 	Message string
+	// dialect is the apiVersion of the other scheduler's PodGroup the pods name
+	// ("": KubeNexus's own gang).
+	dialect string
 }
 
 // TrainReport is what the Trainer scenario saw.
@@ -160,15 +164,16 @@ type TrainReport struct {
 	Initializer, Waiting TrainStep
 	// Once a node joined the second rack.
 	Placed TrainStep
-	// The TrainJob on Trainer's coscheduling policy: its nodes, with the
-	// scheduler-plugins PodGroup Trainer created.
-	Coscheduled TrainStep
+	// The TrainJobs on Trainer's coscheduling and Volcano policies: their nodes,
+	// with the scheduler-plugins or Volcano PodGroup Trainer created.
+	Coscheduled, Volcano TrainStep
 }
 
 // RunTrainScenario creates the runtimes and the TrainJob of three 8-GPU nodes that
 // need one rack, on two racks of two nodes: the initializer runs and completes, the
 // nodes wait whole; then a node joins the second rack and all three bind there.
-// Then a TrainJob of two nodes on Trainer's coscheduling policy binds whole.
+// Then a TrainJob of two nodes on Trainer's coscheduling policy, and one on its
+// Volcano policy, each bind whole.
 func (c *Cluster) RunTrainScenario(ctx context.Context) (*TrainReport, error) {
 	c.logf("Kubeflow Trainer: TrainJob %s (a model initializer, then %d training nodes of 8 GPUs in one rack) on racks of %v nodes, then one more", TrainJobName, trainNodes, trainRacks)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: trainNamespace, Labels: map[string]string{
@@ -185,7 +190,8 @@ func (c *Cluster) RunTrainScenario(ctx context.Context) (*TrainReport, error) {
 	if err := c.taintedPool(ctx, "train", labels, trainTaintKey); err != nil {
 		return nil, err
 	}
-	for _, rt := range []*unstructured.Unstructured{trainingRuntime("kubenexus-torch-tune", true, false), trainingRuntime("kubenexus-torch-cosched", false, true)} {
+	for _, rt := range []*unstructured.Unstructured{trainingRuntime("kubenexus-torch-tune", true, ""),
+		trainingRuntime("kubenexus-torch-cosched", false, "coscheduling"), trainingRuntime("kubenexus-torch-volcano", false, "volcano")} {
 		if err := c.Client.Create(ctx, rt); err != nil {
 			return nil, fmt.Errorf("creating ClusterTrainingRuntime %s: %w", rt.GetName(), err)
 		}
@@ -230,30 +236,38 @@ func (c *Cluster) RunTrainScenario(ctx context.Context) (*TrainReport, error) {
 		return r, err
 	}
 
-	c.logf("Kubeflow Trainer: TrainJob %s (2 nodes) on Trainer's coscheduling PodGroupPolicy", TrainJobCoscheduled)
-	if err := c.Client.Create(ctx, trainJob(TrainJobCoscheduled, "kubenexus-torch-cosched", 2)); err != nil {
-		return r, fmt.Errorf("creating TrainJob %s: %w", TrainJobCoscheduled, err)
-	}
-	err = waitFor(ctx, 2*time.Minute, func() error {
-		steps, err := c.trainSteps(ctx, TrainJobCoscheduled)
+	for _, policy := range []struct {
+		job, runtime string
+		step         *TrainStep
+	}{{TrainJobCoscheduled, "kubenexus-torch-cosched", &r.Coscheduled}, {TrainJobVolcano, "kubenexus-torch-volcano", &r.Volcano}} {
+		c.logf("Kubeflow Trainer: TrainJob %s (2 nodes) on runtime %s (Trainer's own PodGroupPolicy)", policy.job, policy.runtime)
+		if err := c.Client.Create(ctx, trainJob(policy.job, policy.runtime, 2)); err != nil {
+			return r, fmt.Errorf("creating TrainJob %s: %w", policy.job, err)
+		}
+		err = waitFor(ctx, 2*time.Minute, func() error {
+			steps, err := c.trainSteps(ctx, policy.job)
+			if err != nil {
+				return err
+			}
+			*policy.step = steps["node"]
+			if policy.step.Bound != 2 {
+				return fmt.Errorf("nodes %+v: want 2 bound", *policy.step)
+			}
+			return nil
+		})
 		if err != nil {
-			return err
+			return r, err
 		}
-		r.Coscheduled = steps["node"]
-		if r.Coscheduled.Bound != 2 {
-			return fmt.Errorf("nodes %+v: want 2 bound", r.Coscheduled)
-		}
-		return nil
-	})
-	return r, err
+	}
+	return r, nil
 }
 
 // trainingRuntime is a ClusterTrainingRuntime for PyTorch whose nodes (8 GPUs each,
-// on the scenario's pool) run after a model initializer completes when initializer
-// is set, and ask for one rack when rack is set (Kueue's topology annotation, which
-// KubeNexus reads), or that names Trainer's coscheduling PodGroupPolicy when
-// coscheduling is set.
-func trainingRuntime(name string, initializer, coscheduling bool) *unstructured.Unstructured {
+// on the scenario's pool) run after a model initializer completes and ask for one
+// rack (Kueue's topology annotation, which KubeNexus reads) when initializer is set,
+// or that names Trainer's PodGroupPolicy policy ("coscheduling", "volcano"; the
+// latter's pods name the volcano scheduler, as Volcano's users write them).
+func trainingRuntime(name string, initializer bool, policy string) *unstructured.Unstructured {
 	placement := map[string]any{
 		"nodeSelector": map[string]any{kueuePoolKey: trainPool},
 		"tolerations":  []any{map[string]any{"key": trainTaintKey, "operator": "Exists"}},
@@ -294,8 +308,12 @@ func trainingRuntime(name string, initializer, coscheduling bool) *unstructured.
 		"mlPolicy": map[string]any{"numNodes": int64(1), "torch": map[string]any{"numProcPerNode": "auto"}},
 		"template": map[string]any{"spec": map[string]any{"replicatedJobs": jobs}},
 	}
-	if coscheduling {
+	switch policy {
+	case "coscheduling":
 		spec["podGroupPolicy"] = map[string]any{"coscheduling": map[string]any{"scheduleTimeoutSeconds": int64(120)}}
+	case "volcano":
+		spec["podGroupPolicy"] = map[string]any{"volcano": map[string]any{}}
+		node["template"].(map[string]any)["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["schedulerName"] = "volcano"
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",
@@ -334,11 +352,14 @@ func (c *Cluster) trainSteps(ctx context.Context, job string) (map[string]TrainS
 		s := steps[name]
 		s.Pods++
 		s.Tier = p.Labels[v1alpha1.LabelTenantTier]
-		if g := p.Labels[v1alpha1.LabelKubeNexusGangName]; g != "" {
-			s.Gang = g
+		switch {
+		case p.Labels[v1alpha1.LabelKubeNexusGangName] != "":
+			s.Gang, s.dialect = p.Labels[v1alpha1.LabelKubeNexusGangName], ""
 			s.GangSize, _ = strconv.Atoi(p.Labels[v1alpha1.LabelKubeNexusGangMinAvailable])
-		} else if g := p.Labels[v1alpha1.LabelPodGroup]; g != "" {
-			s.Gang = g
+		case p.Labels[v1alpha1.LabelPodGroup] != "":
+			s.Gang, s.dialect = p.Labels[v1alpha1.LabelPodGroup], v1alpha1.SigsPodGroupGroup+"/"+v1alpha1.SigsPodGroupVersion
+		case p.Annotations[v1alpha1.AnnotationVolcanoGroupName] != "":
+			s.Gang, s.dialect = p.Annotations[v1alpha1.AnnotationVolcanoGroupName], v1alpha1.VolcanoPodGroupGroup+"/"+v1alpha1.VolcanoPodGroupVersion
 		}
 		if p.Spec.NodeName != "" {
 			s.Bound++
@@ -362,21 +383,21 @@ func (c *Cluster) trainSteps(ctx context.Context, job string) (map[string]TrainS
 		if s.Gang == "" {
 			continue
 		}
-		// KubeNexus's PodGroup for its own gangs; the scheduler-plugins one Trainer
-		// created for the coscheduled TrainJob.
+		// KubeNexus's PodGroup for its own gangs; the scheduler-plugins or Volcano
+		// one Trainer created on its policies.
 		var pg client.Object = &v1alpha1.PodGroup{}
-		sigs := &unstructured.Unstructured{}
-		if s.GangSize == 0 {
-			sigs.SetAPIVersion(v1alpha1.SigsPodGroupGroup + "/v1alpha1")
-			sigs.SetKind("PodGroup")
-			pg = sigs
+		other := &unstructured.Unstructured{}
+		if s.dialect != "" {
+			other.SetAPIVersion(s.dialect)
+			other.SetKind("PodGroup")
+			pg = other
 		}
 		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: trainNamespace, Name: s.Gang}, pg); err == nil {
 			for _, ref := range pg.GetOwnerReferences() {
 				s.Owner = ref.Kind + "/" + ref.Name
 			}
-			if s.GangSize == 0 {
-				n, _, _ := unstructured.NestedInt64(sigs.Object, "spec", "minMember")
+			if s.dialect != "" {
+				n, _, _ := unstructured.NestedInt64(other.Object, "spec", "minMember")
 				s.GangSize = int(n)
 			}
 		}
