@@ -172,10 +172,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // object the user owns. The oldest member's labels give minMember. The group is owned
 // by the framework object the webhook sized the gang from, or by the object that
 // created that one for its whole life (a TrainJob its JobSet, a RayJob its
-// RayCluster), so that deleting the workload deletes the group: found by following controller references up from the
-// member (controllerOf reads them; a JobSet's pods are controlled by its child Jobs,
-// a LeaderWorkerSet's by StatefulSets), else named by the member's labels (JobSet's
-// jobset-uid), else the member's own controller. An error reading the chain is
+// RayCluster), so that deleting the workload deletes the group: found by following
+// controller references up from the member (controllerOf reads them; a JobSet's pods
+// are controlled by its child Jobs, a LeaderWorkerSet's by StatefulSets), else named
+// by the member's labels (JobSet's jobset-uid), else the member's own controller. An error reading the chain is
 // returned: the group is created once, with the owner it gets then.
 func AutoPodGroup(key gang.Key, members []corev1.Pod, controllerOf workload.ControllerOfFunc) (*v1alpha1.PodGroup, error) {
 	if len(members) == 0 {
