@@ -47,6 +47,20 @@ type Key struct {
 
 func (k Key) String() string { return k.Namespace + "/" + k.Name }
 
+// Part is the key of a part of the gang that is planned on its own (a
+// LeaderWorkerSet group inside a larger PodGroup): the gang's name and the part's
+// joined by "/", which no gang name holds.
+func (k Key) Part(name string) Key { return Key{Namespace: k.Namespace, Name: k.Name + "/" + name} }
+
+// Whole splits a part's key into its gang's key and the part's name ("" for the key
+// of a whole gang).
+func (k Key) Whole() (Key, string) {
+	if gangName, part, ok := strings.Cut(k.Name, "/"); ok {
+		return Key{Namespace: k.Namespace, Name: gangName}, part
+	}
+	return k, ""
+}
+
 // Membership is what a pod's own labels say about its gang.
 type Membership struct {
 	Key     Key

@@ -184,3 +184,17 @@ func TestOfNativeSchedulingGroup(t *testing.T) {
 		t.Errorf("invalid name: error %v, want one naming spec.schedulingGroup.podGroupName", err)
 	}
 }
+
+func TestKeyPart(t *testing.T) {
+	k := Key{Namespace: "serving", Name: "llama"}
+	part := k.Part("prefill/1")
+	if part.Name != "llama/prefill/1" {
+		t.Fatalf("Part = %v", part)
+	}
+	if whole, name := part.Whole(); whole != k || name != "prefill/1" {
+		t.Errorf("Whole of %v = %v, %q; want %v, %q", part, whole, name, k, "prefill/1")
+	}
+	if whole, name := k.Whole(); whole != k || name != "" {
+		t.Errorf("Whole of a gang's own key = %v, %q", whole, name)
+	}
+}

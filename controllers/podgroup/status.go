@@ -100,6 +100,11 @@ func ComputeStatus(pg *v1alpha1.PodGroup, members []corev1.Pod, now metav1.Time)
 			cond.Message = fmt.Sprintf("WaitingForMembers %d/%d: the gang starts when %d members exist, with every role's minimum; %s",
 				present, min, min, gang.DescribeShortfall(short))
 		}
+		if set := leaderFirstSet(members); set != "" {
+			cond.Message += fmt.Sprintf("; LeaderWorkerSet %s asks for exclusive-topology, so LWS creates a group's workers only once its leader is bound, "+
+				"which this PodGroup holds until its members exist: it cannot start. Drop the annotation and set spec.networkTopology: "+
+				"each LeaderWorkerSet group of the PodGroup is placed in one domain of that level", set)
+		}
 	}
 	if st.Phase != v1alpha1.PodGroupPending && st.ScheduleStartTime == nil {
 		st.ScheduleStartTime = &now
@@ -109,6 +114,17 @@ func ComputeStatus(pg *v1alpha1.PodGroup, members []corev1.Pod, now metav1.Time)
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
 	return st
+}
+
+// leaderFirstSet names the LeaderWorkerSet of a member whose group is created
+// leader first (exclusive-topology; workload.LeaderFirstGroupSize), "" when none is.
+func leaderFirstSet(members []corev1.Pod) string {
+	for i := range members {
+		if workload.LeaderFirstGroupSize(&members[i]) > 0 {
+			return members[i].Labels["leaderworkerset.sigs.k8s.io/name"]
+		}
+	}
+	return ""
 }
 
 // schedulingReason says why a gang with its quorum is not placed yet, from what the

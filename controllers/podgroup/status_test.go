@@ -24,6 +24,8 @@ type member struct {
 	gated         bool
 	unschedulable string
 	role          string
+	// leaderFirst: a LeaderWorkerSet leader whose set asks for exclusive-topology.
+	leaderFirst bool
 }
 
 func members(ms ...member) []corev1.Pod {
@@ -35,6 +37,10 @@ func members(ms ...member) []corev1.Pod {
 		}
 		if m.role != "" {
 			w.Label(v1alpha1.LabelWorkloadRole, m.role)
+		}
+		if m.leaderFirst {
+			w.Label("leaderworkerset.sigs.k8s.io/name", "prefill").Label("leaderworkerset.sigs.k8s.io/group-index", "0").
+				Annotation("leaderworkerset.sigs.k8s.io/size", "4").Annotation(v1alpha1.AnnotationLWSExclusiveTopology, v1alpha1.LabelRack)
 		}
 		p := w.Obj()
 		p.Spec.NodeName = m.node
@@ -115,6 +121,12 @@ func TestComputeStatus(t *testing.T) {
 			members: repeat(member{phase: corev1.PodPending, role: "executor"}, 8), roles: map[string]int32{"driver": 1, "executor": 4},
 			wantPhase: v1alpha1.PodGroupPending, wantReason: v1alpha1.ReasonWaitingForMembers,
 			wantMsg: "WaitingForMembers 8/8: the gang starts when 8 members exist, with every role's minimum; roles short: driver 0/1",
+		},
+		"leader-first LeaderWorkerSet leaders in a larger PodGroup: it says it cannot start, and what to do": {
+			members:   repeat(member{phase: corev1.PodPending, leaderFirst: true}, 2),
+			wantPhase: v1alpha1.PodGroupPending, wantReason: v1alpha1.ReasonWaitingForMembers,
+			wantMsg: "WaitingForMembers 2/8: the gang starts when 8 members exist; LeaderWorkerSet prefill asks for exclusive-topology, so LWS creates a group's workers only once its leader is bound, " +
+				"which this PodGroup holds until its members exist: it cannot start. Drop the annotation and set spec.networkTopology",
 		},
 		"8 executors bound, the driver not yet": {
 			members:   append(repeat(member{node: "n1", phase: corev1.PodPending, role: "executor"}, 8), member{phase: corev1.PodPending, role: "driver"}),

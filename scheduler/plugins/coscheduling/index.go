@@ -122,16 +122,16 @@ func (e *gangEntry) placed() int {
 }
 
 // placedNodes returns the nodes of the members bound, waiting at Permit or
-// permitted (a node once per member).
-func (e *gangEntry) placedNodes() []string {
+// permitted (a node once per member), of those keep accepts (nil: all).
+func (e *gangEntry) placedNodes(keep func(*corev1.Pod) bool) []string {
 	var out []string
 	for uid, p := range e.members {
-		if e.assigned.Has(uid) && p.Spec.NodeName != "" {
+		if e.assigned.Has(uid) && p.Spec.NodeName != "" && (keep == nil || keep(p)) {
 			out = append(out, p.Spec.NodeName)
 		}
 	}
 	for uid, n := range e.reservedOn {
-		if !e.assigned.Has(uid) && (e.assumed.Has(uid) || e.allowed.Has(uid)) {
+		if !e.assigned.Has(uid) && (e.assumed.Has(uid) || e.allowed.Has(uid)) && (keep == nil || (e.members[uid] != nil && keep(e.members[uid]))) {
 			out = append(out, n)
 		}
 	}

@@ -284,29 +284,34 @@ func (pl *Plugin) gangPriority(key gang.Key) (*int32, bool) {
 }
 
 // placedNodes returns the nodes the gang's members are bound to, reserved on or
-// permitted on (gangview.PlacedFunc).
+// permitted on (gangview.PlacedFunc); for a part's key (gang.Key.Part), its members'.
 func (pl *Plugin) placedNodes(key gang.Key) []string {
+	whole, part := key.Whole()
 	pl.index.mu.RLock()
 	defer pl.index.mu.RUnlock()
-	if e := pl.index.get(key); e != nil {
-		return e.placedNodes()
+	if e := pl.index.get(whole); e != nil {
+		return e.placedNodes(inPart(part))
 	}
 	return nil
 }
 
 // pendingMembers returns the gang's members that still need a node, for other
-// plugins of the profile (gangview).
+// plugins of the profile (gangview); for a part's key (gang.Key.Part), its members'.
 func (pl *Plugin) pendingMembers(key gang.Key) []*corev1.Pod {
+	whole, part := key.Whole()
+	keep := inPart(part)
 	pl.index.mu.RLock()
 	defer pl.index.mu.RUnlock()
-	e := pl.index.get(key)
+	e := pl.index.get(whole)
 	if e == nil {
 		return nil
 	}
 	pending := e.pending()
 	out := make([]*corev1.Pod, 0, len(pending))
 	for _, p := range pending {
-		out = append(out, p)
+		if keep == nil || keep(p) {
+			out = append(out, p)
+		}
 	}
 	return out
 }

@@ -17,6 +17,18 @@ func inSubgroup(pod *corev1.Pod) bool {
 	return ok
 }
 
+// inPart is the filter of a part's members (nil for the whole gang: part ""): the
+// members of the subgroup the part names.
+func inPart(part string) func(*corev1.Pod) bool {
+	if part == "" {
+		return nil
+	}
+	return func(p *corev1.Pod) bool {
+		key, _, ok := workload.SubgroupOf(p)
+		return ok && key == part
+	}
+}
+
 // progress is a gang's progress at Permit when members belong to subgroups: its
 // members bound, permitted or reserved, in all and by role, counting a subgroup's
 // members only once the subgroup is placed whole.

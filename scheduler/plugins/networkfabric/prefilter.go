@@ -43,18 +43,24 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	quorum := m.MinMember
+	key, quorum := m.Key, int(m.MinMember)
 	if quorum == 0 && pg != nil {
-		quorum = pg.Spec.MinMember
+		quorum = int(pg.Spec.MinMember)
 	}
-	ap, status := pl.planFor(m.Key, pod, policy, int(quorum), nodes)
+	if part, size, ok := workload.SubgroupOf(pod); ok && m.NeedsPodGroupObject() {
+		// A LeaderWorkerSet group inside a PodGroup that spans several (a serving
+		// deployment's prefill and decode sets) is planned on its own: the policy's
+		// domain holds each group, as LWS's own topology annotation means it.
+		key, quorum = m.Key.Part(part), size
+	}
+	ap, status := pl.planFor(key, pod, policy, quorum, nodes)
 	if status != nil {
 		return nil, status
 	}
 	// A preferred plan that does not hold the whole gang (the cluster lacks room, or the
 	// snapshot does not show all nodes yet) only scores: the gang needs other nodes too.
-	restrict := policy.Required || (ap.fits && !pl.isRelaxed(m.Key))
-	cs.Write(stateKey, &stateData{key: m.Key, plan: ap, restricted: restrict})
+	restrict := policy.Required || (ap.fits && !pl.isRelaxed(key))
+	cs.Write(stateKey, &stateData{key: key, plan: ap, restricted: restrict})
 	if !restrict || len(ap.rank) == 0 {
 		return nil, nil
 	}

@@ -127,6 +127,39 @@ var _ = Describe("NetworkFabric", func() {
 		Expect(r).To(HaveLen(1))
 	})
 
+	It("plans each LeaderWorkerSet group of a serving PodGroup in one rack of its own, where no rack holds the whole PodGroup", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		racks(tc, 2, 2)
+		pg := testutil.MakePodGroup("serve", tc.ns).MinMember(4).MinMemberPerRole("prefill", 2).MinMemberPerRole("decode", 2).Obj()
+		pg.Spec.NetworkTopology = &v1alpha1.NetworkTopologyPolicy{Mode: v1alpha1.NetworkTopologyRequired, Level: v1alpha1.NetworkLevelRack}
+		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		// One group (a leader and a worker, 8 GPUs each) of a prefill and of a decode
+		// LeaderWorkerSet, labelled and annotated as LWS v0.7 makes them.
+		for _, set := range []string{"prefill", "decode"} {
+			for w := range 2 {
+				Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("%s-0-%d", set, w)).PodGroup("serve").Label(v1alpha1.LabelWorkloadRole, set).
+					Label("leaderworkerset.sigs.k8s.io/name", set).Label("leaderworkerset.sigs.k8s.io/group-index", "0").
+					Label("leaderworkerset.sigs.k8s.io/worker-index", fmt.Sprint(w)).Annotation("leaderworkerset.sigs.k8s.io/size", "2").
+					Req("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").Obj())).To(Succeed())
+			}
+		}
+		Eventually(tc.boundFn("serve")).WithTimeout(testutil.Timeout).Should(Equal(4))
+		rackOf := map[string]string{}
+		for _, set := range []string{"prefill", "decode"} {
+			for w := range 2 {
+				p := &corev1.Pod{}
+				Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: fmt.Sprintf("%s-0-%d", set, w)}, p)).To(Succeed())
+				node := &corev1.Node{}
+				Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: p.Spec.NodeName}, node)).To(Succeed())
+				if r, seen := rackOf[set]; seen {
+					Expect(node.Labels[v1alpha1.LabelRack]).To(Equal(r), "the %s group's two pods share a rack", set)
+				}
+				rackOf[set] = node.Labels[v1alpha1.LabelRack]
+			}
+		}
+		Expect(rackOf["prefill"]).NotTo(Equal(rackOf["decode"]))
+	})
+
 	It("puts two gangs that each fit one rack, submitted together, in different racks, with nothing partially bound", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		racks(tc, 2, 4)
