@@ -154,7 +154,7 @@ envtest: ## Build etcd and kube-apiserver for envtest (cached).
 E2E_TOOLS := kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue lws kuberay jobset trainer promql-names
 
 .PHONY: test
-test: test-prefetch envtest build ## Run the unit and integration tests, the e2e (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, Helm v3 and v4, training-operator, Kueue, LeaderWorkerSet, KubeRay), then the fuzzers briefly.
+test: test-prefetch envtest build ## Run the unit and integration tests, the e2e (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, Helm v3 and v4, training-operator, Kueue, LeaderWorkerSet, KubeRay, JobSet, Kubeflow Trainer), then the fuzzers briefly.
 	hack/build-tools.sh $(E2E_TOOLS)
 	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) $(TEST_PKGS)
 	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./test/e2e/...
@@ -181,7 +181,7 @@ test-prefetch:
 	@hack/build-tools.sh --download $(E2E_TOOLS)
 
 .PHONY: test-e2e
-test-e2e: test-prefetch envtest build ## The e2e: the chart installed on a local control plane with kube-controller-manager, kwok, training-operator, Kueue, LeaderWorkerSet and KubeRay.
+test-e2e: test-prefetch envtest build ## The e2e: the chart installed on a local control plane with kube-controller-manager, kwok, training-operator, Kueue, LeaderWorkerSet, KubeRay, JobSet and Kubeflow Trainer.
 	hack/build-tools.sh $(E2E_TOOLS)
 	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./test/e2e/...
 
