@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
@@ -115,6 +117,31 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 		}
 	}
 	shapes, roles := shapesOf(members)
+	// Before planning node by node: a gang whose members are all needed for its
+	// quorum and that asks more of some resource than all nodes have free together
+	// fits nowhere, whatever the plan (the usual case of a gang that waits for
+	// preemption or for pods to finish). Not for a required policy, whose refusal
+	// says which domain holds most.
+	pending := 0
+	for _, s := range shapes {
+		pending += s.Count
+	}
+	if !policy.Required && (quorum <= 0 || quorum-placedMembers >= pending) {
+		if name, free, need, short := clusterShort(nodes, shapes); short {
+			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: gang %s: its %d pending members (%s) need %s; the nodes have %s free in all",
+				ErrReasonInsufficientCapacity, key, pending, placement.DescribeShapes(shapes), amount(name, need), amount(name, free)))
+		}
+	}
+	// Nodes that hold no member of any shape even with nothing set aside take no part
+	// in the plan, unless a member is placed there already: in a full cluster (a gang
+	// waiting for preemption) that is most of them, and each costs the plan a map.
+	usable := make([]fwk.NodeInfo, 0, len(nodes))
+	for _, ni := range nodes {
+		if holdsAMember(ni, shapes) || (anchors.Len() > 0 && anchors.Has(ni.Node().Name)) {
+			usable = append(usable, ni)
+		}
+	}
+	nodes = usable
 	prefer := pl.gangs.NodePreference(pl.handle.ProfileName())
 	planNodes := make([]placement.PlanNode, 0, len(nodes))
 	for _, ni := range nodes {
@@ -171,6 +198,66 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	pl.plans[key] = ap
 	klog.V(4).InfoS("Planned gang", "gang", key, "level", pl.levels[plan.Level].Name, "domains", plan.Domains, "fits", plan.Fits, "members", ap.need)
 	return ap, nil
+}
+
+// clusterShort reports a resource the shapes need more of than all nodes have free
+// together (free counted up to the need only: the common case, room enough, stops
+// early), in milli-units. Cost: O(nodes) per resource the gang asks for.
+func clusterShort(nodes []fwk.NodeInfo, shapes []placement.Shape) (corev1.ResourceName, int64, int64, bool) {
+	need := map[corev1.ResourceName]int64{}
+	for _, s := range shapes {
+		for r, v := range s.Requests {
+			need[r] = min(need[r]+nodefree.Times(v, s.Count), math.MaxInt64/2)
+		}
+	}
+	names := make([]corev1.ResourceName, 0, len(need))
+	for r := range need {
+		names = append(names, r)
+	}
+	slices.Sort(names)
+	for _, r := range names {
+		var free int64
+		for _, ni := range nodes {
+			if f := nodefree.Of(ni, r); f > 0 {
+				if free += f; free >= need[r] {
+					break
+				}
+			}
+		}
+		if free < need[r] {
+			return r, free, need[r], true
+		}
+	}
+	return "", 0, 0, false
+}
+
+// holdsAMember reports whether the node's free capacity holds one member of some
+// shape (by requests alone: what the plan would set aside is not counted).
+func holdsAMember(ni fwk.NodeInfo, shapes []placement.Shape) bool {
+	for _, s := range shapes {
+		fits := true
+		for r, v := range s.Requests {
+			if nodefree.Of(ni, r) < v {
+				fits = false
+				break
+			}
+		}
+		if fits {
+			return true
+		}
+	}
+	return false
+}
+
+// amount writes a milli-unit amount of a resource for a message.
+func amount(name corev1.ResourceName, v int64) string {
+	switch name {
+	case corev1.ResourceCPU:
+		return fmt.Sprintf("%dm cpu", v)
+	case corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+		return resource.NewQuantity(v/1000, resource.BinarySI).String() + " " + string(name)
+	}
+	return fmt.Sprintf("%d %s", v/1000, name)
 }
 
 // withPod returns the gang's pending members with the pod being scheduled among them.

@@ -321,3 +321,41 @@ func twoRacks(used map[string]int64) []fwk.NodeInfo {
 func gpuPod(name string, gpus int64) *corev1.Pod {
 	return testutil.MakePod(name, "ml").UID(name).GPUs(gpus).Obj()
 }
+
+// A gang that asks more than all nodes have free together is refused before any
+// node is planned, saying what it needs and what is free; an elastic gang whose
+// quorum fits is not (its members beyond the room wait), nor a gang with a required
+// policy (its refusal names the domain that holds most).
+func TestPlanForRefusesAGangLargerThanTheFreeCapacity(t *testing.T) {
+	used := map[string]int64{}
+	for r := range 2 {
+		for i := range 4 {
+			used[fmt.Sprintf("r%d-n%d", r, i)] = 8
+		}
+	}
+	used["r1-n3"] = 4 // 4 GPUs free in the whole cluster
+	nodes := twoRacks(used)
+	key := gang.Key{Namespace: "ml", Name: "g"}
+	members := []*corev1.Pod{gpuPod("m0", 2), gpuPod("m1", 2), gpuPod("m2", 2), gpuPod("m3", 2)}
+	views := &gangview.Registry{}
+	views.Set("kubenexus-scheduler", func(gang.Key) []*corev1.Pod { return append([]*corev1.Pod(nil), members...) })
+	newPlugin := func() *Plugin {
+		return &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, gangs: views, now: time.Now,
+			plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}
+	}
+	preferred := topology.Policy{Level: len(topology.DefaultLevels) - 1}
+
+	_, st := newPlugin().planFor(key, members[0], preferred, 4, nodes)
+	if want := "InsufficientCapacity: gang ml/g: its 4 pending members (4 × 2 nvidia.com/gpu) need 8 nvidia.com/gpu; the nodes have 4 nvidia.com/gpu free in all"; st.Code() != fwk.Unschedulable || st.Message() != want {
+		t.Errorf("status %v %q, want Unschedulable %q", st.Code(), st.Message(), want)
+	}
+	// Elastic: a quorum of 2 fits the 4 free GPUs.
+	if ap, st := newPlugin().planFor(key, members[0], preferred, 2, nodes); !st.IsSuccess() || ap == nil {
+		t.Errorf("elastic gang whose quorum fits: status %v, want a plan", st)
+	}
+	// Required: refused for its topology, saying which rack holds most.
+	_, st = newPlugin().planFor(key, members[0], topology.Policy{Required: true, Level: 1, Source: "test"}, 4, nodes)
+	if !strings.Contains(st.Message(), "TopologyUnsatisfiable") {
+		t.Errorf("required policy: %q, want the topology refusal", st.Message())
+	}
+}
