@@ -128,7 +128,7 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	}
 	if !policy.Required && (quorum <= 0 || quorum-placedMembers >= pending) {
 		if name, free, need, short := clusterShort(nodes, shapes); short {
-			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: gang %s: its %d pending members (%s) need %s; the nodes have %s free in all",
+			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: gang %s: its %d pending members (%s) need %s and all nodes together have %s free, so some member fits no node",
 				ErrReasonInsufficientCapacity, key, pending, placement.DescribeShapes(shapes), amount(name, need), amount(name, free)))
 		}
 	}

@@ -346,7 +346,7 @@ func TestPlanForRefusesAGangLargerThanTheFreeCapacity(t *testing.T) {
 	preferred := topology.Policy{Level: len(topology.DefaultLevels) - 1}
 
 	_, st := newPlugin().planFor(key, members[0], preferred, 4, nodes)
-	if want := "InsufficientCapacity: gang ml/g: its 4 pending members (4 × 2 nvidia.com/gpu) need 8 nvidia.com/gpu; the nodes have 4 nvidia.com/gpu free in all"; st.Code() != fwk.Unschedulable || st.Message() != want {
+	if want := "InsufficientCapacity: gang ml/g: its 4 pending members (4 × 2 nvidia.com/gpu) need 8 nvidia.com/gpu and all nodes together have 4 nvidia.com/gpu free, so some member fits no node"; st.Code() != fwk.Unschedulable || st.Message() != want {
 		t.Errorf("status %v %q, want Unschedulable %q", st.Code(), st.Message(), want)
 	}
 	// Elastic: a quorum of 2 fits the 4 free GPUs.
