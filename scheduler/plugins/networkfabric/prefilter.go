@@ -132,16 +132,6 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 				ErrReasonInsufficientCapacity, key, pending, placement.DescribeShapes(shapes), amount(name, need), amount(name, free)))
 		}
 	}
-	// Nodes that hold no member of any shape even with nothing set aside take no part
-	// in the plan, unless a member is placed there already: in a full cluster (a gang
-	// waiting for preemption) that is most of them, and each costs the plan a map.
-	usable := make([]fwk.NodeInfo, 0, len(nodes))
-	for _, ni := range nodes {
-		if holdsAMember(ni, shapes) || (anchors.Len() > 0 && anchors.Has(ni.Node().Name)) {
-			usable = append(usable, ni)
-		}
-	}
-	nodes = usable
 	prefer := pl.gangs.NodePreference(pl.handle.ProfileName())
 	planNodes := make([]placement.PlanNode, 0, len(nodes))
 	for _, ni := range nodes {
@@ -231,22 +221,15 @@ func clusterShort(nodes []fwk.NodeInfo, shapes []placement.Shape) (corev1.Resour
 	return "", 0, 0, false
 }
 
-// holdsAMember reports whether the node's free capacity holds one member of some
-// shape (by requests alone: what the plan would set aside is not counted).
-func holdsAMember(ni fwk.NodeInfo, shapes []placement.Shape) bool {
-	for _, s := range shapes {
-		fits := true
-		for r, v := range s.Requests {
-			if nodefree.Of(ni, r) < v {
-				fits = false
-				break
-			}
-		}
-		if fits {
-			return true
+// domainsOf names the node's domain at each level ("" where it has no label).
+func (pl *Plugin) domainsOf(node *corev1.Node) []string {
+	domains := make([]string, len(pl.levels))
+	for i, l := range pl.levels {
+		if v, ok := node.Labels[l.NodeLabel]; ok && v != "" {
+			domains[i] = l.Name + "/" + v
 		}
 	}
-	return false
+	return domains
 }
 
 // amount writes a milli-unit amount of a resource for a message.
@@ -280,12 +263,7 @@ func withPod(pending []*corev1.Pod, pod *corev1.Pod) []*corev1.Pod {
 // whether a member of the gang is placed there already.
 func (pl *Plugin) planNode(ni fwk.NodeInfo, roles []role, prefer gangview.NodePreferenceFunc, anchors sets.Set[string], lessClaims bool) placement.PlanNode {
 	node := ni.Node()
-	n := placement.PlanNode{Name: node.Name, Domains: make([]string, len(pl.levels)), Free: nodefree.All(ni), Eligible: make([]bool, len(roles)), Anchor: anchors.Has(node.Name)}
-	for i, l := range pl.levels {
-		if v, ok := node.Labels[l.NodeLabel]; ok && v != "" {
-			n.Domains[i] = l.Name + "/" + v
-		}
-	}
+	n := placement.PlanNode{Name: node.Name, Domains: pl.domainsOf(node), Free: nodefree.All(ni), Eligible: make([]bool, len(roles)), Anchor: anchors.Has(node.Name)}
 	for _, other := range pl.plans {
 		if !lessClaims {
 			break
