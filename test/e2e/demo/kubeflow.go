@@ -88,15 +88,9 @@ func (c *Cluster) startTrainingOperators(ctx context.Context, certDir string, ca
 		if err := c.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: TrainingOperatorNamespace, Name: secret}}); err != nil {
 			return err
 		}
-		tmp := filepath.Join(c.opts.Dir, op.name, "tmp")
-		servingCerts := filepath.Join(tmp, "k8s-webhook-server", "serving-certs")
-		if err := os.MkdirAll(servingCerts, 0o700); err != nil {
+		tmp, err := c.webhookTMPDIR(filepath.Join(c.opts.Dir, op.name))
+		if err != nil {
 			return err
-		}
-		for _, f := range []string{"tls.crt", "tls.key"} {
-			if err := copyFile(filepath.Join(certDir, f), filepath.Join(servingCerts, f)); err != nil {
-				return err
-			}
 		}
 		ports, err := testenv.FreePorts(2)
 		if err != nil {

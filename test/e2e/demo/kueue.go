@@ -126,6 +126,38 @@ func (c *Cluster) startController(ctx context.Context, name string, probePort in
 	return nil
 }
 
+// registerAllWebhooks registers every webhook of a controller's manifest (manifest
+// returns its path) with the API server, pointed at the local process on port.
+func (c *Cluster) registerAllWebhooks(ctx context.Context, who, name string, manifest func() (string, error), port int) error {
+	path, err := manifest()
+	if err != nil {
+		return err
+	}
+	mwc, vwc, err := webhooksByURL(path, name, port, c.caPEM, nil)
+	if err != nil {
+		return err
+	}
+	return c.registerWebhooks(ctx, who, mwc, vwc)
+}
+
+// webhookTMPDIR is a TMPDIR under dir holding the demo's serving certificate where
+// controller-runtime's webhook server looks by default
+// ($TMPDIR/k8s-webhook-server/serving-certs), for a controller that cannot be told
+// another directory.
+func (c *Cluster) webhookTMPDIR(dir string) (string, error) {
+	tmp := filepath.Join(dir, "tmp")
+	servingCerts := filepath.Join(tmp, "k8s-webhook-server", "serving-certs")
+	if err := os.MkdirAll(servingCerts, 0o700); err != nil {
+		return "", err
+	}
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		if err := copyFile(filepath.Join(c.certDir, f), filepath.Join(servingCerts, f)); err != nil {
+			return "", err
+		}
+	}
+	return tmp, nil
+}
+
 // registerWebhooks creates a controller's webhook configurations (webhooksByURL).
 func (c *Cluster) registerWebhooks(ctx context.Context, who string, mwc *admissionregistrationv1.MutatingWebhookConfiguration, vwc *admissionregistrationv1.ValidatingWebhookConfiguration) error {
 	if mwc != nil {

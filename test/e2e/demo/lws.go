@@ -70,15 +70,7 @@ webhook:
 	if err := c.startController(ctx, "lws", probePort, "--config="+path, "--zap-log-level=2"); err != nil {
 		return err
 	}
-	manifest, err := testenv.LeaderWorkerSetWebhooks()
-	if err != nil {
-		return err
-	}
-	mwc, vwc, err := webhooksByURL(manifest, "lws", webhookPort, c.caPEM, nil)
-	if err != nil {
-		return err
-	}
-	return c.registerWebhooks(ctx, "LeaderWorkerSet", mwc, vwc)
+	return c.registerAllWebhooks(ctx, "LeaderWorkerSet", "lws", testenv.LeaderWorkerSetWebhooks, webhookPort)
 }
 
 // LWSGroup is what one LeaderWorkerSet group's pods show.

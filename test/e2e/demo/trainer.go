@@ -73,15 +73,7 @@ webhook:
 	if err := c.startController(ctx, "jobset", probePort, "--config="+path, "--zap-log-level=2"); err != nil {
 		return err
 	}
-	manifest, err := testenv.JobSetWebhooks()
-	if err != nil {
-		return err
-	}
-	mwc, vwc, err := webhooksByURL(manifest, "jobset", webhookPort, c.caPEM, nil)
-	if err != nil {
-		return err
-	}
-	return c.registerWebhooks(ctx, "JobSet", mwc, vwc)
+	return c.registerAllWebhooks(ctx, "JobSet", "jobset", testenv.JobSetWebhooks, webhookPort)
 }
 
 // StartTrainer runs Kubeflow Trainer's controller-manager and registers its webhooks
@@ -94,15 +86,9 @@ func (c *Cluster) StartTrainer(ctx context.Context) error {
 		return err
 	}
 	webhookPort, probePort := ports[0], ports[1]
-	tmp := filepath.Join(c.opts.Dir, "trainer", "tmp")
-	servingCerts := filepath.Join(tmp, "k8s-webhook-server", "serving-certs")
-	if err := os.MkdirAll(servingCerts, 0o700); err != nil {
+	tmp, err := c.webhookTMPDIR(filepath.Join(c.opts.Dir, "trainer"))
+	if err != nil {
 		return err
-	}
-	for _, f := range []string{"tls.crt", "tls.key"} {
-		if err := copyFile(filepath.Join(c.certDir, f), filepath.Join(servingCerts, f)); err != nil {
-			return err
-		}
 	}
 	config := fmt.Sprintf(`apiVersion: config.trainer.kubeflow.org/v1alpha1
 kind: Configuration
@@ -130,15 +116,7 @@ certManagement:
 	if err := waitFor(ctx, 2*time.Minute, func() error { return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)) }); err != nil {
 		return fmt.Errorf("waiting for trainer to become ready (see %s): %w", c.logPath("trainer"), err)
 	}
-	manifest, err := testenv.TrainerWebhooks()
-	if err != nil {
-		return err
-	}
-	mwc, vwc, err := webhooksByURL(manifest, "trainer", webhookPort, c.caPEM, nil)
-	if err != nil {
-		return err
-	}
-	return c.registerWebhooks(ctx, "Kubeflow Trainer", mwc, vwc)
+	return c.registerAllWebhooks(ctx, "Kubeflow Trainer", "trainer", testenv.TrainerWebhooks, webhookPort)
 }
 
 // TrainStep is what the pods of one replicated job of a TrainJob showed.

@@ -10,6 +10,7 @@ import (
 	"github.com/onsi/gomega/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -222,10 +223,16 @@ var _ = Describe("kubectl kubenexus explain", func() {
 				HaveField("Text", ContainSubstring("its gang labels are invalid: ")), HaveField("Text", ContainSubstring(v1alpha1.LabelKubeNexusGangMinAvailable)),
 				HaveField("Action", "fix the pod template's gang labels"))))
 
-		p := &corev1.Pod{}
-		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "labelled"}, p)).To(Succeed())
-		p.Labels[v1alpha1.LabelKubeNexusGangMinAvailable] = "1"
-		Expect(k8sClient.Update(suiteCtx, p)).To(Succeed())
+		// The scheduler writes the pod's status meanwhile: read, change and write again
+		// on a conflict.
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			p := &corev1.Pod{}
+			if err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "labelled"}, p); err != nil {
+				return err
+			}
+			p.Labels[v1alpha1.LabelKubeNexusGangMinAvailable] = "1"
+			return k8sClient.Update(suiteCtx, p)
+		})).To(Succeed())
 		Eventually(explained(tc, "pod", "labelled")).WithTimeout(testutil.Timeout).Should(
 			HaveKeyWithValue(explain.LayerAdmission, And(HaveField("Verdict", explain.OK), HaveField("Text", ContainSubstring("ganged as g")))))
 	})
