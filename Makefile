@@ -218,6 +218,25 @@ bench: ## CPU-ms/pod and pods/s of kubenexus-scheduler, stock kube-scheduler, sc
 	$(GO_BUILD) -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
 	$(STATIC) go run $(STATIC_FLAGS) ./test/bench -bin $(BIN) $(BENCH_FLAGS)
 
+.PHONY: perf-upstream
+# Upstream's scheduler_perf (test/integration/scheduler_perf of the pinned k8s.io/kubernetes)
+# with stock's default profile and KubeNexus's default profile, each workload back to back:
+# an in-process kube-apiserver and scheduler per run, etcd from bin/k8s. PERF_UPSTREAM_FLAGS:
+# -workloads topic/testcase/workload,... (default: test/perfupstream.DefaultSelections), -arms.
+# The in-process API server finds its package directory from its source path; -trimpath
+# (shared with every other build) leaves that relative, and upstream's TEST_SRCDIR and
+# TEST_WORKSPACE root it in the module cache.
+PERF_UPSTREAM_FLAGS ?=
+perf-upstream: ## Upstream's scheduler_perf workloads with stock's and KubeNexus's default profiles; table with ratios and upstream's thresholds in .perf-upstream/table.md.
+	hack/build-tools.sh etcd
+	@echo "perf-upstream: compiling upstream's scheduler_perf with KubeNexus's registry (an in-process kube-apiserver: a few minutes cold)"
+	$(STATIC) go test $(STATIC_FLAGS) -tags perfupstream -c -o $(BIN)/perf-upstream.test ./test/perfupstream
+	@mkdir -p .perf-upstream
+	@echo "perf-upstream: running; progress in .perf-upstream/run.log"
+	TEST_SRCDIR="$$(go env GOMODCACHE)" TEST_WORKSPACE=. PATH="$(BIN)/k8s:$$PATH" KUBE_CACHE_MUTATION_DETECTOR=false $(BIN)/perf-upstream.test -test.run '^$$' -test.bench BenchmarkPerfSchedulingUpstream -test.benchtime 1x -test.timeout 6h \
+		-upstream-dir "$$(go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/integration/scheduler_perf" -out .perf-upstream $(PERF_UPSTREAM_FLAGS) > .perf-upstream/run.log 2>&1; \
+		rc=$$?; cat .perf-upstream/table.md 2>/dev/null; grep -E '^(--- FAIL|FAIL|panic)' .perf-upstream/run.log | head -20; exit $$rc
+
 .PHONY: bench-placement
 # multigpu50 repeats the default trace's first 7000 tasks and appends its multi-GPU ones, with no
 # creation times: in file order it would replay the same tasks, so it is shuffled (seed 1, the
