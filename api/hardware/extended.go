@@ -161,42 +161,67 @@ func backingClasses(classes []*resourceapi.DeviceClass) []backingClass {
 }
 
 // extendedOf counts, per node, the units of each extended resource its devices
-// back: the devices that match a class (the first class naming the resource), as
-// many as can be allocated at once (Simultaneous: partitions of one card share its
-// counters), each as many times as it can be shared (Device.Shares).
+// back (Backing, then Node for every node).
 func extendedOf(slices []*resourceapi.ResourceSlice, classes []backingClass, off *Unavailable) map[string]map[corev1.ResourceName]int64 {
 	out := map[string]map[corev1.ResourceName]int64{}
+	b := backingOf(slices, classes)
+	for node := range b.byNode {
+		if n := b.Node(node, off); n != nil {
+			out[node] = n
+		}
+	}
+	return out
+}
+
+// Backing is which devices of each node could back which extended resource: the
+// part of ExtendedResources that depends only on the slices and classes (the CEL
+// matching), computed once per change of either; Node adds what changes with every
+// allocation (held devices, DeviceTaintRules) for one node at a time.
+type Backing struct {
+	counters Counters
+	byNode   map[string]*nodeBacking
+}
+
+type nodeBacking struct {
+	devs []Device
+	// tainted: the device's own slice taints it NoSchedule or NoExecute.
+	tainted []bool
+	// backs lists, per extended resource, the indexes into devs of the devices
+	// matching the first class that names it.
+	backs map[corev1.ResourceName][]int
+}
+
+// NewBacking matches the devices of slices against the classes that back extended
+// resources.
+func NewBacking(slices []*resourceapi.ResourceSlice, classes []*resourceapi.DeviceClass) *Backing {
+	return backingOf(slices, backingClasses(classes))
+}
+
+func backingOf(slices []*resourceapi.ResourceSlice, classes []backingClass) *Backing {
+	b := &Backing{counters: Counters{}, byNode: map[string]*nodeBacking{}}
 	if len(classes) == 0 {
-		return out
+		return b
 	}
 	slices = CurrentSlices(slices)
-	counters := Counters{}
 	for _, s := range slices {
-		CountersOf(s, counters)
-	}
-	backing := map[string]map[corev1.ResourceName][]Device{}
-	// held are the devices of each node that own claims hold: not counted, but a
-	// held partition spends its card's counters (Simultaneous).
-	held := map[string][]Device{}
-	isHeld := func(d *Device) bool {
-		return !d.Shared && off.Held[DeviceKey{Driver: d.Driver, Pool: d.Pool, Device: d.Name}]
+		CountersOf(s, b.counters)
 	}
 	ctx := context.Background()
 	for _, s := range slices {
 		if s.Spec.NodeName == nil || *s.Spec.NodeName == "" || len(s.Spec.Devices) == 0 {
 			continue
 		}
-		node := *s.Spec.NodeName
+		nb := b.byNode[*s.Spec.NodeName]
+		if nb == nil {
+			nb = &nodeBacking{backs: map[corev1.ResourceName][]int{}}
+			b.byNode[*s.Spec.NodeName] = nb
+		}
 		devs := DevicesOf(s)
 		for i := range s.Spec.Devices {
 			d := &s.Spec.Devices[i]
-			if isHeld(&devs[i]) {
-				held[node] = append(held[node], devs[i])
-				continue
-			}
-			if tainted(d.Taints) || off.taintedByRule(s.Spec.Driver, s.Spec.Pool.Name, d.Name) {
-				continue
-			}
+			idx := len(nb.devs)
+			nb.devs = append(nb.devs, devs[i])
+			nb.tainted = append(nb.tainted, tainted(d.Taints))
 			in := cel.Device{Driver: s.Spec.Driver, AllowMultipleAllocations: d.AllowMultipleAllocations, Attributes: d.Attributes, Capacity: d.Capacity}
 			counted := map[corev1.ResourceName]bool{}
 			for _, c := range classes {
@@ -204,23 +229,62 @@ func extendedOf(slices []*resourceapi.ResourceSlice, classes []backingClass, off
 					continue
 				}
 				counted[c.resource] = true
-				if backing[node] == nil {
-					backing[node] = map[corev1.ResourceName][]Device{}
-				}
-				backing[node][c.resource] = append(backing[node][c.resource], devs[i])
+				nb.backs[c.resource] = append(nb.backs[c.resource], idx)
 			}
 		}
 	}
+	return b
+}
+
+// Node counts the units of each extended resource the node's devices back with off
+// (nil: none) unavailable: the matching devices that are neither held nor tainted,
+// as many as can be allocated at once beside the held ones (Simultaneous: partitions
+// of one card share its counters), each as many times as it can be shared
+// (Device.Shares). A resource none of whose devices is free is left out; nil when
+// none is left.
+func (b *Backing) Node(node string, off *Unavailable) map[corev1.ResourceName]int64 {
+	nb := b.byNode[node]
+	if nb == nil || len(nb.backs) == 0 {
+		return nil
+	}
+	if off == nil {
+		off = &Unavailable{}
+	}
+	isHeld := func(d *Device) bool {
+		return !d.Shared && off.Held[DeviceKey{Driver: d.Driver, Pool: d.Pool, Device: d.Name}]
+	}
 	notHeld := func(d *Device) bool { return !isHeld(d) }
-	for node, byResource := range backing {
-		out[node] = make(map[corev1.ResourceName]int64, len(byResource))
-		for name, devs := range byResource {
-			var n int64
-			for _, d := range Simultaneous(append(append([]Device(nil), held[node]...), devs...), counters, isHeld, notHeld) {
-				n += d.Shares()
-			}
-			out[node][name] = n
+	// The held devices of the node, whichever class they match: a held partition
+	// spends its card's counters.
+	var held []Device
+	for i := range nb.devs {
+		if isHeld(&nb.devs[i]) {
+			held = append(held, nb.devs[i])
 		}
+	}
+	out := make(map[corev1.ResourceName]int64, len(nb.backs))
+	for name, idxs := range nb.backs {
+		devs := append([]Device(nil), held...)
+		free := false
+		for _, i := range idxs {
+			d := &nb.devs[i]
+			if isHeld(d) || nb.tainted[i] || off.taintedByRule(d.Driver, d.Pool, d.Name) {
+				continue
+			}
+			devs = append(devs, *d)
+			free = true
+		}
+		if !free {
+			continue // as if no device backed it
+		}
+		var n int64
+		for _, d := range Simultaneous(devs, b.counters, isHeld, notHeld) {
+			n += d.Shares()
+		}
+		out[name] = n
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

@@ -150,17 +150,38 @@ func (x *Index) Extended(node string) map[corev1.ResourceName]int64 {
 		return nil
 	}
 	a := x.availability.Load()
-	if e := x.ext.Load(); e != nil && e.version == sn.version && e.availability == a {
-		return e.byNode[node]
+	e := x.ext.Load()
+	if e == nil || e.version != sn.version || e.availability != a {
+		e = x.extendedAt(sn, a)
 	}
+	// Per node, once per change: Score asks for every node of every pod, and an
+	// allocation (one per scheduled DRA pod) changes the held devices.
+	if n, ok := e.byNode.Load(node); ok {
+		return n.(map[corev1.ResourceName]int64)
+	}
+	n := e.backing.Node(node, e.off)
+	e.byNode.Store(node, n)
+	return n
+}
+
+// extendedAt returns the view as of the slices' version and availability a: the
+// devices' matching against classes (CEL) is redone only when slices or classes
+// changed, the held devices when an own claim's allocation or a rule did.
+func (x *Index) extendedAt(sn *snapshot, a int64) *extended {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if e := x.ext.Load(); e != nil && e.version == sn.version && e.availability == a {
-		return e.byNode[node]
+	prev := x.ext.Load()
+	if prev != nil && prev.version == sn.version && prev.availability == a {
+		return prev
 	}
-	e := &extended{version: sn.version, availability: a, byNode: hardware.ExtendedResources(sn.slices, sn.classes, x.unavailable())}
+	e := &extended{version: sn.version, availability: a, off: x.unavailable()}
+	if prev != nil && prev.version == sn.version {
+		e.backing = prev.backing
+	} else {
+		e.backing = hardware.NewBacking(sn.slices, sn.classes)
+	}
 	x.ext.Store(e)
-	return e.byNode[node]
+	return e
 }
 
 // snapshot is the devices by node as of a version of the slices and classes.
@@ -176,7 +197,10 @@ type snapshot struct {
 // slices and classes and one of the taint rules and own claims.
 type extended struct {
 	version, availability int64
-	byNode                map[string]map[corev1.ResourceName]int64
+	backing               *hardware.Backing
+	off                   *hardware.Unavailable
+	// byNode caches backing.Node per node: map[corev1.ResourceName]int64 values.
+	byNode sync.Map
 }
 
 func (x *Index) snapshot() *snapshot {
