@@ -56,6 +56,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -63,6 +64,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers"
@@ -78,7 +80,12 @@ type gangKind int
 const (
 	kubenexusGangs gangKind = iota // KubeNexus PodGroups (the stock and null-binder arms ignore them)
 	sigsGangs                      // scheduler-plugins' scheduling.x-k8s.io PodGroups
+	nativeGangs                    // Kubernetes' own scheduling.k8s.io/v1beta1 PodGroups, named by pods' spec.schedulingGroup
 )
+
+// nativeGates are the feature gates of Kubernetes' own gang scheduling (PodGroups, and
+// their topology constraint for W5), on in the API server and in the stock-gang arm.
+const nativeGates = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
 
 type arm struct {
 	name          string
@@ -86,7 +93,10 @@ type arm struct {
 	schedulerName string
 	profile       string
 	gangs         gangKind
-	build         string // how to build binary
+	build         string   // how to build binary
+	args          []string // more command-line flags
+	// gangsOnly: the arm runs only workloads of gangs (plain pods are stock's).
+	gangsOnly bool
 }
 
 type workload struct {
@@ -124,6 +134,13 @@ func allArms(binDir string) []arm {
 	return []arm{
 		{name: "stock", binary: filepath.Join(binDir, "k8s", "kube-scheduler"), schedulerName: "default-scheduler",
 			profile: "- schedulerName: default-scheduler\n", build: "hack/build-tools.sh kube-scheduler"},
+		// Kubernetes 1.37's own gang scheduling: the same kube-scheduler with the
+		// Workload API's gates on, whose default profile then adds GangScheduling and
+		// schedules each PodGroup in one cycle; gangs are scheduling.k8s.io/v1beta1
+		// PodGroups (W5's with a rack topology constraint).
+		{name: "stock-gang", binary: filepath.Join(binDir, "k8s", "kube-scheduler"), schedulerName: "stock-gang",
+			profile: "- schedulerName: stock-gang\n", gangs: nativeGangs, gangsOnly: true, build: "hack/build-tools.sh kube-scheduler",
+			args: []string{"--feature-gates=" + nativeGates}},
 		{name: "kubenexus", binary: filepath.Join(binDir, "kubenexus-scheduler"), schedulerName: schedulertest.SchedulerName,
 			profile: schedulertest.KubeNexusProfile(schedulertest.SchedulerName, 5, 300), build: "make build"},
 		// scheduler-plugins' documented Coscheduling profile (doc/install.md, pkg/coscheduling/README.md):
@@ -269,7 +286,18 @@ func run(nodeCount int, binDir string, scale float64, only, armNames []string) e
 		}
 		crds = append(crds, p)
 	}
-	plane, err := adminkube.Start(crds, "kubenexus-bench-", "bench")
+	var configure []func(*envtest.Environment) error
+	if contains(armNamesOf(arms), "stock-gang") {
+		configure = append(configure, func(env *envtest.Environment) error {
+			on, err := testenv.EnableNativeWorkloads(env)
+			if err == nil && !on {
+				err = fmt.Errorf("arm stock-gang needs Kubernetes 1.37's Workload API; the kube-apiserver in bin/k8s is older")
+			}
+			env.ControlPlane.GetAPIServer().Configure().Append("feature-gates", "TopologyAwareWorkloadScheduling=true")
+			return err
+		})
+	}
+	plane, err := adminkube.Start(crds, "kubenexus-bench-", "bench", configure...)
 	if err != nil {
 		return err
 	}
@@ -314,6 +342,9 @@ func run(nodeCount int, binDir string, scale float64, only, armNames []string) e
 				a := arms[(rep+k)%len(arms)] // run rep starts with arm rep mod N
 				if wl.preempt && a.name == "null-binder" {
 					continue // binding is not preempting
+				}
+				if a.gangsOnly && (wl.gangSize == 0 || wl.preempt) {
+					continue // plain pods are stock's; W6's fill is not expressed as native gangs
 				}
 				r, err := runOne(ctx, c, cs, cp, dir, kcPath, a, wl, sigs)
 				if err != nil {
@@ -396,8 +427,16 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 	if w.gangSize > 0 {
 		if err := testutil.Parallel(w.pods/w.gangSize, func(g int) error {
 			name := fmt.Sprintf("g%04d", g)
-			if a.gangs == sigsGangs {
+			switch a.gangs {
+			case sigsGangs:
 				return c.Create(ctx, testutil.ForeignPodGroup(v1alpha1.NewSigsPodGroup(), ns.Name, name, map[string]any{"minMember": int64(w.gangSize)}))
+			case nativeGangs:
+				pg := testutil.NativeGangPodGroup(ns.Name, name, int32(w.gangSize))
+				if w.requiredRack {
+					pg.Spec.SchedulingConstraints = &schedulingv1beta1.PodGroupSchedulingConstraints{
+						Topology: []schedulingv1beta1.TopologyConstraint{{Key: v1alpha1.LabelRack}}}
+				}
+				return c.Create(ctx, pg)
 			}
 			pg := testutil.MakePodGroup(name, ns.Name).MinMember(int32(w.gangSize))
 			if w.requiredRack {
@@ -414,7 +453,10 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 			p = p.Req("cpu", "8", "memory", "1Gi").PriorityClass(benchHighPriority)
 			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
 		}
-		if w.gangSize > 0 {
+		switch {
+		case w.gangSize > 0 && a.gangs == nativeGangs:
+			p.SchedulingGroup(fmt.Sprintf("g%04d", i/w.gangSize))
+		case w.gangSize > 0:
 			p.PodGroup(fmt.Sprintf("g%04d", i/w.gangSize)) // label scheduling.x-k8s.io/pod-group, which both PodGroup APIs use
 		}
 		return c.Create(ctx, p.Obj())
@@ -426,6 +468,9 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 		objs := []client.Object{&corev1.Pod{}, &v1alpha1.PodGroup{}}
 		if sigsCRD {
 			objs = append(objs, v1alpha1.NewSigsPodGroup())
+		}
+		if a.gangs == nativeGangs {
+			objs = append(objs, &schedulingv1beta1.PodGroup{})
 		}
 		for _, o := range objs {
 			if err := c.DeleteAllOf(ctx, o, client.InNamespace(ns.Name), client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
@@ -523,6 +568,7 @@ profiles:
 		}
 		args = []string{"--config=" + cfgPath, "--secure-port=" + strconv.Itoa(port),
 			"--authorization-always-allow-paths=/metrics,/healthz,/readyz,/debug/pprof/profile,/debug/pprof/heap", "--v=1"}
+		args = append(args, a.args...)
 		if a.name == "kubenexus" && kubenexusArgs != "" {
 			args = append(args, strings.Fields(kubenexusArgs)...)
 		}

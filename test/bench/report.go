@@ -240,7 +240,7 @@ func report(rs []result, wls []workload, arms []arm) {
 			fmt.Println()
 		}
 		if len(by["kubenexus"]) > 0 {
-			for _, other := range []string{"stock", "scheduler-plugins"} {
+			for _, other := range []string{"stock", "stock-gang", "scheduler-plugins"} {
 				if len(by[other]) == 0 {
 					continue
 				}

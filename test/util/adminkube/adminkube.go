@@ -40,9 +40,15 @@ type ControlPlane struct {
 
 // Start starts envtest (its etcd without fsync) with the CRDs in crdDirs, makes a
 // scratch directory (prefix names it) and writes an admin kubeconfig for user there.
-// Stop undoes both.
-func Start(crdDirs []string, prefix, user string) (*ControlPlane, error) {
+// configure, when given, adjusts the environment before it starts (API server
+// flags). Stop undoes both.
+func Start(crdDirs []string, prefix, user string, configure ...func(*envtest.Environment) error) (*ControlPlane, error) {
 	env := &envtest.Environment{CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: true}
+	for _, f := range configure {
+		if err := f(env); err != nil {
+			return nil, err
+		}
+	}
 	// The benchmarks measure schedulers, not this machine's disk: etcd skips fsync, so
 	// that write latency (which on a shared virtual disk varies from run to run) does
 	// not decide how fast the API server binds.
