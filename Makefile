@@ -233,9 +233,9 @@ perf-upstream: ## Upstream's scheduler_perf workloads with stock's and KubeNexus
 	$(STATIC) go test $(STATIC_FLAGS) -tags perfupstream -c -o $(BIN)/perf-upstream.test ./test/perfupstream
 	@mkdir -p .perf-upstream
 	@echo "perf-upstream: running; progress in .perf-upstream/run.log"
-	TEST_SRCDIR="$$(go env GOMODCACHE)" TEST_WORKSPACE=. PATH="$(BIN)/k8s:$$PATH" KUBE_CACHE_MUTATION_DETECTOR=false $(BIN)/perf-upstream.test -test.run '^$$' -test.bench BenchmarkPerfSchedulingUpstream -test.benchtime 1x -test.timeout 6h \
-		-upstream-dir "$$(go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/integration/scheduler_perf" -out .perf-upstream $(PERF_UPSTREAM_FLAGS) > .perf-upstream/run.log 2>&1; \
-		rc=$$?; cat .perf-upstream/table.md 2>/dev/null; grep -E '^(--- FAIL|FAIL|panic)' .perf-upstream/run.log | head -20; exit $$rc
+	@rc=0; TEST_SRCDIR="$$(go env GOMODCACHE)" TEST_WORKSPACE=. PATH="$(BIN)/k8s:$$PATH" KUBE_CACHE_MUTATION_DETECTOR=false $(BIN)/perf-upstream.test -test.run '^$$' -test.bench BenchmarkPerfSchedulingUpstream -test.benchtime 1x -test.timeout 6h \
+		-upstream-dir "$$(go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/integration/scheduler_perf" -out .perf-upstream $(PERF_UPSTREAM_FLAGS) > .perf-upstream/run.log 2>&1 || rc=$$?; \
+		cat .perf-upstream/table.md 2>/dev/null || true; grep -E '^(--- FAIL|FAIL|panic)' .perf-upstream/run.log | head -20 || true; exit $$rc
 
 .PHONY: bench-placement
 # multigpu50 repeats the default trace's first 7000 tasks and appends its multi-GPU ones, with no

@@ -57,6 +57,9 @@ type Plugin struct {
 	// pods on an owner's reservation is taken back for the owner.
 	reserved *resourcereservation.Shared
 
+	// profiles: the running pods' classification, kept between PostFilters.
+	profiles profiles
+
 	mu sync.Mutex
 	// inflight are the preemptions whose victims may still be running, by
 	// preemptor (its gang, or the pod): further members do not evict more until
@@ -162,7 +165,9 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 		}
 	}
 	reclaim := pl.reclaimer(pod, infos)
-	candidates := units(running, prio, reclaim, pl.evictable(prof, prio, reclaim), priority, pl.gpuNames, time.Now())
+	classify, done := pl.profiles.scan()
+	candidates := units(running, prio, reclaim, pl.evictable(prof, prio, reclaim), priority, classify, pl.gpuNames, time.Now())
+	done()
 	if len(candidates) == 0 {
 		preemptions.WithLabelValues("NoVictims").Inc()
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: no running pod or gang of lower priority may be evicted for it")

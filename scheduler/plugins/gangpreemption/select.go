@@ -5,6 +5,7 @@ import (
 	"maps"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,15 +66,16 @@ type priorityFunc func(p *corev1.Pod, g *gang.Key) int32
 // Pods of priority below (the preemptor's) or higher are refused before they are
 // classified, unless reclaim (nil: none) says they hold room lent to the
 // preemptor: with no such pod, this is one cheap pass.
-func units(pods []*corev1.Pod, below int32, reclaim func(*corev1.Pod) bool, may candidate, priority priorityFunc, gpuNames []corev1.ResourceName, now time.Time) []*unit {
+func units(pods []*corev1.Pod, below int32, reclaim func(*corev1.Pod) bool, may candidate, priority priorityFunc, classify func(*corev1.Pod) workload.Profile, gpuNames []corev1.ResourceName, now time.Time) []*unit {
 	byKey := map[string]*unit{}
 	refused := map[string]bool{}
 	var order []string
 	for _, p := range pods {
 		key := "pod " + p.Namespace + "/" + p.Name
+		vp := classify(p)
 		var gk *gang.Key
-		if m, ok, err := gang.Of(p); err == nil && ok {
-			gk, key = &m.Key, "gang "+m.Key.String()
+		if vp.Gang != nil {
+			gk, key = &vp.Gang.Key, "gang "+vp.Gang.Key.String()
 		}
 		if refused[key] {
 			continue
@@ -84,7 +86,7 @@ func units(pods []*corev1.Pod, below int32, reclaim func(*corev1.Pod) bool, may 
 			delete(byKey, key)
 			continue
 		}
-		if !may(p, workload.Classify(p, workload.Namespace{}, ""), prio) {
+		if !may(p, vp, prio) {
 			refused[key] = true
 			delete(byKey, key)
 			continue
@@ -345,4 +347,51 @@ func summary(us []*unit) string {
 		parts = append(parts, u.describe())
 	}
 	return strings.Join(parts, ", ")
+}
+
+// profiles remembers the profile (workload.Classify) of each running pod between
+// preemptions: every PostFilter looks at every running pod, and classifying them
+// all again each time was most of its cost (W6 of make bench). An entry is valid
+// while the snapshot holds the same pod object (an update makes a new one); entries
+// of pods not seen for a while are dropped.
+type profiles struct {
+	mu    sync.Mutex
+	epoch uint64
+	byUID map[types.UID]*classified
+}
+
+type classified struct {
+	pod  *corev1.Pod
+	prof workload.Profile
+	seen uint64
+}
+
+// sweepEvery is how many scans pass between drops of entries not seen since the
+// scan before.
+const sweepEvery = 64
+
+// scan returns the classifier of one scan over the running pods; done ends it.
+func (c *profiles) scan() (classify func(*corev1.Pod) workload.Profile, done func()) {
+	c.mu.Lock()
+	if c.byUID == nil {
+		c.byUID = map[types.UID]*classified{}
+	}
+	c.epoch++
+	if c.epoch%sweepEvery == 0 {
+		for uid, e := range c.byUID {
+			if e.seen+1 < c.epoch {
+				delete(c.byUID, uid)
+			}
+		}
+	}
+	epoch := c.epoch
+	return func(p *corev1.Pod) workload.Profile {
+		if e := c.byUID[p.UID]; e != nil && e.pod == p {
+			e.seen = epoch
+			return e.prof
+		}
+		prof := workload.Classify(p, workload.Namespace{}, "")
+		c.byUID[p.UID] = &classified{pod: p, prof: prof, seen: epoch}
+		return prof
+	}, c.mu.Unlock
 }
