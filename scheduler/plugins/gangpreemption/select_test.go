@@ -194,7 +194,9 @@ func TestLessOrdersByPriorityThenGPUTimeThenSize(t *testing.T) {
 	}
 }
 
-func classifyPod(p *corev1.Pod) workload.Profile { return workload.Classify(p, workload.Namespace{}, "") }
+func classifyPod(p *corev1.Pod) workload.Profile {
+	return workload.Classify(p, workload.Namespace{}, "")
+}
 
 // The profile cache answers for the same pod object, classifies an updated pod
 // (a new object) again, and drops pods it has not seen for a while.

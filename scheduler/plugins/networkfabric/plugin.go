@@ -62,6 +62,10 @@ type Plugin struct {
 	// relaxed holds the gangs whose preferred plan, enforced as a filter, left a
 	// member without a node: their next plans only score (until planTTL).
 	relaxed map[gang.Key]time.Time
+	// nodeLabels tells a flat cluster (flat.go); nextStart is where the next flat
+	// plan's window of nodes begins.
+	nodeLabels *labelled
+	nextStart  int
 }
 
 var (
@@ -86,7 +90,13 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	levels := config.Levels(args.Levels)
-	return &Plugin{handle: h, levels: levels, pgs: pgs, gangs: gangs, now: time.Now, plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}, nil
+	pl := &Plugin{handle: h, levels: levels, pgs: pgs, gangs: gangs, now: time.Now, plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}
+	if f := h.SharedInformerFactory(); f != nil {
+		if pl.nodeLabels, err = trackLabels(f.Core().V1().Nodes().Informer(), levels); err != nil {
+			return nil, fmt.Errorf("%s: %w", Name, err)
+		}
+	}
+	return pl, nil
 }
 
 // Name returns the plugin's name.

@@ -132,19 +132,25 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 				ErrReasonInsufficientCapacity, key, pending, placement.DescribeShapes(shapes), amount(name, need), amount(name, free)))
 		}
 	}
-	prefer := pl.gangs.NodePreference(pl.handle.ProfileName())
-	planNodes := make([]placement.PlanNode, 0, len(nodes))
-	for _, ni := range nodes {
-		planNodes = append(planNodes, pl.planNode(ni, roles, prefer, anchors, true))
-	}
-	var keptOff []bool
-	if off := pl.keepsOff(roles); off != nil {
-		keptOff = make([]bool, len(nodes))
-		for i, ni := range nodes {
-			keptOff[i] = off(ni)
+	var (
+		plan      placement.Plan
+		short     *placement.Shortage
+		planNodes []placement.PlanNode
+	)
+	windowed := false
+	if w := windowSize(len(nodes)); w < len(nodes) && !policy.Required && len(anchors) == 0 && pl.nodeLabels.flat() {
+		start := pl.nextStart % len(nodes)
+		window := make([]fwk.NodeInfo, 0, w)
+		for i := range w {
+			window = append(window, nodes[(start+i)%len(nodes)])
+		}
+		if plan, short, planNodes = pl.plan(window, roles, shapes, policy, anchors); plan.Fits {
+			pl.nextStart, windowed = start+w, true
 		}
 	}
-	plan, short := computeByPreference(planNodes, keptOff, shapes, policy)
+	if !windowed {
+		plan, short, planNodes = pl.plan(nodes, roles, shapes, policy, anchors)
+	}
 	// An elastic gang (more members than minMember) whose quorum fits goes on: the
 	// members beyond the room wait, as minMember allows.
 	quorumFits := quorum > 0 && placedMembers+plan.Placed >= quorum
@@ -188,6 +194,24 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	pl.plans[key] = ap
 	klog.V(4).InfoS("Planned gang", "gang", key, "level", pl.levels[plan.Level].Name, "domains", plan.Domains, "fits", plan.Fits, "members", ap.need)
 	return ap, nil
+}
+
+// plan plans the gang over nodes (computeByPreference), returning the plan nodes too.
+func (pl *Plugin) plan(nodes []fwk.NodeInfo, roles []role, shapes []placement.Shape, policy topology.Policy, anchors sets.Set[string]) (placement.Plan, *placement.Shortage, []placement.PlanNode) {
+	prefer := pl.gangs.NodePreference(pl.handle.ProfileName())
+	planNodes := make([]placement.PlanNode, 0, len(nodes))
+	for _, ni := range nodes {
+		planNodes = append(planNodes, pl.planNode(ni, roles, prefer, anchors, true))
+	}
+	var keptOff []bool
+	if off := pl.keepsOff(roles); off != nil {
+		keptOff = make([]bool, len(nodes))
+		for i, ni := range nodes {
+			keptOff[i] = off(ni)
+		}
+	}
+	plan, short := computeByPreference(planNodes, keptOff, shapes, policy)
+	return plan, short, planNodes
 }
 
 // clusterShort reports a resource the shapes need more of than all nodes have free

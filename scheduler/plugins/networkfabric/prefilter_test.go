@@ -359,3 +359,91 @@ func TestPlanForRefusesAGangLargerThanTheFreeCapacity(t *testing.T) {
 		t.Errorf("required policy: %q, want the topology refusal", st.Message())
 	}
 }
+
+// flatNodes is n unlabelled 8-GPU nodes, f<i>; full lists nodes with no GPU free.
+func flatNodes(n int, full func(i int) bool) []fwk.NodeInfo {
+	var nodes []fwk.NodeInfo
+	for i := range n {
+		node := testutil.MakeNode(fmt.Sprintf("f%03d", i)).Capacity("nvidia.com/gpu", "8").Obj()
+		var pods []*corev1.Pod
+		if full(i) {
+			pods = append(pods, gpuPod(fmt.Sprintf("taken-%d", i), 8))
+		}
+		nodes = append(nodes, snapshot.NodeInfo(node, pods...))
+	}
+	return nodes
+}
+
+// On a flat cluster (no node carries a topology label) a preferred plan looks at a
+// window of the nodes first, the next plan at the next window; when the window does
+// not hold the gang, or a node is labelled, or the policy is required, it plans over
+// every node, as before.
+func TestPlanForOnAFlatClusterPlansOverAWindow(t *testing.T) {
+	const n = 300
+	w := windowSize(n) // 144: 48% of 300
+	if w != 144 {
+		t.Fatalf("windowSize(300) = %d, want kube-scheduler's 144", w)
+	}
+	key := gang.Key{Namespace: "ml", Name: "g"}
+	members := []*corev1.Pod{gpuPod("m0", 8), gpuPod("m1", 8), gpuPod("m2", 8)}
+	views := &gangview.Registry{}
+	views.Set("kubenexus-scheduler", func(gang.Key) []*corev1.Pod { return append([]*corev1.Pod(nil), members...) })
+	newPlugin := func(labelledNodes ...string) *Plugin {
+		l := &labelled{levels: topology.DefaultLevels, nodes: map[string]bool{}}
+		for _, name := range labelledNodes {
+			l.nodes[name] = true
+		}
+		return &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, gangs: views, now: time.Now,
+			plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}, nodeLabels: l}
+	}
+	preferred := topology.Policy{Level: len(topology.DefaultLevels) - 1}
+	index := func(name string) int {
+		var i int
+		_, _ = fmt.Sscanf(name, "f%d", &i)
+		return i
+	}
+	inRange := func(ap *activePlan, from, to int) bool {
+		for name := range ap.claims {
+			if i := index(name); i < from || i >= to {
+				return false
+			}
+		}
+		return len(ap.claims) == 3
+	}
+
+	// Every node free: the first plan claims within the first window, the next
+	// gang's plan within the second.
+	pl := newPlugin()
+	nodes := flatNodes(n, func(int) bool { return false })
+	ap, st := pl.planFor(key, members[0], preferred, 3, nodes)
+	if !st.IsSuccess() || !inRange(ap, 0, w) || pl.nextStart != w {
+		t.Fatalf("first plan: %v, claims %v, next start %d; want 3 nodes among the first %d", st, sets.KeySet(ap.claims), pl.nextStart, w)
+	}
+	other := gang.Key{Namespace: "ml", Name: "h"}
+	ap, st = pl.planFor(other, members[0], preferred, 3, nodes)
+	if !st.IsSuccess() || !inRange(ap, w, 2*w) {
+		t.Fatalf("second plan: %v, claims %v; want 3 nodes among %d–%d", st, sets.KeySet(ap.claims), w, 2*w-1)
+	}
+
+	// The first window full: planned over every node, and the room past it found.
+	nodes = flatNodes(n, func(i int) bool { return i < w+10 })
+	pl = newPlugin()
+	if ap, st = pl.planFor(key, members[0], preferred, 3, nodes); !st.IsSuccess() || !ap.fits || !inRange(ap, w+10, n) || pl.nextStart != 0 {
+		t.Errorf("full window: %v, claims %v, next start %d; want a whole plan past the window, the start unmoved", st, sets.KeySet(ap.claims), pl.nextStart)
+	}
+
+	// A labelled node, or a required policy: no window (the start does not move).
+	nodes = flatNodes(n, func(int) bool { return false })
+	for name, p := range map[string]*Plugin{"labelled node": newPlugin("f299"), "no node tracker": {handle: profileHandle{}, levels: topology.DefaultLevels, gangs: views, now: time.Now,
+		plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}} {
+		if _, st := p.planFor(key, members[0], preferred, 3, nodes); !st.IsSuccess() || p.nextStart != 0 {
+			t.Errorf("%s: %v, next start %d; want a plan over every node", name, st, p.nextStart)
+		}
+	}
+	// Required (unlabelled nodes are domains of their own, so it is refused): never
+	// windowed.
+	pl = newPlugin()
+	if _, st := pl.planFor(key, members[0], topology.Policy{Required: true, Level: len(topology.DefaultLevels) - 1}, 3, nodes); st.Code() != fwk.UnschedulableAndUnresolvable || pl.nextStart != 0 {
+		t.Errorf("required: %v, next start %d; want the topology refusal over every node", st, pl.nextStart)
+	}
+}
