@@ -14,10 +14,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	_ "k8s.io/component-base/logs/json/register"
 
@@ -34,6 +36,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// KubeNexus's object cache (controller-runtime) logs through klog, as in
+	// kubenexus-scheduler.
+	ctrllog.SetLogger(klog.NewKlogr())
 	if err := perf.InitTests(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
