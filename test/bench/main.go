@@ -858,7 +858,9 @@ func contains(list []string, s string) bool {
 // fetchProfile saves an 8-second CPU profile of the scheduler once it serves.
 func fetchProfile(port int, path string) {
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // local self-signed scheduler endpoint
-	for range 50 {
+	// Up to 20 s for the secure port: a scheduler whose plugins take long to set up
+	// opens it late, and the profile should still cover the run.
+	for range 200 {
 		resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/profile?seconds=8", port))
 		if err != nil {
 			time.Sleep(100 * time.Millisecond)
