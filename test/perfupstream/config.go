@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	configv1 "k8s.io/kube-scheduler/config/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -254,7 +255,7 @@ func KubeNexusConfig(upstreamFile string) ([]byte, error) {
 		return nil, err
 	}
 	ours := rendered.Profiles[0]
-	ours.SchedulerName = ptrTo("default-scheduler")
+	ours.SchedulerName = ptr.To("default-scheduler")
 	cfg := &configv1.KubeSchedulerConfiguration{}
 	if upstreamFile != "" {
 		data, err := os.ReadFile(upstreamFile)
@@ -273,7 +274,7 @@ func KubeNexusConfig(upstreamFile string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %d profiles; one is merged", upstreamFile, len(cfg.Profiles))
 	}
 	if len(cfg.Profiles) == 0 {
-		cfg.Profiles = []configv1.KubeSchedulerProfile{{SchedulerName: ptrTo("default-scheduler")}}
+		cfg.Profiles = []configv1.KubeSchedulerProfile{{SchedulerName: ptr.To("default-scheduler")}}
 	}
 	p := &cfg.Profiles[0]
 	if p.Plugins == nil {
@@ -302,5 +303,3 @@ func mergeSet(dst *configv1.PluginSet, src configv1.PluginSet) {
 	dst.Enabled = append(dst.Enabled, src.Enabled...)
 	dst.Disabled = append(dst.Disabled, src.Disabled...)
 }
-
-func ptrTo[T any](v T) *T { return &v }

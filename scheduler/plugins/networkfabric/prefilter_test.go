@@ -179,6 +179,15 @@ type profileHandle struct{ fwk.Handle }
 
 func (profileHandle) ProfileName() string { return "kubenexus-scheduler" }
 
+// testPlugin is a plugin without plans whose gang view (Coscheduling's index) shows
+// members for every gang.
+func testPlugin(members ...*corev1.Pod) *Plugin {
+	views := &gangview.Registry{}
+	views.Set("kubenexus-scheduler", func(gang.Key) []*corev1.Pod { return append([]*corev1.Pod(nil), members...) })
+	return &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, gangs: views, now: time.Now,
+		plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}
+}
+
 // The member whose arrival completes the quorum is often scheduled before
 // Coscheduling's index has counted it (the index and the queue are separate handlers
 // of the pod informer). The plan must still cover it: planned for the three members
@@ -191,10 +200,7 @@ func TestPreFilterPlansThePodTheIndexHasNotSeen(t *testing.T) {
 	for _, m := range members {
 		m.Labels = map[string]string{"pod-group.scheduling.kubenexus.io/name": "g", "pod-group.scheduling.kubenexus.io/min-available": "4"}
 	}
-	views := &gangview.Registry{}
-	views.Set("kubenexus-scheduler", func(gang.Key) []*corev1.Pod { return append([]*corev1.Pod(nil), members[:3]...) })
-	pl := &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, gangs: views, now: time.Now,
-		plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}
+	pl := testPlugin(members[:3]...)
 
 	ap, st := pl.planFor(key, members[3], topology.Policy{Level: len(topology.DefaultLevels) - 1}, 4, nodes)
 	if !st.IsSuccess() {
@@ -219,10 +225,8 @@ func TestPlanForRefusesAGangThatFitsOnlyOnClaimedCapacity(t *testing.T) {
 	}
 	key := gang.Key{Namespace: "ml", Name: "g"}
 	members := []*corev1.Pod{gpuPod("m0", 8), gpuPod("m1", 8), gpuPod("m2", 8), gpuPod("m3", 8), gpuPod("m4", 8)}
-	views := &gangview.Registry{}
-	views.Set("kubenexus-scheduler", func(gang.Key) []*corev1.Pod { return append([]*corev1.Pod(nil), members...) })
-	pl := &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, gangs: views, now: time.Now,
-		plans: map[gang.Key]*activePlan{{Namespace: "ml", Name: "other"}: other}, relaxed: map[gang.Key]time.Time{}}
+	pl := testPlugin(members...)
+	pl.plans[gang.Key{Namespace: "ml", Name: "other"}] = other
 
 	_, st := pl.planFor(key, members[0], topology.Policy{Level: len(topology.DefaultLevels) - 1}, 5, nodes)
 	if st.Code() != fwk.Unschedulable {
@@ -242,12 +246,7 @@ func TestPlanForGoesOnWhenTheQuorumOfAnElasticGangFits(t *testing.T) {
 	nodes := twoRacks(map[string]int64{"r0-n0": 8, "r0-n1": 8, "r0-n2": 8, "r0-n3": 8, "r1-n0": 8, "r1-n1": 8})
 	key := gang.Key{Namespace: "ml", Name: "g"}
 	members := []*corev1.Pod{gpuPod("m0", 8), gpuPod("m1", 8), gpuPod("m2", 8)}
-	views := &gangview.Registry{}
-	views.Set("kubenexus-scheduler", func(gang.Key) []*corev1.Pod { return append([]*corev1.Pod(nil), members...) })
-	newPlugin := func() *Plugin {
-		return &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, gangs: views, now: time.Now,
-			plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}
-	}
+	newPlugin := func() *Plugin { return testPlugin(members...) }
 	policy := topology.Policy{Level: len(topology.DefaultLevels) - 1}
 
 	ap, st := newPlugin().planFor(key, members[0], policy, 2, nodes)
@@ -274,10 +273,7 @@ func TestPlanForPlansALeaderFirstGroupWhole(t *testing.T) {
 		"leaderworkerset.sigs.k8s.io/worker-index": "0", "pod-group.scheduling.kubenexus.io/name": "vllm-0", "pod-group.scheduling.kubenexus.io/min-available": "1"}
 	leader.Annotations = map[string]string{"leaderworkerset.sigs.k8s.io/size": "3", "leaderworkerset.sigs.k8s.io/exclusive-topology": "network.kubenexus.io/rack"}
 	key := gang.Key{Namespace: "ml", Name: "vllm-0"}
-	views := &gangview.Registry{}
-	views.Set("kubenexus-scheduler", func(gang.Key) []*corev1.Pod { return nil })
-	pl := &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, gangs: views, now: time.Now,
-		plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}
+	pl := testPlugin()
 	policy, ok, err := topology.PolicyOf(leader, nil, topology.DefaultLevels)
 	if err != nil || !ok || !policy.Required {
 		t.Fatalf("policy %+v %v %v, want required", policy, ok, err)
@@ -337,12 +333,7 @@ func TestPlanForRefusesAGangLargerThanTheFreeCapacity(t *testing.T) {
 	nodes := twoRacks(used)
 	key := gang.Key{Namespace: "ml", Name: "g"}
 	members := []*corev1.Pod{gpuPod("m0", 2), gpuPod("m1", 2), gpuPod("m2", 2), gpuPod("m3", 2)}
-	views := &gangview.Registry{}
-	views.Set("kubenexus-scheduler", func(gang.Key) []*corev1.Pod { return append([]*corev1.Pod(nil), members...) })
-	newPlugin := func() *Plugin {
-		return &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, gangs: views, now: time.Now,
-			plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}
-	}
+	newPlugin := func() *Plugin { return testPlugin(members...) }
 	preferred := topology.Policy{Level: len(topology.DefaultLevels) - 1}
 
 	_, st := newPlugin().planFor(key, members[0], preferred, 4, nodes)
@@ -386,15 +377,13 @@ func TestPlanForOnAFlatClusterPlansOverAWindow(t *testing.T) {
 	}
 	key := gang.Key{Namespace: "ml", Name: "g"}
 	members := []*corev1.Pod{gpuPod("m0", 8), gpuPod("m1", 8), gpuPod("m2", 8)}
-	views := &gangview.Registry{}
-	views.Set("kubenexus-scheduler", func(gang.Key) []*corev1.Pod { return append([]*corev1.Pod(nil), members...) })
 	newPlugin := func(labelledNodes ...string) *Plugin {
-		l := &labelled{levels: topology.DefaultLevels, nodes: map[string]bool{}}
+		pl := testPlugin(members...)
+		pl.nodeLabels = &labelled{levels: topology.DefaultLevels, nodes: map[string]bool{}}
 		for _, name := range labelledNodes {
-			l.nodes[name] = true
+			pl.nodeLabels.nodes[name] = true
 		}
-		return &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, gangs: views, now: time.Now,
-			plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}, nodeLabels: l}
+		return pl
 	}
 	preferred := topology.Policy{Level: len(topology.DefaultLevels) - 1}
 	index := func(name string) int {
@@ -434,8 +423,7 @@ func TestPlanForOnAFlatClusterPlansOverAWindow(t *testing.T) {
 
 	// A labelled node, or a required policy: no window (the start does not move).
 	nodes = flatNodes(n, func(int) bool { return false })
-	for name, p := range map[string]*Plugin{"labelled node": newPlugin("f299"), "no node tracker": {handle: profileHandle{}, levels: topology.DefaultLevels, gangs: views, now: time.Now,
-		plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}} {
+	for name, p := range map[string]*Plugin{"labelled node": newPlugin("f299"), "no node tracker": testPlugin(members...)} {
 		if _, st := p.planFor(key, members[0], preferred, 3, nodes); !st.IsSuccess() || p.nextStart != 0 {
 			t.Errorf("%s: %v, next start %d; want a plan over every node", name, st, p.nextStart)
 		}
