@@ -193,6 +193,7 @@ func main() {
 	flag.IntVar(&repeat, "repeat", 5, "runs of each workload per arm (W2: twice as many, stock's W2 runs spread widest; W4: four times, its runs are short); run r starts with arm r mod (number of arms)")
 	flag.StringVar(&kubenexusArgs, "kubenexus-args", "", "extra flags for kubenexus-scheduler, space-separated (e.g. --feature-gates=...)")
 	pin := flag.Bool("pin", true, "run the measured scheduler on the upper half of the CPUs and kube-apiserver, etcd and the bench on the lower half (see pin.go)")
+	flag.IntVar(&pendingPods, "pending", 0, "instead of the workloads: start each arm's scheduler on the nodes alone, then create this many pods no node takes, and report its live heap and resident set per 10k pending pods")
 	nb := flag.Bool("null-binder", false, "internal: run as the null-binder arm's process")
 	nbKubeconfig := flag.String("null-binder-kubeconfig", "", "internal: the null binder's kubeconfig")
 	nbWorkers := flag.Int("null-binder-workers", 64, "concurrent bindings of the null binder")
@@ -229,7 +230,7 @@ var (
 	cpuProfileDir, kubenexusArgs, traceDir string
 	pinning                                cpuSplit
 	gauge                                  *speedGauge
-	repeat, nullBinderWorkers              int
+	repeat, nullBinderWorkers, pendingPods int
 )
 
 // controlPlane is what every run samples besides the scheduler.
@@ -333,6 +334,29 @@ func run(nodeCount int, binDir string, scale float64, only, armNames []string) e
 		return c.Update(ctx, n)
 	}); err != nil {
 		return err
+	}
+
+	if pendingPods > 0 {
+		var rs []pendingResult
+		var measured []arm
+		for _, a := range arms {
+			if a.name != "null-binder" { // binding is not keeping pods pending
+				measured = append(measured, a)
+			}
+		}
+		for rep := range repeat {
+			for k := range measured {
+				a := measured[(rep+k)%len(measured)]
+				r, err := runPending(ctx, c, dir, kcPath, a, pendingPods)
+				if err != nil {
+					return fmt.Errorf("pending/%s: %w", a.name, err)
+				}
+				rs = append(rs, r)
+				fmt.Println(r.line())
+			}
+		}
+		reportPending(rs, measured)
+		return nil
 	}
 
 	var results []result
@@ -556,27 +580,8 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 		mu.Lock()
 		heapPort = port // read by the binding handler, once the scheduler runs
 		mu.Unlock()
-		cfgPath := filepath.Join(dir, a.name+"-config.yaml")
-		cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection: {leaderElect: false}
-clientConnection: {kubeconfig: %s, qps: 5000, burst: 5000}
-profiles:
-%s`, kcPath, a.profile)
-		if w.noDefaultSpread && a.name != "kubenexus" {
-			if !strings.Contains(a.profile, "  pluginConfig:\n") {
-				cfg += "  pluginConfig:\n"
-			}
-			cfg += noDefaultSpread
-		}
-		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		if args, err = schedulerArgs(a, w, dir, kcPath, port); err != nil {
 			return result{}, err
-		}
-		args = []string{"--config=" + cfgPath, "--secure-port=" + strconv.Itoa(port),
-			"--authorization-always-allow-paths=/metrics,/healthz,/readyz,/debug/pprof/profile,/debug/pprof/heap", "--v=1"}
-		args = append(args, a.args...)
-		if a.name == "kubenexus" && kubenexusArgs != "" {
-			args = append(args, strings.Fields(kubenexusArgs)...)
 		}
 	}
 	cmd := exec.Command(a.binary, args...)
@@ -722,6 +727,34 @@ profiles:
 		r.multiRackGangs = multiRackGangs(ctx, c, w, nodeOf)
 	}
 	return r, nil
+}
+
+// schedulerArgs writes the arm's scheduler configuration for the workload into dir
+// and returns the scheduler's command line, serving on port.
+func schedulerArgs(a arm, w workload, dir, kcPath string, port int) ([]string, error) {
+	cfgPath := filepath.Join(dir, a.name+"-config.yaml")
+	cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {leaderElect: false}
+clientConnection: {kubeconfig: %s, qps: 5000, burst: 5000}
+profiles:
+%s`, kcPath, a.profile)
+	if w.noDefaultSpread && a.name != "kubenexus" {
+		if !strings.Contains(a.profile, "  pluginConfig:\n") {
+			cfg += "  pluginConfig:\n"
+		}
+		cfg += noDefaultSpread
+	}
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return nil, err
+	}
+	args := []string{"--config=" + cfgPath, "--secure-port=" + strconv.Itoa(port),
+		"--authorization-always-allow-paths=/metrics,/healthz,/readyz,/debug/pprof/profile,/debug/pprof/heap", "--v=1"}
+	args = append(args, a.args...)
+	if a.name == "kubenexus" && kubenexusArgs != "" {
+		args = append(args, strings.Fields(kubenexusArgs)...)
+	}
+	return args, nil
 }
 
 // writeTrace saves the CPU samples taken at each binding of one run.

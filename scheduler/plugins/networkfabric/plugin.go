@@ -62,8 +62,8 @@ type Plugin struct {
 	// relaxed holds the gangs whose preferred plan, enforced as a filter, left a
 	// member without a node: their next plans only score (until planTTL).
 	relaxed map[gang.Key]time.Time
-	// nodeLabels tells a flat cluster (flat.go); nextStart is where the next flat
-	// plan's window of nodes begins.
+	// nodeLabels tells which topology levels nodes are labelled with (window.go);
+	// nextStart is where the next plan's window of the nodes begins.
 	nodeLabels *labelled
 	nextStart  int
 }

@@ -133,23 +133,21 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 		}
 	}
 	var (
-		plan      placement.Plan
-		short     *placement.Shortage
-		planNodes []placement.PlanNode
+		plan  placement.Plan
+		short *placement.Shortage
 	)
-	windowed := false
-	if w := windowSize(len(nodes)); w < len(nodes) && !policy.Required && len(anchors) == 0 && pl.nodeLabels.flat() {
-		start := pl.nextStart % len(nodes)
-		window := make([]fwk.NodeInfo, 0, w)
-		for i := range w {
-			window = append(window, nodes[(start+i)%len(nodes)])
-		}
-		if plan, short, planNodes = pl.plan(window, roles, shapes, policy, anchors); plan.Fits {
-			pl.nextStart, windowed = start+w, true
+	planned, windowed := nodes, false // the nodes the plan was made over
+	if level, tracked := pl.nodeLabels.lowest(policy.Level); tracked && len(anchors) == 0 && len(nodes) > 0 {
+		if window, next := pl.window(nodes, level, pl.nextStart%len(nodes)); window != nil {
+			// Taken when it holds the gang in one domain of the window's level or
+			// below (any plan, where the window is of single nodes).
+			if plan, short = pl.plan(window, roles, shapes, policy, anchors); plan.Fits && (level < 0 || (plan.Level <= level && len(plan.Domains) == 1)) {
+				pl.nextStart, planned, windowed = next, window, true
+			}
 		}
 	}
 	if !windowed {
-		plan, short, planNodes = pl.plan(nodes, roles, shapes, policy, anchors)
+		plan, short = pl.plan(nodes, roles, shapes, policy, anchors)
 	}
 	// An elastic gang (more members than minMember) whose quorum fits goes on: the
 	// members beyond the room wait, as minMember allows.
@@ -186,9 +184,9 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	for i, d := range plan.Domains {
 		ranks[d] = i
 	}
-	for _, n := range planNodes {
-		if r, ok := ranks[n.Domain(plan.Level)]; ok {
-			ap.rank[n.Name] = r
+	for _, ni := range planned {
+		if r, ok := ranks[pl.domainAt(ni.Node(), plan.Level)]; ok {
+			ap.rank[ni.Node().Name] = r
 		}
 	}
 	pl.plans[key] = ap
@@ -196,22 +194,56 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	return ap, nil
 }
 
-// plan plans the gang over nodes (computeByPreference), returning the plan nodes too.
-func (pl *Plugin) plan(nodes []fwk.NodeInfo, roles []role, shapes []placement.Shape, policy topology.Policy, anchors sets.Set[string]) (placement.Plan, *placement.Shortage, []placement.PlanNode) {
-	prefer := pl.gangs.NodePreference(pl.handle.ProfileName())
-	planNodes := make([]placement.PlanNode, 0, len(nodes))
-	for _, ni := range nodes {
-		planNodes = append(planNodes, pl.planNode(ni, roles, prefer, anchors, true))
-	}
+// plan plans the gang over nodes (computeByPreference).
+func (pl *Plugin) plan(nodes []fwk.NodeInfo, roles []role, shapes []placement.Shape, policy topology.Policy, anchors sets.Set[string]) (placement.Plan, *placement.Shortage) {
+	planNodes, kept := pl.planNodes(nodes, roles, shapes, anchors, true)
 	var keptOff []bool
 	if off := pl.keepsOff(roles); off != nil {
-		keptOff = make([]bool, len(nodes))
-		for i, ni := range nodes {
+		keptOff = make([]bool, len(kept))
+		for i, ni := range kept {
 			keptOff[i] = off(ni)
 		}
 	}
-	plan, short := computeByPreference(planNodes, keptOff, shapes, policy)
-	return plan, short, planNodes
+	return computeByPreference(planNodes, keptOff, shapes, policy)
+}
+
+// planNodes makes the plan nodes of the nodes that could take a member: a node
+// whose free capacity (before other plans' claims) holds no member of any shape adds
+// nothing to any domain's fit, so it is left out unless a member of the gang runs
+// there (an anchor). In a full cluster, where gangs wait for preemption or for pods
+// to finish, that is nearly every node, and making a plan node (domains, free
+// capacity, eligibility, tier preference) is the plan's cost. It returns the nodes
+// kept beside their plan nodes.
+func (pl *Plugin) planNodes(nodes []fwk.NodeInfo, roles []role, shapes []placement.Shape, anchors sets.Set[string], lessClaims bool) ([]placement.PlanNode, []fwk.NodeInfo) {
+	prefer := pl.gangs.NodePreference(pl.handle.ProfileName())
+	planNodes := make([]placement.PlanNode, 0, len(nodes))
+	kept := make([]fwk.NodeInfo, 0, len(nodes))
+	for _, ni := range nodes {
+		if !roomForAny(ni, shapes) && !anchors.Has(ni.Node().Name) {
+			continue
+		}
+		planNodes = append(planNodes, pl.planNode(ni, roles, prefer, anchors, lessClaims))
+		kept = append(kept, ni)
+	}
+	return planNodes, kept
+}
+
+// roomForAny reports whether the node's free capacity holds one member of some
+// shape. Cost: O(shapes × resources), no allocation.
+func roomForAny(ni fwk.NodeInfo, shapes []placement.Shape) bool {
+	for _, s := range shapes {
+		fits := true
+		for name, v := range s.Requests {
+			if v > 0 && nodefree.Of(ni, name) < v {
+				fits = false
+				break
+			}
+		}
+		if fits {
+			return true
+		}
+	}
+	return false
 }
 
 // clusterShort reports a resource the shapes need more of than all nodes have free
@@ -243,6 +275,16 @@ func clusterShort(nodes []fwk.NodeInfo, shapes []placement.Shape) (corev1.Resour
 		}
 	}
 	return "", 0, 0, false
+}
+
+// domainAt names the node's domain at a level, as placement.PlanNode.Domain does.
+func (pl *Plugin) domainAt(node *corev1.Node, level int) string {
+	if level < len(pl.levels) {
+		if v := node.Labels[pl.levels[level].NodeLabel]; v != "" {
+			return pl.levels[level].Name + "/" + v
+		}
+	}
+	return "node/" + node.Name
 }
 
 // domainsOf names the node's domain at each level ("" where it has no label).
@@ -541,11 +583,7 @@ func computeByPreference(nodes []placement.PlanNode, keptOff []bool, shapes []pl
 // fitsWithoutClaims reports whether the gang fits the cluster's free capacity when
 // other gangs' plans set nothing aside (callers hold pl.mu).
 func (pl *Plugin) fitsWithoutClaims(nodes []fwk.NodeInfo, roles []role, shapes []placement.Shape, anchors sets.Set[string]) bool {
-	prefer := pl.gangs.NodePreference(pl.handle.ProfileName())
-	planNodes := make([]placement.PlanNode, 0, len(nodes))
-	for _, ni := range nodes {
-		planNodes = append(planNodes, pl.planNode(ni, roles, prefer, anchors, false))
-	}
+	planNodes, _ := pl.planNodes(nodes, roles, shapes, anchors, false)
 	plan, _ := placement.Compute(planNodes, shapes, len(pl.levels)-1, true)
 	return plan.Fits
 }

@@ -365,10 +365,10 @@ func flatNodes(n int, full func(i int) bool) []fwk.NodeInfo {
 	return nodes
 }
 
-// On a flat cluster (no node carries a topology label) a preferred plan looks at a
-// window of the nodes first, the next plan at the next window; when the window does
-// not hold the gang, or a node is labelled, or the policy is required, it plans over
-// every node, as before.
+// On a flat cluster (no node carries a topology label) a plan looks at a window of
+// the nodes first, the next plan at the next window; when the window does not hold
+// the gang (a required policy's refusal included), or nothing tracks the nodes, it
+// plans over every node.
 func TestPlanForOnAFlatClusterPlansOverAWindow(t *testing.T) {
 	const n = 300
 	w := windowSize(n) // 144: 48% of 300
@@ -379,9 +379,9 @@ func TestPlanForOnAFlatClusterPlansOverAWindow(t *testing.T) {
 	members := []*corev1.Pod{gpuPod("m0", 8), gpuPod("m1", 8), gpuPod("m2", 8)}
 	newPlugin := func(labelledNodes ...string) *Plugin {
 		pl := testPlugin(members...)
-		pl.nodeLabels = &labelled{levels: topology.DefaultLevels, nodes: map[string]bool{}}
+		pl.nodeLabels = newLabelled(topology.DefaultLevels)
 		for _, name := range labelledNodes {
-			pl.nodeLabels.nodes[name] = true
+			pl.nodeLabels.put(name, 1<<2) // a rack label
 		}
 		return pl
 	}
@@ -421,17 +421,129 @@ func TestPlanForOnAFlatClusterPlansOverAWindow(t *testing.T) {
 		t.Errorf("full window: %v, claims %v, next start %d; want a whole plan past the window, the start unmoved", st, sets.KeySet(ap.claims), pl.nextStart)
 	}
 
-	// A labelled node, or a required policy: no window (the start does not move).
+	// Nothing tracking the nodes: no window (the start does not move).
 	nodes = flatNodes(n, func(int) bool { return false })
-	for name, p := range map[string]*Plugin{"labelled node": newPlugin("f299"), "no node tracker": testPlugin(members...)} {
-		if _, st := p.planFor(key, members[0], preferred, 3, nodes); !st.IsSuccess() || p.nextStart != 0 {
-			t.Errorf("%s: %v, next start %d; want a plan over every node", name, st, p.nextStart)
-		}
+	if p := testPlugin(members...); !isSuccess(p.planFor(key, members[0], preferred, 3, nodes)) || p.nextStart != 0 {
+		t.Errorf("no node tracker: next start %d; want a plan over every node", p.nextStart)
 	}
-	// Required (unlabelled nodes are domains of their own, so it is refused): never
-	// windowed.
+	// Required (unlabelled nodes are domains of their own, so it is refused): the
+	// window does not hold it, and the refusal comes from every node.
 	pl = newPlugin()
 	if _, st := pl.planFor(key, members[0], topology.Policy{Required: true, Level: len(topology.DefaultLevels) - 1}, 3, nodes); st.Code() != fwk.UnschedulableAndUnresolvable || pl.nextStart != 0 {
 		t.Errorf("required: %v, next start %d; want the topology refusal over every node", st, pl.nextStart)
+	}
+}
+
+// Nodes with no room for any member are left out of the planning (in a full
+// cluster, nearly all of them), but not out of the plan's domain: the plan's nodes
+// are still every node of the rack it chose, full ones included, and a required
+// policy's refusal still counts what the fullest rack holds.
+func TestPlanForLeavesFullNodesOutOfThePlanningNotOutOfTheDomain(t *testing.T) {
+	nodes := twoRacks(map[string]int64{"r0-n0": 8, "r0-n1": 8, "r0-n2": 8, "r1-n0": 8})
+	members := []*corev1.Pod{gpuPod("m0", 8), gpuPod("m1", 8), gpuPod("m2", 8)}
+	key := gang.Key{Namespace: "ml", Name: "g"}
+	rack := 2 // topology.DefaultLevels: nvlink, tor, rack, zone
+	if topology.DefaultLevels[rack].NodeLabel != "network.kubenexus.io/rack" {
+		t.Fatalf("level %d is %s, want the rack level", rack, topology.DefaultLevels[rack].NodeLabel)
+	}
+	ap, st := testPlugin(members...).planFor(key, members[0], topology.Policy{Level: rack}, 3, nodes)
+	if !st.IsSuccess() || !ap.fits {
+		t.Fatalf("planFor: %v (fits %v), want a plan that holds the gang", st, ap != nil && ap.fits)
+	}
+	if got, want := sets.KeySet(ap.rank), sets.New("r1-n0", "r1-n1", "r1-n2", "r1-n3"); !got.Equal(want) {
+		t.Errorf("plan's nodes %v, want all of rack-1 %v", sets.List(got), sets.List(want))
+	}
+	if got, want := sets.KeySet(ap.claims), sets.New("r1-n1", "r1-n2", "r1-n3"); !got.Equal(want) {
+		t.Errorf("plan claims %v, want rack-1's free nodes %v", sets.List(got), sets.List(want))
+	}
+
+	four := append(members, gpuPod("m3", 8))
+	_, st = testPlugin(four...).planFor(key, four[0], topology.Policy{Required: true, Level: rack}, 4, nodes)
+	if want := "needs 4 members (4 × 8 nvidia.com/gpu) in one rack; the largest rack fits 3"; st.IsSuccess() || !strings.Contains(st.Message(), want) {
+		t.Errorf("required rack for 4: %v, want a refusal saying %q", st, want)
+	}
+}
+
+func isSuccess(_ *activePlan, st *fwk.Status) bool { return st.IsSuccess() }
+
+// rackNodes is n 8-GPU nodes in racks of size, in order; full marks nodes whose
+// GPUs are taken.
+func rackNodes(n, size int, full func(i int) bool) []fwk.NodeInfo {
+	var nodes []fwk.NodeInfo
+	for i := range n {
+		node := testutil.MakeNode(fmt.Sprintf("n%03d", i)).Label("network.kubenexus.io/rack", fmt.Sprintf("rack-%02d", i/size)).
+			Capacity("nvidia.com/gpu", "8").Obj()
+		var pods []*corev1.Pod
+		if full(i) {
+			pods = append(pods, gpuPod(fmt.Sprintf("taken-%d", i), 8))
+		}
+		nodes = append(nodes, snapshot.NodeInfo(node, pods...))
+	}
+	return nodes
+}
+
+// On a cluster labelled with racks, the window is made of whole racks: a gang that
+// one rack of the window holds is planned there, preferred or required, and the
+// next plan looks at the racks after it; a gang no rack of the window holds (the
+// window's racks full, or the gang larger than a rack) is planned over every node.
+func TestPlanForOnRacksPlansOverAWindowOfWholeRacks(t *testing.T) {
+	const n, size = 300, 10 // 30 racks; the window (144 nodes) is 15 whole racks
+	key := gang.Key{Namespace: "ml", Name: "g"}
+	members := []*corev1.Pod{gpuPod("m0", 8), gpuPod("m1", 8), gpuPod("m2", 8)}
+	newPlugin := func(members ...*corev1.Pod) *Plugin {
+		pl := testPlugin(members...)
+		pl.nodeLabels = newLabelled(topology.DefaultLevels)
+		for i := range n {
+			pl.nodeLabels.put(fmt.Sprintf("n%03d", i), 1<<2)
+		}
+		return pl
+	}
+	racks := func(ap *activePlan) sets.Set[int] {
+		out := sets.New[int]()
+		for name := range ap.claims {
+			var i int
+			_, _ = fmt.Sscanf(name, "n%d", &i)
+			out.Insert(i / size)
+		}
+		return out
+	}
+	preferred := topology.Policy{Level: len(topology.DefaultLevels) - 1}
+	required := topology.Policy{Required: true, Level: 2}
+
+	for name, policy := range map[string]topology.Policy{"preferred": preferred, "required rack": required} {
+		pl := newPlugin(members...)
+		nodes := rackNodes(n, size, func(int) bool { return false })
+		ap, st := pl.planFor(key, members[0], policy, 3, nodes)
+		if got := racks(ap); !st.IsSuccess() || got.Len() != 1 || sets.List(got)[0] >= 15 || pl.nextStart == 0 {
+			t.Fatalf("%s, first plan: %v, racks %v, next start %d; want one of the first 15 racks and the start moved on", name, st, sets.List(got), pl.nextStart)
+		}
+		if got := sets.KeySet(ap.rank); got.Len() != size {
+			t.Errorf("%s: plan's nodes %v, want the whole rack", name, sets.List(got))
+		}
+		start := pl.nextStart
+		ap, st = pl.planFor(gang.Key{Namespace: "ml", Name: "h"}, members[0], policy, 3, nodes)
+		if got := racks(ap); !st.IsSuccess() || got.Len() != 1 || sets.List(got)[0] < start/size {
+			t.Errorf("%s, second plan: %v, racks %v; want a rack from rack %d on", name, st, sets.List(got), start/size)
+		}
+	}
+
+	// The first 15 racks full: the plan is over every node, in a rack past them.
+	pl := newPlugin(members...)
+	nodes := rackNodes(n, size, func(i int) bool { return i < 15*size })
+	ap, st := pl.planFor(key, members[0], preferred, 3, nodes)
+	if got := racks(ap); !st.IsSuccess() || !ap.fits || got.Len() != 1 || sets.List(got)[0] < 15 || pl.nextStart != 0 {
+		t.Errorf("window full: %v, racks %v, next start %d; want one rack past the 15th, the start unmoved", st, sets.List(got), pl.nextStart)
+	}
+
+	// A gang of 12, larger than a rack: the window would spread it over racks, the
+	// plan over every node does too (and is the one taken).
+	var twelve []*corev1.Pod
+	for i := range 12 {
+		twelve = append(twelve, gpuPod(fmt.Sprintf("b%d", i), 8))
+	}
+	pl = newPlugin(twelve...)
+	nodes = rackNodes(n, size, func(int) bool { return false })
+	if ap, st = pl.planFor(key, twelve[0], preferred, 12, nodes); !st.IsSuccess() || !ap.fits || racks(ap).Len() != 2 || pl.nextStart != 0 {
+		t.Errorf("gang of 12: %v, racks %v, next start %d; want two racks from the plan over every node", st, sets.List(racks(ap)), pl.nextStart)
 	}
 }
