@@ -162,8 +162,9 @@ type podIndex struct {
 	// scheduling gates were lifted (used to activate a gang that just reached its
 	// quorum).
 	onChange func(memberChange)
-	// held are members PreEnqueue or PreFilter turned away because their gang had
-	// no quorum yet: they wait in the queue's unschedulable pool for an activation.
+	// held are members PreEnqueue or PreFilter last turned away because their gang
+	// had no quorum yet (a later check that finds the quorum lets them go): they
+	// wait in the queue's unschedulable pool for an activation.
 	held sets.Set[types.UID]
 	// priority resolves a new gang's PodGroup priority.
 	priority gangPriority
@@ -272,6 +273,14 @@ func (x *podIndex) hold(uid types.UID) {
 	x.mu.Lock()
 	x.held.Insert(uid)
 	x.mu.Unlock()
+}
+
+// isHeld reports whether the member was turned away for want of a quorum and has
+// not been let in since.
+func (x *podIndex) isHeld(uid types.UID) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.held.Has(uid)
 }
 
 // release reports whether the member was held for want of a quorum, and forgets it.

@@ -4,8 +4,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
 func TestIndexCountsMembers(t *testing.T) {
@@ -96,5 +99,35 @@ func TestIndexHeldMembers(t *testing.T) {
 	x.remove(b)
 	if x.release(b.UID) {
 		t.Fatal("a deleted member is still held")
+	}
+}
+
+// Node events skip the members that wait for their gang's quorum or for the object
+// cache, and count again for a member once a check found its quorum (PreEnqueue and
+// PreFilter let it go) or the cache synced.
+func TestNodeEventsSkipMembersWaitingForQuorumOrCache(t *testing.T) {
+	pl := newTestPlugin()
+	waiting, cached, placeable := member("w-0", "w", 0), member("c-0", "c", 0), member("p-0", "p", 0)
+	pl.index.hold(waiting.UID)
+	pl.cacheWait = map[string]*corev1.Pod{"ns/c-0": cached}
+	hint := func(p *corev1.Pod) fwk.QueueingHint {
+		h, err := pl.isSchedulableAfterNodeChange(klog.Background(), p, nil, testutil.MakeNode("n").Obj())
+		if err != nil {
+			t.Fatalf("%s: %v", p.Name, err)
+		}
+		return h
+	}
+	for _, c := range []struct {
+		pod  *corev1.Pod
+		want fwk.QueueingHint
+	}{{waiting, fwk.QueueSkip}, {cached, fwk.QueueSkip}, {placeable, fwk.Queue}} {
+		if got := hint(c.pod); got != c.want {
+			t.Errorf("%s: hint %v, want %v", c.pod.Name, got, c.want)
+		}
+	}
+	pl.index.release(waiting.UID)
+	pl.cacheWait = nil
+	if hint(waiting) != fwk.Queue || hint(cached) != fwk.Queue {
+		t.Errorf("after the quorum and the sync: hints %v and %v, want Queue for both", hint(waiting), hint(cached))
 	}
 }

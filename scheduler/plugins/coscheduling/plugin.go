@@ -194,6 +194,18 @@ func (pl *Plugin) holdForCache(pod *corev1.Pod) bool {
 	return true
 }
 
+// waitsForCache reports whether PreEnqueue holds the member until the object cache
+// has synced.
+func (pl *Plugin) waitsForCache(pod *corev1.Pod) bool {
+	pl.cacheWaitMu.Lock()
+	defer pl.cacheWaitMu.Unlock()
+	if pl.cacheWait == nil {
+		return false
+	}
+	_, ok := pl.cacheWait[pod.Namespace+"/"+pod.Name]
+	return ok
+}
+
 // activateHeldForCache lets in the members held until the object cache synced.
 func (pl *Plugin) activateHeldForCache() {
 	pl.cacheWaitMu.Lock()

@@ -45,6 +45,7 @@ func (pl *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		pl.index.hold(pod.UID)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waitingForMembers(m.Key, present, minMember, short))
 	}
+	pl.index.release(pod.UID) // has its quorum: node events may matter to it again
 	// The queue orders the gang by its PodGroup's PriorityClass: the member enters the
 	// queue with the class's value as of now. Until the scheduler's PriorityClass cache
 	// has synced the value is unknown, and a member queued with the wrong priority

@@ -71,6 +71,7 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 		pl.index.hold(pod.UID)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waitingForMembers(m.Key, ungated, minMember, short))
 	}
+	pl.index.release(pod.UID) // has its quorum: node events may matter to it again
 	if pg != nil && len(pg.Spec.MinResources) > 0 {
 		if short := placement.Shortfall(pg.Spec.MinResources, placedReq, func(name corev1.ResourceName) resource.Quantity { return freeOf(name, nodes) }); len(short) > 0 {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
