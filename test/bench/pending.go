@@ -117,6 +117,9 @@ func runPending(ctx context.Context, c client.Client, dir, kcPath string, a arm,
 		return pendingResult{}, err
 	}
 	r.rssAfter, r.peak = statusMiB(pid, "VmRSS:"), peakRSS(pid)
+	if cpuProfileDir != "" {
+		fetchHeap(port, filepath.Join(cpuProfileDir, fmt.Sprintf("pending-%s.heap.pprof", a.name)))
+	}
 	per10k := 10000 / float64(n)
 	r.heapPer10k, r.rssPer10kMiB = (r.heapAfter-r.heapBefore)*per10k, float64(r.rssAfter-r.rssBefore)*per10k
 	return r, nil

@@ -31,7 +31,12 @@ func (pl *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHin
 func (pl *Plugin) eventsToRegister() []fwk.ClusterEventWithHint {
 	return []fwk.ClusterEventWithHint{
 		// Another member appeared or lost its scheduling gates: the quorum may now exist.
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add | fwk.UpdatePodSchedulingGatesEliminated}, QueueingHintFn: pl.isSchedulableAfterMemberAdded},
+		// Registered for unscheduled pods (and the pod itself), not for every Pod: a
+		// bound pod never completes a quorum (the hint skips it), and registering the
+		// bindings too made each one walk every member waiting for its quorum (the
+		// plugin's events are those a member it gates is re-checked for).
+		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Add | fwk.UpdatePodSchedulingGatesEliminated}, QueueingHintFn: pl.isSchedulableAfterMemberAdded},
+		{Event: fwk.ClusterEvent{Resource: fwk.TargetPod, ActionType: fwk.UpdatePodSchedulingGatesEliminated}, QueueingHintFn: pl.isSchedulableAfterMemberAdded},
 		// A bound pod went away: its capacity may complete a gang that did not fit.
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: pl.isSchedulableAfterPodDeleted},
 		// New or larger nodes: a gang that did not fit may fit now.
