@@ -20,7 +20,6 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
-	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
@@ -36,9 +35,6 @@ import (
 const Name = names.ResourceReservation
 
 const stateKey fwk.StateKey = "PreFilter" + Name
-
-// reservationResource is how the scheduler names ResourceReservation events.
-var reservationResource = fwk.EventResource("resourcereservations." + v1alpha1.GroupVersion.Version + "." + v1alpha1.GroupVersion.Group)
 
 // Plugin is the ResourceReservation plugin of one scheduler profile.
 type Plugin struct {
@@ -424,29 +420,16 @@ func (pl *Plugin) Unreserve(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	}
 }
 
-// EventsToRegister: a pod refused for held capacity can fit once a reservation
-// stops holding (changed or deleted) or a pod leaves the node.
+// EventsToRegister: a pod refused for held capacity can fit once a pod leaves the
+// node, or once a reservation stops holding (changed, expired or deleted): that
+// retries the refused pods from the plugin's own cache (whenReleased), not from an
+// event of the scheduler's, which would make kube-scheduler run a dynamic informer
+// of ResourceReservations (its watch of an idle resource held start-up about a
+// second).
 func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: reservationResource, ActionType: fwk.Update | fwk.Delete}, QueueingHintFn: isSchedulableAfterReservationChange},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: isSchedulableAfterPodDelete},
 	}, nil
-}
-
-// isSchedulableAfterReservationChange queues on a deleted reservation and on one
-// that stopped holding, that consumed a slot or moved to another node.
-func isSchedulableAfterReservationChange(_ klog.Logger, _ *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	if oldObj == nil || newObj == nil {
-		return fwk.Queue, nil
-	}
-	o, n := asReservation(oldObj), asReservation(newObj)
-	if o == nil || n == nil {
-		return fwk.Queue, nil
-	}
-	if o.Status.Phase == n.Status.Phase && o.Status.ConsumedSlots == n.Status.ConsumedSlots && o.Status.NodeName == n.Status.NodeName {
-		return fwk.QueueSkip, nil
-	}
-	return fwk.Queue, nil
 }
 
 // isSchedulableAfterPodDelete queues when an assigned pod goes: its node has room

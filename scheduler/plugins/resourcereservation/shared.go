@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -235,18 +234,3 @@ func (s *Shared) assume(pod *corev1.Pod, node string) {
 
 func (s *Shared) forget(pod *corev1.Pod) { s.assumed.Delete(pod.UID) }
 
-// asReservation reads a reservation from the scheduler's dynamic informer
-// (unstructured) or a typed object; nil when it is neither.
-func asReservation(obj any) *v1alpha1.ResourceReservation {
-	switch o := obj.(type) {
-	case *v1alpha1.ResourceReservation:
-		return o
-	case *unstructured.Unstructured:
-		rr := &v1alpha1.ResourceReservation{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, rr); err != nil {
-			return nil
-		}
-		return rr
-	}
-	return nil
-}

@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -15,27 +14,6 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/tenant"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
-
-func TestHardwareTierHint(t *testing.T) {
-	tierAt := func(gen int64) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{}
-		u.SetGeneration(gen)
-		return u
-	}
-	for name, tc := range map[string]struct {
-		oldObj, newObj any
-		want           fwk.QueueingHint
-	}{
-		"added":         {nil, tierAt(1), fwk.Queue},
-		"deleted":       {tierAt(3), nil, fwk.Queue},
-		"spec changed":  {tierAt(1), tierAt(2), fwk.Queue},
-		"status update": {tierAt(2), tierAt(2), fwk.QueueSkip},
-	} {
-		if got, _ := isSchedulableAfterHardwareTierChange(klog.Background(), nil, tc.oldObj, tc.newObj); got != tc.want {
-			t.Errorf("%s: %v, want %v", name, got, tc.want)
-		}
-	}
-}
 
 func TestNodeHint(t *testing.T) {
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})

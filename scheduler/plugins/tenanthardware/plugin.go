@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -40,9 +39,6 @@ const stateKey fwk.StateKey = "PreFilter" + Name
 // ErrReasonNoProfile is the error when ProfileClassifier did not run before it.
 const ErrReasonNoProfile = Name + " needs " + names.ProfileClassifier + " enabled in the same profile"
 
-// hardwareTierResource is how the scheduler names HardwareTier events.
-var hardwareTierResource = fwk.EventResource("hardwaretiers." + v1alpha1.GroupVersion.Version + "." + v1alpha1.GroupVersion.Group)
-
 // Plugin is the TenantHardware plugin.
 type Plugin struct {
 	args   *config.TenantHardwareArgs
@@ -56,10 +52,11 @@ type Plugin struct {
 	// tenants gives queueing hints and the out-of-cycle checks the tenant tier, as
 	// ProfileClassifier reads it (never from the pod's own labels).
 	tenants *tenant.Resolver
-	// refused are the pending pods Filter refused a node to. When the tiers change
-	// they are activated: the scheduler's own HardwareTier event may reach the
-	// queue before this plugin's cache has the change, and the retry would then see
-	// the old tiers.
+	// refused are the pending pods Filter refused a node to. When a tier's spec
+	// changes they are activated, from this plugin's own cache once it has the change
+	// (a retry the scheduler queued on its own HardwareTier event could come first and
+	// see the old tiers); the plugin registers no HardwareTier event, so
+	// kube-scheduler runs no informer of its own for them.
 	refused *refused.Pods
 	// devices are the nodes' DRA devices, for tiers that select by them.
 	devices deviceLister
@@ -271,11 +268,13 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nod
 func (pl *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
 
 // EventsToRegister: a refused pod can fit once a node is added or relabelled into
-// a tier that admits it, or once a HardwareTier's spec changes.
+// a tier that admits it, or its devices change. A HardwareTier's spec change
+// retries the refused pods from this plugin's cache (refused), not from an event of
+// the scheduler's: registering one made kube-scheduler run a dynamic informer of
+// HardwareTiers whose watch of an idle resource held its start-up about a second.
 func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
-		{Event: fwk.ClusterEvent{Resource: hardwareTierResource, ActionType: fwk.All}, QueueingHintFn: isSchedulableAfterHardwareTierChange},
 		{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.All}, QueueingHintFn: pl.isSchedulableAfterSliceChange},
 	}, nil
 }
@@ -311,27 +310,6 @@ func (pl *Plugin) isSchedulableAfterSliceChange(klog.Logger, *corev1.Pod, any, a
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil
-}
-
-// isSchedulableAfterHardwareTierChange queues on any spec change (status updates —
-// the HardwareTier controller's node and GPU counts — are skipped).
-func isSchedulableAfterHardwareTierChange(_ klog.Logger, _ *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	if oldObj == nil || newObj == nil {
-		return fwk.Queue, nil
-	}
-	if g := generation(newObj); g != 0 && g == generation(oldObj) {
-		return fwk.QueueSkip, nil
-	}
-	return fwk.Queue, nil
-}
-
-// generation of a HardwareTier from the scheduler's dynamic informer (unstructured)
-// or typed; 0 when obj is neither.
-func generation(obj any) int64 {
-	if m, err := meta.Accessor(obj); err == nil {
-		return m.GetGeneration()
-	}
-	return 0
 }
 
 // SignPod: the verdict depends on the pod's namespace (its tenant tier), the
