@@ -233,4 +233,3 @@ func (s *Shared) assume(pod *corev1.Pod, node string) {
 }
 
 func (s *Shared) forget(pod *corev1.Pod) { s.assumed.Delete(pod.UID) }
-
