@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -180,13 +181,29 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	for _, s := range shapes {
 		ap.need += s.Count
 	}
-	ranks := map[string]int{}
+	// The plan's domains are "<level>/<label value>", or "node/<name>" for a node
+	// without the level's label: ranked by label value and by node name, so that
+	// ranking every node of the plan names none.
+	byValue, byNode := map[string]int{}, map[string]int{}
+	label, prefix := "", "node/"
+	if plan.Level < len(pl.levels) {
+		label, prefix = pl.levels[plan.Level].NodeLabel, pl.levels[plan.Level].Name+"/"
+	}
 	for i, d := range plan.Domains {
-		ranks[d] = i
+		if v, ok := strings.CutPrefix(d, prefix); ok && label != "" {
+			byValue[v] = i
+		} else if name, ok := strings.CutPrefix(d, "node/"); ok {
+			byNode[name] = i
+		}
 	}
 	for _, ni := range planned {
-		if r, ok := ranks[pl.domainAt(ni.Node(), plan.Level)]; ok {
-			ap.rank[ni.Node().Name] = r
+		node := ni.Node()
+		r, ok := byNode[node.Name]
+		if v := node.Labels[label]; v != "" && label != "" {
+			r, ok = byValue[v]
+		}
+		if ok {
+			ap.rank[node.Name] = r
 		}
 	}
 	pl.plans[key] = ap
@@ -275,16 +292,6 @@ func clusterShort(nodes []fwk.NodeInfo, shapes []placement.Shape) (corev1.Resour
 		}
 	}
 	return "", 0, 0, false
-}
-
-// domainAt names the node's domain at a level, as placement.PlanNode.Domain does.
-func (pl *Plugin) domainAt(node *corev1.Node, level int) string {
-	if level < len(pl.levels) {
-		if v := node.Labels[pl.levels[level].NodeLabel]; v != "" {
-			return pl.levels[level].Name + "/" + v
-		}
-	}
-	return "node/" + node.Name
 }
 
 // domainsOf names the node's domain at each level ("" where it has no label).

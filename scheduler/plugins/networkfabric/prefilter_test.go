@@ -352,15 +352,22 @@ func TestPlanForRefusesAGangLargerThanTheFreeCapacity(t *testing.T) {
 }
 
 // flatNodes is n unlabelled 8-GPU nodes, f<i>; full lists nodes with no GPU free.
-func flatNodes(n int, full func(i int) bool) []fwk.NodeInfo {
+func flatNodes(n int, full func(i int) bool) []fwk.NodeInfo { return gpuNodes("f", n, 0, full) }
+
+// gpuNodes is n 8-GPU nodes named prefix<i>, in racks of rackSize in order (no rack
+// label when 0); full marks nodes whose GPUs are taken.
+func gpuNodes(prefix string, n, rackSize int, full func(i int) bool) []fwk.NodeInfo {
 	var nodes []fwk.NodeInfo
 	for i := range n {
-		node := testutil.MakeNode(fmt.Sprintf("f%03d", i)).Capacity("nvidia.com/gpu", "8").Obj()
+		node := testutil.MakeNode(fmt.Sprintf("%s%03d", prefix, i)).Capacity("nvidia.com/gpu", "8")
+		if rackSize > 0 {
+			node = node.Label("network.kubenexus.io/rack", fmt.Sprintf("rack-%02d", i/rackSize))
+		}
 		var pods []*corev1.Pod
 		if full(i) {
 			pods = append(pods, gpuPod(fmt.Sprintf("taken-%d", i), 8))
 		}
-		nodes = append(nodes, snapshot.NodeInfo(node, pods...))
+		nodes = append(nodes, snapshot.NodeInfo(node.Obj(), pods...))
 	}
 	return nodes
 }
@@ -466,22 +473,6 @@ func TestPlanForLeavesFullNodesOutOfThePlanningNotOutOfTheDomain(t *testing.T) {
 
 func isSuccess(_ *activePlan, st *fwk.Status) bool { return st.IsSuccess() }
 
-// rackNodes is n 8-GPU nodes in racks of size, in order; full marks nodes whose
-// GPUs are taken.
-func rackNodes(n, size int, full func(i int) bool) []fwk.NodeInfo {
-	var nodes []fwk.NodeInfo
-	for i := range n {
-		node := testutil.MakeNode(fmt.Sprintf("n%03d", i)).Label("network.kubenexus.io/rack", fmt.Sprintf("rack-%02d", i/size)).
-			Capacity("nvidia.com/gpu", "8").Obj()
-		var pods []*corev1.Pod
-		if full(i) {
-			pods = append(pods, gpuPod(fmt.Sprintf("taken-%d", i), 8))
-		}
-		nodes = append(nodes, snapshot.NodeInfo(node, pods...))
-	}
-	return nodes
-}
-
 // On a cluster labelled with racks, the window is made of whole racks: a gang that
 // one rack of the window holds is planned there, preferred or required, and the
 // next plan looks at the racks after it; a gang no rack of the window holds (the
@@ -512,7 +503,7 @@ func TestPlanForOnRacksPlansOverAWindowOfWholeRacks(t *testing.T) {
 
 	for name, policy := range map[string]topology.Policy{"preferred": preferred, "required rack": required} {
 		pl := newPlugin(members...)
-		nodes := rackNodes(n, size, func(int) bool { return false })
+		nodes := gpuNodes("n", n, size, func(int) bool { return false })
 		ap, st := pl.planFor(key, members[0], policy, 3, nodes)
 		if got := racks(ap); !st.IsSuccess() || got.Len() != 1 || sets.List(got)[0] >= 15 || pl.nextStart == 0 {
 			t.Fatalf("%s, first plan: %v, racks %v, next start %d; want one of the first 15 racks and the start moved on", name, st, sets.List(got), pl.nextStart)
@@ -529,7 +520,7 @@ func TestPlanForOnRacksPlansOverAWindowOfWholeRacks(t *testing.T) {
 
 	// The first 15 racks full: the plan is over every node, in a rack past them.
 	pl := newPlugin(members...)
-	nodes := rackNodes(n, size, func(i int) bool { return i < 15*size })
+	nodes := gpuNodes("n", n, size, func(i int) bool { return i < 15*size })
 	ap, st := pl.planFor(key, members[0], preferred, 3, nodes)
 	if got := racks(ap); !st.IsSuccess() || !ap.fits || got.Len() != 1 || sets.List(got)[0] < 15 || pl.nextStart != 0 {
 		t.Errorf("window full: %v, racks %v, next start %d; want one rack past the 15th, the start unmoved", st, sets.List(got), pl.nextStart)
@@ -542,7 +533,7 @@ func TestPlanForOnRacksPlansOverAWindowOfWholeRacks(t *testing.T) {
 		twelve = append(twelve, gpuPod(fmt.Sprintf("b%d", i), 8))
 	}
 	pl = newPlugin(twelve...)
-	nodes = rackNodes(n, size, func(int) bool { return false })
+	nodes = gpuNodes("n", n, size, func(int) bool { return false })
 	if ap, st = pl.planFor(key, twelve[0], preferred, 12, nodes); !st.IsSuccess() || !ap.fits || racks(ap).Len() != 2 || pl.nextStart != 0 {
 		t.Errorf("gang of 12: %v, racks %v, next start %d; want two racks from the plan over every node", st, sets.List(racks(ap)), pl.nextStart)
 	}
