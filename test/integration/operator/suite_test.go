@@ -57,6 +57,10 @@ func TestOperator(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	// A reconcile's round trip through the API server takes longer than Gomega's
+	// default second on a loaded 2-core machine (CI): the first specs failed there
+	// waiting for a status the controller wrote a moment later.
+	SetDefaultEventuallyTimeout(10 * time.Second)
 	suiteCtx, suiteCancel = context.WithCancel(context.Background())
 	Expect(testenv.RequireAssets()).To(Succeed())
 	// scheduler-plugins' own PodGroup CRD too: the manager keeps those PodGroups' status;
@@ -127,6 +131,8 @@ func startManager() {
 		defer close(managerDone)
 		Expect(mgr.Start(ctx)).To(Succeed())
 	}()
+	// The controllers reconcile once the manager's cache has synced.
+	Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
 	// The webhook server is up once it accepts TLS connections.
 	Eventually(func() error {
 		return webhookReachable(wio.LocalServingHost, wio.LocalServingPort)
