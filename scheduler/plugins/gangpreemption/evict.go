@@ -31,6 +31,11 @@ import (
 // next scheduler, with the rest of its gang.
 const markerPrefix = "KubeNexus GangPreemption"
 
+// evictionWorkers is how many Eviction API calls run at once (kube-scheduler's
+// preemption deletes its victims 16 at a time too): one at a time, a gang's members
+// waited for the evictions of every gang chosen before theirs (W6 of make bench).
+const evictionWorkers = 16
+
 // evictor marks victims and evicts the marked pods through the Eviction API.
 type evictor struct {
 	cs     kubernetes.Interface
@@ -82,10 +87,12 @@ func startEvictor(ctx context.Context, h fwk.Handle) (*evictor, error) {
 		<-ctx.Done()
 		e.queue.ShutDown()
 	}()
-	go func() {
-		for e.next(ctx) {
-		}
-	}()
+	for range evictionWorkers {
+		go func() {
+			for e.next(ctx) {
+			}
+		}()
+	}
 	return e, nil
 }
 

@@ -60,57 +60,67 @@ type candidate func(victim *corev1.Pod, victimProfile workload.Profile, priority
 // its PodGroup names) when it has one, else its own.
 type priorityFunc func(p *corev1.Pod, g *gang.Key) int32
 
+// victim is what the search reads of a running pod, kept between preemptions (see
+// profiles): its profile, the unit it is evicted with, and the GPUs it holds.
+type victim struct {
+	prof workload.Profile
+	// key names its unit: "gang ns/name" or "pod ns/name".
+	key  string
+	gang *gang.Key
+	gpus int64
+}
+
+// newVictim describes a running pod for the search.
+func newVictim(p *corev1.Pod, prof workload.Profile, gpuNames []corev1.ResourceName) *victim {
+	v := &victim{prof: prof, key: "pod " + p.Namespace + "/" + p.Name}
+	if prof.Gang != nil {
+		v.gang, v.key = &prof.Gang.Key, "gang "+prof.Gang.Key.String()
+	}
+	if workload.NamesAny(p, gpuNames) {
+		v.gpus = workload.HeldGPUs(p, gpuNames...)
+	}
+	return v
+}
+
 // units groups the pods on the nodes into eviction units. A gang is a candidate
 // only if every one of its members is: a gang is evicted whole or not at all.
 //
-// Pods of priority below (the preemptor's) or higher are refused before they are
-// classified, unless reclaim (nil: none) says they hold room lent to the
-// preemptor: with no such pod, this is one cheap pass.
-func units(pods []*corev1.Pod, below int32, reclaim func(*corev1.Pod) bool, may candidate, priority priorityFunc, classify func(*corev1.Pod) workload.Profile, gpuNames []corev1.ResourceName, now time.Time) []*unit {
+// Pods of priority below (the preemptor's) or higher are refused, unless reclaim
+// (nil: none) says they hold room lent to the preemptor. describe returns what is
+// known of a pod (victim); a PostFilter passes the cache of profiles, so that a
+// pass over every running pod costs little more than the map lookups.
+func units(pods []*corev1.Pod, below int32, reclaim func(*corev1.Pod) bool, may candidate, priority priorityFunc, describe func(*corev1.Pod) *victim, now time.Time) []*unit {
 	byKey := map[string]*unit{}
 	refused := map[string]bool{}
 	var order []string
 	for _, p := range pods {
-		key := "pod " + p.Namespace + "/" + p.Name
-		vp := classify(p)
-		var gk *gang.Key
-		if vp.Gang != nil {
-			gk, key = &vp.Gang.Key, "gang "+vp.Gang.Key.String()
-		}
-		if refused[key] {
+		v := describe(p)
+		if refused[v.key] {
 			continue
 		}
-		prio := priority(p, gk)
-		if prio >= below && (reclaim == nil || !reclaim(p)) {
-			refused[key] = true
-			delete(byKey, key)
+		prio := priority(p, v.gang)
+		if prio >= below && (reclaim == nil || !reclaim(p)) || !may(p, v.prof, prio) {
+			refused[v.key] = true
+			delete(byKey, v.key)
 			continue
 		}
-		if !may(p, vp, prio) {
-			refused[key] = true
-			delete(byKey, key)
-			continue
-		}
-		u := byKey[key]
+		u := byKey[v.key]
 		if u == nil {
-			u = &unit{key: key, gang: gk, priority: prio}
-			byKey[key] = u
-			order = append(order, key)
+			u = &unit{key: v.key, gang: v.gang, priority: prio}
+			byKey[v.key] = u
+			order = append(order, v.key)
 		}
 		u.pods = append(u.pods, p)
 		if prio > u.priority {
 			u.priority = prio
 		}
-		if !workload.NamesAny(p, gpuNames) {
-			continue
-		}
-		if g := workload.HeldGPUs(p, gpuNames...); g > 0 {
+		if v.gpus > 0 {
 			start := p.CreationTimestamp.Time
 			if p.Status.StartTime != nil {
 				start = p.Status.StartTime.Time
 			}
 			if ran := now.Sub(start).Seconds(); ran > 0 {
-				u.gpuSeconds += float64(g) * ran
+				u.gpuSeconds += float64(v.gpus) * ran
 			}
 		}
 	}
@@ -349,9 +359,10 @@ func summary(us []*unit) string {
 	return strings.Join(parts, ", ")
 }
 
-// profiles remembers the profile (workload.Classify) of each running pod between
-// preemptions: every PostFilter looks at every running pod, and classifying them
-// all again each time was most of its cost (W6 of make bench). An entry is valid
+// profiles remembers what the search reads of each running pod (victim: its
+// profile, unit and GPUs) between preemptions: every PostFilter looks at every
+// running pod, and classifying them all again each time was most of its cost (W6
+// of make bench), building their unit keys most of the rest. An entry is valid
 // while the snapshot holds the same pod object (an update makes a new one); entries
 // of pods not seen for a while are dropped.
 type profiles struct {
@@ -362,7 +373,7 @@ type profiles struct {
 
 type classified struct {
 	pod  *corev1.Pod
-	prof workload.Profile
+	v    *victim
 	seen uint64
 }
 
@@ -370,8 +381,9 @@ type classified struct {
 // scan before.
 const sweepEvery = 64
 
-// scan returns the classifier of one scan over the running pods; done ends it.
-func (c *profiles) scan() (classify func(*corev1.Pod) workload.Profile, done func()) {
+// scan returns the describer of one scan over the running pods (counting the GPUs
+// of gpuNames); done ends it.
+func (c *profiles) scan(gpuNames []corev1.ResourceName) (describe func(*corev1.Pod) *victim, done func()) {
 	c.mu.Lock()
 	if c.byUID == nil {
 		c.byUID = map[types.UID]*classified{}
@@ -385,13 +397,13 @@ func (c *profiles) scan() (classify func(*corev1.Pod) workload.Profile, done fun
 		}
 	}
 	epoch := c.epoch
-	return func(p *corev1.Pod) workload.Profile {
+	return func(p *corev1.Pod) *victim {
 		if e := c.byUID[p.UID]; e != nil && e.pod == p {
 			e.seen = epoch
-			return e.prof
+			return e.v
 		}
-		prof := workload.Classify(p, workload.Namespace{}, "")
-		c.byUID[p.UID] = &classified{pod: p, prof: prof, seen: epoch}
-		return prof
+		v := newVictim(p, workload.Classify(p, workload.Namespace{}, ""), gpuNames)
+		c.byUID[p.UID] = &classified{pod: p, v: v, seen: epoch}
+		return v
 	}, c.mu.Unlock
 }

@@ -88,7 +88,7 @@ func TestGangIsEvictedWholeAndOnlyWhatIsNeeded(t *testing.T) {
 		members = append(members, pod(fmt.Sprintf("high-%d", i), "", "2", 1000, inGang("high")))
 	}
 	s := cluster(4, running, members)
-	c := s.choose(units(running, 1000, nil, anyLower(1000), ownPriority, classifyPod, nil, time.Now()))
+	c := s.choose(units(running, 1000, nil, anyLower(1000), ownPriority, describeWith(), time.Now()))
 	if c == nil {
 		t.Fatal("no victims found")
 	}
@@ -106,7 +106,7 @@ func TestAGangWithAMemberOfEqualPriorityIsNoVictim(t *testing.T) {
 		pod("b-0", "n1", "2", 10, inGang("b")), pod("b-1", "n1", "2", 10, inGang("b")),
 	}
 	s := cluster(2, running, []*corev1.Pod{pod("high", "", "4", 1000, nil)})
-	c := s.choose(units(running, 1000, nil, anyLower(1000), ownPriority, classifyPod, nil, time.Now()))
+	c := s.choose(units(running, 1000, nil, anyLower(1000), ownPriority, describeWith(), time.Now()))
 	if c == nil || len(victims(c)) != 1 || victims(c)[0] != "gang ns/b" {
 		t.Fatalf("victims %v, want [gang ns/b]: gang a has a member the preemptor may not evict", c)
 	}
@@ -124,7 +124,7 @@ func TestOnePodEvictsOnOneNodeTheCheapest(t *testing.T) {
 		pod("g-0", "n1", "2", 1, inGang("g")), pod("g-1", "n1", "2", 1, inGang("g")),
 	}
 	s := cluster(2, running, []*corev1.Pod{pod("high", "", "2", 100, nil)})
-	c := s.choose(units(running, 100, nil, anyLower(100), ownPriority, classifyPod, nil, time.Now()))
+	c := s.choose(units(running, 100, nil, anyLower(100), ownPriority, describeWith(), time.Now()))
 	if c == nil {
 		t.Fatal("no victims found")
 	}
@@ -147,7 +147,7 @@ func TestGPUTimeLostOutweighsSize(t *testing.T) {
 	// an hour ago loses more GPU time than the one that started a minute ago.
 	running := []*corev1.Pod{gpu(pod("old", "n0", "4", 1, nil), time.Hour), gpu(pod("new", "n1", "4", 1, nil), time.Minute)}
 	s := cluster(2, running, []*corev1.Pod{pod("high", "", "4", 100, nil)})
-	c := s.choose(units(running, 100, nil, anyLower(100), ownPriority, classifyPod, []corev1.ResourceName{v1alpha1.ResourceNvidiaGPU}, now))
+	c := s.choose(units(running, 100, nil, anyLower(100), ownPriority, describeWith(v1alpha1.ResourceNvidiaGPU), now))
 	if c == nil || victims(c)[0] != "pod ns/new" {
 		t.Fatalf("victims %v, want [pod ns/new]", c)
 	}
@@ -166,11 +166,11 @@ func TestDisruptionBudgetsAreKeptAcrossVictims(t *testing.T) {
 		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}},
 	}}
 	s.budget["pdb"] = 1
-	if c := s.choose(units(running, 100, nil, anyLower(100), ownPriority, classifyPod, nil, time.Now())); c != nil {
+	if c := s.choose(units(running, 100, nil, anyLower(100), ownPriority, describeWith(), time.Now())); c != nil {
 		t.Fatalf("victims %v, want none: two evictions would break the budget", victims(c))
 	}
 	s.budget["pdb"] = 2
-	if c := s.choose(units(running, 100, nil, anyLower(100), ownPriority, classifyPod, nil, time.Now())); c == nil || len(c.victims) != 2 {
+	if c := s.choose(units(running, 100, nil, anyLower(100), ownPriority, describeWith(), time.Now())); c == nil || len(c.victims) != 2 {
 		t.Fatalf("victims %v, want two pods within a budget of 2", c)
 	}
 }
@@ -194,8 +194,11 @@ func TestLessOrdersByPriorityThenGPUTimeThenSize(t *testing.T) {
 	}
 }
 
-func classifyPod(p *corev1.Pod) workload.Profile {
-	return workload.Classify(p, workload.Namespace{}, "")
+// describeWith describes running pods for units, counting the GPUs of gpuNames.
+func describeWith(gpuNames ...corev1.ResourceName) func(*corev1.Pod) *victim {
+	return func(p *corev1.Pod) *victim {
+		return newVictim(p, workload.Classify(p, workload.Namespace{}, ""), gpuNames)
+	}
 }
 
 // The profile cache answers for the same pod object, classifies an updated pod
@@ -203,26 +206,26 @@ func classifyPod(p *corev1.Pod) workload.Profile {
 func TestProfilesCache(t *testing.T) {
 	var c profiles
 	a := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "a", Labels: map[string]string{v1alpha1.LabelWorkloadType: string(v1alpha1.WorkloadClassService)}}}
-	classify, done := c.scan()
-	if got := classify(a).Class; got != v1alpha1.WorkloadClassService {
+	describe, done := c.scan(nil)
+	if got := describe(a).prof.Class; got != v1alpha1.WorkloadClassService {
 		t.Fatalf("class: %q", got)
 	}
 	done()
 	// The same object: cached (a label changed in place is not seen, as the
 	// snapshot never changes an object in place).
 	a.Labels[v1alpha1.LabelWorkloadType] = string(v1alpha1.WorkloadClassBatch)
-	classify, done = c.scan()
-	if got := classify(a).Class; got != v1alpha1.WorkloadClassService {
+	describe, done = c.scan(nil)
+	if got := describe(a).prof.Class; got != v1alpha1.WorkloadClassService {
 		t.Errorf("same object: want the cached class, got %q", got)
 	}
 	// An update is a new object.
 	b := a.DeepCopy()
-	if got := classify(b).Class; got != v1alpha1.WorkloadClassBatch {
+	if got := describe(b).prof.Class; got != v1alpha1.WorkloadClassBatch {
 		t.Errorf("updated pod: want it classified again, got %q", got)
 	}
 	done()
 	for range 2 * sweepEvery {
-		_, done = c.scan()
+		_, done = c.scan(nil)
 		done()
 	}
 	if len(c.byUID) != 0 {

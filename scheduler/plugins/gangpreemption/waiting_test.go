@@ -63,9 +63,9 @@ func TestWaitingUntilTheSnapshotLetsTheVictimsGo(t *testing.T) {
 				claims:  []claim{{pod: member, node: "n1", req: map[corev1.ResourceName]int64{corev1.ResourceCPU: 2000}}},
 				until:   time.Now().Add(time.Minute),
 			}
-			msg, node := pl.waiting("gang ns/high", member)
-			if msg != tc.wantMsg || node != tc.wantNode {
-				t.Errorf("waiting: %q on %q, want %q on %q", msg, node, tc.wantMsg, tc.wantNode)
+			msg, node, dropped := pl.waiting("gang ns/high", member)
+			if msg != tc.wantMsg || node != tc.wantNode || dropped != nil {
+				t.Errorf("waiting: %q on %q (dropped %d claims), want %q on %q", msg, node, len(dropped), tc.wantMsg, tc.wantNode)
 			}
 		})
 	}

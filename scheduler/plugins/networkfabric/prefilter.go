@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
 	resourcehelper "k8s.io/component-helpers/resource"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
@@ -239,10 +240,47 @@ func (pl *Plugin) planNodes(nodes []fwk.NodeInfo, roles []role, shapes []placeme
 		if !roomForAny(ni, shapes) && !anchors.Has(ni.Node().Name) {
 			continue
 		}
-		planNodes = append(planNodes, pl.planNode(ni, roles, prefer, anchors, lessClaims))
+		n := pl.planNode(ni, roles, prefer, anchors, lessClaims)
+		if len(roles) > 0 {
+			for name, v := range pl.nominatedAway(ni.Node().Name, roles[0].pod) {
+				n.Free[name] -= v
+			}
+		}
+		planNodes = append(planNodes, n)
 		kept = append(kept, ni)
 	}
 	return planNodes, kept
+}
+
+// nominatedAway is the room on the node nominated to pods outside pod's gang that
+// pod does not outrank: kube-scheduler's Filter counts those pods on the node
+// (room preemption made for them), so a plan that counted it free would send
+// members where they fail. Cost: one look-up in the nominator per node kept.
+func (pl *Plugin) nominatedAway(node string, pod *corev1.Pod) map[corev1.ResourceName]int64 {
+	nominated := pl.handle.NominatedPodsForNode(node)
+	if len(nominated) == 0 {
+		return nil
+	}
+	own, _, _ := gang.Of(pod)
+	prio := corev1helpers.PodPriority(pod)
+	var away map[corev1.ResourceName]int64
+	for _, pi := range nominated {
+		np := pi.GetPod()
+		if np.UID == pod.UID || corev1helpers.PodPriority(np) < prio {
+			continue
+		}
+		if m, ok, err := gang.Of(np); err == nil && ok && m.Key == own.Key {
+			continue
+		}
+		if away == nil {
+			away = map[corev1.ResourceName]int64{}
+		}
+		for name, v := range nodefree.Requests(np) {
+			away[name] += v
+		}
+		away[corev1.ResourcePods] += 1000
+	}
+	return away
 }
 
 // roomForAny reports whether the node's free capacity holds one member of some

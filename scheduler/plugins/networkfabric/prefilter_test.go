@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
+	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/topology"
@@ -174,10 +175,22 @@ func TestShapesOfBoundsMembersThatKeepApart(t *testing.T) {
 	}
 }
 
-// profileHandle is the part of the framework handle PreFilter uses to make a plan.
-type profileHandle struct{ fwk.Handle }
+// profileHandle is the part of the framework handle PreFilter uses to make a plan:
+// the profile's name and the pods nominated to each node.
+type profileHandle struct {
+	fwk.Handle
+	nominated map[string][]*corev1.Pod
+}
 
 func (profileHandle) ProfileName() string { return "kubenexus-scheduler" }
+
+func (h profileHandle) NominatedPodsForNode(node string) []fwk.PodInfo {
+	var out []fwk.PodInfo
+	for _, p := range h.nominated[node] {
+		out = append(out, &schedframework.PodInfo{Pod: p})
+	}
+	return out
+}
 
 // testPlugin is a plugin without plans whose gang view (Coscheduling's index) shows
 // members for every gang.
@@ -211,6 +224,51 @@ func TestPreFilterPlansThePodTheIndexHasNotSeen(t *testing.T) {
 	}
 	if got, want := sets.KeySet(ap.rank), sets.New("r1-n0", "r1-n1", "r1-n2", "r1-n3"); !got.Equal(want) {
 		t.Errorf("plan's nodes %v, want rack-1's %v", sets.List(got), sets.List(want))
+	}
+}
+
+// Room preemption made for another gang is nominated to its members: kube-scheduler's
+// Filter counts them on that node, so the plan must not count it free (a gang
+// planned there had members refused and was rejected into its backoff). The gang's
+// own nominated members and pods it outranks do not take room from it.
+func TestPlanLeavesRoomNominatedToOthers(t *testing.T) {
+	key := gang.Key{Namespace: "ml", Name: "g"}
+	labelled := func(p *corev1.Pod, g string, prio int32) *corev1.Pod {
+		p.Labels = map[string]string{"pod-group.scheduling.kubenexus.io/name": g, "pod-group.scheduling.kubenexus.io/min-available": "4"}
+		p.Spec.Priority = &prio
+		return p
+	}
+	for _, tc := range []struct {
+		name      string
+		nominated *corev1.Pod
+		wantRack  int
+	}{
+		{"nothing nominated", nil, 0},
+		{"another gang's member of equal priority", labelled(gpuPod("other-0", 8), "other", 100), 1},
+		{"a pod of lower priority", labelled(gpuPod("low-0", 8), "low", 10), 0},
+		{"a member of the gang itself", labelled(gpuPod("m3", 8), "g", 100), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			members := []*corev1.Pod{gpuPod("m0", 8), gpuPod("m1", 8), gpuPod("m2", 8), gpuPod("m3", 8)}
+			for _, m := range members {
+				labelled(m, "g", 100)
+			}
+			pl := testPlugin(members...)
+			if tc.nominated != nil {
+				pl.handle = profileHandle{nominated: map[string][]*corev1.Pod{"r0-n1": {tc.nominated}}}
+			}
+			ap, st := pl.planFor(key, members[0], topology.Policy{Level: len(topology.DefaultLevels) - 1}, 4, twoRacks(nil))
+			if !st.IsSuccess() || !ap.fits {
+				t.Fatalf("planFor: %v (fits %v), want a plan that holds the gang", st, ap != nil && ap.fits)
+			}
+			want := sets.New[string]()
+			for i := range 4 {
+				want.Insert(fmt.Sprintf("r%d-n%d", tc.wantRack, i))
+			}
+			if got := sets.KeySet(ap.rank); !got.Equal(want) {
+				t.Errorf("plan's nodes %v, want rack-%d's %v", sets.List(got), tc.wantRack, sets.List(want))
+			}
+		})
 	}
 }
 
