@@ -62,6 +62,10 @@ type Plugin struct {
 	// relaxed holds the gangs whose preferred plan, enforced as a filter, left a
 	// member without a node: their next plans only score (until planTTL).
 	relaxed map[gang.Key]time.Time
+	// away is the room nominated away from the gang being planned, per node, for
+	// the planFor call under way (nominatedAway): a plan reads a node up to three
+	// times (window, cluster, without claims), the nominator copies pods per read.
+	away map[string]map[corev1.ResourceName]int64
 	// nodeLabels tells which topology levels nodes are labelled with (window.go);
 	// nextStart is where the next plan's window of the nodes begins.
 	nodeLabels *labelled

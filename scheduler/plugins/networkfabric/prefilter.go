@@ -96,6 +96,8 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 		return ap, nil
 	}
 	delete(pl.plans, key)
+	pl.away = map[string]map[corev1.ResourceName]int64{}
+	defer func() { pl.away = nil }()
 
 	members := []*corev1.Pod{pod}
 	if view := pl.gangs.Get(pl.handle.ProfileName()); view != nil {
@@ -255,8 +257,20 @@ func (pl *Plugin) planNodes(nodes []fwk.NodeInfo, roles []role, shapes []placeme
 // nominatedAway is the room on the node nominated to pods outside pod's gang that
 // pod does not outrank: kube-scheduler's Filter counts those pods on the node
 // (room preemption made for them), so a plan that counted it free would send
-// members where they fail. Cost: one look-up in the nominator per node kept.
+// members where they fail. Cost: one look-up in the nominator per node kept, per
+// planFor call (pl.away, under pl.mu).
 func (pl *Plugin) nominatedAway(node string, pod *corev1.Pod) map[corev1.ResourceName]int64 {
+	if away, ok := pl.away[node]; ok {
+		return away
+	}
+	away := pl.nominatedAwayNow(node, pod)
+	if pl.away != nil {
+		pl.away[node] = away
+	}
+	return away
+}
+
+func (pl *Plugin) nominatedAwayNow(node string, pod *corev1.Pod) map[corev1.ResourceName]int64 {
 	nominated := pl.handle.NominatedPodsForNode(node)
 	if len(nominated) == 0 {
 		return nil
