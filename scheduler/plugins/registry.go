@@ -84,7 +84,7 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 	tenants := &tenant.Provider{}
 	return []app.Option{
 		app.WithPlugin(names.ProfileClassifier, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			return profileclassifier.New(ctx, obj, h, crds, tenants)
+			return profileclassifier.New(ctx, obj, h, crds, tenants, gangs)
 		}),
 		app.WithPlugin(names.Coscheduling, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			// The device index makes free capacity count GPUs published only as DRA

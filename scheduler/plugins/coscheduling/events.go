@@ -3,6 +3,7 @@ package coscheduling
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -48,12 +49,14 @@ func (pl *Plugin) eventsToRegister() []fwk.ClusterEventWithHint {
 
 // isSchedulableAfterNodeChange skips the members that wait for their gang's quorum
 // or for the object cache: no node brings them either, and only the member or the
-// sync that does re-queues them. Members are gated by PreEnqueue under this
-// plugin's name, so without the hint every node event re-ran PreEnqueue for every
-// waiting member: at start-up, where the pending members often arrive before the
-// nodes and wait, that was nodes × members PreEnqueue calls (75% of
-// kubenexus-scheduler's first five seconds in a profile of a slow start, 4000
-// members on 1000 nodes). kube-scheduler still calls this hint for each of them.
+// sync that does re-queues them. In a profile without ProfileClassifier, members
+// are gated by PreEnqueue under this plugin's name, so without the hint every node
+// event re-ran PreEnqueue for every waiting member: at start-up, where the pending
+// members often arrive before the nodes and wait, that was nodes × members
+// PreEnqueue calls (75% of kubenexus-scheduler's first five seconds in a profile of
+// a slow start, 4000 members on 1000 nodes). kube-scheduler still calls this hint
+// for each of them; with ProfileClassifier, which gates them under its own name
+// (no node events), it does not.
 func (pl *Plugin) isSchedulableAfterNodeChange(_ klog.Logger, pod *corev1.Pod, _, _ any) (fwk.QueueingHint, error) {
 	if pl.index.isHeld(pod.UID) || pl.waitsForCache(pod) {
 		return fwk.QueueSkip, nil
@@ -72,23 +75,58 @@ func (pl *Plugin) isSchedulableAfterMemberAdded(logger klog.Logger, pod *corev1.
 	if added.Spec.NodeName != "" || added.Namespace != pod.Namespace || gang.IsGated(added) {
 		return fwk.QueueSkip, nil
 	}
-	m, ok, _ := gang.Of(pod)
-	if !ok {
+	// kube-scheduler calls the hint for every waiting pod with the same added pod:
+	// what the added pod brings is worked out once (pl.added), and the waiting
+	// pod's gang is read from the index. Parsing both pods' labels and counting the
+	// quorum per pair made the arrival of a gang of n members O(n²) label parses
+	// and index walks (one second of start-up for a gang of 1000).
+	key, completes, member := pl.added.of(added, pl.completesQuorum)
+	if !member {
 		return fwk.QueueSkip, nil
 	}
-	if ma, okA, _ := gang.Of(added); !okA || ma.Key != m.Key {
-		return fwk.QueueSkip, nil
+	own, known := pl.index.gangOf(pod.UID)
+	if !known {
+		m, ok, _ := gang.Of(pod)
+		if !ok {
+			return fwk.QueueSkip, nil
+		}
+		own = m.Key
 	}
 	// Only the member that completes the quorum matters: a later one brings the
 	// members already pending nothing they lacked. Whichever of this hint and the
 	// index sees the completing member first, the index activates the whole gang
 	// once it counts the quorum (memberArrived), so skipping here loses no wake-up
 	// and avoids requeueing the gang at every arrival.
-	if !pl.completesQuorum(m, added) {
+	if own != key || !completes {
 		return fwk.QueueSkip, nil
 	}
 	logger.V(5).Info("Gang member added and the gang has its quorum", "pod", klog.KObj(pod), "member", klog.KObj(added))
 	return fwk.Queue, nil
+}
+
+// addedMemo remembers, for the last pod the member-added hint saw, its gang and
+// whether it completed the gang's quorum. Hints run one event at a time under the
+// queue's lock; the mutex keeps the memo safe regardless.
+type addedMemo struct {
+	mu        sync.Mutex
+	pod       *corev1.Pod
+	key       gang.Key
+	member    bool
+	completes bool
+}
+
+// of returns the added pod's gang, whether it completes that gang's quorum (by
+// completes), and whether it is a gang member at all; worked out once per pod
+// object.
+func (a *addedMemo) of(added *corev1.Pod, completes func(gang.Membership, *corev1.Pod) bool) (gang.Key, bool, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pod != added {
+		m, ok, err := gang.Of(added)
+		a.pod, a.key, a.member = added, m.Key, ok && err == nil
+		a.completes = a.member && completes(m, added)
+	}
+	return a.key, a.completes, a.member
 }
 
 // completesQuorum reports whether added is the member that completed the gang: the

@@ -275,6 +275,14 @@ func (x *podIndex) hold(uid types.UID) {
 	x.mu.Unlock()
 }
 
+// gangOf returns the gang the index files the pod under, if any.
+func (x *podIndex) gangOf(uid types.UID) (gang.Key, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	k, ok := x.podGang[uid]
+	return k, ok
+}
+
 // isHeld reports whether the member was turned away for want of a quorum and has
 // not been let in since.
 func (x *podIndex) isHeld(uid types.UID) bool {

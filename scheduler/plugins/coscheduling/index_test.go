@@ -131,3 +131,32 @@ func TestNodeEventsSkipMembersWaitingForQuorumOrCache(t *testing.T) {
 		t.Errorf("after the quorum and the sync: hints %v and %v, want Queue for both", hint(waiting), hint(cached))
 	}
 }
+
+// The member-added hint runs once per waiting pod for the same added pod: what the
+// added pod brings (its gang, whether it completes the quorum) is worked out once
+// per pod object, and again for the next one.
+func TestAddedMemoJudgesEachAddedPodOnce(t *testing.T) {
+	var memo addedMemo
+	calls := 0
+	completes := func(m gang.Membership, _ *corev1.Pod) bool {
+		calls++
+		return m.Key.Name == "a"
+	}
+	first := member("a-9", "a", 0)
+	for range 1000 {
+		key, done, isMember := memo.of(first, completes)
+		if key != (gang.Key{Namespace: "ns", Name: "a"}) || !done || !isMember {
+			t.Fatalf("a-9: gang %v completes %v member %v, want ns/a, true, true", key, done, isMember)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("quorum judged %d times for one added pod, want once", calls)
+	}
+	updated := first.DeepCopy() // an update is a new object: judged again
+	if _, _, _ = memo.of(updated, completes); calls != 2 {
+		t.Errorf("quorum judged %d times after an update, want 2", calls)
+	}
+	if _, done, isMember := memo.of(plain("solo", 0), completes); isMember || done || calls != 2 {
+		t.Errorf("a pod of no gang: member %v completes %v (%d judgements), want neither and no judgement", isMember, done, calls)
+	}
+}

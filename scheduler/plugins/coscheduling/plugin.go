@@ -58,6 +58,9 @@ type Plugin struct {
 	// object cache had not synced yet; they are activated once it has.
 	cacheWaitMu sync.Mutex
 	cacheWait   map[string]*corev1.Pod
+
+	// added is what the member-added hint worked out about the last added pod.
+	added addedMemo
 }
 
 var (
@@ -90,6 +93,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		gangs.Set(h.ProfileName(), pl.pendingMembers)
 		gangs.SetPlaced(h.ProfileName(), pl.placedNodes)
 		gangs.SetPriority(h.ProfileName(), pl.gangPriority)
+		gangs.SetGate(h.ProfileName(), gangview.Gate{Admit: pl.PreEnqueue, MemberAdded: pl.isSchedulableAfterMemberAdded})
 	}
 	priorityClasses := h.SharedInformerFactory().Scheduling().V1().PriorityClasses()
 	pl.index.priority = gangPriority{

@@ -9,10 +9,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/tenant"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
@@ -57,5 +60,43 @@ func TestPreFilterStoresTheProfile(t *testing.T) {
 				t.Errorf("profile mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// PreEnqueue runs Coscheduling's admission under this plugin's name, and the
+// plugin registers only member arrivals for the members it holds: no node event,
+// which kube-scheduler would otherwise evaluate for every held member.
+func TestPreEnqueueGatesGangMembersWithoutNodeEvents(t *testing.T) {
+	pod := testutil.MakePod("m-0", "ns").PodGroup("g").Obj()
+	gangs := &gangview.Registry{}
+	pl := &Plugin{gangs: gangs, profile: "kubenexus-scheduler"}
+	if st := pl.PreEnqueue(context.Background(), pod); st != nil {
+		t.Fatalf("no Coscheduling in the profile: status %v, want the pod let in", st)
+	}
+	admitted := []string{}
+	gangs.SetGate("kubenexus-scheduler", gangview.Gate{
+		Admit: func(_ context.Context, p *corev1.Pod) *fwk.Status {
+			admitted = append(admitted, p.Name)
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for members")
+		},
+		MemberAdded: func(klog.Logger, *corev1.Pod, any, any) (fwk.QueueingHint, error) { return fwk.Queue, nil },
+	})
+	if st := pl.PreEnqueue(context.Background(), pod); st.Code() != fwk.UnschedulableAndUnresolvable || st.Message() != "waiting for members" || len(admitted) != 1 {
+		t.Fatalf("status %v after %d admissions, want Coscheduling's refusal from one", st, len(admitted))
+	}
+	events, err := pl.EventsToRegister(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		if e.Event.Resource != fwk.UnscheduledPod && e.Event.Resource != fwk.TargetPod {
+			t.Errorf("registers %s: members it holds would be re-examined at every such event", e.Event.Label())
+		}
+		if h, _ := e.QueueingHintFn(klog.Background(), pod, nil, pod); h != fwk.Queue {
+			t.Errorf("%s: hint %v, want Coscheduling's (Queue)", e.Event.Label(), h)
+		}
+	}
+	if len(events) == 0 {
+		t.Error("no events: a held member would wait for the periodic flush when another member arrives")
 	}
 }

@@ -5,6 +5,7 @@
 package gangview
 
 import (
+	"context"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,9 +51,19 @@ type TierBorrowFunc func(victim, preemptor *corev1.Pod, node *corev1.Node) bool
 // known is false when the gang is not in the view at all.
 type PriorityFunc func(gang.Key) (value *int32, known bool)
 
+// Gate is Coscheduling's admission of gang members to the scheduling queue (its
+// PreEnqueue check; nil lets the pod in) and the hint that re-checks a member it
+// turned away when another member arrives. ProfileClassifier runs it under its own
+// name: see profileclassifier.Plugin.PreEnqueue.
+type Gate struct {
+	Admit       func(ctx context.Context, pod *corev1.Pod) *fwk.Status
+	MemberAdded fwk.QueueingHintFn
+}
+
 // Registry holds one view per scheduler profile.
 type Registry struct {
 	mu         sync.RWMutex
+	gates      map[string]Gate
 	tierBorrow map[string]TierBorrowFunc
 	priority   map[string]PriorityFunc
 	held       HeldFunc
@@ -61,6 +72,25 @@ type Registry struct {
 	prefs      map[string]NodePreferenceFunc
 	placed     map[string]PlacedFunc
 	keepOff    map[string]KeepOffFunc
+}
+
+// SetGate publishes profile's gang admission (Coscheduling's).
+func (r *Registry) SetGate(profile string, g Gate) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gates == nil {
+		r.gates = map[string]Gate{}
+	}
+	r.gates[profile] = g
+}
+
+// GateOf returns profile's gang admission; ok is false when the profile has none
+// (Coscheduling is not enabled).
+func (r *Registry) GateOf(profile string) (g Gate, ok bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	g, ok = r.gates[profile]
+	return g, ok
 }
 
 // SetHeld publishes the reserved capacity view (ResourceReservation's, one per
