@@ -1,6 +1,7 @@
 package coscheduling
 
 import (
+	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -8,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
@@ -158,5 +160,27 @@ func TestAddedMemoJudgesEachAddedPodOnce(t *testing.T) {
 	}
 	if _, done, isMember := memo.of(plain("solo", 0), completes); isMember || done || calls != 2 {
 		t.Errorf("a pod of no gang: member %v completes %v (%d judgements), want neither and no judgement", isMember, done, calls)
+	}
+}
+
+type profileHandle struct{ fwk.Handle }
+
+func (profileHandle) ProfileName() string { return "kubenexus-scheduler" }
+
+// With ProfileClassifier running the hold, Coscheduling's own PreEnqueue lets every
+// pod in without reading anything (this plugin has no object cache: a read would
+// panic), a member lacking its quorum included.
+func TestPreEnqueuePassesWhenProfileClassifierHolds(t *testing.T) {
+	pl := newTestPlugin()
+	pl.handle = profileHandle{}
+	pl.gangs = &gangview.Registry{}
+	pl.gangs.TakeGate("kubenexus-scheduler")
+	lone := testutil.MakePod("a-1", "ns").Label("pod-group.scheduling.kubenexus.io/name", "a").Label("pod-group.scheduling.kubenexus.io/min-available", "3").Obj()
+	lone.Spec.SchedulerName = "kubenexus-scheduler"
+	if st := pl.PreEnqueue(context.Background(), lone); st != nil {
+		t.Errorf("with ProfileClassifier holding: status %v, want the pod let in", st)
+	}
+	if pl.gangs.GateTaken("other-profile") {
+		t.Error("another profile's Coscheduling would skip its hold too")
 	}
 }

@@ -93,7 +93,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		gangs.Set(h.ProfileName(), pl.pendingMembers)
 		gangs.SetPlaced(h.ProfileName(), pl.placedNodes)
 		gangs.SetPriority(h.ProfileName(), pl.gangPriority)
-		gangs.SetGate(h.ProfileName(), gangview.Gate{Admit: pl.PreEnqueue, MemberAdded: pl.isSchedulableAfterMemberAdded})
+		gangs.SetGate(h.ProfileName(), gangview.Gate{Admit: pl.admit, MemberAdded: pl.isSchedulableAfterMemberAdded})
 	}
 	priorityClasses := h.SharedInformerFactory().Scheduling().V1().PriorityClasses()
 	pl.index.priority = gangPriority{

@@ -16,7 +16,19 @@ import (
 // exist is let through to PreFilter, which says so where the user sees it. Members behind another system's
 // scheduling gate are not counted (the scheduler does not even call PreEnqueue for
 // them while they are gated).
-func (pl *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
+//
+// In a profile with ProfileClassifier the hold is ProfileClassifier's (it runs admit
+// under its own name; see gangview.Gate) and this PreEnqueue passes every pod, so a
+// pod's labels are read once per enqueue, not twice.
+func (pl *Plugin) PreEnqueue(ctx context.Context, pod *corev1.Pod) *fwk.Status {
+	if pl.gangs != nil && pl.gangs.GateTaken(pl.handle.ProfileName()) {
+		return nil
+	}
+	return pl.admit(ctx, pod)
+}
+
+// admit is the hold: nil lets the pod into the queue.
+func (pl *Plugin) admit(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	m, ok, err := gang.Of(pod)
 	if err != nil || !ok {
 		// Malformed gang labels are refused in PreFilter, where the reason reaches the

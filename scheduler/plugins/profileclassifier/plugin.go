@@ -63,6 +63,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	}
 	r := tenants.Get(h, c)
 	r.SetFromClusterQueue(args.TenantTierFrom == v1alpha1.TenantTierFromClusterQueue)
+	if gangs != nil {
+		gangs.TakeGate(h.ProfileName())
+	}
 	return &Plugin{defaultTier: args.DefaultTier, tenants: r, gangs: gangs, profile: h.ProfileName()}, nil
 }
 
@@ -87,7 +90,7 @@ func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // PreEnqueue holds a gang member out of the active queue until its gang's quorum
 // exists, by Coscheduling's check (nil when Coscheduling is not in the profile;
-// Coscheduling's own PreEnqueue then passes the member too). Run under this
+// Coscheduling's own PreEnqueue then passes every pod). Run under this
 // plugin's name, the member it holds is re-examined only for the events this
 // plugin registers (another member's arrival), not for the node events Coscheduling
 // registers for the members it rejects: kube-scheduler walked every held member at

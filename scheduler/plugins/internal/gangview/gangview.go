@@ -64,6 +64,7 @@ type Gate struct {
 type Registry struct {
 	mu         sync.RWMutex
 	gates      map[string]Gate
+	gateTaken  map[string]bool
 	tierBorrow map[string]TierBorrowFunc
 	priority   map[string]PriorityFunc
 	held       HeldFunc
@@ -82,6 +83,24 @@ func (r *Registry) SetGate(profile string, g Gate) {
 		r.gates = map[string]Gate{}
 	}
 	r.gates[profile] = g
+}
+
+// TakeGate records that ProfileClassifier runs profile's gang admission, so that
+// Coscheduling's own PreEnqueue need not.
+func (r *Registry) TakeGate(profile string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gateTaken == nil {
+		r.gateTaken = map[string]bool{}
+	}
+	r.gateTaken[profile] = true
+}
+
+// GateTaken reports whether ProfileClassifier runs profile's gang admission.
+func (r *Registry) GateTaken(profile string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.gateTaken[profile]
 }
 
 // GateOf returns profile's gang admission; ok is false when the profile has none
