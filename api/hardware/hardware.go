@@ -37,6 +37,10 @@ type Device struct {
 	// capacities' requestPolicy defaults by qualified name, in milli-units.
 	Shared   bool
 	Defaults map[string]int64
+	// Policies are its capacities' requestPolicies by qualified name (nil: none).
+	Policies map[string]*resourceapi.CapacityRequestPolicy
+	// Spec is the device as the slice publishes it (CEL selectors read it).
+	Spec *resourceapi.Device
 }
 
 // Qualify is an attribute's or capacity's name in its driver's domain when it
@@ -59,12 +63,19 @@ func DevicesOf(s *resourceapi.ResourceSlice) []Device {
 			Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Name: d.Name,
 			Attributes: make(map[string]resourceapi.DeviceAttribute, len(d.Attributes)),
 			Capacity:   make(map[string]resource.Quantity, len(d.Capacity)),
+			Spec:       d,
 		}
 		for k, a := range d.Attributes {
 			dev.Attributes[qualify(k)] = a
 		}
 		for k, c := range d.Capacity {
 			dev.Capacity[qualify(k)] = c.Value
+			if c.RequestPolicy != nil {
+				if dev.Policies == nil {
+					dev.Policies = map[string]*resourceapi.CapacityRequestPolicy{}
+				}
+				dev.Policies[qualify(k)] = c.RequestPolicy
+			}
 			if c.RequestPolicy != nil && c.RequestPolicy.Default != nil {
 				if dev.Defaults == nil {
 					dev.Defaults = map[string]int64{}

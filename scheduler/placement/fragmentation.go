@@ -12,10 +12,13 @@ import (
 // each, recent arrivals a decaying share).
 type Demand []Need
 
-// Need is one task shape: whole GPUs, CPU (milli) and memory (bytes) per task, its
-// weight, and the GPU models it may run on.
+// Need is one task shape: whole GPUs or a share of one, CPU (milli) and memory
+// (bytes) per task, its weight, and the GPU models it may run on.
 type Need struct {
-	GPUs             int64
+	GPUs int64
+	// Share is the part of one GPU a task that shares a GPU asks for, in thousandths
+	// (GPUs is then 0); 0 for a task of whole GPUs.
+	Share            int64
 	MilliCPU, Memory int64
 	Weight           float64
 	// Models are the GPU models (nvidia.com/gpu.product) the task may use; nil: any.
@@ -24,19 +27,41 @@ type Need struct {
 	Models []string
 }
 
-// Room is what a node has free: whole GPUs, milli-CPU and memory bytes, and the
-// model of its GPUs ("" when unknown).
+// Room is what a node has free: whole GPUs, the free shares of the GPUs that are
+// partly used, milli-CPU and memory bytes, and the model of its GPUs ("" when
+// unknown).
 type Room struct {
-	GPUs, MilliCPU, Memory int64
-	Model                  string
+	GPUs int64
+	// Partial are the free shares of the node's partly used GPUs, in thousandths
+	// (0 < share < 1000): GPUs shared through DRA.
+	Partial          []int64
+	MilliCPU, Memory int64
+	Model            string
 }
 
-// Fragmentation is the expected number of a node's free GPUs that a task drawn from
-// demand could not use, because it needs more GPUs than the node has free, or more
-// CPU or memory than is left beside them (the measure of Weng et al., "Beware of
-// Fragmentation", ATC'23, for whole GPUs). Only the demand that may use the node's
-// GPU model is drawn from. Zero when that demand is empty.
+// FreeGPUs is the room's free GPU capacity in GPUs: its whole GPUs and the free
+// shares of its partly used ones.
+func (r Room) FreeGPUs() float64 {
+	f := float64(r.GPUs)
+	for _, p := range r.Partial {
+		f += float64(p) / 1000
+	}
+	return f
+}
+
+// Fragmentation is the expected GPU capacity of a node, in GPUs, that a task drawn
+// from demand could not use (the measure of Weng et al., "Beware of Fragmentation",
+// ATC'23): all of it when the task does not fit (more GPUs, or a larger share, than
+// the node has free, or more CPU or memory than is left beside them); else the free
+// shares of the partly used GPUs that cannot hold the task (all of them for a task
+// of whole GPUs, those smaller than its share for a task that shares a GPU). Only
+// the demand that may use the node's GPU model is drawn from. Zero when that demand
+// is empty.
 func Fragmentation(free Room, d Demand) float64 {
+	capacity := free.FreeGPUs()
+	if capacity <= 0 {
+		return 0
+	}
 	var total, stranded float64
 	for _, n := range d {
 		if n.Weight <= 0 || !n.admits(free.Model) {
@@ -44,29 +69,85 @@ func Fragmentation(free Room, d Demand) float64 {
 		}
 		total += n.Weight
 		if !n.fits(free) {
-			stranded += n.Weight
+			stranded += n.Weight * capacity
+			continue
 		}
+		stranded += n.Weight * n.unusable(free)
 	}
-	if total == 0 || free.GPUs <= 0 {
+	if total == 0 {
 		return 0
 	}
-	return float64(free.GPUs) * stranded / total
+	return stranded / total
+}
+
+// unusable is the free GPU capacity, in GPUs, of the room's partly used GPUs that a
+// task of shape n cannot use.
+func (n Need) unusable(free Room) float64 {
+	var out float64
+	for _, p := range free.Partial {
+		if n.Share == 0 || p < n.Share {
+			out += float64(p) / 1000
+		}
+	}
+	return out
+}
+
+// Units is the GPUs a task of shape n takes: its whole GPUs, or its share of one.
+func (n Need) Units() float64 {
+	if n.Share > 0 {
+		return float64(n.Share) / 1000
+	}
+	return float64(n.GPUs)
+}
+
+// usable is the free GPU capacity, in GPUs, that tasks of shape n can use in room r:
+// its whole GPUs, and for a task that shares a GPU also the free shares that hold it.
+func (n Need) usable(r Room) float64 {
+	u := float64(r.GPUs)
+	if n.Share > 0 {
+		for _, p := range r.Partial {
+			if p >= n.Share {
+				u += float64(p) / 1000
+			}
+		}
+	}
+	return u
 }
 
 // FragmentationDelta is how much placing a task that takes req from a node with free
 // room raises the node's fragmentation; placements that fragment least are best.
 func FragmentationDelta(free, req Room, d Demand) float64 {
-	return Fragmentation(free.less(req), d) - Fragmentation(free, d)
+	return Fragmentation(free.Less(req), d) - Fragmentation(free, d)
 }
 
-// less is the room left once req is taken from it.
-func (r Room) less(req Room) Room {
-	return Room{GPUs: r.GPUs - req.GPUs, MilliCPU: r.MilliCPU - req.MilliCPU, Memory: r.Memory - req.Memory, Model: r.Model}
+// Less is the room left once req is taken from it: req's whole GPUs, CPU and memory;
+// req's Partial, when set, are the node's partly used GPUs after the placement (a
+// placement that shares a GPU says which shares it leaves).
+func (r Room) Less(req Room) Room {
+	out := Room{GPUs: r.GPUs - req.GPUs, MilliCPU: r.MilliCPU - req.MilliCPU, Memory: r.Memory - req.Memory, Model: r.Model, Partial: r.Partial}
+	if req.Partial != nil {
+		out.Partial = req.Partial
+	}
+	return out
 }
 
 // fits reports whether a task of shape n fits in free room.
 func (n Need) fits(free Room) bool {
-	return n.GPUs <= free.GPUs && n.MilliCPU <= free.MilliCPU && n.Memory <= free.Memory && n.admits(free.Model)
+	if n.MilliCPU > free.MilliCPU || n.Memory > free.Memory || !n.admits(free.Model) {
+		return false
+	}
+	if n.Share > 0 {
+		if free.GPUs > 0 {
+			return true
+		}
+		for _, p := range free.Partial {
+			if p >= n.Share {
+				return true
+			}
+		}
+		return false
+	}
+	return n.GPUs <= free.GPUs
 }
 
 // admits reports whether the task may use GPUs of model.
@@ -99,16 +180,16 @@ type Scarcity struct {
 // shape the free GPUs it may use would take: O(nodes × shapes).
 func NewScarcity(rooms []Room, d Demand) Scarcity {
 	s := Scarcity{demand: d, hosts: make([]int, len(d)), expected: make([]float64, len(d))}
-	usable := make([]int64, len(d)) // free GPUs of the models each shape may use
+	usable := make([]float64, len(d)) // free GPUs of the models each shape may use
 	for _, r := range rooms {
-		if r.GPUs <= 0 {
+		if r.GPUs <= 0 && len(r.Partial) == 0 {
 			continue
 		}
 		for i, n := range d {
 			if n.Weight <= 0 || !n.admits(r.Model) {
 				continue
 			}
-			usable[i] += r.GPUs
+			usable[i] += n.usable(r)
 			if n.fits(r) {
 				s.hosts[i]++
 			}
@@ -117,7 +198,7 @@ func NewScarcity(rooms []Room, d Demand) Scarcity {
 	var weightedGPUs float64
 	for _, n := range d {
 		if n.Weight > 0 {
-			weightedGPUs += n.Weight * float64(n.GPUs)
+			weightedGPUs += n.Weight * n.Units()
 		}
 	}
 	if weightedGPUs == 0 {
@@ -125,7 +206,7 @@ func NewScarcity(rooms []Room, d Demand) Scarcity {
 	}
 	for i, n := range d {
 		if n.Weight > 0 {
-			s.expected[i] = n.Weight * float64(usable[i]) / weightedGPUs
+			s.expected[i] = n.Weight * usable[i] / weightedGPUs
 		}
 	}
 	s.pressure, s.slack = modelPressure(rooms, d, weightedGPUs)
@@ -142,9 +223,9 @@ func modelPressure(rooms []Room, d Demand, weightedGPUs float64) (pressure, slac
 	free := map[string]float64{}
 	var total float64
 	for _, r := range rooms {
-		if r.GPUs > 0 {
-			free[r.Model] += float64(r.GPUs)
-			total += float64(r.GPUs)
+		if g := r.FreeGPUs(); g > 0 {
+			free[r.Model] += g
+			total += g
 		}
 	}
 	reserved := map[string]float64{}
@@ -159,7 +240,7 @@ func modelPressure(rooms []Room, d Demand, weightedGPUs float64) (pressure, slac
 		if usable == 0 {
 			continue
 		}
-		expectedGPUs := n.Weight * float64(n.GPUs) * total / weightedGPUs
+		expectedGPUs := n.Weight * n.Units() * total / weightedGPUs
 		for _, m := range n.Models {
 			reserved[m] += expectedGPUs * free[m] / usable
 		}
@@ -197,13 +278,13 @@ func (s Scarcity) Claimed(free, req Room) float64 {
 // GPUs times the share of its hosts the expected tasks of that shape need (at most
 // all of them). Zero for a node that hosts no shape it would lose.
 func (s Scarcity) Lost(free, req Room) float64 {
-	after := free.less(req)
+	after := free.Less(req)
 	var lost float64
 	for i, n := range s.demand {
 		if n.Weight <= 0 || !n.fits(free) || n.fits(after) {
 			continue
 		}
-		lost += float64(n.GPUs) * min(1, s.expected[i]/float64(max(s.hosts[i], 1)))
+		lost += n.Units() * min(1, s.expected[i]/float64(max(s.hosts[i], 1)))
 	}
 	return lost
 }
@@ -219,7 +300,7 @@ func Breaks(free, req int64, queued map[int64]int, hosts map[int64]int) bool {
 func BrokenSize(free, req int64, queued map[int64]int, hosts map[int64]int) int64 {
 	var broken int64
 	for k, n := range queued {
-		if n > 0 && k <= free && k > free-req && hosts[k] <= n {
+		if n > 0 && k > 0 && k <= free && k > free-req && hosts[k] <= n {
 			broken = max(broken, k)
 		}
 	}
@@ -305,9 +386,9 @@ func LargestGangs(nodes []GPUNode, levels []topology.Level) []PlaceableGang {
 func (d Demand) Backing() (milliCPU, memory float64) {
 	var gpus float64
 	for _, n := range d {
-		if n.Weight > 0 && n.GPUs > 0 {
+		if n.Weight > 0 && n.Units() > 0 {
 			w := n.Weight
-			gpus += w * float64(n.GPUs)
+			gpus += w * n.Units()
 			milliCPU += w * float64(n.MilliCPU)
 			memory += w * float64(n.Memory)
 		}
@@ -324,21 +405,22 @@ func (d Demand) Backing() (milliCPU, memory float64) {
 // GPU eats into a node's CPU or memory surplus, where FGD's per-shape count only moves
 // when the last task of a shape stops fitting.
 func Unbacked(free Room, milliCPU, memory float64) float64 {
-	if free.GPUs <= 0 {
+	gpus := free.FreeGPUs()
+	if gpus <= 0 {
 		return 0
 	}
-	backed := float64(free.GPUs)
+	backed := gpus
 	if milliCPU > 0 {
 		backed = min(backed, max(0, float64(free.MilliCPU))/milliCPU)
 	}
 	if memory > 0 {
 		backed = min(backed, max(0, float64(free.Memory))/memory)
 	}
-	return float64(free.GPUs) - backed
+	return gpus - backed
 }
 
 // UnbackedDelta is how much taking req's CPU and memory (and GPUs) from a node with
 // free room raises Unbacked.
 func UnbackedDelta(free, req Room, milliCPU, memory float64) float64 {
-	return Unbacked(free.less(req), milliCPU, memory) - Unbacked(free, milliCPU, memory)
+	return Unbacked(free.Less(req), milliCPU, memory) - Unbacked(free, milliCPU, memory)
 }

@@ -166,3 +166,34 @@ func TestClaimedByModelBoundDemand(t *testing.T) {
 		t.Errorf("one GPU of a T4 node: claimed %v, want 0 (no task is bound to T4s)", got)
 	}
 }
+
+func TestFragmentationOfSharedGPUs(t *testing.T) {
+	// Half the tasks share a GPU at 0.5, half take a whole GPU (FGD's model).
+	d := Demand{{Share: 500, Weight: 1, MilliCPU: 1000}, {GPUs: 1, Weight: 1, MilliCPU: 1000}}
+	room := func(gpus int64, partial ...int64) Room {
+		return Room{GPUs: gpus, Partial: partial, MilliCPU: 64000, Memory: 1 << 40}
+	}
+	tests := []struct {
+		free Room
+		want float64
+	}{
+		{room(2), 0},                         // both kinds fit, nothing partly used
+		{room(1, 300), (0.3 + 0.3) / 2},      // 0.3 is under the share, and no whole GPU
+		{room(1, 600), (0 + 0.6) / 2},        // the share fits in 0.6; a whole GPU does not
+		{room(0, 600), (0 + 0.6) / 2},        // whole-GPU tasks do not fit: all 0.6 stranded for them
+		{room(0, 300, 200), (0.5 + 0.5) / 2}, // nothing fits: all 0.5 stranded for both
+	}
+	for i, tc := range tests {
+		if got := Fragmentation(tc.free, d); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%d: Fragmentation(%+v) = %v, want %v", i, tc.free, got, tc.want)
+		}
+	}
+	// A 0.3 share goes best where it fills a partly used GPU, not where it breaks a
+	// whole one.
+	broken, whole := room(1, 300), room(2)
+	onBroken := Room{Partial: []int64{}, MilliCPU: 1000}            // fills the 0.3 left
+	onWhole := Room{GPUs: 1, Partial: []int64{700}, MilliCPU: 1000} // breaks a GPU
+	if a, b := FragmentationDelta(broken, onBroken, d), FragmentationDelta(whole, onWhole, d); !(a < b) {
+		t.Errorf("filling the partly used GPU (%v) should fragment less than breaking a whole one (%v)", a, b)
+	}
+}

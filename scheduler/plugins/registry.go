@@ -102,7 +102,11 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 			return networkfabric.New(ctx, obj, h, crds, gangs)
 		}),
 		app.WithPlugin(names.ResourceFragmentation, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			return resourcefragmentation.New(ctx, obj, h, crds, gangs)
+			index, err := deviceIndex.Get(h)
+			if err != nil {
+				return nil, err
+			}
+			return resourcefragmentation.New(ctx, obj, h, crds, gangs, index)
 		}),
 		app.WithPlugin(names.TenantHardware, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			index, err := deviceIndex.Get(h)

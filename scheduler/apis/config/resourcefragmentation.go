@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 )
@@ -18,6 +19,12 @@ type ResourceFragmentationArgs struct {
 	// GPUResources are the extended resources that count as GPUs; a node's GPUs are
 	// their sum.
 	GPUResources []corev1.ResourceName `json:"gpuResources,omitempty"`
+
+	// GPUDeviceClasses are the DRA DeviceClasses whose devices are GPUs (besides the
+	// classes whose extendedResourceName is one of GPUResources): a node's devices
+	// that match one are its GPUs, and a pod's ResourceClaim request for one asks for
+	// GPUs, or for a share of one (consumable capacity, partitions).
+	GPUDeviceClasses []string `json:"gpuDeviceClasses,omitempty"`
 
 	// ArrivalHalfLifeSeconds is how fast the memory of recent GPU pod arrivals fades:
 	// an arrival counts half after this long.
@@ -34,6 +41,10 @@ type ResourceFragmentationArgs struct {
 	Levels []TopologyLevel `json:"levels,omitempty"`
 }
 
+// DefaultGPUDeviceClasses are the DeviceClasses of NVIDIA's DRA driver for GPUs:
+// whole GPUs and MIG partitions.
+var DefaultGPUDeviceClasses = []string{"gpu.nvidia.com", "mig.nvidia.com"}
+
 // DefaultArrivalHalfLifeSeconds is ten minutes.
 const DefaultArrivalHalfLifeSeconds = 600
 
@@ -41,6 +52,9 @@ const DefaultArrivalHalfLifeSeconds = 600
 func SetDefaultsResourceFragmentationArgs(a *ResourceFragmentationArgs) {
 	if len(a.GPUResources) == 0 {
 		a.GPUResources = []corev1.ResourceName{"nvidia.com/gpu"}
+	}
+	if a.GPUDeviceClasses == nil {
+		a.GPUDeviceClasses = append([]string(nil), DefaultGPUDeviceClasses...)
 	}
 	if len(a.Levels) == 0 {
 		a.Levels = append([]TopologyLevel(nil), DefaultTopologyLevels...)
@@ -57,6 +71,11 @@ func SetDefaultsResourceFragmentationArgs(a *ResourceFragmentationArgs) {
 // reported under levelsPath (they come from the KubeNexusConfig's spec.topology).
 func ValidateResourceFragmentationArgs(path, levelsPath *field.Path, a *ResourceFragmentationArgs) field.ErrorList {
 	errs := validateGPUResources(path.Child("gpuResources"), a.GPUResources)
+	for i, c := range a.GPUDeviceClasses {
+		for _, msg := range validation.IsDNS1123Subdomain(c) {
+			errs = append(errs, field.Invalid(path.Child("gpuDeviceClasses").Index(i), c, "must be a DeviceClass name: "+msg))
+		}
+	}
 	errs = append(errs, validateLevels(levelsPath, a.Levels)...)
 	if h := *a.ArrivalHalfLifeSeconds; h < 1 || h > 86400 {
 		errs = append(errs, field.Invalid(path.Child("arrivalHalfLifeSeconds"), h, "must be between 1 and 86400 seconds"))

@@ -22,8 +22,10 @@ import (
 type tracker struct {
 	scheduler string
 	gpus      []corev1.ResourceName
-	halfLife  time.Duration
-	now       func() time.Time
+	// dra reads the GPU requests of pods' ResourceClaims (nil: not read).
+	dra      *draGPUs
+	halfLife time.Duration
+	now      func() time.Time
 
 	mu     sync.Mutex
 	queued map[types.UID]shape
@@ -35,18 +37,22 @@ type tracker struct {
 	decayed  time.Time
 }
 
-// shape is what a GPU pod asks for, and the GPU models it may use ("" for any; else
-// the sorted models joined by "|").
+// shape is what a GPU pod asks for — whole GPUs, or a share of one in thousandths
+// (a ResourceClaim for part of a shared or partitioned GPU) — and the GPU models it
+// may use ("" for any; else the sorted models joined by "|").
 type shape struct {
-	gpus, milliCPU, memory int64
-	models                 string
+	gpus, share, milliCPU, memory int64
+	models                        string
 }
 
-// class groups shapes: the same GPUs and GPU models, CPU in steps of 8 cores and
-// memory in steps of 64 GiB (rounded up).
+// isGPU reports whether the shape asks for a GPU or a share of one.
+func (sh shape) isGPU() bool { return sh.gpus > 0 || sh.share > 0 }
+
+// class groups shapes: the same GPUs (or share) and GPU models, CPU in steps of 8
+// cores and memory in steps of 64 GiB (rounded up).
 type class struct {
-	gpus, cpuStep, memStep int64
-	models                 string
+	gpus, share, cpuStep, memStep int64
+	models                        string
 }
 
 const (
@@ -55,7 +61,7 @@ const (
 )
 
 func classOf(sh shape) class {
-	return class{gpus: sh.gpus, cpuStep: (sh.milliCPU + cpuStep - 1) / cpuStep, memStep: (sh.memory + memStep - 1) / memStep, models: sh.models}
+	return class{gpus: sh.gpus, share: sh.share, cpuStep: (sh.milliCPU + cpuStep - 1) / cpuStep, memStep: (sh.memory + memStep - 1) / memStep, models: sh.models}
 }
 
 // sums accumulates weights and weighted CPU and memory of one class.
@@ -103,8 +109,8 @@ func (t *tracker) observe(p *corev1.Pod, added bool) {
 	if p.Spec.SchedulerName != t.scheduler {
 		return
 	}
-	sh := shapeOf(p, t.gpus)
-	if sh.gpus == 0 {
+	sh := t.shape(p)
+	if !sh.isGPU() {
 		return
 	}
 	waiting := p.Spec.NodeName == "" && !workload.Finished(p) && p.DeletionTimestamp == nil
@@ -180,7 +186,9 @@ func (t *tracker) snapshot(self types.UID) (placement.Demand, map[int64]int) {
 			s.add(sh, -1)
 		}
 		if n := int(s.weight + 0.5); n > 0 {
-			queued[c.gpus] += n
+			if c.gpus > 0 {
+				queued[c.gpus] += n
+			}
 			total[c] = s
 		}
 	}
@@ -194,9 +202,27 @@ func (t *tracker) snapshot(self types.UID) (placement.Demand, map[int64]int) {
 		if s.weight <= 0 {
 			continue
 		}
-		demand = append(demand, placement.Need{GPUs: c.gpus, Weight: s.weight, MilliCPU: int64(s.milliCPU / s.weight), Memory: int64(s.memory / s.weight), Models: splitModels(c.models)})
+		demand = append(demand, placement.Need{GPUs: c.gpus, Share: c.share, Weight: s.weight, MilliCPU: int64(s.milliCPU / s.weight), Memory: int64(s.memory / s.weight), Models: splitModels(c.models)})
 	}
 	return demand, queued
+}
+
+// shape is what the pod asks for: its GPU resources (shapeOf), else the GPUs or
+// share of one its ResourceClaims ask for (draGPUs.shape); the zero shape for a pod
+// that asks for neither.
+func (t *tracker) shape(pod *corev1.Pod) shape {
+	sh := shapeOf(pod, t.gpus)
+	if sh.gpus > 0 || t.dra == nil || len(pod.Spec.ResourceClaims) == 0 {
+		return sh
+	}
+	reqs := t.dra.requests(pod)
+	if len(reqs) == 0 {
+		return sh
+	}
+	sh = cpuShapeOf(pod)
+	sh.models = modelsKey(workload.RequiredGPUModels(pod))
+	sh.gpus, sh.share = t.dra.shape(reqs)
+	return sh
 }
 
 // modelsKey is the key of a pod's allowed GPU models (workload.RequiredGPUModels):

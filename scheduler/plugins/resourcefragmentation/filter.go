@@ -63,7 +63,7 @@ func (k *keeping) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 		if n := ni.Node(); n == nil || n.Spec.Unschedulable {
 			continue
 		}
-		free := k.room(ni, held).GPUs
+		free := k.room(ni, held, nil).GPUs
 		for size := range larger {
 			if free >= size {
 				hosts[size]++
@@ -84,7 +84,7 @@ func (k *keeping) Filter(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni
 	if s == nil {
 		return nil
 	}
-	size := placement.BrokenSize(k.room(ni, s.held).GPUs, s.req, s.queued, s.hosts)
+	size := placement.BrokenSize(k.room(ni, s.held, nil).GPUs, s.req, s.queued, s.hosts)
 	if size == 0 {
 		return nil
 	}

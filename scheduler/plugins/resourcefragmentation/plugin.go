@@ -33,11 +33,13 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/kube-nexus/kubenexus/api/hardware"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/devices"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
@@ -63,6 +65,9 @@ type Plugin struct {
 	demand *tracker
 	// gangs gives what ResourceReservations hold (nil in unit tests).
 	gangs *gangview.Registry
+	// dra reads GPUs published as DRA devices and pods' claims for them (nil in
+	// unit tests).
+	dra *draGPUs
 }
 
 var (
@@ -75,12 +80,13 @@ var (
 
 // New builds the plugin; it follows the profile's pods through the scheduler's
 // shared informer to know the queued GPU demand.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, gangs *gangview.Registry) (fwk.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, gangs *gangview.Registry, index *devices.Index) (fwk.Plugin, error) {
 	args, err := config.DecodeResourceFragmentationArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	t := newTracker(h.ProfileName(), args.GPUResources, *args.ArrivalHalfLifeSeconds)
+	t.dra = newDRAGPUs(index, h, args.GPUDeviceClasses, args.GPUResources)
 	informers := h.SharedInformerFactory().Core().V1()
 	if _, err := informers.Pods().Informer().AddEventHandler(t.handler()); err != nil {
 		return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
@@ -94,7 +100,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	// them.
 	serve(&gangCollector{nodes: informers.Nodes().Lister(), pods: informers.Pods().Lister(),
 		tiers: cache.HardwareTiers, levels: levels, gpus: args.GPUResources})
-	pl := &Plugin{nodes: h.SnapshotSharedLister().NodeInfos(), gpus: args.GPUResources, demand: t, gangs: gangs}
+	pl := &Plugin{nodes: h.SnapshotSharedLister().NodeInfos(), gpus: args.GPUResources, demand: t, gangs: gangs, dra: t.dra}
 	if *args.KeepHostsForQueued {
 		return &keeping{pl}, nil
 	}
@@ -119,7 +125,7 @@ func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint,
 // take a hint, from a ranking made moments before by an identical pod against the
 // same demand, stale only in what that pod's own placement moved.
 func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	if shapeOf(pod, pl.gpus).gpus > 0 {
+	if pl.demand.shape(pod).isGPU() {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "pods that ask for GPUs are scored against the fleet's free GPUs and are not signable")
 	}
 	if !pl.demand.empty() {
@@ -129,7 +135,15 @@ func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragmen
 }
 
 type stateData struct {
-	req    placement.Room
+	req placement.Room
+	// cpuOnly: the pod asks for no GPU (it is scored by the GPUs its CPU and memory
+	// leave unbacked).
+	cpuOnly bool
+	// claims are the pod's ResourceClaim requests for GPU devices, tried on each
+	// node's cards (nil: its GPUs, if any, are extended resources); dra is the
+	// cycle's view of the GPUs published through DRA (nil: none are).
+	claims []hardware.GPURequest
+	dra    *draCycle
 	demand placement.Demand
 	queued map[int64]int
 	hosts  map[int64]int
@@ -155,23 +169,36 @@ func (s *stateData) Clone() fwk.StateData { return s }
 // filters, and for each shape of the demand its hosts over the fleet: O(nodes ×
 // shapes), once per GPU pod (and per CPU pod while GPU pods are expected).
 func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
-	sh := shapeOf(pod, pl.gpus)
+	sh := pl.demand.shape(pod)
 	held := pl.heldFor(pod)
-	if sh.gpus == 0 {
+	if !sh.isGPU() && pl.demand.empty() {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	var dc *draCycle
+	if pl.dra != nil {
+		var err error
+		if dc, err = pl.dra.cycle(); err != nil {
+			return fwk.AsStatus(fmt.Errorf("%s: reading allocated devices: %w", Name, err))
+		}
+	}
+	s := &stateData{dra: dc, held: held, cpuOnly: !sh.isGPU()}
+	if s.cpuOnly {
 		// A pod that asks for no GPU still takes CPU and memory that GPU tasks need
 		// beside their GPUs: it is scored while GPU pods are expected and one of its
 		// nodes has GPUs free, and skipped otherwise.
-		if pl.demand.empty() || !pl.anyFreeGPUs(nodes, held) {
+		if !pl.anyFreeGPUs(nodes, held, dc) {
 			return fwk.NewStatus(fwk.Skip)
 		}
 		sh = cpuShapeOf(pod)
+	} else if pl.dra != nil && shapeOf(pod, pl.gpus).gpus == 0 {
+		s.claims = pl.dra.requests(pod)
 	}
-	req := placement.Room{GPUs: sh.gpus, MilliCPU: sh.milliCPU, Memory: sh.memory}
+	s.req = placement.Room{GPUs: sh.gpus, MilliCPU: sh.milliCPU, Memory: sh.memory}
 	demand, queued := pl.demand.snapshot(pod.UID)
 	hosts := map[int64]int{}
 	cliqueNodes, cliqueBusy := map[string]int{}, map[string]bool{}
 	for _, ni := range nodes {
-		free := pl.room(ni, held).GPUs
+		free := pl.room(ni, held, dc).GPUs
 		for k := range queued {
 			if free >= k {
 				hosts[k]++
@@ -179,13 +206,13 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 		}
 		if c := ni.Node().Labels[v1alpha1.LabelGPUClique]; c != "" {
 			cliqueNodes[c]++
-			if free < pl.capacity(ni) {
+			if free < pl.capacity(ni, dc) {
 				cliqueBusy[c] = true
 			}
 		}
 	}
-	s := &stateData{req: req, demand: demand, queued: queued, hosts: hosts, freeCliques: map[string]bool{}, held: held,
-		scarcity: placement.NewScarcity(pl.rooms(nodes, held), demand)}
+	s.demand, s.queued, s.hosts, s.freeCliques = demand, queued, hosts, map[string]bool{}
+	s.scarcity = placement.NewScarcity(pl.rooms(nodes, held, dc), demand)
 	for c, n := range cliqueNodes {
 		if n > 1 && !cliqueBusy[c] {
 			s.freeCliques[c] = true
@@ -200,9 +227,9 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 }
 
 // anyFreeGPUs reports whether one of the nodes has a GPU free.
-func (pl *Plugin) anyFreeGPUs(nodes []fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64) bool {
+func (pl *Plugin) anyFreeGPUs(nodes []fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64, dc *draCycle) bool {
 	for _, ni := range nodes {
-		if pl.capacity(ni) > 0 && pl.room(ni, held).GPUs > 0 {
+		if pl.capacity(ni, dc) > 0 && pl.room(ni, held, dc).FreeGPUs() > 0 {
 			return true
 		}
 	}
@@ -225,7 +252,7 @@ func (pl *Plugin) heldFor(pod *corev1.Pod) func(fwk.NodeInfo) map[corev1.Resourc
 // rooms is the free room of every schedulable node of the snapshot (of the feasible
 // nodes when the plugin has no lister): a shape's hosts are counted over the fleet,
 // not over the nodes this pod may use.
-func (pl *Plugin) rooms(feasible []fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64) []placement.Room {
+func (pl *Plugin) rooms(feasible []fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64, dc *draCycle) []placement.Room {
 	nodes := feasible
 	if pl.nodes != nil {
 		if all, err := pl.nodes.List(); err == nil {
@@ -237,7 +264,7 @@ func (pl *Plugin) rooms(feasible []fwk.NodeInfo, held func(fwk.NodeInfo) map[cor
 		if n := ni.Node(); n == nil || n.Spec.Unschedulable {
 			continue
 		}
-		rooms = append(rooms, pl.room(ni, held))
+		rooms = append(rooms, pl.room(ni, held, dc))
 	}
 	return rooms
 }
@@ -251,18 +278,29 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni 
 	if s == nil {
 		return 0, fwk.AsStatus(cyclestate.ErrMissing)
 	}
-	free := pl.room(ni, s.held)
-	if free.GPUs < s.req.GPUs {
-		return -breakPenalty - 1<<20, nil // does not fit (Filter has already said so): the bottom of the lower band
+	const misfit = -breakPenalty - 1<<20 // does not fit (Filter has already said so): the bottom of the lower band
+	free := pl.room(ni, s.held, s.dra)
+	req := s.req
+	if s.claims != nil {
+		g := s.dra.cards(ni.Node().Name)
+		if g == nil {
+			return misfit, nil
+		}
+		var ok bool
+		if req, ok = placeOn(g, s.claims, free, s.req.MilliCPU, s.req.Memory); !ok {
+			return misfit, nil
+		}
+	} else if free.GPUs < req.GPUs {
+		return misfit, nil
 	}
-	cost := placement.FragmentationDelta(free, s.req, s.demand) + s.scarcity.Lost(free, s.req)
-	if s.req.GPUs == 0 {
+	cost := placement.FragmentationDelta(free, req, s.demand) + s.scarcity.Lost(free, req)
+	if s.cpuOnly {
 		// No GPU taken: what counts is the CPU and memory it takes from GPUs.
-		cost += placement.UnbackedDelta(free, s.req, s.backCPU, s.backMemory)
+		cost += placement.UnbackedDelta(free, req, s.backCPU, s.backMemory)
 		return -int64(math.Round(cost * 1000)), nil
 	}
-	score := -int64(math.Round((cost + s.scarcity.Claimed(free, s.req)) * 1000))
-	if placement.Breaks(free.GPUs, s.req.GPUs, s.queued, s.hosts) || s.breaksClique(ni, s.req.GPUs, pl.capacity(ni)) {
+	score := -int64(math.Round((cost + s.scarcity.Claimed(free, req)) * 1000))
+	if placement.Breaks(free.GPUs, req.GPUs, s.queued, s.hosts) || s.breaksClique(ni, req.GPUs, pl.capacity(ni, s.dra)) {
 		score -= breakPenalty
 	}
 	return score, nil
@@ -317,8 +355,11 @@ func (s *stateData) breaksClique(ni fwk.NodeInfo, req, capacity int64) bool {
 }
 
 // capacity is the node's allocatable GPUs (DRA devices that back a GPU resource
-// included).
-func (pl *Plugin) capacity(ni fwk.NodeInfo) int64 {
+// included), its cards when its GPUs are DRA devices (cardsOf).
+func (pl *Plugin) capacity(ni fwk.NodeInfo, dc *draCycle) int64 {
+	if g := pl.cardsOf(ni, dc); g != nil {
+		return int64(len(g.Cards))
+	}
 	var n int64
 	for _, name := range pl.gpus {
 		n += nodefree.Allocatable(ni, name)
@@ -329,19 +370,43 @@ func (pl *Plugin) capacity(ni fwk.NodeInfo) int64 {
 // room is the node's free whole GPUs (over every resource that counts as one), CPU
 // and memory, less what held (nil: nothing) says reservations of other owners hold,
 // and the model of its GPUs (GPU Feature Discovery's nvidia.com/gpu.product label).
-func (pl *Plugin) room(ni fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64) placement.Room {
+func (pl *Plugin) room(ni fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64, dc *draCycle) placement.Room {
 	var h map[corev1.ResourceName]int64
 	if held != nil {
 		h = held(ni)
 	}
 	r := placement.Room{MilliCPU: nodefree.Of(ni, corev1.ResourceCPU) - h[corev1.ResourceCPU], Memory: (nodefree.Of(ni, corev1.ResourceMemory) - h[corev1.ResourceMemory]) / 1000,
 		Model: ni.Node().Labels[v1alpha1.LabelGPUProduct]}
+	if g := pl.cardsOf(ni, dc); g != nil {
+		r.GPUs, r.Partial = cardRoom(g)
+		for _, name := range pl.gpus {
+			r.GPUs -= h[name] / 1000
+		}
+		r.GPUs = max(r.GPUs, 0)
+		return r
+	}
 	for _, name := range pl.gpus {
 		if f := nodefree.Of(ni, name) - h[name]; f > 0 {
 			r.GPUs += f / 1000
 		}
 	}
 	return r
+}
+
+// cardsOf returns the node's GPUs when they are DRA devices of a GPU class and its
+// allocatable has none of the GPU resources (device-plugin GPUs are read from the
+// snapshot's requests); nil otherwise.
+func (pl *Plugin) cardsOf(ni fwk.NodeInfo, dc *draCycle) *hardware.GPUs {
+	if dc == nil {
+		return nil
+	}
+	scalar := ni.GetAllocatable().GetScalarResources()
+	for _, name := range pl.gpus {
+		if scalar[name] > 0 {
+			return nil
+		}
+	}
+	return dc.cards(ni.Node().Name)
 }
 
 // shapeOf is what the pod asks for: GPUs (over every resource that counts as one),

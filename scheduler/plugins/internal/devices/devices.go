@@ -135,6 +135,22 @@ func (x *Index) OnChange(f func()) {
 // OnNode returns the devices published for node (slices with spec.nodeName).
 func (x *Index) OnNode(node string) []Device { return x.snapshot().byNode[node] }
 
+// Published is the devices of every node, the pools' shared counters and the
+// DeviceClasses as of one version of the slices and classes; read-only.
+type Published struct {
+	// Version changes with every change of a slice or class.
+	Version  int64
+	ByNode   map[string][]Device
+	Counters hardware.Counters
+	Classes  []*resourceapi.DeviceClass
+}
+
+// Published returns what the slices and classes publish now.
+func (x *Index) Published() Published {
+	sn := x.snapshot()
+	return Published{Version: sn.version, ByNode: sn.byNode, Counters: sn.counters, Classes: sn.classes}
+}
+
 // Counters returns the shared counters of every pool (partitionable devices).
 func (x *Index) Counters() hardware.Counters { return x.snapshot().counters }
 

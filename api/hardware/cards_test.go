@@ -1,0 +1,110 @@
+package hardware
+
+import (
+	"context"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+)
+
+// allocated is an Allocation from device names.
+type allocated struct {
+	whole    map[string]bool
+	consumed map[string]map[string]int64
+}
+
+func (a allocated) Allocated(d *Device) bool            { return a.whole[d.Name] }
+func (a allocated) Consumed(d *Device) map[string]int64 { return a.consumed[d.Name] }
+
+func devicesOf(slices []*resourceapi.ResourceSlice) ([]Device, Counters) {
+	var devs []Device
+	counters := Counters{}
+	for _, s := range slices {
+		CountersOf(s, counters)
+		devs = append(devs, DevicesOf(s)...)
+	}
+	return devs, counters
+}
+
+func all(devs []Device) []bool {
+	out := make([]bool, len(devs))
+	for i := range out {
+		out[i] = true
+	}
+	return out
+}
+
+func frees(g *GPUs) []int64 {
+	out := make([]int64, len(g.Cards))
+	for i := range g.Cards {
+		out[i] = g.Cards[i].Free()
+	}
+	return out
+}
+
+func TestPartitionsTakeTheSplitCardsCountersFirstFit(t *testing.T) {
+	devs, counters := devicesOf(partitionedNode("n1"))
+	// card-0's half-a is allocated: card-0 has half its counters left.
+	g := NewGPUs(devs, all(devs), counters, allocated{whole: map[string]bool{"card-0-half-a": true}})
+	if got := frees(g); len(got) != 2 || got[0] != 500 || got[1] != 1000 {
+		t.Fatalf("card frees = %v, want [500 1000]", got)
+	}
+	half := GPURequest{Selectors: []string{`device.attributes["gpu.example.com"].profile == "half"`}, Count: 1}
+	after := g.Clone()
+	if !after.Take(context.Background(), half) {
+		t.Fatal("a half should fit")
+	}
+	// The allocator's first fit: card-0's half-b, in the node's device order.
+	if got := frees(after); got[0] != 0 || got[1] != 1000 {
+		t.Fatalf("after a half: card frees = %v, want [0 1000]", got)
+	}
+	if got := frees(g); got[0] != 500 {
+		t.Fatalf("Take changed the original: %v", got)
+	}
+	whole := GPURequest{Selectors: []string{`device.attributes["gpu.example.com"].profile == "full"`}, Count: 2}
+	if after.Clone().Take(context.Background(), whole) {
+		t.Fatal("two whole cards should not fit beside a split one")
+	}
+	if s, ok := g.Reference(context.Background(), half); !ok || s != 500 {
+		t.Fatalf("a half's share = %d, %v; want 500", s, ok)
+	}
+}
+
+func TestSharedDeviceConsumesRoundedCapacity(t *testing.T) {
+	slice := &resourceapi.ResourceSlice{Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", Pool: resourceapi.ResourcePool{Name: "n1"}, NodeName: ptr.To("n1"),
+		Devices: []resourceapi.Device{{Name: "gpu-0", AllowMultipleAllocations: ptr.To(true), Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+			"memory": {Value: resource.MustParse("80Gi"), RequestPolicy: &resourceapi.CapacityRequestPolicy{
+				Default: ptr.To(resource.MustParse("10Gi")), ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: ptr.To(resource.MustParse("10Gi")), Step: ptr.To(resource.MustParse("10Gi"))}}},
+		}}}}}
+	devs, counters := devicesOf([]*resourceapi.ResourceSlice{slice})
+	gi := func(n int64) int64 { return n << 30 * 1000 }
+	g := NewGPUs(devs, all(devs), counters, allocated{consumed: map[string]map[string]int64{"gpu-0": {"gpu.example.com/memory": gi(40)}}})
+	if got := frees(g); got[0] != 500 {
+		t.Fatalf("free = %v, want [500]", got)
+	}
+	ask := func(q string) GPURequest {
+		return GPURequest{Count: 1, Capacity: map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse(q)}}
+	}
+	// 15Gi rounds up to 20Gi: 40 + 20 of 80.
+	after := g.Clone()
+	if !after.Take(context.Background(), ask("15Gi")) || frees(after)[0] != 250 {
+		t.Fatalf("after 15Gi: %v, want [250]", frees(after))
+	}
+	// 35Gi rounds up to 40Gi: fits exactly; 41Gi rounds to 50Gi and does not.
+	if !g.Clone().Take(context.Background(), ask("35Gi")) {
+		t.Fatal("35Gi should fit the 40Gi left")
+	}
+	if g.Clone().Take(context.Background(), ask("41Gi")) {
+		t.Fatal("41Gi (50Gi with the step) should not fit the 40Gi left")
+	}
+	// No amount: the policy's default.
+	if s, ok := g.Reference(context.Background(), GPURequest{Count: 1}); !ok || s != 125 {
+		t.Fatalf("default share = %d, %v; want 125", s, ok)
+	}
+	// A capacity the device does not publish.
+	if g.Clone().Take(context.Background(), GPURequest{Count: 1, Capacity: map[resourceapi.QualifiedName]resource.Quantity{"cores": resource.MustParse("1")}}) {
+		t.Fatal("a request for a capacity the device lacks should not fit")
+	}
+}

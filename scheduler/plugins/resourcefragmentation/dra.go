@@ -1,0 +1,355 @@
+package resourcefragmentation
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	"k8s.io/dynamic-resource-allocation/structured"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/kube-nexus/kubenexus/api/hardware"
+	"github.com/kube-nexus/kubenexus/scheduler/placement"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/devices"
+)
+
+// GPUs published through DRA. A node whose allocatable has none of the GPU
+// resources but whose ResourceSlices publish devices of a GPU DeviceClass has those
+// devices as its GPUs, grouped into cards (hardware.GPUs): a card nothing uses is a
+// whole free GPU, one partly used (a shared device some allocations consume, a card
+// some partitions draw on) a free share. A pod whose ResourceClaims ask for devices
+// of a GPU class is placed by trying its requests on each node's cards as the DRA
+// allocator would (the first devices with room, in the node's order), so its score
+// counts the share it actually leaves. Its shape in the demand is its share of the
+// first card it matches: a task that shares a GPU when that is under a whole card.
+type draGPUs struct {
+	index     *devices.Index
+	claims    fwk.ResourceClaimTracker
+	templates resourcelisters.ResourceClaimTemplateLister
+	// named are the GPU classes by name (args); resources the GPU resources, whose
+	// backing classes are GPU classes too.
+	named     map[string]bool
+	resources []corev1.ResourceName
+
+	mu sync.Mutex
+	// at is what the index published when gpu, classes and refs were computed.
+	at devices.Published
+	// classes are the selectors of each GPU class, by name.
+	classes map[string][]string
+	// gpu marks, per node, its devices that match a GPU class; nodes without any are
+	// left out.
+	gpu map[string][]bool
+	// refs memoises each request's share of its reference card (requestKey).
+	refs map[string]int64
+}
+
+func newDRAGPUs(index *devices.Index, h fwk.Handle, named []string, resources []corev1.ResourceName) *draGPUs {
+	d := &draGPUs{index: index, named: map[string]bool{}, resources: resources,
+		templates: h.SharedInformerFactory().Resource().V1().ResourceClaimTemplates().Lister()}
+	if dra := h.SharedDRAManager(); dra != nil {
+		d.claims = dra.ResourceClaims()
+	}
+	for _, c := range named {
+		d.named[c] = true
+	}
+	return d
+}
+
+// current brings the GPU classes and the nodes' GPU devices up to the index's
+// version and returns them (callers must not change them).
+func (d *draGPUs) current() (devices.Published, map[string][]string, map[string][]bool) {
+	p := d.index.Published()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.gpu != nil && d.at.Version == p.Version {
+		return d.at, d.classes, d.gpu
+	}
+	classes := map[string][]string{}
+	for _, c := range p.Classes {
+		gpu := d.named[c.Name]
+		if r := c.Spec.ExtendedResourceName; r != nil && slices.Contains(d.resources, corev1.ResourceName(*r)) {
+			gpu = true
+		}
+		if !gpu {
+			continue
+		}
+		sel := []string{}
+		for _, s := range c.Spec.Selectors {
+			if s.CEL != nil {
+				sel = append(sel, s.CEL.Expression)
+			}
+		}
+		classes[c.Name] = sel
+	}
+	gpu := map[string][]bool{}
+	if len(classes) > 0 {
+		ctx := context.Background()
+		for node, devs := range p.ByNode {
+			flags := make([]bool, len(devs))
+			any := false
+			for i := range devs {
+				for _, sel := range classes {
+					if hardware.MatchesSelectors(ctx, sel, &devs[i]) {
+						flags[i], any = true, true
+						break
+					}
+				}
+			}
+			if any {
+				gpu[node] = flags
+			}
+		}
+	}
+	d.at, d.classes, d.gpu, d.refs = p, classes, gpu, map[string]int64{}
+	return p, classes, gpu
+}
+
+// present reports whether some node publishes GPUs as DRA devices.
+func (d *draGPUs) present() bool {
+	_, _, gpu := d.current()
+	return len(gpu) > 0
+}
+
+// requests returns the requests of the pod's ResourceClaims for GPU devices (nil:
+// none), read from each claim, or from its template while the claim is not made
+// yet. A claim already allocated is left out: its devices are chosen. A request
+// that asks for all devices of a class, and the alternatives of a request after the
+// first (prioritized lists), are not modelled.
+func (d *draGPUs) requests(pod *corev1.Pod) []hardware.GPURequest {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return nil
+	}
+	_, classes, _ := d.current()
+	if len(classes) == 0 {
+		return nil
+	}
+	var out []hardware.GPURequest
+	for _, pc := range pod.Spec.ResourceClaims {
+		spec := d.claimSpec(pod, pc)
+		if spec == nil {
+			continue
+		}
+		for _, r := range spec.Requests {
+			var exact *resourceapi.ExactDeviceRequest
+			switch {
+			case r.Exactly != nil:
+				exact = r.Exactly
+			case len(r.FirstAvailable) > 0:
+				s := r.FirstAvailable[0]
+				exact = &resourceapi.ExactDeviceRequest{DeviceClassName: s.DeviceClassName, Selectors: s.Selectors,
+					AllocationMode: s.AllocationMode, Count: s.Count, Capacity: s.Capacity}
+			}
+			if exact == nil || exact.AllocationMode == resourceapi.DeviceAllocationModeAll {
+				continue
+			}
+			sel, ok := classes[exact.DeviceClassName]
+			if !ok {
+				continue
+			}
+			req := hardware.GPURequest{Selectors: append([]string(nil), sel...), Count: max(exact.Count, 1)}
+			for _, s := range exact.Selectors {
+				if s.CEL != nil {
+					req.Selectors = append(req.Selectors, s.CEL.Expression)
+				}
+			}
+			if exact.Capacity != nil {
+				req.Capacity = exact.Capacity.Requests
+			}
+			out = append(out, req)
+		}
+	}
+	return out
+}
+
+// claimSpec is the spec of one of the pod's claims: the claim's, or its template's
+// while the claim is not made; nil when neither is found or the claim is allocated.
+func (d *draGPUs) claimSpec(pod *corev1.Pod, pc corev1.PodResourceClaim) *resourceapi.DeviceClaim {
+	name := ""
+	if pc.ResourceClaimName != nil {
+		name = *pc.ResourceClaimName
+	}
+	for _, st := range pod.Status.ResourceClaimStatuses {
+		if st.Name == pc.Name && st.ResourceClaimName != nil {
+			name = *st.ResourceClaimName
+		}
+	}
+	if name != "" && d.claims != nil {
+		if c, err := d.claims.Get(pod.Namespace, name); err == nil {
+			if c.Status.Allocation != nil {
+				return nil
+			}
+			return &c.Spec.Devices
+		}
+	}
+	if pc.ResourceClaimTemplateName != nil {
+		if t, err := d.templates.ResourceClaimTemplates(pod.Namespace).Get(*pc.ResourceClaimTemplateName); err == nil {
+			return &t.Spec.Spec.Devices
+		}
+	}
+	return nil
+}
+
+// shape is the GPUs the requests take: a share of one GPU (thousandths) when they
+// ask for one device that is under a whole card on the first node whose devices
+// match (nodes by name), else whole GPUs, one per device.
+func (d *draGPUs) shape(reqs []hardware.GPURequest) (gpus, share int64) {
+	for _, r := range reqs {
+		gpus += r.Count
+	}
+	if len(reqs) != 1 || reqs[0].Count != 1 {
+		return gpus, 0
+	}
+	if s := d.reference(reqs[0]); s > 0 && s < 1000 {
+		return 0, s
+	}
+	return gpus, 0
+}
+
+// reference is the request's share of the first card it matches (nodes by name), 0
+// when it matches none.
+func (d *draGPUs) reference(r hardware.GPURequest) int64 {
+	p, _, gpu := d.current()
+	key := requestKey(r)
+	d.mu.Lock()
+	s, ok := d.refs[key]
+	d.mu.Unlock()
+	if ok {
+		return s
+	}
+	nodes := make([]string, 0, len(gpu))
+	for n := range gpu {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	for _, n := range nodes {
+		g := hardware.NewGPUs(p.ByNode[n], gpu[n], p.Counters, nil)
+		if v, ok := g.Reference(context.Background(), r); ok {
+			s = v
+			break
+		}
+	}
+	d.mu.Lock()
+	if d.at.Version == p.Version {
+		d.refs[key] = s
+	}
+	d.mu.Unlock()
+	return s
+}
+
+// requestKey identifies a request's selectors and capacity.
+func requestKey(r hardware.GPURequest) string {
+	var b strings.Builder
+	for _, s := range r.Selectors {
+		b.WriteString(s)
+		b.WriteByte(0)
+	}
+	names := make([]string, 0, len(r.Capacity))
+	for n := range r.Capacity {
+		names = append(names, string(n))
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		q := r.Capacity[resourceapi.QualifiedName(n)]
+		b.WriteString(n + "=" + q.String() + ";")
+	}
+	return b.String()
+}
+
+// cycle is the DRA GPUs as one scheduling cycle sees them; nil when no node
+// publishes any.
+func (d *draGPUs) cycle() (*draCycle, error) {
+	p, _, gpu := d.current()
+	if len(gpu) == 0 {
+		return nil, nil
+	}
+	c := &draCycle{published: p, gpu: gpu}
+	if d.claims != nil {
+		st, err := d.claims.GatherAllocatedState()
+		if err != nil {
+			return nil, err
+		}
+		c.alloc = allocation{st}
+	}
+	return c, nil
+}
+
+// draCycle reads each node's cards once per cycle (Score runs nodes in parallel).
+type draCycle struct {
+	published devices.Published
+	gpu       map[string][]bool
+	alloc     hardware.Allocation
+	byNode    sync.Map // node name → *hardware.GPUs
+}
+
+// cards returns the node's GPUs (nil: it publishes none).
+func (c *draCycle) cards(node string) *hardware.GPUs {
+	if c == nil {
+		return nil
+	}
+	flags, ok := c.gpu[node]
+	if !ok {
+		return nil
+	}
+	if g, ok := c.byNode.Load(node); ok {
+		return g.(*hardware.GPUs)
+	}
+	g := hardware.NewGPUs(c.published.ByNode[node], flags, c.published.Counters, c.alloc)
+	c.byNode.Store(node, g)
+	return g
+}
+
+// cardRoom is the whole free cards and the free shares of the partly used ones
+// (never nil, so that Room.Less replaces the node's shares with them).
+func cardRoom(g *hardware.GPUs) (whole int64, partial []int64) {
+	partial = []int64{}
+	for i := range g.Cards {
+		switch f := g.Cards[i].Free(); {
+		case f >= 1000:
+			whole++
+		case f > 0:
+			partial = append(partial, f)
+		}
+	}
+	return whole, partial
+}
+
+// placeOn is what placing the requests on a node with cards g takes from room free
+// (placement.Room.Less): the whole cards it breaks, the shares it leaves, CPU and
+// memory; false when the node's devices cannot serve them.
+func placeOn(g *hardware.GPUs, reqs []hardware.GPURequest, free placement.Room, milliCPU, memory int64) (placement.Room, bool) {
+	after := g.Clone()
+	ctx := context.Background()
+	for _, r := range reqs {
+		if !after.Take(ctx, r) {
+			return placement.Room{}, false
+		}
+	}
+	whole, partial := cardRoom(after)
+	return placement.Room{GPUs: free.GPUs - whole, Partial: partial, MilliCPU: milliCPU, Memory: memory}, true
+}
+
+// allocation reads the scheduler's allocated state (assumed and in-flight
+// allocations included).
+type allocation struct{ s *structured.AllocatedState }
+
+func (a allocation) Allocated(d *hardware.Device) bool {
+	return a.s.AllocatedDevices.Has(devices.IDOf(d))
+}
+
+func (a allocation) Consumed(d *hardware.Device) map[string]int64 {
+	c := a.s.AggregatedCapacity[devices.IDOf(d)]
+	if len(c) == 0 {
+		return nil
+	}
+	out := make(map[string]int64, len(c))
+	for n, q := range c {
+		if q != nil {
+			out[hardware.Qualify(d.Driver, n)] += q.MilliValue()
+		}
+	}
+	return out
+}

@@ -1,0 +1,152 @@
+package scheduler_test
+
+import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
+)
+
+// The GPU DeviceClasses of these specs, named in ResourceFragmentation's
+// gpuDeviceClasses.
+const (
+	sharedGPUClass      = "shared-gpu.test.kubenexus.io"
+	partitionedGPUClass = "partitioned-gpu.test.kubenexus.io"
+)
+
+var _ = Describe("Shared GPUs through DRA", func() {
+	profile := schedulertest.CoschedulingProfile(1, 60) + fmt.Sprintf(`  - name: ResourceFragmentation
+    args:
+      gpuDeviceClasses: [%s, %s]
+`, sharedGPUClass, partitionedGPUClass)
+
+	It("puts two inference pods on one shared GPU, a third that does not fit its remaining memory elsewhere, and keeps whole GPUs for a whole-GPU gang", func() {
+		tc := newTestCluster(profile)
+		driver := "shared." + tc.ns + ".example.com"
+		tc.gpuClass(sharedGPUClass, driver)
+		tc.addNodes("share", 4, "cpu", "32", "memory", "128Gi")
+		for i := range 4 {
+			tc.sharedGPUSlice(fmt.Sprintf("%s-share-%d", tc.ns, i), driver, "80Gi")
+		}
+		// A training gang of two whole-GPU members waits for its third: queued demand
+		// for whole GPUs.
+		pg := testutil.MakePodGroup("train", tc.ns).MinMember(3).Obj()
+		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		for i := range 2 {
+			name := fmt.Sprintf("train-%d", i)
+			Expect(k8sClient.Create(suiteCtx, tc.deviceClaimPod(tc.pod(name).PodGroup("train"), name, sharedGPUClass, "", ""))).To(Succeed())
+		}
+
+		// Inference pods of 20Gi each: the first breaks a GPU, the second shares it
+		// rather than breaking another (WorkloadAware alone would spread them).
+		infer := func(name, memory string) string {
+			GinkgoHelper()
+			Expect(k8sClient.Create(suiteCtx, tc.deviceClaimPod(tc.pod(name).Label(v1alpha1.LabelWorkloadType, "inference"), name, sharedGPUClass, "", memory))).To(Succeed())
+			Eventually(tc.nodeOf(name)).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty(), tc.scheduledMessage(name))
+			return tc.nodeOf(name)()
+		}
+		shared := infer("infer-0", "20Gi")
+		Expect(infer("infer-1", "20Gi")).To(Equal(shared), "the second 20Gi pod should share the GPU the first broke")
+		Expect(tc.allocatedDevice("infer-0")).To(Equal(tc.allocatedDevice("infer-1")))
+		// 70Gi does not fit the 40Gi left on the shared GPU.
+		third := infer("infer-2", "70Gi")
+		Expect(third).NotTo(Equal(shared))
+
+		// The gang's quorum drops to two: two whole GPUs are left for it.
+		before := pg.DeepCopy()
+		pg.Spec.MinMember = 2
+		Expect(k8sClient.Patch(suiteCtx, pg, client.MergeFrom(before))).To(Succeed())
+		Eventually(tc.boundFn("train")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		Expect([]string{tc.nodeOf("train-0")(), tc.nodeOf("train-1")()}).NotTo(ContainElements(shared, third))
+	})
+
+	It("takes a partition from a GPU that is already split before a whole one", func() {
+		tc := newTestCluster(profile)
+		driver := "mig." + tc.ns + ".example.com"
+		tc.gpuClass(partitionedGPUClass, driver)
+		tc.addNodes("mig", 2, "cpu", "32", "memory", "128Gi")
+		for i := range 2 {
+			tc.partitionedCards(fmt.Sprintf("%s-mig-%d", tc.ns, i), driver, 1)
+		}
+		full := fmt.Sprintf(`device.attributes[%q].profile == "full"`, driver)
+		half := fmt.Sprintf(`device.attributes[%q].profile == "half"`, driver)
+		// A whole-card pod waits for its gang: queued demand for whole cards.
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("train", tc.ns).MinMember(2).Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, tc.deviceClaimPod(tc.pod("train-0").PodGroup("train"), "train-0", partitionedGPUClass, full, ""))).To(Succeed())
+
+		for _, name := range []string{"half-0", "half-1"} {
+			Expect(k8sClient.Create(suiteCtx, tc.deviceClaimPod(tc.pod(name), name, partitionedGPUClass, half, ""))).To(Succeed())
+			Eventually(tc.nodeOf(name)).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty(), tc.scheduledMessage(name))
+		}
+		Expect(tc.nodeOf("half-1")()).To(Equal(tc.nodeOf("half-0")()), "the second half should come from the card the first split")
+	})
+})
+
+// gpuClass creates the cluster-scoped DeviceClass name of driver's devices for the spec.
+func (tc *testCluster) gpuClass(name, driver string) {
+	GinkgoHelper()
+	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}}}}
+	Expect(k8sClient.Create(suiteCtx, class)).To(Succeed())
+	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, class))).To(Succeed()) })
+}
+
+// sharedGPUSlice publishes one GPU of memory on node that several claims can share,
+// each consuming the memory it asks for (consumable capacity).
+func (tc *testCluster) sharedGPUSlice(node, driver, memory string) {
+	GinkgoHelper()
+	slice := &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-shared"},
+		Spec: resourceapi.ResourceSliceSpec{
+			Driver: driver, Pool: resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}, NodeName: ptr.To(node),
+			Devices: []resourceapi.Device{{
+				Name:                     "gpu-0",
+				AllowMultipleAllocations: ptr.To(true),
+				Capacity:                 map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: resource.MustParse(memory)}},
+			}},
+		},
+	}
+	Expect(k8sClient.Create(suiteCtx, slice)).To(Succeed())
+	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, slice))).To(Succeed()) })
+}
+
+// deviceClaimPod creates the ResourceClaim name for one device of class (matching
+// selector unless ""; consuming memory of a shared device unless "") and returns
+// the pod w, asking 1 CPU, that uses it.
+func (tc *testCluster) deviceClaimPod(w *testutil.PodWrapper, name, class, selector, memory string) *corev1.Pod {
+	GinkgoHelper()
+	req := &resourceapi.ExactDeviceRequest{DeviceClassName: class}
+	if selector != "" {
+		req.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: selector}}}
+	}
+	if memory != "" {
+		req.Capacity = &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse(memory)}}
+	}
+	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tc.ns},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: req}}}}}
+	Expect(k8sClient.Create(suiteCtx, claim)).To(Succeed())
+	p := w.Req("cpu", "1").Obj()
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(name)}}
+	p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+	return p
+}
+
+// allocatedDevice is the device the ResourceClaim name was allocated.
+func (tc *testCluster) allocatedDevice(name string) string {
+	GinkgoHelper()
+	claim := &resourceapi.ResourceClaim{}
+	Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: name}, claim)).To(Succeed())
+	Expect(claim.Status.Allocation).NotTo(BeNil())
+	r := claim.Status.Allocation.Devices.Results[0]
+	return r.Pool + "/" + r.Device
+}
