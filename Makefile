@@ -255,7 +255,7 @@ VARIANTS ?= m10:model=0.1;m33:model=0.33;m50:model=0.5;s20m33:sharing=0.2,model=
 bench-placement-variants: ## Replay seeded variants of the default trace (VARIANTS: shares of CPU-only, GPU-sharing and model-bound tasks) through the three arms; one table under .bench-placement/.
 	hack/build-tools.sh etcd kube-apiserver kube-scheduler
 	$(GO_BUILD) -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
-	$(STATIC) go run $(STATIC_FLAGS) ./test/benchplacement -bin $(BIN) -nodes $(TRACE)/openb_node_list_all_node.csv -pods $(TRACE)/openb_pod_list_default.csv -variants '$(VARIANTS)' $(BENCH_PLACEMENT_FLAGS)
+	$(STATIC) go run $(STATIC_FLAGS) ./test/benchplacement -bin $(BIN) -nodes $(TRACE)/openb_node_list_all_node.csv -pods $(TRACE)/openb_pod_list_default.csv -whole-gpus -variants '$(VARIANTS)' $(BENCH_PLACEMENT_FLAGS)
 
 .PHONY: bench-webhook
 bench-webhook: ## Peak RSS of kubenexus-manager under 64 concurrent maximum-size AdmissionReviews (printed, not asserted).

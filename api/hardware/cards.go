@@ -127,6 +127,9 @@ func NewGPUs(devs []Device, gpu []bool, counters Counters, alloc Allocation) *GP
 	return g
 }
 
+// Len is the number of the node's devices (GPUs or not) that Take's matches indexes.
+func (g *GPUs) Len() int { return len(g.devs) }
+
 // Clone is a copy that Take can change.
 func (g *GPUs) Clone() *GPUs {
 	out := &GPUs{devs: g.devs, card: g.card, taken: append([]bool(nil), g.taken...), Cards: make([]Card, len(g.Cards))}
@@ -146,10 +149,11 @@ type GPURequest struct {
 }
 
 // Take allocates req on the cards as the DRA allocator would for a single request:
-// the first devices in the node's order that match, are not taken, and have room
-// (counters left for a partition, capacity left for a shared device), and reports
-// whether it found Count of them. It changes g.
-func (g *GPUs) Take(ctx context.Context, req GPURequest) bool {
+// the first devices in the node's order that match (matches says whether device i
+// matches req's selectors: MatchesSelectors, or a memo of it), are not taken, and
+// have room (counters left for a partition, capacity left for a shared device), and
+// reports whether it found Count of them. It changes g.
+func (g *GPUs) Take(req GPURequest, matches func(i int) bool) bool {
 	need := max(req.Count, 1)
 	for i := range g.devs {
 		if need == 0 {
@@ -162,7 +166,7 @@ func (g *GPUs) Take(ctx context.Context, req GPURequest) bool {
 		d := &g.devs[i]
 		card := &g.Cards[c]
 		use, ok := d.use(req.Capacity)
-		if !ok || !fitsIn(card, use) || !MatchesSelectors(ctx, req.Selectors, d) {
+		if !ok || !fitsIn(card, use) || !matches(i) {
 			continue
 		}
 		addMilli(card.Used, use)
@@ -178,7 +182,7 @@ func (g *GPUs) Take(ctx context.Context, req GPURequest) bool {
 // device of g it matches, in thousandths, and whether one matched: 1000 for a device
 // allocated whole; for a partition, its largest share of its card's counters; for a
 // shared device, the largest share of a capacity its allocation consumes.
-func (g *GPUs) Reference(ctx context.Context, req GPURequest) (int64, bool) {
+func (g *GPUs) Reference(req GPURequest, matches func(i int) bool) (int64, bool) {
 	for i := range g.devs {
 		c := g.card[i]
 		if c < 0 {
@@ -186,7 +190,7 @@ func (g *GPUs) Reference(ctx context.Context, req GPURequest) (int64, bool) {
 		}
 		d := &g.devs[i]
 		use, ok := d.use(req.Capacity)
-		if !ok || !MatchesSelectors(ctx, req.Selectors, d) {
+		if !ok || !matches(i) {
 			continue
 		}
 		var share int64
@@ -212,6 +216,21 @@ func (d *Device) use(capacity map[resourceapi.QualifiedName]resource.Quantity) (
 		return Consumption(d, capacity)
 	}
 	return map[string]int64{wholeDevice: 1000}, d.holds(capacity)
+}
+
+// Matcher returns whether each of g's devices matches the selectors (CEL, evaluated
+// once per device).
+func (g *GPUs) Matcher(ctx context.Context, selectors []string) func(i int) bool {
+	memo := make([]int8, len(g.devs))
+	return func(i int) bool {
+		if memo[i] == 0 {
+			memo[i] = -1
+			if MatchesSelectors(ctx, selectors, &g.devs[i]) {
+				memo[i] = 1
+			}
+		}
+		return memo[i] > 0
+	}
 }
 
 // holds reports whether a device allocated whole has at least the capacity asked for.

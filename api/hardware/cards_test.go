@@ -36,6 +36,9 @@ func all(devs []Device) []bool {
 	return out
 }
 
+// everything matches every device.
+func everything(int) bool { return true }
+
 func frees(g *GPUs) []int64 {
 	out := make([]int64, len(g.Cards))
 	for i := range g.Cards {
@@ -53,7 +56,7 @@ func TestPartitionsTakeTheSplitCardsCountersFirstFit(t *testing.T) {
 	}
 	half := GPURequest{Selectors: []string{`device.attributes["gpu.example.com"].profile == "half"`}, Count: 1}
 	after := g.Clone()
-	if !after.Take(context.Background(), half) {
+	if !after.Take(half, after.Matcher(context.Background(), half.Selectors)) {
 		t.Fatal("a half should fit")
 	}
 	// The allocator's first fit: card-0's half-b, in the node's device order.
@@ -64,10 +67,10 @@ func TestPartitionsTakeTheSplitCardsCountersFirstFit(t *testing.T) {
 		t.Fatalf("Take changed the original: %v", got)
 	}
 	whole := GPURequest{Selectors: []string{`device.attributes["gpu.example.com"].profile == "full"`}, Count: 2}
-	if after.Clone().Take(context.Background(), whole) {
+	if after.Take(whole, after.Matcher(context.Background(), whole.Selectors)) {
 		t.Fatal("two whole cards should not fit beside a split one")
 	}
-	if s, ok := g.Reference(context.Background(), half); !ok || s != 500 {
+	if s, ok := g.Reference(half, g.Matcher(context.Background(), half.Selectors)); !ok || s != 500 {
 		t.Fatalf("a half's share = %d, %v; want 500", s, ok)
 	}
 }
@@ -89,22 +92,22 @@ func TestSharedDeviceConsumesRoundedCapacity(t *testing.T) {
 	}
 	// 15Gi rounds up to 20Gi: 40 + 20 of 80.
 	after := g.Clone()
-	if !after.Take(context.Background(), ask("15Gi")) || frees(after)[0] != 250 {
+	if !after.Take(ask("15Gi"), everything) || frees(after)[0] != 250 {
 		t.Fatalf("after 15Gi: %v, want [250]", frees(after))
 	}
 	// 35Gi rounds up to 40Gi: fits exactly; 41Gi rounds to 50Gi and does not.
-	if !g.Clone().Take(context.Background(), ask("35Gi")) {
+	if !g.Clone().Take(ask("35Gi"), everything) {
 		t.Fatal("35Gi should fit the 40Gi left")
 	}
-	if g.Clone().Take(context.Background(), ask("41Gi")) {
+	if g.Clone().Take(ask("41Gi"), everything) {
 		t.Fatal("41Gi (50Gi with the step) should not fit the 40Gi left")
 	}
 	// No amount: the policy's default.
-	if s, ok := g.Reference(context.Background(), GPURequest{Count: 1}); !ok || s != 125 {
+	if s, ok := g.Reference(GPURequest{Count: 1}, everything); !ok || s != 125 {
 		t.Fatalf("default share = %d, %v; want 125", s, ok)
 	}
 	// A capacity the device does not publish.
-	if g.Clone().Take(context.Background(), GPURequest{Count: 1, Capacity: map[resourceapi.QualifiedName]resource.Quantity{"cores": resource.MustParse("1")}}) {
+	if g.Clone().Take(GPURequest{Count: 1, Capacity: map[resourceapi.QualifiedName]resource.Quantity{"cores": resource.MustParse("1")}}, everything) {
 		t.Fatal("a request for a capacity the device lacks should not fit")
 	}
 }

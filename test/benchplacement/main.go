@@ -10,9 +10,16 @@
 // Pods arrive one at a time in creation order, or file order, or shuffled with
 // -shuffle-seed (the next once the scheduler has bound
 // or refused the last; refused pods are deleted, nothing else is) until the GPUs
-// asked for reach the cluster's. A task that asks for a fraction of a GPU asks for a
-// whole one in every arm: GPU sharing is not modelled. A task's gpu_spec becomes a
-// required node affinity on nvidia.com/gpu.product.
+// asked for reach the cluster's (the trace is replayed again from its start if it
+// runs out first). GPUs are shared through DRA: every GPU node publishes its GPUs as
+// ResourceSlice devices that several claims can share (allowMultipleAllocations, a
+// "share" capacity of 1000), and every GPU task asks for its GPUs through a
+// ResourceClaim — a task of a fraction of a GPU for that share of one device (its
+// gpu_milli), a task of whole GPUs for whole devices — so that each arm allocates
+// them with kube-scheduler's own DRA allocator (consumable capacity). With
+// -whole-gpus, nodes have nvidia.com/gpu instead and a fraction asks for a whole GPU
+// (the mode before sharing was modelled). A task's gpu_spec becomes a required node
+// affinity on nvidia.com/gpu.product.
 //
 // Run it with `make bench-placement`.
 package main
@@ -23,6 +30,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -34,11 +42,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -52,11 +62,22 @@ import (
 
 const gpu corev1.ResourceName = v1alpha1.ResourceNvidiaGPU
 
+// The DRA driver, DeviceClass and capacity of the GPUs nodes publish when GPUs are
+// shared.
+const (
+	gpuDriver     = "gpu.bench.kubenexus.io"
+	shareCapacity = "share"
+)
+
 type arm struct {
 	name, binary, schedulerName, profile string
 }
 
 func arms(binDir string) []arm {
+	nexus := schedulertest.KubeNexusProfile(schedulertest.SchedulerName, 5, 300)
+	if !wholeGPUs {
+		nexus += "  - name: ResourceFragmentation\n    args:\n      gpuDeviceClasses: [" + gpuDriver + "]\n"
+	}
 	return []arm{
 		{name: "stock", binary: filepath.Join(binDir, "k8s", "kube-scheduler"), schedulerName: "default-scheduler",
 			profile: "- schedulerName: default-scheduler\n"},
@@ -70,7 +91,7 @@ func arms(binDir string) []arm {
         resources: [{name: cpu, weight: 1}, {name: memory, weight: 1}, {name: nvidia.com/gpu, weight: 1}]
 `},
 		{name: "kubenexus", binary: filepath.Join(binDir, "kubenexus-scheduler"), schedulerName: schedulertest.SchedulerName,
-			profile: schedulertest.KubeNexusProfile(schedulertest.SchedulerName, 5, 300)},
+			profile: nexus},
 	}
 }
 
@@ -86,6 +107,7 @@ type task struct {
 	cpuMilli, mib int64
 	gpus          int64 // whole GPUs asked for (a fraction counts as one)
 	fractional    bool
+	milli         int64 // a fractional task's share of one GPU (gpu_milli), 0 when unknown
 	models        []string
 	created       int64
 }
@@ -100,6 +122,7 @@ func main() {
 	variantsFlag := flag.String("variants", "", "replay variants of the trace instead of the trace itself: \"name:cpu=0.1,sharing=0.6,model=0.33;...\" "+
 		"(cpu: share of CPU-only tasks; sharing, model: shares of GPU tasks that share a GPU or require one GPU model; a key left out keeps the trace's)")
 	variantSeed := flag.Int64("variant-seed", 1, "seed of the first variant (the n-th uses seed+n-1)")
+	flag.BoolVar(&wholeGPUs, "whole-gpus", false, "give nodes nvidia.com/gpu and round a fraction of a GPU up to a whole one, as before GPU sharing was modelled (default: GPUs shared through DRA)")
 	flag.IntVar(&verbosity, "v", 1, "log verbosity of the schedulers (their logs are kept in the control plane's directory)")
 	flag.Parse()
 	variants, err := parseVariants(*variantsFlag, *variantSeed)
@@ -116,6 +139,7 @@ func main() {
 var (
 	shuffleSeed int64
 	verbosity   int
+	wholeGPUs   bool
 )
 
 func run(nodesFile, podsFile, binDir, out string, armNames []string, variants []variant) error {
@@ -169,17 +193,31 @@ func run(nodesFile, podsFile, binDir, out string, armNames []string, variants []
 		n := nodes[i]
 		w := testutil.MakeNode(n.name).Capacity("cpu", fmt.Sprintf("%dm", n.cpuMilli), "memory", fmt.Sprintf("%dMi", n.mib), "pods", "512")
 		if n.gpus > 0 {
-			w = w.Capacity("cpu", fmt.Sprintf("%dm", n.cpuMilli), "memory", fmt.Sprintf("%dMi", n.mib), "pods", "512", string(gpu), strconv.FormatInt(n.gpus, 10)).
-				Label(v1alpha1.LabelGPUProduct, n.model)
+			w = w.Label(v1alpha1.LabelGPUProduct, n.model)
+			if wholeGPUs {
+				w = w.Capacity("cpu", fmt.Sprintf("%dm", n.cpuMilli), "memory", fmt.Sprintf("%dMi", n.mib), "pods", "512", string(gpu), strconv.FormatInt(n.gpus, 10))
+			}
 		}
 		obj := w.Obj()
 		if err := c.Create(ctx, obj); err != nil {
 			return err
 		}
 		obj.Spec.Taints = nil
-		return c.Update(ctx, obj)
+		if err := c.Update(ctx, obj); err != nil {
+			return err
+		}
+		if n.gpus > 0 && !wholeGPUs {
+			return c.Create(ctx, gpuSlice(n))
+		}
+		return nil
 	}); err != nil {
 		return err
+	}
+	if !wholeGPUs {
+		if err := c.Create(ctx, &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: gpuDriver}, Spec: resourceapi.DeviceClassSpec{
+			Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", gpuDriver)}}}}}); err != nil {
+			return err
+		}
 	}
 
 	if len(variants) == 0 {
@@ -221,28 +259,32 @@ func replayArms(ctx context.Context, c client.Client, cs kubernetes.Interface, d
 	return results, nil
 }
 
-// point is the allocation after one GPU task arrived.
-type point struct{ arrived, allocated float64 } // percent of the cluster's GPUs
+// point is the allocation after one GPU task arrived: arrived demand and allocated
+// GPUs in percent of the cluster's GPUs, and the cluster's fragmented GPUs (FGD's
+// measure against the trace's task mix; -1 where not measured: once per percent of
+// demand).
+type point struct{ arrived, allocated, fragmented float64 }
 
 type result struct {
 	arm                 string
 	tasks, failed       int
 	gpuFailed           int
-	firstFailUnalloc    int64 // -1: no GPU task failed
+	firstFailUnalloc    int64 // thousandths of a GPU; -1: no GPU task failed
 	firstFail           string
 	at80, at90, at100   float64
+	frag90              float64 // fragmented GPUs at 90% demand, -1: not reached
 	largest8            int64
 	podsPerSec          float64
 	curve               []point
 	fractionalTasks     int
-	allocatedGPUsAtStop int64
+	allocatedMilliAtStop int64
 	failures            []failure
 }
 
 // failure is a refused task and the scheduler's reason.
 type failure struct {
-	task            task
-	unallocatedGPUs int64 // in the cluster when it was refused
+	task             task
+	unallocatedMilli int64 // thousandths of a GPU unallocated in the cluster when it was refused
 	message         string
 }
 
@@ -322,78 +364,104 @@ profiles:
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 
-	r := result{arm: a.name, firstFailUnalloc: -1, at80: -1, at90: -1, at100: -1}
-	used := map[string]int64{}
+	r := result{arm: a.name, firstFailUnalloc: -1, at80: -1, at90: -1, at100: -1, frag90: -1}
+	defer func() {
+		if err := releaseClaims(context.Background(), c, ns.Name); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: releasing claims: %v\n", a.name, err)
+		}
+	}()
+	usage := newUsage(nodes)
+	demand := demandOf(tasks)
+	// Demand and allocation in thousandths of a GPU.
+	total := totalGPUs * 1000
 	var arrived, allocated int64
+	nextFrag := 0.0
 	start := time.Now()
 	fmt.Printf("%s: replaying until %d GPUs are asked for\n", a.name, totalGPUs)
-	for _, t := range tasks {
-		if arrived >= totalGPUs {
-			break
-		}
-		ch := make(chan outcome, 1)
-		mu.Lock()
-		waiting[t.name] = ch
-		mu.Unlock()
-		if err := c.Create(ctx, podOf(t, ns.Name, a.schedulerName)); err != nil {
-			return result{}, fmt.Errorf("creating %s: %w", t.name, err)
-		}
-		var o outcome
-		select {
-		case o = <-ch:
-		case <-time.After(2 * time.Minute):
-			return result{}, fmt.Errorf("%s: neither bound nor refused in 2 minutes (log %s)", t.name, logFile.Name())
-		}
-		r.tasks++
-		if t.fractional {
-			r.fractionalTasks++
-		}
-		if o.failed {
-			r.failed++
-			r.failures = append(r.failures, failure{task: t, unallocatedGPUs: totalGPUs - allocated, message: o.message})
-			if t.gpus > 0 {
-				r.gpuFailed++
-				if r.firstFailUnalloc < 0 {
-					r.firstFailUnalloc = totalGPUs - allocated
-					r.firstFail = fmt.Sprintf("%s (%d GPUs, %dm CPU, %d MiB)", t.name, t.gpus, t.cpuMilli, t.mib)
+	for pass := 0; arrived < total && pass < 3; pass++ {
+		for _, t := range tasks {
+			if arrived >= total {
+				break
+			}
+			if pass > 0 {
+				t.name = fmt.Sprintf("%s-r%d", t.name, pass)
+			}
+			ch := make(chan outcome, 1)
+			mu.Lock()
+			waiting[t.name] = ch
+			mu.Unlock()
+			pod := podOf(t, ns.Name, a.schedulerName)
+			if claim := claimOf(t, ns.Name); claim != nil {
+				if err := c.Create(ctx, claim); err != nil {
+					return result{}, fmt.Errorf("creating the claim of %s: %w", t.name, err)
 				}
 			}
-			if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: t.name}}, client.GracePeriodSeconds(0)); err != nil {
-				return result{}, err
+			if err := c.Create(ctx, pod); err != nil {
+				return result{}, fmt.Errorf("creating %s: %w", t.name, err)
 			}
-		} else {
-			used[o.node] += t.gpus
-			allocated += t.gpus
-		}
-		if t.gpus == 0 {
-			continue
-		}
-		arrived += t.gpus
-		p := point{arrived: pct(arrived, totalGPUs), allocated: pct(allocated, totalGPUs)}
-		r.curve = append(r.curve, p)
-		for _, mark := range []struct {
-			at  float64
-			dst *float64
-		}{{80, &r.at80}, {90, &r.at90}, {100, &r.at100}} {
-			if *mark.dst < 0 && p.arrived >= mark.at {
-				*mark.dst = p.allocated
+			var o outcome
+			select {
+			case o = <-ch:
+			case <-time.After(2 * time.Minute):
+				return result{}, fmt.Errorf("%s: neither bound nor refused in 2 minutes (log %s)", t.name, logFile.Name())
 			}
-		}
-		if r.tasks%500 == 0 {
-			fmt.Printf("  %s: %d tasks, demand %.0f%%, allocated %.1f%%, %d failed\n", a.name, r.tasks, p.arrived, p.allocated, r.failed)
+			r.tasks++
+			if t.fractional {
+				r.fractionalTasks++
+			}
+			if o.failed {
+				r.failed++
+				r.failures = append(r.failures, failure{task: t, unallocatedMilli: total - allocated, message: o.message})
+				if t.gpus > 0 {
+					r.gpuFailed++
+					if r.firstFailUnalloc < 0 {
+						r.firstFailUnalloc = total - allocated
+						r.firstFail = fmt.Sprintf("%s (%s GPUs, %dm CPU, %d MiB)", t.name, gpusText(t.demandMilli()), t.cpuMilli, t.mib)
+					}
+				}
+				if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: t.name}}, client.GracePeriodSeconds(0)); err != nil {
+					return result{}, err
+				}
+				if err := client.IgnoreNotFound(c.Delete(ctx, &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: t.name}})); err != nil {
+					return result{}, err
+				}
+			} else {
+				if err := usage.bind(ctx, c, ns.Name, o.node, t); err != nil {
+					return result{}, err
+				}
+				allocated += t.demandMilli()
+			}
+			if t.gpus == 0 {
+				continue
+			}
+			arrived += t.demandMilli()
+			p := point{arrived: pct(arrived, total), allocated: pct(allocated, total), fragmented: -1}
+			if p.arrived >= nextFrag {
+				p.fragmented = usage.fragmented(demand)
+				nextFrag = math.Floor(p.arrived) + 1
+			}
+			r.curve = append(r.curve, p)
+			for _, mark := range []struct {
+				at  float64
+				dst *float64
+			}{{80, &r.at80}, {90, &r.at90}, {100, &r.at100}} {
+				if *mark.dst < 0 && p.arrived >= mark.at {
+					*mark.dst = p.allocated
+				}
+			}
+			if r.frag90 < 0 && p.arrived >= 90 {
+				r.frag90 = usage.fragmented(demand)
+			}
+			if r.tasks%500 == 0 {
+				fmt.Printf("  %s: %d tasks, demand %.0f%%, allocated %.1f%%, %d failed\n", a.name, r.tasks, p.arrived, p.allocated, r.failed)
+			}
 		}
 	}
 	r.podsPerSec = float64(r.tasks) / time.Since(start).Seconds()
-	r.allocatedGPUsAtStop = allocated
-	var free []placement.GPUNode
-	for _, n := range nodes {
-		if n.gpus > 0 {
-			free = append(free, placement.GPUNode{Name: n.name, Free: n.gpus - used[n.name]})
-		}
-	}
-	r.largest8, _ = placement.LargestGang(free, 8, 0)
-	fmt.Printf("%s: %d tasks (%d failed, %d of them GPU tasks); unallocated GPUs at the first GPU failure %d (%s); allocated at 100%% demand %.1f%%; %.0f pods/s\n",
-		a.name, r.tasks, r.failed, r.gpuFailed, r.firstFailUnalloc, r.firstFail, r.at100, r.podsPerSec)
+	r.allocatedMilliAtStop = allocated
+	r.largest8, _ = placement.LargestGang(usage.wholeFree(), 8, 0)
+	fmt.Printf("%s: %d tasks (%d failed, %d of them GPU tasks); unallocated GPUs at the first GPU failure %s (%s); fragmented GPUs at 90%% demand %.1f; allocated at 100%% demand %.1f%%; %.0f pods/s\n",
+		a.name, r.tasks, r.failed, r.gpuFailed, gpusText(r.firstFailUnalloc), r.firstFail, r.frag90, r.at100, r.podsPerSec)
 	return r, nil
 }
 
@@ -403,7 +471,7 @@ func podOf(t task, ns, schedulerName string) *corev1.Pod {
 		corev1.ResourceMemory: *resource.NewQuantity(t.mib<<20, resource.BinarySI),
 	}
 	lim := corev1.ResourceList{}
-	if t.gpus > 0 {
+	if t.gpus > 0 && wholeGPUs {
 		req[gpu] = *resource.NewQuantity(t.gpus, resource.DecimalSI)
 		lim[gpu] = req[gpu]
 	}
@@ -411,6 +479,10 @@ func podOf(t task, ns, schedulerName string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: ns},
 		Spec: corev1.PodSpec{SchedulerName: schedulerName, Containers: []corev1.Container{{
 			Name: "task", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}}},
+	}
+	if t.gpus > 0 && !wholeGPUs {
+		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(t.name)}}
+		p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
 	}
 	if len(t.models) > 0 {
 		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
@@ -515,7 +587,7 @@ func readTasks(path string) ([]task, error) {
 			return nil, err
 		}
 		if t.gpus > 0 && milli > 0 && milli < 1000 {
-			t.fractional = true // asks for a whole GPU: sharing is not modelled
+			t.fractional, t.milli = true, milli
 		}
 		if t.created, err = number(path, row, "creation_time"); err != nil {
 			return nil, err

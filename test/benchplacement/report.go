@@ -22,10 +22,14 @@ func write(out, nodesFile, podsFile string, totalGPUs int64, results []result) e
 		return err
 	}
 	w := csv.NewWriter(f)
-	_ = w.Write([]string{"arm", "arrived_gpu_demand_pct", "gpu_allocation_pct"})
+	_ = w.Write([]string{"arm", "arrived_gpu_demand_pct", "gpu_allocation_pct", "fragmented_gpus"})
 	for _, r := range results {
 		for _, p := range r.curve {
-			_ = w.Write([]string{r.arm, strconv.FormatFloat(p.arrived, 'f', 3, 64), strconv.FormatFloat(p.allocated, 'f', 3, 64)})
+			frag := ""
+			if p.fragmented >= 0 {
+				frag = strconv.FormatFloat(p.fragmented, 'f', 1, 64)
+			}
+			_ = w.Write([]string{r.arm, strconv.FormatFloat(p.arrived, 'f', 3, 64), strconv.FormatFloat(p.allocated, 'f', 3, 64), frag})
 		}
 	}
 	w.Flush()
@@ -48,16 +52,25 @@ func write(out, nodesFile, podsFile string, totalGPUs int64, results []result) e
 	if shuffleSeed != 0 {
 		order = fmt.Sprintf("an order shuffled with seed %d", shuffleSeed)
 	}
-	fmt.Fprintf(&b, "Nodes %s (%d GPUs), tasks %s in "+order+" until the GPUs asked for reach the cluster's; refused tasks are deleted, nothing else is. "+
-		"Tasks asking for a fraction of a GPU ask for a whole one in every arm (GPU sharing is not modelled).\n\n", nodesFile, totalGPUs, podsFile)
-	fmt.Fprintf(&b, "| arm | tasks | failed (GPU) | unallocated GPUs at first GPU failure | GPU allocation at 80 / 90 / 100%% demand | largest 8-GPU gang at the end | pods/s |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|\n")
+	mode := "Tasks asking for a fraction of a GPU ask for a whole one in every arm (-whole-gpus: GPU sharing is not modelled)."
+	if !wholeGPUs {
+		mode = "GPUs are shared through DRA: nodes publish their GPUs as shareable ResourceSlice devices, a task asks for its gpu_milli share of one " +
+			"(or for whole devices) through a ResourceClaim, and each arm allocates with kube-scheduler's DRA allocator; the trace is replayed again from its start if it runs out before the demand reaches the cluster's GPUs."
+	}
+	fmt.Fprintf(&b, "Nodes %s (%d GPUs), tasks %s in "+order+" until the GPUs asked for reach the cluster's; refused tasks are deleted, nothing else is. %s "+
+		"Fragmented GPUs: the sum over nodes of the free GPU capacity a task drawn from the trace's GPU task mix could not use there (FGD's measure, Weng et al. ATC'23).\n\n", nodesFile, totalGPUs, podsFile, mode)
+	fmt.Fprintf(&b, "| arm | tasks | failed (GPU) | unallocated GPUs at first GPU failure | fragmented GPUs at 90%% demand | GPU allocation at 80 / 90 / 100%% demand | largest 8-GPU gang at the end | pods/s |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		first := "none failed"
 		if r.firstFailUnalloc >= 0 {
-			first = fmt.Sprintf("%d (%s)", r.firstFailUnalloc, r.firstFail)
+			first = fmt.Sprintf("%s (%s)", gpusText(r.firstFailUnalloc), r.firstFail)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d (%d) | %s | %s / %s / %s | %d | %.0f |\n", r.arm, r.tasks, r.failed, r.gpuFailed, first,
+		frag := "-"
+		if r.frag90 >= 0 {
+			frag = fmt.Sprintf("%.1f", r.frag90)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d (%d) | %s | %s | %s / %s / %s | %d | %.0f |\n", r.arm, r.tasks, r.failed, r.gpuFailed, first, frag,
 			pctOrDash(r.at80), pctOrDash(r.at90), pctOrDash(r.at100), r.largest8, r.podsPerSec)
 	}
 	if len(results) > 0 {
@@ -74,10 +87,16 @@ func write(out, nodesFile, podsFile string, totalGPUs int64, results []result) e
 			nexus = &results[i]
 		}
 	}
-	if nexus != nil && nexus.firstFailUnalloc >= 0 {
+	if nexus != nil {
 		for _, other := range []*result{base, packed} {
-			if other != nil && other.firstFailUnalloc > 0 {
+			if other == nil {
+				continue
+			}
+			if nexus.firstFailUnalloc >= 0 && other.firstFailUnalloc > 0 {
 				fmt.Fprintf(&b, "\nkubenexus / %s, unallocated GPUs at first GPU failure: %.2f\n", other.arm, float64(nexus.firstFailUnalloc)/float64(other.firstFailUnalloc))
+			}
+			if nexus.frag90 >= 0 && other.frag90 > 0 {
+				fmt.Fprintf(&b, "\nkubenexus / %s, fragmented GPUs at 90%% demand: %.2f\n", other.arm, nexus.frag90/other.frag90)
 			}
 		}
 	}
@@ -134,7 +153,7 @@ func writeVariants(out string, variants []variant, all map[string][]result) erro
 		for _, r := range all[v.name] {
 			first := "none failed"
 			if r.firstFailUnalloc >= 0 {
-				first = strconv.FormatInt(r.firstFailUnalloc, 10)
+				first = gpusText(r.firstFailUnalloc)
 			}
 			fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", v, r.arm, r.tasks, r.gpuFailed, first, pctOrDash(r.at100))
 			failed[r.arm] = r.gpuFailed
@@ -167,7 +186,7 @@ func writeFailures(path string, results []result) error {
 		for _, x := range r.failures {
 			t := x.task
 			_ = w.Write([]string{r.arm, t.name, strconv.FormatInt(t.gpus, 10), strconv.FormatBool(t.fractional), strconv.FormatInt(t.cpuMilli, 10),
-				strconv.FormatInt(t.mib, 10), strings.Join(t.models, "|"), strconv.FormatInt(x.unallocatedGPUs, 10), x.message})
+				strconv.FormatInt(t.mib, 10), strings.Join(t.models, "|"), gpusText(x.unallocatedMilli), x.message})
 		}
 	}
 	w.Flush()

@@ -29,6 +29,10 @@ type tracker struct {
 
 	mu     sync.Mutex
 	queued map[types.UID]shape
+	// unresolved are pods whose ResourceClaims the scheduler's caches did not have
+	// when the pods arrived (a claim made just before its pod): their shapes are
+	// read again at the next snapshot, and they count then.
+	unresolved map[types.UID]*corev1.Pod
 	// waiting sums the queued pods per class (weight counts them).
 	waiting map[class]sums
 	// arrivals are the decayed arrival weights per class, with CPU and memory summed
@@ -75,7 +79,7 @@ func (s *sums) add(sh shape, w float64) {
 
 func newTracker(scheduler string, gpus []corev1.ResourceName, halfLifeSeconds int32) *tracker {
 	return &tracker{scheduler: scheduler, gpus: gpus, halfLife: time.Duration(halfLifeSeconds) * time.Second, now: time.Now,
-		queued: map[types.UID]shape{}, waiting: map[class]sums{}, arrivals: map[class]sums{}}
+		queued: map[types.UID]shape{}, unresolved: map[types.UID]*corev1.Pod{}, waiting: map[class]sums{}, arrivals: map[class]sums{}}
 }
 
 func (t *tracker) handler() cache.ResourceEventHandlerFuncs {
@@ -97,6 +101,7 @@ func (t *tracker) handler() cache.ResourceEventHandlerFuncs {
 			if p, ok := obj.(*corev1.Pod); ok {
 				t.mu.Lock()
 				t.unqueue(p.UID)
+				delete(t.unresolved, p.UID)
 				t.mu.Unlock()
 			}
 		},
@@ -109,13 +114,29 @@ func (t *tracker) observe(p *corev1.Pod, added bool) {
 	if p.Spec.SchedulerName != t.scheduler {
 		return
 	}
-	sh := t.shape(p)
+	sh, found := t.shapeFound(p)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.record(p, sh, found, added)
+}
+
+// record counts a pod of shape sh (callers hold mu); a pod whose claims were not
+// found waits in unresolved.
+func (t *tracker) record(p *corev1.Pod, sh shape, found, added bool) {
+	if _, was := t.unresolved[p.UID]; was {
+		delete(t.unresolved, p.UID)
+		added = true // its arrival was not counted yet
+	}
+	if !found {
+		if p.DeletionTimestamp == nil && !workload.Finished(p) {
+			t.unresolved[p.UID] = p
+		}
+		return
+	}
 	if !sh.isGPU() {
 		return
 	}
 	waiting := p.Spec.NodeName == "" && !workload.Finished(p) && p.DeletionTimestamp == nil
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.unqueue(p.UID)
 	if waiting {
 		t.queued[p.UID] = sh
@@ -178,6 +199,11 @@ func (t *tracker) decay() {
 func (t *tracker) snapshot(self types.UID) (placement.Demand, map[int64]int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	for _, p := range t.unresolved {
+		if sh, found := t.shapeFound(p); found {
+			t.record(p, sh, true, true)
+		}
+	}
 	t.decay()
 	total := map[class]sums{}
 	queued := map[int64]int{}
@@ -211,18 +237,25 @@ func (t *tracker) snapshot(self types.UID) (placement.Demand, map[int64]int) {
 // share of one its ResourceClaims ask for (draGPUs.shape); the zero shape for a pod
 // that asks for neither.
 func (t *tracker) shape(pod *corev1.Pod) shape {
+	sh, _ := t.shapeFound(pod)
+	return sh
+}
+
+// shapeFound is shape, and false when some claim of the pod is not in the
+// scheduler's caches yet.
+func (t *tracker) shapeFound(pod *corev1.Pod) (shape, bool) {
 	sh := shapeOf(pod, t.gpus)
 	if sh.gpus > 0 || t.dra == nil || len(pod.Spec.ResourceClaims) == 0 {
-		return sh
+		return sh, true
 	}
-	reqs := t.dra.requests(pod)
+	reqs, found := t.dra.requests(pod, true)
 	if len(reqs) == 0 {
-		return sh
+		return sh, found
 	}
 	sh = cpuShapeOf(pod)
 	sh.models = modelsKey(workload.RequiredGPUModels(pod))
 	sh.gpus, sh.share = t.dra.shape(reqs)
-	return sh
+	return sh, true
 }
 
 // modelsKey is the key of a pod's allowed GPU models (workload.RequiredGPUModels):

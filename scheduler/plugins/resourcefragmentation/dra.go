@@ -45,6 +45,9 @@ type draGPUs struct {
 	gpu map[string][]bool
 	// refs memoises each request's share of its reference card (requestKey).
 	refs map[string]int64
+	// matches memoises, per request's selectors and node, which of the node's
+	// devices match them.
+	matches map[string]map[string][]bool
 }
 
 func newDRAGPUs(index *devices.Index, h fwk.Handle, named []string, resources []corev1.ResourceName) *draGPUs {
@@ -104,7 +107,7 @@ func (d *draGPUs) current() (devices.Published, map[string][]string, map[string]
 			}
 		}
 	}
-	d.at, d.classes, d.gpu, d.refs = p, classes, gpu, map[string]int64{}
+	d.at, d.classes, d.gpu, d.refs, d.matches = p, classes, gpu, map[string]int64{}, map[string]map[string][]bool{}
 	return p, classes, gpu
 }
 
@@ -116,20 +119,23 @@ func (d *draGPUs) present() bool {
 
 // requests returns the requests of the pod's ResourceClaims for GPU devices (nil:
 // none), read from each claim, or from its template while the claim is not made
-// yet. A claim already allocated is left out: its devices are chosen. A request
-// that asks for all devices of a class, and the alternatives of a request after the
-// first (prioritized lists), are not modelled.
-func (d *draGPUs) requests(pod *corev1.Pod) []hardware.GPURequest {
+// yet; found is false when a claim is neither in the scheduler's cache nor made
+// from a template it has (yet). A claim already allocated is left out unless
+// allocated is set: its devices are chosen. A request that asks for all devices of
+// a class, and the alternatives of a request after the first (prioritized lists),
+// are not modelled.
+func (d *draGPUs) requests(pod *corev1.Pod, allocated bool) (out []hardware.GPURequest, found bool) {
 	if len(pod.Spec.ResourceClaims) == 0 {
-		return nil
+		return nil, true
 	}
 	_, classes, _ := d.current()
 	if len(classes) == 0 {
-		return nil
+		return nil, true
 	}
-	var out []hardware.GPURequest
+	found = true
 	for _, pc := range pod.Spec.ResourceClaims {
-		spec := d.claimSpec(pod, pc)
+		spec, ok := d.claimSpec(pod, pc, allocated)
+		found = found && ok
 		if spec == nil {
 			continue
 		}
@@ -162,12 +168,13 @@ func (d *draGPUs) requests(pod *corev1.Pod) []hardware.GPURequest {
 			out = append(out, req)
 		}
 	}
-	return out
+	return out, found
 }
 
 // claimSpec is the spec of one of the pod's claims: the claim's, or its template's
-// while the claim is not made; nil when neither is found or the claim is allocated.
-func (d *draGPUs) claimSpec(pod *corev1.Pod, pc corev1.PodResourceClaim) *resourceapi.DeviceClaim {
+// while the claim is not made; nil when the claim is allocated (unless allocated is
+// set) or neither is found (found false).
+func (d *draGPUs) claimSpec(pod *corev1.Pod, pc corev1.PodResourceClaim, allocated bool) (spec *resourceapi.DeviceClaim, found bool) {
 	name := ""
 	if pc.ResourceClaimName != nil {
 		name = *pc.ResourceClaimName
@@ -179,18 +186,18 @@ func (d *draGPUs) claimSpec(pod *corev1.Pod, pc corev1.PodResourceClaim) *resour
 	}
 	if name != "" && d.claims != nil {
 		if c, err := d.claims.Get(pod.Namespace, name); err == nil {
-			if c.Status.Allocation != nil {
-				return nil
+			if c.Status.Allocation != nil && !allocated {
+				return nil, true
 			}
-			return &c.Spec.Devices
+			return &c.Spec.Devices, true
 		}
 	}
 	if pc.ResourceClaimTemplateName != nil {
 		if t, err := d.templates.ResourceClaimTemplates(pod.Namespace).Get(*pc.ResourceClaimTemplateName); err == nil {
-			return &t.Spec.Spec.Devices
+			return &t.Spec.Spec.Devices, true
 		}
 	}
-	return nil
+	return nil, false
 }
 
 // shape is the GPUs the requests take: a share of one GPU (thousandths) when they
@@ -227,7 +234,7 @@ func (d *draGPUs) reference(r hardware.GPURequest) int64 {
 	slices.Sort(nodes)
 	for _, n := range nodes {
 		g := hardware.NewGPUs(p.ByNode[n], gpu[n], p.Counters, nil)
-		if v, ok := g.Reference(context.Background(), r); ok {
+		if v, ok := g.Reference(r, d.matcher(p.Version, n, g, r.Selectors)); ok {
 			s = v
 			break
 		}
@@ -238,6 +245,31 @@ func (d *draGPUs) reference(r hardware.GPURequest) int64 {
 	}
 	d.mu.Unlock()
 	return s
+}
+
+// matcher returns which of node's devices (g's) match selectors, evaluated once
+// per version of the index.
+func (d *draGPUs) matcher(version int64, node string, g *hardware.GPUs, selectors []string) func(i int) bool {
+	key := strings.Join(selectors, "\x00")
+	d.mu.Lock()
+	memo, ok := d.matches[key][node]
+	d.mu.Unlock()
+	if !ok {
+		m := g.Matcher(context.Background(), selectors)
+		memo = make([]bool, g.Len())
+		for i := range memo {
+			memo[i] = m(i)
+		}
+		d.mu.Lock()
+		if d.at.Version == version {
+			if d.matches[key] == nil {
+				d.matches[key] = map[string][]bool{}
+			}
+			d.matches[key][node] = memo
+		}
+		d.mu.Unlock()
+	}
+	return func(i int) bool { return memo[i] }
 }
 
 // requestKey identifies a request's selectors and capacity.
@@ -266,7 +298,7 @@ func (d *draGPUs) cycle() (*draCycle, error) {
 	if len(gpu) == 0 {
 		return nil, nil
 	}
-	c := &draCycle{published: p, gpu: gpu}
+	c := &draCycle{published: p, gpu: gpu, d: d}
 	if d.claims != nil {
 		st, err := d.claims.GatherAllocatedState()
 		if err != nil {
@@ -279,6 +311,7 @@ func (d *draGPUs) cycle() (*draCycle, error) {
 
 // draCycle reads each node's cards once per cycle (Score runs nodes in parallel).
 type draCycle struct {
+	d         *draGPUs
 	published devices.Published
 	gpu       map[string][]bool
 	alloc     hardware.Allocation
@@ -317,14 +350,13 @@ func cardRoom(g *hardware.GPUs) (whole int64, partial []int64) {
 	return whole, partial
 }
 
-// placeOn is what placing the requests on a node with cards g takes from room free
+// placeOn is what placing the requests on node, with cards g, takes from room free
 // (placement.Room.Less): the whole cards it breaks, the shares it leaves, CPU and
 // memory; false when the node's devices cannot serve them.
-func placeOn(g *hardware.GPUs, reqs []hardware.GPURequest, free placement.Room, milliCPU, memory int64) (placement.Room, bool) {
+func (c *draCycle) placeOn(node string, g *hardware.GPUs, reqs []hardware.GPURequest, free placement.Room, milliCPU, memory int64) (placement.Room, bool) {
 	after := g.Clone()
-	ctx := context.Background()
 	for _, r := range reqs {
-		if !after.Take(ctx, r) {
+		if !after.Take(r, c.d.matcher(c.published.Version, node, g, r.Selectors)) {
 			return placement.Room{}, false
 		}
 	}

@@ -191,7 +191,7 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 		}
 		sh = cpuShapeOf(pod)
 	} else if pl.dra != nil && shapeOf(pod, pl.gpus).gpus == 0 {
-		s.claims = pl.dra.requests(pod)
+		s.claims, _ = pl.dra.requests(pod, false)
 	}
 	s.req = placement.Room{GPUs: sh.gpus, MilliCPU: sh.milliCPU, Memory: sh.memory}
 	demand, queued := pl.demand.snapshot(pod.UID)
@@ -287,7 +287,7 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni 
 			return misfit, nil
 		}
 		var ok bool
-		if req, ok = placeOn(g, s.claims, free, s.req.MilliCPU, s.req.Memory); !ok {
+		if req, ok = s.dra.placeOn(ni.Node().Name, g, s.claims, free, s.req.MilliCPU, s.req.Memory); !ok {
 			return misfit, nil
 		}
 	} else if free.GPUs < req.GPUs {

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kube-nexus/kubenexus/scheduler/placement"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+)
+
+// demandMilli is the GPU demand of a task in thousandths of a GPU: its share of one
+// when GPUs are shared and the trace gives it, else its whole GPUs.
+func (t task) demandMilli() int64 {
+	if t.fractional && t.milli > 0 && !wholeGPUs {
+		return t.milli
+	}
+	return t.gpus * 1000
+}
+
+// gpuSlice publishes a node's GPUs as devices that several claims can share, each
+// with a share capacity of 1000.
+func gpuSlice(n traceNode) *resourceapi.ResourceSlice {
+	s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: n.name + "-gpus"}, Spec: resourceapi.ResourceSliceSpec{
+		Driver: gpuDriver, Pool: resourceapi.ResourcePool{Name: n.name, Generation: 1, ResourceSliceCount: 1}, NodeName: ptr.To(n.name)}}
+	for i := range n.gpus {
+		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{
+			Name:                     fmt.Sprintf("gpu-%d", i),
+			AllowMultipleAllocations: ptr.To(true),
+			Capacity:                 map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{shareCapacity: {Value: *resource.NewQuantity(1000, resource.DecimalSI)}},
+		})
+	}
+	return s
+}
+
+// claimOf is the ResourceClaim of a GPU task when GPUs are shared (nil otherwise): a
+// fraction of a GPU asks for its share of one device, whole GPUs ask for whole
+// devices (a request without capacity consumes all of a shared device's).
+func claimOf(t task, ns string) *resourceapi.ResourceClaim {
+	if t.gpus == 0 || wholeGPUs {
+		return nil
+	}
+	req := &resourceapi.ExactDeviceRequest{DeviceClassName: gpuDriver, Count: t.gpus}
+	if m := t.demandMilli(); m < 1000 {
+		req.Count = 1
+		req.Capacity = &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{
+			shareCapacity: *resource.NewQuantity(m, resource.DecimalSI)}}
+	}
+	return &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: ns},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: req}}}}}
+}
+
+// releaseClaims deallocates and deletes the claims of a namespace, as
+// kube-controller-manager's resourceclaim controller would once their pods are
+// gone (it does not run here): the next arm starts with every device free.
+func releaseClaims(ctx context.Context, c client.Client, ns string) error {
+	var list resourceapi.ResourceClaimList
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	return testutil.Parallel(len(list.Items), func(i int) error {
+		claim := &list.Items[i]
+		if claim.Status.Allocation != nil || len(claim.Status.ReservedFor) > 0 {
+			claim.Status = resourceapi.ResourceClaimStatus{}
+			if err := c.Status().Update(ctx, claim); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+		}
+		if len(claim.Finalizers) > 0 {
+			claim.Finalizers = nil
+			if err := c.Update(ctx, claim); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+		}
+		return client.IgnoreNotFound(c.Delete(ctx, claim))
+	})
+}
+
+// usage is what the bound tasks use of each node: CPU, memory, and each GPU's
+// share in thousandths.
+type usage struct {
+	nodes   []traceNode
+	index   map[string]int
+	cpu     []int64
+	mib     []int64
+	devices [][]int64
+}
+
+func newUsage(nodes []traceNode) *usage {
+	u := &usage{nodes: nodes, index: map[string]int{}, cpu: make([]int64, len(nodes)), mib: make([]int64, len(nodes)), devices: make([][]int64, len(nodes))}
+	for i, n := range nodes {
+		u.index[n.name] = i
+		u.devices[i] = make([]int64, n.gpus)
+	}
+	return u
+}
+
+// bind records a task bound to node: with shared GPUs, the devices and shares its
+// claim was allocated; else its whole GPUs on the node's first free ones.
+func (u *usage) bind(ctx context.Context, c client.Client, ns, node string, t task) error {
+	i, ok := u.index[node]
+	if !ok {
+		return fmt.Errorf("%s was bound to %s, which is not a node of the trace", t.name, node)
+	}
+	u.cpu[i] += t.cpuMilli
+	u.mib[i] += t.mib
+	if t.gpus == 0 {
+		return nil
+	}
+	devs := u.devices[i]
+	if wholeGPUs {
+		left := t.gpus
+		for d := range devs {
+			if left > 0 && devs[d] == 0 {
+				devs[d], left = 1000, left-1
+			}
+		}
+		return nil
+	}
+	claim := &resourceapi.ResourceClaim{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: t.name}, claim); err != nil {
+		return err
+	}
+	if claim.Status.Allocation == nil {
+		return fmt.Errorf("%s is bound to %s but its claim is not allocated", t.name, node)
+	}
+	for _, res := range claim.Status.Allocation.Devices.Results {
+		d, err := strconv.Atoi(strings.TrimPrefix(res.Device, "gpu-"))
+		if err != nil || d < 0 || d >= len(devs) {
+			return fmt.Errorf("claim %s: device %q is not one of %s's", t.name, res.Device, node)
+		}
+		share := int64(1000)
+		if q, ok := res.ConsumedCapacity[shareCapacity]; ok {
+			share = q.Value()
+		}
+		devs[d] += share
+	}
+	return nil
+}
+
+// room is a GPU node's free room as ResourceFragmentation's measure reads it.
+func (u *usage) room(i int) placement.Room {
+	n := u.nodes[i]
+	r := placement.Room{MilliCPU: n.cpuMilli - u.cpu[i], Memory: (n.mib - u.mib[i]) << 20, Partial: []int64{}}
+	for _, used := range u.devices[i] {
+		switch {
+		case used <= 0:
+			r.GPUs++
+		case used < 1000:
+			r.Partial = append(r.Partial, 1000-used)
+		}
+	}
+	return r
+}
+
+// fragmented is the cluster's fragmented GPUs: the sum over GPU nodes of the GPUs a
+// task drawn from demand could not use there (placement.Fragmentation, FGD's
+// measure).
+func (u *usage) fragmented(demand placement.Demand) float64 {
+	var f float64
+	for i, n := range u.nodes {
+		if n.gpus > 0 {
+			f += placement.Fragmentation(u.room(i), demand)
+		}
+	}
+	return f
+}
+
+// wholeFree is each GPU node's GPUs that nothing uses.
+func (u *usage) wholeFree() []placement.GPUNode {
+	var out []placement.GPUNode
+	for i, n := range u.nodes {
+		if n.gpus > 0 {
+			out = append(out, placement.GPUNode{Name: n.name, Free: u.room(i).GPUs})
+		}
+	}
+	return out
+}
+
+// demandOf is the trace's GPU task mix, one shape per distinct task: FGD measures
+// fragmentation against the workload's own distribution.
+func demandOf(tasks []task) placement.Demand {
+	type key struct{ gpus, share, cpu, mib int64 }
+	weight := map[key]float64{}
+	for _, t := range tasks {
+		if t.gpus == 0 {
+			continue
+		}
+		k := key{gpus: t.gpus, cpu: t.cpuMilli, mib: t.mib}
+		if m := t.demandMilli(); m < 1000 {
+			k.gpus, k.share = 0, m
+		}
+		weight[k]++
+	}
+	out := make(placement.Demand, 0, len(weight))
+	for k, w := range weight {
+		out = append(out, placement.Need{GPUs: k.gpus, Share: k.share, MilliCPU: k.cpu, Memory: k.mib << 20, Weight: w})
+	}
+	return out
+}
+
+// gpusText prints thousandths of a GPU as GPUs ("-" for a negative count).
+func gpusText(milli int64) string {
+	switch {
+	case milli < 0:
+		return "-"
+	case milli%1000 == 0:
+		return strconv.FormatInt(milli/1000, 10)
+	}
+	return strconv.FormatFloat(float64(milli)/1000, 'f', 1, 64)
+}
