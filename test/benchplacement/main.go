@@ -266,26 +266,26 @@ func replayArms(ctx context.Context, c client.Client, cs kubernetes.Interface, d
 type point struct{ arrived, allocated, fragmented float64 }
 
 type result struct {
-	arm                 string
-	tasks, failed       int
-	gpuFailed           int
-	firstFailUnalloc    int64 // thousandths of a GPU; -1: no GPU task failed
-	firstFail           string
-	at80, at90, at100   float64
-	frag90              float64 // fragmented GPUs at 90% demand, -1: not reached
-	largest8            int64
-	podsPerSec          float64
-	curve               []point
-	fractionalTasks     int
+	arm                  string
+	tasks, failed        int
+	gpuFailed            int
+	firstFailUnalloc     int64 // thousandths of a GPU; -1: no GPU task failed
+	firstFail            string
+	at80, at90, at100    float64
+	frag90               float64 // fragmented GPUs at 90% demand, -1: not reached
+	largest8             int64
+	podsPerSec           float64
+	curve                []point
+	fractionalTasks      int
 	allocatedMilliAtStop int64
-	failures            []failure
+	failures             []failure
 }
 
 // failure is a refused task and the scheduler's reason.
 type failure struct {
 	task             task
 	unallocatedMilli int64 // thousandths of a GPU unallocated in the cluster when it was refused
-	message         string
+	message          string
 }
 
 func replay(ctx context.Context, c client.Client, cs kubernetes.Interface, dir, kcPath string, a arm, nodes []traceNode, tasks []task, totalGPUs int64) (result, error) {
