@@ -423,6 +423,19 @@ type ResourceFragmentationPlugin struct {
 	// +optional
 	AdditionalGPUResources []string `json:"additionalGPUResources,omitempty"`
 
+	// gpuDeviceClasses are the DRA DeviceClasses whose devices are GPUs, besides
+	// those whose extendedResourceName is a GPU resource: a node's devices that
+	// match one are its GPUs (a device several claims share, or the card
+	// partitions draw on, counts by its free share), and a pod's ResourceClaim
+	// request for one asks for GPUs or a share of one. Unset or empty: NVIDIA's
+	// gpu.nvidia.com and mig.nvidia.com.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +listType=set
+	// +optional
+	GPUDeviceClasses []string `json:"gpuDeviceClasses,omitempty"`
+
 	// arrivalHalfLifeSeconds is how fast the plugin forgets the sizes of GPU pods that
 	// arrived recently (queued pods always count): an arrival counts half after this
 	// long.

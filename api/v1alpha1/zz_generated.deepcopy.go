@@ -777,6 +777,11 @@ func (in *ResourceFragmentationPlugin) DeepCopyInto(out *ResourceFragmentationPl
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.GPUDeviceClasses != nil {
+		in, out := &in.GPUDeviceClasses, &out.GPUDeviceClasses
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.KeepHostsForQueued != nil {
 		in, out := &in.KeepHostsForQueued, &out.KeepHostsForQueued
 		*out = new(bool)

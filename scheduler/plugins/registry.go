@@ -42,6 +42,9 @@ import (
 // TenantHardware verifies the DaemonSet a pod claims as its controller; Coscheduling
 // orders gangs by their PodGroup's PriorityClass.
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
+// ResourceFragmentation reads the GPU requests of a pod's ResourceClaimTemplates
+// before its claims are made.
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaimtemplates,verbs=get;list;watch
 // Coscheduling honours Kubernetes' own PodGroups (scheduling.k8s.io/v1beta1) where
 // the API server serves them, and scheduler-plugins' and Volcano's when their CRDs
 // are installed.

@@ -125,14 +125,14 @@ func levelArgs(t *v1alpha1.TopologySpec) []schedconfig.TopologyLevel {
 	return out
 }
 
-// resourceFragmentationArgs maps the API's GPU resource names, arrival half-life and
-// topology levels (for its gauges) to the plugin's args; nil (the plugin's defaults)
+// resourceFragmentationArgs maps the API's GPU resource names, GPU DeviceClasses,
+// arrival half-life and topology levels (for its gauges) to the plugin's args; nil (the plugin's defaults)
 // when none are set.
 func resourceFragmentationArgs(r *v1alpha1.ResourceFragmentationPlugin, t *v1alpha1.TopologySpec) any {
-	if r.GPUResourceName == "" && len(r.AdditionalGPUResources) == 0 && r.ArrivalHalfLifeSeconds == 0 && len(t.Levels) == 0 && !ptr.Deref(r.KeepHostsForQueued, false) {
+	if r.GPUResourceName == "" && len(r.AdditionalGPUResources) == 0 && r.GPUDeviceClasses == nil && r.ArrivalHalfLifeSeconds == 0 && len(t.Levels) == 0 && !ptr.Deref(r.KeepHostsForQueued, false) {
 		return nil
 	}
-	a := &schedconfig.ResourceFragmentationArgs{Levels: levelArgs(t)}
+	a := &schedconfig.ResourceFragmentationArgs{Levels: levelArgs(t), GPUDeviceClasses: append([]string(nil), r.GPUDeviceClasses...)}
 	if r.GPUResourceName != "" {
 		a.GPUResources = append(a.GPUResources, corev1.ResourceName(r.GPUResourceName))
 	}

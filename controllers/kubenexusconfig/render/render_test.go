@@ -123,7 +123,7 @@ func TestRenderedProfile(t *testing.T) {
 		Scheduler: v1alpha1.SchedulerSpec{SchedulerName: "gpu-scheduler"},
 		Plugins: v1alpha1.PluginsSpec{
 			ProfileClassifier:     v1alpha1.ProfileClassifierPlugin{Enabled: ptr.To(false)},
-			ResourceFragmentation: v1alpha1.ResourceFragmentationPlugin{Enabled: ptr.To(true), Weight: 7, KeepHostsForQueued: ptr.To(true)},
+			ResourceFragmentation: v1alpha1.ResourceFragmentationPlugin{Enabled: ptr.To(true), Weight: 7, KeepHostsForQueued: ptr.To(true), GPUDeviceClasses: []string{"gpu.example.com"}},
 			NUMATopology:          v1alpha1.NUMATopologyPlugin{Enabled: ptr.To(true), Weight: 5},
 			VRAM:                  v1alpha1.VRAMPlugin{Enabled: ptr.To(false)},
 			BindingBackpressure:   v1alpha1.BindingBackpressurePlugin{MaxBindingsInFlight: ptr.To[int32](16)},
@@ -157,6 +157,9 @@ func TestRenderedProfile(t *testing.T) {
 	}
 	if !strings.Contains(fragmentationArgs, `"keepHostsForQueued":true`) {
 		t.Errorf("ResourceFragmentation args %s, want keepHostsForQueued", fragmentationArgs)
+	}
+	if !strings.Contains(fragmentationArgs, `"gpuDeviceClasses":["gpu.example.com"]`) {
+		t.Errorf("ResourceFragmentation args %s, want gpuDeviceClasses", fragmentationArgs)
 	}
 	if backpressureArgs != `{"maxBindingsInFlight":16}` {
 		t.Errorf("BindingBackpressure args %s, want maxBindingsInFlight 16", backpressureArgs)
