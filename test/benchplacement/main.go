@@ -75,9 +75,6 @@ type arm struct {
 
 func arms(binDir string) []arm {
 	nexus := schedulertest.KubeNexusProfile(schedulertest.SchedulerName, 5, 300)
-	if !wholeGPUs {
-		nexus += "  - name: ResourceFragmentation\n    args:\n      gpuDeviceClasses: [" + gpuDriver + "]\n"
-	}
 	return []arm{
 		{name: "stock", binary: filepath.Join(binDir, "k8s", "kube-scheduler"), schedulerName: "default-scheduler",
 			profile: "- schedulerName: default-scheduler\n"},
@@ -214,8 +211,13 @@ func run(nodesFile, podsFile, binDir, out string, armNames []string, variants []
 		return err
 	}
 	if !wholeGPUs {
+		// The class backs nvidia.com/gpu (extended resources backed by DRA, GA in
+		// 1.37): kubenexus's plugins that tell GPU nodes by their GPU resources
+		// (WorkloadAware keeps CPU-only pods off them) see these nodes as GPU nodes,
+		// and ResourceFragmentation takes the class's devices as GPUs.
 		if err := c.Create(ctx, &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: gpuDriver}, Spec: resourceapi.DeviceClassSpec{
-			Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", gpuDriver)}}}}}); err != nil {
+			ExtendedResourceName: ptr.To(string(gpu)),
+			Selectors:            []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", gpuDriver)}}}}}); err != nil {
 			return err
 		}
 	}
