@@ -111,12 +111,6 @@ func (d *draGPUs) current() (devices.Published, map[string][]string, map[string]
 	return p, classes, gpu
 }
 
-// present reports whether some node publishes GPUs as DRA devices.
-func (d *draGPUs) present() bool {
-	_, _, gpu := d.current()
-	return len(gpu) > 0
-}
-
 // requests returns the requests of the pod's ResourceClaims for GPU devices (nil:
 // none), read from each claim, or from its template while the claim is not made
 // yet; found is false when a claim is neither in the scheduler's cache nor made
