@@ -67,7 +67,9 @@ var _ = Describe("Shared GPUs through DRA", func() {
 		pg.Spec.MinMember = 2
 		Expect(k8sClient.Patch(suiteCtx, pg, client.MergeFrom(before))).To(Succeed())
 		Eventually(tc.boundFn("train")).WithTimeout(testutil.Timeout).Should(Equal(2))
-		Expect([]string{tc.nodeOf("train-0")(), tc.nodeOf("train-1")()}).NotTo(ContainElements(shared, third))
+		gang := []string{tc.nodeOf("train-0")(), tc.nodeOf("train-1")()}
+		Expect(gang).NotTo(ContainElement(shared))
+		Expect(gang).NotTo(ContainElement(third))
 	})
 
 	It("takes a partition from a GPU that is already split before a whole one", func() {
