@@ -111,6 +111,26 @@ func (d *draGPUs) current() (devices.Published, map[string][]string, map[string]
 	return p, classes, gpu
 }
 
+// nodesWithGPUs returns the test for a node that publishes GPU-class devices, nil
+// while none does (gangview.DRAGPUs).
+func (d *draGPUs) nodesWithGPUs() func(node string) bool {
+	_, _, gpu := d.current()
+	if len(gpu) == 0 {
+		return nil
+	}
+	return func(node string) bool {
+		_, ok := gpu[node]
+		return ok
+	}
+}
+
+// asksForGPUs reports whether the pod's ResourceClaims ask for GPU-class devices
+// (gangview.DRAGPUs).
+func (d *draGPUs) asksForGPUs(pod *corev1.Pod) bool {
+	reqs, _ := d.requests(pod, true)
+	return len(reqs) > 0
+}
+
 // requests returns the requests of the pod's ResourceClaims for GPU devices (nil:
 // none), read from each claim, or from its template while the claim is not made
 // yet; found is false when a claim is neither in the scheduler's cache nor made

@@ -87,6 +87,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	}
 	t := newTracker(h.ProfileName(), args.GPUResources, *args.ArrivalHalfLifeSeconds)
 	t.dra = newDRAGPUs(index, h, args.GPUDeviceClasses, args.GPUResources)
+	if gangs != nil {
+		// WorkloadAware tells GPU nodes and GPU pods by them too.
+		gangs.SetDRAGPUs(gangview.DRAGPUs{Nodes: t.dra.nodesWithGPUs, Pod: t.dra.asksForGPUs})
+	}
 	informers := h.SharedInformerFactory().Core().V1()
 	if _, err := informers.Pods().Informer().AddEventHandler(t.handler()); err != nil {
 		return nil, fmt.Errorf("%s: watching pods: %w", Name, err)

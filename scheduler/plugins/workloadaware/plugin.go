@@ -28,6 +28,9 @@ const stateKey fwk.StateKey = "PreScore" + Name
 // Plugin is the WorkloadAware plugin.
 type Plugin struct {
 	args *config.WorkloadAwareArgs
+	// gangs carries ResourceFragmentation's view of GPUs published through DRA
+	// (nil in unit tests).
+	gangs *gangview.Registry
 }
 
 var (
@@ -44,7 +47,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle, gangs *gangview.Re
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	pl := &Plugin{args: args}
+	pl := &Plugin{args: args, gangs: gangs}
 	if gangs != nil {
 		gangs.SetKeepOff(h.ProfileName(), pl.keepsOff)
 	}
@@ -54,20 +57,40 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle, gangs *gangview.Re
 // keepsOff returns, for a pod that asks for no accelerator, the test for an
 // accelerator node; nil for a pod that asks for one (gangview.KeepOffFunc).
 func (pl *Plugin) keepsOff(pod *corev1.Pod) func(fwk.NodeInfo) bool {
-	if pl.asksForAccelerator(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})) {
+	if pl.asksForAccelerator(pod, resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})) {
 		return nil
 	}
-	return pl.isAcceleratorNode
+	draNode := pl.draGPUs().Nodes
+	var has func(string) bool
+	if draNode != nil {
+		has = draNode()
+	}
+	return func(ni fwk.NodeInfo) bool { return pl.isAcceleratorNode(ni, has) }
 }
 
-// asksForAccelerator reports whether requests name one of the accelerator resources.
-func (pl *Plugin) asksForAccelerator(reqs corev1.ResourceList) bool {
+// asksForAccelerator reports whether requests name one of the accelerator resources,
+// or the pod's ResourceClaims ask for GPU-class DRA devices.
+func (pl *Plugin) asksForAccelerator(pod *corev1.Pod, reqs corev1.ResourceList) bool {
 	for _, r := range pl.args.AcceleratorResources {
 		if q, ok := reqs[corev1.ResourceName(r)]; ok && q.Sign() > 0 {
 			return true
 		}
 	}
+	if len(pod.Spec.ResourceClaims) > 0 {
+		if f := pl.draGPUs().Pod; f != nil {
+			return f(pod)
+		}
+	}
 	return false
+}
+
+// draGPUs is ResourceFragmentation's view of GPUs published through DRA (zero when
+// it does not run).
+func (pl *Plugin) draGPUs() gangview.DRAGPUs {
+	if pl.gangs == nil {
+		return gangview.DRAGPUs{}
+	}
+	return pl.gangs.DRAGPUs()
 }
 
 // Name returns the plugin's name.

@@ -23,9 +23,12 @@ type weighted struct {
 
 type stateData struct {
 	pack bool
-	// accelerator: the pod requests one of the accelerator resources.
+	// accelerator: the pod requests one of the accelerator resources (or GPU-class
+	// DRA devices).
 	accelerator bool
 	resources   []weighted
+	// draNode tells the nodes whose GPUs are DRA devices (nil: none are).
+	draNode func(string) bool
 }
 
 func (s *stateData) Clone() fwk.StateData { return s }
@@ -46,7 +49,10 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 		profile = workload.Classify(pod, workload.Namespace{}, "")
 	}
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	s := &stateData{pack: pl.packs(string(profile.Class)), accelerator: pl.asksForAccelerator(reqs)}
+	s := &stateData{pack: pl.packs(string(profile.Class)), accelerator: pl.asksForAccelerator(pod, reqs)}
+	if f := pl.draGPUs().Nodes; f != nil {
+		s.draNode = f()
+	}
 	for _, r := range pl.args.Resources {
 		q, ok := reqs[r.Name]
 		if !ok || q.Sign() <= 0 {
@@ -68,7 +74,7 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nod
 	if s == nil {
 		return 0, fwk.AsStatus(cyclestate.ErrMissing)
 	}
-	return pl.scoreNode(s, nodeInfo.GetAllocatable(), nodeInfo.GetRequested(), pl.isAcceleratorNode(nodeInfo)), nil
+	return pl.scoreNode(s, nodeInfo.GetAllocatable(), nodeInfo.GetRequested(), pl.isAcceleratorNode(nodeInfo, s.draNode)), nil
 }
 
 // scoreNode is the score of a node with these allocatable and requested resources
@@ -109,8 +115,12 @@ func (pl *Plugin) scoreNode(s *stateData, alloc, requested fwk.Resource, acceler
 }
 
 // isAcceleratorNode reports whether the node has one of the accelerator resources,
-// in its allocatable or as DRA devices that back it.
-func (pl *Plugin) isAcceleratorNode(ni fwk.NodeInfo) bool {
+// in its allocatable or as DRA devices that back it, or publishes GPU-class DRA
+// devices (draNode, nil: none does).
+func (pl *Plugin) isAcceleratorNode(ni fwk.NodeInfo, draNode func(string) bool) bool {
+	if draNode != nil && draNode(ni.Node().Name) {
+		return true
+	}
 	for _, r := range pl.args.AcceleratorResources {
 		if nodefree.Allocatable(ni, corev1.ResourceName(r)) > 0 {
 			return true

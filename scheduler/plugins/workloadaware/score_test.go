@@ -9,6 +9,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/snapshot"
 )
@@ -84,6 +85,36 @@ func TestScore(t *testing.T) {
 	bare := testutil.MakePod("bare", "ns").Obj()
 	if a, b := score(t, pl, bare, empty), score(t, pl, bare, busy); a != b {
 		t.Errorf("a pod without requests scored %d and %d; want the same", a, b)
+	}
+}
+
+func TestDRAGPUNodesAndPods(t *testing.T) {
+	gangs := &gangview.Registry{}
+	pl := newPlugin(t)
+	pl.gangs = gangs
+	// The node publishes its GPUs only as DRA devices (no nvidia.com/gpu).
+	draNode := nodeWith(t, []string{"cpu", "96", "memory", "1Ti"})
+	batch := testutil.MakePod("job", "ns").Label("workload.kubenexus.io/type", "batch").Req("cpu", "4", "memory", "8Gi").Obj()
+	claimPod := batch.DeepCopy()
+	claimPod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu"}}
+	if s := score(t, pl, batch, draNode); s < 50 {
+		t.Fatalf("without ResourceFragmentation's view the node is a CPU node: %d, want at least 50", s)
+	}
+	gangs.SetDRAGPUs(gangview.DRAGPUs{
+		Nodes: func() func(string) bool { return func(n string) bool { return n == draNode.Node().Name } },
+		Pod:   func(p *corev1.Pod) bool { return len(p.Spec.ResourceClaims) > 0 },
+	})
+	if s := score(t, pl, batch, draNode); s != 0 {
+		t.Errorf("a CPU-only pod on a node with DRA GPUs scored %d, want 0 (kept off)", s)
+	}
+	if s := score(t, pl, claimPod, draNode); s == 0 {
+		t.Error("a pod whose claims ask for GPUs should not be kept off a DRA GPU node")
+	}
+	if off := pl.keepsOff(batch); off == nil || !off(draNode) {
+		t.Error("keepsOff: a CPU-only pod should keep off the DRA GPU node")
+	}
+	if pl.keepsOff(claimPod) != nil {
+		t.Error("keepsOff: a pod whose claims ask for GPUs keeps off nothing")
 	}
 }
 

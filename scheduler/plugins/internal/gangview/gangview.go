@@ -73,6 +73,7 @@ type Registry struct {
 	prefs      map[string]NodePreferenceFunc
 	placed     map[string]PlacedFunc
 	keepOff    map[string]KeepOffFunc
+	draGPUs    DRAGPUs
 }
 
 // SetGate publishes profile's gang admission (Coscheduling's).
@@ -110,6 +111,29 @@ func (r *Registry) GateOf(profile string) (g Gate, ok bool) {
 	defer r.mu.RUnlock()
 	g, ok = r.gates[profile]
 	return g, ok
+}
+
+// DRAGPUs tells the nodes whose GPUs are DRA devices of a GPU DeviceClass and the
+// pods whose ResourceClaims ask for such devices (ResourceFragmentation's view, one
+// per process): Nodes returns the test for a node, nil while no node publishes
+// any.
+type DRAGPUs struct {
+	Nodes func() func(node string) bool
+	Pod   func(pod *corev1.Pod) bool
+}
+
+// SetDRAGPUs publishes the view of GPUs published through DRA.
+func (r *Registry) SetDRAGPUs(g DRAGPUs) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.draGPUs = g
+}
+
+// DRAGPUs returns the view of GPUs published through DRA (zero: none published).
+func (r *Registry) DRAGPUs() DRAGPUs {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.draGPUs
 }
 
 // SetHeld publishes the reserved capacity view (ResourceReservation's, one per
