@@ -41,16 +41,6 @@ func (c *Card) Free() int64 {
 	return free
 }
 
-// Untouched reports whether nothing of the card is used.
-func (c *Card) Untouched() bool {
-	for _, v := range c.Used {
-		if v > 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // Allocation says what allocated ResourceClaims hold of a node's devices.
 type Allocation interface {
 	// Allocated reports whether a device that is not shared is allocated.
@@ -314,9 +304,8 @@ func consumed(asked *resource.Quantity, total int64, p *resourceapi.CapacityRequ
 	return v, true
 }
 
-// MatchesSelectors reports whether the device matches every CEL selector. A selector
-// that does not compile or fails to evaluate matches nothing, as for the DRA
-// allocator.
+// MatchesSelectors reports whether the device matches every CEL selector
+// (selectorsMatch).
 func MatchesSelectors(ctx context.Context, exprs []string, d *Device) bool {
 	if len(exprs) == 0 {
 		return true
@@ -324,18 +313,7 @@ func MatchesSelectors(ctx context.Context, exprs []string, d *Device) bool {
 	if d.Spec == nil {
 		return false
 	}
-	in := cel.Device{Driver: d.Driver, AllowMultipleAllocations: d.Spec.AllowMultipleAllocations, Attributes: d.Spec.Attributes, Capacity: d.Spec.Capacity}
-	for _, expr := range exprs {
-		res := celCache.GetOrCompile(expr)
-		if res.Error != nil {
-			return false
-		}
-		ok, _, err := res.DeviceMatches(ctx, in)
-		if err != nil || !ok {
-			return false
-		}
-	}
-	return true
+	return selectorsMatch(ctx, exprs, cel.Device{Driver: d.Driver, AllowMultipleAllocations: d.Spec.AllowMultipleAllocations, Attributes: d.Spec.Attributes, Capacity: d.Spec.Capacity})
 }
 
 // fitsIn reports whether use fits in what the card has left.

@@ -289,14 +289,19 @@ func (b *Backing) Node(node string, off *Unavailable) map[corev1.ResourceName]in
 	return out
 }
 
-// matchesAll reports whether the device matches every selector of the class. A
-// selector that does not compile or fails to evaluate matches nothing, as for the
-// DRA allocator.
+// matchesAll reports whether the device matches every selector of the class.
 func matchesAll(ctx context.Context, c backingClass, d cel.Device) bool {
-	for _, expr := range c.selectors {
+	return selectorsMatch(ctx, c.selectors, d)
+}
+
+// selectorsMatch reports whether the device matches every CEL selector (compiled once
+// per expression). A selector that does not compile or fails to evaluate matches
+// nothing, as for the DRA allocator.
+func selectorsMatch(ctx context.Context, exprs []string, d cel.Device) bool {
+	for _, expr := range exprs {
 		res := celCache.GetOrCompile(expr)
 		if res.Error != nil {
-			klog.V(5).InfoS("DeviceClass selector does not compile", "deviceClass", c.name, "err", res.Error)
+			klog.V(5).InfoS("DeviceClass selector does not compile", "expression", expr, "err", res.Error)
 			return false
 		}
 		ok, _, err := res.DeviceMatches(ctx, d)
