@@ -20,11 +20,14 @@ import (
 type Level struct {
 	Name      string
 	NodeLabel string
+	// KeepWhole: the level's domains are kept whole for the gangs that need a whole
+	// one (at most one level of a list).
+	KeepWhole bool
 }
 
 // DefaultLevels are the levels when the KubeNexusConfig declares none, smallest first.
 var DefaultLevels = []Level{
-	{Name: string(v1alpha1.NetworkLevelNVLink), NodeLabel: v1alpha1.LabelGPUClique},
+	{Name: string(v1alpha1.NetworkLevelNVLink), NodeLabel: v1alpha1.LabelGPUClique, KeepWhole: true},
 	{Name: string(v1alpha1.NetworkLevelToR), NodeLabel: v1alpha1.LabelToR},
 	{Name: string(v1alpha1.NetworkLevelRack), NodeLabel: v1alpha1.LabelRack},
 	{Name: string(v1alpha1.NetworkLevelZone), NodeLabel: v1alpha1.LabelTopologyZone},
@@ -108,10 +111,41 @@ func Levels(spec []v1alpha1.TopologyLevel) []Level {
 		return DefaultLevels
 	}
 	out := make([]Level, 0, len(spec))
+	keep := make([]*bool, 0, len(spec))
 	for _, l := range spec {
 		out = append(out, Level{Name: l.Name, NodeLabel: l.NodeLabel})
+		keep = append(keep, l.KeepWhole)
 	}
+	ResolveKeepWhole(out, keep)
 	return out
+}
+
+// ResolveKeepWhole sets KeepWhole on levels from each level's keepWhole (nil:
+// unset): the first level set true is kept whole; when none is, the level read
+// from nvidia.com/gpu.clique, unless it is set false.
+func ResolveKeepWhole(levels []Level, keep []*bool) {
+	for i := range levels {
+		if keep[i] != nil && *keep[i] {
+			levels[i].KeepWhole = true
+			return
+		}
+	}
+	for i := range levels {
+		if levels[i].NodeLabel == v1alpha1.LabelGPUClique && keep[i] == nil {
+			levels[i].KeepWhole = true
+			return
+		}
+	}
+}
+
+// KeptWhole returns the index of the level kept whole, -1 when none is.
+func KeptWhole(levels []Level) int {
+	for i, l := range levels {
+		if l.KeepWhole {
+			return i
+		}
+	}
+	return -1
 }
 
 func levelByName(levels []Level, name string) int {

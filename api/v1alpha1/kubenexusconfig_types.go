@@ -606,6 +606,7 @@ type TopologySpec struct {
 	// +kubebuilder:validation:MaxItems=8
 	// +listType=map
 	// +listMapKey=name
+	// +kubebuilder:validation:XValidation:rule="self.filter(l, has(l.keepWhole) && l.keepWhole).size() <= 1",message="at most one level may set keepWhole: true"
 	// +optional
 	Levels []TopologyLevel `json:"levels,omitempty"`
 }
@@ -625,6 +626,17 @@ type TopologyLevel struct {
 	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$`
 	// +required
 	NodeLabel string `json:"nodeLabel"`
+
+	// keepWhole marks the level whose domains KubeNexus keeps whole for the gangs
+	// that need a whole one (an NVLink domain for a rack-scale job): pods that do not
+	// need a domain (pods of no gang, members of gangs that ask for no co-location)
+	// go first to nodes outside these domains, then to the fullest domain already
+	// broken, and a gang's plan prefers the domain it leaves least stranded. A
+	// domain is broken once a pod other than a DaemonSet's or a static pod runs on
+	// one of its nodes. At most one level is kept whole. Unset: the level read from
+	// nvidia.com/gpu.clique is kept whole unless another level sets keepWhole: true.
+	// +optional
+	KeepWhole *bool `json:"keepWhole,omitempty"`
 }
 
 // VolcanoSpec configures KubeNexus's Volcano compatibility.

@@ -44,6 +44,11 @@ type PlanNode struct {
 	// Last marks a node the gang takes only once the other nodes of its domain are
 	// full (a CPU-only gang on an accelerator node).
 	Last bool
+	// KeepDomain is the node's domain at the level kept whole ("": none), and
+	// KeepWhole says that no pod runs in that domain yet: a plan that claims room in
+	// a whole domain strands what it leaves there for gangs that need the domain.
+	KeepDomain string
+	KeepWhole  bool
 }
 
 // Plan is where a gang goes: the topology level and, in order of preference, the
@@ -60,6 +65,9 @@ type Plan struct {
 	// Claims are the resources the plan sets aside per node for the members not
 	// placed yet, in milli-units.
 	Claims map[string]map[corev1.ResourceName]int64
+	// Stranded is the free capacity of the gang's dominant resource the plan leaves
+	// in the domains kept whole that it breaks (whole before, not after).
+	Stranded int64
 }
 
 // Shortage says why no domain of a level holds the gang.
@@ -78,6 +86,8 @@ type Shortage struct {
 // Compute plans a gang over nodes. It looks for the lowest level, up to maxLevel,
 // with a domain that holds every member, and picks among those domains the one whose
 // claimed nodes the gang's tenant prefers most (Preference: its tier score), then the
+// one that strands least in the domains kept whole (Stranded: a plan in a domain
+// already broken strands nothing, one that fills a whole domain neither), then the
 // best fit: the one left with the least free capacity of the gang's dominant resource
 // (ties by domain name). When none does and spill is set, it takes domains of
 // maxLevel, largest first, until the gang fits (Plan.Fits false if even that does
@@ -91,6 +101,7 @@ func Compute(nodes []PlanNode, shapes []Shape, maxLevel int, spill bool) (Plan, 
 		need += s.Count
 	}
 	dominant := dominantResource(shapes)
+	wholeFree := keptWholeFree(nodes, dominant)
 	var short *Shortage
 	for level := 0; level <= maxLevel; level++ {
 		domains, anchored := group(nodes, level), anchorDomains(nodes, level)
@@ -100,7 +111,7 @@ func Compute(nodes []PlanNode, shapes []Shape, maxLevel int, spill bool) (Plan, 
 			continue
 		}
 		best := -1
-		var bestLeft, bestPref int64
+		var bestLeft, bestPref, bestStranded int64
 		var bestClaims map[string]map[corev1.ResourceName]int64
 		var bestName string
 		shortage := &Shortage{Level: level, Need: need}
@@ -126,13 +137,13 @@ func Compute(nodes []PlanNode, shapes []Shape, maxLevel int, spill bool) (Plan, 
 			if placed < need {
 				continue
 			}
-			pref := preference(d.nodes, claims)
-			if best < 0 || pref > bestPref || (pref == bestPref && (left < bestLeft || (left == bestLeft && d.name < bestName))) {
-				best, bestLeft, bestPref, bestClaims, bestName = 1, left, pref, claims, d.name
+			pref, strands := preference(d.nodes, claims), stranded(wholeFree, d.nodes, claims, dominant)
+			if best < 0 || pref > bestPref || (pref == bestPref && (strands < bestStranded || (strands == bestStranded && (left < bestLeft || (left == bestLeft && d.name < bestName))))) {
+				best, bestLeft, bestPref, bestStranded, bestClaims, bestName = 1, left, pref, strands, claims, d.name
 			}
 		}
 		if best >= 0 {
-			return Plan{Level: level, Domains: []string{bestName}, Fits: true, Placed: need, Claims: bestClaims}, nil
+			return Plan{Level: level, Domains: []string{bestName}, Fits: true, Placed: need, Claims: bestClaims, Stranded: bestStranded}, nil
 		}
 		short = shortage
 	}
@@ -273,6 +284,46 @@ func preference(nodes []*PlanNode, claims map[string]map[corev1.ResourceName]int
 		return 0
 	}
 	return sum / n
+}
+
+// keptWholeFree is the free capacity of resource per whole domain kept whole (nil:
+// no node is in one).
+func keptWholeFree(nodes []PlanNode, resource corev1.ResourceName) map[string]int64 {
+	var free map[string]int64
+	for i := range nodes {
+		if n := &nodes[i]; n.KeepWhole && n.KeepDomain != "" {
+			if free == nil {
+				free = map[string]int64{}
+			}
+			free[n.KeepDomain] += n.Free[resource]
+		}
+	}
+	return free
+}
+
+// stranded is the free capacity of resource that claims on nodes leave in the
+// domains kept whole they break: whole domains (free: keptWholeFree) where they
+// claim some room, less what they claim there.
+func stranded(free map[string]int64, nodes []*PlanNode, claims map[string]map[corev1.ResourceName]int64, resource corev1.ResourceName) int64 {
+	if free == nil {
+		return 0
+	}
+	var claimed map[string]int64
+	for _, n := range nodes {
+		c, ok := claims[n.Name]
+		if !ok || !n.KeepWhole || n.KeepDomain == "" {
+			continue
+		}
+		if claimed == nil {
+			claimed = map[string]int64{}
+		}
+		claimed[n.KeepDomain] += c[resource]
+	}
+	var left int64
+	for d, c := range claimed {
+		left += max(free[d]-c, 0)
+	}
+	return left
 }
 
 // upperBound is how many members could at most fit the domain: per shape, the sum

@@ -96,6 +96,16 @@ func TestCompute(t *testing.T) {
 			nodes: anchored(fleet(2, 4, nil), "r0-n0", "r1-n0"), shapes: []Shape{gpuMembers(1, 8)}, maxLevel: rack,
 			short: &Shortage{Level: rack, Need: 1, Spread: true},
 		},
+		"racks kept whole: the gang goes to the ToR of the rack already broken, not to an equally tight ToR of a whole rack": {
+			// Without the racks kept whole, r0-tor0 and r1-tor1 tie (both left with
+			// no free GPU) and the name picks r0-tor0, breaking rack-0.
+			nodes: keptWhole(fleet(2, 4, map[string]int64{"r1-n0": 1}), rack), shapes: []Shape{gpuMembers(2, 8)}, maxLevel: zone,
+			want: Plan{Level: tor, Domains: []string{"r1-tor1"}, Fits: true, Placed: 2}, claimsOn: []string{"r1-n2", "r1-n3"},
+		},
+		"racks kept whole: when only whole racks hold the gang, the plan strands what it leaves": {
+			nodes: keptWhole(fleet(2, 4, map[string]int64{"r1-n0": 8, "r1-n1": 8, "r1-n2": 8, "r1-n3": 8}), rack), shapes: []Shape{gpuMembers(1, 8)}, maxLevel: zone,
+			want: Plan{Level: tor, Domains: []string{"r0-tor0"}, Fits: true, Placed: 1, Stranded: 24000}, claimsOn: []string{"r0-n0"},
+		},
 		"preferred with anchors: the spill starts in the anchors' rack": {
 			nodes: anchored(fleet(3, 2, map[string]int64{"r2-n0": 8}), "r2-n0"), shapes: []Shape{gpuMembers(3, 8)}, maxLevel: rack, spill: true,
 			want:  Plan{Level: rack, Domains: []string{"rack-2", "rack-0"}, Fits: true, Placed: 3},
@@ -124,6 +134,22 @@ func TestCompute(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keptWhole marks each node's domain at level as kept whole, whole when every node
+// of it has all 8 GPUs free.
+func keptWhole(nodes []PlanNode, level int) []PlanNode {
+	broken := map[string]bool{}
+	for _, n := range nodes {
+		if n.Free[gpu] < 8000 {
+			broken[n.Domains[level]] = true
+		}
+	}
+	for i := range nodes {
+		nodes[i].KeepDomain = nodes[i].Domains[level]
+		nodes[i].KeepWhole = !broken[nodes[i].KeepDomain]
+	}
+	return nodes
 }
 
 // anchored marks the named nodes as holding placed members of the gang.

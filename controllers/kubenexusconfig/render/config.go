@@ -120,7 +120,7 @@ func networkFabricArgs(t *v1alpha1.TopologySpec) any {
 func levelArgs(t *v1alpha1.TopologySpec) []schedconfig.TopologyLevel {
 	var out []schedconfig.TopologyLevel
 	for _, l := range t.Levels {
-		out = append(out, schedconfig.TopologyLevel{Name: l.Name, NodeLabel: l.NodeLabel})
+		out = append(out, schedconfig.TopologyLevel{Name: l.Name, NodeLabel: l.NodeLabel, KeepWhole: l.KeepWhole})
 	}
 	return out
 }

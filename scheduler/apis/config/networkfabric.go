@@ -27,6 +27,10 @@ type NetworkFabricArgs struct {
 type TopologyLevel struct {
 	Name      string `json:"name"`
 	NodeLabel string `json:"nodeLabel"`
+	// KeepWhole marks the level whose domains are kept whole for gangs that need a
+	// whole one (nil: the level read from nvidia.com/gpu.clique, unless another
+	// level sets it); at most one level sets it.
+	KeepWhole *bool `json:"keepWhole,omitempty"`
 }
 
 // DefaultTopologyLevels mirror the KubeNexusConfig's default spec.topology.levels.
@@ -40,9 +44,12 @@ var DefaultTopologyLevels = []TopologyLevel{
 // Levels converts args' topology levels to the ones api/topology works with.
 func Levels(ls []TopologyLevel) []topology.Level {
 	out := make([]topology.Level, 0, len(ls))
+	keep := make([]*bool, 0, len(ls))
 	for _, l := range ls {
 		out = append(out, topology.Level{Name: l.Name, NodeLabel: l.NodeLabel})
+		keep = append(keep, l.KeepWhole)
 	}
+	topology.ResolveKeepWhole(out, keep)
 	return out
 }
 
@@ -65,6 +72,7 @@ func ValidateNetworkFabricArgs(path *field.Path, a *NetworkFabricArgs) field.Err
 func validateLevels(path *field.Path, levels []TopologyLevel) field.ErrorList {
 	var errs field.ErrorList
 	names, labels := map[string]bool{}, map[string]bool{}
+	kept := -1
 	for i, l := range levels {
 		p := path.Child("levels").Index(i)
 		if !levelName.MatchString(l.Name) || len(l.Name) > 63 {
@@ -81,6 +89,13 @@ func validateLevels(path *field.Path, levels []TopologyLevel) field.ErrorList {
 			errs = append(errs, field.Duplicate(p.Child("nodeLabel"), l.NodeLabel))
 		}
 		labels[l.NodeLabel] = true
+		if l.KeepWhole != nil && *l.KeepWhole {
+			if kept >= 0 {
+				errs = append(errs, field.Invalid(p.Child("keepWhole"), true, fmt.Sprintf("at most one level may be kept whole; levels[%d] (%s) is already", kept, levels[kept].Name)))
+			} else {
+				kept = i
+			}
+		}
 	}
 	return errs
 }

@@ -70,6 +70,14 @@ type Plugin struct {
 	// nextStart is where the next plan's window of the nodes begins.
 	nodeLabels *labelled
 	nextStart  int
+	// keep is the index of the level kept whole (-1: none); use follows which of
+	// its domains are broken (keepwhole.go).
+	keep int
+	use  nodeUse
+	// kept is the use of the domains kept whole for the planFor call under way
+	// (under mu), keptLabel their level's node label.
+	kept      map[string]domainUse
+	keptLabel string
 }
 
 var (
@@ -94,7 +102,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	levels := config.Levels(args.Levels)
-	pl := &Plugin{handle: h, levels: levels, pgs: pgs, gangs: gangs, now: time.Now, plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}
+	pl := &Plugin{handle: h, levels: levels, pgs: pgs, gangs: gangs, now: time.Now, plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{},
+		keep: topology.KeptWhole(levels)}
 	if f := h.SharedInformerFactory(); f != nil {
 		if pl.nodeLabels, err = trackLabels(f.Core().V1().Nodes().Informer(), levels); err != nil {
 			return nil, fmt.Errorf("%s: %w", Name, err)
@@ -143,13 +152,20 @@ func readState(cs fwk.CycleState) *stateData { return cyclestate.Read[*stateData
 // members in make bench) and signing them only costs time. Pods of no gang, and
 // members whose co-locate annotation says none, are signed: the latter by their
 // gang (its PodGroup, which this does not read under the queue's lock, may still
-// ask for a plan, whose members must not share a ranking with another gang's).
+// ask for a plan, whose members must not share a ranking with another gang's) —
+// unless domains are kept whole (signsKeepWhole).
 func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	m, ok, err := gang.Of(pod)
 	if err != nil || !ok {
+		if !pl.signsKeepWhole(pod) {
+			return nil, fwk.NewStatus(fwk.Unschedulable, "pods are kept off whole domains of the level kept whole, which the previous pod's placement can break")
+		}
 		return nil, nil
 	}
 	if pod.Annotations[v1alpha1.AnnotationCoLocate] == string(v1alpha1.CoLocationNone) {
+		if !pl.signsKeepWhole(pod) {
+			return nil, fwk.NewStatus(fwk.Unschedulable, "pods are kept off whole domains of the level kept whole, which the previous pod's placement can break")
+		}
 		return []fwk.SignFragment{{Key: "kubenexus.io/network-plan", Value: m.Key.String()}}, nil
 	}
 	return nil, fwk.NewStatus(fwk.Unschedulable, "gang members are placed from their gang's plan, not from the previous pod's ranking")

@@ -97,7 +97,8 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	}
 	delete(pl.plans, key)
 	pl.away = map[string]map[corev1.ResourceName]int64{}
-	defer func() { pl.away = nil }()
+	pl.kept, pl.keptLabel = pl.wholeDomains()
+	defer func() { pl.away, pl.kept = nil, nil }()
 
 	members := []*corev1.Pod{pod}
 	if view := pl.gangs.Get(pl.handle.ProfileName()); view != nil {
@@ -144,8 +145,9 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	if level, tracked := pl.nodeLabels.lowest(policy.Level); tracked && len(anchors) == 0 && len(nodes) > 0 {
 		if window, next := pl.window(nodes, level, pl.nextStart%len(nodes)); window != nil {
 			// Taken when it holds the gang in one domain of the window's level or
-			// below (any plan, where the window is of single nodes).
-			if plan, short = pl.plan(window, roles, shapes, policy, anchors); plan.Fits && (level < 0 || (plan.Level <= level && len(plan.Domains) == 1)) {
+			// below (any plan, where the window is of single nodes), and breaks no
+			// whole domain kept whole (a broken one may be outside the window).
+			if plan, short = pl.plan(window, roles, shapes, policy, anchors); plan.Fits && plan.Stranded == 0 && (level < 0 || (plan.Level <= level && len(plan.Domains) == 1)) {
 				pl.nextStart, planned, windowed = next, window, true
 			}
 		}
@@ -389,6 +391,9 @@ func withPod(pending []*corev1.Pod, pod *corev1.Pod) []*corev1.Pod {
 func (pl *Plugin) planNode(ni fwk.NodeInfo, roles []role, prefer gangview.NodePreferenceFunc, anchors sets.Set[string], lessClaims bool) placement.PlanNode {
 	node := ni.Node()
 	n := placement.PlanNode{Name: node.Name, Domains: pl.domainsOf(node), Free: nodefree.All(ni), Eligible: make([]bool, len(roles)), Anchor: anchors.Has(node.Name)}
+	if d := node.Labels[pl.keptLabel]; d != "" && pl.kept != nil {
+		n.KeepDomain, n.KeepWhole = d, pl.kept[d].whole()
+	}
 	for _, other := range pl.plans {
 		if !lessClaims {
 			break

@@ -99,6 +99,17 @@ func (l *labelled) lowest(maxLevel int) (int, bool) {
 	return -1, true
 }
 
+// carried reports whether some node carries level i's label (false when nothing
+// tracks the nodes).
+func (l *labelled) carried(i int) bool {
+	if l == nil || i < 0 {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return i < len(l.counts) && l.counts[i] > 0
+}
+
 // trackLabels follows the nodes' topology labels from inf's events.
 func trackLabels(inf toolscache.SharedIndexInformer, levels []topology.Level) (*labelled, error) {
 	l := newLabelled(levels)
