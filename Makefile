@@ -257,6 +257,12 @@ bench-placement-variants: ## Replay seeded variants of the default trace (VARIAN
 	$(GO_BUILD) -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
 	$(STATIC) go run $(STATIC_FLAGS) ./test/benchplacement -bin $(BIN) -nodes $(TRACE)/openb_node_list_all_node.csv -pods $(TRACE)/openb_pod_list_default.csv -whole-gpus -variants '$(VARIANTS)' $(BENCH_PLACEMENT_FLAGS)
 
+.PHONY: bench-placement-nvl72
+bench-placement-nvl72: ## NVLink-domain scenario: 12 domains of 18 four-GPU nodes, a stream of single-node and CPU-only pods, then domain-sized gangs; domains left whole and gangs placed in one domain per arm (~4 min).
+	hack/build-tools.sh etcd kube-apiserver kube-scheduler
+	$(GO_BUILD) -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
+	$(STATIC) go run $(STATIC_FLAGS) ./test/benchplacement -bin $(BIN) -scenario nvl72 $(BENCH_PLACEMENT_FLAGS)
+
 .PHONY: bench-webhook
 bench-webhook: ## Peak RSS of kubenexus-manager under 64 concurrent maximum-size AdmissionReviews (printed, not asserted).
 	hack/build-tools.sh etcd kube-apiserver

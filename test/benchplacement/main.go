@@ -120,8 +120,21 @@ func main() {
 		"(cpu: share of CPU-only tasks; sharing, model: shares of GPU tasks that share a GPU or require one GPU model; a key left out keeps the trace's)")
 	variantSeed := flag.Int64("variant-seed", 1, "seed of the first variant (the n-th uses seed+n-1)")
 	flag.BoolVar(&wholeGPUs, "whole-gpus", false, "give nodes nvidia.com/gpu and round a fraction of a GPU up to a whole one, as before GPU sharing was modelled (default: GPUs shared through DRA)")
+	scenario := flag.String("scenario", "", "replay a built-in scenario instead of a trace: nvl72 (12 NVLink domains of 18 four-GPU nodes, a stream of single-node and CPU-only pods, then domain-sized gangs)")
+	scenarioSeed := flag.Int64("scenario-seed", 1, "seed of the scenario's stream order")
 	flag.IntVar(&verbosity, "v", 1, "log verbosity of the schedulers (their logs are kept in the control plane's directory)")
 	flag.Parse()
+	if *scenario != "" {
+		if *scenario != "nvl72" {
+			fmt.Fprintf(os.Stderr, "bench-placement: -scenario %q: the scenarios are nvl72\n", *scenario)
+			os.Exit(2)
+		}
+		if err := runDomains(*binDir, *out, strings.Split(*armsFlag, ","), *scenarioSeed); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-placement:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	variants, err := parseVariants(*variantsFlag, *variantSeed)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench-placement:", err)
@@ -299,72 +312,16 @@ func replay(ctx context.Context, c client.Client, cs kubernetes.Interface, dir, 
 		_ = c.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(ns.Name), client.GracePeriodSeconds(0))
 	}()
 
-	// Outcomes of the pods, from an informer on the namespace.
-	type outcome struct {
-		node, message string
-		failed        bool
-	}
-	var mu sync.Mutex
-	waiting := map[string]chan outcome{}
-	notify := func(obj any) {
-		p, ok := obj.(*corev1.Pod)
-		if !ok {
-			return
-		}
-		var o outcome
-		switch {
-		case p.Spec.NodeName != "":
-			o.node = p.Spec.NodeName
-		default:
-			refused := false
-			for _, cond := range p.Status.Conditions {
-				if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
-					refused, o.message = true, cond.Message
-				}
-			}
-			if !refused {
-				return
-			}
-			o.failed = true
-		}
-		mu.Lock()
-		ch := waiting[p.Name]
-		delete(waiting, p.Name)
-		mu.Unlock()
-		if ch != nil {
-			ch <- o
-		}
-	}
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns.Name))
-	inf := factory.Core().V1().Pods().Informer()
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: notify, UpdateFunc: func(_, o any) { notify(o) }}); err != nil {
-		return result{}, err
-	}
-	stop := make(chan struct{})
-	defer close(stop)
-	factory.Start(stop)
-	factory.WaitForCacheSync(stop)
-
-	cfgPath := filepath.Join(dir, a.name+"-config.yaml")
-	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection: {leaderElect: false}
-clientConnection: {kubeconfig: %s, qps: 5000, burst: 5000}
-profiles:
-%s`, kcPath, a.profile)), 0o600); err != nil {
-		return result{}, err
-	}
-	logFile, err := os.Create(filepath.Join(dir, a.name+".log"))
+	outcomes, stop, err := watchOutcomes(cs, ns.Name)
 	if err != nil {
 		return result{}, err
 	}
-	defer logFile.Close()
-	cmd := exec.Command(a.binary, "--config="+cfgPath, "--secure-port=0", "--v="+strconv.Itoa(verbosity))
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
+	defer close(stop)
+	logPath, kill, err := startArm(dir, kcPath, a)
+	if err != nil {
 		return result{}, err
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	defer kill()
 
 	r := result{arm: a.name, firstFailUnalloc: -1, at80: -1, at90: -1, at100: -1, frag90: -1}
 	defer func() {
@@ -388,10 +345,7 @@ profiles:
 			if pass > 0 {
 				t.name = fmt.Sprintf("%s-r%d", t.name, pass)
 			}
-			ch := make(chan outcome, 1)
-			mu.Lock()
-			waiting[t.name] = ch
-			mu.Unlock()
+			ch := outcomes.expect(t.name)
 			pod := podOf(t, ns.Name, a.schedulerName)
 			if claim := claimOf(t, ns.Name); claim != nil {
 				if err := c.Create(ctx, claim); err != nil {
@@ -405,7 +359,7 @@ profiles:
 			select {
 			case o = <-ch:
 			case <-time.After(2 * time.Minute):
-				return result{}, fmt.Errorf("%s: neither bound nor refused in 2 minutes (log %s)", t.name, logFile.Name())
+				return result{}, fmt.Errorf("%s: neither bound nor refused in 2 minutes (log %s)", t.name, logPath)
 			}
 			r.tasks++
 			if t.fractional {
@@ -465,6 +419,100 @@ profiles:
 	fmt.Printf("%s: %d tasks (%d failed, %d of them GPU tasks); unallocated GPUs at the first GPU failure %s (%s); fragmented GPUs at 90%% demand %.1f; allocated at 100%% demand %.1f%%; %.0f pods/s\n",
 		a.name, r.tasks, r.failed, r.gpuFailed, gpusText(r.firstFailUnalloc), r.firstFail, r.frag90, r.at100, r.podsPerSec)
 	return r, nil
+}
+
+// outcome is where a pod went: bound to node, or refused with the scheduler's
+// message.
+type outcome struct {
+	node, message string
+	failed        bool
+}
+
+// outcomes follows the pods of one namespace and hands each expected pod's first
+// outcome to its channel.
+type outcomes struct {
+	mu      sync.Mutex
+	waiting map[string]chan outcome
+}
+
+// watchOutcomes starts an informer on the namespace's pods; close the returned
+// channel to stop it.
+func watchOutcomes(cs kubernetes.Interface, ns string) (*outcomes, chan struct{}, error) {
+	o := &outcomes{waiting: map[string]chan outcome{}}
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+	inf := factory.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: o.notify, UpdateFunc: func(_, p any) { o.notify(p) }}); err != nil {
+		return nil, nil, err
+	}
+	stop := make(chan struct{})
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+	return o, stop, nil
+}
+
+// expect returns the channel the pod's outcome will arrive on.
+func (o *outcomes) expect(name string) chan outcome {
+	ch := make(chan outcome, 1)
+	o.mu.Lock()
+	o.waiting[name] = ch
+	o.mu.Unlock()
+	return ch
+}
+
+func (o *outcomes) notify(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	var out outcome
+	switch {
+	case p.Spec.NodeName != "":
+		out.node = p.Spec.NodeName
+	default:
+		refused := false
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+				refused, out.message = true, cond.Message
+			}
+		}
+		if !refused {
+			return
+		}
+		out.failed = true
+	}
+	o.mu.Lock()
+	ch := o.waiting[p.Name]
+	delete(o.waiting, p.Name)
+	o.mu.Unlock()
+	if ch != nil {
+		ch <- out
+	}
+}
+
+// startArm runs the arm's scheduler binary against the control plane, logging to
+// <dir>/<arm>.log; kill stops it.
+func startArm(dir, kcPath string, a arm) (logPath string, kill func(), err error) {
+	cfgPath := filepath.Join(dir, a.name+"-config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {leaderElect: false}
+clientConnection: {kubeconfig: %s, qps: 5000, burst: 5000}
+profiles:
+%s`, kcPath, a.profile)), 0o600); err != nil {
+		return "", nil, err
+	}
+	logPath = filepath.Join(dir, a.name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(a.binary, "--config="+cfgPath, "--secure-port=0", "--v="+strconv.Itoa(verbosity))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return "", nil, err
+	}
+	return logPath, func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logFile.Close() }, nil
 }
 
 func podOf(t task, ns, schedulerName string) *corev1.Pod {

@@ -57,6 +57,59 @@ var _ = Describe("NetworkFabric", func() {
 		return racks, tors
 	}
 
+	It("keeps NVLink domains whole: single-node pods fill the domain they already broke, and gangs that need a whole domain find one", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		for _, d := range []string{"a", "b", "c"} {
+			tc.addLabelledNodes("nvl-"+d, 3, map[string]string{v1alpha1.LabelGPUClique: tc.ns + "-nvl-" + d},
+				"cpu", "32", "memory", "256Gi", "nvidia.com/gpu", "4")
+		}
+		domainOf := func(pod string) string {
+			GinkgoHelper()
+			p := &corev1.Pod{}
+			Eventually(func() string {
+				_ = k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: pod}, p)
+				return p.Spec.NodeName
+			}).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty(), pod+" should be bound")
+			node := &corev1.Node{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: p.Spec.NodeName}, node)).To(Succeed())
+			return node.Labels[v1alpha1.LabelGPUClique]
+		}
+		// Three CPU-only pods that each fill a node, one after another: each goes to
+		// the domain the first broke (without keeping domains whole, all three land in
+		// one domain 1 time in 28).
+		var broken string
+		for i := range 3 {
+			name := fmt.Sprintf("cpu-%d", i)
+			Expect(k8sClient.Create(suiteCtx, tc.pod(name).Req("cpu", "30", "memory", "16Gi").Obj())).To(Succeed())
+			d := domainOf(name)
+			if i == 0 {
+				broken = d
+			}
+			Expect(d).To(Equal(broken), name+" should go to the domain already broken")
+		}
+		// A single-GPU pod goes there too.
+		Expect(k8sClient.Create(suiteCtx, tc.pod("infer").Req("cpu", "1", "memory", "8Gi", "nvidia.com/gpu", "1").Limit("nvidia.com/gpu", "1").Obj())).To(Succeed())
+		Expect(domainOf("infer")).To(Equal(broken), "a single-GPU pod should go to the domain already broken")
+		// Two gangs that each need a whole domain (3 members × 4 GPUs, required in one
+		// NVLink domain) both run.
+		for _, g := range []string{"train-0", "train-1"} {
+			pg := testutil.MakePodGroup(g, tc.ns).MinMember(3).NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelNVLink).Obj()
+			Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+			for i := range 3 {
+				Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("%s-%d", g, i)).PodGroup(g).
+					Req("cpu", "8", "memory", "64Gi", "nvidia.com/gpu", "4").Limit("nvidia.com/gpu", "4").Obj())).To(Succeed())
+			}
+		}
+		for _, g := range []string{"train-0", "train-1"} {
+			Eventually(tc.boundFn(g)).WithTimeout(testutil.Timeout).Should(Equal(3), g+" should find a whole NVLink domain")
+			d := domainOf(g + "-0")
+			Expect(d).NotTo(Equal(broken))
+			for i := 1; i < 3; i++ {
+				Expect(domainOf(fmt.Sprintf("%s-%d", g, i))).To(Equal(d), g+"'s members should share one domain")
+			}
+		}
+	})
+
 	It("places a gang in one rack where one holds it, and in one ToR where one does", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		racks(tc, 2, 8)
