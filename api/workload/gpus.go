@@ -23,6 +23,21 @@ func OccupiesNode(p *corev1.Pod) bool {
 	return p.Spec.NodeName != "" && !Finished(p)
 }
 
+// NodeBound reports whether the pod runs on its node whatever a scheduler decides:
+// a DaemonSet's pod or a static (mirror) pod. Such pods break no topology domain
+// kept whole.
+func NodeBound(p *corev1.Pod) bool {
+	if _, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok {
+		return true
+	}
+	for _, o := range p.OwnerReferences {
+		if o.Controller != nil && *o.Controller && o.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}
+
 // RequestedGPUs is the pod's effective request of the named GPU resources
 // (nvidia.com/gpu when none are named) as kube-scheduler counts it: the larger of
 // its containers' sum and its largest init container, sidecars and overhead

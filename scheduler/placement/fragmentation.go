@@ -324,17 +324,7 @@ func LargestGang(nodes []GPUNode, k int64, level int) (members int64, domain str
 	if k <= 0 {
 		return 0, ""
 	}
-	per := map[string]int64{}
-	for _, n := range nodes {
-		key := ""
-		if level < len(n.Domains) {
-			key = n.Domains[level]
-			if key == "" {
-				key = n.Name // a node without the level's label is a domain of its own
-			}
-		}
-		per[key] += n.Free / k
-	}
+	per := PerDomain(nodes, k, level)
 	keys := make([]string, 0, len(per))
 	for d := range per {
 		keys = append(keys, d)
@@ -346,6 +336,24 @@ func LargestGang(nodes []GPUNode, k int64, level int) (members int64, domain str
 		}
 	}
 	return members, domain
+}
+
+// PerDomain is, per domain of the level (a node without the level's label is a
+// domain of its own, named after it; level past the nodes' levels: one domain ""),
+// how many members of k > 0 GPUs its nodes' free GPUs hold.
+func PerDomain(nodes []GPUNode, k int64, level int) map[string]int64 {
+	per := map[string]int64{}
+	for _, n := range nodes {
+		key := ""
+		if level < len(n.Domains) {
+			key = n.Domains[level]
+			if key == "" {
+				key = n.Name
+			}
+		}
+		per[key] += n.Free / k
+	}
+	return per
 }
 
 // MemberSizes are the member sizes, in GPUs, the largest-gang measure reports.

@@ -16,9 +16,9 @@ func TestNetworkFabricKeepWhole(t *testing.T) {
 		want    string // the level kept whole, "" none
 		wantErr string
 	}{
-		"defaults": {raw: ``, want: "nvlink"},
-		"the clique level, unset": {raw: `{"levels": [{"name": "nvl", "nodeLabel": "nvidia.com/gpu.clique"}, {"name": "rack", "nodeLabel": "r"}]}`, want: "nvl"},
-		"another level set": {raw: `{"levels": [{"name": "nvl", "nodeLabel": "nvidia.com/gpu.clique"}, {"name": "rack", "nodeLabel": "r", "keepWhole": true}]}`, want: "rack"},
+		"defaults":                   {raw: ``, want: "nvlink"},
+		"the clique level, unset":    {raw: `{"levels": [{"name": "nvl", "nodeLabel": "nvidia.com/gpu.clique"}, {"name": "rack", "nodeLabel": "r"}]}`, want: "nvl"},
+		"another level set":          {raw: `{"levels": [{"name": "nvl", "nodeLabel": "nvidia.com/gpu.clique"}, {"name": "rack", "nodeLabel": "r", "keepWhole": true}]}`, want: "rack"},
 		"the clique level set false": {raw: `{"levels": [{"name": "nvl", "nodeLabel": "nvidia.com/gpu.clique", "keepWhole": false}, {"name": "rack", "nodeLabel": "r"}]}`, want: ""},
 		"two set true": {raw: `{"levels": [{"name": "tor", "nodeLabel": "t", "keepWhole": true}, {"name": "rack", "nodeLabel": "r", "keepWhole": true}]}`,
 			wantErr: "levels[1].keepWhole: Invalid value: true: at most one level may be kept whole; levels[0] (tor) is already"},

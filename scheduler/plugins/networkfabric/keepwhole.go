@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/kube-nexus/kubenexus/api/workload"
 )
 
 // A topology level may be kept whole (topology.Level.KeepWhole; by default the
@@ -76,21 +78,7 @@ func (u *nodeUse) domains(nodes []fwk.NodeInfo, label string) map[string]domainU
 // the node.
 func runsPods(ni fwk.NodeInfo) bool {
 	for _, pi := range ni.GetPods() {
-		if !nodeBound(pi.GetPod()) {
-			return true
-		}
-	}
-	return false
-}
-
-// nodeBound: a DaemonSet's pod or a static (mirror) pod, which runs on its node
-// whatever the scheduler does and breaks no domain.
-func nodeBound(p *corev1.Pod) bool {
-	if _, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok {
-		return true
-	}
-	for _, o := range p.OwnerReferences {
-		if o.Controller != nil && *o.Controller && o.Kind == "DaemonSet" {
+		if !workload.NodeBound(pi.GetPod()) {
 			return true
 		}
 	}
@@ -140,7 +128,7 @@ const keepKey fwk.StateKey = "PreScore" + Name + "/keepWhole"
 // pod the plugin has not planned, but a DaemonSet's or a static pod (bound to its
 // node).
 func needsNoDomain(pod *corev1.Pod) bool {
-	return !nodeBound(pod)
+	return !workload.NodeBound(pod)
 }
 
 // preScoreKeepWhole records the domains kept whole for a pod that does not need

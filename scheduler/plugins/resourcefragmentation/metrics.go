@@ -30,6 +30,16 @@ var gpusDesc = metrics.NewDesc("kubenexus_gpus",
 		"free, and fragmented (the free GPUs of nodes where some are allocated: a member that needs the whole node cannot use them; part of free).",
 	[]string{"gpu_model", "hardware_tier", "state"}, nil, metrics.ALPHA, "")
 
+var domainGangDesc = metrics.NewDesc("kubenexus_domain_placeable_gang",
+	"Per domain of the topology level kept whole (spec.topology.levels[].keepWhole; by default the NVLink domain, nvidia.com/gpu.clique): "+
+		"the largest gang of members of gpus_per_member GPUs each that fits in it now, counting each node's free GPUs.",
+	[]string{"level", "domain", "gpus_per_member"}, nil, metrics.ALPHA, "")
+
+var domainWholeDesc = metrics.NewDesc("kubenexus_domain_whole",
+	"1 while no pod but DaemonSets' and static pods runs in the domain of the topology level kept whole, 0 once one does "+
+		"(pods that need no domain go to broken domains first).",
+	[]string{"level", "domain"}, nil, metrics.ALPHA, "")
+
 // gangCollector computes the largest placeable gangs when /metrics is scraped, from
 // the scheduler's informer caches (bound pods; not the pods assumed in a cycle).
 // Cost per scrape: O(nodes + pods).
@@ -63,6 +73,8 @@ func serve(c *gangCollector) {
 func (g *gauges) DescribeWithStability(ch chan<- *metrics.Desc) {
 	ch <- largestGangDesc
 	ch <- gpusDesc
+	ch <- domainGangDesc
+	ch <- domainWholeDesc
 }
 
 func (g *gauges) CollectWithStability(ch chan<- metrics.Metric) {
@@ -81,9 +93,13 @@ func (c *gangCollector) collect(ch chan<- metrics.Metric) {
 		return
 	}
 	used := map[string]int64{}
+	running := map[string]bool{} // nodes where a pod other than a DaemonSet's or a static pod runs
 	for _, p := range pods {
 		if n := workload.HeldGPUs(p, c.gpus...); n > 0 {
 			used[p.Spec.NodeName] += n
+		}
+		if workload.OccupiesNode(p) && !workload.NodeBound(p) {
+			running[p.Spec.NodeName] = true
 		}
 	}
 	type tier struct {
@@ -105,6 +121,9 @@ func (c *gangCollector) collect(ch chan<- metrics.Metric) {
 	slices.SortStableFunc(tiers, func(a, b tier) int { return int(b.rank - a.rank) })
 	type group struct{ model, tier string }
 	groups := map[group][]placement.GPUNode{}
+	keep := topology.KeptWhole(c.levels)
+	var kept []placement.GPUNode // GPU nodes in a domain of the level kept whole
+	whole := map[string]bool{}
 	type gpus struct{ allocated, free, fragmented int64 }
 	totals := map[group]gpus{}
 	for _, n := range nodes {
@@ -128,7 +147,16 @@ func (c *gangCollector) collect(ch chan<- metrics.Metric) {
 			}
 		}
 		free := max(capacity-used[n.Name], 0)
-		groups[g] = append(groups[g], placement.GPUNode{Name: n.Name, Free: free, Domains: topology.DomainsOf(c.levels, n.Labels)})
+		gn := placement.GPUNode{Name: n.Name, Free: free, Domains: topology.DomainsOf(c.levels, n.Labels)}
+		groups[g] = append(groups[g], gn)
+		if keep >= 0 && gn.Domains[keep] != "" {
+			kept = append(kept, gn)
+			d := gn.Domains[keep]
+			if _, seen := whole[d]; !seen {
+				whole[d] = true
+			}
+			whole[d] = whole[d] && !running[n.Name]
+		}
 		t := totals[g]
 		t.allocated += min(used[n.Name], capacity)
 		t.free += free
@@ -146,6 +174,22 @@ func (c *gangCollector) collect(ch chan<- metrics.Metric) {
 		for _, pg := range placement.LargestGangs(members, c.levels) {
 			ch <- metrics.NewLazyConstMetric(largestGangDesc, metrics.GaugeValue, float64(pg.Members),
 				g.model, g.tier, strconv.FormatInt(pg.GPUsPerMember, 10), pg.Level)
+		}
+	}
+	if len(kept) == 0 {
+		return
+	}
+	level := c.levels[keep].Name
+	for d, w := range whole {
+		v := 0.0
+		if w {
+			v = 1
+		}
+		ch <- metrics.NewLazyConstMetric(domainWholeDesc, metrics.GaugeValue, v, level, d)
+	}
+	for _, k := range placement.MemberSizes {
+		for d, members := range placement.PerDomain(kept, k, keep) {
+			ch <- metrics.NewLazyConstMetric(domainGangDesc, metrics.GaugeValue, float64(members), level, d, strconv.FormatInt(k, 10))
 		}
 	}
 }

@@ -90,6 +90,29 @@ var _ = Describe("NetworkFabric", func() {
 		// A single-GPU pod goes there too.
 		Expect(k8sClient.Create(suiteCtx, tc.pod("infer").Req("cpu", "1", "memory", "8Gi", "nvidia.com/gpu", "1").Limit("nvidia.com/gpu", "1").Obj())).To(Succeed())
 		Expect(domainOf("infer")).To(Equal(broken), "a single-GPU pod should go to the domain already broken")
+		// The per-domain gauges: the broken domain is not whole and holds 3 members of
+		// 4 GPUs less one GPU (2 of them); each whole domain holds 3.
+		domainGauges := func() map[string]float64 {
+			got := map[string]float64{}
+			for _, m := range gathered("kubenexus_domain_whole") {
+				if l := labelsOf(m); l["level"] == "nvlink" && strings.HasPrefix(l["domain"], tc.ns) {
+					got["whole/"+strings.TrimPrefix(l["domain"], tc.ns+"-nvl-")] = m.GetGauge().GetValue()
+				}
+			}
+			for _, m := range gathered("kubenexus_domain_placeable_gang") {
+				if l := labelsOf(m); l["level"] == "nvlink" && l["gpus_per_member"] == "4" && strings.HasPrefix(l["domain"], tc.ns) {
+					got["4gpu/"+strings.TrimPrefix(l["domain"], tc.ns+"-nvl-")] = m.GetGauge().GetValue()
+				}
+			}
+			return got
+		}
+		want := map[string]float64{}
+		for _, d := range []string{"a", "b", "c"} {
+			want["whole/"+d], want["4gpu/"+d] = 1, 3
+		}
+		b := strings.TrimPrefix(broken, tc.ns+"-nvl-")
+		want["whole/"+b], want["4gpu/"+b] = 0, 2
+		Eventually(domainGauges).WithTimeout(testutil.Timeout).Should(Equal(want))
 		// Two gangs that each need a whole domain (3 members × 4 GPUs, required in one
 		// NVLink domain) both run.
 		for _, g := range []string{"train-0", "train-1"} {
