@@ -17,3 +17,16 @@ func (r *ResourceFragmentationPlugin) GPUResources() []corev1.ResourceName {
 	}
 	return names
 }
+
+// DefaultGPUDeviceClasses are the DeviceClasses of NVIDIA's DRA driver for GPUs and
+// for MIG partitions: gpuDeviceClasses when unset or empty.
+var DefaultGPUDeviceClasses = []string{"gpu.nvidia.com", "mig.nvidia.com"}
+
+// DeviceClasses are the DRA DeviceClasses named as GPUs: gpuDeviceClasses, or
+// DefaultGPUDeviceClasses when it is unset or empty.
+func (r *ResourceFragmentationPlugin) DeviceClasses() []string {
+	if len(r.GPUDeviceClasses) == 0 {
+		return DefaultGPUDeviceClasses
+	}
+	return r.GPUDeviceClasses
+}

@@ -66,8 +66,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	levels := topology.DefaultLevels
+	rf := &v1alpha1.ResourceFragmentationPlugin{}
 	if len(configs.Items) > 0 {
 		levels = topology.Levels(configs.Items[0].Spec.Topology.Levels)
+		rf = &configs.Items[0].Spec.Plugins.ResourceFragmentation
 	}
 	devicesOf, err := r.devices(ctx, tiers.Items)
 	if err != nil {
@@ -77,7 +79,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	status := ComputeStatus(tier, tiers.Items, nodes.Items, devicesOf, extendedOf, allocated, levels)
+	cardsOf, err := hardware.ListGPUCards(ctx, r.Client, rf.DeviceClasses(), rf.GPUResources())
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	status := ComputeStatus(tier, tiers.Items, nodes.Items, devicesOf, extendedOf, cardsOf, allocated, levels)
 	if listErr != nil {
 		return ctrl.Result{}, listErr
 	}

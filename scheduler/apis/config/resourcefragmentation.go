@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
 // ResourceFragmentationArgs are the arguments of the ResourceFragmentation plugin,
@@ -42,8 +44,8 @@ type ResourceFragmentationArgs struct {
 }
 
 // DefaultGPUDeviceClasses are the DeviceClasses of NVIDIA's DRA driver for GPUs:
-// whole GPUs and MIG partitions.
-var DefaultGPUDeviceClasses = []string{"gpu.nvidia.com", "mig.nvidia.com"}
+// whole GPUs and MIG partitions (the KubeNexusConfig's default).
+var DefaultGPUDeviceClasses = v1alpha1.DefaultGPUDeviceClasses
 
 // DefaultArrivalHalfLifeSeconds is ten minutes.
 const DefaultArrivalHalfLifeSeconds = 600

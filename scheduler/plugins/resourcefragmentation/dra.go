@@ -32,7 +32,7 @@ type draGPUs struct {
 	templates resourcelisters.ResourceClaimTemplateLister
 	// named are the GPU classes by name (args); resources the GPU resources, whose
 	// backing classes are GPU classes too.
-	named     map[string]bool
+	named     []string
 	resources []corev1.ResourceName
 
 	mu sync.Mutex
@@ -51,13 +51,10 @@ type draGPUs struct {
 }
 
 func newDRAGPUs(index *devices.Index, h fwk.Handle, named []string, resources []corev1.ResourceName) *draGPUs {
-	d := &draGPUs{index: index, named: map[string]bool{}, resources: resources,
+	d := &draGPUs{index: index, named: named, resources: resources,
 		templates: h.SharedInformerFactory().Resource().V1().ResourceClaimTemplates().Lister()}
 	if dra := h.SharedDRAManager(); dra != nil {
 		d.claims = dra.ResourceClaims()
-	}
-	for _, c := range named {
-		d.named[c] = true
 	}
 	return d
 }
@@ -71,38 +68,12 @@ func (d *draGPUs) current() (devices.Published, map[string][]string, map[string]
 	if d.gpu != nil && d.at.Version == p.Version {
 		return d.at, d.classes, d.gpu
 	}
-	classes := map[string][]string{}
-	for _, c := range p.Classes {
-		gpu := d.named[c.Name]
-		if r := c.Spec.ExtendedResourceName; r != nil && slices.Contains(d.resources, corev1.ResourceName(*r)) {
-			gpu = true
-		}
-		if !gpu {
-			continue
-		}
-		sel := []string{}
-		for _, s := range c.Spec.Selectors {
-			if s.CEL != nil {
-				sel = append(sel, s.CEL.Expression)
-			}
-		}
-		classes[c.Name] = sel
-	}
+	classes := hardware.GPUClasses(p.Classes, d.named, d.resources)
 	gpu := map[string][]bool{}
 	if len(classes) > 0 {
 		ctx := context.Background()
 		for node, devs := range p.ByNode {
-			flags := make([]bool, len(devs))
-			any := false
-			for i := range devs {
-				for _, sel := range classes {
-					if hardware.MatchesSelectors(ctx, sel, &devs[i]) {
-						flags[i], any = true, true
-						break
-					}
-				}
-			}
-			if any {
+			if flags, any := hardware.GPUFlags(ctx, classes, devs); any {
 				gpu[node] = flags
 			}
 		}
@@ -354,14 +325,11 @@ func (c *draCycle) cards(node string) *hardware.GPUs {
 func cardRoom(g *hardware.GPUs) (whole int64, partial []int64) {
 	partial = []int64{}
 	for i := range g.Cards {
-		switch f := g.Cards[i].Free(); {
-		case f >= 1000:
-			whole++
-		case f > 0:
+		if f := g.Cards[i].Free(); f > 0 && f < 1000 {
 			partial = append(partial, f)
 		}
 	}
-	return whole, partial
+	return g.FreeCards(), partial
 }
 
 // placeOn is what placing the requests on node, with cards g, takes from room free

@@ -49,6 +49,10 @@ type gangCollector struct {
 	tiers  func() ([]v1alpha1.HardwareTier, error)
 	levels []topology.Level
 	gpus   []corev1.ResourceName
+	// dra reads the GPUs nodes publish as DRA devices of a GPU class (nil: none):
+	// a node without GPU resources counts its cards, a card partly used as
+	// allocated.
+	dra *draGPUs
 }
 
 // gauges is the one collector registered with the scheduler's registry; it
@@ -126,12 +130,22 @@ func (c *gangCollector) collect(ch chan<- metrics.Metric) {
 	whole := map[string]bool{}
 	type gpus struct{ allocated, free, fragmented int64 }
 	totals := map[group]gpus{}
+	var dc *draCycle
+	if c.dra != nil {
+		if dc, err = c.dra.cycle(); err != nil {
+			klog.V(4).InfoS("Largest placeable gang: allocated devices not readable", "err", err)
+		}
+	}
 	for _, n := range nodes {
 		var capacity int64
 		for _, r := range c.gpus {
 			if q, ok := n.Status.Allocatable[r]; ok {
 				capacity += q.Value()
 			}
+		}
+		if g := dc.cards(n.Name); capacity == 0 && g != nil {
+			capacity = int64(len(g.Cards))
+			used[n.Name] = capacity - g.FreeCards()
 		}
 		if capacity == 0 {
 			continue

@@ -103,7 +103,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	// The gauges are the scheduler's, not a profile's: the plugin built last serves
 	// them.
 	serve(&gangCollector{nodes: informers.Nodes().Lister(), pods: informers.Pods().Lister(),
-		tiers: cache.HardwareTiers, levels: levels, gpus: args.GPUResources})
+		tiers: cache.HardwareTiers, levels: levels, gpus: args.GPUResources, dra: t.dra})
 	pl := &Plugin{nodes: h.SnapshotSharedLister().NodeInfos(), gpus: args.GPUResources, demand: t, gangs: gangs, dra: t.dra}
 	if *args.KeepHostsForQueued {
 		return &keeping{pl}, nil

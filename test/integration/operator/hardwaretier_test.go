@@ -7,8 +7,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -110,5 +114,51 @@ var _ = Describe("HardwareTier", func() {
 		// A new node joins its tier's count.
 		gpuNode("h100-2", "premium", "8")
 		Eventually(tierStatus("premium")).Should(And(HaveField("Nodes", int32(3)), HaveField("GPUCapacity", int64(24))))
+	})
+
+	It("counts the GPUs NVIDIA's DRA driver publishes, a shared GPU as allocated once a claim takes part of it", func() {
+		// NVIDIA's class backs no extended resource: its devices are GPUs because the
+		// KubeNexusConfig's gpuDeviceClasses (by default) name it.
+		class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.nvidia.com"},
+			Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "gpu.nvidia.com"`}}}}}
+		Expect(k8sClient.Create(suiteCtx, class)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, class))).To(Succeed()) })
+		n := testutil.MakeNode("gb200-0").Capacity("cpu", "144").Label("hardware.example.com/tier", "dra").Label("kubenexus.io/test", "hwt").Obj()
+		Expect(k8sClient.Create(suiteCtx, n)).To(Succeed())
+		gpu := func(name string) resourceapi.Device {
+			return resourceapi.Device{Name: name, AllowMultipleAllocations: ptr.To(true),
+				Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: resource.MustParse("80Gi")}}}
+		}
+		slice := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "gb200-0-gpus"}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: "gpu.nvidia.com", Pool: resourceapi.ResourcePool{Name: "gb200-0", Generation: 1, ResourceSliceCount: 1}, NodeName: ptr.To("gb200-0"),
+			Devices: []resourceapi.Device{gpu("gpu-0"), gpu("gpu-1"), gpu("gpu-2"), gpu("gpu-3")}}}
+		Expect(k8sClient.Create(suiteCtx, slice)).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, testutil.MakeHardwareTier("dra", 70).Obj())).To(Succeed())
+		Eventually(tierStatus("dra")).WithTimeout(20 * time.Second).Should(And(
+			HaveField("Nodes", int32(1)), HaveField("GPUCapacity", int64(4)), HaveField("GPUAllocated", int64(0))))
+
+		// An inference claim allocated 20Gi of gpu-2: that GPU is no longer whole.
+		claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "infer", Namespace: "default"}, Spec: resourceapi.ResourceClaimSpec{
+			Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu.nvidia.com"}}}}}}
+		Expect(k8sClient.Create(suiteCtx, claim)).To(Succeed())
+		share := types.UID("2f1c0a4e-0000-4000-8000-000000000001")
+		claim.Status.Allocation = &resourceapi.AllocationResult{
+			Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+				Request: "gpu", Driver: "gpu.nvidia.com", Pool: "gb200-0", Device: "gpu-2", ShareID: &share,
+				ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse("20Gi")}}}},
+			NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{
+				Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"gb200-0"}}}}}}}
+		Expect(k8sClient.Status().Update(suiteCtx, claim)).To(Succeed())
+		Eventually(func() int64 { return tierStatus("dra")().GPUAllocated }).Should(Equal(int64(1)))
+		gangs := func() map[string]int32 {
+			out := map[string]int32{}
+			for _, g := range tierStatus("dra")().LargestPlaceableGangs {
+				if g.Level == "any" {
+					out[fmt.Sprint(g.GPUsPerMember)] = g.Members
+				}
+			}
+			return out
+		}
+		Expect(gangs()).To(HaveKeyWithValue("1", int32(3)), "three whole GPUs are left")
 	})
 })

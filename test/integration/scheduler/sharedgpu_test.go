@@ -34,7 +34,8 @@ var _ = Describe("Shared GPUs through DRA", func() {
 		tc := newTestCluster(profile)
 		driver := "shared." + tc.ns + ".example.com"
 		tc.gpuClass(sharedGPUClass, driver)
-		tc.addNodes("share", 4, "cpu", "32", "memory", "128Gi")
+		model := "shared-" + tc.ns
+		tc.addLabelledNodes("share", 4, map[string]string{v1alpha1.LabelGPUProduct: model}, "cpu", "32", "memory", "128Gi")
 		for i := range 4 {
 			tc.sharedGPUSlice(fmt.Sprintf("%s-share-%d", tc.ns, i), driver, "80Gi")
 		}
@@ -61,6 +62,18 @@ var _ = Describe("Shared GPUs through DRA", func() {
 		// 70Gi does not fit the 40Gi left on the shared GPU.
 		third := infer("infer-2", "70Gi")
 		Expect(third).NotTo(Equal(shared))
+		// The gauges count the GPUs the nodes publish as devices: two partly used
+		// (allocated), two whole.
+		gpus := func() map[string]float64 {
+			out := map[string]float64{}
+			for _, m := range gathered("kubenexus_gpus") {
+				if l := labelsOf(m); l["gpu_model"] == model {
+					out[l["state"]] = m.GetGauge().GetValue()
+				}
+			}
+			return out
+		}
+		Eventually(gpus).WithTimeout(testutil.Timeout).Should(Equal(map[string]float64{"allocated": 2, "free": 2, "fragmented": 0}))
 
 		// The gang's quorum drops to two: two whole GPUs are left for it.
 		before := pg.DeepCopy()
