@@ -104,6 +104,10 @@ func run(root, dir string) error {
 			fmt.Fprintf(&rest, "\nKUEUE SCENARIO INCOMPLETE: %v (logs in %s)\n", kueueErr, absDir)
 		}
 	}
+	fmt.Fprintln(&rest)
+	if _, err := c.RunSharedGPUScenario(ctx, &rest); err != nil {
+		fmt.Fprintf(&rest, "SHARED-GPU SCENARIO INCOMPLETE: %v\n", err)
+	}
 	fmt.Fprintf(&rest, "\nCluster up in %s. Use it with:\n  export KUBECONFIG=%s\nStop it with: make demo-down\n",
 		time.Since(start).Round(time.Second), c.Kubeconfig)
 	if err := os.WriteFile(filepath.Join(absDir, "kueue.txt"), rest.Bytes(), 0o644); err != nil {

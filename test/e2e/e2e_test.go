@@ -155,6 +155,7 @@ func TestDemoFlow(t *testing.T) {
 	checkTrainer(t, c)
 	checkQuickstart(t, c)
 	checkDashboard(t, c)
+	checkSharedGPUs(ctx, t, c)
 	helmUpgradeAndUninstall(t, c)
 	for _, p := range placements {
 		if p.Name == "llm-finetune" {

@@ -82,6 +82,28 @@ func checkExplainAndETA(ctx context.Context, t *testing.T, c *demo.Cluster, plac
 	}
 }
 
+// checkSharedGPUs: on GPUs NVIDIA's DRA driver publishes as shareable devices, the
+// second 20Gi inference pod shares the GPU the first broke, and a gang of three
+// whole GPUs then finds three.
+func checkSharedGPUs(ctx context.Context, t *testing.T, c *demo.Cluster) {
+	t.Helper()
+	res, err := c.RunSharedGPUScenario(ctx, testWriter{t})
+	if err != nil {
+		t.Fatalf("shared-GPU scenario: %v", err)
+	}
+	if res.Inference[0] != res.Inference[1] {
+		t.Errorf("inference pods on %s and %s, want one shared GPU", res.Inference[0], res.Inference[1])
+	}
+	if res.GangBound != 3 {
+		t.Errorf("gang: %d of 3 members bound (%v)", res.GangBound, res.GangOn)
+	}
+	for _, d := range res.GangOn {
+		if d == res.Inference[0] {
+			t.Errorf("a gang member took %s, the GPU the inference pods share", d)
+		}
+	}
+}
+
 // explainer is a reader with the permissions of the chart's ClusterRole
 // kubenexus-explain only: a ServiceAccount's token, bound to it; done removes the
 // binding and the ServiceAccount.

@@ -57,7 +57,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle, gangs *gangview.Re
 // keepsOff returns, for a pod that asks for no accelerator, the test for an
 // accelerator node; nil for a pod that asks for one (gangview.KeepOffFunc).
 func (pl *Plugin) keepsOff(pod *corev1.Pod) func(fwk.NodeInfo) bool {
-	if pl.asksForAccelerator(pod, resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})) {
+	if accelerator, _ := pl.asksForAccelerator(pod, resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})); accelerator {
 		return nil
 	}
 	draNode := pl.draGPUs().Nodes
@@ -69,19 +69,19 @@ func (pl *Plugin) keepsOff(pod *corev1.Pod) func(fwk.NodeInfo) bool {
 }
 
 // asksForAccelerator reports whether requests name one of the accelerator resources,
-// or the pod's ResourceClaims ask for GPU-class DRA devices.
-func (pl *Plugin) asksForAccelerator(pod *corev1.Pod, reqs corev1.ResourceList) bool {
+// or the pod's ResourceClaims ask for GPU-class DRA devices (onlyDRA: only they do).
+func (pl *Plugin) asksForAccelerator(pod *corev1.Pod, reqs corev1.ResourceList) (accelerator, onlyDRA bool) {
 	for _, r := range pl.args.AcceleratorResources {
 		if q, ok := reqs[corev1.ResourceName(r)]; ok && q.Sign() > 0 {
-			return true
+			return true, false
 		}
 	}
 	if len(pod.Spec.ResourceClaims) > 0 {
-		if f := pl.draGPUs().Pod; f != nil {
-			return f(pod)
+		if f := pl.draGPUs().Pod; f != nil && f(pod) {
+			return true, true
 		}
 	}
-	return false
+	return false, false
 }
 
 // draGPUs is ResourceFragmentation's view of GPUs published through DRA (zero when

@@ -42,14 +42,22 @@ func (pl *Plugin) strategyOf(pod *corev1.Pod) string {
 }
 
 // PreScore reads the pod's class (from ProfileClassifier, or classifies the pod
-// itself when that plugin is off) and its requests of the weighted resources.
+// itself when that plugin is off) and its requests of the weighted resources. A pod
+// whose GPUs are DRA devices of a GPU class (and no accelerator resource) is
+// skipped: ResourceFragmentation places it by the cards' free shares, and packing
+// it by CPU and memory alone, which is all this plugin sees of it, would pull it
+// from partly used GPUs to whole ones.
 func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 	profile, ok := profileclassifier.ProfileOf(cs)
 	if !ok {
 		profile = workload.Classify(pod, workload.Namespace{}, "")
 	}
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	s := &stateData{pack: pl.packs(string(profile.Class)), accelerator: pl.asksForAccelerator(pod, reqs)}
+	accelerator, onlyDRA := pl.asksForAccelerator(pod, reqs)
+	if onlyDRA {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	s := &stateData{pack: pl.packs(string(profile.Class)), accelerator: accelerator}
 	if f := pl.draGPUs().Nodes; f != nil {
 		s.draNode = f()
 	}

@@ -107,8 +107,10 @@ func TestDRAGPUNodesAndPods(t *testing.T) {
 	if s := score(t, pl, batch, draNode); s != 0 {
 		t.Errorf("a CPU-only pod on a node with DRA GPUs scored %d, want 0 (kept off)", s)
 	}
-	if s := score(t, pl, claimPod, draNode); s == 0 {
-		t.Error("a pod whose claims ask for GPUs should not be kept off a DRA GPU node")
+	// A pod whose claims ask for GPUs is left to ResourceFragmentation, which sees
+	// the cards' shares.
+	if st := pl.PreScore(context.Background(), framework.NewCycleState(), claimPod, nil); st.Code() != fwk.Skip {
+		t.Errorf("a pod whose claims ask for GPUs: PreScore %v, want Skip", st)
 	}
 	if off := pl.keepsOff(batch); off == nil || !off(draNode) {
 		t.Error("keepsOff: a CPU-only pod should keep off the DRA GPU node")

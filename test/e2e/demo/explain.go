@@ -39,6 +39,29 @@ func (c *Cluster) ExplainWaiting(ctx context.Context, w io.Writer, placements []
 	return nil
 }
 
+// taintedNode creates a kwok node of room labelled and tainted with taint, so that
+// only a scenario's own pods (which select and tolerate it) land there, and waits
+// until it is Ready.
+func (c *Cluster) taintedNode(ctx context.Context, name, taint string, room corev1.ResourceList) error {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+		Labels: map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "type": "kwok", taint: "true"}}}
+	node.Status.Capacity, node.Status.Allocatable = room, room.DeepCopy()
+	if err := c.Client.Create(ctx, node); err != nil {
+		return err
+	}
+	return waitFor(ctx, time.Minute, func() error {
+		n := &corev1.Node{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+			return err
+		}
+		if !ready(n) {
+			return fmt.Errorf("node %s is not Ready yet", name)
+		}
+		n.Spec.Taints = []corev1.Taint{{Key: taint, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+		return c.Client.Update(ctx, n)
+	})
+}
+
 // ETAResult is what the what-if scenario saw: the earliest start the what-if gave
 // (zero: none), and when the Job, submitted right after, really bound.
 type ETAResult struct {
@@ -61,25 +84,8 @@ const (
 // waits until it binds.
 func (c *Cluster) RunETAScenario(ctx context.Context, w io.Writer) (*ETAResult, error) {
 	c.logf("what-if scenario: a Job that fits once a running pod reaches its deadline (about %s)", etaDeadline)
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: etaNode, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
-		Labels: map[string]string{"kubernetes.io/hostname": etaNode, "kubernetes.io/os": "linux", "type": "kwok", etaTaint: "true"}}}
 	room := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi"), corev1.ResourcePods: resource.MustParse("110")}
-	node.Status.Capacity, node.Status.Allocatable = room, room.DeepCopy()
-	if err := c.Client.Create(ctx, node); err != nil {
-		return nil, err
-	}
-	if err := waitFor(ctx, time.Minute, func() error {
-		n := &corev1.Node{}
-		if err := c.Client.Get(ctx, client.ObjectKey{Name: etaNode}, n); err != nil {
-			return err
-		}
-		if !ready(n) {
-			return fmt.Errorf("node %s is not Ready yet", etaNode)
-		}
-		// Only this scenario's pods may use it.
-		n.Spec.Taints = []corev1.Taint{{Key: etaTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
-		return c.Client.Update(ctx, n)
-	}); err != nil {
+	if err := c.taintedNode(ctx, etaNode, etaTaint, room); err != nil {
 		return nil, err
 	}
 	spec := func(cpu string) corev1.PodSpec {
