@@ -27,51 +27,80 @@ type domainUse struct{ nodes, used int }
 
 func (d domainUse) whole() bool { return d.used == 0 }
 
-// nodeUse remembers, per node, whether a pod runs there at the node's generation
-// in the snapshot: a cycle reads every node of the domains, and only nodes whose
-// pods changed since the last cycle are looked at again.
+// nodeUse keeps the use of each domain kept whole across cycles: per position in
+// the snapshot's node list, the node, its generation and what it added to its
+// domain's counts. A cycle looks at every node's generation (the snapshot's list
+// keeps its order while no node joins or leaves) and reads again only the pods of
+// nodes that changed: one node per binding.
 type nodeUse struct {
-	mu   sync.Mutex
-	seen map[string]usedAt
+	mu      sync.Mutex
+	label   string
+	entries []useEntry
+	counts  map[string]domainUse
+	// last is the copy the previous call returned, returned again while no node
+	// changed (callers only read it).
+	last map[string]domainUse
 }
 
-type usedAt struct {
+type useEntry struct {
+	name       string
 	generation int64
+	domain     string
 	used       bool
+	set        bool
 }
 
-// domains counts, over nodes (every node of the snapshot), the nodes of each domain
-// of the level kept whole (label) and those a pod runs on. Cost: O(nodes) map
-// look-ups, plus O(pods) of the nodes that changed.
+// domains returns the use of each domain of the level kept whole (label) over nodes
+// (every node of the snapshot). Cost: O(nodes) generation checks, O(pods) of the
+// nodes that changed, O(domains) for the copy it returns.
 func (u *nodeUse) domains(nodes []fwk.NodeInfo, label string) map[string]domainUse {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.seen == nil || len(u.seen) > 2*len(nodes)+64 {
-		u.seen = make(map[string]usedAt, len(nodes)) // nodes went away: start over
+	if u.label != label || len(u.entries) != len(nodes) {
+		u.label, u.entries, u.counts, u.last = label, make([]useEntry, len(nodes)), map[string]domainUse{}, nil
 	}
-	out := map[string]domainUse{}
-	for _, ni := range nodes {
+	changed := false
+	for i, ni := range nodes {
 		node := ni.Node()
 		if node == nil {
 			continue
 		}
-		d := node.Labels[label]
-		if d == "" {
+		e := &u.entries[i]
+		if e.set && e.generation == ni.GetGeneration() && e.name == node.Name {
 			continue
 		}
-		s, ok := u.seen[node.Name]
-		if !ok || s.generation != ni.GetGeneration() {
-			s = usedAt{generation: ni.GetGeneration(), used: runsPods(ni)}
-			u.seen[node.Name] = s
+		changed = true
+		if e.set && e.domain != "" {
+			u.add(e.domain, -1, e.used)
 		}
-		du := out[d]
-		du.nodes++
-		if s.used {
-			du.used++
+		*e = useEntry{name: node.Name, generation: ni.GetGeneration(), domain: node.Labels[label], set: true}
+		if e.domain != "" {
+			e.used = runsPods(ni)
+			u.add(e.domain, 1, e.used)
 		}
-		out[d] = du
 	}
-	return out
+	if !changed && u.last != nil {
+		return u.last
+	}
+	u.last = make(map[string]domainUse, len(u.counts))
+	for d, c := range u.counts {
+		u.last[d] = c
+	}
+	return u.last
+}
+
+// add counts a node in (sign 1) or out of (-1) domain d.
+func (u *nodeUse) add(d string, sign int, used bool) {
+	c := u.counts[d]
+	c.nodes += sign
+	if used {
+		c.used += sign
+	}
+	if c.nodes <= 0 {
+		delete(u.counts, d)
+		return
+	}
+	u.counts[d] = c
 }
 
 // runsPods reports whether a pod other than a DaemonSet's or a static pod runs on
