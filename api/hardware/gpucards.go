@@ -94,29 +94,30 @@ func (a *ClaimAllocation) Consumed(d *Device) map[string]int64 {
 }
 
 // ListGPUCards reads, from the API, each node's GPUs published as DRA devices of a GPU
-// class (GPUClasses of named and resources) and what allocated claims hold of them;
-// nil for a node without such devices, and for every node where resource.k8s.io/v1
-// is not served. The manager's HardwareTier status counts them.
-func ListGPUCards(ctx context.Context, c client.Reader, named []string, resources []corev1.ResourceName) (func(node string) *GPUs, error) {
+// class (GPUClasses of named and resources, also returned) and what allocated claims
+// hold of them; nil for a node without such devices, and for every node where
+// resource.k8s.io/v1 is not served. The manager's HardwareTier status and feasibility
+// check count them.
+func ListGPUCards(ctx context.Context, c client.Reader, named []string, resources []corev1.ResourceName) (func(node string) *GPUs, map[string][]string, error) {
 	none := func(string) *GPUs { return nil }
 	var classList resourceapi.DeviceClassList
 	if err := c.List(ctx, &classList); err != nil {
 		if meta.IsNoMatchError(err) {
-			return none, nil
+			return none, nil, nil
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	classes := GPUClasses(pointers(classList.Items), named, resources)
 	if len(classes) == 0 {
-		return none, nil
+		return none, nil, nil
 	}
 	var sliceList resourceapi.ResourceSliceList
 	if err := c.List(ctx, &sliceList); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var claimList resourceapi.ResourceClaimList
 	if err := c.List(ctx, &claimList); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	alloc := NewClaimAllocation(pointers(claimList.Items))
 	byNode, counters := map[string][]Device{}, Counters{}
@@ -132,7 +133,31 @@ func ListGPUCards(ctx context.Context, c client.Reader, named []string, resource
 			cards[node] = NewGPUs(devs, flags, counters, alloc)
 		}
 	}
-	return func(node string) *GPUs { return cards[node] }, nil
+	return func(node string) *GPUs { return cards[node] }, classes, nil
+}
+
+// WholeGPUs is how many whole GPUs a claim asks for: the devices of its requests
+// for a GPU class (classes: GPUClasses) that ask for no part of a device's capacity
+// (a request for a share is not counted), the first alternative of a prioritized
+// list. A request for all devices of a class is not counted.
+func WholeGPUs(spec *resourceapi.DeviceClaim, classes map[string][]string) int64 {
+	var n int64
+	for i := range spec.Requests {
+		r := &spec.Requests[i]
+		e := r.Exactly
+		if e == nil && len(r.FirstAvailable) > 0 {
+			f := r.FirstAvailable[0]
+			e = &resourceapi.ExactDeviceRequest{DeviceClassName: f.DeviceClassName, AllocationMode: f.AllocationMode, Count: f.Count, Capacity: f.Capacity}
+		}
+		if e == nil {
+			continue
+		}
+		if _, gpu := classes[e.DeviceClassName]; !gpu || e.Capacity != nil || e.AllocationMode == resourceapi.DeviceAllocationModeAll {
+			continue
+		}
+		n += max(e.Count, 1)
+	}
+	return n
 }
 
 // FreeCards counts the cards with nothing allocated.

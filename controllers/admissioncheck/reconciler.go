@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/kube-nexus/kubenexus/api/hardware"
 	"github.com/kube-nexus/kubenexus/api/kueuecompat"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
@@ -46,6 +49,7 @@ const ControllerName = "kubenexus.io/placement-feasibility"
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors;clusterqueues,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaimtemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=topology.node.k8s.io,resources=noderesourcetopologies,verbs=get;list;watch
 
 var (
@@ -105,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	w, err := r.workloadOf(ctx, wl, c.TierFromClusterQueue)
+	w, err := r.workloadOf(ctx, wl, c.TierFromClusterQueue, c.GPUClasses)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -170,7 +174,7 @@ func (r *Reconciler) checks(ctx context.Context) (map[string]bool, error) {
 // workloadOf reads the Workload's pod sets, assigned flavors and tenant tier: from
 // its ClusterQueue's label when the KubeNexusConfig says so and the queue has one,
 // else from its namespace — never from the pods.
-func (r *Reconciler) workloadOf(ctx context.Context, wl *kueue.Workload, tierFromQueue bool) (*feasibility.Workload, error) {
+func (r *Reconciler) workloadOf(ctx context.Context, wl *kueue.Workload, tierFromQueue bool, gpuClasses map[string][]string) (*feasibility.Workload, error) {
 	w := &feasibility.Workload{ClusterQueue: string(wl.Status.Admission.ClusterQueue)}
 	if tierFromQueue {
 		cq := &kueue.ClusterQueue{}
@@ -189,7 +193,38 @@ func (r *Reconciler) workloadOf(ctx context.Context, wl *kueue.Workload, tierFro
 		w.Tenant = workload.TierOf(workload.Namespace{Labels: ns.Labels}, "")
 	}
 	w.PodSets = PodSetsOf(wl)
+	if len(gpuClasses) > 0 {
+		for i := range w.PodSets {
+			n, err := r.draGPUs(ctx, wl.Namespace, &w.PodSets[i].Template.Spec, gpuClasses)
+			if err != nil {
+				return nil, err
+			}
+			w.PodSets[i].DRAGPUs = n
+		}
+	}
 	return w, nil
+}
+
+// draGPUs is how many whole GPUs each pod of a template asks for through the
+// ResourceClaimTemplates it names (a claim the pods share by name is one allocation
+// for all of them, and is not counted per pod). A template not there yet asks for
+// nothing: Kueue's integrations create claim templates with the workload.
+func (r *Reconciler) draGPUs(ctx context.Context, namespace string, spec *corev1.PodSpec, gpuClasses map[string][]string) (int64, error) {
+	var n int64
+	for _, pc := range spec.ResourceClaims {
+		if pc.ResourceClaimTemplateName == nil {
+			continue
+		}
+		t := &resourceapi.ResourceClaimTemplate{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: *pc.ResourceClaimTemplateName}, t); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return 0, err
+		}
+		n += hardware.WholeGPUs(&t.Spec.Spec.Devices, gpuClasses)
+	}
+	return n, nil
 }
 
 // PodSetsOf reads a Workload's pod sets as the check places them: the count Kueue

@@ -91,9 +91,13 @@ func Read(ctx context.Context, r client.Reader) (*Cluster, []corev1.Pod, error) 
 	if len(configs.Items) > 0 && len(configs.Items[0].Spec.Topology.Levels) > 0 {
 		c.Levels = topology.Levels(configs.Items[0].Spec.Topology.Levels)
 	}
-	c.GPUResources = (&v1alpha1.ResourceFragmentationPlugin{}).GPUResources()
+	rf := &v1alpha1.ResourceFragmentationPlugin{}
 	if len(configs.Items) > 0 {
-		c.GPUResources = configs.Items[0].Spec.Plugins.ResourceFragmentation.GPUResources()
+		rf = &configs.Items[0].Spec.Plugins.ResourceFragmentation
+	}
+	c.GPUResources = rf.GPUResources()
+	if c.Cards, c.GPUClasses, err = hardware.ListGPUCards(ctx, r, rf.DeviceClasses(), c.GPUResources); err != nil {
+		return nil, nil, err
 	}
 	var nrts nrtv1alpha2.NodeResourceTopologyList
 	if err := r.List(ctx, &nrts); err != nil && !NotServed(err) && !apierrors.IsForbidden(err) {

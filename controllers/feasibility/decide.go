@@ -37,6 +37,14 @@ type Cluster struct {
 	// Extended is how many DRA devices of a node back each extended resource its
 	// allocatable lacks (hardware.ExtendedResources; nil: none).
 	Extended func(node string) map[corev1.ResourceName]int64
+	// Cards are a node's GPUs published as DRA devices of a GPU class
+	// (hardware.ListGPUCards; nil: none): where neither its allocatable nor Extended
+	// has the first GPU resource, its whole free cards count as that resource, and a
+	// pod set's DRAGPUs ask for it.
+	Cards func(node string) *hardware.GPUs
+	// GPUClasses are the GPU DeviceClasses' selectors by name (hardware.GPUClasses),
+	// to read pods' claims.
+	GPUClasses map[string][]string
 	// Levels are the KubeNexusConfig's topology levels, smallest first.
 	Levels []topology.Level
 	// FlavorLabels and FlavorTolerations are the node labels of Kueue's
@@ -63,6 +71,31 @@ type Cluster struct {
 	// PreemptServicesForBatch is GangPreemption's setting in the KubeNexusConfig:
 	// batch and training pods may evict service pods of lower priority.
 	PreemptServicesForBatch bool
+}
+
+// gpuResource is the resource DRA GPUs count as: the first GPU resource.
+func (c *Cluster) gpuResource() corev1.ResourceName {
+	if len(c.GPUResources) > 0 {
+		return c.GPUResources[0]
+	}
+	return v1alpha1.ResourceNvidiaGPU
+}
+
+// cardsOf returns the node's DRA GPU cards when its GPUs are only those (neither its
+// allocatable nor a DeviceClass that backs it gives it the GPU resource); nil
+// otherwise.
+func (c *Cluster) cardsOf(n *corev1.Node) *hardware.GPUs {
+	if c.Cards == nil {
+		return nil
+	}
+	name := c.gpuResource()
+	if q, ok := n.Status.Allocatable[name]; ok && !q.IsZero() {
+		return nil
+	}
+	if c.Extended != nil && c.Extended(n.Name)[name] > 0 {
+		return nil
+	}
+	return c.Cards(n.Name)
 }
 
 // Without returns a copy of the cluster in which the pods given are gone: their
@@ -147,6 +180,9 @@ type PodSet struct {
 	// RequiredTopology is the node label of the topology level all its pods must
 	// share (Kueue's TAS required topology); "" for none.
 	RequiredTopology string
+	// DRAGPUs are the whole GPUs each pod asks for through its ResourceClaim
+	// templates (hardware.WholeGPUs; a share of a GPU is not counted).
+	DRAGPUs int64
 }
 
 // Decision is the answer, as one message (the check's) and as the facts it is made
@@ -217,6 +253,9 @@ func Decide(c *Cluster, w *Workload) Decision {
 		for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
 			req[name] = q.MilliValue()
 		}
+		if ps.DRAGPUs > 0 {
+			req[c.gpuResource()] += ps.DRAGPUs * 1000
+		}
 		shapes = append(shapes, placement.Shape{Requests: req, Count: ps.Count})
 	}
 	d.Shapes = placement.DescribeShapes(shapes)
@@ -245,6 +284,10 @@ func Decide(c *Cluster, w *Workload) Decision {
 		}
 		for name, q := range c.Requested[n.Name] {
 			pn.Free[name] -= q.MilliValue()
+		}
+		if g := c.cardsOf(n); g != nil {
+			// What claims hold is in the cards' allocation, not in Requested.
+			pn.Free[c.gpuResource()] = g.FreeCards() * 1000
 		}
 		for _, h := range c.heldFromOthers(n.Name, w) {
 			for name, q := range h.Requests {

@@ -7,9 +7,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/kube-nexus/kubenexus/api/hardware"
 	"github.com/kube-nexus/kubenexus/api/topology"
@@ -289,5 +291,44 @@ func TestDecideHonoursReservations(t *testing.T) {
 	w.Gang = &types.NamespacedName{Namespace: "ml", Name: "other"}
 	if d := Decide(c, w); !d.Fits {
 		t.Errorf("the owner's own pods may use the room: %q", d.Message)
+	}
+}
+
+// GPUs NVIDIA's DRA driver publishes (no nvidia.com/gpu in allocatable) count by their
+// whole free cards, and pods ask for them through their claim templates: n0 has one
+// of its four 80Gi GPUs partly used by a 20Gi share, n1 none; pods of 2 whole GPUs
+// fit three, not four.
+func TestDecideCountsDRAGPUs(t *testing.T) {
+	gpuDevice := func(name string) hardware.Device {
+		return hardware.Device{Driver: "gpu.nvidia.com", Pool: "p", Name: name, Shared: true,
+			Capacity: map[string]resource.Quantity{"gpu.nvidia.com/memory": resource.MustParse("80Gi")}}
+	}
+	alloc := hardware.NewClaimAllocation([]*resourceapi.ResourceClaim{{Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{
+		Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+			Driver: "gpu.nvidia.com", Pool: "p", Device: "n0-gpu-1", ShareID: ptr.To(types.UID("s")),
+			ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse("20Gi")}}}}}}}})
+	cards := map[string]*hardware.GPUs{}
+	c := &Cluster{Requested: map[string]corev1.ResourceList{}, Levels: topology.DefaultLevels}
+	for _, name := range []string{"n0", "n1"} {
+		c.Nodes = append(c.Nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourcePods: resource.MustParse("110")}}})
+		var devs []hardware.Device
+		for g := range 4 {
+			devs = append(devs, gpuDevice(fmt.Sprintf("%s-gpu-%d", name, g)))
+		}
+		cards[name] = hardware.NewGPUs(devs, []bool{true, true, true, true}, nil, alloc)
+	}
+	c.Cards = func(n string) *hardware.GPUs { return cards[n] }
+	pods := func(count int) *Workload {
+		rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}
+		return &Workload{ClusterQueue: "cq", Tenant: v1alpha1.TenantTierGold, PodSets: []PodSet{{Name: "main", Count: count, DRAGPUs: 2,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: rl}}}}}}}}
+	}
+	if d := Decide(c, pods(3)); !d.Fits {
+		t.Errorf("3 × 2 DRA GPUs on 3 + 4 whole free GPUs: %s, want them to fit", d.Message)
+	}
+	d := Decide(c, pods(4))
+	if want := "4 × 2 nvidia.com/gpu: the nodes they may use hold 3 of the 4 pods now; 7 nvidia.com/gpu free on those nodes, 8 needed"; d.Fits || !strings.Contains(d.Message, want) {
+		t.Errorf("4 × 2 DRA GPUs: fits %v %q, want %q", d.Fits, d.Message, want)
 	}
 }

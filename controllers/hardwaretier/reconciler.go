@@ -79,7 +79,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	cardsOf, err := hardware.ListGPUCards(ctx, r.Client, rf.DeviceClasses(), rf.GPUResources())
+	cardsOf, _, err := hardware.ListGPUCards(ctx, r.Client, rf.DeviceClasses(), rf.GPUResources())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
