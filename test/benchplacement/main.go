@@ -120,10 +120,18 @@ func main() {
 		"(cpu: share of CPU-only tasks; sharing, model: shares of GPU tasks that share a GPU or require one GPU model; a key left out keeps the trace's)")
 	variantSeed := flag.Int64("variant-seed", 1, "seed of the first variant (the n-th uses seed+n-1)")
 	flag.BoolVar(&wholeGPUs, "whole-gpus", false, "give nodes nvidia.com/gpu and round a fraction of a GPU up to a whole one, as before GPU sharing was modelled (default: GPUs shared through DRA)")
+	replotFlag := flag.String("replot", "", "draw allocation.png and fragmentation.png into -out from these comma-separated allocation.csv files (several runs' arms in one plot) and exit")
 	scenario := flag.String("scenario", "", "replay a built-in scenario instead of a trace: nvl72 (12 NVLink domains of 18 four-GPU nodes, a stream of single-node and CPU-only pods, then domain-sized gangs)")
 	scenarioSeed := flag.Int64("scenario-seed", 1, "seed of the scenario's stream order")
 	flag.IntVar(&verbosity, "v", 1, "log verbosity of the schedulers (their logs are kept in the control plane's directory)")
 	flag.Parse()
+	if *replotFlag != "" {
+		if err := replot(*out, filepath.Base(*podsFile), strings.Split(*replotFlag, ",")); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-placement:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *scenario != "" {
 		if *scenario != "nvl72" {
 			fmt.Fprintf(os.Stderr, "bench-placement: -scenario %q: the scenarios are nvl72\n", *scenario)
@@ -287,7 +295,8 @@ type result struct {
 	firstFailUnalloc     int64 // thousandths of a GPU; -1: no GPU task failed
 	firstFail            string
 	at80, at90, at100    float64
-	frag90               float64 // fragmented GPUs at 90% demand, -1: not reached
+	frag90               float64    // fragmented GPUs at 90% demand, -1: not reached
+	frag90Nodes          [][]string // per GPU node at 90% demand (usage.nodeRows)
 	largest8             int64
 	podsPerSec           float64
 	curve                []point
@@ -407,6 +416,7 @@ func replay(ctx context.Context, c client.Client, cs kubernetes.Interface, dir, 
 			}
 			if r.frag90 < 0 && p.arrived >= 90 {
 				r.frag90 = usage.fragmented(demand)
+				r.frag90Nodes = usage.nodeRows(demand)
 			}
 			if r.tasks%500 == 0 {
 				fmt.Printf("  %s: %d tasks, demand %.0f%%, allocated %.1f%%, %d failed\n", a.name, r.tasks, p.arrived, p.allocated, r.failed)

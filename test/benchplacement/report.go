@@ -42,7 +42,13 @@ func write(out, nodesFile, podsFile string, totalGPUs int64, results []result) e
 	if err := writeFailures(filepath.Join(out, "failures.csv"), results); err != nil {
 		return err
 	}
+	if err := writeNodes90(filepath.Join(out, "nodes-at-90.csv"), results); err != nil {
+		return err
+	}
 	if err := plotCurves(filepath.Join(out, "allocation.png"), filepath.Base(podsFile), results); err != nil {
+		return err
+	}
+	if err := plotFragmentation(filepath.Join(out, "fragmentation.png"), filepath.Base(podsFile), results); err != nil {
 		return err
 	}
 
@@ -140,6 +146,80 @@ func plotCurves(path, title string, results []result) error {
 	return p.Save(8*vg.Inch, 5*vg.Inch, path)
 }
 
+// plotFragmentation plots each arm's fragmented GPUs (FGD's measure, taken once per
+// percent of arrived demand) against the arrived GPU demand.
+func plotFragmentation(path, title string, results []result) error {
+	p := plot.New()
+	p.Title.Text = "Fragmented GPUs vs arrived GPU demand: " + title
+	p.X.Label.Text = "arrived GPU demand, % of the cluster's GPUs"
+	p.Y.Label.Text = "fragmented GPUs (FGD)"
+	colors := []color.Color{color.RGBA{R: 200, A: 255}, color.RGBA{G: 140, A: 255}, color.RGBA{B: 200, A: 255}}
+	for i, r := range results {
+		var pts plotter.XYs
+		for _, c := range r.curve {
+			if c.fragmented >= 0 {
+				pts = append(pts, plotter.XY{X: c.arrived, Y: c.fragmented})
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		line, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		line.Color = colors[i%len(colors)]
+		line.Width = vg.Points(1.5)
+		p.Add(line)
+		p.Legend.Add(r.arm, line)
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+}
+
+// replot draws allocation.png and fragmentation.png again from the allocation.csv
+// files given (several runs' arms in one plot), into out.
+func replot(out, title string, csvs []string) error {
+	var results []result
+	index := map[string]int{}
+	for _, path := range csvs {
+		rows, err := readCSV(path)
+		if err != nil {
+			return err
+		}
+		for _, row := range rows {
+			arm := row["arm"]
+			i, ok := index[arm]
+			if !ok {
+				i = len(results)
+				index[arm] = i
+				results = append(results, result{arm: arm})
+			}
+			pt := point{fragmented: -1}
+			var err error
+			if pt.arrived, err = strconv.ParseFloat(row["arrived_gpu_demand_pct"], 64); err != nil {
+				return fmt.Errorf("%s:%s: arrived_gpu_demand_pct: %w", path, row["#line"], err)
+			}
+			if pt.allocated, err = strconv.ParseFloat(row["gpu_allocation_pct"], 64); err != nil {
+				return fmt.Errorf("%s:%s: gpu_allocation_pct: %w", path, row["#line"], err)
+			}
+			if v := row["fragmented_gpus"]; v != "" {
+				if pt.fragmented, err = strconv.ParseFloat(v, 64); err != nil {
+					return fmt.Errorf("%s:%s: fragmented_gpus: %w", path, row["#line"], err)
+				}
+			}
+			results[i].curve = append(results[i].curve, pt)
+		}
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	if err := plotCurves(filepath.Join(out, "allocation.png"), title, results); err != nil {
+		return err
+	}
+	return plotFragmentation(filepath.Join(out, "fragmentation.png"), title, results)
+}
+
 // writeVariants saves and prints one table over the variants: per arm, failed GPU
 // tasks, unallocated GPUs at the first GPU failure and allocation at 100% demand, and
 // whether kubenexus failed more GPU tasks than stock anywhere.
@@ -171,6 +251,28 @@ func writeVariants(out string, variants []variant, all map[string][]result) erro
 	}
 	fmt.Print(b.String())
 	return os.WriteFile(filepath.Join(out, "variants.md"), []byte(b.String()), 0o644)
+}
+
+// writeNodes90 lists, per arm and GPU node, the free room and fragmented GPUs when
+// the arrived demand reached 90%.
+func writeNodes90(path string, results []result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	_ = w.Write([]string{"arm", "node", "gpus", "model", "whole_free_gpus", "partial_free_shares", "free_cpu_milli", "free_mib", "fragmented_gpus"})
+	for _, r := range results {
+		for _, row := range r.frag90Nodes {
+			_ = w.Write(append([]string{r.arm}, row...))
+		}
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // writeFailures lists every refused task of every arm with its shape and the

@@ -173,6 +173,26 @@ func (u *usage) fragmented(demand placement.Demand) float64 {
 	return f
 }
 
+// nodeRows is, per GPU node, its free room and fragmented GPUs against demand, as
+// CSV rows (node, gpus, model, whole_free_gpus, partial_free_shares, free_cpu_milli,
+// free_mib, fragmented_gpus), to tell where an arm's fragmentation is.
+func (u *usage) nodeRows(demand placement.Demand) [][]string {
+	var rows [][]string
+	for i, n := range u.nodes {
+		if n.gpus == 0 {
+			continue
+		}
+		r := u.room(i)
+		shares := make([]string, len(r.Partial))
+		for j, p := range r.Partial {
+			shares[j] = strconv.FormatInt(p, 10)
+		}
+		rows = append(rows, []string{n.name, strconv.FormatInt(n.gpus, 10), n.model, strconv.FormatInt(r.GPUs, 10), strings.Join(shares, ";"),
+			strconv.FormatInt(r.MilliCPU, 10), strconv.FormatInt(r.Memory>>20, 10), strconv.FormatFloat(placement.Fragmentation(r, demand), 'f', 3, 64)})
+	}
+	return rows
+}
+
 // wholeFree is each GPU node's GPUs that nothing uses.
 func (u *usage) wholeFree() []placement.GPUNode {
 	var out []placement.GPUNode
