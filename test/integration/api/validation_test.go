@@ -230,6 +230,16 @@ var _ = Describe("Creating a malformed object", func() {
 			want: []string{"spec.gpuModels[1]", "at least 1 chars"}}),
 
 		// KubeNexusConfig
+		Entry("KubeNexusConfig with two topology levels kept whole", rejectedCreate{
+			obj: func(string) client.Object {
+				c := knc("").Obj()
+				c.Spec.Topology.Levels = []v1alpha1.TopologyLevel{
+					{Name: "nvlink", NodeLabel: v1alpha1.LabelGPUClique, KeepWhole: ptr.To(true)},
+					{Name: "rack", NodeLabel: v1alpha1.LabelRack, KeepWhole: ptr.To(true)},
+				}
+				return c
+			},
+			want: []string{"spec.topology.levels", "at most one level may set keepWhole: true"}}),
 		Entry("KubeNexusConfig scheduler name with a space", rejectedCreate{
 			obj: func(string) client.Object {
 				return knc("").Scheduler(func(s *v1alpha1.SchedulerSpec) { s.SchedulerName = "Kube Nexus" }).Obj()
