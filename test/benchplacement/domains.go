@@ -17,10 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
-	"github.com/kube-nexus/kubenexus/controllers"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
-	"github.com/kube-nexus/kubenexus/test/util/adminkube"
-	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 // The NVLink-domain scenario (-scenario nvl72): 12 rack-scale NVLink domains
@@ -89,36 +86,12 @@ type domainResult struct {
 
 func runDomains(binDir, out string, armNames []string, seed int64) error {
 	ctx := context.Background()
-	var chosen []arm
-	for _, a := range arms(binDir) {
-		if slicesContains(armNames, a.name) {
-			if _, err := os.Stat(a.binary); err != nil {
-				return fmt.Errorf("arm %s needs %s: %w", a.name, a.binary, err)
-			}
-			chosen = append(chosen, a)
-		}
-	}
-	if out == "" {
-		out = filepath.Join(".bench-placement", time.Now().Format("20060102-150405")+"-nvl72")
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
-	if err := testenv.RequireAssets(); err != nil {
-		return err
-	}
-	plane, err := adminkube.Start([]string{testenv.CRDPath()}, "kubenexus-bench-nvl72-", "bench-placement")
+	env, err := startBench(binDir, out, "nvl72", armNames)
 	if err != nil {
 		return err
 	}
-	defer plane.Stop()
-	cfg := plane.Config
-	cfg.QPS, cfg.Burst = 5000, 5000
-	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
-	if err != nil {
-		return err
-	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	defer env.plane.Stop()
+	c, cs, plane := env.c, env.cs, env.plane
 	fmt.Printf("nvl72: %d NVLink domains of %d nodes with %d GPUs\n", domainCount, domainNodes, domainGPUs)
 	if err := testutil.Parallel(domainCount*domainNodes, func(i int) error {
 		d, k := i/domainNodes, i%domainNodes
@@ -135,14 +108,14 @@ func runDomains(binDir, out string, armNames []string, seed int64) error {
 	}
 	stream := domainStream(seed)
 	var results []domainResult
-	for _, a := range chosen {
+	for _, a := range env.arms {
 		r, err := replayDomains(ctx, c, cs, plane.Dir, plane.Kubeconfig, a, stream)
 		if err != nil {
 			return fmt.Errorf("%s: %w", a.name, err)
 		}
 		results = append(results, r)
 	}
-	return writeDomains(out, seed, stream, results)
+	return writeDomains(env.out, seed, stream, results)
 }
 
 func replayDomains(ctx context.Context, c client.Client, cs kubernetes.Interface, dir, kcPath string, a arm, stream []domainJob) (domainResult, error) {

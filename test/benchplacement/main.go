@@ -160,6 +160,53 @@ var (
 	wholeGPUs   bool
 )
 
+// benchEnv is what every replay runs in: the chosen arms, the results directory, and
+// a local control plane with clients.
+type benchEnv struct {
+	arms  []arm
+	out   string
+	plane *adminkube.ControlPlane
+	c     client.Client
+	cs    kubernetes.Interface
+}
+
+// startBench checks the chosen arms' binaries, makes the results directory (a new
+// one under .bench-placement/ ending in name when out is empty) and starts the
+// control plane; the caller stops env.plane.
+func startBench(binDir, out, name string, armNames []string) (*benchEnv, error) {
+	env := &benchEnv{out: out}
+	for _, a := range arms(binDir) {
+		if slicesContains(armNames, a.name) {
+			if _, err := os.Stat(a.binary); err != nil {
+				return nil, fmt.Errorf("arm %s needs %s: %w", a.name, a.binary, err)
+			}
+			env.arms = append(env.arms, a)
+		}
+	}
+	if env.out == "" {
+		env.out = filepath.Join(".bench-placement", time.Now().Format("20060102-150405")+"-"+name)
+	}
+	if err := os.MkdirAll(env.out, 0o755); err != nil {
+		return nil, err
+	}
+	if err := testenv.RequireAssets(); err != nil {
+		return nil, err
+	}
+	plane, err := adminkube.Start([]string{testenv.CRDPath()}, "kubenexus-bench-placement-", "bench-placement")
+	if err != nil {
+		return nil, err
+	}
+	cfg := plane.Config
+	cfg.QPS, cfg.Burst = 5000, 5000
+	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
+	if err != nil {
+		plane.Stop()
+		return nil, err
+	}
+	env.plane, env.c, env.cs = plane, c, kubernetes.NewForConfigOrDie(cfg)
+	return env, nil
+}
+
 func run(nodesFile, podsFile, binDir, out string, armNames []string, variants []variant) error {
 	ctx := context.Background()
 	nodes, err := readNodes(nodesFile)
@@ -174,37 +221,13 @@ func run(nodesFile, podsFile, binDir, out string, armNames []string, variants []
 	for _, n := range nodes {
 		totalGPUs += n.gpus
 	}
-	var chosen []arm
-	for _, a := range arms(binDir) {
-		if slicesContains(armNames, a.name) {
-			if _, err := os.Stat(a.binary); err != nil {
-				return fmt.Errorf("arm %s needs %s: %w", a.name, a.binary, err)
-			}
-			chosen = append(chosen, a)
-		}
-	}
-	if out == "" {
-		out = filepath.Join(".bench-placement", time.Now().Format("20060102-150405")+"-"+strings.TrimSuffix(filepath.Base(podsFile), ".csv"))
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
-
-	if err := testenv.RequireAssets(); err != nil {
-		return err
-	}
-	plane, err := adminkube.Start([]string{testenv.CRDPath()}, "kubenexus-bench-placement-", "bench-placement")
+	env, err := startBench(binDir, out, strings.TrimSuffix(filepath.Base(podsFile), ".csv"), armNames)
 	if err != nil {
 		return err
 	}
-	defer plane.Stop()
-	cfg, dir, kcPath := plane.Config, plane.Dir, plane.Kubeconfig
-	cfg.QPS, cfg.Burst = 5000, 5000
-	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
-	if err != nil {
-		return err
-	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	defer env.plane.Stop()
+	chosen, out, c, cs := env.arms, env.out, env.c, env.cs
+	dir, kcPath := env.plane.Dir, env.plane.Kubeconfig
 
 	fmt.Printf("trace %s: %d nodes, %d GPUs; %d tasks in %s\n", nodesFile, len(nodes), totalGPUs, len(tasks), podsFile)
 	if err := testutil.Parallel(len(nodes), func(i int) error {

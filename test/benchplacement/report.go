@@ -122,43 +122,32 @@ func pctOrDash(v float64) string {
 	return fmt.Sprintf("%.1f%%", v)
 }
 
+// plotCurves plots each arm's GPU allocation against the arrived GPU demand.
 func plotCurves(path, title string, results []result) error {
-	p := plot.New()
-	p.Title.Text = "GPU allocation vs arrived GPU demand: " + title
-	p.X.Label.Text = "arrived GPU demand, % of the cluster's GPUs"
-	p.Y.Label.Text = "GPUs allocated, %"
-	colors := []color.Color{color.RGBA{R: 200, A: 255}, color.RGBA{G: 140, A: 255}, color.RGBA{B: 200, A: 255}}
-	for i, r := range results {
-		pts := make(plotter.XYs, len(r.curve))
-		for j, c := range r.curve {
-			pts[j].X, pts[j].Y = c.arrived, c.allocated
-		}
-		line, err := plotter.NewLine(pts)
-		if err != nil {
-			return err
-		}
-		line.Color = colors[i%len(colors)]
-		line.Width = vg.Points(1.5)
-		p.Add(line)
-		p.Legend.Add(r.arm, line)
-	}
-	p.Legend.Top, p.Legend.Left = true, true
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+	return plotAgainstDemand(path, "GPU allocation vs arrived GPU demand: "+title, "GPUs allocated, %", results,
+		func(c point) (float64, bool) { return c.allocated, true })
 }
 
 // plotFragmentation plots each arm's fragmented GPUs (FGD's measure, taken once per
 // percent of arrived demand) against the arrived GPU demand.
 func plotFragmentation(path, title string, results []result) error {
+	return plotAgainstDemand(path, "Fragmented GPUs vs arrived GPU demand: "+title, "fragmented GPUs (FGD)", results,
+		func(c point) (float64, bool) { return c.fragmented, c.fragmented >= 0 })
+}
+
+// plotAgainstDemand draws one line per arm of y (where measured) over the arrived
+// GPU demand.
+func plotAgainstDemand(path, title, yLabel string, results []result, y func(point) (float64, bool)) error {
 	p := plot.New()
-	p.Title.Text = "Fragmented GPUs vs arrived GPU demand: " + title
+	p.Title.Text = title
 	p.X.Label.Text = "arrived GPU demand, % of the cluster's GPUs"
-	p.Y.Label.Text = "fragmented GPUs (FGD)"
+	p.Y.Label.Text = yLabel
 	colors := []color.Color{color.RGBA{R: 200, A: 255}, color.RGBA{G: 140, A: 255}, color.RGBA{B: 200, A: 255}}
 	for i, r := range results {
 		var pts plotter.XYs
 		for _, c := range r.curve {
-			if c.fragmented >= 0 {
-				pts = append(pts, plotter.XY{X: c.arrived, Y: c.fragmented})
+			if v, ok := y(c); ok {
+				pts = append(pts, plotter.XY{X: c.arrived, Y: v})
 			}
 		}
 		if len(pts) == 0 {
