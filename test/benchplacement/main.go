@@ -30,11 +30,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,7 +53,6 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers"
-	"github.com/kube-nexus/kubenexus/scheduler/placement"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/adminkube"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
@@ -114,7 +113,7 @@ func main() {
 	podsFile := flag.String("pods", "", "pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...,creation_time,...])")
 	binDir := flag.String("bin", "bin", "directory holding kubenexus-scheduler and k8s/kube-scheduler")
 	out := flag.String("out", "", "results directory (default: a new one under .bench-placement/)")
-	armsFlag := flag.String("arms", "stock,stock-mostallocated,kubenexus", "arms to run")
+	armsFlag := flag.String("arms", "stock,stock-mostallocated,kubenexus", "arms to run; "+fgdModel+" adds FGD's policy placed in-process (no scheduler) as a reference")
 	flag.Int64Var(&shuffleSeed, "shuffle-seed", 0, "replay the tasks in an order shuffled with this seed (the same for every arm) instead of creation (or file) order; 0: no shuffle")
 	variantsFlag := flag.String("variants", "", "replay variants of the trace instead of the trace itself: \"name:cpu=0.1,sharing=0.6,model=0.33;...\" "+
 		"(cpu: share of CPU-only tasks; sharing, model: shares of GPU tasks that share a GPU or require one GPU model; a key left out keeps the trace's)")
@@ -183,10 +182,8 @@ func startBench(binDir, out, name string, armNames []string) (*benchEnv, error) 
 			env.arms = append(env.arms, a)
 		}
 	}
-	if env.out == "" {
-		env.out = filepath.Join(".bench-placement", time.Now().Format("20060102-150405")+"-"+name)
-	}
-	if err := os.MkdirAll(env.out, 0o755); err != nil {
+	var err error
+	if env.out, err = resultsDir(out, name); err != nil {
 		return nil, err
 	}
 	if err := testenv.RequireAssets(); err != nil {
@@ -207,6 +204,15 @@ func startBench(binDir, out, name string, armNames []string) (*benchEnv, error) 
 	return env, nil
 }
 
+// resultsDir makes the results directory: out, or a new one under .bench-placement/
+// ending in name when out is empty.
+func resultsDir(out, name string) (string, error) {
+	if out == "" {
+		out = filepath.Join(".bench-placement", time.Now().Format("20060102-150405")+"-"+name)
+	}
+	return out, os.MkdirAll(out, 0o755)
+}
+
 func run(nodesFile, podsFile, binDir, out string, armNames []string, variants []variant) error {
 	ctx := context.Background()
 	nodes, err := readNodes(nodesFile)
@@ -221,7 +227,17 @@ func run(nodesFile, podsFile, binDir, out string, armNames []string, variants []
 	for _, n := range nodes {
 		totalGPUs += n.gpus
 	}
-	env, err := startBench(binDir, out, strings.TrimSuffix(filepath.Base(podsFile), ".csv"), armNames)
+	name := strings.TrimSuffix(filepath.Base(podsFile), ".csv")
+	model := slicesContains(armNames, fgdModel)
+	if model && len(variants) == 0 && len(slices.DeleteFunc(slices.Clone(armNames), func(a string) bool { return a == fgdModel })) == 0 {
+		// The model alone needs no control plane.
+		if out, err = resultsDir(out, name); err != nil {
+			return err
+		}
+		fmt.Printf("trace %s: %d nodes, %d GPUs; %d tasks in %s\n", nodesFile, len(nodes), totalGPUs, len(tasks), podsFile)
+		return write(out, nodesFile, podsFile, totalGPUs, []result{replayModel(nodes, tasks, totalGPUs)})
+	}
+	env, err := startBench(binDir, out, name, armNames)
 	if err != nil {
 		return err
 	}
@@ -271,14 +287,21 @@ func run(nodesFile, podsFile, binDir, out string, armNames []string, variants []
 		if err != nil {
 			return err
 		}
+		if model {
+			results = append(results, replayModel(nodes, tasks, totalGPUs))
+		}
 		return write(out, nodesFile, podsFile, totalGPUs, results)
 	}
 	all := map[string][]result{}
 	for _, v := range variants {
 		fmt.Printf("variant %s\n", v)
-		results, err := replayArms(ctx, c, cs, dir, kcPath, chosen, nodes, v.apply(tasks, nodes), totalGPUs)
+		vtasks := v.apply(tasks, nodes)
+		results, err := replayArms(ctx, c, cs, dir, kcPath, chosen, nodes, vtasks, totalGPUs)
 		if err != nil {
 			return fmt.Errorf("variant %s: %w", v.name, err)
+		}
+		if model {
+			results = append(results, replayModel(nodes, vtasks, totalGPUs))
 		}
 		vout := filepath.Join(out, v.name)
 		if err := os.MkdirAll(vout, 0o755); err != nil {
@@ -320,6 +343,7 @@ type result struct {
 	at80, at90, at100    float64
 	frag90               float64    // fragmented GPUs at 90% demand, -1: not reached
 	frag90Nodes          [][]string // per GPU node at 90% demand (usage.nodeRows)
+	packedShares90       float64    // the shares arrived by 90% demand packed with hindsight (packedShares)
 	largest8             int64
 	podsPerSec           float64
 	curve                []point
@@ -355,103 +379,51 @@ func replay(ctx context.Context, c client.Client, cs kubernetes.Interface, dir, 
 	}
 	defer kill()
 
-	r := result{arm: a.name, firstFailUnalloc: -1, at80: -1, at90: -1, at100: -1, frag90: -1}
 	defer func() {
 		if err := releaseClaims(context.Background(), c, ns.Name); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: releasing claims: %v\n", a.name, err)
 		}
 	}()
-	usage := newUsage(nodes)
-	demand := demandOf(tasks)
-	// Demand and allocation in thousandths of a GPU.
-	total := totalGPUs * 1000
-	var arrived, allocated int64
-	nextFrag := 0.0
-	start := time.Now()
+	y := newTally(a.name, nodes, tasks, totalGPUs)
 	fmt.Printf("%s: replaying until %d GPUs are asked for\n", a.name, totalGPUs)
-	for pass := 0; arrived < total && pass < 3; pass++ {
-		for _, t := range tasks {
-			if arrived >= total {
-				break
-			}
-			if pass > 0 {
-				t.name = fmt.Sprintf("%s-r%d", t.name, pass)
-			}
-			ch := outcomes.expect(t.name)
-			pod := podOf(t, ns.Name, a.schedulerName)
-			if claim := claimOf(t, ns.Name); claim != nil {
-				if err := c.Create(ctx, claim); err != nil {
-					return result{}, fmt.Errorf("creating the claim of %s: %w", t.name, err)
-				}
-			}
-			if err := c.Create(ctx, pod); err != nil {
-				return result{}, fmt.Errorf("creating %s: %w", t.name, err)
-			}
-			var o outcome
-			select {
-			case o = <-ch:
-			case <-time.After(2 * time.Minute):
-				return result{}, fmt.Errorf("%s: neither bound nor refused in 2 minutes (log %s)", t.name, logPath)
-			}
-			r.tasks++
-			if t.fractional {
-				r.fractionalTasks++
-			}
-			if o.failed {
-				r.failed++
-				r.failures = append(r.failures, failure{task: t, unallocatedMilli: total - allocated, message: o.message})
-				if t.gpus > 0 {
-					r.gpuFailed++
-					if r.firstFailUnalloc < 0 {
-						r.firstFailUnalloc = total - allocated
-						r.firstFail = fmt.Sprintf("%s (%s GPUs, %dm CPU, %d MiB)", t.name, gpusText(t.demandMilli()), t.cpuMilli, t.mib)
-					}
-				}
-				if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: t.name}}, client.GracePeriodSeconds(0)); err != nil {
-					return result{}, err
-				}
-				if err := client.IgnoreNotFound(c.Delete(ctx, &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: t.name}})); err != nil {
-					return result{}, err
-				}
-			} else {
-				if err := usage.bind(ctx, c, ns.Name, o.node, t); err != nil {
-					return result{}, err
-				}
-				allocated += t.demandMilli()
-			}
-			if t.gpus == 0 {
-				continue
-			}
-			arrived += t.demandMilli()
-			p := point{arrived: pct(arrived, total), allocated: pct(allocated, total), fragmented: -1}
-			if p.arrived >= nextFrag {
-				p.fragmented = usage.fragmented(demand)
-				nextFrag = math.Floor(p.arrived) + 1
-			}
-			r.curve = append(r.curve, p)
-			for _, mark := range []struct {
-				at  float64
-				dst *float64
-			}{{80, &r.at80}, {90, &r.at90}, {100, &r.at100}} {
-				if *mark.dst < 0 && p.arrived >= mark.at {
-					*mark.dst = p.allocated
-				}
-			}
-			if r.frag90 < 0 && p.arrived >= 90 {
-				r.frag90 = usage.fragmented(demand)
-				r.frag90Nodes = usage.nodeRows(demand)
-			}
-			if r.tasks%500 == 0 {
-				fmt.Printf("  %s: %d tasks, demand %.0f%%, allocated %.1f%%, %d failed\n", a.name, r.tasks, p.arrived, p.allocated, r.failed)
+	err = y.each(tasks, func(t task) error {
+		ch := outcomes.expect(t.name)
+		pod := podOf(t, ns.Name, a.schedulerName)
+		if claim := claimOf(t, ns.Name); claim != nil {
+			if err := c.Create(ctx, claim); err != nil {
+				return fmt.Errorf("creating the claim of %s: %w", t.name, err)
 			}
 		}
+		if err := c.Create(ctx, pod); err != nil {
+			return fmt.Errorf("creating %s: %w", t.name, err)
+		}
+		var o outcome
+		select {
+		case o = <-ch:
+		case <-time.After(2 * time.Minute):
+			return fmt.Errorf("%s: neither bound nor refused in 2 minutes (log %s)", t.name, logPath)
+		}
+		if o.failed {
+			y.refused(t, o.message)
+			if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: t.name}}, client.GracePeriodSeconds(0)); err != nil {
+				return err
+			}
+			if err := client.IgnoreNotFound(c.Delete(ctx, &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: t.name}})); err != nil {
+				return err
+			}
+		} else {
+			if err := y.usage.bind(ctx, c, ns.Name, o.node, t); err != nil {
+				return err
+			}
+			y.placed(t)
+		}
+		y.arrive(t)
+		return nil
+	})
+	if err != nil {
+		return result{}, err
 	}
-	r.podsPerSec = float64(r.tasks) / time.Since(start).Seconds()
-	r.allocatedMilliAtStop = allocated
-	r.largest8, _ = placement.LargestGang(usage.wholeFree(), 8, 0)
-	fmt.Printf("%s: %d tasks (%d failed, %d of them GPU tasks); unallocated GPUs at the first GPU failure %s (%s); fragmented GPUs at 90%% demand %.1f; allocated at 100%% demand %.1f%%; %.0f pods/s\n",
-		a.name, r.tasks, r.failed, r.gpuFailed, gpusText(r.firstFailUnalloc), r.firstFail, r.frag90, r.at100, r.podsPerSec)
-	return r, nil
+	return y.finish(), nil
 }
 
 // outcome is where a pod went: bound to node, or refused with the scheduler's

@@ -81,20 +81,25 @@ func write(out, nodesFile, podsFile string, totalGPUs int64, results []result) e
 	}
 	if len(results) > 0 {
 		fmt.Fprintf(&b, "\n%d of the tasks replayed asked for a fraction of a GPU.\n", results[0].fractionalTasks)
+		if r := results[0]; !wholeGPUs && r.fractionalTasks > 0 && r.frag90 >= 0 {
+			fmt.Fprintf(&b, "\nThe shares asked for by 90%% demand, packed with hindsight (first-fit decreasing, CPU and memory ignored), leave %.1f fragmented GPUs in the crumbs of partly used cards.\n", r.packedShares90)
+		}
 	}
-	var base, packed, nexus *result
+	var base, packed, model, nexus *result
 	for i := range results {
 		switch results[i].arm {
 		case "stock":
 			base = &results[i]
 		case "stock-mostallocated":
 			packed = &results[i]
+		case fgdModel:
+			model = &results[i]
 		case "kubenexus":
 			nexus = &results[i]
 		}
 	}
 	if nexus != nil {
-		for _, other := range []*result{base, packed} {
+		for _, other := range []*result{base, packed, model} {
 			if other == nil {
 				continue
 			}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -109,19 +111,8 @@ func (u *usage) bind(ctx context.Context, c client.Client, ns, node string, t ta
 	if !ok {
 		return fmt.Errorf("%s was bound to %s, which is not a node of the trace", t.name, node)
 	}
-	u.cpu[i] += t.cpuMilli
-	u.mib[i] += t.mib
-	if t.gpus == 0 {
-		return nil
-	}
-	devs := u.devices[i]
-	if wholeGPUs {
-		left := t.gpus
-		for d := range devs {
-			if left > 0 && devs[d] == 0 {
-				devs[d], left = 1000, left-1
-			}
-		}
+	if t.gpus == 0 || wholeGPUs {
+		u.take(i, t, u.firstFit(i, t))
 		return nil
 	}
 	claim := &resourceapi.ResourceClaim{}
@@ -131,34 +122,60 @@ func (u *usage) bind(ctx context.Context, c client.Client, ns, node string, t ta
 	if claim.Status.Allocation == nil {
 		return fmt.Errorf("%s is bound to %s but its claim is not allocated", t.name, node)
 	}
+	var devs []int
 	for _, res := range claim.Status.Allocation.Devices.Results {
 		d, err := strconv.Atoi(strings.TrimPrefix(res.Device, "gpu-"))
-		if err != nil || d < 0 || d >= len(devs) {
+		if err != nil || d < 0 || d >= len(u.devices[i]) {
 			return fmt.Errorf("claim %s: device %q is not one of %s's", t.name, res.Device, node)
 		}
-		share := int64(1000)
-		if q, ok := res.ConsumedCapacity[shareCapacity]; ok {
-			share = q.Value()
+		if q, ok := res.ConsumedCapacity[shareCapacity]; ok && q.Value() != min(t.demandMilli(), 1000) {
+			return fmt.Errorf("claim %s: %s consumed %s of device %s, the task asked for %d thousandths of each", t.name, node, q.String(), res.Device, min(t.demandMilli(), 1000))
 		}
-		devs[d] += share
+		devs = append(devs, d)
 	}
+	u.take(i, t, devs)
 	return nil
 }
 
-// room is a GPU node's free room as ResourceFragmentation's measure reads it.
-func (u *usage) room(i int) placement.Room {
-	n := u.nodes[i]
-	r := placement.Room{MilliCPU: n.cpuMilli - u.cpu[i], Memory: (n.mib - u.mib[i]) << 20, Partial: []int64{}}
-	for _, used := range u.devices[i] {
-		switch {
-		case used <= 0:
-			r.GPUs++
-		case used < 1000:
-			r.Partial = append(r.Partial, 1000-used)
+// take records task t on node i: its CPU and memory, and its GPU demand on devs (its
+// share on the one device, or one whole device each).
+func (u *usage) take(i int, t task, devs []int) {
+	u.cpu[i] += t.cpuMilli
+	u.mib[i] += t.mib
+	share := min(t.demandMilli(), 1000)
+	for _, d := range devs {
+		u.devices[i][d] += share
+	}
+}
+
+// firstFit is the devices of node i that kube-scheduler's DRA allocator gives task t
+// (the first ones, in the order the node publishes them, with room for its share or
+// wholly free), nil when they are not there; nil too for a task of no GPUs.
+func (u *usage) firstFit(i int, t task) []int {
+	if t.gpus == 0 {
+		return nil
+	}
+	m, need := t.demandMilli(), t.gpus
+	if m < 1000 {
+		need = 1
+	}
+	var devs []int
+	for d, used := range u.devices[i] {
+		if int64(len(devs)) == need {
+			break
+		}
+		if (m < 1000 && used+m <= 1000) || used == 0 {
+			devs = append(devs, d)
 		}
 	}
-	return r
+	if int64(len(devs)) < need {
+		return nil
+	}
+	return devs
 }
+
+// room is a GPU node's free room as ResourceFragmentation's measure reads it.
+func (u *usage) room(i int) placement.Room { return u.roomWith(i, task{}, nil) }
 
 // fragmented is the cluster's fragmented GPUs: the sum over GPU nodes of the GPUs a
 // task drawn from demand could not use there (placement.Fragmentation, FGD's
@@ -223,6 +240,10 @@ func demandOf(tasks []task) placement.Demand {
 	for k, w := range weight {
 		out = append(out, placement.Need{GPUs: k.gpus, Share: k.share, MilliCPU: k.cpu, Memory: k.mib << 20, Weight: w})
 	}
+	// In one order, so that sums over it, and the model's ties, repeat exactly.
+	slices.SortFunc(out, func(a, b placement.Need) int {
+		return cmp.Or(cmp.Compare(a.GPUs, b.GPUs), cmp.Compare(a.Share, b.Share), cmp.Compare(a.MilliCPU, b.MilliCPU), cmp.Compare(a.Memory, b.Memory))
+	})
 	return out
 }
 
