@@ -76,8 +76,12 @@ func write(out, nodesFile, podsFile string, totalGPUs int64, results []result) e
 		if r.frag90 >= 0 {
 			frag = fmt.Sprintf("%.1f", r.frag90)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d (%d) | %s | %s | %s / %s / %s | %d | %.0f |\n", r.arm, r.tasks, r.failed, r.gpuFailed, first, frag,
-			pctOrDash(r.at80), pctOrDash(r.at90), pctOrDash(r.at100), r.largest8, r.podsPerSec)
+		rate := "-" // the model places in-process: no rate to compare
+		if r.arm != fgdModel {
+			rate = fmt.Sprintf("%.0f", r.podsPerSec)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d (%d) | %s | %s | %s / %s / %s | %d | %s |\n", r.arm, r.tasks, r.failed, r.gpuFailed, first, frag,
+			pctOrDash(r.at80), pctOrDash(r.at90), pctOrDash(r.at100), r.largest8, rate)
 	}
 	if len(results) > 0 {
 		fmt.Fprintf(&b, "\n%d of the tasks replayed asked for a fraction of a GPU.\n", results[0].fractionalTasks)
