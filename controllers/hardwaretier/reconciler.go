@@ -176,8 +176,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			DeleteFunc:  func(e event.DeleteEvent) bool { return own(e.Object) },
 			GenericFunc: func(event.GenericEvent) bool { return false },
 		}
+		// A DeviceClass decides which devices are GPUs (ResourceFragmentation's GPU
+		// classes, and classes that back nvidia.com/gpu).
 		b = b.Watches(&resourceapi.ResourceSlice{}, allTiers).
-			Watches(&resourceapi.ResourceClaim{}, allTiers, builder.WithPredicates(ownAllocations))
+			Watches(&resourceapi.ResourceClaim{}, allTiers, builder.WithPredicates(ownAllocations)).
+			Watches(&resourceapi.DeviceClass{}, allTiers, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	}
 	// DeviceTaintRules are served from 1.37 on.
 	if served("DeviceTaintRule") {

@@ -3,6 +3,7 @@ package placement
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -201,13 +202,28 @@ func (s *Shortage) Describe(levelName string, shapes []Shape) string {
 	return fmt.Sprintf("needs %d members (%s) in one %s; the largest %s fits %d", s.Need, DescribeShapes(shapes), levelName, levelName, s.BestFits)
 }
 
+// The resources a plan counts GPUs published through DRA in (milli-units, as the
+// others; a whole card is 1000): whole free cards, and the free capacity of all
+// cards. A member that asks for whole GPUs through its claims asks for both, one
+// that asks for a share of a GPU for that much capacity.
+const (
+	DRAWholeGPUs   corev1.ResourceName = "whole DRA GPUs"
+	DRAGPUCapacity corev1.ResourceName = "DRA GPU capacity"
+)
+
 // DescribeShapes says what a gang's members ask for, e.g. "16 × 8 nvidia.com/gpu".
 func DescribeShapes(shapes []Shape) string {
 	var parts []string
 	for _, s := range shapes {
 		var req []string
 		for name, v := range s.Requests {
-			if name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourcePods || name == corev1.ResourceEphemeralStorage {
+			switch name {
+			case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage:
+				continue
+			case DRAGPUCapacity:
+				if s.Requests[DRAWholeGPUs] == 0 {
+					req = append(req, strconv.FormatFloat(float64(v)/1000, 'f', -1, 64)+" of a DRA GPU")
+				}
 				continue
 			}
 			req = append(req, fmt.Sprintf("%d %s", v/1000, name))

@@ -186,6 +186,16 @@ func TestDescribeShortage(t *testing.T) {
 	}
 }
 
+func TestDescribeShapesOfDRAGPUs(t *testing.T) {
+	shapes := []Shape{
+		{Count: 4, Requests: map[corev1.ResourceName]int64{corev1.ResourceCPU: 1000, DRAWholeGPUs: 2000, DRAGPUCapacity: 2000}},
+		{Count: 2, Requests: map[corev1.ResourceName]int64{corev1.ResourceCPU: 1000, DRAGPUCapacity: 250}},
+	}
+	if got, want := DescribeShapes(shapes), "4 × 2 whole DRA GPUs + 2 × 0.25 of a DRA GPU"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
 // sortStrings compares string slices as sets.
 var sortStrings = cmp.Transformer("sort", func(in []string) []string {
 	out := append([]string(nil), in...)

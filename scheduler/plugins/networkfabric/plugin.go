@@ -78,6 +78,12 @@ type Plugin struct {
 	// (under mu), keptLabel their level's node label.
 	kept      map[string]domainUse
 	keptLabel string
+	// planDRA is set while the gang planned asks for DRA GPUs; cards are the nodes'
+	// free DRA GPU cards for the planFor call under way, read on first use
+	// (cardsRead; dra.go).
+	planDRA   bool
+	cards     func(node string) (whole, milli int64, ok bool)
+	cardsRead bool
 }
 
 var (

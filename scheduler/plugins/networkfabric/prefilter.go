@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,13 +93,13 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 			delete(pl.relaxed, k)
 		}
 	}
+	defer func() { pl.away, pl.kept, pl.planDRA, pl.cards, pl.cardsRead = nil, nil, false, nil, false }()
 	if ap := pl.plans[key]; ap != nil && ap.reserved > 0 && ap.policy == policy && pl.stillHolds(ap) {
 		return ap, nil
 	}
 	delete(pl.plans, key)
 	pl.away = map[string]map[corev1.ResourceName]int64{}
 	pl.kept, pl.keptLabel = pl.wholeDomains()
-	defer func() { pl.away, pl.kept = nil, nil }()
 
 	members := []*corev1.Pod{pod}
 	if view := pl.gangs.Get(pl.handle.ProfileName()); view != nil {
@@ -121,7 +122,8 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 			members = append(members, pod)
 		}
 	}
-	shapes, roles := shapesOf(members)
+	shapes, roles := shapesOf(members, pl.draAsks)
+	pl.planDRA = asksDRA(shapes)
 	// Before planning node by node: a gang whose members are all needed for its
 	// quorum and that asks more of some resource than all nodes have free together
 	// fits nowhere, whatever the plan (the usual case of a gang that waits for
@@ -132,7 +134,7 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 		pending += s.Count
 	}
 	if !policy.Required && (quorum <= 0 || quorum-placedMembers >= pending) {
-		if name, free, need, short := clusterShort(nodes, shapes); short {
+		if name, free, need, short := clusterShort(nodes, shapes, pl.freeOf); short {
 			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: gang %s: its %d pending members (%s) need %s and all nodes together have %s free, so some member fits no node",
 				ErrReasonInsufficientCapacity, key, pending, placement.DescribeShapes(shapes), amount(name, need), amount(name, free)))
 		}
@@ -241,7 +243,7 @@ func (pl *Plugin) planNodes(nodes []fwk.NodeInfo, roles []role, shapes []placeme
 	planNodes := make([]placement.PlanNode, 0, len(nodes))
 	kept := make([]fwk.NodeInfo, 0, len(nodes))
 	for _, ni := range nodes {
-		if !roomForAny(ni, shapes) && !anchors.Has(ni.Node().Name) {
+		if !roomForAny(ni, shapes, pl.freeOf) && !anchors.Has(ni.Node().Name) {
 			continue
 		}
 		n := pl.planNode(ni, roles, prefer, anchors, lessClaims)
@@ -301,11 +303,11 @@ func (pl *Plugin) nominatedAwayNow(node string, pod *corev1.Pod) map[corev1.Reso
 
 // roomForAny reports whether the node's free capacity holds one member of some
 // shape. Cost: O(shapes × resources), no allocation.
-func roomForAny(ni fwk.NodeInfo, shapes []placement.Shape) bool {
+func roomForAny(ni fwk.NodeInfo, shapes []placement.Shape, freeOf func(fwk.NodeInfo, corev1.ResourceName) int64) bool {
 	for _, s := range shapes {
 		fits := true
 		for name, v := range s.Requests {
-			if v > 0 && nodefree.Of(ni, name) < v {
+			if v > 0 && freeOf(ni, name) < v {
 				fits = false
 				break
 			}
@@ -320,7 +322,7 @@ func roomForAny(ni fwk.NodeInfo, shapes []placement.Shape) bool {
 // clusterShort reports a resource the shapes need more of than all nodes have free
 // together (free counted up to the need only: the common case, room enough, stops
 // early), in milli-units. Cost: O(nodes) per resource the gang asks for.
-func clusterShort(nodes []fwk.NodeInfo, shapes []placement.Shape) (corev1.ResourceName, int64, int64, bool) {
+func clusterShort(nodes []fwk.NodeInfo, shapes []placement.Shape, freeOf func(fwk.NodeInfo, corev1.ResourceName) int64) (corev1.ResourceName, int64, int64, bool) {
 	need := map[corev1.ResourceName]int64{}
 	for _, s := range shapes {
 		for r, v := range s.Requests {
@@ -335,7 +337,7 @@ func clusterShort(nodes []fwk.NodeInfo, shapes []placement.Shape) (corev1.Resour
 	for _, r := range names {
 		var free int64
 		for _, ni := range nodes {
-			if f := nodefree.Of(ni, r); f > 0 {
+			if f := freeOf(ni, r); f > 0 {
 				if free += f; free >= need[r] {
 					break
 				}
@@ -366,6 +368,8 @@ func amount(name corev1.ResourceName, v int64) string {
 		return fmt.Sprintf("%dm cpu", v)
 	case corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
 		return resource.NewQuantity(v/1000, resource.BinarySI).String() + " " + string(name)
+	case placement.DRAGPUCapacity:
+		return strconv.FormatFloat(float64(v)/1000, 'f', -1, 64) + " GPUs of DRA GPU capacity"
 	}
 	return fmt.Sprintf("%d %s", v/1000, name)
 }
@@ -391,6 +395,11 @@ func withPod(pending []*corev1.Pod, pod *corev1.Pod) []*corev1.Pod {
 func (pl *Plugin) planNode(ni fwk.NodeInfo, roles []role, prefer gangview.NodePreferenceFunc, anchors sets.Set[string], lessClaims bool) placement.PlanNode {
 	node := ni.Node()
 	n := placement.PlanNode{Name: node.Name, Domains: pl.domainsOf(node), Free: nodefree.All(ni), Eligible: make([]bool, len(roles)), Anchor: anchors.Has(node.Name)}
+	if pl.planDRA {
+		if whole, capacity, ok := pl.draFree(node.Name); ok {
+			n.Free[placement.DRAWholeGPUs], n.Free[placement.DRAGPUCapacity] = whole, capacity
+		}
+	}
 	if d := node.Labels[pl.keptLabel]; d != "" && pl.kept != nil {
 		n.KeepDomain, n.KeepWhole = d, pl.kept[d].whole()
 	}
@@ -439,7 +448,7 @@ func (pl *Plugin) stillHolds(ap *activePlan) bool {
 			if v <= 0 {
 				continue
 			}
-			free := nodefree.Of(ni, r)
+			free := pl.freeOf(ni, r)
 			if free < v {
 				return false
 			}
@@ -488,7 +497,8 @@ func (r role) fitsBesidePods(ni fwk.NodeInfo) bool {
 // (requests in milli-units; one member per node for roles whose members keep one
 // another off a node) and one role per shape. Anti-affinity over a wider topology
 // (a zone, a rack) is left to the InterPodAffinity filter: the plan does not model it.
-func shapesOf(members []*corev1.Pod) ([]placement.Shape, []role) {
+// draAsks adds what a member's ResourceClaims ask of DRA GPUs (nil: not read).
+func shapesOf(members []*corev1.Pod, draAsks func(*corev1.Pod, map[corev1.ResourceName]int64)) ([]placement.Shape, []role) {
 	index := map[string]int{}
 	var shapes []placement.Shape
 	var roles []role
@@ -496,7 +506,11 @@ func shapesOf(members []*corev1.Pod) ([]placement.Shape, []role) {
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, p := range sorted {
 		reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-		key := shapeKey(reqs, p)
+		dra := map[corev1.ResourceName]int64{}
+		if draAsks != nil {
+			draAsks(p, dra)
+		}
+		key := shapeKey(reqs, dra, p)
 		i, ok := index[key]
 		if !ok {
 			i = len(shapes)
@@ -504,6 +518,9 @@ func shapesOf(members []*corev1.Pod) ([]placement.Shape, []role) {
 			milli := map[corev1.ResourceName]int64{corev1.ResourcePods: 1000}
 			for name, q := range reqs {
 				milli[name] = q.MilliValue()
+			}
+			for name, v := range dra {
+				milli[name] = v
 			}
 			r := roleOf(p)
 			shape := placement.Shape{Requests: milli}
@@ -553,8 +570,8 @@ func hostPorts(p *corev1.Pod) []corev1.ContainerPort {
 	return ports
 }
 
-func shapeKey(reqs corev1.ResourceList, p *corev1.Pod) string {
-	b, _ := json.Marshal([]any{reqs, p.Spec.NodeSelector, p.Spec.Affinity, p.Spec.Tolerations, hostPorts(p)})
+func shapeKey(reqs corev1.ResourceList, dra map[corev1.ResourceName]int64, p *corev1.Pod) string {
+	b, _ := json.Marshal([]any{reqs, dra, p.Spec.NodeSelector, p.Spec.Affinity, p.Spec.Tolerations, hostPorts(p)})
 	return string(b)
 }
 

@@ -162,7 +162,7 @@ func TestShapesOfBoundsMembersThatKeepApart(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			shapes, roles := shapesOf(tc.members)
+			shapes, roles := shapesOf(tc.members, nil)
 			if len(shapes) != len(tc.want) || len(roles) != len(tc.want) {
 				t.Fatalf("got %d shapes, want %d", len(shapes), len(tc.want))
 			}

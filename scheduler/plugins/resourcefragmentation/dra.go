@@ -102,6 +102,35 @@ func (d *draGPUs) asksForGPUs(pod *corev1.Pod) bool {
 	return len(reqs) > 0
 }
 
+// asks is what the pod's claims ask of GPU devices, allocated or not: whole GPUs,
+// or a share of one (gangview.DRAGPUs).
+func (d *draGPUs) asks(pod *corev1.Pod) (gpus, share int64) {
+	reqs, _ := d.requests(pod, true)
+	if len(reqs) == 0 {
+		return 0, 0
+	}
+	return d.shape(reqs)
+}
+
+// freeCards reads the allocated state once and returns each GPU node's whole free
+// cards and the free capacity of its cards, in thousandths (gangview.DRAGPUs).
+func (d *draGPUs) freeCards() (func(node string) (whole, milli int64, ok bool), error) {
+	c, err := d.cycle()
+	if err != nil {
+		return nil, err
+	}
+	return func(node string) (whole, milli int64, ok bool) {
+		g := c.cards(node)
+		if g == nil {
+			return 0, 0, false
+		}
+		for i := range g.Cards {
+			milli += g.Cards[i].Free()
+		}
+		return g.FreeCards(), milli, true
+	}, nil
+}
+
 // requests returns the requests of the pod's ResourceClaims for GPU devices (nil:
 // none), read from each claim, or from its template while the claim is not made
 // yet; found is false when a claim is neither in the scheduler's cache nor made

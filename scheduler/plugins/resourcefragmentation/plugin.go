@@ -89,7 +89,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	t.dra = newDRAGPUs(index, h, args.GPUDeviceClasses, args.GPUResources)
 	if gangs != nil {
 		// WorkloadAware tells GPU nodes and GPU pods by them too.
-		gangs.SetDRAGPUs(gangview.DRAGPUs{Nodes: t.dra.nodesWithGPUs, Pod: t.dra.asksForGPUs})
+		// NetworkFabric plans gangs whose members ask for them by their cards.
+		gangs.SetDRAGPUs(gangview.DRAGPUs{Nodes: t.dra.nodesWithGPUs, Pod: t.dra.asksForGPUs, Asks: t.dra.asks, Cards: t.dra.freeCards})
 	}
 	informers := h.SharedInformerFactory().Core().V1()
 	if _, err := informers.Pods().Informer().AddEventHandler(t.handler()); err != nil {

@@ -119,10 +119,6 @@ var _ = Describe("HardwareTier", func() {
 	It("counts the GPUs NVIDIA's DRA driver publishes, a shared GPU as allocated once a claim takes part of it", func() {
 		// NVIDIA's class backs no extended resource: its devices are GPUs because the
 		// KubeNexusConfig's gpuDeviceClasses (by default) name it.
-		class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.nvidia.com"},
-			Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "gpu.nvidia.com"`}}}}}
-		Expect(k8sClient.Create(suiteCtx, class)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, class))).To(Succeed()) })
 		n := testutil.MakeNode("gb200-0").Capacity("cpu", "144").Label("hardware.example.com/tier", "dra").Label("kubenexus.io/test", "hwt").Obj()
 		Expect(k8sClient.Create(suiteCtx, n)).To(Succeed())
 		gpu := func(name string) resourceapi.Device {
@@ -134,6 +130,13 @@ var _ = Describe("HardwareTier", func() {
 			Devices: []resourceapi.Device{gpu("gpu-0"), gpu("gpu-1"), gpu("gpu-2"), gpu("gpu-3")}}}
 		Expect(k8sClient.Create(suiteCtx, slice)).To(Succeed())
 		Expect(k8sClient.Create(suiteCtx, testutil.MakeHardwareTier("dra", 70).Obj())).To(Succeed())
+		// Until the driver's DeviceClass exists its devices are no GPUs; once it is
+		// made, the tier counts them without another change.
+		Eventually(tierStatus("dra")).WithTimeout(20 * time.Second).Should(And(HaveField("Nodes", int32(1)), HaveField("GPUCapacity", int64(0))))
+		class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.nvidia.com"},
+			Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "gpu.nvidia.com"`}}}}}
+		Expect(k8sClient.Create(suiteCtx, class)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, class))).To(Succeed()) })
 		Eventually(tierStatus("dra")).WithTimeout(20 * time.Second).Should(And(
 			HaveField("Nodes", int32(1)), HaveField("GPUCapacity", int64(4)), HaveField("GPUAllocated", int64(0))))
 

@@ -105,6 +105,42 @@ var _ = Describe("Shared GPUs through DRA", func() {
 		}
 		Expect(tc.nodeOf("half-1")()).To(Equal(tc.nodeOf("half-0")()), "the second half should come from the card the first split")
 	})
+
+	It("plans a gang whose members ask for GPUs through claims where the GPUs are free, and says how many fit", func() {
+		tc := newTestCluster(profile)
+		driver := "gpus." + tc.ns + ".example.com"
+		tc.gpuClass(sharedGPUClass, driver)
+		// Rack a has room for the gangs' CPU and no GPUs, rack b two nodes of two GPUs
+		// each and more CPU: counted by CPU alone, rack a is the tighter fit.
+		tc.addLabelledNodes("cpu", 2, map[string]string{v1alpha1.LabelRack: tc.ns + "-a"}, "cpu", "8", "memory", "32Gi")
+		tc.addLabelledNodes("gpu", 2, map[string]string{v1alpha1.LabelRack: tc.ns + "-b"}, "cpu", "32", "memory", "128Gi")
+		for i := range 2 {
+			tc.resourceSlice(fmt.Sprintf("%s-gpu-%d", tc.ns, i), driver, "80Gi", 2)
+		}
+		gang := func(name string, members int) {
+			GinkgoHelper()
+			Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup(name, tc.ns).MinMember(int32(members)).
+				NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).Obj())).To(Succeed())
+			for i := range members {
+				pod := fmt.Sprintf("%s-%d", name, i)
+				Expect(k8sClient.Create(suiteCtx, tc.deviceClaimPod(tc.pod(pod).PodGroup(name), pod, sharedGPUClass, "", ""))).To(Succeed())
+			}
+		}
+		// Five members of one GPU: no rack holds them, and the refusal says what they
+		// ask for and how many the best rack holds.
+		gang("big", 5)
+		Eventually(tc.scheduledMessage("big-0")).WithTimeout(testutil.Timeout).Should(And(
+			ContainSubstring(v1alpha1.ReasonTopologyUnsatisfiable), ContainSubstring("5 × 1 whole DRA GPUs"), ContainSubstring("the largest rack fits 4")))
+		Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Pod{}, client.InNamespace(tc.ns), client.MatchingLabels{v1alpha1.LabelPodGroup: "big"}, client.GracePeriodSeconds(0))).To(Succeed())
+		// Four members go to rack b, two on each node.
+		gang("train", 4)
+		Eventually(tc.boundFn("train")).WithTimeout(testutil.Timeout).Should(Equal(4), tc.scheduledMessage("train-0"))
+		perNode := map[string]int{}
+		for i := range 4 {
+			perNode[tc.nodeOf(fmt.Sprintf("train-%d", i))()]++
+		}
+		Expect(perNode).To(Equal(map[string]int{tc.ns + "-gpu-0": 2, tc.ns + "-gpu-1": 2}))
+	})
 })
 
 // gpuClass creates the cluster-scoped DeviceClass name of driver's devices for the spec.

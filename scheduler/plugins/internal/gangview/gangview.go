@@ -120,6 +120,14 @@ func (r *Registry) GateOf(profile string) (g Gate, ok bool) {
 type DRAGPUs struct {
 	Nodes func() func(node string) bool
 	Pod   func(pod *corev1.Pod) bool
+	// Asks is what the pod's ResourceClaims ask of GPU-class devices, allocated or
+	// not: whole GPUs, or a share of one in thousandths (0, 0: none).
+	Asks func(pod *corev1.Pod) (gpus, share int64)
+	// Cards reads the nodes' GPU cards from the scheduler's allocated state
+	// (assumed and in-flight allocations included) and returns, per node, its whole
+	// free cards and the free capacity of all its cards in thousandths of a card;
+	// ok is false for a node that publishes none. One call reads the state once.
+	Cards func() (func(node string) (whole, milli int64, ok bool), error)
 }
 
 // SetDRAGPUs publishes the view of GPUs published through DRA.
