@@ -623,7 +623,11 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 		go pollReady(port, stopReady, func() { readyCh <- cp.sample(cmd.Process.Pid) })
 	}
 	if cpuProfileDir != "" && port != 0 {
-		go fetchProfile(port, filepath.Join(cpuProfileDir, fmt.Sprintf("%s-%s.pprof", w.name, a.name)))
+		go func() {
+			if err := testenv.FetchCPUProfile(port, 8, filepath.Join(cpuProfileDir, fmt.Sprintf("%s-%s.pprof", w.name, a.name))); err != nil {
+				fmt.Fprintln(os.Stderr, "bench: CPU profile:", err)
+			}
+		}()
 	}
 
 	// Give up when no pod has been bound for two minutes, or after an hour.
@@ -892,26 +896,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// fetchProfile saves an 8-second CPU profile of the scheduler once it serves.
-func fetchProfile(port int, path string) {
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // local self-signed scheduler endpoint
-	// Up to 20 s for the secure port: a scheduler whose plugins take long to set up
-	// opens it late, and the profile should still cover the run.
-	for range 200 {
-		resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/profile?seconds=8", port))
-		if err != nil {
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, "bench: CPU profile:", err)
-		}
-		return
-	}
 }
 
 // fetchHeap saves the scheduler's heap profile (in-use and allocated bytes).

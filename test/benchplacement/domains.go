@@ -134,7 +134,7 @@ func replayDomains(ctx context.Context, c client.Client, cs kubernetes.Interface
 		return domainResult{}, err
 	}
 	defer close(stop)
-	logPath, kill, err := startArm(dir, kcPath, a)
+	logPath, _, kill, err := startArm(dir, kcPath, a)
 	if err != nil {
 		return domainResult{}, err
 	}

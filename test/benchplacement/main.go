@@ -123,7 +123,14 @@ func main() {
 	scenario := flag.String("scenario", "", "replay a built-in scenario instead of a trace: nvl72 (12 NVLink domains of 18 four-GPU nodes, a stream of single-node and CPU-only pods, then domain-sized gangs)")
 	scenarioSeed := flag.Int64("scenario-seed", 1, "seed of the scenario's stream order")
 	flag.IntVar(&verbosity, "v", 1, "log verbosity of the schedulers (their logs are kept in the control plane's directory)")
+	flag.StringVar(&cpuProfileDir, "cpuprofile", "", "directory to write a 30s CPU profile of each arm's scheduler into, taken from its 300th task on")
 	flag.Parse()
+	if cpuProfileDir != "" {
+		if err := os.MkdirAll(cpuProfileDir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-placement:", err)
+			os.Exit(1)
+		}
+	}
 	if *replotFlag != "" {
 		if err := replot(*out, filepath.Base(*podsFile), strings.Split(*replotFlag, ",")); err != nil {
 			fmt.Fprintln(os.Stderr, "bench-placement:", err)
@@ -154,9 +161,10 @@ func main() {
 }
 
 var (
-	shuffleSeed int64
-	verbosity   int
-	wholeGPUs   bool
+	shuffleSeed   int64
+	verbosity     int
+	wholeGPUs     bool
+	cpuProfileDir string
 )
 
 // benchEnv is what every replay runs in: the chosen arms, the results directory, and
@@ -373,7 +381,7 @@ func replay(ctx context.Context, c client.Client, cs kubernetes.Interface, dir, 
 		return result{}, err
 	}
 	defer close(stop)
-	logPath, kill, err := startArm(dir, kcPath, a)
+	logPath, port, kill, err := startArm(dir, kcPath, a)
 	if err != nil {
 		return result{}, err
 	}
@@ -387,6 +395,13 @@ func replay(ctx context.Context, c client.Client, cs kubernetes.Interface, dir, 
 	y := newTally(a.name, nodes, tasks, totalGPUs)
 	fmt.Printf("%s: replaying until %d GPUs are asked for\n", a.name, totalGPUs)
 	err = y.each(tasks, func(t task) error {
+		if port != 0 && y.r.tasks == 300 {
+			go func() {
+				if err := testenv.FetchCPUProfile(port, 30, filepath.Join(cpuProfileDir, a.name+".pprof")); err != nil {
+					fmt.Fprintln(os.Stderr, "bench-placement: CPU profile:", err)
+				}
+			}()
+		}
 		ch := outcomes.expect(t.name)
 		pod := podOf(t, ns.Name, a.schedulerName)
 		if claim := claimOf(t, ns.Name); claim != nil {
@@ -496,7 +511,9 @@ func (o *outcomes) notify(obj any) {
 
 // startArm runs the arm's scheduler binary against the control plane, logging to
 // <dir>/<arm>.log; kill stops it.
-func startArm(dir, kcPath string, a arm) (logPath string, kill func(), err error) {
+// startArm starts the arm's scheduler; port is its secure port (0: none, unless
+// -cpuprofile asks for profiles).
+func startArm(dir, kcPath string, a arm) (logPath string, port int, kill func(), err error) {
 	cfgPath := filepath.Join(dir, a.name+"-config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -504,20 +521,28 @@ leaderElection: {leaderElect: false}
 clientConnection: {kubeconfig: %s, qps: 5000, burst: 5000}
 profiles:
 %s`, kcPath, a.profile)), 0o600); err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	logPath = filepath.Join(dir, a.name+".log")
+	args := []string{"--config=" + cfgPath, "--v=" + strconv.Itoa(verbosity), "--secure-port=0"}
+	if cpuProfileDir != "" {
+		if port, err = testenv.FreePort(); err != nil {
+			return "", 0, nil, err
+		}
+		args[2] = "--secure-port=" + strconv.Itoa(port)
+		args = append(args, "--authorization-always-allow-paths=/healthz,/readyz,/debug/pprof/profile")
+	}
 	logFile, err := os.Create(logPath)
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
-	cmd := exec.Command(a.binary, "--config="+cfgPath, "--secure-port=0", "--v="+strconv.Itoa(verbosity))
+	cmd := exec.Command(a.binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		return "", nil, err
+		return "", 0, nil, err
 	}
-	return logPath, func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logFile.Close() }, nil
+	return logPath, port, func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logFile.Close() }, nil
 }
 
 func podOf(t task, ns, schedulerName string) *corev1.Pod {
