@@ -48,6 +48,22 @@ type draGPUs struct {
 	// matches memoises, per request's selectors and node, which of the node's
 	// devices match them.
 	matches map[string]map[string][]bool
+	// cards keeps each node's cards across cycles (draCycle.cards).
+	cards map[string]*cardsEntry
+}
+
+// cardsEntry is a node's cards as a cycle built them, kept for the next cycles while
+// the index's version and what the allocated state holds of the node's GPU devices
+// (print) stay the same: a cycle rebuilds the cards of the nodes whose allocations
+// changed (the node the last pod went to), not of every GPU node.
+type cardsEntry struct {
+	// ids are the IDs of the node's GPU devices.
+	ids   []structured.DeviceID
+	print uint64
+	g     *hardware.GPUs
+	// whole and partial are g's room (cardRoom).
+	whole   int64
+	partial []int64
 }
 
 func newDRAGPUs(index *devices.Index, h fwk.Handle, named []string, resources []corev1.ResourceName) *draGPUs {
@@ -78,7 +94,7 @@ func (d *draGPUs) current() (devices.Published, map[string][]string, map[string]
 			}
 		}
 	}
-	d.at, d.classes, d.gpu, d.refs, d.matches = p, classes, gpu, map[string]int64{}, map[string]map[string][]bool{}
+	d.at, d.classes, d.gpu, d.refs, d.matches, d.cards = p, classes, gpu, map[string]int64{}, map[string]map[string][]bool{}, map[string]*cardsEntry{}
 	return p, classes, gpu
 }
 
@@ -329,11 +345,27 @@ type draCycle struct {
 	published devices.Published
 	gpu       map[string][]bool
 	alloc     hardware.Allocation
-	byNode    sync.Map // node name → *hardware.GPUs
+	byNode    sync.Map // node name → *cardsEntry
 }
 
 // cards returns the node's GPUs (nil: it publishes none).
 func (c *draCycle) cards(node string) *hardware.GPUs {
+	if e := c.entry(node); e != nil {
+		return e.g
+	}
+	return nil
+}
+
+// room is the node's whole free cards and the free shares of its partly used ones
+// (cardRoom; callers must not change partial), false when it publishes no GPUs.
+func (c *draCycle) room(node string) (whole int64, partial []int64, ok bool) {
+	if e := c.entry(node); e != nil {
+		return e.whole, e.partial, true
+	}
+	return 0, nil, false
+}
+
+func (c *draCycle) entry(node string) *cardsEntry {
 	if c == nil {
 		return nil
 	}
@@ -341,12 +373,47 @@ func (c *draCycle) cards(node string) *hardware.GPUs {
 	if !ok {
 		return nil
 	}
-	if g, ok := c.byNode.Load(node); ok {
-		return g.(*hardware.GPUs)
+	if e, ok := c.byNode.Load(node); ok {
+		return e.(*cardsEntry)
 	}
-	g := hardware.NewGPUs(c.published.ByNode[node], flags, c.published.Counters, c.alloc)
-	c.byNode.Store(node, g)
-	return g
+	e := c.d.cardsOf(c.published, node, flags, c.alloc)
+	c.byNode.Store(node, e)
+	return e
+}
+
+// cardsOf returns the node's cards in published with allocation alloc, from the
+// cache when the node's GPU devices are allocated as when they were built.
+func (d *draGPUs) cardsOf(p devices.Published, node string, flags []bool, alloc hardware.Allocation) *cardsEntry {
+	devs := p.ByNode[node]
+	d.mu.Lock()
+	e, ok := d.cards[node]
+	current := d.at.Version == p.Version
+	d.mu.Unlock()
+	if !ok {
+		e = &cardsEntry{}
+		for i := range devs {
+			if i < len(flags) && flags[i] {
+				e.ids = append(e.ids, devices.IDOf(&devs[i]))
+			}
+		}
+	}
+	var print uint64
+	if a, ok := alloc.(allocation); ok {
+		print = a.print(e.ids)
+	}
+	if e.g != nil && e.print == print {
+		return e
+	}
+	e = &cardsEntry{ids: e.ids, print: print, g: hardware.NewGPUs(devs, flags, p.Counters, alloc)}
+	e.whole, e.partial = cardRoom(e.g)
+	if current {
+		d.mu.Lock()
+		if d.at.Version == p.Version {
+			d.cards[node] = e
+		}
+		d.mu.Unlock()
+	}
+	return e
 }
 
 // cardRoom is the whole free cards and the free shares of the partly used ones
@@ -378,6 +445,36 @@ func (c *draCycle) placeOn(node string, g *hardware.GPUs, reqs []hardware.GPUReq
 // allocation reads the scheduler's allocated state (assumed and in-flight
 // allocations included).
 type allocation struct{ s *structured.AllocatedState }
+
+// print sums up what the state holds of the devices ids: which are allocated and
+// how much of each capacity of each is consumed (FNV-1a over the devices in order,
+// a capacity's name and amount mixed in independently of map order).
+func (a allocation) print(ids []structured.DeviceID) uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	for _, id := range ids {
+		var v uint64
+		if a.s.AllocatedDevices.Has(id) {
+			v = 1
+		}
+		for n, q := range a.s.AggregatedCapacity[id] {
+			if q != nil {
+				v += fnv(string(n)) * uint64(q.MilliValue()+1)
+			}
+		}
+		h = (h ^ v) * prime
+	}
+	return h
+}
+
+// fnv is FNV-1a of s.
+func fnv(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	return h
+}
 
 func (a allocation) Allocated(d *hardware.Device) bool {
 	return a.s.AllocatedDevices.Has(devices.IDOf(d))

@@ -382,8 +382,8 @@ func (pl *Plugin) room(ni fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.Resou
 	}
 	r := placement.Room{MilliCPU: nodefree.Of(ni, corev1.ResourceCPU) - h[corev1.ResourceCPU], Memory: (nodefree.Of(ni, corev1.ResourceMemory) - h[corev1.ResourceMemory]) / 1000,
 		Model: ni.Node().Labels[v1alpha1.LabelGPUProduct]}
-	if g := pl.cardsOf(ni, dc); g != nil {
-		r.GPUs, r.Partial = cardRoom(g)
+	if pl.cardsOf(ni, dc) != nil {
+		r.GPUs, r.Partial, _ = dc.room(ni.Node().Name)
 		for _, name := range pl.gpus {
 			r.GPUs -= h[name] / 1000
 		}
