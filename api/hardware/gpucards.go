@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -93,23 +95,86 @@ func (a *ClaimAllocation) Consumed(d *Device) map[string]int64 {
 	return a.consumed[DeviceKey{Driver: d.Driver, Pool: d.Pool, Device: d.Name}]
 }
 
+// GPUCards is each node's GPUs published as DRA devices of a GPU class and what
+// allocated claims hold of them (ListGPUCards).
+type GPUCards struct {
+	devs     map[string][]Device
+	flags    map[string][]bool
+	counters Counters
+	claims   []*resourceapi.ResourceClaim
+	cards    map[string]*GPUs
+}
+
+// NewGPUCards groups each node's GPU devices (devs, flags: GPUFlags) into cards,
+// with what the claims' allocations hold of them.
+func NewGPUCards(devs map[string][]Device, flags map[string][]bool, counters Counters, claims []*resourceapi.ResourceClaim) *GPUCards {
+	g := &GPUCards{devs: devs, flags: flags, counters: counters, claims: claims, cards: make(map[string]*GPUs, len(devs))}
+	alloc := NewClaimAllocation(claims)
+	for node, d := range devs {
+		g.cards[node] = NewGPUs(d, flags[node], counters, alloc)
+	}
+	return g
+}
+
+// Of returns the node's cards, nil for a node without GPU devices (and for every
+// node of a nil GPUCards).
+func (g *GPUCards) Of(node string) *GPUs {
+	if g == nil {
+		return nil
+	}
+	return g.cards[node]
+}
+
+// Without returns the nodes' cards with the claims released that only the pods
+// gone (by UID) were reserved for: what evicting those pods frees.
+func (g *GPUCards) Without(gone sets.Set[types.UID]) func(node string) *GPUs {
+	if g == nil {
+		return func(string) *GPUs { return nil }
+	}
+	var kept []*resourceapi.ResourceClaim
+	released := false
+	for _, c := range g.claims {
+		if onlyFor(c, gone) {
+			released = true
+			continue
+		}
+		kept = append(kept, c)
+	}
+	if !released {
+		return g.Of
+	}
+	return NewGPUCards(g.devs, g.flags, g.counters, kept).Of
+}
+
+// onlyFor reports whether the claim is reserved for pods and all of them are gone.
+func onlyFor(c *resourceapi.ResourceClaim, gone sets.Set[types.UID]) bool {
+	if len(c.Status.ReservedFor) == 0 {
+		return false
+	}
+	for _, r := range c.Status.ReservedFor {
+		if r.Resource != "pods" || !gone.Has(r.UID) {
+			return false
+		}
+	}
+	return true
+}
+
 // ListGPUCards reads, from the API, each node's GPUs published as DRA devices of a GPU
 // class (GPUClasses of named and resources, also returned) and what allocated claims
-// hold of them; nil for a node without such devices, and for every node where
-// resource.k8s.io/v1 is not served. The manager's HardwareTier status and feasibility
-// check count them.
-func ListGPUCards(ctx context.Context, c client.Reader, named []string, resources []corev1.ResourceName) (func(node string) *GPUs, map[string][]string, error) {
-	none := func(string) *GPUs { return nil }
+// hold of them; none for a node without such devices, nor for any node where
+// resource.k8s.io/v1 is not served (a nil *GPUCards). The manager's HardwareTier
+// status and feasibility check count them.
+func ListGPUCards(ctx context.Context, c client.Reader, named []string, resources []corev1.ResourceName) (*GPUCards, map[string][]string, error) {
 	var classList resourceapi.DeviceClassList
 	if err := c.List(ctx, &classList); err != nil {
 		if meta.IsNoMatchError(err) {
-			return none, nil, nil
+			return nil, nil, nil
 		}
 		return nil, nil, err
 	}
 	classes := GPUClasses(pointers(classList.Items), named, resources)
 	if len(classes) == 0 {
-		return none, nil, nil
+		return nil, nil, nil
 	}
 	var sliceList resourceapi.ResourceSliceList
 	if err := c.List(ctx, &sliceList); err != nil {
@@ -119,7 +184,6 @@ func ListGPUCards(ctx context.Context, c client.Reader, named []string, resource
 	if err := c.List(ctx, &claimList); err != nil {
 		return nil, nil, err
 	}
-	alloc := NewClaimAllocation(pointers(claimList.Items))
 	byNode, counters := map[string][]Device{}, Counters{}
 	for _, s := range CurrentSlices(pointers(sliceList.Items)) {
 		CountersOf(s, counters)
@@ -127,13 +191,13 @@ func ListGPUCards(ctx context.Context, c client.Reader, named []string, resource
 			byNode[node] = append(byNode[node], DevicesOf(s)...)
 		}
 	}
-	cards := map[string]*GPUs{}
+	gpuDevs, gpuFlags := map[string][]Device{}, map[string][]bool{}
 	for node, devs := range byNode {
 		if flags, any := GPUFlags(ctx, classes, devs); any {
-			cards[node] = NewGPUs(devs, flags, counters, alloc)
+			gpuDevs[node], gpuFlags[node] = devs, flags
 		}
 	}
-	return func(node string) *GPUs { return cards[node] }, classes, nil
+	return NewGPUCards(gpuDevs, gpuFlags, counters, pointers(claimList.Items)), classes, nil
 }
 
 // WholeGPUs is how many whole GPUs a claim asks for: the devices of its requests

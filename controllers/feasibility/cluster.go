@@ -96,8 +96,12 @@ func Read(ctx context.Context, r client.Reader) (*Cluster, []corev1.Pod, error) 
 		rf = &configs.Items[0].Spec.Plugins.ResourceFragmentation
 	}
 	c.GPUResources = rf.GPUResources()
-	if c.Cards, c.GPUClasses, err = hardware.ListGPUCards(ctx, r, rf.DeviceClasses(), c.GPUResources); err != nil {
+	cards, classes, err := hardware.ListGPUCards(ctx, r, rf.DeviceClasses(), c.GPUResources)
+	if err != nil {
 		return nil, nil, err
+	}
+	if cards != nil {
+		c.Cards, c.CardsWithout, c.GPUClasses = cards.Of, cards.Without, classes
 	}
 	var nrts nrtv1alpha2.NodeResourceTopologyList
 	if err := r.List(ctx, &nrts); err != nil && !NotServed(err) && !apierrors.IsForbidden(err) {

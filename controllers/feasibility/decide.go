@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/kube-nexus/kubenexus/api/hardware"
@@ -42,6 +43,9 @@ type Cluster struct {
 	// has the first GPU resource, its whole free cards count as that resource, and a
 	// pod set's DRAGPUs ask for it.
 	Cards func(node string) *hardware.GPUs
+	// CardsWithout is Cards with the claims released that only the pods gone (by
+	// UID) hold (hardware.GPUCards.Without; nil: none), for Without.
+	CardsWithout func(gone sets.Set[types.UID]) func(node string) *hardware.GPUs
 	// GPUClasses are the GPU DeviceClasses' selectors by name (hardware.GPUClasses),
 	// to read pods' claims.
 	GPUClasses map[string][]string
@@ -99,7 +103,8 @@ func (c *Cluster) cardsOf(n *corev1.Node) *hardware.GPUs {
 }
 
 // Without returns a copy of the cluster in which the pods given are gone: their
-// requests and their runtime bounds no longer count. c is not changed.
+// requests, their runtime bounds and the DRA GPU cards their claims held no longer
+// count. c is not changed.
 func (c *Cluster) Without(pods []*corev1.Pod) *Cluster {
 	out := *c
 	out.Requested = make(map[string]corev1.ResourceList, len(c.Requested))
@@ -122,8 +127,14 @@ func (c *Cluster) Without(pods []*corev1.Pod) *Cluster {
 	}
 	// A pod gone frees nothing when its bound comes.
 	gone := map[types.NamespacedName]bool{}
+	uids := sets.New[types.UID]()
 	for _, p := range pods {
 		gone[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = true
+		uids.Insert(p.UID)
+	}
+	// Nor do the GPU cards its claims held stay taken.
+	if c.CardsWithout != nil {
+		out.Cards = c.CardsWithout(uids)
 	}
 	out.Bounded = make(map[string][]Bounded, len(c.Bounded))
 	for node, bs := range c.Bounded {

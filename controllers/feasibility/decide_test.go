@@ -331,4 +331,28 @@ func TestDecideCountsDRAGPUs(t *testing.T) {
 	if want := "4 × 2 nvidia.com/gpu: the nodes they may use hold 3 of the 4 pods now; 7 nvidia.com/gpu free on those nodes, 8 needed"; d.Fits || !strings.Contains(d.Message, want) {
 		t.Errorf("4 × 2 DRA GPUs: fits %v %q, want %q", d.Fits, d.Message, want)
 	}
+
+	// Evicting the inference pod whose claim holds the share of n0-gpu-1 frees it.
+	devs := map[string][]hardware.Device{}
+	flags := map[string][]bool{}
+	for _, name := range []string{"n0", "n1"} {
+		for g := range 4 {
+			devs[name] = append(devs[name], gpuDevice(fmt.Sprintf("%s-gpu-%d", name, g)))
+		}
+		flags[name] = []bool{true, true, true, true}
+	}
+	claim := &resourceapi.ResourceClaim{Status: resourceapi.ResourceClaimStatus{
+		Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+			Driver: "gpu.nvidia.com", Pool: "p", Device: "n0-gpu-1", ShareID: ptr.To(types.UID("s")),
+			ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse("20Gi")}}}}},
+		ReservedFor: []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "infer", UID: "infer-uid"}}}}
+	gc := hardware.NewGPUCards(devs, flags, nil, []*resourceapi.ResourceClaim{claim})
+	c.Cards, c.CardsWithout = gc.Of, gc.Without
+	infer := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "infer", Namespace: "serve", UID: "infer-uid"}, Spec: corev1.PodSpec{NodeName: "n0"}}
+	if d := Decide(c.Without([]*corev1.Pod{infer}), pods(4)); !d.Fits {
+		t.Errorf("4 × 2 DRA GPUs once the pod holding a share is evicted: %s, want them to fit", d.Message)
+	}
+	if d := Decide(c, pods(4)); d.Fits {
+		t.Errorf("Without changed the cluster it was called on")
+	}
 }

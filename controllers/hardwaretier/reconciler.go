@@ -79,11 +79,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	cardsOf, _, err := hardware.ListGPUCards(ctx, r.Client, rf.DeviceClasses(), rf.GPUResources())
+	cards, _, err := hardware.ListGPUCards(ctx, r.Client, rf.DeviceClasses(), rf.GPUResources())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	status := ComputeStatus(tier, tiers.Items, nodes.Items, devicesOf, extendedOf, cardsOf, allocated, levels)
+	status := ComputeStatus(tier, tiers.Items, nodes.Items, devicesOf, extendedOf, cards.Of, allocated, levels)
 	if listErr != nil {
 		return ctrl.Result{}, listErr
 	}
