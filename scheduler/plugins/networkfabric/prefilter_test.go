@@ -6,12 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/ptr"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/topology"
@@ -172,6 +174,45 @@ func TestShapesOfBoundsMembersThatKeepApart(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Members whose claims ask for DRA GPUs ask the plan for them: whole GPUs as whole
+// cards and their capacity, a share as capacity; members asking differently are
+// different shapes.
+func TestShapesOfCountsDRAGPUs(t *testing.T) {
+	views := &gangview.Registry{}
+	views.SetDRAGPUs(gangview.DRAGPUs{Asks: func(p *corev1.Pod) (int64, int64) {
+		switch p.Labels["asks"] {
+		case "two":
+			return 2, 0
+		case "quarter":
+			return 0, 250
+		}
+		return 0, 0
+	}})
+	pl := &Plugin{gangs: views}
+	member := func(name, asks string) *corev1.Pod {
+		p := &corev1.Pod{}
+		p.Name, p.Labels = name, map[string]string{"asks": asks}
+		p.Spec.Containers = []corev1.Container{{Name: "w", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}
+		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu")}}
+		return p
+	}
+	shapes, _ := shapesOf([]*corev1.Pod{member("a", "two"), member("b", "two"), member("c", "quarter")}, pl.draAsks)
+	got := map[string]map[corev1.ResourceName]int64{}
+	for _, s := range shapes {
+		got[fmt.Sprint(s.Count)] = map[corev1.ResourceName]int64{placement.DRAWholeGPUs: s.Requests[placement.DRAWholeGPUs], placement.DRAGPUCapacity: s.Requests[placement.DRAGPUCapacity]}
+	}
+	want := map[string]map[corev1.ResourceName]int64{
+		"2": {placement.DRAWholeGPUs: 2000, placement.DRAGPUCapacity: 2000},
+		"1": {placement.DRAWholeGPUs: 0, placement.DRAGPUCapacity: 250},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("DRA GPUs per shape (by member count) (-want +got):\n%s", diff)
+	}
+	if !asksDRA(shapes) {
+		t.Errorf("asksDRA = false, want true")
 	}
 }
 
