@@ -17,26 +17,17 @@ import (
 // write saves the allocation curves (CSV and PNG) and a markdown summary under out,
 // and prints the summary.
 func write(out, nodesFile, podsFile string, totalGPUs int64, results []result) error {
-	f, err := os.Create(filepath.Join(out, "allocation.csv"))
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	_ = w.Write([]string{"arm", "arrived_gpu_demand_pct", "gpu_allocation_pct", "fragmented_gpus"})
+	var curves [][]string
 	for _, r := range results {
 		for _, p := range r.curve {
 			frag := ""
 			if p.fragmented >= 0 {
 				frag = strconv.FormatFloat(p.fragmented, 'f', 1, 64)
 			}
-			_ = w.Write([]string{r.arm, strconv.FormatFloat(p.arrived, 'f', 3, 64), strconv.FormatFloat(p.allocated, 'f', 3, 64), frag})
+			curves = append(curves, []string{r.arm, strconv.FormatFloat(p.arrived, 'f', 3, 64), strconv.FormatFloat(p.allocated, 'f', 3, 64), frag})
 		}
 	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := writeCSV(filepath.Join(out, "allocation.csv"), []string{"arm", "arrived_gpu_demand_pct", "gpu_allocation_pct", "fragmented_gpus"}, curves); err != nil {
 		return err
 	}
 	if err := writeFailures(filepath.Join(out, "failures.csv"), results); err != nil {
@@ -254,43 +245,40 @@ func writeVariants(out string, variants []variant, all map[string][]result) erro
 // writeNodes90 lists, per arm and GPU node, the free room and fragmented GPUs when
 // the arrived demand reached 90%.
 func writeNodes90(path string, results []result) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	_ = w.Write([]string{"arm", "node", "gpus", "model", "whole_free_gpus", "partial_free_shares", "free_cpu_milli", "free_mib", "fragmented_gpus"})
+	var rows [][]string
 	for _, r := range results {
 		for _, row := range r.frag90Nodes {
-			_ = w.Write(append([]string{r.arm}, row...))
+			rows = append(rows, append([]string{r.arm}, row...))
 		}
 	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writeCSV(path, []string{"arm", "node", "gpus", "model", "whole_free_gpus", "partial_free_shares", "free_cpu_milli", "free_mib", "fragmented_gpus"}, rows)
 }
 
 // writeFailures lists every refused task of every arm with its shape and the
 // scheduler's reason, to compare what each arm could not place.
 func writeFailures(path string, results []result) error {
+	var rows [][]string
+	for _, r := range results {
+		for _, x := range r.failures {
+			t := x.task
+			rows = append(rows, []string{r.arm, t.name, strconv.FormatInt(t.gpus, 10), strconv.FormatBool(t.fractional), strconv.FormatInt(t.cpuMilli, 10),
+				strconv.FormatInt(t.mib, 10), strings.Join(t.models, "|"), gpusText(x.unallocatedMilli), x.message})
+		}
+	}
+	return writeCSV(path, []string{"arm", "task", "gpus", "fractional", "cpu_milli", "memory_mib", "models", "unallocated_gpus", "message"}, rows)
+}
+
+// writeCSV writes a header and rows to path.
+func writeCSV(path string, header []string, rows [][]string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	w := csv.NewWriter(f)
-	_ = w.Write([]string{"arm", "task", "gpus", "fractional", "cpu_milli", "memory_mib", "models", "unallocated_gpus", "message"})
-	for _, r := range results {
-		for _, x := range r.failures {
-			t := x.task
-			_ = w.Write([]string{r.arm, t.name, strconv.FormatInt(t.gpus, 10), strconv.FormatBool(t.fractional), strconv.FormatInt(t.cpuMilli, 10),
-				strconv.FormatInt(t.mib, 10), strings.Join(t.models, "|"), gpusText(x.unallocatedMilli), x.message})
-		}
-	}
-	w.Flush()
+	_ = w.Write(header)
+	_ = w.WriteAll(rows) // flushes; the error is w.Error's
 	if err := w.Error(); err != nil {
+		f.Close()
 		return err
 	}
 	return f.Close()
