@@ -213,7 +213,7 @@ var (
 		Namespace:      "kubenexus",
 		Subsystem:      "gang_preemption",
 		Name:           "attempts_total",
-		Help:           "PostFilter runs that chose victims (Evicting) or found none (NoVictims).",
+		Help:           "PostFilter runs that chose victims (Evicting), found none (NoVictims), or claimed the room pods evicted for other preemptors leave beyond their needs (Adopted).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
 	victimUnits = metrics.NewCounterVec(&metrics.CounterOpts{

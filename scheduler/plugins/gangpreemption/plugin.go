@@ -179,10 +179,22 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	// 3. The choice: the members still without a node are placed on the room the
 	// cheapest set of candidates frees (select.go).
 	members := pl.members(pod, prof)
-	claimed, expired := pl.claimed(owner)
+	claimed, evicting, expired := pl.claimed(owner)
 	pl.unnominate(expired)
 	s := pl.newSearch(infos, members, claimed)
 	if at := s.place(nil, nil); at != nil {
+		if going := s.reliesOn(at, evicting); len(going) > 0 {
+			// The members fit the room that pods evicted for other preemptors
+			// leave beyond what those need: they claim it and wait for those pods
+			// to go, as if they had chosen them. Refusing here put the gang into
+			// its backoff while its room was on the way (W6 of make bench: a
+			// 3.8 s stall at the end of a run).
+			pl.commit(owner, pod, s, at, going)
+			preemptions.WithLabelValues("Adopted").Inc()
+			msg := fmt.Sprintf("waiting for %d pod(s) evicted for another preemption to terminate: the room they leave beyond its needs is held for %d member(s)", len(going), len(members))
+			klog.FromContext(ctx).V(2).Info("GangPreemption", "preemptor", klog.KObj(pod), "victims", 0, "decision", msg)
+			return nominate(s.nodes[at[0]].obj.Name), fwk.NewStatus(fwk.Success, msg)
+		}
 		// Room exists by the resources; something preemption cannot change keeps
 		// the pod out (affinity, topology, ports, volumes).
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption would not help: the members fit by their requests; another constraint refuses them")
@@ -194,7 +206,13 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	}
 
 	// 4. The commitment: the members' room is claimed until the victims are gone.
-	victims := pl.commit(owner, pod, s, c)
+	var victims []*corev1.Pod
+	for _, u := range c.victims {
+		victims = append(victims, u.pods...)
+		victimUnits.WithLabelValues(unitKind(u)).Inc()
+	}
+	preemptions.WithLabelValues("Evicting").Inc()
+	pl.commit(owner, pod, s, c.nodes, victims)
 
 	// 5. The announcement: the pod itself is nominated to its node.
 	note := pl.announce(ctx, pod, prof, owner, prio, s, c, len(members), len(victims))
@@ -264,17 +282,11 @@ func (pl *Plugin) evictable(prof workload.Profile, prio int32, reclaim func(*cor
 // commit records the preemption under way for owner: the victims, and the node
 // each member is to take once they are gone, until the grace period ends; and it
 // nominates the members other than pod (nominated by the PostFilter result) to
-// their nodes. It returns the victims' pods.
-func (pl *Plugin) commit(owner string, pod *corev1.Pod, s *search, c *choice) []*corev1.Pod {
-	var victims []*corev1.Pod
-	for _, u := range c.victims {
-		victims = append(victims, u.pods...)
-		victimUnits.WithLabelValues(unitKind(u)).Inc()
-	}
-	preemptions.WithLabelValues("Evicting").Inc()
+// their nodes (nodes: each member's, by index into the search).
+func (pl *Plugin) commit(owner string, pod *corev1.Pod, s *search, nodes []int, victims []*corev1.Pod) {
 	claims := make([]claim, 0, len(s.members))
 	for i, m := range s.members {
-		claims = append(claims, claim{pod: m.pod, node: s.nodes[c.nodes[i]].obj.Name, req: m.req})
+		claims = append(claims, claim{pod: m.pod, node: s.nodes[nodes[i]].obj.Name, req: m.req})
 	}
 	pl.mu.Lock()
 	pl.inflight[owner] = &preemption{victims: victims, claims: claims, until: time.Now().Add(time.Duration(*pl.args.VictimGraceSeconds) * time.Second)}
@@ -290,7 +302,6 @@ func (pl *Plugin) commit(owner string, pod *corev1.Pod, s *search, c *choice) []
 			pl.nominate(cl.pod, cl.node)
 		}
 	}
-	return victims
 }
 
 // nominate records pod as nominated to node in the scheduler's nominator ("":
@@ -502,13 +513,16 @@ func (pl *Plugin) exists(p *corev1.Pod) bool {
 // claimed is the room other preemptors made and their members have not taken yet,
 // per node: their open claims, less what their victims still in this cycle's
 // snapshot hold — that room is not free in the snapshot yet, and counting it as
-// claimed too would make it look taken twice. A preemption is forgotten once its
-// grace passed (expired: its claims, whose members' nominations the caller clears)
-// or its members are all bound or gone.
-func (pl *Plugin) claimed(owner string) (out nodefree.Tally[string], expired []claim) {
+// claimed too would make it look taken twice. evicting are those victims, per node
+// (each once, also when two preemptions wait for it). A preemption is forgotten
+// once its grace passed (expired: its claims, whose members' nominations the
+// caller clears) or its members are all bound or gone.
+func (pl *Plugin) claimed(owner string) (out nodefree.Tally[string], evicting map[string][]*corev1.Pod, expired []claim) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	out = nodefree.Tally[string]{}
+	evicting = map[string][]*corev1.Pod{}
+	counted := map[types.UID]bool{}
 	lister := pl.handle.SharedInformerFactory().Core().V1().Pods().Lister()
 	now := time.Now()
 	for o, p := range pl.inflight {
@@ -534,13 +548,15 @@ func (pl *Plugin) claimed(owner string) (out nodefree.Tally[string], expired []c
 		}
 		if o != owner {
 			for _, v := range p.victims {
-				if pl.inSnapshot(v) {
+				if !counted[v.UID] && pl.inSnapshot(v) {
+					counted[v.UID] = true
 					out.AddPod(v.Spec.NodeName, nodefree.Requests(v), -1)
+					evicting[v.Spec.NodeName] = append(evicting[v.Spec.NodeName], v)
 				}
 			}
 		}
 	}
-	return out, expired
+	return out, evicting, expired
 }
 
 // members returns the pods to make room for: the pod, and for a gang member the

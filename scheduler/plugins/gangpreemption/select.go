@@ -224,6 +224,34 @@ func (s *search) room(ni int, req, freed, used map[corev1.ResourceName]int64) (i
 	return left, true
 }
 
+// reliesOn returns the pods being evicted (evicting, per node) whose room the
+// placement at (each member's node) needs: on each node it uses, the members'
+// requests are checked against the node's free room without theirs.
+func (s *search) reliesOn(at []int, evicting map[string][]*corev1.Pod) []*corev1.Pod {
+	used := nodefree.Tally[int]{}
+	for mi, ni := range at {
+		used.AddPod(ni, s.members[mi].req, 1)
+	}
+	var out []*corev1.Pod
+	for ni, req := range used {
+		going := evicting[s.nodes[ni].obj.Name]
+		if len(going) == 0 {
+			continue
+		}
+		credit := nodefree.Tally[int]{}
+		for _, v := range going {
+			credit.AddPod(ni, nodefree.Requests(v), 1)
+		}
+		for name, v := range req {
+			if s.nodes[ni].free[name]-credit[ni][name] < v {
+				out = append(out, going...)
+				break
+			}
+		}
+	}
+	return out
+}
+
 func size(req map[corev1.ResourceName]int64) int64 {
 	var n int64
 	for _, v := range req {

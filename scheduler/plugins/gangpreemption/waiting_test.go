@@ -3,6 +3,7 @@ package gangpreemption
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -102,7 +103,7 @@ func TestCommitNominatesEveryMemberAndForgettingClears(t *testing.T) {
 	}
 	h := &nominations{waitHandle: waitHandle{informers: informers.NewSharedInformerFactory(fake.NewClientset(), 0), snapshot: schedcache.NewSnapshot(nil, nodes)}, got: map[string]string{}}
 	pl := &Plugin{handle: h, inflight: map[string]*preemption{}, args: &config.GangPreemptionArgs{VictimGraceSeconds: ptr.To[int32](120)}}
-	pl.commit("gang ns/high", members[0], s, &choice{victims: []*unit{{key: "pod ns/low-0", pods: []*corev1.Pod{victim}}}, nodes: []int{0, 1, 2}})
+	pl.commit("gang ns/high", members[0], s, []int{0, 1, 2}, []*corev1.Pod{victim})
 	if want := map[string]string{"high-1": "n1", "high-2": "n2"}; !maps.Equal(h.got, want) {
 		t.Fatalf("nominations %v, want %v (high-0 is nominated by its PostFilter result)", h.got, want)
 	}
@@ -112,5 +113,82 @@ func TestCommitNominatesEveryMemberAndForgettingClears(t *testing.T) {
 	pl.unnominate(dropped)
 	if want := map[string]string{"high-0": "", "high-1": "", "high-2": ""}; !maps.Equal(h.got, want) {
 		t.Errorf("after the preemption was given up: nominations %v, want all cleared %v", h.got, want)
+	}
+}
+
+// Another gang's preemption evicted more than its members need (two pods for one
+// member, as when the cheapest set spans two gangs): the surplus is free room on
+// the way. A gang that fits only with it must be told which pods it waits for
+// (reliesOn), so that it claims the room — refusing it with "preemption would not
+// help" sent it into its gang backoff while its room was coming. Each victim's room
+// counts once, also when two preemptions wait for it.
+func TestRoomLeftOverByAnotherPreemption(t *testing.T) {
+	cpu8 := map[corev1.ResourceName]int64{corev1.ResourceCPU: 8000}
+	for _, tc := range []struct {
+		name string
+		// alsoClaimed: a second preemption (c) holds n1's room, waiting for low-1.
+		alsoClaimed bool
+		wantFit     bool
+		wantGoing   []string
+	}{
+		{name: "the surplus of A's eviction", wantFit: true, wantGoing: []string{"low-1"}},
+		{name: "the surplus already claimed by another", alsoClaimed: true, wantFit: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// n0 and n1 each hold one pod evicted for gang A, whose one member claims
+			// n0; n2 holds a pod that stays; n3 is free now.
+			var nodes []*corev1.Node
+			for i := range 4 {
+				nodes = append(nodes, testutil.MakeNode(fmt.Sprintf("n%d", i)).Capacity("cpu", "8").Obj())
+			}
+			victims := []*corev1.Pod{
+				testutil.MakePod("low-0", "ns").UID("low-0").Node("n0").Req("cpu", "8").Obj(),
+				testutil.MakePod("low-1", "ns").UID("low-1").Node("n1").Req("cpu", "8").Obj(),
+			}
+			snapshot := append([]*corev1.Pod{testutil.MakePod("stays", "ns").UID("stays").Node("n2").Req("cpu", "8").Obj()}, victims...)
+			a := testutil.MakePod("a-0", "ns").UID("a-0").Req("cpu", "8").Obj()
+			c := testutil.MakePod("c", "ns").UID("c").Req("cpu", "8").Obj()
+			b := []*corev1.Pod{
+				testutil.MakePod("b-0", "ns").UID("b-0").Req("cpu", "8").Obj(),
+				testutil.MakePod("b-1", "ns").UID("b-1").Req("cpu", "8").Obj(),
+			}
+			inf := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+			for _, p := range append(append([]*corev1.Pod{a, c}, b...), snapshot...) {
+				if err := inf.Core().V1().Pods().Informer().GetStore().Add(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pl := &Plugin{
+				handle:   waitHandle{informers: inf, snapshot: schedcache.NewSnapshot(snapshot, nodes)},
+				pdbs:     inf.Policy().V1().PodDisruptionBudgets().Lister(),
+				inflight: map[string]*preemption{},
+			}
+			until := time.Now().Add(time.Minute)
+			pl.inflight["gang ns/a"] = &preemption{victims: victims, claims: []claim{{pod: a, node: "n0", req: cpu8}}, until: until}
+			if tc.alsoClaimed {
+				pl.inflight["pod ns/c"] = &preemption{victims: victims[1:], claims: []claim{{pod: c, node: "n1", req: cpu8}}, until: until}
+			}
+
+			claimed, evicting, _ := pl.claimed("gang ns/b")
+			infos, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := pl.newSearch(infos, b, claimed)
+			at := s.place(nil, nil)
+			if (at != nil) != tc.wantFit {
+				t.Fatalf("b's two members placed: %v, want %v", at != nil, tc.wantFit)
+			}
+			if at == nil {
+				return
+			}
+			var going []string
+			for _, p := range s.reliesOn(at, evicting) {
+				going = append(going, p.Name)
+			}
+			if !slices.Equal(going, tc.wantGoing) {
+				t.Errorf("b waits for %v, want %v", going, tc.wantGoing)
+			}
+		})
 	}
 }
