@@ -593,6 +593,7 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 			return result{}, err
 		}
 	}
+	apiBefore, apiErr := scrapeAPICalls(ctx, cs)
 	start := cp.sample(0)
 	if err := pinning.start(cmd); err != nil {
 		return result{}, fmt.Errorf("starting %s: %w", a.binary, err)
@@ -654,6 +655,10 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 		}
 		break
 	}
+	var api apiCalls
+	if apiAfter, err := scrapeAPICalls(ctx, cs); err == nil && apiErr == nil {
+		api = apiAfter.perPod(apiBefore, w.pods)
+	}
 	if cpuProfileDir != "" && port != 0 {
 		fetchHeap(port, filepath.Join(cpuProfileDir, fmt.Sprintf("%s-%s.heap.pprof", w.name, a.name)))
 	}
@@ -688,7 +693,7 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 
 	mu.Lock()
 	defer mu.Unlock()
-	r := result{workload: w.name, arm: a.name, pods: w.pods, unreserved: unreserved, quiet: quiet, quietAfter: quietAfter, peakRSSMiB: rss, rssAnonMiB: rssAnon, rssFileMiB: rssFile, attemptsPerPod: attempts, batched: batched, speed: speed,
+	r := result{workload: w.name, arm: a.name, pods: w.pods, unreserved: unreserved, quiet: quiet, quietAfter: quietAfter, api: api, peakRSSMiB: rss, rssAnonMiB: rssAnon, rssFileMiB: rssFile, attemptsPerPod: attempts, batched: batched, speed: speed,
 		span: last.at.Sub(first.at), startToLast: last.at.Sub(start.at),
 		schedFL: perPod(first.sched, last.sched, w.pods-1), schedSL: perPod(0, last.sched, w.pods),
 		schedRL: math.NaN(), evictedPerPod: math.NaN(), partialGangs: math.NaN(),

@@ -46,6 +46,10 @@ type result struct {
 	// with some but not all members.
 	evictedPerPod, partialGangs float64
 
+	// api is what kube-apiserver served per pod from the process's start to the
+	// last binding (apicalls.go); nil when its metrics could not be read.
+	api apiCalls
+
 	speed gaugeReading // the speed gauge just before the run (speed.go)
 }
 
@@ -273,6 +277,7 @@ func report(rs []result, wls []workload, arms []arm) {
 			}
 			fmt.Println()
 		}
+		reportAPICalls(by, present)
 		if w.gangSize > 0 && len(by["stock"]) > 0 {
 			fmt.Println("(the stock and null-binder arms treat gang members as plain pods: their gang span is queue order)")
 		}

@@ -240,6 +240,9 @@ func SchedulerConfiguration(spec *v1alpha1.KubeNexusConfigSpec, namespace string
 			// as well, it runs before Coscheduling's PostFilter: a gang it makes room
 			// for is not rejected into backoff first.
 			profile.Plugins.PostFilter.Enabled = append(profile.Plugins.PostFilter.Enabled, configv1.Plugin{Name: names.GangPreemption})
+			// Named at preFilter, it runs first there: a member whose room is being
+			// made is held back (Pending) before any plan is made for it.
+			profile.Plugins.PreFilter.Enabled = append(profile.Plugins.PreFilter.Enabled, configv1.Plugin{Name: names.GangPreemption})
 			profile.Plugins.PostFilter.Disabled = append(profile.Plugins.PostFilter.Disabled, configv1.Plugin{Name: DefaultPreemption})
 		}
 		if p.name == names.TopologyAware {

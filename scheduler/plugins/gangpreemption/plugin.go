@@ -134,10 +134,11 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	if !ok {
 		prof = workload.Classify(pod, workload.Namespace{}, "")
 	}
-	owner := "pod " + pod.Namespace + "/" + pod.Name
+	var gk *gang.Key
 	if prof.Gang != nil {
-		owner = "gang " + prof.Gang.Key.String()
+		gk = &prof.Gang.Key
 	}
+	owner := ownerOf(pod, gk)
 	msg, node, dropped := pl.waiting(owner, pod)
 	pl.unnominate(dropped)
 	if msg != "" {
@@ -154,10 +155,6 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	infos, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
 		return nil, fwk.AsStatus(err)
-	}
-	var gk *gang.Key
-	if prof.Gang != nil {
-		gk = &prof.Gang.Key
 	}
 	priority := pl.priorities()
 	prio := priority(pod, gk)
@@ -288,9 +285,11 @@ func (pl *Plugin) commit(owner string, pod *corev1.Pod, s *search, nodes []int, 
 	for i, m := range s.members {
 		claims = append(claims, claim{pod: m.pod, node: s.nodes[nodes[i]].obj.Name, req: m.req})
 	}
+	grace := time.Duration(*pl.args.VictimGraceSeconds) * time.Second
 	pl.mu.Lock()
-	pl.inflight[owner] = &preemption{victims: victims, claims: claims, until: time.Now().Add(time.Duration(*pl.args.VictimGraceSeconds) * time.Second)}
+	pl.inflight[owner] = &preemption{victims: victims, claims: claims, until: time.Now().Add(grace)}
 	pl.mu.Unlock()
+	pl.activateAfter(grace+time.Second, claims)
 	// Nominated, the room is the members' also in every other pod's Filter
 	// (kube-scheduler counts pods nominated to a node that do not rank below the
 	// pod) and in other gangs' plans (NetworkFabric): without it, gangs that had

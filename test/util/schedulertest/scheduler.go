@@ -36,7 +36,7 @@ func CoschedulingProfile(backoffSeconds, timeoutSeconds int) string {
 // weight 2, NetworkFabric at weight 3, ResourceFragmentation at weight 2,
 // TenantHardware at weight 3, NUMATopology at weight 1, VRAM at weight 3, ResourceReservation at weight 10, Backfill at
 // weight 1, GangPreemption (replacing DefaultPreemption, and first among the
-// PostFilters) and BindingBackpressure (first among the binders) — enabled
+// PreFilters and the PostFilters) and BindingBackpressure (first among the binders) — enabled
 // wherever they apply — and PodTopologySpread without system default constraints
 // (TopologyAware spreads replicas instead).
 func KubeNexusProfile(schedulerName string, backoffSeconds, timeoutSeconds int) string {
@@ -49,6 +49,8 @@ func KubeNexusProfile(schedulerName string, backoffSeconds, timeoutSeconds int) 
       enabled: [{name: ProfileClassifier}, {name: Coscheduling}, {name: WorkloadAware, weight: 2}, {name: TopologyAware, weight: 2}, {name: NetworkFabric, weight: 3}, {name: ResourceFragmentation, weight: 2}, {name: TenantHardware, weight: 3}, {name: NUMATopology, weight: 1}, {name: VRAM, weight: 3}, {name: ResourceReservation, weight: 10}, {name: Backfill, weight: 1}, {name: GangPreemption}, {name: BindingBackpressure}]
     score:
       disabled: [{name: NodeResourcesFit}]
+    preFilter:
+      enabled: [{name: GangPreemption}]
     postFilter:
       enabled: [{name: GangPreemption}]
       disabled: [{name: DefaultPreemption}]
