@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -91,6 +92,48 @@ var _ = Describe("GangPreemption", func() {
 		Eventually(tc.boundFn("high")).WithTimeout(testutil.Timeout).Should(Equal(4))
 		Expect(left(tc, "low-a")()).To(Equal(4))
 		Expect(left(tc, "low-b")()).To(Equal(0))
+	})
+
+	It("holds a gang's members back while their victims terminate, saying so, and places the gang once they are gone", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		fill(tc)
+		// Whichever gang is evicted terminates only when the finalizer is lifted.
+		const finalizer = "test.kubenexus.io/hold"
+		setFinalizer := func(on bool) {
+			GinkgoHelper()
+			for _, g := range []string{"low-a", "low-b"} {
+				for i := range 4 {
+					Eventually(func() error {
+						p := &corev1.Pod{}
+						if err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: fmt.Sprintf("%s-%d", g, i)}, p); err != nil {
+							return client.IgnoreNotFound(err)
+						}
+						p.Finalizers = nil
+						if on {
+							p.Finalizers = []string{finalizer}
+						}
+						return k8sClient.Update(suiteCtx, p)
+					}).WithTimeout(testutil.Timeout).Should(Succeed())
+				}
+			}
+		}
+		setFinalizer(true)
+		tc.preemptibleGang("high", 4, "2", "batch-high")
+		held := func() int {
+			n := 0
+			for i := range 4 {
+				if strings.Contains(tc.scheduledMessage(fmt.Sprintf("high-%d", i))(), "waiting for the pods preempted for it to terminate") {
+					n++
+				}
+			}
+			return n
+		}
+		Eventually(held).WithTimeout(testutil.Timeout).Should(BeNumerically(">=", 1), "a member attempted while the victims terminate says what it waits for")
+		Consistently(tc.boundFn("high")).WithTimeout(2*time.Second).Should(Equal(0), "no member binds while its room is held by terminating victims")
+		setFinalizer(false)
+		Eventually(tc.boundFn("high")).WithTimeout(testutil.Timeout).Should(Equal(4))
+		a, b := left(tc, "low-a")(), left(tc, "low-b")()
+		Expect([]int{a, b}).To(ConsistOf(0, 4), "one whole gang evicted, the other untouched")
 	})
 
 	It("finishes a preemption a stopped scheduler began: a gang with one member marked is evicted whole", func() {
