@@ -40,7 +40,7 @@ func scrapeAPICalls(ctx context.Context, cs kubernetes.Interface) (apiCalls, err
 			}
 			key = l["verb"] + " " + res
 		case strings.HasPrefix(line, "apiserver_watch_events_total{"):
-			key = "watch event " + labelsOf(line)["kind"]
+			key = "watch event " + labelsOf(line)["resource"]
 		default:
 			continue
 		}

@@ -97,6 +97,9 @@ type arm struct {
 	args          []string // more command-line flags
 	// gangsOnly: the arm runs only workloads of gangs (plain pods are stock's).
 	gangsOnly bool
+	// nullBinder: the arm is the null binder (this program re-executed); events:
+	// it also writes the Event a scheduler records for each pod it binds.
+	nullBinder, events bool
 }
 
 type workload struct {
@@ -164,7 +167,10 @@ func allArms(binDir string) []arm {
     args:
       permitWaitingTimeSeconds: %d
 `, sigsPermitWaitingTimeSeconds)},
-		{name: "null-binder", schedulerName: "null-binder"},
+		{name: "null-binder", schedulerName: "null-binder", nullBinder: true},
+		// The null binder writing kube-scheduler's Scheduled Event for each pod: the
+		// limit for a scheduler that records what it decided.
+		{name: "null-binder-events", schedulerName: "null-binder-events", nullBinder: true, events: true},
 	}
 }
 
@@ -197,9 +203,11 @@ func main() {
 	nb := flag.Bool("null-binder", false, "internal: run as the null-binder arm's process")
 	nbKubeconfig := flag.String("null-binder-kubeconfig", "", "internal: the null binder's kubeconfig")
 	nbWorkers := flag.Int("null-binder-workers", 64, "concurrent bindings of the null binder")
+	nbName := flag.String("null-binder-name", "null-binder", "internal: the scheduler name whose pods the null binder binds")
+	nbEvents := flag.Bool("null-binder-events", false, "internal: the null binder also writes a Scheduled Event per pod")
 	flag.Parse()
 	if *nb {
-		if err := nullBinder(*nbKubeconfig, "null-binder", *nbWorkers); err != nil {
+		if err := nullBinder(*nbKubeconfig, *nbName, *nbWorkers, *nbEvents); err != nil {
 			fmt.Fprintln(os.Stderr, "null-binder:", err)
 			os.Exit(1)
 		}
@@ -340,7 +348,7 @@ func run(nodeCount int, binDir string, scale float64, only, armNames []string) e
 		var rs []pendingResult
 		var measured []arm
 		for _, a := range arms {
-			if a.name != "null-binder" { // binding is not keeping pods pending
+			if !a.nullBinder { // binding is not keeping pods pending
 				measured = append(measured, a)
 			}
 		}
@@ -364,7 +372,7 @@ func run(nodeCount int, binDir string, scale float64, only, armNames []string) e
 		for rep := range repeat * max(1, wl.repeatFactor) {
 			for k := range arms {
 				a := arms[(rep+k)%len(arms)] // run rep starts with arm rep mod N
-				if wl.preempt && a.name == "null-binder" {
+				if wl.preempt && a.nullBinder {
 					continue // binding is not preempting
 				}
 				if a.gangsOnly && (wl.gangSize == 0 || wl.preempt) {
@@ -571,8 +579,9 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 	defer logFile.Close()
 	var port int
 	var args []string
-	if a.name == "null-binder" {
-		args = []string{"-null-binder", "-null-binder-kubeconfig=" + kcPath, "-null-binder-workers=" + strconv.Itoa(nullBinderWorkers)}
+	if a.nullBinder {
+		args = []string{"-null-binder", "-null-binder-kubeconfig=" + kcPath, "-null-binder-workers=" + strconv.Itoa(nullBinderWorkers),
+			"-null-binder-name=" + a.schedulerName, "-null-binder-events=" + strconv.FormatBool(a.events)}
 	} else {
 		if port, err = testenv.FreePort(); err != nil {
 			return result{}, err
@@ -587,7 +596,7 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 	cmd := exec.Command(a.binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	var stdout io.Reader
-	if a.name == "null-binder" {
+	if a.nullBinder {
 		cmd.Stdout = nil
 		if stdout, err = cmd.StdoutPipe(); err != nil {
 			return result{}, err
@@ -610,7 +619,7 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 	readyCh := make(chan sample, 1)
 	stopReady := make(chan struct{})
 	defer close(stopReady)
-	if a.name == "null-binder" {
+	if a.nullBinder {
 		go func() {
 			sc := bufio.NewScanner(stdout)
 			for sc.Scan() {

@@ -7,8 +7,10 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,8 +37,12 @@ type podRef struct {
 // DefaultBinder does, with the schedulers' client settings (QPS/burst 5000,
 // protobuf) and no filtering, scoring, events or status writes: what remains is the
 // cost of watching pending pods and binding them, so its pods/s is the throughput
-// limit this kube-apiserver and etcd set for any scheduler.
-func nullBinder(kubeconfig, schedulerName string, workers int) error {
+// limit this kube-apiserver and etcd set for any scheduler. With events it also
+// writes, for each pod it binds, the events.k8s.io Event kube-scheduler records
+// ("Scheduled": "Successfully assigned ns/pod to node"), in the background as
+// kube-scheduler's event broadcaster does: the limit for a scheduler that records
+// its decisions.
+func nullBinder(kubeconfig, schedulerName string, workers int, events bool) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -106,9 +112,31 @@ func nullBinder(kubeconfig, schedulerName string, workers int) error {
 					continue
 				}
 				queue.Done(p)
+				if events && err == nil {
+					go recordScheduled(ctx, cs, p, node)
+				}
 			}
 		}()
 	}
 	wg.Wait()
 	return nil
+}
+
+// recordScheduled writes the Event kube-scheduler records for a pod it bound.
+func recordScheduled(ctx context.Context, cs kubernetes.Interface, p podRef, node string) {
+	now := time.Now()
+	ev := &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", p.name, now.UnixNano()), Namespace: p.namespace},
+		EventTime:           metav1.NewMicroTime(now),
+		ReportingController: "null-binder",
+		ReportingInstance:   "null-binder",
+		Action:              "Binding",
+		Reason:              "Scheduled",
+		Regarding:           corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: p.namespace, Name: p.name, UID: p.uid},
+		Note:                fmt.Sprintf("Successfully assigned %s/%s to %s", p.namespace, p.name, node),
+		Type:                corev1.EventTypeNormal,
+	}
+	if _, err := cs.EventsV1().Events(p.namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		fmt.Fprintf(os.Stderr, "event for %s/%s: %v\n", p.namespace, p.name, err)
+	}
 }

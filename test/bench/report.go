@@ -267,13 +267,20 @@ func report(rs []result, wls []workload, arms []arm) {
 				}
 			}
 		}
-		if nb := st("null-binder", metrics[0]); nb.ok() && nb.med > 0 {
-			fmt.Printf("fraction of the null binder's pods/s (this apiserver's binding limit), medians:")
+		for _, binder := range []string{"null-binder", "null-binder-events"} {
+			nb := st(binder, metrics[0])
+			if !nb.ok() || nb.med <= 0 {
+				continue
+			}
+			what := "this apiserver's binding limit"
+			if binder == "null-binder-events" {
+				what = "the limit with an Event per pod"
+			}
+			fmt.Printf("fraction of the %s arm's pods/s (%s), medians:", binder, what)
 			for _, a := range present {
-				if a == "null-binder" {
-					continue
+				if a != binder {
+					fmt.Printf("  %s %.2f", a, st(a, metrics[0]).med/nb.med)
 				}
-				fmt.Printf("  %s %.2f", a, st(a, metrics[0]).med/nb.med)
 			}
 			fmt.Println()
 		}
