@@ -180,7 +180,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	pl.unnominate(expired)
 	s := pl.newSearch(infos, members, claimed)
 	if at := s.place(nil, nil); at != nil {
-		if going := s.reliesOn(at, evicting); len(going) > 0 {
+		if going := s.reliesOn(at, evicting); len(going) > 0 && s.placeNow(evicting) == nil {
 			// The members fit the room that pods evicted for other preemptors
 			// leave beyond what those need: they claim it and wait for those pods
 			// to go, as if they had chosen them. Refusing here put the gang into

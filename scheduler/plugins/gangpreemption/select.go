@@ -252,6 +252,35 @@ func (s *search) reliesOn(at []int, evicting map[string][]*corev1.Pod) []*corev1
 	return out
 }
 
+// placeNow is place (no units evicted) with the room of the pods being evicted
+// (evicting, per node) not counted: whether the members fit what is free without
+// waiting for anyone.
+func (s *search) placeNow(evicting map[string][]*corev1.Pod) []int {
+	saved := map[int]map[corev1.ResourceName]int64{}
+	for name, pods := range evicting {
+		ni, ok := s.byName[name]
+		if !ok {
+			continue
+		}
+		credit := nodefree.Tally[int]{}
+		for _, v := range pods {
+			credit.AddPod(ni, nodefree.Requests(v), 1)
+		}
+		saved[ni] = s.nodes[ni].free
+		free := maps.Clone(saved[ni])
+		for r, v := range credit[ni] {
+			free[r] -= v
+		}
+		s.nodes[ni].free = free
+	}
+	defer func() {
+		for ni, free := range saved {
+			s.nodes[ni].free = free
+		}
+	}()
+	return s.place(nil, nil)
+}
+
 func size(req map[corev1.ResourceName]int64) int64 {
 	var n int64
 	for _, v := range req {

@@ -128,11 +128,14 @@ func TestRoomLeftOverByAnotherPreemption(t *testing.T) {
 		name string
 		// alsoClaimed: a second preemption (c) holds n1's room, waiting for low-1.
 		alsoClaimed bool
-		wantFit     bool
-		wantGoing   []string
+		// freeNow: a fifth node, free now, so that b fits without waiting.
+		freeNow   bool
+		wantFit   bool
+		wantGoing []string // nil: nothing to wait for (b fits now, or not at all)
 	}{
 		{name: "the surplus of A's eviction", wantFit: true, wantGoing: []string{"low-1"}},
 		{name: "the surplus already claimed by another", alsoClaimed: true, wantFit: false},
+		{name: "room free now as well: nothing to wait for", freeNow: true, wantFit: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// n0 and n1 each hold one pod evicted for gang A, whose one member claims
@@ -140,6 +143,9 @@ func TestRoomLeftOverByAnotherPreemption(t *testing.T) {
 			var nodes []*corev1.Node
 			for i := range 4 {
 				nodes = append(nodes, testutil.MakeNode(fmt.Sprintf("n%d", i)).Capacity("cpu", "8").Obj())
+			}
+			if tc.freeNow {
+				nodes = append(nodes, testutil.MakeNode("n4").Capacity("cpu", "8").Obj())
 			}
 			victims := []*corev1.Pod{
 				testutil.MakePod("low-0", "ns").UID("low-0").Node("n0").Req("cpu", "8").Obj(),
@@ -183,8 +189,10 @@ func TestRoomLeftOverByAnotherPreemption(t *testing.T) {
 				return
 			}
 			var going []string
-			for _, p := range s.reliesOn(at, evicting) {
-				going = append(going, p.Name)
+			if s.placeNow(evicting) == nil {
+				for _, p := range s.reliesOn(at, evicting) {
+					going = append(going, p.Name)
+				}
 			}
 			if !slices.Equal(going, tc.wantGoing) {
 				t.Errorf("b waits for %v, want %v", going, tc.wantGoing)
