@@ -45,6 +45,12 @@ type evictor struct {
 	// ours are the victims this process marked (uid): their whole unit is queued
 	// already, so their mark needs no expansion to the gang.
 	ours sync.Map
+	// evicted are the victims whose eviction the API server accepted (uid), until
+	// the informer sees them deleted: updates that arrive in between (the mark, the
+	// deletion timestamp) queue neither them nor their gang again. Without it W6 of
+	// make bench made 1.49 eviction calls per evicted pod, and each update listed the
+	// victim's namespace to expand its gang.
+	evicted sync.Map
 }
 
 // marked reports whether GangPreemption chose the pod as a victim.
@@ -71,6 +77,9 @@ func startEvictor(ctx context.Context, h fwk.Handle) (*evictor, error) {
 		if p == nil || !marked(p) || p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
 			return
 		}
+		if _, done := e.evicted.Load(p.UID); done {
+			return
+		}
 		if _, mine := e.ours.Load(p.UID); mine {
 			e.queue.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 			return
@@ -80,6 +89,12 @@ func startEvictor(ctx context.Context, h fwk.Handle) (*evictor, error) {
 	if _, err := informers.Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    onPod,
 		UpdateFunc: func(_, newObj any) { onPod(newObj) },
+		DeleteFunc: func(obj any) {
+			if p := podobj.From(obj); p != nil {
+				e.evicted.Delete(p.UID)
+				e.ours.Delete(p.UID)
+			}
+		},
 	}); err != nil {
 		return nil, fmt.Errorf("watching pods: %w", err)
 	}
@@ -185,6 +200,10 @@ func (e *evictor) next(ctx context.Context) bool {
 		e.queue.Forget(key)
 		return true
 	}
+	if _, done := e.evicted.Load(p.UID); done {
+		e.queue.Forget(key)
+		return true
+	}
 	ev := &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}},
@@ -193,6 +212,7 @@ func (e *evictor) next(ctx context.Context) bool {
 	switch {
 	case err == nil:
 		evictions.WithLabelValues("Evicted").Inc()
+		e.evicted.Store(p.UID, true)
 		e.ours.Delete(p.UID)
 		e.queue.Forget(key)
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
