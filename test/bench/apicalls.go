@@ -15,8 +15,8 @@ import (
 // ("POST pods/binding") and per kind of watch event sent ("watch Pod"), from its
 // apiserver_request_total and apiserver_watch_events_total: it tells what a
 // scheduler asks of the API server besides the bindings the null binder makes.
-// Everything the API server served in the window counts (kwok's status updates
-// too, the same in every arm).
+// Everything the API server served in the window counts (the bench's own metrics
+// read too, one request per run).
 type apiCalls map[string]float64
 
 // scrapeAPICalls reads the counters from kube-apiserver's /metrics.
@@ -69,8 +69,8 @@ func labelsOf(line string) map[string]string {
 	return out
 }
 
-// perPod is the counts from before to after, per pod.
-func (after apiCalls) perPod(before apiCalls, pods int) apiCalls {
+// since is the counts from before to after, per pod.
+func (after apiCalls) since(before apiCalls, pods int) apiCalls {
 	out := apiCalls{}
 	for k, v := range after {
 		if d := v - before[k]; d > 0 {

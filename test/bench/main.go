@@ -666,7 +666,7 @@ func runOne(ctx context.Context, c client.Client, cs kubernetes.Interface, cp co
 	}
 	var api apiCalls
 	if apiAfter, err := scrapeAPICalls(ctx, cs); err == nil && apiErr == nil {
-		api = apiAfter.perPod(apiBefore, w.pods)
+		api = apiAfter.since(apiBefore, w.pods)
 	}
 	if cpuProfileDir != "" && port != 0 {
 		fetchHeap(port, filepath.Join(cpuProfileDir, fmt.Sprintf("%s-%s.heap.pprof", w.name, a.name)))

@@ -74,17 +74,20 @@ func (pl *Plugin) victimsLeft(pod *corev1.Pod) int {
 	if len(pl.inflight) == 0 {
 		return 0
 	}
+	if p := pl.live(pod); p != nil {
+		return pl.victimsThere(p)
+	}
+	return 0
+}
+
+// live is the preemption in flight for the pod (its gang, or itself) within its
+// grace, or nil. The caller holds pl.mu.
+func (pl *Plugin) live(pod *corev1.Pod) *preemption {
 	p := pl.inflight[podOwner(pod)]
 	if p == nil || time.Now().After(p.until) {
-		return 0
+		return nil
 	}
-	left := 0
-	for _, v := range p.victims {
-		if pl.exists(v) || pl.inSnapshot(v) {
-			left++
-		}
-	}
-	return left
+	return p
 }
 
 // EventsToRegister: a pod held back by PreFilter comes back when a bound pod is
@@ -106,8 +109,8 @@ func (pl *Plugin) isSchedulableAfterVictimGone(logger klog.Logger, pod *corev1.P
 	}
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	p := pl.inflight[podOwner(pod)]
-	if p == nil || time.Now().After(p.until) {
+	p := pl.live(pod)
+	if p == nil {
 		return fwk.Queue, nil
 	}
 	victim := false

@@ -180,7 +180,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	pl.unnominate(expired)
 	s := pl.newSearch(infos, members, claimed)
 	if at := s.place(nil, nil); at != nil {
-		if going := s.reliesOn(at, evicting); len(going) > 0 && s.placeNow(evicting) == nil {
+		if going := s.waitsFor(at, evicting); len(going) > 0 {
 			// The members fit the room that pods evicted for other preemptors
 			// leave beyond what those need: they claim it and wait for those pods
 			// to go, as if they had chosen them. Refusing here put the gang into
@@ -374,12 +374,7 @@ func (pl *Plugin) waiting(owner string, pod *corev1.Pod) (msg, node string, drop
 	// it: the informer drops a deleted pod before the scheduler's cache does, and
 	// until the snapshot frees its room the members cannot take it — judging the
 	// room by then would call it taken and evict again.
-	left := 0
-	for _, v := range p.victims {
-		if pl.exists(v) || pl.inSnapshot(v) {
-			left++
-		}
-	}
+	left := pl.victimsThere(p)
 	open := 0
 	var unplaced []claim
 	for _, c := range p.claims {
@@ -402,6 +397,18 @@ func (pl *Plugin) waiting(owner string, pod *corev1.Pod) (msg, node string, drop
 	// Done, or the room was taken by others meanwhile: the gang may choose again.
 	delete(pl.inflight, owner)
 	return "", "", p.claims
+}
+
+// victimsThere counts the preemption's victims the informer or this cycle's
+// snapshot still holds.
+func (pl *Plugin) victimsThere(p *preemption) int {
+	left := 0
+	for _, v := range p.victims {
+		if pl.exists(v) || pl.inSnapshot(v) {
+			left++
+		}
+	}
+	return left
 }
 
 // placedOnClaimed reports whether the pod is in the snapshot (assumed or waiting at
@@ -512,15 +519,14 @@ func (pl *Plugin) exists(p *corev1.Pod) bool {
 // claimed is the room other preemptors made and their members have not taken yet,
 // per node: their open claims, less what their victims still in this cycle's
 // snapshot hold — that room is not free in the snapshot yet, and counting it as
-// claimed too would make it look taken twice. evicting are those victims, per node
-// (each once, also when two preemptions wait for it). A preemption is forgotten
+// claimed too would make it look taken twice. evicting are those victims (each
+// once, also when two preemptions wait for it). A preemption is forgotten
 // once its grace passed (expired: its claims, whose members' nominations the
 // caller clears) or its members are all bound or gone.
-func (pl *Plugin) claimed(owner string) (out nodefree.Tally[string], evicting map[string][]*corev1.Pod, expired []claim) {
+func (pl *Plugin) claimed(owner string) (out nodefree.Tally[string], evicting []*corev1.Pod, expired []claim) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	out = nodefree.Tally[string]{}
-	evicting = map[string][]*corev1.Pod{}
 	counted := map[types.UID]bool{}
 	lister := pl.handle.SharedInformerFactory().Core().V1().Pods().Lister()
 	now := time.Now()
@@ -550,7 +556,7 @@ func (pl *Plugin) claimed(owner string) (out nodefree.Tally[string], evicting ma
 				if !counted[v.UID] && pl.inSnapshot(v) {
 					counted[v.UID] = true
 					out.AddPod(v.Spec.NodeName, nodefree.Requests(v), -1)
-					evicting[v.Spec.NodeName] = append(evicting[v.Spec.NodeName], v)
+					evicting = append(evicting, v)
 				}
 			}
 		}

@@ -158,24 +158,30 @@ type search struct {
 	budget map[types.UID]int32
 }
 
-// freedBy is what evicting the units frees, per node index.
-func (s *search) freedBy(us []*unit) nodefree.Tally[int] {
-	freed := nodefree.Tally[int]{}
-	for _, u := range us {
-		for _, p := range u.pods {
-			if i, ok := s.byName[p.Spec.NodeName]; ok {
-				freed.AddPod(i, nodefree.Requests(p), 1)
-			}
+// held is n times the room the pods hold, per node index.
+func (s *search) held(pods []*corev1.Pod, n int) nodefree.Tally[int] {
+	t := nodefree.Tally[int]{}
+	for _, p := range pods {
+		if i, ok := s.byName[p.Spec.NodeName]; ok {
+			t.AddPod(i, nodefree.Requests(p), n)
 		}
 	}
-	return freed
+	return t
 }
 
 // place assigns every member a node, largest first, each to the eligible node
 // that it leaves with the least free room of its largest request, counting what
 // the units free. It returns the node of each member, or nil when one does not fit.
 func (s *search) place(us []*unit, only map[int]bool) []int {
-	freed := s.freedBy(us)
+	var pods []*corev1.Pod
+	for _, u := range us {
+		pods = append(pods, u.pods...)
+	}
+	return s.placeWith(s.held(pods, 1), only)
+}
+
+// placeWith is place with freed (per node index) added to the nodes' free room.
+func (s *search) placeWith(freed nodefree.Tally[int], only map[int]bool) []int {
 	used := nodefree.Tally[int]{}
 	order := make([]int, len(s.members))
 	for i := range order {
@@ -224,61 +230,34 @@ func (s *search) room(ni int, req, freed, used map[corev1.ResourceName]int64) (i
 	return left, true
 }
 
-// reliesOn returns the pods being evicted (evicting, per node) whose room the
-// placement at (each member's node) needs: on each node it uses, the members'
-// requests are checked against the node's free room without theirs.
-func (s *search) reliesOn(at []int, evicting map[string][]*corev1.Pod) []*corev1.Pod {
+// waitsFor returns, for a placement at (each member's node) that counted the room
+// of pods being evicted for other preemptors (evicting) as free, the pods among them
+// whose room it needs — none when the members fit what is free now without them.
+func (s *search) waitsFor(at []int, evicting []*corev1.Pod) []*corev1.Pod {
+	if len(evicting) == 0 || s.placeWith(s.held(evicting, -1), nil) != nil {
+		return nil
+	}
 	used := nodefree.Tally[int]{}
 	for mi, ni := range at {
 		used.AddPod(ni, s.members[mi].req, 1)
 	}
-	var out []*corev1.Pod
+	credit := s.held(evicting, 1)
+	short := map[string]bool{}
 	for ni, req := range used {
-		going := evicting[s.nodes[ni].obj.Name]
-		if len(going) == 0 {
-			continue
-		}
-		credit := nodefree.Tally[int]{}
-		for _, v := range going {
-			credit.AddPod(ni, nodefree.Requests(v), 1)
-		}
 		for name, v := range req {
 			if s.nodes[ni].free[name]-credit[ni][name] < v {
-				out = append(out, going...)
+				short[s.nodes[ni].obj.Name] = true
 				break
 			}
 		}
 	}
-	return out
-}
-
-// placeNow is place (no units evicted) with the room of the pods being evicted
-// (evicting, per node) not counted: whether the members fit what is free without
-// waiting for anyone.
-func (s *search) placeNow(evicting map[string][]*corev1.Pod) []int {
-	saved := map[int]map[corev1.ResourceName]int64{}
-	for name, pods := range evicting {
-		ni, ok := s.byName[name]
-		if !ok {
-			continue
+	var out []*corev1.Pod
+	for _, p := range evicting {
+		if short[p.Spec.NodeName] {
+			out = append(out, p)
 		}
-		credit := nodefree.Tally[int]{}
-		for _, v := range pods {
-			credit.AddPod(ni, nodefree.Requests(v), 1)
-		}
-		saved[ni] = s.nodes[ni].free
-		free := maps.Clone(saved[ni])
-		for r, v := range credit[ni] {
-			free[r] -= v
-		}
-		s.nodes[ni].free = free
 	}
-	defer func() {
-		for ni, free := range saved {
-			s.nodes[ni].free = free
-		}
-	}()
-	return s.place(nil, nil)
+	return out
 }
 
 func size(req map[corev1.ResourceName]int64) int64 {
