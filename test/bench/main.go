@@ -767,7 +767,7 @@ profiles:
 		return nil, err
 	}
 	args := []string{"--config=" + cfgPath, "--secure-port=" + strconv.Itoa(port),
-		"--authorization-always-allow-paths=/metrics,/healthz,/readyz,/debug/pprof/profile,/debug/pprof/heap", "--v=1"}
+		"--authorization-always-allow-paths=/metrics,/healthz,/readyz,/debug/pprof/profile,/debug/pprof/heap,/debug/pprof/goroutine", "--v=1"}
 	args = append(args, a.args...)
 	if a.name == "kubenexus" && kubenexusArgs != "" {
 		args = append(args, strings.Fields(kubenexusArgs)...)
@@ -912,17 +912,23 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// fetchHeap saves the scheduler's heap profile (in-use and allocated bytes).
+// fetchHeap saves the scheduler's heap profile (in-use and allocated bytes) at path
+// and its goroutines, grouped by stack, beside it (path.goroutines.txt).
 func fetchHeap(port int, path string) {
+	fetchProfile(port, "heap", path)
+	fetchProfile(port, "goroutine?debug=1", path+".goroutines.txt")
+}
+
+func fetchProfile(port int, name, path string) {
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // local self-signed scheduler endpoint
-	resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/heap", port))
+	resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/%s", port, name))
 	if err != nil {
 		return
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if err := os.WriteFile(path, b, 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "bench: heap profile:", err)
+		fmt.Fprintln(os.Stderr, "bench: profile:", err)
 	}
 }
 

@@ -20,12 +20,17 @@ var (
 		Buckets:        metrics.ExponentialBuckets(0.001, 4, 8),
 		StabilityLevel: metrics.ALPHA,
 	})
+	heldGauge = metrics.NewGauge(&metrics.GaugeOpts{
+		Name:           "kubenexus_pods_held",
+		Help:           "Pods between Reserve and the end of their binding: gang members waiting at Permit, pods waiting for or holding a binding slot.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	registerMetrics sync.Once
 )
 
 // registerMetricsOnce adds the plugin's metrics to the scheduler's registry.
 func registerMetricsOnce() {
-	registerMetrics.Do(func() { legacyregistry.MustRegister(inFlight, waitSeconds) })
+	registerMetrics.Do(func() { legacyregistry.MustRegister(inFlight, waitSeconds, heldGauge) })
 }
 
 func observeWait(d time.Duration) { waitSeconds.Observe(d.Seconds()) }

@@ -51,6 +51,8 @@ type Plugin struct {
 	// ended is closed and replaced when a binding ends while a cycle waits.
 	ended   chan struct{}
 	waiters int
+	// held are the pods from Reserve to the end of their binding (see heldpods.go).
+	held holds
 }
 
 var (
@@ -72,27 +74,30 @@ func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (*Plugin, error) {
 
 func newPlugin(limit int, now func() time.Time) *Plugin {
 	return &Plugin{limit: limit, maxWait: maxWait, now: now, slots: make(chan struct{}, limit),
-		binding: map[types.UID]bool{}, ended: make(chan struct{})}
+		binding: map[types.UID]bool{}, ended: make(chan struct{}), held: holds{pods: map[types.UID]struct{}{}, count: held}}
 }
 
 // Name returns the plugin's name.
 func (pl *Plugin) Name() string { return Name }
 
-// Reserve does nothing: the plugin counts pods from Bind on. It is here for
-// Unreserve, which gives back the slot of a binding that failed.
-func (pl *Plugin) Reserve(context.Context, fwk.CycleState, *corev1.Pod, string) *fwk.Status {
+// Reserve counts the pod as held until its binding ends (heldpods.go); binding
+// slots are counted from Bind on.
+func (pl *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+	pl.held.hold(pod.UID)
 	return nil
 }
 
 // Unreserve ends the binding of a pod whose binding failed (or that never reached
-// Bind: then there is nothing to end).
+// Bind: then there is no slot to give back).
 func (pl *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
 	pl.end(pod.UID)
+	pl.held.release(pod.UID)
 }
 
 // PostBind ends the binding of a bound pod.
 func (pl *Plugin) PostBind(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
 	pl.end(pod.UID)
+	pl.held.release(pod.UID)
 }
 
 // Bind takes a binding slot, waiting in the pod's binding goroutine while

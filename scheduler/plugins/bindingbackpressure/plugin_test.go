@@ -2,6 +2,7 @@ package bindingbackpressure
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -130,5 +131,64 @@ func TestTheLoopsWaitIsBounded(t *testing.T) {
 	<-bind(t, pl, pod("stuck"))
 	if !returned(permit(t, pl, pod("b")), 2*time.Second) {
 		t.Fatal("a binding that never ends stopped scheduling")
+	}
+}
+
+// gcPercents records what a heldPods sets the collector to.
+type gcPercents struct{ current, sets int }
+
+func (g *gcPercents) set(p int) int {
+	prev := g.current
+	g.current = p
+	g.sets++
+	return prev
+}
+
+func TestManyHeldPodsHalveTheCollectorsHeadroomUntilTheyAreBound(t *testing.T) {
+	gc := &gcPercents{current: 100}
+	pl := newPlugin(64, time.Now)
+	pl.held.count = newHeldPods(gc.set)
+	ctx := context.Background()
+	pods := make([]*corev1.Pod, holdHigh)
+	for i := range pods {
+		pods[i] = pod(fmt.Sprintf("p%d", i))
+		pl.Reserve(ctx, nil, pods[i], "n")
+		pl.Reserve(ctx, nil, pods[i], "n") // counted once
+		if want := 100; i < holdHigh-1 && gc.current != want {
+			t.Fatalf("GC percent %d with %d pods held, want %d", gc.current, i+1, want)
+		}
+	}
+	if gc.current != 50 {
+		t.Fatalf("GC percent %d with %d pods held, want 50", gc.current, holdHigh)
+	}
+	// A pod that was never reserved (a Reserve plugin before this one failed) is not
+	// subtracted.
+	pl.Unreserve(ctx, nil, pod("never-reserved"), "n")
+	for i := 0; i < holdHigh-holdLow; i++ {
+		if gc.current != 50 {
+			t.Fatalf("GC percent %d with %d pods held, want 50 until %d", gc.current, holdHigh-i, holdLow)
+		}
+		if i%2 == 0 {
+			pl.PostBind(ctx, nil, pods[i], "n")
+		} else {
+			pl.Unreserve(ctx, nil, pods[i], "n")
+		}
+	}
+	if gc.current != 100 {
+		t.Fatalf("GC percent %d with %d pods held, want 100 again", gc.current, holdLow)
+	}
+	if got := pl.held.count.n; got != holdLow {
+		t.Fatalf("held %d, want %d", got, holdLow)
+	}
+}
+
+func TestTheCollectorTurnedOffStaysOff(t *testing.T) {
+	gc := &gcPercents{current: -1}
+	h := newHeldPods(gc.set)
+	sets := gc.sets
+	h.add(holdHigh * 2)
+	h.add(-holdHigh * 2)
+	if gc.current != -1 || gc.sets != sets {
+		t.Fatalf("GC percent %d after %d sets, want -1 untouched", gc.current, gc.sets-sets)
 	}
 }
