@@ -273,6 +273,7 @@ func run(nodeCount int, binDir string, scale float64, only, armNames []string) e
 			return fmt.Errorf("arm %s needs %s (build it with %s, or run `make bench`): %w", a.name, a.binary, a.build, err)
 		}
 	}
+	uncache(arms)
 	all := workloads(scale)
 	var wls []workload
 	for _, w := range only {

@@ -37,7 +37,8 @@ type heldPods struct {
 	setGCPercent func(int) int
 }
 
-var held = newHeldPods(debug.SetGCPercent)
+// processHeld is the process's count, made when the first plugin instance is.
+var processHeld = sync.OnceValue(func() *heldPods { return newHeldPods(debug.SetGCPercent) })
 
 func newHeldPods(set func(int) int) *heldPods {
 	// SetGCPercent returns the previous value: read it and put it back.
@@ -66,7 +67,7 @@ func (h *heldPods) add(d int) {
 }
 
 // holds is the set of pods one plugin instance counts in a heldPods (the process's,
-// held).
+// processHeld).
 type holds struct {
 	mu    sync.Mutex
 	pods  map[types.UID]struct{}

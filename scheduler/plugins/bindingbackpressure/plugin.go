@@ -74,7 +74,7 @@ func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (*Plugin, error) {
 
 func newPlugin(limit int, now func() time.Time) *Plugin {
 	return &Plugin{limit: limit, maxWait: maxWait, now: now, slots: make(chan struct{}, limit),
-		binding: map[types.UID]bool{}, ended: make(chan struct{}), held: holds{pods: map[types.UID]struct{}{}, count: held}}
+		binding: map[types.UID]bool{}, ended: make(chan struct{}), held: holds{pods: map[types.UID]struct{}{}, count: processHeld()}}
 }
 
 // Name returns the plugin's name.
