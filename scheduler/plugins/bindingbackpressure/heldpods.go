@@ -17,8 +17,9 @@ import (
 // costs the process some 35 MiB more than the same pods bound one by one. While
 // holdHigh pods or more are held the plugin halves the collector's headroom over the
 // live heap, and gives it back when they are down to holdLow: collections run more
-// often only while most of the heap is pinned anyway, and plain pods (at most
-// maxBindingsInFlight in flight, fewer than holdLow) never see it.
+// often only while most of the heap is pinned anyway. Plain pods never reach it
+// with the default maxBindingsInFlight (64): the scheduling loop waits at Permit
+// while that many are in Bind.
 const (
 	holdHigh = 256
 	holdLow  = 128
