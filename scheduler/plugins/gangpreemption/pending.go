@@ -41,19 +41,24 @@ func podOwner(pod *corev1.Pod) string {
 }
 
 // PreFilter holds back a pod while pods evicted for it (for its gang) are still
-// there: it returns Pending, so the cycle runs no Filter, and the scheduling queue
-// brings the pod back without backoff once the last of them is gone
-// (isSchedulableAfterVictimGone). Without it the members of a gang that preempted
-// failed Filter while their victims terminated, went into their backoff, and bound
-// up to a second after their room was free (W6 of make bench bound in waves one
-// backoff apart). Named at preFilter in the KubeNexus profile, it runs before the
-// plans of NetworkFabric and Coscheduling's gang checks. Every pod is skipped at
-// once while no preemption is in flight.
+// there: it rejects the pod as UnschedulableAndUnresolvable, so the cycle runs no
+// Filter and no plan, PostFilter keeps the member's claim (PostFilter, step 1), and
+// the scheduling queue brings the pod back when the last of them is gone
+// (isSchedulableAfterVictimGone) instead of retrying it on its backoff. Without it
+// the members of a gang that preempted failed Filter while their victims
+// terminated and bound up to a second after their room was free (W6 of make bench
+// bound in waves one backoff apart). Not Pending: kube-scheduler's PreFilter runner
+// (1.37) turns every status but Unschedulable and UnschedulableAndUnresolvable into
+// an error — logged as "Error scheduling pod", counted as an error attempt, the pod
+// requeued on its backoff with the condition reason SchedulerError. Named at
+// preFilter in the KubeNexus profile, it runs before the plans of NetworkFabric and
+// Coscheduling's gang checks. Every pod is skipped at once while no preemption is
+// in flight.
 func (pl *Plugin) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if pl.victimsLeft(pod) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	return nil, fwk.NewStatus(fwk.Pending, msgVictimsLeft)
+	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgVictimsLeft)
 }
 
 // SignPod adds nothing to a pod's signature for opportunistic batching: PreFilter
@@ -130,7 +135,7 @@ func (pl *Plugin) isSchedulableAfterVictimGone(logger klog.Logger, pod *corev1.P
 }
 
 // activateAfter moves the members still unbound to the active queue when the
-// preemption's grace ends: PreFilter held them back as Pending, and nothing else
+// preemption's grace ends: PreFilter held them back, and nothing else
 // brings them back if a victim never goes (an eviction a PodDisruptionBudget keeps
 // refusing).
 func (pl *Plugin) activateAfter(grace time.Duration, claims []claim) {

@@ -200,11 +200,11 @@ func TestRoomLeftOverByAnotherPreemption(t *testing.T) {
 	}
 }
 
-// A member of a gang whose victims are still there is held back in PreFilter as
-// Pending (no plan, no Filter pass), and comes back, without backoff, when the last
-// victim is deleted — not at the deletion of another victim or of an unrelated
-// pod. Pods without a preemption in flight are skipped.
-func TestMembersWaitForTheirVictimsAsPending(t *testing.T) {
+// A member of a gang whose victims are still there is held back in PreFilter (no
+// plan, no Filter pass), and is queued again when the last victim is deleted — not
+// at the deletion of another victim or of an unrelated pod. Pods without a
+// preemption in flight are skipped.
+func TestMembersWaitForTheirVictims(t *testing.T) {
 	node := testutil.MakeNode("n1").Capacity("cpu", "8").Obj()
 	victims := []*corev1.Pod{
 		testutil.MakePod("low-0", "ns").UID("low-0").Node("n1").Req("cpu", "4").Obj(),
@@ -230,8 +230,8 @@ func TestMembersWaitForTheirVictimsAsPending(t *testing.T) {
 	}
 	pl.inflight["gang ns/high"] = &preemption{victims: victims, claims: []claim{{pod: member, node: "n1"}}, until: time.Now().Add(time.Minute)}
 
-	if _, st := pl.PreFilter(context.Background(), nil, member, nil); st.Code() != fwk.Pending || st.Message() != msgVictimsLeft {
-		t.Errorf("member while its victims run: PreFilter %v, want Pending %q", st, msgVictimsLeft)
+	if _, st := pl.PreFilter(context.Background(), nil, member, nil); st.Code() != fwk.UnschedulableAndUnresolvable || st.Message() != msgVictimsLeft {
+		t.Errorf("member while its victims run: PreFilter %v, want UnschedulableAndUnresolvable %q", st, msgVictimsLeft)
 	}
 	if _, st := pl.PreFilter(context.Background(), nil, plain, nil); st.Code() != fwk.Skip {
 		t.Errorf("a pod with no preemption of its own: PreFilter %v, want Skip", st)
@@ -258,8 +258,8 @@ func TestMembersWaitForTheirVictimsAsPending(t *testing.T) {
 		t.Errorf("the last victim deleted: %v, want Queue", h)
 	}
 	// Gone from the informer; until the snapshot drops them too, the member waits.
-	if _, st := pl.PreFilter(context.Background(), nil, member, nil); st.Code() != fwk.Pending {
-		t.Errorf("victims still in the snapshot: PreFilter %v, want Pending", st)
+	if _, st := pl.PreFilter(context.Background(), nil, member, nil); st.Code() != fwk.UnschedulableAndUnresolvable {
+		t.Errorf("victims still in the snapshot: PreFilter %v, want UnschedulableAndUnresolvable", st)
 	}
 	pl.handle = waitHandle{informers: inf, snapshot: schedcache.NewSnapshot([]*corev1.Pod{other}, []*corev1.Node{node})}
 	if _, st := pl.PreFilter(context.Background(), nil, member, nil); st.Code() != fwk.Skip {

@@ -118,17 +118,25 @@ var _ = Describe("GangPreemption", func() {
 			}
 		}
 		setFinalizer(true)
+		errored := scheduleAttempts("error")
 		tc.preemptibleGang("high", 4, "2", "batch-high")
 		held := func() int {
 			n := 0
 			for i := range 4 {
-				if strings.Contains(tc.scheduledMessage(fmt.Sprintf("high-%d", i))(), "waiting for the pods preempted for it to terminate") {
-					n++
+				p := &corev1.Pod{}
+				Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: fmt.Sprintf("high-%d", i)}, p)).To(Succeed())
+				for _, c := range p.Status.Conditions {
+					// Unschedulable, not SchedulerError: waiting is not a failure.
+					if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonUnschedulable &&
+						strings.Contains(c.Message, "waiting for the pods preempted for it to terminate") {
+						n++
+					}
 				}
 			}
 			return n
 		}
 		Eventually(held).WithTimeout(testutil.Timeout).Should(BeNumerically(">=", 1), "a member attempted while the victims terminate says what it waits for")
+		Expect(scheduleAttempts("error")-errored).To(BeZero(), "no scheduling attempt errs while members wait for their victims")
 		Consistently(tc.boundFn("high")).WithTimeout(2*time.Second).Should(Equal(0), "no member binds while its room is held by terminating victims")
 		setFinalizer(false)
 		Eventually(tc.boundFn("high")).WithTimeout(testutil.Timeout).Should(Equal(4))
