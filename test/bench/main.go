@@ -194,7 +194,7 @@ func main() {
 	only := flag.String("workloads", "W1,W1b,W2,W4,W5", "workloads to run")
 	armsFlag := flag.String("arms", "stock,kubenexus,scheduler-plugins,null-binder", "arms to run")
 	scale := flag.Float64("scale", 1, "multiply every workload's pod count (W2: its number of gangs; W4: its gang size) by this, for quick runs")
-	flag.StringVar(&cpuProfileDir, "cpuprofile", "", "directory to write an 8s CPU profile of each scheduler run, heap profiles at its first and last bindings (with -pending: once every pod was attempted) and its log, into")
+	flag.StringVar(&cpuProfileDir, "cpuprofile", "", "directory to write an 8s CPU profile of each scheduler run, heap profiles and goroutine dumps at its first and last bindings (with -pending: once every pod was attempted) and its log, into")
 	flag.StringVar(&traceDir, "trace", "", "directory to write, per run, a CSV of every binding: bound count, seconds since the scheduler's start, scheduler/apiserver/etcd CPU-ms")
 	flag.IntVar(&repeat, "repeat", 5, "runs of each workload per arm (W2: twice as many, stock's W2 runs spread widest; W4: four times, its runs are short); run r starts with arm r mod (number of arms)")
 	flag.StringVar(&kubenexusArgs, "kubenexus-args", "", "extra flags for kubenexus-scheduler, space-separated (e.g. --feature-gates=...)")
