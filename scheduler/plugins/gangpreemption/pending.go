@@ -44,7 +44,8 @@ func podOwner(pod *corev1.Pod) string {
 // there: it rejects the pod as UnschedulableAndUnresolvable, so the cycle runs no
 // Filter and no plan, PostFilter keeps the member's claim (PostFilter, step 1), and
 // the scheduling queue brings the pod back when the last of them is gone
-// (isSchedulableAfterVictimGone) instead of retrying it on its backoff. Without it
+// (isSchedulableAfterVictimGone; what is left of its backoff still applies), not
+// on retries while they terminate. Without it
 // the members of a gang that preempted failed Filter while their victims
 // terminated and bound up to a second after their room was free (W6 of make bench
 // bound in waves one backoff apart). Not Pending: kube-scheduler's PreFilter runner
