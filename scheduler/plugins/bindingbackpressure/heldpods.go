@@ -4,7 +4,6 @@ import (
 	"runtime/debug"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 )
 
@@ -64,34 +63,5 @@ func (h *heldPods) add(d int) {
 		h.lowered = false
 		h.setGCPercent(h.base)
 		klog.V(2).InfoS("Held pods bound: garbage collection back to its configured target", "heldPods", h.n, "gcPercent", h.base)
-	}
-}
-
-// holds is the set of pods one plugin instance counts in a heldPods (the process's,
-// processHeld).
-type holds struct {
-	mu    sync.Mutex
-	pods  map[types.UID]struct{}
-	count *heldPods
-}
-
-// hold counts the pod once; release forgets it, if it was counted.
-func (s *holds) hold(uid types.UID) {
-	s.mu.Lock()
-	_, dup := s.pods[uid]
-	s.pods[uid] = struct{}{}
-	s.mu.Unlock()
-	if !dup {
-		s.count.add(1)
-	}
-}
-
-func (s *holds) release(uid types.UID) {
-	s.mu.Lock()
-	_, ok := s.pods[uid]
-	delete(s.pods, uid)
-	s.mu.Unlock()
-	if ok {
-		s.count.add(-1)
 	}
 }

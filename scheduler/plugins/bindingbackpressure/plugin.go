@@ -51,8 +51,10 @@ type Plugin struct {
 	// ended is closed and replaced when a binding ends while a cycle waits.
 	ended   chan struct{}
 	waiters int
-	// held are the pods from Reserve to the end of their binding (see heldpods.go).
-	held holds
+	// held are the pods from Reserve to the end of their binding, counted in
+	// count (heldpods.go).
+	held  map[types.UID]struct{}
+	count *heldPods
 }
 
 var (
@@ -74,7 +76,7 @@ func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (*Plugin, error) {
 
 func newPlugin(limit int, now func() time.Time) *Plugin {
 	return &Plugin{limit: limit, maxWait: maxWait, now: now, slots: make(chan struct{}, limit),
-		binding: map[types.UID]bool{}, ended: make(chan struct{}), held: holds{pods: map[types.UID]struct{}{}, count: processHeld()}}
+		binding: map[types.UID]bool{}, ended: make(chan struct{}), held: map[types.UID]struct{}{}, count: processHeld()}
 }
 
 // Name returns the plugin's name.
@@ -83,7 +85,13 @@ func (pl *Plugin) Name() string { return Name }
 // Reserve counts the pod as held until its binding ends (heldpods.go); binding
 // slots are counted from Bind on.
 func (pl *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
-	pl.held.hold(pod.UID)
+	pl.mu.Lock()
+	_, again := pl.held[pod.UID]
+	pl.held[pod.UID] = struct{}{}
+	pl.mu.Unlock()
+	if !again {
+		pl.count.add(1)
+	}
 	return nil
 }
 
@@ -91,13 +99,11 @@ func (pl *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, 
 // Bind: then there is no slot to give back).
 func (pl *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
 	pl.end(pod.UID)
-	pl.held.release(pod.UID)
 }
 
 // PostBind ends the binding of a bound pod.
 func (pl *Plugin) PostBind(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
 	pl.end(pod.UID)
-	pl.held.release(pod.UID)
 }
 
 // Bind takes a binding slot, waiting in the pod's binding goroutine while
@@ -124,24 +130,30 @@ func (pl *Plugin) Bind(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _
 	return fwk.NewStatus(fwk.Skip)
 }
 
+// end forgets a pod held since Reserve and gives back its binding slot, if any.
 func (pl *Plugin) end(uid types.UID) {
 	pl.mu.Lock()
-	holds, ok := pl.binding[uid]
-	if !ok {
-		pl.mu.Unlock()
-		return
-	}
-	delete(pl.binding, uid)
-	if holds {
-		<-pl.slots
-	}
-	if pl.waiters > 0 {
-		close(pl.ended)
-		pl.ended = make(chan struct{})
+	_, held := pl.held[uid]
+	delete(pl.held, uid)
+	holds, binding := pl.binding[uid]
+	if binding {
+		delete(pl.binding, uid)
+		if holds {
+			<-pl.slots
+		}
+		if pl.waiters > 0 {
+			close(pl.ended)
+			pl.ended = make(chan struct{})
+		}
 	}
 	n := len(pl.binding)
 	pl.mu.Unlock()
-	inFlight.Set(float64(n))
+	if binding {
+		inFlight.Set(float64(n))
+	}
+	if held {
+		pl.count.add(-1)
+	}
 }
 
 // Permit holds the scheduling loop while maxBindingsInFlight pods are in Bind, at

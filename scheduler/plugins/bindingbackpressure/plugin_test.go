@@ -147,7 +147,7 @@ func (g *gcPercents) set(p int) int {
 func TestManyHeldPodsHalveTheCollectorsHeadroomUntilTheyAreBound(t *testing.T) {
 	gc := &gcPercents{current: 100}
 	pl := newPlugin(64, time.Now)
-	pl.held.count = newHeldPods(gc.set)
+	pl.count = newHeldPods(gc.set)
 	ctx := context.Background()
 	pods := make([]*corev1.Pod, holdHigh)
 	for i := range pods {
@@ -177,7 +177,7 @@ func TestManyHeldPodsHalveTheCollectorsHeadroomUntilTheyAreBound(t *testing.T) {
 	if gc.current != 100 {
 		t.Fatalf("GC percent %d with %d pods held, want 100 again", gc.current, holdLow)
 	}
-	if got := pl.held.count.n; got != holdLow {
+	if got := pl.count.n; got != holdLow {
 		t.Fatalf("held %d, want %d", got, holdLow)
 	}
 }
