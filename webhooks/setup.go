@@ -15,6 +15,7 @@ import (
 	"github.com/kube-nexus/kubenexus/webhooks/kubenexusconfig"
 	"github.com/kube-nexus/kubenexus/webhooks/pod"
 	"github.com/kube-nexus/kubenexus/webhooks/podgroup"
+	"github.com/kube-nexus/kubenexus/webhooks/resourcereservation"
 )
 
 // Options configures the webhooks.
@@ -30,6 +31,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := (&podgroup.Validator{Owners: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PodGroup webhook: %w", err)
+	}
+	if err := (&resourcereservation.Validator{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the ResourceReservation webhook: %w", err)
 	}
 	if err := (&hardwaretier.Validator{Client: mgr.GetClient(), Tiers: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the HardwareTier webhook: %w", err)

@@ -38,6 +38,50 @@ type KubeNexusConfigSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Kueue KueueSpec `json:"kueue,omitempty"`
+
+	// reservations bounds what one ResourceReservation may hold. The manager's
+	// ResourceReservation webhook refuses one above these limits, as it refuses one
+	// that its namespace's ResourceQuotas or its tenant tier do not allow.
+	// +kubebuilder:default={}
+	// +optional
+	Reservations ReservationsSpec `json:"reservations,omitempty"`
+}
+
+// ReservationsSpec bounds ResourceReservations.
+type ReservationsSpec struct {
+	// maxTTLSeconds is the longest spec.ttlSeconds a ResourceReservation may ask
+	// for, and the longest spec.reserveCapacity.ttlSeconds of a PodGroup (whose
+	// reservation the scheduler creates).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=604800
+	// +kubebuilder:default=86400
+	// +optional
+	MaxTTLSeconds int32 `json:"maxTTLSeconds,omitempty"`
+
+	// maxSlots is the most slots (spec.slots) one ResourceReservation may hold.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +kubebuilder:default=1000
+	// +optional
+	MaxSlots int32 `json:"maxSlots,omitempty"`
+}
+
+// Defaults of ReservationsSpec, for a cluster without a KubeNexusConfig.
+const (
+	DefaultReservationMaxTTLSeconds int32 = 86400
+	DefaultReservationMaxSlots      int32 = 1000
+)
+
+// Limits returns the limits with the defaults where unset.
+func (r ReservationsSpec) Limits() (maxTTLSeconds, maxSlots int32) {
+	maxTTLSeconds, maxSlots = r.MaxTTLSeconds, r.MaxSlots
+	if maxTTLSeconds <= 0 {
+		maxTTLSeconds = DefaultReservationMaxTTLSeconds
+	}
+	if maxSlots <= 0 {
+		maxSlots = DefaultReservationMaxSlots
+	}
+	return maxTTLSeconds, maxSlots
 }
 
 // KueueSpec configures how KubeNexus reads Kueue's objects.

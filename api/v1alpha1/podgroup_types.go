@@ -37,11 +37,14 @@ type PodGroupSpec struct {
 	ScheduleTimeoutSeconds *int32 `json:"scheduleTimeoutSeconds,omitempty"`
 
 	// priorityClassName is the PriorityClass of the gang as a whole: kubenexus-scheduler
-	// orders every member in its queue by this class's value instead of the member's
-	// own priority, so the gang is attempted as one block at one priority. Unset, or
-	// naming a PriorityClass that does not exist, means each member's own priority.
-	// Preemption still uses each pod's own priority (spec.priorityClassName of the
-	// pods).
+	// orders every member in its queue, and weighs the gang in preemption (as
+	// preemptor and as victim), at this class's value capped at the lowest priority
+	// of its members (each pod's own spec.priority, as the API server admitted it).
+	// The class can give a gang one priority, or lower it, but never lift it above
+	// what its pods were admitted with. Unset, or naming a PriorityClass that does not
+	// exist, means each member's own priority. The PodGroup webhook refuses a class
+	// that does not exist, a system- class outside kube-system, and a class the
+	// namespace's ResourceQuotas allow no pods of.
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	reservationapi "github.com/kube-nexus/kubenexus/api/reservation"
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
@@ -28,9 +29,6 @@ const (
 	ReasonOwnerReplaced   = "OwnerReplaced"
 	ReasonOwnerFinished   = "OwnerFinished"
 )
-
-// defaultTTL applies when ttlSeconds is unset (an object that skipped API defaulting).
-const defaultTTL = 600 * time.Second
 
 // Owner is what the controller knows about a reservation's owner.
 type Owner struct {
@@ -64,11 +62,8 @@ type Decision struct {
 // TTL. An owner whose UID differs from the one seen, or from spec.owner.uid, is a
 // replacement and does not inherit the reservation.
 func Decide(rr *v1alpha1.ResourceReservation, owner Owner, now time.Time) Decision {
-	ttl := time.Duration(rr.Spec.TTLSeconds) * time.Second
-	if ttl <= 0 {
-		ttl = defaultTTL
-	}
-	expire := rr.CreationTimestamp.Add(ttl)
+	expire := reservationapi.Expiry(rr)
+	ttl := expire.Sub(rr.CreationTimestamp.Time)
 	d := Decision{Phase: rr.Status.Phase, Expire: expire, OwnerUID: rr.Status.OwnerUID}
 	if d.Phase == v1alpha1.ReservationExpired || d.Phase == v1alpha1.ReservationReleased {
 		if c := meta.FindStatusCondition(rr.Status.Conditions, ConditionHeld); c != nil {

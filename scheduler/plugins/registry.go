@@ -129,9 +129,13 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 			return vram.New(ctx, obj, h, index)
 		}),
 		app.WithPlugin(names.ResourceReservation, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			index, err := deviceIndex.Get(h)
+			if err != nil {
+				return nil, err
+			}
 			gangs.SetHeld(reservations.Held)
 			gangs.SetShortage(reservations.Accumulate)
-			return resourcereservation.New(ctx, obj, h, crds, reservations, gangs)
+			return resourcereservation.New(ctx, obj, h, crds, reservations, gangs, index)
 		}),
 		app.WithPlugin(names.Backfill, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return backfill.New(ctx, obj, h, reservations)

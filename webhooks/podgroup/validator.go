@@ -1,6 +1,8 @@
-// Package podgroup refuses PodGroups that can never form: a minMember larger than
-// the number of pods their owner creates. The CRD schema checks the PodGroup on its
-// own; this rule needs the owner.
+// Package podgroup refuses PodGroups that can never form (a minMember larger than
+// the number of pods their owner creates, a topology level the KubeNexusConfig does
+// not define) and PodGroups that name a PriorityClass their namespace's pods could
+// not use. The CRD schema checks the PodGroup on its own; these rules need other
+// objects.
 package podgroup
 
 import (
@@ -53,10 +55,22 @@ var replicaOwners = map[schema.GroupKind]schema.GroupVersionKind{
 }
 
 func (v *Validator) ValidateCreate(ctx context.Context, pg *v1alpha1.PodGroup) (admission.Warnings, error) {
+	if err := v.checkPriorityClass(ctx, pg, nil); err != nil {
+		return nil, err
+	}
+	if err := v.checkReserveCapacity(ctx, pg, nil); err != nil {
+		return nil, err
+	}
 	return v.validate(ctx, pg)
 }
 
-func (v *Validator) ValidateUpdate(ctx context.Context, _, pg *v1alpha1.PodGroup) (admission.Warnings, error) {
+func (v *Validator) ValidateUpdate(ctx context.Context, old, pg *v1alpha1.PodGroup) (admission.Warnings, error) {
+	if err := v.checkPriorityClass(ctx, pg, old); err != nil {
+		return nil, err
+	}
+	if err := v.checkReserveCapacity(ctx, pg, old); err != nil {
+		return nil, err
+	}
 	return v.validate(ctx, pg)
 }
 
@@ -68,6 +82,7 @@ func (v *Validator) validate(ctx context.Context, pg *v1alpha1.PodGroup) (admiss
 	if err := v.checkTopologyLevel(ctx, pg); err != nil {
 		return nil, err
 	}
+
 	ref := metav1.GetControllerOf(pg)
 	if ref == nil {
 		return nil, nil
@@ -141,6 +156,33 @@ func (v *Validator) checkTopologyLevel(ctx context.Context, pg *v1alpha1.PodGrou
 	return apierrors.NewInvalid(v1alpha1.GroupVersion.WithKind("PodGroup").GroupKind(), pg.Name, field.ErrorList{
 		field.NotSupported(field.NewPath("spec", "networkTopology", "level"), nt.Level, names),
 	})
+}
+
+// checkReserveCapacity refuses a spec.reserveCapacity.ttlSeconds above the
+// KubeNexusConfig's spec.reservations.maxTTLSeconds: the scheduler creates the
+// gang's ResourceReservation with that TTL, and the ResourceReservation webhook
+// would refuse it then, out of the user's sight. An update is checked only when it
+// changes the TTL.
+func (v *Validator) checkReserveCapacity(ctx context.Context, pg, old *v1alpha1.PodGroup) error {
+	rc := pg.Spec.ReserveCapacity
+	if rc == nil || rc.TTLSeconds == 0 || old != nil && old.Spec.ReserveCapacity != nil && old.Spec.ReserveCapacity.TTLSeconds == rc.TTLSeconds {
+		return nil
+	}
+	var limits v1alpha1.ReservationsSpec
+	knc := &v1alpha1.KubeNexusConfig{}
+	switch err := v.Owners.Get(ctx, types.NamespacedName{Name: v1alpha1.DefaultConfigName}, knc); {
+	case err == nil:
+		limits = knc.Spec.Reservations
+	case !apierrors.IsNotFound(err):
+		return apierrors.NewInternalError(fmt.Errorf("reading the KubeNexusConfig: %w", err))
+	}
+	if maxTTL, _ := limits.Limits(); rc.TTLSeconds > maxTTL {
+		return apierrors.NewInvalid(v1alpha1.GroupVersion.WithKind("PodGroup").GroupKind(), pg.Name, field.ErrorList{
+			field.Invalid(field.NewPath("spec", "reserveCapacity", "ttlSeconds"), rc.TTLSeconds,
+				fmt.Sprintf("must be at most %d (KubeNexusConfig spec.reservations.maxTTLSeconds)", maxTTL)),
+		})
+	}
+	return nil
 }
 
 func ownerUnreadable(gvk schema.GroupVersionKind, name string, err error) (admission.Warnings, error) {

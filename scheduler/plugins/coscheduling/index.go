@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	toolscache "k8s.io/client-go/tools/cache"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/workload"
@@ -24,10 +25,14 @@ type gangEntry struct {
 	firstSeen time.Time
 	// labelMin is the quorum stated by the members' labels (0 for object dialects).
 	labelMin int32
-	// priorityClass is the PodGroup's spec.priorityClassName and priority its value:
-	// the gang's queue priority (nil: each member's own).
+	// priorityClass is the PodGroup's spec.priorityClassName and priority its value
+	// (nil: it names none, or one that does not exist). The gang's priority is that
+	// value capped at its lowest member's own (queuePriority).
 	priorityClass string
 	priority      *int32
+	// ownPriorities counts the members by their own priority (spec.priority, as the
+	// API server admitted them): the cap on the gang's priority.
+	ownPriorities map[int32]int
 
 	// members are the gang's non-terminal pods of this scheduler profile.
 	members map[types.UID]*corev1.Pod
@@ -62,13 +67,31 @@ type gangEntry struct {
 
 func newGangEntry(key gang.Key, now time.Time) *gangEntry {
 	return &gangEntry{
-		key:       key,
-		firstSeen: now,
-		members:   map[types.UID]*corev1.Pod{},
-		assigned:  sets.New[types.UID](),
-		assumed:   sets.New[types.UID](),
-		allowed:   sets.New[types.UID](),
+		key:           key,
+		firstSeen:     now,
+		members:       map[types.UID]*corev1.Pod{},
+		assigned:      sets.New[types.UID](),
+		assumed:       sets.New[types.UID](),
+		allowed:       sets.New[types.UID](),
+		ownPriorities: map[int32]int{},
 	}
+}
+
+// queuePriority is the gang's priority in the queue and for preemption: its
+// PodGroup's PriorityClass value, capped at the lowest own priority among its
+// members, so that naming a class in a PodGroup (which anyone who may create one
+// can do) orders the gang as one block but never lifts it above what its pods were
+// admitted with. ok is false when the PodGroup names no class that exists (each
+// member's own priority applies) or no member is known yet.
+func (e *gangEntry) queuePriority() (v int32, ok bool) {
+	if e.priority == nil || len(e.ownPriorities) == 0 {
+		return 0, false
+	}
+	v = *e.priority
+	for p := range e.ownPriorities {
+		v = min(v, p)
+	}
+	return v, true
 }
 
 // countRole adds delta to the ungated members of role (a member without a role is
@@ -234,6 +257,10 @@ func (x *podIndex) upsert(pod *corev1.Pod) {
 	if inSubgroup(pod) {
 		e.subgrouped++
 	}
+	if !existed {
+		// A pod's priority is immutable: counted once, when it joins.
+		e.ownPriorities[corev1helpers.PodPriority(pod)]++
+	}
 	e.members[pod.UID] = pod
 	x.podGang[pod.UID] = m.Key
 	if pod.Spec.NodeName != "" {
@@ -329,6 +356,10 @@ func (x *podIndex) removeLocked(uid types.UID) {
 		}
 		if inSubgroup(p) {
 			e.subgrouped--
+		}
+		own := corev1helpers.PodPriority(p)
+		if e.ownPriorities[own]--; e.ownPriorities[own] <= 0 {
+			delete(e.ownPriorities, own)
 		}
 		delete(e.members, uid)
 	}

@@ -287,8 +287,9 @@ func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragmen
 	return []fwk.SignFragment{{Key: "kubenexus.io/gang", Value: m.Key.String()}}, nil
 }
 
-// gangPriority returns the priority the gang's PodGroup names, as resolved for the
-// queue (gangview.PriorityFunc).
+// gangPriority returns the gang's priority as the queue orders it (its PodGroup's
+// PriorityClass capped at its members' own priorities; nil: each member's own),
+// for GangPreemption (gangview.PriorityFunc).
 func (pl *Plugin) gangPriority(key gang.Key) (*int32, bool) {
 	pl.index.mu.RLock()
 	defer pl.index.mu.RUnlock()
@@ -296,7 +297,10 @@ func (pl *Plugin) gangPriority(key gang.Key) (*int32, bool) {
 	if e == nil {
 		return nil, false
 	}
-	return e.priority, true
+	if v, ok := e.queuePriority(); ok {
+		return &v, true
+	}
+	return nil, true
 }
 
 // placedNodes returns the nodes the gang's members are bound to, reserved on or

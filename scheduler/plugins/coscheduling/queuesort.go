@@ -12,8 +12,9 @@ import (
 // Less orders the queue by priority (higher first), then by the time the pod's gang
 // was first seen (a plain pod counts as its own gang, at its queue timestamp), then
 // by gang, then by the pod's own timestamp. A gang whose PodGroup names a
-// PriorityClass (spec.priorityClassName) is ordered by that class's value, all its
-// members alike; otherwise each pod's own priority counts. With starvation aging
+// PriorityClass (spec.priorityClassName) is ordered by that class's value capped at
+// its lowest member's own priority (gangEntry.queuePriority), all its members
+// alike; otherwise each pod's own priority counts. With starvation aging
 // on, the priority compared is that priority plus one point per
 // starvationAgingSeconds between its group's time and a fixed epoch: a key of each
 // pod alone, never of the current time, so the order stays a strict weak ordering.
@@ -68,8 +69,8 @@ func (pl *Plugin) groupKey(e fwk.QueuedEntityInfo) queueGroup {
 		pl.index.mu.RLock()
 		if e := pl.index.get(m.Key); e != nil {
 			g.time, g.key = e.firstSeen, m.Key
-			if e.priority != nil {
-				g.priority = *e.priority
+			if v, ok := e.queuePriority(); ok {
+				g.priority = v
 			}
 		}
 		pl.index.mu.RUnlock()

@@ -150,45 +150,62 @@ func TestLessByPodGroupPriorityClass(t *testing.T) {
 	if err := classes.Add(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "training-high"}, Value: 1000}); err != nil {
 		t.Fatal(err)
 	}
-	podGroupClass := map[string]string{"urgent": "training-high", "typo": "no-such-class"}
+	podGroupClass := map[string]string{"urgent": "training-high", "raised": "training-high", "mixed": "training-high", "typo": "no-such-class"}
 	pl := &Plugin{now: func() time.Time { return t0 }}
 	pl.index = newPodIndex("kubenexus-scheduler", pl.now)
 	pl.index.priority = gangPriority{
 		podGroupClass: func(k gang.Key) string { return podGroupClass[k.Name] },
 		classes:       schedulinglisters.NewPriorityClassLister(classes),
 	}
-	for _, p := range []*corev1.Pod{member("urgent-0", "urgent", 0), member("typo-0", "typo", 0), member("plain-gang-0", "plain-gang", 0)} {
+	for _, p := range []*corev1.Pod{
+		member("urgent-0", "urgent", 2000), member("raised-0", "raised", 0), member("mixed-0", "mixed", 2000), member("mixed-1", "mixed", 300),
+		member("typo-0", "typo", 2000), member("plain-gang-0", "plain-gang", 0),
+	} {
 		pl.index.upsert(p)
 	}
 	service := queued(t, plain("web", 500), t0.Add(-time.Hour))
-	// Every member of the gang whose PodGroup names training-high (1000) ranks above a
-	// priority-500 pod queued an hour earlier, whatever the member's own priority.
-	for _, m := range []*corev1.Pod{member("urgent-1", "urgent", 0), member("urgent-2", "urgent", 2000)} {
+	higher := queued(t, plain("api", 1500), t0.Add(-time.Hour))
+	// Members admitted at 2000 whose PodGroup names training-high (1000) are queued at
+	// 1000, all alike: above a priority-500 pod queued an hour earlier, below 1500.
+	for _, m := range []*corev1.Pod{member("urgent-1", "urgent", 2000), member("urgent-2", "urgent", 0)} {
 		if !pl.Less(queued(t, m, t0), service) {
 			t.Errorf("%s (gang priority 1000) did not go before a priority-500 pod", m.Name)
 		}
-	}
-	if pl.Less(service, queued(t, member("urgent-3", "urgent", 2000), t0)) {
-		t.Error("a member's own priority 2000 overrode its gang's 1000")
-	}
-	// A class that does not exist, or no class, leaves the members' own priorities.
-	for _, g := range []string{"typo", "plain-gang"} {
-		if pl.Less(queued(t, member(g+"-1", g, 0), t0), service) {
-			t.Errorf("gang %s went before a priority-500 pod on its members' priority 0", g)
+		if !pl.Less(higher, queued(t, m, t0)) {
+			t.Errorf("%s went before a priority-1500 pod: its gang is at 1000", m.Name)
 		}
 	}
-	// The class appearing later is picked up.
-	if err := classes.Add(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "no-such-class"}, Value: 900}); err != nil {
+	// The class never lifts a gang above its members' own priorities: members of 0
+	// naming training-high stay at 0; a gang with a member of 300 is at 300.
+	for _, m := range []*corev1.Pod{member("raised-1", "raised", 0), member("mixed-2", "mixed", 2000)} {
+		if pl.Less(queued(t, m, t0), service) {
+			t.Errorf("%s went before a priority-500 pod: its PodGroup's class lifted it above its members' own priority", m.Name)
+		}
+	}
+	// A class that does not exist, or no class, leaves the members' own priorities.
+	if !pl.Less(queued(t, member("typo-1", "typo", 2000), t0), higher) {
+		t.Error("a member of 2000 whose PodGroup names no existing class did not go before a priority-1500 pod")
+	}
+	if pl.Less(queued(t, member("plain-gang-1", "plain-gang", 0), t0), service) {
+		t.Error("gang plain-gang went before a priority-500 pod on its members' priority 0")
+	}
+	// The class appearing later is picked up: it lowers the gang to 100.
+	if err := classes.Add(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "no-such-class"}, Value: 100}); err != nil {
 		t.Fatal(err)
 	}
 	pl.index.refreshPriorityClass("no-such-class")
-	if !pl.Less(queued(t, member("typo-2", "typo", 0), t0), service) {
+	if pl.Less(queued(t, member("typo-2", "typo", 2000), t0), service) {
 		t.Error("a PriorityClass created after the gang was not used")
 	}
 	// The PodGroup dropping its class falls back to the members' priorities.
 	delete(podGroupClass, "urgent")
 	pl.index.refreshPriority(gang.Key{Namespace: "ns", Name: "urgent"})
-	if pl.Less(queued(t, member("urgent-4", "urgent", 0), t0), service) {
+	if !pl.Less(queued(t, member("urgent-4", "urgent", 2000), t0), higher) {
 		t.Error("a PodGroup without priorityClassName kept its old gang priority")
+	}
+	// A member leaving lifts the cap it set: mixed without its member of 300 is at 1000.
+	pl.index.remove(member("mixed-1", "mixed", 300))
+	if !pl.Less(queued(t, member("mixed-3", "mixed", 2000), t0), service) {
+		t.Error("the cap of a member that left the gang still applies")
 	}
 }

@@ -698,7 +698,9 @@ func sortedKeys(m map[string]bool) []string {
 // priorities returns a pod's priority for preemption: the value of the
 // PriorityClass its gang's PodGroup names, as Coscheduling resolved it for the queue
 // (for a gang it does not know, from the PodGroup, once per gang per call), else
-// the pod's own.
+// the pod's own — never more than the pod's own: a PodGroup, which a tenant writes,
+// can lower its members' priority or give them one value, but cannot lift a
+// preemptor above what its pods were admitted with nor shield a victim.
 func (pl *Plugin) priorities() priorityFunc {
 	var resolved gangview.PriorityFunc
 	if pl.views != nil {
@@ -707,8 +709,9 @@ func (pl *Plugin) priorities() priorityFunc {
 	// byGang: each gang's priority, looked up once per call (nil: its pods' own).
 	byGang := map[gang.Key]*int32{}
 	return func(p *corev1.Pod, g *gang.Key) int32 {
+		own := corev1helpers.PodPriority(p)
 		if g == nil {
-			return corev1helpers.PodPriority(p)
+			return own
 		}
 		v, seen := byGang[*g]
 		if !seen {
@@ -716,15 +719,15 @@ func (pl *Plugin) priorities() priorityFunc {
 			byGang[*g] = v
 		}
 		if v != nil {
-			return *v
+			return min(*v, own)
 		}
-		return corev1helpers.PodPriority(p)
+		return own
 	}
 }
 
-// gangPriority is the value of the PriorityClass the gang's PodGroup names, as
-// Coscheduling resolved it (resolved, nil: not running), else read from the
-// PodGroup; nil when it names none.
+// gangPriority is the gang's priority as Coscheduling resolved it for the queue
+// (resolved, nil: not running), else the value of the PriorityClass its PodGroup
+// names; nil when it names none.
 func (pl *Plugin) gangPriority(g gang.Key, resolved gangview.PriorityFunc) *int32 {
 	if resolved != nil {
 		if v, known := resolved(g); known {

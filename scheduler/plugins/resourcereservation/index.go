@@ -4,9 +4,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
+	reservationapi "github.com/kube-nexus/kubenexus/api/reservation"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
@@ -43,6 +45,11 @@ type reservation struct {
 	// accumulate: the reservation holds free room for its PodGroup's missing members
 	// on any node, as it frees (LabelReservationAccumulate), rather than on one node.
 	accumulate bool
+	// refused says why the HardwareTier of its node keeps the namespace's tenant
+	// from holding capacity there ("": it does not): it then holds nothing.
+	refused string
+	// placedReason is the reason of its Placed condition, as last written.
+	placedReason string
 }
 
 func newReservation(rr *v1alpha1.ResourceReservation) *reservation {
@@ -63,6 +70,9 @@ func newReservation(rr *v1alpha1.ResourceReservation) *reservation {
 	if r.ownerUID == "" {
 		r.ownerUID = rr.Status.OwnerUID
 	}
+	if c := meta.FindStatusCondition(rr.Status.Conditions, ConditionPlaced); c != nil {
+		r.placedReason = c.Reason
+	}
 	if r.node == "" && !r.accumulate {
 		r.node = rr.Status.NodeName
 	}
@@ -75,52 +85,27 @@ func newReservation(rr *v1alpha1.ResourceReservation) *reservation {
 		}
 	}
 	if r.phase != v1alpha1.ReservationConsumed {
-		ttl := time.Duration(rr.Spec.TTLSeconds) * time.Second
-		if ttl <= 0 {
-			ttl = defaultTTL
-		}
-		r.expire = rr.CreationTimestamp.Add(ttl)
+		r.expire = reservationapi.Expiry(rr)
 	}
 	return r
 }
-
-// defaultTTL applies to an object that skipped API defaulting, as in the manager.
-const defaultTTL = 600 * time.Second
 
 // terminal: the reservation no longer holds anything, whatever the time.
 func (r *reservation) terminal() bool {
 	return r.phase == v1alpha1.ReservationExpired || r.phase == v1alpha1.ReservationReleased
 }
 
-// holds reports whether the reservation holds capacity at now: not ended, and not
-// past its expiry unless consumed. The scheduler does not wait for the manager to
-// write Expired: the capacity is free at the expiry instant.
+// holds reports whether the reservation holds capacity at now: not ended, not
+// refused by its node's HardwareTier, and not past its expiry unless consumed. The
+// scheduler does not wait for the manager to write Expired: the capacity is free at
+// the expiry instant.
 func (r *reservation) holds(now time.Time) bool {
-	return !r.terminal() && (r.expire.IsZero() || now.Before(r.expire))
+	return !r.terminal() && r.refused == "" && (r.expire.IsZero() || now.Before(r.expire))
 }
 
-// consumedBy reports whether pod is one of the owner's pods: for a PodGroup owner,
-// a member of that gang; for a Pod owner, that pod or a pod it controls (a Spark
-// driver's executors name the driver pod as their owner).
+// consumedBy reports whether pod is one of the owner's pods (reservation.Owner).
 func (r *reservation) consumedBy(pod *corev1.Pod) bool {
-	if pod.Namespace != r.key.Namespace {
-		return false
-	}
-	switch r.ownerKind {
-	case v1alpha1.ReservationOwnerPod:
-		if pod.Name == r.ownerName {
-			return r.ownerUID == "" || string(pod.UID) == r.ownerUID
-		}
-		for _, ref := range pod.OwnerReferences {
-			if ref.Kind == "Pod" && ref.APIVersion == "v1" && ref.Name == r.ownerName {
-				return r.ownerUID == "" || string(ref.UID) == r.ownerUID
-			}
-		}
-		return false
-	default:
-		m, ok, err := gang.Of(pod)
-		return err == nil && ok && m.Key.Name == r.ownerName
-	}
+	return reservationapi.Owner{Namespace: r.key.Namespace, Kind: r.ownerKind, Name: r.ownerName, UID: r.ownerUID}.ConsumedBy(pod)
 }
 
 // ownersOf lists the owners a pod may consume reservations of.
@@ -149,13 +134,18 @@ type index struct {
 	nextExpiry time.Time
 }
 
-func buildIndex(rrs []v1alpha1.ResourceReservation, now time.Time) *index {
+// buildIndex indexes the reservations that hold capacity at now. refuse (nil:
+// nothing is refused) says why a reservation's node refuses it (tierGate).
+func buildIndex(rrs []v1alpha1.ResourceReservation, now time.Time, refuse func(*reservation) string) *index {
 	idx := &index{byNode: map[string][]*reservation{}, byOwner: map[ownerID][]*reservation{}, all: map[types.NamespacedName]*reservation{}}
 	for i := range rrs {
 		if !rrs[i].DeletionTimestamp.IsZero() {
 			continue
 		}
 		r := newReservation(&rrs[i])
+		if refuse != nil && r.node != "" && !r.accumulate {
+			r.refused = refuse(r)
+		}
 		idx.all[r.key] = r
 		if !r.holds(now) {
 			continue

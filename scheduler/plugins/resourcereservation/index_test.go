@@ -36,7 +36,7 @@ func TestIndexHoldsUntilExpiryUnlessConsumed(t *testing.T) {
 		rr("consumed", v1alpha1.ReservationOwnerPodGroup, "g", "n2", v1alpha1.ReservationConsumed, now.Add(-time.Hour)),
 		rr("released", v1alpha1.ReservationOwnerPodGroup, "g", "n2", v1alpha1.ReservationReleased, now),
 		rr("unplaced", v1alpha1.ReservationOwnerPodGroup, "g", "", v1alpha1.ReservationPending, now),
-	}, now)
+	}, now, nil)
 	names := func(rs []*reservation) []string {
 		var out []string
 		for _, r := range rs {
@@ -63,7 +63,7 @@ func TestConsumedBy(t *testing.T) {
 	idx := buildIndex([]v1alpha1.ResourceReservation{
 		rr("gang", v1alpha1.ReservationOwnerPodGroup, "train", "n1", v1alpha1.ReservationReserved, now),
 		rr("driver", v1alpha1.ReservationOwnerPod, "spark-driver", "n1", v1alpha1.ReservationReserved, now),
-	}, now)
+	}, now, nil)
 	pod := func(name, ns string, labels map[string]string, owner string) *corev1.Pod {
 		w := testutil.MakePod(name, ns).UID(name)
 		for k, v := range labels {

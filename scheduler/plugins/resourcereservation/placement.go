@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kube-nexus/kubenexus/api/hardware"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
@@ -32,9 +33,11 @@ func dominantResource(slot map[corev1.ResourceName]int64, gpus []corev1.Resource
 // one exists), those where all its slots fit beside their pods (bound and assumed)
 // and other reservations. It prefers a node where the owner's pods already run,
 // then the tightest fit of the slot's dominant resource (GPUs, else CPU), so that
-// whole free nodes stay whole. It lists from the informers: it runs in the
-// background for unplaced reservations only, never in a scheduling cycle.
-func (s *Shared) place(r *reservation) (string, string) {
+// whole free nodes stay whole. Nodes whose HardwareTier (tiers; nil: none) does not
+// admit the namespace's tenant tier are left out. It lists from the informers: it
+// runs in the background for unplaced reservations only, never in a scheduling
+// cycle.
+func (s *Shared) place(r *reservation, tiers *hardware.Tiers) (string, string) {
 	nodes, err := s.nodes.List(labels.Everything())
 	if err != nil {
 		return "", fmt.Sprintf("listing nodes: %v", err)
@@ -95,9 +98,13 @@ func (s *Shared) place(r *reservation) (string, string) {
 		leftover int64
 	}
 	var fits []candidate
-	eligible := 0
+	eligible, tierRefused := 0, 0
 	for _, n := range nodes {
 		if rep != nil && !placement.Eligible(rep, n) || rep == nil && !placement.Eligible(&corev1.Pod{}, n) {
+			continue
+		}
+		if s.gate.refuses(tiers, r.key.Namespace, n) != "" {
+			tierRefused++
 			continue
 		}
 		eligible++
@@ -122,8 +129,12 @@ func (s *Shared) place(r *reservation) (string, string) {
 		}
 	}
 	if len(fits) == 0 {
-		return "", fmt.Sprintf("No node has %d slot(s) of %s free beside its pods and other reservations (%d eligible node(s)); retrying every %s.",
-			r.slots, describe(r.slot), eligible, s.retry)
+		refusedNote := ""
+		if tierRefused > 0 {
+			refusedNote = fmt.Sprintf("; %d more in HardwareTiers that do not admit tenant tier %s", tierRefused, s.gate.tenantOf(r.key.Namespace))
+		}
+		return "", fmt.Sprintf("No node has %d slot(s) of %s free beside its pods and other reservations (%d eligible node(s)%s); retrying every %s.",
+			r.slots, describe(r.slot), eligible, refusedNote, s.retry)
 	}
 	sort.Slice(fits, func(i, j int) bool {
 		a, b := fits[i], fits[j]

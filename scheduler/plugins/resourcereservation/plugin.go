@@ -62,7 +62,7 @@ var (
 
 // New builds the plugin on the process's Shared reservation state, starting it on
 // first use.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, shared *Shared, gangs *gangview.Registry) (*Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, shared *Shared, gangs *gangview.Registry, devices nodeDevices) (*Plugin, error) {
 	args, err := config.DecodeResourceReservationArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -71,7 +71,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	if err := shared.start(ctx, h, c, time.Duration(*args.PlacementRetrySeconds)*time.Second, args.GPUResources); err != nil {
+	if err := shared.start(ctx, h, c, time.Duration(*args.PlacementRetrySeconds)*time.Second, args.GPUResources, devices); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	refusedPods, err := refused.New(h)

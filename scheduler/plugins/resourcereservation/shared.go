@@ -67,6 +67,9 @@ type Shared struct {
 	bounded     atomic.Bool
 	marginNanos atomic.Int64
 
+	// gate keeps reservations off nodes whose HardwareTier refuses their tenant.
+	gate *tierGate
+
 	mu        sync.Mutex
 	onRelease []func()
 }
@@ -94,15 +97,15 @@ func (s *Shared) index() *index {
 
 // start wires the state to the cache and informers and runs the status worker,
 // once per process.
-func (s *Shared) start(ctx context.Context, h fwk.Handle, c *crdcache.Cache, retry time.Duration, gpus []corev1.ResourceName) error {
+func (s *Shared) start(ctx context.Context, h fwk.Handle, c *crdcache.Cache, retry time.Duration, gpus []corev1.ResourceName, devices nodeDevices) error {
 	s.once.Do(func() {
 		s.gpus = gpus
-		s.err = s.run(ctx, h, c, retry)
+		s.err = s.run(ctx, h, c, retry, devices)
 	})
 	return s.err
 }
 
-func (s *Shared) run(ctx context.Context, h fwk.Handle, c *crdcache.Cache, retry time.Duration) error {
+func (s *Shared) run(ctx context.Context, h fwk.Handle, c *crdcache.Cache, retry time.Duration, devices nodeDevices) error {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
 	// The scheduler's client speaks protobuf, which KubeNexus types do not.
@@ -116,6 +119,7 @@ func (s *Shared) run(ctx context.Context, h fwk.Handle, c *crdcache.Cache, retry
 	s.cache, s.writer, s.retry = c, w, retry
 	s.pods = informers.Core().V1().Pods().Lister()
 	s.nodes = informers.Core().V1().Nodes().Lister()
+	s.gate = &tierGate{cache: c, namespaces: informers.Core().V1().Namespaces().Lister(), nodes: s.nodes, devices: devices}
 	s.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
 		workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "kubenexus-reservations"})
 	logger := klog.FromContext(ctx)
@@ -128,6 +132,19 @@ func (s *Shared) run(ctx context.Context, h fwk.Handle, c *crdcache.Cache, retry
 	}()
 	if err := c.OnReservationChange(func() { s.rebuild(logger) }); err != nil {
 		return fmt.Errorf("watching ResourceReservations: %w", err)
+	}
+	// Node labels change rarely; a pass over the reservations tells whether one
+	// names the node.
+	namedNode := func(node string) bool {
+		for _, r := range s.index().all {
+			if r.node == node {
+				return true
+			}
+		}
+		return false
+	}
+	if err := s.gate.watch(c, informers.Core().V1().Namespaces().Informer(), informers.Core().V1().Nodes().Informer(), func() { s.rebuild(logger) }, namedNode); err != nil {
+		return fmt.Errorf("watching what HardwareTiers are matched by: %w", err)
 	}
 	done := func(pod *corev1.Pod) { s.assumed.Delete(pod.UID) }
 	if _, err := informers.Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -193,7 +210,8 @@ func (s *Shared) rebuild(logger klog.Logger) {
 		return
 	}
 	now := time.Now()
-	idx := buildIndex(rrs, now)
+	tiers := s.gate.tiers(logger)
+	idx := buildIndex(rrs, now, func(r *reservation) string { return s.gate.refusesOn(tiers, r.key.Namespace, r.node) })
 	old := s.idx.Swap(idx)
 	released := false
 	if old != nil {
@@ -207,7 +225,8 @@ func (s *Shared) rebuild(logger klog.Logger) {
 		}
 	}
 	for _, r := range idx.all {
-		if r.holds(now) && (r.node == "" || r.status != r.node || r.phase == "" || r.phase == v1alpha1.ReservationPending) {
+		refusedUnsaid := r.refused != "" && !r.terminal() && r.placedReason != ReasonTierRefused
+		if refusedUnsaid || r.holds(now) && (r.node == "" || r.status != r.node || r.phase == "" || r.phase == v1alpha1.ReservationPending) {
 			s.enqueue(r.key)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	reservationapi "github.com/kube-nexus/kubenexus/api/reservation"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 )
@@ -34,6 +35,9 @@ const (
 	ReasonNoNodeFits   = "NoNodeFits"
 	ReasonAccumulating = "Accumulating"
 	ReasonNodeNotFound = "NodeNotFound"
+	// ReasonTierRefused: the HardwareTier of the node spec.nodeName names does not
+	// admit the namespace's tenant tier; nothing is held.
+	ReasonTierRefused = "TierRefused"
 )
 
 func (s *Shared) enqueue(key types.NamespacedName) {
@@ -80,6 +84,12 @@ func (s *Shared) sync(ctx context.Context, key types.NamespacedName) (time.Durat
 		Message: fmt.Sprintf("Held on node %s, named by spec.nodeName.", r.node)}
 	var requeue time.Duration
 	node := r.node
+	tiers := s.gate.tiers(klog.FromContext(ctx))
+	refused := ""
+	if rr.Status.Phase != v1alpha1.ReservationConsumed {
+		// A consumed reservation holds nothing beyond its owner's pods.
+		refused = s.gate.refusesOn(tiers, rr.Namespace, node)
+	}
 	switch {
 	case rr.Spec.NodeName != "":
 		if _, err := s.nodes.Get(rr.Spec.NodeName); err != nil {
@@ -88,12 +98,20 @@ func (s *Shared) sync(ctx context.Context, key types.NamespacedName) (time.Durat
 			placed = metav1.Condition{Type: ConditionPlaced, Status: metav1.ConditionFalse, Reason: ReasonNodeNotFound,
 				Message: fmt.Sprintf("Node %s, named by spec.nodeName, does not exist; nothing is held until it does.", rr.Spec.NodeName)}
 			node, requeue = "", s.retry
+		} else if refused != "" {
+			// Held again if the tier, the node or the namespace's tier changes (the
+			// index is rebuilt then and queues it).
+			placed = metav1.Condition{Type: ConditionPlaced, Status: metav1.ConditionFalse, Reason: ReasonTierRefused,
+				Message: fmt.Sprintf("Node %s, named by spec.nodeName: %s; nothing is held.", rr.Spec.NodeName, refused)}
+			node = ""
 		}
-	case node != "":
+	case node != "" && refused == "":
 		placed.Reason, placed.Message = ReasonPlaced, fmt.Sprintf("Placed by the scheduler on node %s.", node)
 	default:
+		// Unplaced, or placed on a node that no longer admits the namespace's
+		// tenant tier: placed (again) where it may hold.
 		var why string
-		node, why = s.place(r)
+		node, why = s.place(r, tiers)
 		if node == "" {
 			placed = metav1.Condition{Type: ConditionPlaced, Status: metav1.ConditionFalse, Reason: ReasonNoNodeFits, Message: why}
 			requeue = s.retry
@@ -111,8 +129,11 @@ func (s *Shared) sync(ctx context.Context, key types.NamespacedName) (time.Durat
 				status.Phase = v1alpha1.ReservationConsumed
 			}
 		}
-	} else if status.Phase == "" {
-		status.Phase = v1alpha1.ReservationPending
+	} else {
+		status.NodeName = ""
+		if status.Phase == "" || status.Phase == v1alpha1.ReservationReserved {
+			status.Phase = v1alpha1.ReservationPending
+		}
 	}
 	placed.ObservedGeneration = rr.Generation
 	meta.SetStatusCondition(&status.Conditions, placed)
@@ -182,7 +203,7 @@ func (s *Shared) Accumulate(pg *v1alpha1.PodGroup, member *corev1.Pod, missing i
 	}
 	ttl := pg.Spec.ReserveCapacity.TTLSeconds
 	if ttl <= 0 {
-		ttl = int32(defaultTTL / time.Second)
+		ttl = int32(reservationapi.DefaultTTL / time.Second)
 	}
 	rr := &v1alpha1.ResourceReservation{
 		ObjectMeta: metav1.ObjectMeta{

@@ -51,7 +51,7 @@ func TestConsumedOnCountsAMemberBoundDuringTheCount(t *testing.T) {
 	now := time.Now()
 	idx := buildIndex([]v1alpha1.ResourceReservation{
 		rr("gang", v1alpha1.ReservationOwnerPodGroup, "train", "", v1alpha1.ReservationReserved, now),
-	}, now)
+	}, now, nil)
 	r := idx.byOwner[ownerOf(v1alpha1.ReservationOwnerPodGroup, "ns", "train")][0]
 
 	store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})

@@ -17,7 +17,9 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	runtimeapi "k8s.io/apimachinery/pkg/runtime"
@@ -363,6 +365,53 @@ var _ = Describe("Pod webhook", Ordered, func() {
 		Expect(err.Error()).To(And(ContainSubstring("spec.networkTopology.level"), ContainSubstring(`supported values: "nvlink", "tor", "rack", "zone"`)))
 		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("rack-wide", nsGold).MinMember(2).
 			NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).Obj())).To(Succeed())
+	})
+
+	It("refuses a PodGroup naming a PriorityClass its namespace's pods could not use, naming the field", func() {
+		withClass := func(name, class string) *v1alpha1.PodGroup {
+			return testutil.MakePodGroup(name, nsBronze).MinMember(2).PriorityClassName(class).Obj()
+		}
+		err := k8sClient.Create(suiteCtx, withClass("crit", "system-node-critical"))
+		Expect(err).To(MatchError(And(ContainSubstring("spec.priorityClassName"),
+			ContainSubstring("reserved for Kubernetes' own components and may be named only by PodGroups in kube-system"))))
+		err = k8sClient.Create(suiteCtx, withClass("typo", "no-such-class"))
+		Expect(err).To(MatchError(And(ContainSubstring("spec.priorityClassName"), ContainSubstring("no PriorityClass of this name exists"))))
+
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "tenant-batch-high"}, Value: 1000}
+		Expect(k8sClient.Create(suiteCtx, pc)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, pc))).To(Succeed()) })
+		Expect(k8sClient.Create(suiteCtx, withClass("high", "tenant-batch-high"))).To(Succeed())
+
+		// The admin allows the bronze namespace no pods of that class: neither a new
+		// PodGroup nor a changed one may name it; the stored one keeps its class.
+		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-high", Namespace: nsBronze}, Spec: corev1.ResourceQuotaSpec{
+			Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")},
+			ScopeSelector: &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{{
+				ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: []string{"tenant-batch-high"}}}},
+		}}
+		Expect(k8sClient.Create(suiteCtx, quota)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, quota))).To(Succeed()) })
+		err = k8sClient.Create(suiteCtx, withClass("high-2", "tenant-batch-high"))
+		Expect(err).To(MatchError(ContainSubstring("ResourceQuota no-high of namespace " + nsBronze + " allows no pods of PriorityClass tenant-batch-high")))
+		Expect(k8sClient.Create(suiteCtx, withClass("plain", ""))).To(Succeed())
+		pg := &v1alpha1.PodGroup{}
+		Eventually(func() error {
+			if err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: nsBronze, Name: "plain"}, pg); err != nil {
+				return err
+			}
+			pg.Spec.PriorityClassName = "tenant-batch-high"
+			return k8sClient.Update(suiteCtx, pg)
+		}).Should(MatchError(ContainSubstring("spec.priorityClassName")))
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: nsBronze, Name: "plain"}, pg)).To(Succeed())
+		Expect(pg.Spec.PriorityClassName).To(BeEmpty())
+		// A PodGroup admitted before the quota keeps being updatable (its class is unchanged).
+		Eventually(func() error {
+			if err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: nsBronze, Name: "high"}, pg); err != nil {
+				return err
+			}
+			pg.Spec.MinMember = 1
+			return k8sClient.Update(suiteCtx, pg)
+		}).Should(Succeed())
 	})
 
 	It("reads an MPIJob at the version its pods' owner reference names", func() {

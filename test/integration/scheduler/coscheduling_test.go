@@ -159,26 +159,31 @@ var _ = Describe("Coscheduling", func() {
 		Consistently(tc.boundFn("low")).WithTimeout(3 * time.Second).Should(Equal(0))
 	})
 
-	It("orders a gang by its PodGroup's priorityClassName, over its members' own priority", func() {
+	It("orders a gang by its PodGroup's priorityClassName capped at its members' own priority, never above it", func() {
 		profile := schedulertest.CoschedulingProfile(1, 10)
 		tc := newTestCluster(profile)
 		priorityClass("batch-low", 10)
+		priorityClass("batch-mid", 500)
 		priorityClass("batch-high", 1000)
-		// Capacity for one gang. The scheduler is down while both gangs are submitted,
-		// so that when it starts both are in its queue at once and the queue order
+		// Capacity for one gang. The scheduler is down while the gangs are submitted,
+		// so that when it starts all are in its queue at once and the queue order
 		// alone decides which gang gets the nodes.
 		tc.addNodes("n", 2, "cpu", "4")
 		tc.stopScheduler()
-		// Members of "pods-low" carry priority 10 themselves; members of "group-high"
-		// carry none (0), but their PodGroup names batch-high.
-		tc.gang("pods-low", 4, "2", "batch-low")
-		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("group-high", tc.ns).MinMember(4).PriorityClassName("batch-high").Obj())).To(Succeed())
+		// "pods-mid": its members carry 500 themselves. "group-lowered": members of
+		// 1000 whose PodGroup names batch-low, so the gang is queued at 10.
+		// "group-raised": members of 0 whose PodGroup names batch-high — a tenant
+		// reaching above its pods' admission — queued at 0, not 1000.
+		tc.gang("pods-mid", 4, "2", "batch-mid")
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("group-lowered", tc.ns).MinMember(4).PriorityClassName("batch-low").Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("group-raised", tc.ns).MinMember(4).PriorityClassName("batch-high").Obj())).To(Succeed())
 		for i := range 4 {
-			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("group-high-%d", i)).PodGroup("group-high").Req("cpu", "2").Obj())).To(Succeed())
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("group-lowered-%d", i)).PodGroup("group-lowered").PriorityClass("batch-high").Req("cpu", "2").Obj())).To(Succeed())
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("group-raised-%d", i)).PodGroup("group-raised").Req("cpu", "2").Obj())).To(Succeed())
 		}
 		tc.startScheduler(profile)
-		Eventually(tc.boundFn("group-high")).WithTimeout(testutil.Timeout).Should(Equal(4))
-		Consistently(tc.boundFn("pods-low")).WithTimeout(3 * time.Second).Should(Equal(0))
+		Eventually(tc.boundFn("pods-mid")).WithTimeout(testutil.Timeout).Should(Equal(4))
+		Consistently(func() int { return tc.boundFn("group-lowered")() + tc.boundFn("group-raised")() }).WithTimeout(3 * time.Second).Should(Equal(0))
 	})
 
 	It("tells a member whose PodGroup does not exist which one to create, in each object dialect, and schedules it once it exists", func() {

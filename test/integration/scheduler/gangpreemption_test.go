@@ -196,6 +196,21 @@ var _ = Describe("GangPreemption", func() {
 		Expect(apierrors.IsNotFound(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(borrower), &corev1.Pod{}))).To(BeTrue())
 	})
 
+	It("gives a tenant's gang whose PodGroup names system-node-critical only its pods' own priority: it evicts nothing", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		fill(tc)
+		// The pods carry no class (priority 0); their PodGroup names the API server's
+		// own system-node-critical (2000001000), as any tenant could write it.
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("crit", tc.ns).MinMember(4).PriorityClassName("system-node-critical").Obj())).To(Succeed())
+		for i := range 4 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("crit-%d", i)).PodGroup("crit").Req("cpu", "2").Obj())).To(Succeed())
+		}
+		Eventually(tc.scheduledMessage("crit-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring("preemption: no running pod or gang of lower priority may be evicted for it"))
+		Consistently(func() int { return left(tc, "low-a")() + left(tc, "low-b")() }).WithTimeout(3 * time.Second).Should(Equal(8))
+		Expect(tc.boundFn("crit")()).To(Equal(0))
+		Expect(tc.podEvents("low-a-0", "Preempted")).To(BeEmpty())
+	})
+
 	It("keeps plain pods' preemption: a high-priority pod evicts the lowest-priority pod on one node, never a service for batch", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		priorityClass("batch-low", 10)

@@ -103,6 +103,33 @@ var _ = Describe("ResourceReservation", func() {
 		Consistently(tc.nodeOf("plain")).WithTimeout(2 * time.Second).Should(BeEmpty())
 	})
 
+	It("holds nothing for a bronze tenant on gold-only hardware: a pinned reservation says so, an unpinned one goes where the tenant may run", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		tc.setTier(v1alpha1.TenantTierBronze)
+		hw := "rr-premium-" + tc.ns
+		tc.addLabelledNodes("premium", 1, map[string]string{"hw": hw}, "cpu", "8", "memory", "32Gi")
+		tc.addLabelledNodes("open", 1, nil, "cpu", "16", "memory", "64Gi")
+		premium, open := tc.ns+"-premium-0", tc.ns+"-open-0"
+		createHardwareTiers(testutil.MakeHardwareTier(hw, 100).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw}}).
+			Tenants(v1alpha1.TenantTierGold).Borrowing(v1alpha1.BorrowingPreemptible).Obj())
+
+		// Written past the manager's webhook (or before the rule existed).
+		reservation(testutil.MakeReservation("pinned", tc.ns, "train").Node(premium).Resources(testutil.ResourceList("cpu", "6")).Obj())
+		Eventually(placedMessage(tc, "pinned")).WithTimeout(testutil.Timeout).Should(Equal(fmt.Sprintf(
+			"False: Node %s, named by spec.nodeName: node %s is in HardwareTier %s, which admits tenant tiers [gold]; tenant tier bronze may not hold capacity there; nothing is held.",
+			premium, premium, hw)))
+		Expect(status(tc, "pinned")()).To(And(HaveField("Phase", v1alpha1.ReservationPending), HaveField("NodeName", "")))
+
+		// The premium node is the tighter fit, but not the tenant's to hold.
+		reservation(testutil.MakeReservation("anywhere", tc.ns, "train").Resources(testutil.ResourceList("cpu", "6")).Obj())
+		Eventually(func() string { return status(tc, "anywhere")().NodeName }).WithTimeout(testutil.Timeout).Should(Equal(open))
+
+		// Nothing is held on the premium node: a gold pod takes all of it.
+		gold := tc.tenantNamespace(v1alpha1.TenantTierGold)
+		Expect(k8sClient.Create(suiteCtx, gold.pod("gold-0").Req("cpu", "8").Obj())).To(Succeed())
+		Eventually(gold.nodeOf("gold-0")).WithTimeout(testutil.Timeout).Should(Equal(premium))
+	})
+
 	It("places a reservation that names no node on the tightest fit, says where, and gives the room back at its expiry", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		tc.addNodes("n", 2, "cpu", "8", "memory", "32Gi")

@@ -1,0 +1,117 @@
+package resourcereservation
+
+import (
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/kube-nexus/kubenexus/api/hardware"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+)
+
+// nodeDevices gives a node's DRA devices (the shared device index).
+type nodeDevices interface {
+	OnNode(node string) []hardware.Device
+}
+
+// tierGate says whether a namespace's tenant may hold capacity on a node: the
+// same rule as the manager's ResourceReservation webhook (hardware.Tiers
+// RefusesHolding), applied again here because a reservation can predate the rule,
+// its node can join a tier, or its namespace change tier after admission. A
+// refused reservation holds nothing and is never placed on such a node.
+type tierGate struct {
+	cache      *crdcache.Cache
+	namespaces corelisters.NamespaceLister
+	nodes      corelisters.NodeLister
+	devices    nodeDevices
+}
+
+// tiers is the cluster's HardwareTiers now (nil: none, or the cache cannot list).
+func (g *tierGate) tiers(logger klog.Logger) *hardware.Tiers {
+	if g == nil || g.cache == nil {
+		return nil
+	}
+	hwts, err := g.cache.HardwareTiers()
+	if err != nil {
+		logger.Error(err, "Listing HardwareTiers from the cache")
+		return nil
+	}
+	if len(hwts) == 0 {
+		return nil
+	}
+	return hardware.NewTiers(hwts)
+}
+
+// tenantOf is the tenant tier of a namespace, as the scheduler reads it for pods
+// (its tenant.kubenexus.io/tier label, bronze without one).
+func (g *tierGate) tenantOf(namespace string) v1alpha1.TenantTier {
+	var l map[string]string
+	if ns, err := g.namespaces.Get(namespace); err == nil {
+		l = ns.Labels
+	}
+	return workload.TierOf(workload.Namespace{Labels: l}, "")
+}
+
+// refuses explains why tiers keep the namespace's tenant from holding capacity on
+// node ("" when they do not, or the node is not known).
+func (g *tierGate) refuses(tiers *hardware.Tiers, namespace string, node *corev1.Node) string {
+	if tiers == nil || node == nil {
+		return ""
+	}
+	var devs []hardware.Device
+	if tiers.UsesDevices() && g.devices != nil {
+		devs = g.devices.OnNode(node.Name)
+	}
+	return tiers.RefusesHolding(node.Name, node.Labels, devs, g.tenantOf(namespace))
+}
+
+// refusesOn is refuses for a node named by a reservation.
+func (g *tierGate) refusesOn(tiers *hardware.Tiers, namespace, nodeName string) string {
+	if tiers == nil || nodeName == "" {
+		return ""
+	}
+	node, err := g.nodes.Get(nodeName)
+	if err != nil {
+		return ""
+	}
+	return g.refuses(tiers, namespace, node)
+}
+
+// watch rebuilds the index when what the gate reads changes: a HardwareTier, a
+// namespace's tier label, the labels of a node a reservation names.
+func (g *tierGate) watch(c *crdcache.Cache, namespaces, nodes toolscache.SharedIndexInformer, rebuild func(), onNode func(string) bool) error {
+	if err := c.OnHardwareTierChange(rebuild); err != nil {
+		return err
+	}
+	if _, err := namespaces.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*corev1.Namespace)
+			n, ok2 := newObj.(*corev1.Namespace)
+			if ok1 && ok2 && o.Labels[v1alpha1.LabelTenantTier] != n.Labels[v1alpha1.LabelTenantTier] {
+				rebuild()
+			}
+		},
+	}); err != nil {
+		return err
+	}
+	_, err := nodes.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if n, ok := obj.(*corev1.Node); ok && onNode(n.Name) {
+				rebuild()
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*corev1.Node)
+			n, ok2 := newObj.(*corev1.Node)
+			if ok1 && ok2 && !reflect.DeepEqual(o.Labels, n.Labels) && onNode(n.Name) {
+				rebuild()
+			}
+		},
+	})
+	return err
+}
