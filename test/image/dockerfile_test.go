@@ -48,3 +48,75 @@ func TestDockerfileCopiesEveryImportedPackage(t *testing.T) {
 		}
 	}
 }
+
+// TestDockerfileMatchesTheModuleAndTheMakefile fails when the Dockerfile's builder
+// drifts from what make builds with: its Go is go.mod's go version (the official
+// images set GOTOOLCHAIN=local and refuse a newer go.mod), its default version
+// arguments are the chart's appVersion and the pinned k8s.io/kubernetes, and its
+// -ldflags stamp the same variables as the Makefile's LDFLAGS.
+func TestDockerfileMatchesTheModuleAndTheMakefile(t *testing.T) {
+	root := testenv.RepoRoot()
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	dockerfile, makefile, gomod, chart := read("Dockerfile"), read("Makefile"), read("go.mod"), read("charts/kubenexus/Chart.yaml")
+	args := map[string]string{}
+	for _, line := range strings.Split(dockerfile, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "ARG" {
+			if k, v, ok := strings.Cut(f[1], "="); ok {
+				args[k] = v
+			}
+		}
+	}
+	goVersion := ""
+	k8sVersion := ""
+	for _, line := range strings.Split(gomod, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == "go" {
+			goVersion = f[1]
+		}
+		if len(f) >= 2 && f[0] == "k8s.io/kubernetes" && k8sVersion == "" {
+			k8sVersion = f[1]
+		}
+	}
+	if want := strings.Join(strings.SplitN(goVersion, ".", 3)[:2], "."); args["GO_VERSION"] != want {
+		t.Errorf("Dockerfile ARG GO_VERSION=%s; go.mod says go %s: the builder image must be golang:%s", args["GO_VERSION"], goVersion, want)
+	}
+	if !strings.Contains(dockerfile, "FROM golang:${GO_VERSION} AS builder") {
+		t.Error("the Dockerfile's builder stage is not FROM golang:${GO_VERSION}")
+	}
+	if args["K8S_VERSION"] != k8sVersion {
+		t.Errorf("Dockerfile ARG K8S_VERSION=%s; go.mod pins k8s.io/kubernetes %s", args["K8S_VERSION"], k8sVersion)
+	}
+	if want := `appVersion: "` + args["VERSION"] + `"`; !strings.Contains(chart, want) {
+		t.Errorf("Dockerfile ARG VERSION=%s is not the chart's appVersion", args["VERSION"])
+	}
+	stamped := func(text string) []string {
+		var vars []string
+		for _, f := range strings.Fields(text) {
+			if k, _, ok := strings.Cut(f, "="); ok && strings.Contains(k, "/") && strings.Count(k, ".") >= 1 && !strings.HasPrefix(k, "-") {
+				vars = append(vars, k)
+			}
+		}
+		return vars
+	}
+	makeLine, dockerLine := "", ""
+	for _, line := range strings.Split(makefile, "\n") {
+		if strings.HasPrefix(line, "LDFLAGS ?=") {
+			makeLine = line
+		}
+	}
+	for _, line := range strings.Split(dockerfile, "\n") {
+		if strings.Contains(line, "-ldflags") {
+			dockerLine = line
+		}
+	}
+	m, d := stamped(makeLine), stamped(dockerLine)
+	if len(m) == 0 || strings.Join(m, " ") != strings.Join(d, " ") {
+		t.Errorf("the Dockerfile stamps %v, the Makefile's LDFLAGS %v", d, m)
+	}
+}

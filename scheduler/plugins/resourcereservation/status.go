@@ -16,8 +16,8 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	reservationapi "github.com/kube-nexus/kubenexus/api/reservation"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 )
