@@ -150,6 +150,8 @@ var matrix = map[string]map[string]any{
 	"service monitor": {"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "interval": "15s"}}},
 	"pinned images":   {"manager": map[string]any{"image": map[string]any{"repository": "registry.example.com/kn/manager", "tag": "v9.9.9", "pullPolicy": "Always"}}, "scheduler": map[string]any{"image": map[string]any{"repository": "registry.example.com/kn/scheduler", "tag": "v9.9.9"}}},
 	"HA scheduler":    {"config": map[string]any{"schedulerReplicas": 3, "schedulerName": "gpu-scheduler", "defaultTier": "gold"}},
+	"tier admins":     {"tenantTierPolicy": map[string]any{"subjects": []any{map[string]any{"kind": "Group", "name": "platform-admins", "apiGroup": "rbac.authorization.k8s.io"}}}},
+	"no tier policy":  {"tenantTierPolicy": map[string]any{"enabled": false}},
 	// The image references themselves: TestImageReferences.
 	"mirror, pinned digest": {"imageRegistry": "mirror.example.com:5000/ghcr", "manager": map[string]any{"image": map[string]any{
 		"digest": "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}}},
@@ -260,11 +262,19 @@ func TestRenderMatrix(t *testing.T) {
 			if managerOn && certManager(values) {
 				checkCertificate(t, objs, values)
 			}
-			want("ClusterRole", 4) // the manager's, the scheduler's, the metrics reader's and kubectl kubenexus', always
+			// Who may set a tenant tier: the policy, its binding and the tier admins'
+			// ClusterRole, bound to the subjects named.
+			tierPolicy := get(values, "tenantTierPolicy", "enabled") != false
+			tierAdmins := tierPolicy && get(values, "tenantTierPolicy", "subjects") != nil
+			want("ValidatingAdmissionPolicy", map[bool]int{true: 1, false: 0}[tierPolicy])
+			want("ValidatingAdmissionPolicyBinding", map[bool]int{true: 1, false: 0}[tierPolicy])
+			// The manager's, the scheduler's, the metrics reader's and kubectl
+			// kubenexus', always; the tier admins' with the policy.
+			want("ClusterRole", 4+map[bool]int{true: 1, false: 0}[tierPolicy])
 			// The manager's and the scheduler's identities and bindings, always (the
 			// manager cannot grant roles).
 			want("ServiceAccount", 2)
-			want("ClusterRoleBinding", 4)
+			want("ClusterRoleBinding", 4+map[bool]int{true: 1, false: 0}[tierAdmins])
 			checkSchedulerIdentity(t, objs)
 
 			for _, o := range objs {
