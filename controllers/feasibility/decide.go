@@ -176,6 +176,10 @@ type Workload struct {
 	// they may use (nil: none).
 	Gang    *types.NamespacedName
 	PodSets []PodSet
+	// PlacedOn are the nodes the gang's members already placed run on (one entry
+	// per member): as in the scheduler's gang plan, the pods must join their domain
+	// of the required level.
+	PlacedOn []string
 }
 
 // PodSet is one group of identical pods of a workload.
@@ -204,8 +208,12 @@ type Decision struct {
 	// Shapes says what the pods ask for ("8 × 8 nvidia.com/gpu"); Level is the level
 	// whose one domain must hold them ("cluster" when none is required).
 	Shapes, Level string
-	// Domains hold the pods when they fit (now, or at Start).
+	// Domains hold the pods when they fit (now, or at Start): domains of Level, named
+	// by Level's node label.
 	Domains []string
+	// Anchored is the domain of Level the gang's placed members run in, when they run
+	// in one ("": none placed, or no required level); Free then counts its nodes only.
+	Anchored string
 	// Short says why no domain of Level holds them (nil when they fit, or when no
 	// node may take them at all).
 	Short *placement.Shortage
@@ -279,10 +287,14 @@ func Decide(c *Cluster, w *Workload) Decision {
 			d.GPUMemory = max(d.GPUMemory, v)
 		}
 	}
+	placedOn := map[string]bool{}
+	for _, n := range w.PlacedOn {
+		placedOn[n] = true
+	}
 	nodes := make([]placement.PlanNode, 0, len(c.Nodes))
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
-		pn := placement.PlanNode{Name: n.Name, Free: map[corev1.ResourceName]int64{}, Eligible: make([]bool, len(shapes))}
+		pn := placement.PlanNode{Name: n.Name, Free: map[corev1.ResourceName]int64{}, Eligible: make([]bool, len(shapes)), Anchor: placedOn[n.Name]}
 		for name, q := range n.Status.Allocatable {
 			pn.Free[name] = q.MilliValue()
 		}
@@ -353,7 +365,8 @@ func Decide(c *Cluster, w *Workload) Decision {
 		nodes = append(nodes, pn)
 	}
 	sort.Strings(d.RefusingTiers)
-	d.Resource, d.Free, d.Need = scarcest(nodes, shapes)
+	d.Anchored = anchoredDomain(nodes, maxLevel, levelName)
+	d.Resource, d.Free, d.Need = scarcest(nodes, shapes, maxLevel, d.Anchored)
 	plan, short := placement.Compute(nodes, shapes, maxLevel, false)
 	where := func(domains []string) string {
 		if levelName == Anywhere {
@@ -362,8 +375,8 @@ func Decide(c *Cluster, w *Workload) Decision {
 		return fmt.Sprintf("in %s %s", levelName, strings.Join(domains, ", "))
 	}
 	if plan.Fits {
-		d.Fits, d.Domains = true, plan.Domains
-		d.Message = fmt.Sprintf("%s fit %s now", d.Shapes, where(plan.Domains))
+		d.Fits, d.Domains = true, domainsAt(nodes, plan, maxLevel)
+		d.Message = fmt.Sprintf("%s fit %s now", d.Shapes, where(d.Domains))
 		return d
 	}
 	d.Short = short
@@ -378,9 +391,9 @@ func Decide(c *Cluster, w *Workload) Decision {
 	d.Message += d.freeNote()
 	ends, expiries := c.releases(nodes, w)
 	if at, later, ok := placement.EarliestStart(nodes, shapes, maxLevel, append(ends, expiries...)); ok {
-		d.Start, d.Domains = at, later.Domains
+		d.Start, d.Domains = at, domainsAt(nodes, later, maxLevel)
 		d.StartWhen = startWhen(ends, expiries, at)
-		d.Message += fmt.Sprintf("; they would fit %s by %s, %s", where(later.Domains), at.UTC().Format(time.RFC3339), d.StartWhen)
+		d.Message += fmt.Sprintf("; they would fit %s by %s, %s", where(d.Domains), at.UTC().Format(time.RFC3339), d.StartWhen)
 	}
 	return d
 }
@@ -533,7 +546,7 @@ func (c *Cluster) flavorsMatch(flavors []string, n *corev1.Node) bool {
 
 // scarcest returns the pods' scarcest extended resource (else CPU), how much of it
 // is free on the nodes they may use, and how much they need.
-func scarcest(nodes []placement.PlanNode, shapes []placement.Shape) (name corev1.ResourceName, free, need int64) {
+func scarcest(nodes []placement.PlanNode, shapes []placement.Shape, level int, in string) (name corev1.ResourceName, free, need int64) {
 	for _, s := range shapes {
 		for r := range s.Requests {
 			if strings.Contains(string(r), "/") && (name == "" || r < name) {
@@ -548,6 +561,9 @@ func scarcest(nodes []placement.PlanNode, shapes []placement.Shape) (name corev1
 		need += s.Requests[name] * int64(s.Count)
 	}
 	for i := range nodes {
+		if in != "" && nodes[i].Domain(level) != in {
+			continue
+		}
 		for j := range shapes {
 			if nodes[i].Eligible[j] {
 				free += max(nodes[i].Free[name], 0)
@@ -556,6 +572,52 @@ func scarcest(nodes []placement.PlanNode, shapes []placement.Shape) (name corev1
 		}
 	}
 	return name, free, need
+}
+
+// anchoredDomain is the one domain of level the gang's placed members (anchors) run
+// in; "" when none is placed, they run in several, or no level is required.
+func anchoredDomain(nodes []placement.PlanNode, level int, levelName string) string {
+	if levelName == Anywhere {
+		return ""
+	}
+	in := ""
+	for i := range nodes {
+		if !nodes[i].Anchor {
+			continue
+		}
+		if d := nodes[i].Domain(level); in == "" {
+			in = d
+		} else if d != in {
+			return ""
+		}
+	}
+	return in
+}
+
+// domainsAt names the domains of level that hold a plan: the plan may have found
+// room at a lower level (one node, one NVLink domain), whose domain names are
+// another label's values.
+func domainsAt(nodes []placement.PlanNode, plan placement.Plan, level int) []string {
+	if plan.Level == level {
+		return plan.Domains
+	}
+	in := map[string]bool{}
+	for _, d := range plan.Domains {
+		in[d] = true
+	}
+	var out []string
+	seen := map[string]bool{}
+	for i := range nodes {
+		if !in[nodes[i].Domain(plan.Level)] {
+			continue
+		}
+		if d := nodes[i].Domain(level); !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Quantity says an amount of Resource in its unit ("64", "3500m").

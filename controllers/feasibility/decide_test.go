@@ -356,3 +356,60 @@ func TestDecideCountsDRAGPUs(t *testing.T) {
 		t.Errorf("Without changed the cluster it was called on")
 	}
 }
+
+// The domains a decision names are those of the required level, read from that
+// level's node label — whatever lower level the plan found room at.
+func TestDecideNamesDomainsByTheRequiredLevel(t *testing.T) {
+	c := &Cluster{Requested: map[string]corev1.ResourceList{}, Levels: topology.DefaultLevels}
+	for i := range 2 {
+		name := fmt.Sprintf("n%d", i)
+		labels := map[string]string{}
+		for _, l := range topology.DefaultLevels {
+			labels[l.NodeLabel] = fmt.Sprintf("%s-%d", l.Name, i)
+		}
+		c.Nodes = append(c.Nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), gpu: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}}})
+	}
+	c.Requested["n0"] = corev1.ResourceList{gpu: resource.MustParse("8")} // only n1 has room
+	for _, l := range topology.DefaultLevels {
+		t.Run(l.Name, func(t *testing.T) {
+			d := Decide(c, job(1, "8", l.NodeLabel))
+			want := l.Name + "-1"
+			if !d.Fits || d.Level != l.Name || len(d.Domains) != 1 || d.Domains[0] != want {
+				t.Fatalf("fits %v in %s %v, want %s %s (%s)", d.Fits, d.Level, d.Domains, l.Name, want, d.Message)
+			}
+			if msg := fmt.Sprintf("fit in %s %s now", l.Name, want); !strings.Contains(d.Message, msg) {
+				t.Errorf("message %q, want %q", d.Message, msg)
+			}
+		})
+	}
+}
+
+// A gang whose members run in a domain of its required level must be completed
+// there, as the scheduler's plan holds it to its anchors: a replacement for a lost
+// member does not "fit" in another rack.
+func TestDecideKeepsAPlacedGangToItsDomain(t *testing.T) {
+	// rack-0 (n00–n03) is full, rack-1 (n04–n07) free.
+	c := fleet(8, 4, func(i int) int64 { return map[bool]int64{true: 8, false: 0}[i < 4] })
+	placed := []string{"n00", "n01", "n02"}
+
+	w := job(1, "8", v1alpha1.LabelRack)
+	w.PlacedOn = placed
+	d := Decide(c, w)
+	if d.Fits || d.Short == nil || d.Short.Anchored != "rack-0" || d.Anchored != "rack-0" || d.Free != 0 || d.Need != 8000 {
+		t.Fatalf("fits %v, anchored %q/%+v, free %d need %d: want no fit in rack-0 with 0 free (%s)", d.Fits, d.Anchored, d.Short, d.Free, d.Need, d.Message)
+	}
+	if want := "in rack-0, where its placed members run; it fits 0"; !strings.Contains(d.Message, want) {
+		t.Errorf("message %q, want it to contain %q", d.Message, want)
+	}
+	// A fresh gang fits in the free rack.
+	if d := Decide(c, job(1, "8", v1alpha1.LabelRack)); !d.Fits || d.Domains[0] != "rack-1" || d.Anchored != "" {
+		t.Errorf("a fresh gang: fits %v in %v (%s), want rack-1", d.Fits, d.Domains, d.Message)
+	}
+	// A gang that only prefers one rack may go elsewhere.
+	w = job(1, "8", "")
+	w.PlacedOn = placed
+	if d := Decide(c, w); !d.Fits {
+		t.Errorf("a preferred gang with placed members: no fit (%s)", d.Message)
+	}
+}

@@ -273,6 +273,12 @@ func (g *group) workload(st *state, need int) *feasibility.Workload {
 				w.PodSets[i].RequiredTopology = st.cluster.Levels[pol.Level].NodeLabel
 			}
 		}
+		// Its members already running anchor the plan, as in the scheduler's.
+		for i := range g.members {
+			if p := &g.members[i]; p.Spec.NodeName != "" && !workload.Finished(p) {
+				w.PlacedOn = append(w.PlacedOn, p.Spec.NodeName)
+			}
+		}
 	}
 	return w
 }
@@ -584,7 +590,11 @@ func topologyLine(g *group, st *state, d *feasibility.Decision) Line {
 
 func capacityLine(d *feasibility.Decision, g *group, st *state) Line {
 	l := Line{Layer: LayerCapacity, Verdict: OK}
-	free := fmt.Sprintf("%s %s free on the nodes open to them, %s needed (%s)", d.Quantity(d.Free), d.Resource, d.Quantity(d.Need), d.Shapes)
+	where := "on the nodes open to them"
+	if d.Anchored != "" {
+		where = fmt.Sprintf("in %s %s, where its placed members run, on the nodes open to them", d.Level, d.Anchored)
+	}
+	free := fmt.Sprintf("%s %s free %s, %s needed (%s)", d.Quantity(d.Free), d.Resource, where, d.Quantity(d.Need), d.Shapes)
 	switch {
 	case d.Fits:
 		l.Text = free

@@ -68,7 +68,8 @@ var _ = Describe("A valid object", func() {
 				SchedulerLease: v1alpha1.LeaseReference{Namespace: "volcano-system", Name: "volcano"},
 				SchedulerName:  "volcano",
 			},
-			Kueue: v1alpha1.KueueSpec{TenantTierFrom: v1alpha1.TenantTierFromNamespace, RetryAfterSeconds: ptr.To[int32](v1alpha1.DefaultKueueRetryAfterSeconds)},
+			Kueue:        v1alpha1.KueueSpec{TenantTierFrom: v1alpha1.TenantTierFromNamespace, RetryAfterSeconds: ptr.To[int32](v1alpha1.DefaultKueueRetryAfterSeconds)},
+			Reservations: v1alpha1.ReservationsSpec{MaxTTLSeconds: v1alpha1.DefaultReservationMaxTTLSeconds, MaxSlots: v1alpha1.DefaultReservationMaxSlots},
 		}
 		Expect(cmp.Diff(want, got.Spec)).To(BeEmpty())
 	})

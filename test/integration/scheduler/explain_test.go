@@ -97,6 +97,62 @@ var _ = Describe("kubectl kubenexus explain", func() {
 		))
 	})
 
+	// A running gang loses a member and its rack has no room left for the
+	// replacement: the scheduler keeps a required gang to the rack its members run in,
+	// and explain must say what the scheduler says, naming the rack by its rack label
+	// (each node here is its own NVLink domain too, whose label explain once printed).
+	lostMember := func(mode v1alpha1.NetworkTopologyMode) (tc *testCluster, rack, other string) {
+		GinkgoHelper()
+		tc = newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		for r := range 2 {
+			for i := range 2 {
+				gpuNodes(tc, fmt.Sprintf("r%d-%d", r, i), 1, map[string]string{
+					v1alpha1.LabelRack: fmt.Sprintf("%s-rack-%d", tc.ns, r), v1alpha1.LabelGPUClique: fmt.Sprintf("%s-clique-%d-%d", tc.ns, r, i)})
+			}
+		}
+		pg := testutil.MakePodGroup("chaos", tc.ns).MinMember(2).Obj()
+		pg.Spec.NetworkTopology = &v1alpha1.NetworkTopologyPolicy{Mode: mode, Level: v1alpha1.NetworkLevelRack}
+		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, gpuPod(tc, fmt.Sprintf("chaos-%d", i)).PodGroup("chaos").Obj())).To(Succeed())
+		}
+		Eventually(tc.boundFn("chaos")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		lostOn := tc.nodeOf("chaos-1")()
+		node := &corev1.Node{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: lostOn}, node)).To(Succeed())
+		rack = node.Labels[v1alpha1.LabelRack]
+		other = tc.ns + "-rack-0"
+		if rack == other {
+			other = tc.ns + "-rack-1"
+		}
+		// The member is lost and another pod takes its GPUs before the replacement
+		// comes (as a filler does).
+		Expect(k8sClient.Delete(suiteCtx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: "chaos-1"}}, client.GracePeriodSeconds(0))).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, gpuPod(tc, "filler").Node(lostOn).Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, gpuPod(tc, "chaos-2").PodGroup("chaos").Obj())).To(Succeed())
+		return tc, rack, other
+	}
+
+	It("topology: a required gang's replacement must join the rack its members run in, and explain says it does not fit there", func() {
+		tc, rack, _ := lostMember(v1alpha1.NetworkTopologyRequired)
+		Eventually(tc.scheduledMessage("chaos-2")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
+			"in rack/" + rack + ", where its placed members run; it fits 0"))
+		Eventually(explained(tc, "podgroup", "chaos")).WithTimeout(testutil.Timeout).Should(And(
+			line(explain.LayerTopology, explain.Blocked, "its bound members run in rack "+rack+", which holds 0 of the 1 still needed"),
+			line(explain.LayerCapacity, explain.Blocked, "0 nvidia.com/gpu free in rack "+rack+", where its placed members run, on the nodes open to them, 8 needed (1 × 8 nvidia.com/gpu)"),
+			HaveKeyWithValue(explain.LayerStart, HaveField("Verdict", Not(Equal(explain.OK)))),
+		))
+		Consistently(tc.nodeOf("chaos-2")).WithTimeout(2 * time.Second).Should(BeEmpty())
+	})
+
+	It("topology: a preferred gang's replacement may go to another rack, and explain says it fits there", func() {
+		tc, _, other := lostMember(v1alpha1.NetworkTopologyPreferred)
+		Eventually(tc.nodeOf("chaos-2")).WithTimeout(testutil.Timeout).Should(HavePrefix(tc.ns + "-r"))
+		n := &corev1.Node{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: tc.nodeOf("chaos-2")()}, n)).To(Succeed())
+		Expect(n.Labels[v1alpha1.LabelRack]).To(Equal(other))
+	})
+
 	It("start: gives the earliest time the gang fits from the runtime bounds of the pods in its way", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		gpuNodes(tc, "n", 2, nil)
