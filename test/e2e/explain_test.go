@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,8 @@ func checkExplainAndETA(ctx context.Context, t *testing.T, c *demo.Cluster, plac
 			t.Errorf("explain podgroup/%s: start line %+v, want unknown (nothing in its way is bounded)", p.Gang, l)
 		}
 	}
+
+	checkExplainAgreesWithScheduler(ctx, t, reader, placements)
 
 	// whatif as that user too (a Job naming a LocalQueue that does not exist).
 	job := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job",
@@ -141,6 +144,75 @@ func explainer(ctx context.Context, t *testing.T, c *demo.Cluster) (reader clien
 		}
 		if err := c.Client.Delete(ctx, sa); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// checkExplainAgreesWithScheduler: for every gang still waiting, explain may say
+// "they fit now" only if the scheduler agrees — within half a minute a member binds
+// or explain stops saying so. Explain computes with the scheduler's rules (placed
+// members anchor a required gang); a "fits now" the scheduler keeps refusing is a
+// promise that never comes (issue 69).
+func checkExplainAgreesWithScheduler(ctx context.Context, t *testing.T, reader client.Reader, placements []demo.Placement) {
+	t.Helper()
+	// bound counts the gang's bound pods, and trying those the scheduler is trying to
+	// place (no node, no scheduling gate: not held by Kueue or the webhook).
+	count := func(p demo.Placement) (bound, trying int) {
+		pods := &corev1.PodList{}
+		if err := reader.List(ctx, pods, client.InNamespace(p.Namespace), client.MatchingLabels(p.Selector)); err != nil {
+			t.Errorf("listing the pods of %s: %v", p.Name, err)
+			return 0, 0
+		}
+		for i := range pods.Items {
+			switch pod := &pods.Items[i]; {
+			case pod.Spec.NodeName != "":
+				bound++
+			case len(pod.Spec.SchedulingGates) == 0 && pod.DeletionTimestamp == nil:
+				trying++
+			}
+		}
+		return bound, trying
+	}
+	bound := func(p demo.Placement) int { b, _ := count(p); return b }
+	fitsNow := func(p demo.Placement) (bool, string, error) {
+		r, err := (&explain.Explainer{Client: reader}).Explain(ctx, p.Namespace, "podgroup", p.Gang)
+		if err != nil || len(r.Sections) == 0 {
+			return false, "", err
+		}
+		l := r.Sections[0].Line(explain.LayerStart)
+		return l != nil && l.Verdict == explain.OK, func() string {
+			var b strings.Builder
+			_ = r.Write(&b)
+			return b.String()
+		}(), nil
+	}
+	for _, p := range placements {
+		if p.Gang == "" || p.ForeignGang != "" || p.Bound >= p.Pods {
+			continue
+		}
+		before, trying := count(p)
+		if trying == 0 {
+			continue
+		}
+		fits, report, err := fitsNow(p)
+		if err != nil {
+			t.Errorf("explain podgroup/%s: %v", p.Gang, err)
+			continue
+		}
+		if !fits {
+			continue
+		}
+		if err := poll(30*time.Second, func() error {
+			if bound(p) > before {
+				return nil
+			}
+			if still, _, err := fitsNow(p); err != nil || still {
+				return fmt.Errorf("still said to fit, no member bound")
+			}
+			return nil
+		}); err != nil {
+			t.Errorf("explain says gang %s/%s fits now, but the scheduler binds none of its waiting members within 30 s (its PodGroup: %s %s):\n%s",
+				p.Namespace, p.Gang, p.GangReason, p.GangMessage, report)
 		}
 	}
 }
