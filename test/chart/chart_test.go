@@ -457,7 +457,10 @@ func checkPodPlacement(t *testing.T, what string, pod corev1.PodSpec, values map
 			same("affinity.nodeAffinity", pod.Affinity.NodeAffinity, aff["nodeAffinity"])
 		}
 	}
-	same("priorityClassName", pod.PriorityClassName, orEmpty(get(values, component, "priorityClassName"), ""))
+	// The scheduler is cluster-critical unless the values say otherwise, as
+	// kube-scheduler is; the manager has no class unless given one.
+	defaultClass := map[string]string{"scheduler": "system-cluster-critical"}[component]
+	same("priorityClassName", pod.PriorityClassName, orEmpty(get(values, component, "priorityClassName"), defaultClass))
 }
 
 // restricted checks a pod template against the restricted Pod Security profile,
@@ -492,6 +495,7 @@ func checkWebhooks(t *testing.T, o object, values map[string]any) {
 			} `json:"clientConfig"`
 			FailurePolicy     string                `json:"failurePolicy"`
 			NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector"`
+			TimeoutSeconds    *int32                `json:"timeoutSeconds"`
 		} `json:"webhooks"`
 	}
 	if err := yaml.Unmarshal(o.raw, &cfg); err != nil {
@@ -503,6 +507,11 @@ func checkWebhooks(t *testing.T, o object, values map[string]any) {
 		t.Errorf("%s: cert-manager.io/inject-ca-from %q, want %q", o.id(), inject, want)
 	}
 	for _, w := range cfg.Webhooks {
+		// An explicit timeout on every webhook: the API server's default (10 s) is
+		// also the longest it allows, and a slow webhook holds up every write it sees.
+		if w.TimeoutSeconds == nil || *w.TimeoutSeconds < 1 || *w.TimeoutSeconds > 10 {
+			t.Errorf("%s %s: timeoutSeconds %v, want 1–10 set explicitly", o.id(), w.Name, w.TimeoutSeconds)
+		}
 		cc := w.ClientConfig
 		switch {
 		case url != "" && (!strings.HasPrefix(cc.URL, url+"/") || cc.CABundle == "" || cc.Service != nil):

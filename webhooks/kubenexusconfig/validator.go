@@ -15,7 +15,7 @@ import (
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
 )
 
-// +kubebuilder:webhook:path=/validate-scheduling-kubenexus-io-v1alpha1-kubenexusconfig,mutating=false,failurePolicy=fail,sideEffects=None,groups=scheduling.kubenexus.io,resources=kubenexusconfigs,verbs=create;update,versions=v1alpha1,name=vkubenexusconfig.scheduling.kubenexus.io,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-scheduling-kubenexus-io-v1alpha1-kubenexusconfig,mutating=false,failurePolicy=fail,sideEffects=None,groups=scheduling.kubenexus.io,resources=kubenexusconfigs,verbs=create;update,versions=v1alpha1,name=vkubenexusconfig.scheduling.kubenexus.io,admissionReviewVersions=v1,timeoutSeconds=10
 
 // Validator renders a KubeNexusConfig and runs it through the scheduler's own
 // configuration decoding and validation and each plugin's args validation (see

@@ -292,6 +292,12 @@ func SchedulerConfiguration(spec *v1alpha1.KubeNexusConfigSpec, namespace string
 		},
 		PercentageOfNodesToScore: ptr.To(s.PercentageOfNodesToScore),
 		Profiles:                 []configv1.KubeSchedulerProfile{profile},
+		// kube-scheduler serves /debug/pprof by default; a production scheduler
+		// does not (the endpoint can be abused to load the process).
+		DebuggingConfiguration: componentbaseconfigv1alpha1.DebuggingConfiguration{
+			EnableProfiling:           ptr.To(false),
+			EnableContentionProfiling: ptr.To(false),
+		},
 	}
 	return cfg, nil
 }
