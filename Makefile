@@ -121,8 +121,8 @@ krew: ## Package the kubectl plugin for krew: kubectl-kubenexus archives for lin
 	go run ./hack/krew -root $(ROOT) -out $(BIN)/krew -version $(VERSION) -uri '$(KREW_URI)' -ldflags '$(LDFLAGS)'
 
 .PHONY: run
-run: build ## Run the manager against the cluster in $$KUBECONFIG (without its webhooks: they need a serving certificate).
-	$(BIN)/kubenexus-manager --namespace=kubenexus-system --scheduler-image=kubenexus-scheduler:latest --enable-webhooks=false
+run: build ## Run the manager against the cluster in your KUBECONFIG (without its webhooks: they need a serving certificate); it deploys the scheduler image make image tags.
+	$(BIN)/kubenexus-manager --namespace=kubenexus-system --scheduler-image=$(REGISTRY)/kubenexus-scheduler:$(VERSION) --enable-webhooks=false
 
 ##@ Demo
 
@@ -203,7 +203,7 @@ fuzz: ## Run each fuzz target for FUZZ_TIME inputs (gang-key parsing, classifica
 ##@ Tools
 
 .PHONY: tools
-tools: ## Build every pinned tool (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, helm, controller-gen, training-operator).
+tools: ## Build every pinned tool (controller-gen, etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, kwok-stages, helm, helm4, training-operator, scheduler-plugins, kueue, lws, kuberay, jobset, trainer, golangci-lint, promql-names).
 	hack/build-tools.sh
 
 .PHONY: controller-gen

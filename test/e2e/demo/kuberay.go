@@ -17,7 +17,7 @@ import (
 	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
-// KubeRay's side of the e2e: KubeRay v1.5.0's operator (built in hack/tools/kuberay)
+// KubeRay's side of the e2e: KubeRay v1.5.0's operator (built in hack/tools/frameworks)
 // runs as a local process (its webhooks are off unless ENABLE_WEBHOOKS is set) and a
 // RayCluster of a head and two GPU workers (minReplicas 2) is ganged, then autoscaled.
 // Not in make demo, for its build time.

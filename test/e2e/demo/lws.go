@@ -22,7 +22,7 @@ import (
 )
 
 // LeaderWorkerSet's side of the e2e: LWS v0.7.0's own controller-manager (built in
-// hack/tools/lws) runs as a local process with its webhooks registered by URL, and a
+// hack/tools/frameworks) runs as a local process with its webhooks registered by URL, and a
 // LeaderWorkerSet of two groups (a leader and two workers each, 8 GPUs a pod) that
 // asks for each group alone in one rack. Not in make demo: it would add LWS's build
 // (about two minutes on 2 cores) to the demo's cold start.
