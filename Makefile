@@ -76,8 +76,12 @@ lint: ## golangci-lint (pinned in hack/tools/lint, built from source; config hac
 	cd hack/bundle && $(TOOLS_BIN)/golangci-lint run --config ../golangci.yml ./...
 	cd hack/image && $(TOOLS_BIN)/golangci-lint run --config ../golangci.yml ./...
 
+.PHONY: docs-check
+docs-check: ## Fail when a Markdown file names a link, make target, path, Go identifier, chart values key or flag that does not exist (hack/docscheck).
+	$(STATIC) go run $(STATIC_FLAGS) ./hack/docscheck -root $(ROOT)
+
 .PHONY: verify
-verify: generate manifests chart bundle fmt vet lint ## Regenerate everything, lint, and fail if the tree changed.
+verify: generate manifests chart bundle fmt vet lint docs-check ## Regenerate everything, lint, check the docs' references, and fail if the tree changed.
 	@hack/verify-clean.sh
 
 ##@ Build
