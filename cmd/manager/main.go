@@ -55,6 +55,9 @@ func main() {
 	flag.Int64Var(&whInflight, "webhook-max-inflight-bytes", webhooks.DefaultMaxInflightBytes, "Budget of AdmissionReview bytes read, decoded and handled at once across all webhook paths (each request counts at least 16 KiB, a chunked one its path's maximum); a request that cannot get its share is refused with 429. Bounds the webhook server's memory.")
 	flag.DurationVar(&whMaxWait, "webhook-max-wait", webhooks.DefaultMaxWait, "Longest an admission request waits for its share of --webhook-max-inflight-bytes (capped at half the API server's timeout for the call) before it is refused with 429.")
 	flag.DurationVar(&rrResync, "reservation-resync", 30*time.Second, "Longest a held ResourceReservation goes without its owner being re-checked.")
+	var tlsOpts webhooks.TLSOptions
+	flag.StringVar(&tlsOpts.MinVersion, "tls-min-version", "1.2", "Lowest TLS version the webhook and metrics servers accept: 1.2 or 1.3.")
+	flag.BoolVar(&tlsOpts.HTTP2, "enable-http2", false, "Let clients of the webhook and metrics servers negotiate HTTP/2 (off: HTTP/1.1 only, as the HTTP/2 rapid-reset and stream-exhaustion attacks need HTTP/2).")
 	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -78,10 +81,15 @@ func main() {
 		os.Exit(1)
 	}
 
+	tlsConfigs, err := tlsOpts.TLSConfigs()
+	if err != nil {
+		log.Error(err, "Invalid TLS settings")
+		os.Exit(1)
+	}
 	// Every webhook path is bounded in body size and in bytes in flight.
-	webhookServer := webhooks.NewLimitedServer(webhook.NewServer(webhook.Options{Port: webhookPort, CertDir: webhookCerts}),
+	webhookServer := webhooks.NewLimitedServer(webhook.NewServer(webhook.Options{Port: webhookPort, CertDir: webhookCerts, TLSOpts: tlsConfigs}),
 		webhooks.Limits{MaxInflightBytes: whInflight, MaxWait: whMaxWait})
-	metrics := metricsserver.Options{BindAddress: metricsAddr, SecureServing: *metricsSecure}
+	metrics := metricsserver.Options{BindAddress: metricsAddr, SecureServing: *metricsSecure, TLSOpts: tlsConfigs}
 	if *metricsSecure {
 		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}

@@ -103,8 +103,11 @@ var _ = BeforeSuite(func() {
 // controllers and webhooks.
 func startManager() {
 	wio := &testEnv.WebhookInstallOptions
-	// Behind the same limits as cmd/manager's webhook server.
-	webhookServer := webhooks.NewLimitedServer(webhook.NewServer(webhook.Options{Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir}), webhooks.DefaultLimits())
+	// Behind the same limits and TLS settings as cmd/manager's webhook server (its
+	// flags' defaults).
+	tlsConfigs, err := webhooks.TLSOptions{MinVersion: "1.2"}.TLSConfigs()
+	Expect(err).NotTo(HaveOccurred())
+	webhookServer := webhooks.NewLimitedServer(webhook.NewServer(webhook.Options{Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir, TLSOpts: tlsConfigs}), webhooks.DefaultLimits())
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 controllers.NewScheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
