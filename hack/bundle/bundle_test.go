@@ -57,8 +57,8 @@ func TestBundleValidates(t *testing.T) {
 	if !slices.Contains(args, "--cert-rotation=false") {
 		t.Errorf("under OLM the manager must leave certificates to OLM; args %v", args)
 	}
-	if got := len(b.CSV.Spec.WebhookDefinitions); got != 4 {
-		t.Errorf("%d webhook definitions, want 4 (3 validating, 1 pod)", got)
+	if got := len(b.CSV.Spec.WebhookDefinitions); got != 5 {
+		t.Errorf("%d webhook definitions, want 5 (4 validating: KubeNexusConfig, PodGroup, ResourceReservation, HardwareTier; 1 pod)", got)
 	}
 }
 
