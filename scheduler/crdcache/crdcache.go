@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	nrtv1alpha2 "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2"
@@ -34,6 +35,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/kueuecompat"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
 )
 
 // Cache reads KubeNexus objects from memory.
@@ -54,7 +56,18 @@ type Cache struct {
 	// synced is closed once every informer has listed: each read waits for it, so
 	// that nothing is decided on a partial view (see Provider.Get).
 	synced <-chan struct{}
+	// controllerPods lists the pods that name a controller (see
+	// SetControllerPods); nil: not counted.
+	controllerPods atomic.Pointer[ControllerPods]
 }
+
+// ControllerPods lists the pods of a namespace whose controller ownerReference has
+// uid.
+type ControllerPods func(namespace string, uid types.UID) []*corev1.Pod
+
+// SetControllerPods gives the cache the scheduler's pods by controller, with which
+// ClusterQueueOf bounds how many pods one admitted Workload vouches for.
+func (c *Cache) SetControllerPods(f ControllerPods) { c.controllerPods.Store(&f) }
 
 // wait blocks until the cache has synced. A cache that cannot sync stops the process
 // (Provider.Get), so this does not wait for ever.
@@ -304,22 +317,95 @@ func (c *Cache) ClusterQueueOf(pod *corev1.Pod) (string, bool) {
 		return "", false
 	}
 	c.wait()
-	uids := []types.UID{pod.UID}
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		uids = append(uids, ref.UID)
-	}
-	for _, uid := range uids {
-		var list kueue.WorkloadList
-		if err := c.kueueReader.List(context.Background(), &list, client.InNamespace(pod.Namespace), client.MatchingFields{workloadOwnerIndex: string(uid)}); err != nil {
-			continue
-		}
+	var list kueue.WorkloadList
+	if err := c.kueueReader.List(context.Background(), &list, client.InNamespace(pod.Namespace), client.MatchingFields{workloadOwnerIndex: string(pod.UID)}); err == nil {
 		for i := range list.Items {
 			if a := list.Items[i].Status.Admission; a != nil {
 				return string(a.ClusterQueue), true
 			}
 		}
 	}
+	// The pod's controller is an ownerReference its author writes: the Workload of
+	// the object it names vouches for the pod only when it is that object's (same
+	// kind and name, not only the UID), and only for as many pods as it was admitted
+	// with — the oldest of those that claim it — so that pods made up to claim an
+	// admitted job's queue neither take its tier nor run beyond its quota.
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil {
+		return "", false
+	}
+	if err := c.kueueReader.List(context.Background(), &list, client.InNamespace(pod.Namespace), client.MatchingFields{workloadOwnerIndex: string(ref.UID)}); err != nil {
+		return "", false
+	}
+	for i := range list.Items {
+		wl := &list.Items[i]
+		a := wl.Status.Admission
+		if a == nil || !ownedBy(wl, ref) || !c.vouchedFor(pod, ref.UID, admittedPods(wl)) {
+			continue
+		}
+		return string(a.ClusterQueue), true
+	}
 	return "", false
+}
+
+// ownedBy reports whether the Workload's owner with ref's UID is the object ref
+// names (kind and name too).
+func ownedBy(wl *kueue.Workload, ref *metav1.OwnerReference) bool {
+	for _, o := range wl.OwnerReferences {
+		if o.UID == ref.UID {
+			return o.Kind == ref.Kind && o.Name == ref.Name && groupOf(o.APIVersion) == groupOf(ref.APIVersion)
+		}
+	}
+	return false
+}
+
+func groupOf(apiVersion string) string {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return apiVersion
+	}
+	return gv.Group
+}
+
+// admittedPods is how many pods the Workload was admitted with: its pod sets'
+// admitted counts (their spec counts where the admission gives none).
+func admittedPods(wl *kueue.Workload) int {
+	n := 0
+	for i, ps := range wl.Spec.PodSets {
+		count := int(ps.Count)
+		if a := wl.Status.Admission; a != nil && i < len(a.PodSetAssignments) && a.PodSetAssignments[i].Count != nil {
+			count = int(*a.PodSetAssignments[i].Count)
+		}
+		n += count
+	}
+	return n
+}
+
+// vouchedFor reports whether pod is among the first admitted (by creation, then
+// name) of the unfinished pods that claim the controller uid. Without a pod lister
+// (SetControllerPods) every claimant is.
+func (c *Cache) vouchedFor(pod *corev1.Pod, uid types.UID, admitted int) bool {
+	list := c.controllerPods.Load()
+	if list == nil {
+		return true
+	}
+	claimants := (*list)(pod.Namespace, uid)
+	if !slices.ContainsFunc(claimants, func(p *corev1.Pod) bool { return p.UID == pod.UID }) {
+		claimants = append(claimants, pod)
+	}
+	older := func(a, b *corev1.Pod) bool {
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	}
+	ahead := 0
+	for _, p := range claimants {
+		if p.UID != pod.UID && !workload.Finished(p) && older(p, pod) {
+			ahead++
+		}
+	}
+	return ahead < admitted
 }
 
 // ClusterQueueLabels returns the labels of a Kueue ClusterQueue, and whether it

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -156,6 +157,53 @@ var _ = Describe("TenantHardware", func() {
 		// Admitted through the gold ClusterQueue: gold.
 		tc.kueueAdmitted("via-gold", cq.Name)
 		Eventually(tc.nodeOf("via-gold")).WithTimeout(testutil.Timeout).Should(Equal(tc.ns + "-gold-0"))
+	})
+
+	It("gives a ClusterQueue's tier only to the pods an admitted Workload's owner really has, as many as it was admitted with", func() {
+		profile := schedulertest.CoschedulingProfile(1, 10) + "  - name: ProfileClassifier\n    args:\n      tenantTierFrom: ClusterQueue\n"
+		tc := newTestCluster(profile)
+		tc.setTier(v1alpha1.TenantTierBronze)
+		tc.addLabelledNodes("gold", 1, map[string]string{"hw": "gold-" + tc.ns}, "cpu", "4")
+		gold := testutil.MakeHardwareTier("gold-"+tc.ns, 90).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": "gold-" + tc.ns}}).
+			Tenants(v1alpha1.TenantTierGold).Obj()
+		createHardwareTiers(gold)
+		cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "gold-" + tc.ns, Labels: map[string]string{v1alpha1.LabelTenantTier: "gold"}}}
+		Expect(k8sClient.Create(suiteCtx, cq)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, cq))).To(Succeed()) })
+
+		// A Job Kueue admitted through the gold queue for one pod.
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: tc.ns}, Spec: batchv1.JobSpec{Suspend: ptr.To(true),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}}
+		Expect(k8sClient.Create(suiteCtx, job)).To(Succeed())
+		owner := func(kind, name string) metav1.OwnerReference {
+			return metav1.OwnerReference{APIVersion: "batch/v1", Kind: kind, Name: name, UID: job.UID, Controller: ptr.To(true)}
+		}
+		wl := &kueue.Workload{
+			ObjectMeta: metav1.ObjectMeta{Name: "job-train", Namespace: tc.ns, OwnerReferences: []metav1.OwnerReference{owner("Job", "train")}},
+			Spec:       kueue.WorkloadSpec{QueueName: "queue", PodSets: []kueue.PodSet{{Name: "main", Count: 1, Template: job.Spec.Template}}},
+		}
+		Expect(k8sClient.Create(suiteCtx, wl)).To(Succeed())
+		wl.Status.Admission = &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(cq.Name), PodSetAssignments: []kueue.PodSetAssignment{{Name: "main", Count: ptr.To[int32](1)}}}
+		wl.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved", Message: "reserved", LastTransitionTime: metav1.Now()}}
+		Expect(k8sClient.Status().Update(suiteCtx, wl)).To(Succeed())
+
+		claimant := func(name string, ref metav1.OwnerReference) {
+			GinkgoHelper()
+			pod := tc.pod(name).Req("cpu", "1").Obj()
+			pod.OwnerReferences = []metav1.OwnerReference{ref}
+			Expect(k8sClient.Create(suiteCtx, pod)).To(Succeed())
+		}
+		refused := fmt.Sprintf("node is in HardwareTier %s, which admits tenant tiers [gold] and does not lend to tier bronze", gold.Name)
+		// The Job's one admitted pod is gold.
+		claimant("train-0", owner("Job", "train"))
+		Eventually(tc.nodeOf("train-0")).WithTimeout(testutil.Timeout).Should(Equal(tc.ns + "-gold-0"))
+		// A second pod naming the Job is beyond what Kueue admitted: bronze.
+		claimant("train-extra", owner("Job", "train"))
+		Eventually(tc.scheduledMessage("train-extra")).WithTimeout(testutil.Timeout).Should(ContainSubstring(refused))
+		// A pod naming the Job's UID under another name is not the Job's: bronze.
+		claimant("forged", owner("Job", "someone-else"))
+		Eventually(tc.scheduledMessage("forged")).WithTimeout(testutil.Timeout).Should(ContainSubstring(refused))
+		Consistently(func() string { return tc.nodeOf("train-extra")() + tc.nodeOf("forged")() }).WithTimeout(2 * time.Second).Should(BeEmpty())
 	})
 
 	It("selects a tier's nodes by the DRA devices their ResourceSlices publish, as its label twin does, and reports them in its status", func() {

@@ -10,11 +10,16 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 )
 
 // Queues says which ClusterQueue admitted a pod and what that queue's labels are
@@ -73,10 +78,52 @@ type Provider struct {
 }
 
 // Get returns the shared Resolver, built on first use from the scheduler's
-// namespace informer and queues (nil: Kueue is not read).
+// namespace informer and queues (nil: Kueue is not read). When queues bound the pods
+// an admitted Workload vouches for (crdcache's SetControllerPods), they get the
+// scheduler's pods indexed by controller.
 func (p *Provider) Get(h fwk.Handle, queues Queues) *Resolver {
 	p.once.Do(func() {
 		p.resolver = NewResolver(h.SharedInformerFactory().Core().V1().Namespaces().Lister(), queues)
+		if v, ok := queues.(interface{ SetControllerPods(crdcache.ControllerPods) }); ok {
+			if list, err := controllerPods(h); err == nil {
+				v.SetControllerPods(list)
+			} else {
+				klog.Background().Error(err, "Indexing pods by controller; an admitted Workload vouches for every pod that names its owner")
+			}
+		}
 	})
 	return p.resolver
+}
+
+// controllerIndex indexes pods by their controller's UID.
+const controllerIndex = "kubenexus.io/controller-uid"
+
+// controllerPods indexes the scheduler's pod informer by controller and returns the
+// lookup. The informer must not have started.
+func controllerPods(h fwk.Handle) (crdcache.ControllerPods, error) {
+	informer := h.SharedInformerFactory().Core().V1().Pods().Informer()
+	if err := informer.AddIndexers(toolscache.Indexers{controllerIndex: func(obj any) ([]string, error) {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+				return []string{pod.Namespace + "/" + string(ref.UID)}, nil
+			}
+		}
+		return nil, nil
+	}}); err != nil {
+		return nil, err
+	}
+	indexer := informer.GetIndexer()
+	return func(namespace string, uid types.UID) []*corev1.Pod {
+		objs, err := indexer.ByIndex(controllerIndex, namespace+"/"+string(uid))
+		if err != nil {
+			return nil
+		}
+		out := make([]*corev1.Pod, 0, len(objs))
+		for _, o := range objs {
+			if pod, ok := o.(*corev1.Pod); ok {
+				out = append(out, pod)
+			}
+		}
+		return out
+	}, nil
 }
