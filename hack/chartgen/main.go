@@ -217,7 +217,39 @@ func (g *gen) rbac() error {
 			}
 		}
 	}
-	return g.write("rbac.yaml", "", labelsReplace(nil), withLabels(docs)...)
+	replace := map[string]string{}
+	for _, d := range docs {
+		if d["kind"] == "Role" && get(d, "metadata", "name") == managerRoleNames["manager-role"] {
+			if rule, ok := secretsRule(d); ok {
+				replace[secretsSentinel] = rule
+			}
+		}
+	}
+	return g.write("rbac.yaml", "", labelsReplace(replace), withLabels(docs)...)
+}
+
+// secretsSentinel stands for the manager's rule on Secrets, which only its
+// certificate rotator needs: with cert-manager the chart leaves it out.
+const secretsSentinel = "__SECRETS_RULE__"
+
+// secretsRule replaces the manager Role's rule on Secrets with secretsSentinel and
+// returns the template that writes it unless cert-manager issues the certificate.
+func secretsRule(role map[string]any) (string, bool) {
+	rules, _ := role["rules"].([]any)
+	for i, r := range rules {
+		rule, ok := r.(map[string]any)
+		res, _ := rule["resources"].([]any)
+		if !ok || len(res) != 1 || res[0] != "secrets" {
+			continue
+		}
+		y, err := yaml.Marshal([]any{rule})
+		if err != nil {
+			return "", false
+		}
+		rules[i] = secretsSentinel
+		return "\n{{- if not .Values.webhook.certManager.enabled }}\n" + strings.TrimRight(string(y), "\n") + "\n{{- end }}", true
+	}
+	return "", false
 }
 
 // withLabels gives each object the release's labels (through a sentinel that

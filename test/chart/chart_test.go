@@ -286,6 +286,19 @@ func TestRenderMatrix(t *testing.T) {
 					t.Errorf("%s in namespace %q, want the release namespace", o.id(), ns)
 				}
 				switch o.meta.Kind {
+				case "Role":
+					// Secrets are read and written only by the manager's certificate
+					// rotator: with cert-manager the manager has no rule on them.
+					if o.meta.Metadata.Name == "kubenexus-manager" {
+						var role rbacv1.Role
+						if err := yaml.Unmarshal(o.raw, &role); err != nil {
+							t.Fatal(err)
+						}
+						secrets := slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "secrets") })
+						if want := !certManager(values); secrets != want {
+							t.Errorf("Role kubenexus-manager has a rule on Secrets: %v, want %v (cert-manager: %v)", secrets, want, certManager(values))
+						}
+					}
 				case "Deployment":
 					checkDeployment(t, o, values)
 				case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
