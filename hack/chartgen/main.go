@@ -468,7 +468,7 @@ func (g *gen) manager() error {
 		"__RESOURCES__":           "\n{{- toYaml .Values.manager.resources | nindent {{INDENT}} }}",
 		"__NODE_SELECTOR__":       "\n{{- toYaml .Values.manager.nodeSelector | nindent {{INDENT}} }}",
 		"__TOLERATIONS__":         "\n{{- toYaml .Values.manager.tolerations | nindent {{INDENT}} }}",
-		"__AFFINITY__":            "\n{{- toYaml .Values.manager.affinity | nindent {{INDENT}} }}",
+		"__AFFINITY__":            "\n{{- include \"kubenexus.managerAffinity\" . | nindent {{INDENT}} }}",
 		"__PRIORITY_CLASS__":      "{{ .Values.manager.priorityClassName | quote }}",
 		"__PULL_SECRETS__":        "\n{{- toYaml .Values.imagePullSecrets | nindent {{INDENT}} }}",
 		"__CERT_ROTATION_ARG__":   `"--cert-rotation={{ not .Values.webhook.certManager.enabled }}"`,

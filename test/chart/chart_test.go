@@ -350,6 +350,16 @@ func checkDeployment(t *testing.T, o object, values map[string]any) {
 		t.Errorf("manager args %v, want %s", c.Args, want)
 	}
 	checkPodPlacement(t, o.id(), d.Spec.Template.Spec, values, "manager")
+	// More than one replica: the replicas prefer different nodes, unless the values
+	// give an anti-affinity of their own.
+	r, _ := get(values, "manager", "replicas").(int)
+	aff := d.Spec.Template.Spec.Affinity
+	spread := aff != nil && aff.PodAntiAffinity != nil && len(aff.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 1 &&
+		aff.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.TopologyKey == corev1.LabelHostname &&
+		labels.SelectorFromSet(aff.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.LabelSelector.MatchLabels).Matches(labels.Set(d.Spec.Template.Labels))
+	if own := get(values, "manager", "affinity", "podAntiAffinity"); own == nil && spread != (r > 1) {
+		t.Errorf("manager replicas %d: pod anti-affinity over hostnames %v, want %v (%+v)", r, spread, r > 1, aff)
+	}
 }
 
 // checkServiceMonitors: each scrapes a Service that exists (the manager's from the

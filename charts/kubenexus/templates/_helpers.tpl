@@ -81,3 +81,17 @@ chart's appVersion.
 {{- printf "%s:%s" $repo (.image.tag | default .root.Chart.AppVersion) -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The manager pods' affinity: the values' manager.affinity, and, with more than one
+replica and no pod anti-affinity given, a preference for different nodes, so that a
+node's loss does not take every webhook server at once.
+*/}}
+{{- define "kubenexus.managerAffinity" -}}
+{{- $affinity := deepCopy (.Values.manager.affinity | default dict) -}}
+{{- if and (gt (int .Values.manager.replicas) 1) (not (hasKey $affinity "podAntiAffinity")) -}}
+{{- $term := dict "weight" 100 "podAffinityTerm" (dict "topologyKey" "kubernetes.io/hostname" "labelSelector" (dict "matchLabels" (dict "app.kubernetes.io/component" "manager" "app.kubernetes.io/name" "kubenexus"))) -}}
+{{- $_ := set $affinity "podAntiAffinity" (dict "preferredDuringSchedulingIgnoredDuringExecution" (list $term)) -}}
+{{- end -}}
+{{- toYaml $affinity -}}
+{{- end -}}
