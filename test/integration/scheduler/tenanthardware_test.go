@@ -136,19 +136,26 @@ var _ = Describe("TenantHardware", func() {
 		Eventually(tc.nodeOf("late")).WithTimeout(testutil.Timeout).Should(Equal(tc.ns + "-limited-0"))
 	})
 
-	It("takes the tenant tier of a pod Kueue admitted from its ClusterQueue's label when configured", func() {
+	// goldQueueCluster is a bronze namespace whose tenant tier the scheduler takes from
+	// Kueue ClusterQueues, one node of a gold-only HardwareTier, and a ClusterQueue
+	// labelled gold (admins label ClusterQueues; tenants cannot write them).
+	goldQueueCluster := func() (*testCluster, *v1alpha1.HardwareTier, *kueue.ClusterQueue) {
+		GinkgoHelper()
 		profile := schedulertest.CoschedulingProfile(1, 10) + "  - name: ProfileClassifier\n    args:\n      tenantTierFrom: ClusterQueue\n"
 		tc := newTestCluster(profile)
 		tc.setTier(v1alpha1.TenantTierBronze)
 		tc.addLabelledNodes("gold", 1, map[string]string{"hw": "gold-" + tc.ns}, "cpu", "4")
 		gold := testutil.MakeHardwareTier("gold-"+tc.ns, 90).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": "gold-" + tc.ns}}).
 			Tenants(v1alpha1.TenantTierGold).Obj()
-		Expect(k8sClient.Create(suiteCtx, gold)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, gold))).To(Succeed()) })
-		// Admins label the ClusterQueue; tenants cannot write it.
+		createHardwareTiers(gold)
 		cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "gold-" + tc.ns, Labels: map[string]string{v1alpha1.LabelTenantTier: "gold"}}}
 		Expect(k8sClient.Create(suiteCtx, cq)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, cq))).To(Succeed()) })
+		return tc, gold, cq
+	}
+
+	It("takes the tenant tier of a pod Kueue admitted from its ClusterQueue's label when configured", func() {
+		tc, gold, cq := goldQueueCluster()
 
 		// A pod of the bronze namespace that claims gold itself stays bronze.
 		Expect(k8sClient.Create(suiteCtx, tc.pod("claims-gold").Req("cpu", "1").Label(v1alpha1.LabelTenantTier, "gold").Obj())).To(Succeed())
@@ -160,16 +167,7 @@ var _ = Describe("TenantHardware", func() {
 	})
 
 	It("gives a ClusterQueue's tier only to the pods an admitted Workload's owner really has, as many as it was admitted with", func() {
-		profile := schedulertest.CoschedulingProfile(1, 10) + "  - name: ProfileClassifier\n    args:\n      tenantTierFrom: ClusterQueue\n"
-		tc := newTestCluster(profile)
-		tc.setTier(v1alpha1.TenantTierBronze)
-		tc.addLabelledNodes("gold", 1, map[string]string{"hw": "gold-" + tc.ns}, "cpu", "4")
-		gold := testutil.MakeHardwareTier("gold-"+tc.ns, 90).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": "gold-" + tc.ns}}).
-			Tenants(v1alpha1.TenantTierGold).Obj()
-		createHardwareTiers(gold)
-		cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "gold-" + tc.ns, Labels: map[string]string{v1alpha1.LabelTenantTier: "gold"}}}
-		Expect(k8sClient.Create(suiteCtx, cq)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, cq))).To(Succeed()) })
+		tc, gold, cq := goldQueueCluster()
 
 		// A Job Kueue admitted through the gold queue for one pod.
 		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: tc.ns}, Spec: batchv1.JobSpec{Suspend: ptr.To(true),
