@@ -45,6 +45,8 @@ manifests: controller-gen ## Generate CRDs, RBAC and webhook manifests into conf
 		output:rbac:artifacts:config=config/rbac/scheduler
 	go run ./hack/schedulerroles > config/rbac/scheduler/bootstrap_roles.yaml.tmp
 	mv config/rbac/scheduler/bootstrap_roles.yaml.tmp config/rbac/scheduler/bootstrap_roles.yaml
+	go run ./hack/schedulerroles -own > config/rbac/scheduler/kube_scheduler_role.yaml.tmp
+	mv config/rbac/scheduler/kube_scheduler_role.yaml.tmp config/rbac/scheduler/kube_scheduler_role.yaml
 
 .PHONY: chart
 chart: manifests ## Generate the chart's templates from config/ (charts/kubenexus/templates/generated).

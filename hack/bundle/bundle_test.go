@@ -103,6 +103,10 @@ func TestBundlePermissions(t *testing.T) {
 			if slices.Contains(r.APIGroups, "rbac.authorization.k8s.io") && slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) {
 				t.Errorf("%s may write RBAC objects: %+v", sa, r)
 			}
+			// The default scheduler's leader election is not kubenexus-scheduler's.
+			if slices.Contains(r.Resources, "leases") && slices.Contains(r.ResourceNames, "kube-scheduler") {
+				t.Errorf("%s may write the default scheduler's lease: %+v", sa, r)
+			}
 		}
 	}
 	allows := func(sa, group, resource, verb string) bool {

@@ -156,12 +156,17 @@ func run(root string) error {
 		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"},
 		ResourceNames: []string{"extension-apiserver-authentication"},
 	}}
-	for _, f := range []string{"config/rbac/scheduler/role.yaml", "config/rbac/scheduler/bootstrap_roles.yaml"} {
+	for _, f := range []string{"config/rbac/scheduler/role.yaml", "config/rbac/scheduler/kube_scheduler_role.yaml", "config/rbac/scheduler/bootstrap_roles.yaml"} {
 		rs, err := roles(root, f)
 		if err != nil {
 			return err
 		}
 		for _, r := range rs {
+			// kubenexus-kube-scheduler stands for system:kube-scheduler (without the
+			// default scheduler's lease).
+			if r.Name == "system:kube-scheduler" {
+				continue
+			}
 			schedulerRules = append(schedulerRules, r.Rules...)
 		}
 	}

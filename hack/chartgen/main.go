@@ -188,7 +188,7 @@ var managerRoleNames = map[string]string{"manager-role": "kubenexus-manager"}
 
 func (g *gen) rbac() error {
 	var docs []map[string]any
-	for _, rel := range []string{"config/rbac/role.yaml", "config/rbac/scheduler/role.yaml", "config/rbac/scheduler/bindings.yaml", "config/rbac/role_binding.yaml", "config/rbac/service_account.yaml"} {
+	for _, rel := range []string{"config/rbac/role.yaml", "config/rbac/scheduler/role.yaml", "config/rbac/scheduler/kube_scheduler_role.yaml", "config/rbac/scheduler/bindings.yaml", "config/rbac/role_binding.yaml", "config/rbac/service_account.yaml"} {
 		d, err := g.docs(rel)
 		if err != nil {
 			return err

@@ -31,8 +31,9 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/workloadaware"
 )
 
-// What kubenexus-scheduler needs beyond the built-in system:kube-scheduler and
-// system:volume-scheduler ClusterRoles (generated into config/rbac/scheduler):
+// What kubenexus-scheduler needs beyond kube-scheduler's (system:kube-scheduler less
+// the default scheduler's lease: kubenexus-kube-scheduler) and system:volume-scheduler
+// (generated into config/rbac/scheduler by hack/schedulerroles):
 // +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=podgroups;hardwaretiers;resourcereservations,verbs=get;list;watch
 // ResourceReservation places reservations and records their node and consumption,
 // and creates the accumulating reservation of a gang that asks for one.

@@ -268,9 +268,10 @@ func TestRenderMatrix(t *testing.T) {
 			tierAdmins := tierPolicy && get(values, "tenantTierPolicy", "subjects") != nil
 			want("ValidatingAdmissionPolicy", map[bool]int{true: 1, false: 0}[tierPolicy])
 			want("ValidatingAdmissionPolicyBinding", map[bool]int{true: 1, false: 0}[tierPolicy])
-			// The manager's, the scheduler's, the metrics reader's and kubectl
+			// The manager's, the scheduler's (KubeNexus's and kube-scheduler's less
+			// the default scheduler's lease), the metrics reader's and kubectl
 			// kubenexus', always; the tier admins' with the policy.
-			want("ClusterRole", 4+map[bool]int{true: 1, false: 0}[tierPolicy])
+			want("ClusterRole", 5+map[bool]int{true: 1, false: 0}[tierPolicy])
 			// The manager's and the scheduler's identities and bindings, always (the
 			// manager cannot grant roles).
 			want("ServiceAccount", 2)
@@ -811,6 +812,11 @@ func auditRBAC(t *testing.T, objs []object) {
 						if (res == "leases" || strings.HasSuffix(res, "webhookconfigurations")) && len(r.ResourceNames) == 0 {
 							t.Errorf("%s may %s any %s", o.id(), v, res)
 						}
+						// Another component's lease: kubenexus-scheduler taking the
+						// default scheduler's (or the manager's) leadership.
+						if res == "leases" && slices.ContainsFunc(r.ResourceNames, func(n string) bool { return n != "kubenexus-scheduler" && n != "kubenexus-manager.scheduling.kubenexus.io" }) {
+							t.Errorf("%s may %s the leases %v", o.id(), v, r.ResourceNames)
+						}
 					}
 				}
 			}
@@ -883,7 +889,7 @@ func checkCertificate(t *testing.T, objs []object, values map[string]any) {
 func checkSchedulerIdentity(t *testing.T, objs []object) {
 	t.Helper()
 	want := map[string]string{
-		"ClusterRoleBinding/kubenexus-scheduler-kube-scheduler":   "ClusterRole system:kube-scheduler",
+		"ClusterRoleBinding/kubenexus-scheduler-kube-scheduler":   "ClusterRole kubenexus-kube-scheduler",
 		"ClusterRoleBinding/kubenexus-scheduler-volume-scheduler": "ClusterRole system:volume-scheduler",
 		"ClusterRoleBinding/kubenexus-scheduler":                  "ClusterRole kubenexus-scheduler",
 		"RoleBinding/kubenexus-scheduler-authentication-reader":   "Role extension-apiserver-authentication-reader",
