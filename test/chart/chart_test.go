@@ -814,7 +814,9 @@ func auditRBAC(t *testing.T, objs []object) {
 						}
 						// Another component's lease: kubenexus-scheduler taking the
 						// default scheduler's (or the manager's) leadership.
-						if res == "leases" && slices.ContainsFunc(r.ResourceNames, func(n string) bool { return n != "kubenexus-scheduler" && n != "kubenexus-manager.scheduling.kubenexus.io" }) {
+						if res == "leases" && slices.ContainsFunc(r.ResourceNames, func(n string) bool {
+							return n != "kubenexus-scheduler" && n != "kubenexus-manager.scheduling.kubenexus.io"
+						}) {
 							t.Errorf("%s may %s the leases %v", o.id(), v, r.ResourceNames)
 						}
 					}
