@@ -20,6 +20,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
@@ -178,11 +179,18 @@ func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, m
 			}
 		}
 		slots := map[string]int{}
+		// The room accumulates only on nodes the gang's tenant may hold capacity on
+		// (a PodGroup's reserveCapacity is the tenant's to write).
+		tiers := pl.shared.tiers.Load()
+		tenant := v1alpha1.TenantTier("")
+		if tiers != nil {
+			tenant = pl.shared.gate.tenantOf(r.key.Namespace)
+		}
 		for _, ni := range nodes {
 			if missing <= 0 {
 				break
 			}
-			if member != nil && !placement.Eligible(member, ni.Node()) {
+			if member != nil && !placement.Eligible(member, ni.Node()) || tiers != nil && pl.shared.gate.refusesTenant(tiers, tenant, ni.Node()) != "" {
 				continue
 			}
 			name := ni.Node().Name

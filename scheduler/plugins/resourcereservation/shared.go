@@ -19,6 +19,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kube-nexus/kubenexus/api/hardware"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
@@ -67,8 +68,10 @@ type Shared struct {
 	bounded     atomic.Bool
 	marginNanos atomic.Int64
 
-	// gate keeps reservations off nodes whose HardwareTier refuses their tenant.
-	gate *tierGate
+	// gate keeps reservations off nodes whose HardwareTier refuses their tenant, with
+	// tiers the HardwareTiers as of the last rebuild (nil: none).
+	gate  *tierGate
+	tiers atomic.Pointer[hardware.Tiers]
 
 	mu        sync.Mutex
 	onRelease []func()
@@ -211,6 +214,7 @@ func (s *Shared) rebuild(logger klog.Logger) {
 	}
 	now := time.Now()
 	tiers := s.gate.tiers(logger)
+	s.tiers.Store(tiers)
 	idx := buildIndex(rrs, now, func(r *reservation) string { return s.gate.refusesOn(tiers, r.key.Namespace, r.node) })
 	old := s.idx.Swap(idx)
 	released := false

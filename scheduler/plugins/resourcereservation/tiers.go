@@ -63,11 +63,19 @@ func (g *tierGate) refuses(tiers *hardware.Tiers, namespace string, node *corev1
 	if tiers == nil || node == nil {
 		return ""
 	}
+	return g.refusesTenant(tiers, g.tenantOf(namespace), node)
+}
+
+// refusesTenant is refuses for a tenant tier already read.
+func (g *tierGate) refusesTenant(tiers *hardware.Tiers, tenant v1alpha1.TenantTier, node *corev1.Node) string {
+	if tiers == nil || node == nil {
+		return ""
+	}
 	var devs []hardware.Device
 	if tiers.UsesDevices() && g.devices != nil {
 		devs = g.devices.OnNode(node.Name)
 	}
-	return tiers.RefusesHolding(node.Name, node.Labels, devs, g.tenantOf(namespace))
+	return tiers.RefusesHolding(node.Name, node.Labels, devs, tenant)
 }
 
 // refusesOn is refuses for a node named by a reservation.

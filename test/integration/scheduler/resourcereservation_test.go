@@ -130,6 +130,35 @@ var _ = Describe("ResourceReservation", func() {
 		Eventually(gold.nodeOf("gold-0")).WithTimeout(testutil.Timeout).Should(Equal(premium))
 	})
 
+	It("accumulates a bronze gang's room only on nodes its tier may use: a gold pod still gets the gold-only node", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		tc.setTier(v1alpha1.TenantTierBronze)
+		hw := "acc-premium-" + tc.ns
+		tc.addLabelledNodes("premium", 1, map[string]string{"hw": hw}, "cpu", "8", "memory", "32Gi")
+		tc.addLabelledNodes("open", 1, nil, "cpu", "8", "memory", "32Gi")
+		premium := tc.ns + "-premium-0"
+		createHardwareTiers(testutil.MakeHardwareTier(hw, 100).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw}}).
+			Tenants(v1alpha1.TenantTierGold).Obj())
+		filler := tc.pod("filler").Req("cpu", "8").Node(tc.ns + "-open-0").Obj()
+		Expect(k8sClient.Create(suiteCtx, filler)).To(Succeed())
+		// The bronze gang fits nowhere it may run, and asks for its room to be held.
+		pg := testutil.MakePodGroup("big", tc.ns).MinMember(2).Obj()
+		pg.Spec.ReserveCapacity = &v1alpha1.CapacityReservationPolicy{TTLSeconds: 600}
+		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("big-%d", i)).PodGroup("big").Req("cpu", "8").Obj())).To(Succeed())
+		}
+		Eventually(func() error {
+			return k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "big-accumulate"}, &v1alpha1.ResourceReservation{})
+		}).WithTimeout(testutil.Timeout).Should(Succeed())
+		DeferCleanup(func() {
+			Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, &v1alpha1.ResourceReservation{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: "big-accumulate"}}))).To(Succeed())
+		})
+		gold := tc.tenantNamespace(v1alpha1.TenantTierGold)
+		Expect(k8sClient.Create(suiteCtx, gold.pod("gold-0").Req("cpu", "8").Obj())).To(Succeed())
+		Eventually(gold.nodeOf("gold-0")).WithTimeout(testutil.Timeout).Should(Equal(premium))
+	})
+
 	It("places a reservation that names no node on the tightest fit, says where, and gives the room back at its expiry", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		tc.addNodes("n", 2, "cpu", "8", "memory", "32Gi")
