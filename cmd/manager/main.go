@@ -39,6 +39,7 @@ func main() {
 		whMaxWait     time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address the metrics endpoint binds to; 0 disables it.")
+	metricsCertDir := flag.String("metrics-cert-dir", "", "Directory holding the metrics server's tls.crt and tls.key (empty: a self-signed certificate generated in memory).")
 	metricsSecure := flag.Bool("metrics-secure", true, "Serve metrics over HTTPS (a self-signed certificate) to clients that authenticate with a bearer token the API server accepts and may get the non-resource URL /metrics (TokenReview, SubjectAccessReview); false serves plain HTTP to anyone.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one manager replica reconciles at a time.")
@@ -89,7 +90,7 @@ func main() {
 	// Every webhook path is bounded in body size and in bytes in flight.
 	webhookServer := webhooks.NewLimitedServer(webhook.NewServer(webhook.Options{Port: webhookPort, CertDir: webhookCerts, TLSOpts: tlsConfigs}),
 		webhooks.Limits{MaxInflightBytes: whInflight, MaxWait: whMaxWait})
-	metrics := metricsserver.Options{BindAddress: metricsAddr, SecureServing: *metricsSecure, TLSOpts: tlsConfigs}
+	metrics := metricsserver.Options{BindAddress: metricsAddr, SecureServing: *metricsSecure, TLSOpts: tlsConfigs, CertDir: *metricsCertDir}
 	if *metricsSecure {
 		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}

@@ -453,7 +453,7 @@ func (g *gen) manager() error {
 		}
 		args = append(args, s)
 	}
-	args = append(args, "--webhook-service=kubenexus-webhook-service", "__CERT_ROTATION_ARG__")
+	args = append(args, "--webhook-service=kubenexus-webhook-service", "__CERT_ROTATION_ARG__", "__METRICS_CERT_ARG__")
 	c["args"] = args
 	pod := get(dep, "spec", "template", "spec").(map[string]any)
 	pod["nodeSelector"] = "__NODE_SELECTOR__"
@@ -472,6 +472,9 @@ func (g *gen) manager() error {
 		"__PRIORITY_CLASS__":      "{{ .Values.manager.priorityClassName | quote }}",
 		"__PULL_SECRETS__":        "\n{{- toYaml .Values.imagePullSecrets | nindent {{INDENT}} }}",
 		"__CERT_ROTATION_ARG__":   `"--cert-rotation={{ not .Values.webhook.certManager.enabled }}"`,
+		// With cert-manager, the metrics server serves the same certificate (issued for
+		// the metrics Service too), which the ServiceMonitor can verify.
+		"__METRICS_CERT_ARG__": `"--metrics-cert-dir={{ if .Values.webhook.certManager.enabled }}/tmp/k8s-webhook-server/serving-certs{{ end }}"`,
 		"__SCHEDULER_IMAGE_ARG__": `{{ printf "--scheduler-image=%s" (include "kubenexus.image" (dict "image" .Values.scheduler.image "root" .)) | quote }}`,
 	}, dep)
 }

@@ -148,10 +148,12 @@ var matrix = map[string]map[string]any{
 	"CRDs elsewhere":  {"crds": map[string]any{"install": false}},
 	"no default":      {"config": map[string]any{"create": false}},
 	"service monitor": {"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "interval": "15s"}}},
-	"pinned images":   {"manager": map[string]any{"image": map[string]any{"repository": "registry.example.com/kn/manager", "tag": "v9.9.9", "pullPolicy": "Always"}}, "scheduler": map[string]any{"image": map[string]any{"repository": "registry.example.com/kn/scheduler", "tag": "v9.9.9"}}},
-	"HA scheduler":    {"config": map[string]any{"schedulerReplicas": 3, "schedulerName": "gpu-scheduler", "defaultTier": "gold"}},
-	"tier admins":     {"tenantTierPolicy": map[string]any{"subjects": []any{map[string]any{"kind": "Group", "name": "platform-admins", "apiGroup": "rbac.authorization.k8s.io"}}}},
-	"no tier policy":  {"tenantTierPolicy": map[string]any{"enabled": false}},
+	"service monitor, cert-manager": {"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
+		"webhook": map[string]any{"certManager": map[string]any{"enabled": true}}},
+	"pinned images":  {"manager": map[string]any{"image": map[string]any{"repository": "registry.example.com/kn/manager", "tag": "v9.9.9", "pullPolicy": "Always"}}, "scheduler": map[string]any{"image": map[string]any{"repository": "registry.example.com/kn/scheduler", "tag": "v9.9.9"}}},
+	"HA scheduler":   {"config": map[string]any{"schedulerReplicas": 3, "schedulerName": "gpu-scheduler", "defaultTier": "gold"}},
+	"tier admins":    {"tenantTierPolicy": map[string]any{"subjects": []any{map[string]any{"kind": "Group", "name": "platform-admins", "apiGroup": "rbac.authorization.k8s.io"}}}},
+	"no tier policy": {"tenantTierPolicy": map[string]any{"enabled": false}},
 	// The image references themselves: TestImageReferences.
 	"mirror, pinned digest": {"imageRegistry": "mirror.example.com:5000/ghcr", "manager": map[string]any{"image": map[string]any{
 		"digest": "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}}},
@@ -243,7 +245,7 @@ func TestRenderMatrix(t *testing.T) {
 			// One for the scheduler, one for the manager when it runs in the cluster.
 			if get(values, "metrics", "serviceMonitor", "enabled") == true {
 				want("ServiceMonitor", map[bool]int{true: 2, false: 1}[managerOn])
-				checkServiceMonitors(t, objs)
+				checkServiceMonitors(t, objs, values)
 			} else {
 				want("ServiceMonitor", 0)
 			}
@@ -366,7 +368,7 @@ func checkDeployment(t *testing.T, o object, values map[string]any) {
 // checkServiceMonitors: each scrapes a Service that exists (the manager's from the
 // chart, the scheduler's as the operator renders it) on a port of that name, over
 // HTTPS with a bearer token, and the metrics reader role grants /metrics.
-func checkServiceMonitors(t *testing.T, objs []object) {
+func checkServiceMonitors(t *testing.T, objs []object, values map[string]any) {
 	t.Helper()
 	knc := &v1alpha1.KubeNexusConfig{}
 	knc.Name, knc.UID = v1alpha1.DefaultConfigName, "x"
@@ -398,6 +400,13 @@ func checkServiceMonitors(t *testing.T, objs []object) {
 				Selector  metav1.LabelSelector
 				Endpoints []struct {
 					Port, Scheme, BearerTokenFile string
+					TLSConfig                     struct {
+						InsecureSkipVerify bool
+						ServerName         string
+						CA                 struct {
+							Secret struct{ Name, Key string }
+						}
+					} `json:"tlsConfig"`
 				}
 			}
 		}
@@ -421,6 +430,26 @@ func checkServiceMonitors(t *testing.T, objs []object) {
 		}
 		if matched != 1 || ep.Scheme != "https" || ep.BearerTokenFile == "" {
 			t.Errorf("%s: matches %d Services, scheme %q, token %q; want one, https, a bearer token", o.id(), matched, ep.Scheme, ep.BearerTokenFile)
+		}
+		// With cert-manager the manager's endpoint is verified: the CA of the
+		// Certificate's Secret, for a name the Certificate is issued for, which the
+		// manager serves (--metrics-cert-dir where that Secret is mounted).
+		tc := ep.TLSConfig
+		if o.id() == "ServiceMonitor/kubenexus-manager" && certManager(values) {
+			cert, dep := certificate(t, objs), deployment(t, objs, "kubenexus-manager")
+			if tc.InsecureSkipVerify || tc.CA.Secret.Name != cert.SecretName || tc.CA.Secret.Key != "ca.crt" || !slices.Contains(cert.DNSNames, tc.ServerName) {
+				t.Errorf("%s: tlsConfig %+v, want the CA (ca.crt) of Secret %s and a server name among %v", o.id(), tc, cert.SecretName, cert.DNSNames)
+			}
+			mounted := slices.ContainsFunc(dep.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+				return v.Secret != nil && v.Secret.SecretName == cert.SecretName && slices.ContainsFunc(dep.Spec.Template.Spec.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
+					return m.Name == v.Name && slices.Contains(dep.Spec.Template.Spec.Containers[0].Args, "--metrics-cert-dir="+m.MountPath)
+				})
+			})
+			if !mounted {
+				t.Errorf("the manager does not serve metrics with the certificate's Secret %s (args %v)", cert.SecretName, dep.Spec.Template.Spec.Containers[0].Args)
+			}
+		} else if !tc.InsecureSkipVerify {
+			t.Errorf("%s: tlsConfig %+v: a self-signed endpoint cannot be verified", o.id(), tc)
 		}
 	}
 	for _, o := range objs {
@@ -1152,4 +1181,44 @@ func TestDashboardConfigMap(t *testing.T) {
 	if err := json.Unmarshal([]byte(cm.Data["kubenexus.json"]), &dash); err != nil || dash.UID != "kubenexus" || len(dash.Panels) == 0 {
 		t.Errorf("dashboard: uid %q, %d panels, %v", dash.UID, len(dash.Panels), err)
 	}
+}
+
+// certificate is the release's cert-manager Certificate.
+func certificate(t *testing.T, objs []object) (spec struct {
+	SecretName string   `json:"secretName"`
+	DNSNames   []string `json:"dnsNames"`
+}) {
+	t.Helper()
+	for _, o := range objs {
+		if o.meta.Kind == "Certificate" {
+			var c struct {
+				Spec struct {
+					SecretName string   `json:"secretName"`
+					DNSNames   []string `json:"dnsNames"`
+				} `json:"spec"`
+			}
+			if err := yaml.Unmarshal(o.raw, &c); err != nil {
+				t.Fatal(err)
+			}
+			return c.Spec
+		}
+	}
+	t.Fatal("no Certificate")
+	return spec
+}
+
+// deployment is the rendered Deployment of that name.
+func deployment(t *testing.T, objs []object, name string) appsv1.Deployment {
+	t.Helper()
+	var d appsv1.Deployment
+	for _, o := range objs {
+		if o.id() == "Deployment/"+name {
+			if err := yaml.Unmarshal(o.raw, &d); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+	}
+	t.Fatalf("no Deployment %s", name)
+	return d
 }
