@@ -43,6 +43,19 @@ var _ = Describe("ResourceReservation", func() {
 		}
 	}
 
+	// awaitAccumulation waits for the accumulating reservation the scheduler creates
+	// for the PodGroup, and deletes it when the test ends.
+	awaitAccumulation := func(tc *testCluster, podGroup string) {
+		GinkgoHelper()
+		name := podGroup + "-accumulate"
+		Eventually(func() error {
+			return k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: name}, &v1alpha1.ResourceReservation{})
+		}).WithTimeout(testutil.Timeout).Should(Succeed())
+		DeferCleanup(func() {
+			Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, &v1alpha1.ResourceReservation{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: name}}))).To(Succeed())
+		})
+	}
+
 	// waitingGang fills two 8-CPU nodes with one pod each (with the given
 	// activeDeadlineSeconds, nil for none), submits the gang "big" of two 8-CPU
 	// members asking for reserveCapacity, and waits for its accumulating
@@ -66,12 +79,7 @@ var _ = Describe("ResourceReservation", func() {
 			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("big-%d", i)).PodGroup("big").Req("cpu", "8").Obj())).To(Succeed())
 		}
 		// Rejected for capacity, the gang gets its accumulating reservation.
-		Eventually(func() error {
-			return k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "big-accumulate"}, &v1alpha1.ResourceReservation{})
-		}).WithTimeout(testutil.Timeout).Should(Succeed())
-		DeferCleanup(func() {
-			Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, &v1alpha1.ResourceReservation{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: "big-accumulate"}}))).To(Succeed())
-		})
+		awaitAccumulation(tc, "big")
 		return fillers
 	}
 
@@ -148,12 +156,7 @@ var _ = Describe("ResourceReservation", func() {
 		for i := range 2 {
 			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("big-%d", i)).PodGroup("big").Req("cpu", "8").Obj())).To(Succeed())
 		}
-		Eventually(func() error {
-			return k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "big-accumulate"}, &v1alpha1.ResourceReservation{})
-		}).WithTimeout(testutil.Timeout).Should(Succeed())
-		DeferCleanup(func() {
-			Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, &v1alpha1.ResourceReservation{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: "big-accumulate"}}))).To(Succeed())
-		})
+		awaitAccumulation(tc, "big")
 		gold := tc.tenantNamespace(v1alpha1.TenantTierGold)
 		Expect(k8sClient.Create(suiteCtx, gold.pod("gold-0").Req("cpu", "8").Obj())).To(Succeed())
 		Eventually(gold.nodeOf("gold-0")).WithTimeout(testutil.Timeout).Should(Equal(premium))
