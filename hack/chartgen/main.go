@@ -462,19 +462,19 @@ func (g *gen) manager() error {
 	pod["priorityClassName"] = "__PRIORITY_CLASS__"
 	pod["imagePullSecrets"] = "__PULL_SECRETS__"
 	return g.write("manager-deployment.yaml", ".Values.manager.enabled", map[string]string{
-		"__REPLICAS__":            "{{ .Values.manager.replicas }}",
-		"__IMAGE__":               `{{ include "kubenexus.image" (dict "image" .Values.manager.image "root" .) | quote }}`,
-		"__PULL_POLICY__":         "{{ .Values.manager.image.pullPolicy }}",
-		"__RESOURCES__":           "\n{{- toYaml .Values.manager.resources | nindent {{INDENT}} }}",
-		"__NODE_SELECTOR__":       "\n{{- toYaml .Values.manager.nodeSelector | nindent {{INDENT}} }}",
-		"__TOLERATIONS__":         "\n{{- toYaml .Values.manager.tolerations | nindent {{INDENT}} }}",
-		"__AFFINITY__":            "\n{{- include \"kubenexus.managerAffinity\" . | nindent {{INDENT}} }}",
-		"__PRIORITY_CLASS__":      "{{ .Values.manager.priorityClassName | quote }}",
-		"__PULL_SECRETS__":        "\n{{- toYaml .Values.imagePullSecrets | nindent {{INDENT}} }}",
-		"__CERT_ROTATION_ARG__":   `"--cert-rotation={{ not .Values.webhook.certManager.enabled }}"`,
+		"__REPLICAS__":          "{{ .Values.manager.replicas }}",
+		"__IMAGE__":             `{{ include "kubenexus.image" (dict "image" .Values.manager.image "root" .) | quote }}`,
+		"__PULL_POLICY__":       "{{ .Values.manager.image.pullPolicy }}",
+		"__RESOURCES__":         "\n{{- toYaml .Values.manager.resources | nindent {{INDENT}} }}",
+		"__NODE_SELECTOR__":     "\n{{- toYaml .Values.manager.nodeSelector | nindent {{INDENT}} }}",
+		"__TOLERATIONS__":       "\n{{- toYaml .Values.manager.tolerations | nindent {{INDENT}} }}",
+		"__AFFINITY__":          "\n{{- include \"kubenexus.managerAffinity\" . | nindent {{INDENT}} }}",
+		"__PRIORITY_CLASS__":    "{{ .Values.manager.priorityClassName | quote }}",
+		"__PULL_SECRETS__":      "\n{{- toYaml .Values.imagePullSecrets | nindent {{INDENT}} }}",
+		"__CERT_ROTATION_ARG__": `"--cert-rotation={{ not .Values.webhook.certManager.enabled }}"`,
 		// With cert-manager, the metrics server serves the same certificate (issued for
 		// the metrics Service too), which the ServiceMonitor can verify.
-		"__METRICS_CERT_ARG__": `"--metrics-cert-dir={{ if .Values.webhook.certManager.enabled }}/tmp/k8s-webhook-server/serving-certs{{ end }}"`,
+		"__METRICS_CERT_ARG__":    `"--metrics-cert-dir={{ if .Values.webhook.certManager.enabled }}/tmp/k8s-webhook-server/serving-certs{{ end }}"`,
 		"__SCHEDULER_IMAGE_ARG__": `{{ printf "--scheduler-image=%s" (include "kubenexus.image" (dict "image" .Values.scheduler.image "root" .)) | quote }}`,
 	}, dep)
 }
