@@ -43,11 +43,18 @@ var _ = Describe("ResourceReservation", func() {
 		}
 	}
 
-	// awaitAccumulation waits for the accumulating reservation the scheduler creates
-	// for the PodGroup, and deletes it when the test ends.
-	awaitAccumulation := func(tc *testCluster, podGroup string) {
+	// bigGang submits the gang "big" of two 8-CPU members asking for reserveCapacity,
+	// and waits for the accumulating reservation the scheduler creates when it does
+	// not fit (deleted when the test ends).
+	bigGang := func(tc *testCluster) {
 		GinkgoHelper()
-		name := podGroup + "-accumulate"
+		pg := testutil.MakePodGroup("big", tc.ns).MinMember(2).Obj()
+		pg.Spec.ReserveCapacity = &v1alpha1.CapacityReservationPolicy{TTLSeconds: 600}
+		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("big-%d", i)).PodGroup("big").Req("cpu", "8").Obj())).To(Succeed())
+		}
+		name := "big-accumulate"
 		Eventually(func() error {
 			return k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: name}, &v1alpha1.ResourceReservation{})
 		}).WithTimeout(testutil.Timeout).Should(Succeed())
@@ -57,9 +64,8 @@ var _ = Describe("ResourceReservation", func() {
 	}
 
 	// waitingGang fills two 8-CPU nodes with one pod each (with the given
-	// activeDeadlineSeconds, nil for none), submits the gang "big" of two 8-CPU
-	// members asking for reserveCapacity, and waits for its accumulating
-	// reservation. It returns the fillers.
+	// activeDeadlineSeconds, nil for none) and submits bigGang. It returns the
+	// fillers.
 	waitingGang := func(tc *testCluster, deadlines ...*int64) []*corev1.Pod {
 		GinkgoHelper()
 		tc.addNodes("n", len(deadlines), "cpu", "8", "memory", "32Gi")
@@ -72,14 +78,7 @@ var _ = Describe("ResourceReservation", func() {
 			Expect(k8sClient.Create(suiteCtx, f)).To(Succeed())
 			fillers = append(fillers, f)
 		}
-		pg := testutil.MakePodGroup("big", tc.ns).MinMember(2).Obj()
-		pg.Spec.ReserveCapacity = &v1alpha1.CapacityReservationPolicy{TTLSeconds: 600}
-		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
-		for i := range 2 {
-			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("big-%d", i)).PodGroup("big").Req("cpu", "8").Obj())).To(Succeed())
-		}
-		// Rejected for capacity, the gang gets its accumulating reservation.
-		awaitAccumulation(tc, "big")
+		bigGang(tc)
 		return fillers
 	}
 
@@ -150,13 +149,7 @@ var _ = Describe("ResourceReservation", func() {
 		filler := tc.pod("filler").Req("cpu", "8").Node(tc.ns + "-open-0").Obj()
 		Expect(k8sClient.Create(suiteCtx, filler)).To(Succeed())
 		// The bronze gang fits nowhere it may run, and asks for its room to be held.
-		pg := testutil.MakePodGroup("big", tc.ns).MinMember(2).Obj()
-		pg.Spec.ReserveCapacity = &v1alpha1.CapacityReservationPolicy{TTLSeconds: 600}
-		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
-		for i := range 2 {
-			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("big-%d", i)).PodGroup("big").Req("cpu", "8").Obj())).To(Succeed())
-		}
-		awaitAccumulation(tc, "big")
+		bigGang(tc)
 		gold := tc.tenantNamespace(v1alpha1.TenantTierGold)
 		Expect(k8sClient.Create(suiteCtx, gold.pod("gold-0").Req("cpu", "8").Obj())).To(Succeed())
 		Eventually(gold.nodeOf("gold-0")).WithTimeout(testutil.Timeout).Should(Equal(premium))
