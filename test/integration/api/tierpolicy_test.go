@@ -1,9 +1,11 @@
 package api_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -59,8 +61,18 @@ var _ = Describe("Tenant tier policy (the chart's ValidatingAdmissionPolicy)", f
 			}
 			return ns
 		}
-		// The policy is in force once the API server has loaded it.
-		Eventually(func() error { return tenantAdmin.Create(ctx, withTier("probe-gold", "gold")) }).Should(
+		// The policy is in force once the API server has loaded it (a probe admitted
+		// before that is deleted, and the next one gets another name).
+		Eventually(func() error {
+			probe := withTier("", "gold")
+			probe.GenerateName = "probe-gold-"
+			err := tenantAdmin.Create(ctx, probe)
+			if err == nil {
+				Expect(k8sClient.Delete(ctx, probe)).To(Succeed())
+				return fmt.Errorf("namespace %s admitted: the policy is not in force yet", probe.Name)
+			}
+			return err
+		}).WithTimeout(30 * time.Second).Should(
 			MatchError(ContainSubstring("the label tenant.kubenexus.io/tier set to gold: user tenant-admin may not set that tenant tier")))
 		err := tenantAdmin.Create(ctx, withTier("team-web", "gold"))
 		Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
@@ -94,11 +106,12 @@ var _ = Describe("Tenant tier policy (the chart's ValidatingAdmissionPolicy)", f
 		Expect(k8sClient.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "bronze-tier-setter"}, Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"scheduling.kubenexus.io"}, Resources: []string{"tenanttiers"}, ResourceNames: []string{"bronze"}, Verbs: []string{"set"}}}})).To(Succeed())
 		bind("tenant-admin-bronze", "tenant-admin", "bronze-tier-setter")
-		Eventually(func() error { return tenantAdmin.Create(ctx, withTier("team-batch", "bronze")) }).Should(Succeed())
+		// (once the RBAC authorizer's cache has the new binding)
+		Eventually(func() error { return tenantAdmin.Create(ctx, withTier("team-batch", "bronze")) }).WithTimeout(30 * time.Second).Should(Succeed())
 		Expect(tenantAdmin.Create(ctx, withTier("team-ml", "gold"))).To(MatchError(ContainSubstring("may not set that tenant tier")))
 		// The chart's tier admin role lets it set any tier.
 		bind("tenant-admin-tiers", "tenant-admin", "kubenexus-tenant-tier-admin")
-		Eventually(func() error { return tenantAdmin.Create(ctx, withTier("team-ml", "gold")) }).Should(Succeed())
+		Eventually(func() error { return tenantAdmin.Create(ctx, withTier("team-ml", "gold")) }).WithTimeout(30 * time.Second).Should(Succeed())
 	})
 })
 
