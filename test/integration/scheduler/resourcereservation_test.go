@@ -43,6 +43,21 @@ var _ = Describe("ResourceReservation", func() {
 		}
 	}
 
+	// bronzeBesideGold is a bronze namespace's cluster: an 8-CPU node of a HardwareTier
+	// that admits only gold (and lends to preemptible pods), and an open node of
+	// openCPU CPUs.
+	bronzeBesideGold := func(openCPU string) (tc *testCluster, premium, open string) {
+		GinkgoHelper()
+		tc = newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		tc.setTier(v1alpha1.TenantTierBronze)
+		hw := "premium-" + tc.ns
+		tc.addLabelledNodes("premium", 1, map[string]string{"hw": hw}, "cpu", "8", "memory", "32Gi")
+		tc.addLabelledNodes("open", 1, nil, "cpu", openCPU, "memory", "64Gi")
+		createHardwareTiers(testutil.MakeHardwareTier(hw, 100).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw}}).
+			Tenants(v1alpha1.TenantTierGold).Borrowing(v1alpha1.BorrowingPreemptible).Obj())
+		return tc, tc.ns + "-premium-0", tc.ns + "-open-0"
+	}
+
 	// bigGang submits the gang "big" of two 8-CPU members asking for reserveCapacity,
 	// and waits for the accumulating reservation the scheduler creates when it does
 	// not fit (deleted when the test ends).
@@ -111,20 +126,13 @@ var _ = Describe("ResourceReservation", func() {
 	})
 
 	It("holds nothing for a bronze tenant on gold-only hardware: a pinned reservation says so, an unpinned one goes where the tenant may run", func() {
-		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
-		tc.setTier(v1alpha1.TenantTierBronze)
-		hw := "rr-premium-" + tc.ns
-		tc.addLabelledNodes("premium", 1, map[string]string{"hw": hw}, "cpu", "8", "memory", "32Gi")
-		tc.addLabelledNodes("open", 1, nil, "cpu", "16", "memory", "64Gi")
-		premium, open := tc.ns+"-premium-0", tc.ns+"-open-0"
-		createHardwareTiers(testutil.MakeHardwareTier(hw, 100).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw}}).
-			Tenants(v1alpha1.TenantTierGold).Borrowing(v1alpha1.BorrowingPreemptible).Obj())
+		tc, premium, open := bronzeBesideGold("16")
 
 		// Written past the manager's webhook (or before the rule existed).
 		reservation(testutil.MakeReservation("pinned", tc.ns, "train").Node(premium).Resources(testutil.ResourceList("cpu", "6")).Obj())
 		Eventually(placedMessage(tc, "pinned")).WithTimeout(testutil.Timeout).Should(Equal(fmt.Sprintf(
 			"False: Node %s, named by spec.nodeName: node %s is in HardwareTier %s, which admits tenant tiers [gold]; tenant tier bronze may not hold capacity there; nothing is held.",
-			premium, premium, hw)))
+			premium, premium, "premium-"+tc.ns)))
 		Expect(status(tc, "pinned")()).To(And(HaveField("Phase", v1alpha1.ReservationPending), HaveField("NodeName", "")))
 
 		// The premium node is the tighter fit, but not the tenant's to hold.
@@ -138,14 +146,7 @@ var _ = Describe("ResourceReservation", func() {
 	})
 
 	It("accumulates a bronze gang's room only on nodes its tier may use: a gold pod still gets the gold-only node", func() {
-		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
-		tc.setTier(v1alpha1.TenantTierBronze)
-		hw := "acc-premium-" + tc.ns
-		tc.addLabelledNodes("premium", 1, map[string]string{"hw": hw}, "cpu", "8", "memory", "32Gi")
-		tc.addLabelledNodes("open", 1, nil, "cpu", "8", "memory", "32Gi")
-		premium := tc.ns + "-premium-0"
-		createHardwareTiers(testutil.MakeHardwareTier(hw, 100).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw}}).
-			Tenants(v1alpha1.TenantTierGold).Obj())
+		tc, premium, _ := bronzeBesideGold("8")
 		filler := tc.pod("filler").Req("cpu", "8").Node(tc.ns + "-open-0").Obj()
 		Expect(k8sClient.Create(suiteCtx, filler)).To(Succeed())
 		// The bronze gang fits nowhere it may run, and asks for its room to be held.
