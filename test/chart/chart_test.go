@@ -272,8 +272,9 @@ func TestRenderMatrix(t *testing.T) {
 			want("ValidatingAdmissionPolicyBinding", map[bool]int{true: 1, false: 0}[tierPolicy])
 			// The manager's, the scheduler's (KubeNexus's and kube-scheduler's less
 			// the default scheduler's lease), the metrics reader's and kubectl
-			// kubenexus', always; the tier admins' with the policy.
-			want("ClusterRole", 5+map[bool]int{true: 1, false: 0}[tierPolicy])
+			// kubenexus' two (cluster-wide and one namespace's), always; the tier
+			// admins' with the policy.
+			want("ClusterRole", 6+map[bool]int{true: 1, false: 0}[tierPolicy])
 			// The manager's and the scheduler's identities and bindings, always (the
 			// manager cannot grant roles).
 			want("ServiceAccount", 2)
@@ -801,7 +802,7 @@ func auditRBAC(t *testing.T, objs []object) {
 			if err := yaml.Unmarshal(o.raw, &b); err != nil {
 				t.Fatal(err)
 			}
-			if b.RoleRef.Name == "kubenexus-metrics-reader" || b.RoleRef.Name == "kubenexus-explain" {
+			if b.RoleRef.Name == "kubenexus-metrics-reader" || strings.HasPrefix(b.RoleRef.Name, "kubenexus-explain") {
 				t.Errorf("%s binds %s: that is the user's to grant", o.id(), b.RoleRef.Name)
 			}
 		}
@@ -816,8 +817,23 @@ func auditRBAC(t *testing.T, objs []object) {
 		}
 		for _, r := range role.Rules {
 			// kubectl kubenexus needs to read, and nothing else.
-			if o.id() == "ClusterRole/kubenexus-explain" && slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "list" }) {
+			if strings.HasPrefix(o.id(), "ClusterRole/kubenexus-explain") && slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "list" }) {
 				t.Errorf("%s: %+v grants more than get and list", o.id(), r)
+			}
+			// The tenant's variant, bound in one namespace, names only what lives in
+			// a namespace, and of Namespaces only get (its own).
+			if o.id() == "ClusterRole/kubenexus-explain-namespace" {
+				for _, res := range r.Resources {
+					switch res {
+					case "pods", "podgroups", "workloads", "rayclusters":
+					case "namespaces":
+						if !slices.Equal(r.Verbs, []string{"get"}) {
+							t.Errorf("%s: %+v may list namespaces", o.id(), r)
+						}
+					default:
+						t.Errorf("%s: %+v names %s, which a tenant's namespace view does not read", o.id(), r, res)
+					}
+				}
 			}
 			all := append(append(append([]string{}, r.APIGroups...), r.Resources...), r.Verbs...)
 			// The one non-resource rule: get /metrics, in the role users bind to

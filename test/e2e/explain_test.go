@@ -9,6 +9,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -58,6 +59,16 @@ func checkExplainAndETA(ctx context.Context, t *testing.T, c *demo.Cluster, plac
 	}
 
 	checkExplainAgreesWithScheduler(ctx, t, reader, placements)
+	for _, p := range placements {
+		if p.TooBig {
+			other := demo.NSData
+			if p.Namespace == other {
+				other = demo.Namespace
+			}
+			checkNamespaceExplain(ctx, t, c, p, other)
+			break
+		}
+	}
 
 	// whatif as that user too (a Job naming a LocalQueue that does not exist).
 	job := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job",
@@ -112,14 +123,32 @@ func checkSharedGPUs(ctx context.Context, t *testing.T, c *demo.Cluster) {
 // binding and the ServiceAccount.
 func explainer(ctx context.Context, t *testing.T, c *demo.Cluster) (reader client.Reader, done func()) {
 	t.Helper()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: demo.Namespace, Name: "explainer"}}
+	return boundReader(ctx, t, c, demo.Namespace, "explainer", &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "explainer-kubenexus-explain"}})
+}
+
+// namespaceExplainer is a tenant's reader of namespace only: a ServiceAccount of
+// namespace bound there to the chart's ClusterRole kubenexus-explain-namespace by a
+// RoleBinding.
+func namespaceExplainer(ctx context.Context, t *testing.T, c *demo.Cluster, namespace string) (reader client.Reader, done func()) {
+	t.Helper()
+	return boundReader(ctx, t, c, namespace, "tenant-explainer", &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "tenant-explainer"}})
+}
+
+// boundReader creates the ServiceAccount namespace/name, the binding (a
+// ClusterRoleBinding or a RoleBinding, to the ClusterRole of its name's suffix) of it,
+// and a client with its token; done removes both.
+func boundReader(ctx context.Context, t *testing.T, c *demo.Cluster, namespace, name string, binding client.Object) (reader client.Reader, done func()) {
+	t.Helper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	if err := c.Client.Create(ctx, sa); err != nil {
 		t.Fatal(err)
 	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "explainer-kubenexus-explain"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubenexus-explain"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: demo.Namespace, Name: sa.Name}},
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: sa.Name}}
+	switch b := binding.(type) {
+	case *rbacv1.ClusterRoleBinding:
+		b.RoleRef, b.Subjects = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubenexus-explain"}, subjects
+	case *rbacv1.RoleBinding:
+		b.RoleRef, b.Subjects = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubenexus-explain-namespace"}, subjects
 	}
 	if err := c.Client.Create(ctx, binding); err != nil {
 		t.Fatal(err)
@@ -128,7 +157,7 @@ func explainer(ctx context.Context, t *testing.T, c *demo.Cluster) (reader clien
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(demo.Namespace).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,6 +174,47 @@ func explainer(ctx context.Context, t *testing.T, c *demo.Cluster) (reader clien
 		if err := c.Client.Delete(ctx, sa); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// checkNamespaceExplain: a tenant bound to kubenexus-explain-namespace in its own
+// namespace explains its waiting gang — the gang line as a cluster reader sees it,
+// the scheduler's own refusal in place of the placement layers — and can read
+// nothing of another namespace: explain there and whatif are refused.
+func checkNamespaceExplain(ctx context.Context, t *testing.T, c *demo.Cluster, p demo.Placement, other string) {
+	t.Helper()
+	reader, done := namespaceExplainer(ctx, t, c, p.Namespace)
+	defer done()
+	var r *explain.Report
+	if err := poll(time.Minute, func() (err error) { // the RBAC authorizer's cache takes a moment
+		r, err = (&explain.Explainer{Client: reader}).Explain(ctx, p.Namespace, "podgroup", p.Gang)
+		return err
+	}); err != nil {
+		t.Errorf("explain podgroup/%s as a kubenexus-explain-namespace user of %s: %v", p.Gang, p.Namespace, err)
+		return
+	}
+	var b strings.Builder
+	_ = r.Write(&b)
+	s := r.Sections[0]
+	if r.View != explain.NamespaceView {
+		t.Errorf("explain podgroup/%s in the namespace view: view %q, want %q\n%s", p.Gang, r.View, explain.NamespaceView, b.String())
+	}
+	if l := s.Line(explain.LayerGang); l == nil || l.Verdict != explain.Waiting {
+		t.Errorf("explain podgroup/%s in the namespace view: gang line %+v, want waiting\n%s", p.Gang, l, b.String())
+	}
+	if l := s.Line(explain.LayerScheduler); l == nil || l.Verdict != explain.Blocked || l.Action == "" {
+		t.Errorf("explain podgroup/%s in the namespace view: scheduler line %+v, want blocked (the scheduler refused it) with the role that shows more\n%s", p.Gang, l, b.String())
+	}
+	if l := s.Line(explain.LayerCapacity); l != nil {
+		t.Errorf("explain podgroup/%s in the namespace view: a capacity line %+v from a reader that may not list every node's pods", p.Gang, l)
+	}
+	if _, err := (&explain.Explainer{Client: reader}).Explain(ctx, other, "podgroup", p.Gang); !apierrors.IsForbidden(err) {
+		t.Errorf("explain in namespace %s by a reader of %s only: %v, want forbidden", other, p.Namespace, err)
+	}
+	job := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "probe"},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "x"}}}}}}}
+	if _, err := (&explain.Explainer{Client: reader}).WhatIf(ctx, p.Namespace, []*unstructured.Unstructured{job}); err == nil || !strings.Contains(err.Error(), "kubenexus-explain") {
+		t.Errorf("whatif by a reader of one namespace: %v, want an error naming the ClusterRole it needs", err)
 	}
 }
 

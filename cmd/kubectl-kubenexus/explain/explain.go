@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -50,6 +51,9 @@ const (
 	LayerStart    = "start"
 	// LayerPreemption: whether evicting lower-priority pods would make room.
 	LayerPreemption = "preemption"
+	// LayerScheduler: in the namespace view, the scheduler's own last verdict on the
+	// pods, in place of the placement layers a namespace reader cannot compute.
+	LayerScheduler = "scheduler"
 )
 
 // Line is one layer's verdict.
@@ -68,7 +72,9 @@ type Section struct {
 
 // Report is the explanation of a subject.
 type Report struct {
-	Subject  string
+	Subject string
+	// View says what the report could not read ("" when it read the whole cluster).
+	View     string
 	Sections []Section
 }
 
@@ -87,6 +93,9 @@ func (s *Section) Line(layer string) *Line {
 func (r *Report) Write(w io.Writer) error {
 	var b bytes.Buffer
 	fmt.Fprintln(&b, r.Subject)
+	if r.View != "" {
+		fmt.Fprintf(&b, "  (%s)\n", r.View)
+	}
 	for _, s := range r.Sections {
 		if s.Title != "" {
 			fmt.Fprintf(&b, "\n%s\n", s.Title)
@@ -132,10 +141,22 @@ type state struct {
 	// from them (Cluster.TierFromClusterQueue).
 	queueLabels map[string]map[string]string
 	now         time.Time
+	// namespaceView is set when the reader may not read pods and nodes cluster-wide
+	// (a tenant bound to kubenexus-explain-namespace): cluster is nil, pods are the
+	// namespace's, and the placement layers give way to the scheduler's own verdict.
+	namespaceView bool
 }
 
-func (e *Explainer) read(ctx context.Context) (*state, error) {
+// NamespaceView is what a report read in one namespace only leaves out.
+const NamespaceView = "namespace view: the tier, topology, capacity, preemption and start layers need cluster-wide read (ClusterRole kubenexus-explain); the scheduler line is the scheduler's own last verdict"
+
+// read reads the cluster; namespace, when not empty, is the namespace the view falls
+// back to when the reader may not list pods and nodes cluster-wide.
+func (e *Explainer) read(ctx context.Context, namespace string) (*state, error) {
 	c, pods, err := feasibility.Read(ctx, e.Client)
+	if apierrors.IsForbidden(err) && namespace != "" {
+		return e.readNamespace(ctx, namespace)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster: %w", err)
 	}
@@ -167,6 +188,15 @@ func (e *Explainer) read(ctx context.Context) (*state, error) {
 	return st, nil
 }
 
+// readNamespace reads what a tenant may read of its own namespace: its pods.
+func (e *Explainer) readNamespace(ctx context.Context, namespace string) (*state, error) {
+	var pods corev1.PodList
+	if err := e.Client.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("reading the pods of namespace %s: %w", namespace, err)
+	}
+	return &state{pods: pods.Items, now: e.now(), namespaceView: true}, nil
+}
+
 // Explain explains the object kind/name (kind as kubectl takes it: pod, podgroup,
 // workload, job, pytorchjob, jobset…, singular, plural or short) in namespace.
 func (e *Explainer) Explain(ctx context.Context, namespace, kind, name string) (*Report, error) {
@@ -174,19 +204,25 @@ func (e *Explainer) Explain(ctx context.Context, namespace, kind, name string) (
 	if err != nil {
 		return nil, err
 	}
-	st, err := e.read(ctx)
+	st, err := e.read(ctx, namespace)
 	if err != nil {
 		return nil, err
 	}
+	var r *Report
 	switch t.kind {
 	case "Pod":
-		return e.explainPod(ctx, st, namespace, name)
+		r, err = e.explainPod(ctx, st, namespace, name)
 	case "PodGroup":
-		return e.explainPodGroup(ctx, st, namespace, name)
+		r, err = e.explainPodGroup(ctx, st, namespace, name)
 	case "Workload":
-		return e.explainWorkload(ctx, st, namespace, name)
+		r, err = e.explainWorkload(ctx, st, namespace, name)
+	default:
+		r, err = e.explainOwner(ctx, st, t, namespace, name)
 	}
-	return e.explainOwner(ctx, st, t, namespace, name)
+	if r != nil && st.namespaceView {
+		r.View = NamespaceView
+	}
+	return r, err
 }
 
 // since says how long ago t was, to the second.

@@ -172,6 +172,10 @@ func (e *Explainer) gangSection(ctx context.Context, st *state, k gang.Key, memb
 func (e *Explainer) lines(st *state, g *group) Section {
 	var s Section
 	s.Lines = append(s.Lines, admission(g, st), queue(g, st.placementChecks), gangLine(g, st))
+	if st.namespaceView {
+		s.Lines = append(s.Lines, schedulerLine(g, st))
+		return s
+	}
 	need := len(g.pending)
 	if g.key != nil && g.min > 0 {
 		// The gang is tried all at once until its quorum is bound; after that each
@@ -296,7 +300,7 @@ func (g *group) units(n int) string {
 // ClusterQueues (spec.kueue.tenantTierFrom) and that queue has a tier label, else
 // the namespace's (nil when it cannot be read).
 func (g *group) tierLabels(st *state) map[string]string {
-	if st.cluster.TierFromClusterQueue && g.wl != nil && g.wl.Status.Admission != nil {
+	if st.cluster != nil && st.cluster.TierFromClusterQueue && g.wl != nil && g.wl.Status.Admission != nil {
 		if l := st.queueLabels[string(g.wl.Status.Admission.ClusterQueue)]; workload.HasTier(l) {
 			return l
 		}
@@ -479,6 +483,66 @@ func gangLine(g *group, st *state) Line {
 			l.Text += fmt.Sprintf("; %s for %s", c.Reason, since(st.now, c.LastTransitionTime.Time))
 		}
 	}
+	return l
+}
+
+// schedulerLine is the scheduler's last verdict on the group's waiting pods (their
+// PodScheduled condition) and on its gang (the PodGroup's Scheduled condition): what
+// a reader of one namespace can know of placement.
+func schedulerLine(g *group, st *state) Line {
+	l := Line{Layer: LayerScheduler, Verdict: OK, Text: fmt.Sprintf("no pod waits for a node (%d bound)", g.bound)}
+	switch {
+	case len(g.members) == 0:
+		l.Verdict, l.Text = None, "no pods yet"
+		return l
+	case len(g.pending) == 0 && g.gated > 0:
+		l.Verdict, l.Text = Waiting, fmt.Sprintf("%s behind scheduling gates: the scheduler tries them once the gates are lifted", plural(g.gated, "pod", "pods"))
+		return l
+	case len(g.pending) == 0:
+		return l
+	}
+	// The most recent refusal among the waiting pods, and how many share its message.
+	refusal := func(p *corev1.Pod) *corev1.PodCondition {
+		if _, c := podv1.GetPodCondition(&p.Status, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && c.Message != "" {
+			return c
+		}
+		return nil
+	}
+	var last *corev1.PodCondition
+	for _, p := range g.pending {
+		if c := refusal(p); c != nil && (last == nil || c.LastTransitionTime.After(last.LastTransitionTime.Time)) {
+			last = c
+		}
+	}
+	same := 0
+	for _, p := range g.pending {
+		if c := refusal(p); c != nil && last != nil && c.Message == last.Message {
+			same++
+		}
+	}
+	l.Action = "the placement layers (tier, topology, capacity, preemption, start) need cluster-wide read: ask for the ClusterRole kubenexus-explain"
+	var parts []string
+	if last != nil {
+		l.Verdict = Blocked
+		parts = append(parts, fmt.Sprintf("%s, %s ago, of %s waiting: %s", last.Reason, since(st.now, last.LastTransitionTime.Time),
+			plural(len(g.pending), "pod", "pods"), last.Message))
+		if same < len(g.pending) {
+			parts[0] += fmt.Sprintf(" (%d of them with this message)", same)
+		}
+	}
+	if g.pg != nil {
+		if c := apimeta.FindStatusCondition(g.pg.Status.Conditions, v1alpha1.PodGroupConditionScheduled); c != nil && c.Status != metav1.ConditionTrue && c.Message != "" {
+			parts = append(parts, fmt.Sprintf("PodGroup %s: %s", c.Reason, c.Message))
+			if c.Reason == v1alpha1.ReasonInsufficientCapacity || c.Reason == v1alpha1.ReasonTopologyUnsatisfiable || c.Reason == v1alpha1.ReasonTimeout {
+				l.Verdict = Blocked
+			}
+		}
+	}
+	if len(parts) == 0 {
+		l.Verdict = Waiting
+		parts = append(parts, fmt.Sprintf("%s waiting, not refused yet: the scheduler has not reported on them", plural(len(g.pending), "pod", "pods")))
+	}
+	l.Text = strings.Join(parts, "; ")
 	return l
 }
 

@@ -302,3 +302,37 @@ func TestNodeLine(t *testing.T) {
 		t.Errorf("tier line beside a memory refusal: %+v", l)
 	}
 }
+
+func TestSchedulerLine(t *testing.T) {
+	now := time.Date(2026, 11, 27, 1, 0, 0, 0, time.UTC)
+	st := &state{now: now, namespaceView: true}
+	refused := func(name, msg string, ago time.Duration) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg,
+			LastTransitionTime: metav1.NewTime(now.Add(-ago))}}}}
+	}
+	more := "the placement layers (tier, topology, capacity, preemption, start) need cluster-wide read: ask for the ClusterRole kubenexus-explain"
+	pg := &v1alpha1.PodGroup{Status: v1alpha1.PodGroupStatus{Conditions: []metav1.Condition{{Type: v1alpha1.PodGroupConditionScheduled,
+		Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInsufficientCapacity, Message: "17 members need 136 GPUs; 120 are free"}}}}
+
+	g := &group{members: make([]corev1.Pod, 3), pending: []*corev1.Pod{
+		refused("a", "0/10 nodes are available: 10 Insufficient cpu.", 30*time.Second),
+		refused("b", "0/10 nodes are available: 10 Insufficient cpu.", 10*time.Second),
+		refused("c", "0/10 nodes are available: 4 node(s) had untolerated taint.", 40*time.Second),
+	}}
+	check(t, "the newest refusal, and how many share it", schedulerLine(g, st), Blocked,
+		"Unschedulable, 10s ago, of 3 pods waiting: 0/10 nodes are available: 10 Insufficient cpu. (2 of them with this message)", more)
+
+	g.pending, g.pg = g.pending[:1], pg
+	check(t, "the PodGroup's own condition beside it", schedulerLine(g, st), Blocked,
+		"Unschedulable, 30s ago, of 1 pod waiting: 0/10 nodes are available: 10 Insufficient cpu.; PodGroup InsufficientCapacity: 17 members need 136 GPUs; 120 are free", more)
+
+	g = &group{members: make([]corev1.Pod, 2), pending: []*corev1.Pod{{}, {}}}
+	check(t, "not tried yet", schedulerLine(g, st), Waiting, "2 pods waiting, not refused yet: the scheduler has not reported on them", more)
+
+	g = &group{members: make([]corev1.Pod, 2), gated: 2}
+	check(t, "gated", schedulerLine(g, st), Waiting, "2 pods behind scheduling gates: the scheduler tries them once the gates are lifted", "")
+
+	g = &group{members: make([]corev1.Pod, 2), bound: 2}
+	check(t, "all bound", schedulerLine(g, st), OK, "no pod waits for a node (2 bound)", "")
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,7 +57,10 @@ func (e *Explainer) WhatIf(ctx context.Context, namespace string, objs []*unstru
 	if len(objs) == 0 {
 		return nil, fmt.Errorf("no objects to try")
 	}
-	st, err := e.read(ctx)
+	st, err := e.read(ctx, "")
+	if apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("whatif places the pods among every node's running pods, which needs cluster-wide read (ClusterRole kubenexus-explain): %w", err)
+	}
 	if err != nil {
 		return nil, err
 	}
