@@ -168,6 +168,30 @@ func (g *GPUs) Take(req GPURequest, matches func(i int) bool) bool {
 	return need == 0
 }
 
+// CanHold reports whether at least Count of g's devices that match req (matches, as
+// for Take) could each take one allocation of it now: not taken, with room left on
+// their card. It changes nothing. It is a necessary condition for the DRA allocator
+// to satisfy req on the node, whatever devices it picks: Take's first fit can fail
+// where it holds (partitions whose cards the first picks exhaust), never the other
+// way round.
+func (g *GPUs) CanHold(req GPURequest, matches func(i int) bool) bool {
+	need := max(req.Count, 1)
+	for i := range g.devs {
+		c := g.card[i]
+		if c < 0 || g.taken[i] {
+			continue
+		}
+		use, ok := g.devs[i].use(req.Capacity)
+		if !ok || !fitsIn(&g.Cards[c], use) || !matches(i) {
+			continue
+		}
+		if need--; need == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Reference is the share of one card that one device of req takes on the first
 // device of g it matches, in thousandths, and whether one matched: 1000 for a device
 // allocated whole; for a partition, its largest share of its card's counters; for a

@@ -111,3 +111,42 @@ func TestSharedDeviceConsumesRoundedCapacity(t *testing.T) {
 		t.Fatal("a request for a capacity the device lacks should not fit")
 	}
 }
+
+func TestCanHoldIsTheAllocatorsNecessaryCondition(t *testing.T) {
+	devs, counters := devicesOf(partitionedNode("n1"))
+	half := GPURequest{Selectors: []string{`device.attributes["gpu.example.com"].profile == "half"`}, Count: 1}
+	full := GPURequest{Selectors: []string{`device.attributes["gpu.example.com"].profile == "full"`}, Count: 1}
+	matcher := func(g *GPUs, r GPURequest) func(int) bool { return g.Matcher(context.Background(), r.Selectors) }
+
+	// card-0 split in half (half-a taken), card-1 whole.
+	g := NewGPUs(devs, all(devs), counters, allocated{whole: map[string]bool{"card-0-half-a": true}})
+	before := frees(g)
+	for _, tc := range []struct {
+		name string
+		req  GPURequest
+		want bool
+	}{
+		{"a half: card-0's other half, or one of card-1", half, true},
+		{"one whole card: card-1", full, true},
+		{"two whole cards: card-0 is split", GPURequest{Selectors: full.Selectors, Count: 2}, false},
+		{"three halves: card-0's half-b and card-1's two", GPURequest{Selectors: half.Selectors, Count: 3}, true},
+		{"four halves: half-a is taken", GPURequest{Selectors: half.Selectors, Count: 4}, false},
+	} {
+		if got := g.CanHold(tc.req, matcher(g, tc.req)); got != tc.want {
+			t.Errorf("%s: CanHold = %v, want %v", tc.name, got, tc.want)
+		}
+		// Where Take's first fit finds the devices, CanHold must say so.
+		if g.Clone().Take(tc.req, matcher(g, tc.req)) && !tc.want {
+			t.Errorf("%s: Take fits where CanHold refuses", tc.name)
+		}
+	}
+	if got := frees(g); got[0] != before[0] || got[1] != before[1] {
+		t.Errorf("CanHold changed the cards: %v, was %v", got, before)
+	}
+
+	// Every card taken: nothing holds even one half.
+	taken := NewGPUs(devs, all(devs), counters, allocated{whole: map[string]bool{"card-0": true, "card-1": true}})
+	if taken.CanHold(half, matcher(taken, half)) {
+		t.Error("a half on a node whose cards are all allocated whole")
+	}
+}

@@ -245,6 +245,12 @@ func SchedulerConfiguration(spec *v1alpha1.KubeNexusConfigSpec, namespace string
 			profile.Plugins.PreFilter.Enabled = append(profile.Plugins.PreFilter.Enabled, configv1.Plugin{Name: names.GangPreemption})
 			profile.Plugins.PostFilter.Disabled = append(profile.Plugins.PostFilter.Disabled, configv1.Plugin{Name: DefaultPreemption})
 		}
+		if p.name == names.ResourceFragmentation {
+			// Named at filter, it runs first there: a node whose GPU devices cannot
+			// hold a pod's ResourceClaims is refused before DynamicResources runs
+			// its allocator on it (resourcefragmentation/drafit.go).
+			profile.Plugins.Filter.Enabled = append(profile.Plugins.Filter.Enabled, configv1.Plugin{Name: names.ResourceFragmentation})
+		}
 		if p.name == names.TopologyAware {
 			// TopologyAware spreads a controller's replicas over zones and nodes, the
 			// pods kube-scheduler's system default constraints would spread. Without

@@ -50,6 +50,9 @@ type draGPUs struct {
 	matches map[string]map[string][]bool
 	// cards keeps each node's cards across cycles (draCycle.cards).
 	cards map[string]*cardsEntry
+	// remote: slices that name no node publish GPU-class devices, which nodes may
+	// reach beside their own (the cards model only a node's own).
+	remote bool
 }
 
 // cardsEntry is a node's cards as a cycle built them, kept for the next cycles while
@@ -94,7 +97,11 @@ func (d *draGPUs) current() (devices.Published, map[string][]string, map[string]
 			}
 		}
 	}
-	d.at, d.classes, d.gpu, d.refs, d.matches, d.cards = p, classes, gpu, map[string]int64{}, map[string]map[string][]bool{}, map[string]*cardsEntry{}
+	remote := false
+	if len(classes) > 0 && len(p.NonLocal) > 0 {
+		_, remote = hardware.GPUFlags(context.Background(), classes, p.NonLocal)
+	}
+	d.at, d.classes, d.gpu, d.refs, d.matches, d.cards, d.remote = p, classes, gpu, map[string]int64{}, map[string]map[string][]bool{}, map[string]*cardsEntry{}, remote
 	return p, classes, gpu
 }
 
@@ -155,14 +162,23 @@ func (d *draGPUs) freeCards() (func(node string) (whole, milli int64, ok bool), 
 // a class, and the alternatives of a request after the first (prioritized lists),
 // are not modelled.
 func (d *draGPUs) requests(pod *corev1.Pod, allocated bool) (out []hardware.GPURequest, found bool) {
+	out, found, _ = d.claimRequests(pod, allocated)
+	return out, found
+}
+
+// claimRequests is requests, and whether they are all the pod's claims ask of GPU
+// classes, exactly (exact): false when one asks for all devices of a class, has
+// alternatives (a prioritized list), asks for administrative access (which
+// allocated devices do not refuse) or was not found.
+func (d *draGPUs) claimRequests(pod *corev1.Pod, allocated bool) (out []hardware.GPURequest, found, exact bool) {
 	if len(pod.Spec.ResourceClaims) == 0 {
-		return nil, true
+		return nil, true, true
 	}
 	_, classes, _ := d.current()
 	if len(classes) == 0 {
-		return nil, true
+		return nil, true, true
 	}
-	found = true
+	found, exact = true, true
 	for _, pc := range pod.Spec.ResourceClaims {
 		spec, ok := d.claimSpec(pod, pc, allocated)
 		found = found && ok
@@ -170,35 +186,44 @@ func (d *draGPUs) requests(pod *corev1.Pod, allocated bool) (out []hardware.GPUR
 			continue
 		}
 		for _, r := range spec.Requests {
-			var exact *resourceapi.ExactDeviceRequest
+			var req *resourceapi.ExactDeviceRequest
 			switch {
 			case r.Exactly != nil:
-				exact = r.Exactly
+				req = r.Exactly
 			case len(r.FirstAvailable) > 0:
 				s := r.FirstAvailable[0]
-				exact = &resourceapi.ExactDeviceRequest{DeviceClassName: s.DeviceClassName, Selectors: s.Selectors,
+				req = &resourceapi.ExactDeviceRequest{DeviceClassName: s.DeviceClassName, Selectors: s.Selectors,
 					AllocationMode: s.AllocationMode, Count: s.Count, Capacity: s.Capacity}
+				for _, alt := range r.FirstAvailable {
+					if _, gpu := classes[alt.DeviceClassName]; gpu {
+						exact = exact && len(r.FirstAvailable) == 1
+					}
+				}
 			}
-			if exact == nil || exact.AllocationMode == resourceapi.DeviceAllocationModeAll {
+			if req == nil {
 				continue
 			}
-			sel, ok := classes[exact.DeviceClassName]
+			sel, ok := classes[req.DeviceClassName]
 			if !ok {
 				continue
 			}
-			req := hardware.GPURequest{Selectors: append([]string(nil), sel...), Count: max(exact.Count, 1)}
-			for _, s := range exact.Selectors {
+			if req.AllocationMode == resourceapi.DeviceAllocationModeAll || req.AdminAccess != nil && *req.AdminAccess {
+				exact = false
+				continue
+			}
+			gr := hardware.GPURequest{Selectors: append([]string(nil), sel...), Count: max(req.Count, 1)}
+			for _, s := range req.Selectors {
 				if s.CEL != nil {
-					req.Selectors = append(req.Selectors, s.CEL.Expression)
+					gr.Selectors = append(gr.Selectors, s.CEL.Expression)
 				}
 			}
-			if exact.Capacity != nil {
-				req.Capacity = exact.Capacity.Requests
+			if req.Capacity != nil {
+				gr.Capacity = req.Capacity.Requests
 			}
-			out = append(out, req)
+			out = append(out, gr)
 		}
 	}
-	return out, found
+	return out, found, exact && found
 }
 
 // claimSpec is the spec of one of the pod's claims: the claim's, or its template's
@@ -328,7 +353,10 @@ func (d *draGPUs) cycle() (*draCycle, error) {
 	if len(gpu) == 0 {
 		return nil, nil
 	}
-	c := &draCycle{published: p, gpu: gpu, d: d}
+	d.mu.Lock()
+	remote := d.remote || d.at.Version != p.Version
+	d.mu.Unlock()
+	c := &draCycle{published: p, gpu: gpu, d: d, remote: remote}
 	if d.claims != nil {
 		st, err := d.claims.GatherAllocatedState()
 		if err != nil {
@@ -346,6 +374,9 @@ type draCycle struct {
 	gpu       map[string][]bool
 	alloc     hardware.Allocation
 	byNode    sync.Map // node name → *cardsEntry
+	// remote: GPU-class devices are published for nodes beside their own
+	// (draGPUs.remote).
+	remote bool
 }
 
 // cards returns the node's GPUs (nil: it publishes none).

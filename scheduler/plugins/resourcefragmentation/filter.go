@@ -17,9 +17,8 @@ const filterStateKey fwk.StateKey = "PreFilter" + Name
 // ErrReasonKeptForQueued starts the message of a node kept for queued pods.
 const ErrReasonKeptForQueued = "node kept for queued pods"
 
-// keeping is the plugin with keepHostsForQueued: it also filters. Without the arg
-// the plugin is built without Filter methods, so that the framework does not list it
-// among the filters of every cycle.
+// keeping is the plugin with keepHostsForQueued: it also refuses the last hosts of
+// sizes queued pods need, beside the GPU-room filter every instance runs (drafit.go).
 type keeping struct{ *Plugin }
 
 var (
@@ -43,9 +42,19 @@ func (s *filterState) Clone() fwk.StateData { return s }
 // queued; otherwise it counts the hosts of each larger queued size over all nodes:
 // O(nodes × queued sizes).
 func (k *keeping) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	gpuRoom, err := k.preFilterGPURoom(cs, pod)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	skip := func() (*fwk.PreFilterResult, *fwk.Status) {
+		if gpuRoom {
+			return nil, nil
+		}
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
 	sh := shapeOf(pod, k.gpus)
 	if sh.gpus == 0 {
-		return nil, fwk.NewStatus(fwk.Skip)
+		return skip()
 	}
 	_, queued := k.demand.snapshot(pod.UID)
 	larger := map[int64]int{}
@@ -55,7 +64,7 @@ func (k *keeping) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 		}
 	}
 	if len(larger) == 0 {
-		return nil, fwk.NewStatus(fwk.Skip)
+		return skip()
 	}
 	held := k.heldFor(pod)
 	hosts := map[int64]int{}
@@ -79,7 +88,10 @@ func (k *keeping) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // Filter refuses the node when the pod would take one of the last hosts of a larger
 // size queued pods need.
-func (k *keeping) Filter(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni fwk.NodeInfo) *fwk.Status {
+func (k *keeping) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, ni fwk.NodeInfo) *fwk.Status {
+	if st := k.Plugin.Filter(ctx, cs, pod, ni); !st.IsSuccess() {
+		return st
+	}
 	s := cyclestate.Read[*filterState](cs, filterStateKey)
 	if s == nil {
 		return nil
@@ -93,12 +105,17 @@ func (k *keeping) Filter(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni
 }
 
 // EventsToRegister: a node kept for queued pods frees up when those pods are placed
-// or deleted, when a bound GPU pod ends, or when a node joins or grows.
-func (k *keeping) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
-	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add | fwk.Update | fwk.Delete}, QueueingHintFn: k.isSchedulableAfterPodChange},
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}},
-	}, nil
+// or deleted, when a bound GPU pod ends, or when a node joins or grows; and the
+// GPU-room filter's events.
+func (k *keeping) EventsToRegister(ctx context.Context) ([]fwk.ClusterEventWithHint, error) {
+	events, err := k.Plugin.EventsToRegister(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append(events,
+		fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add | fwk.Update | fwk.Delete}, QueueingHintFn: k.isSchedulableAfterPodChange},
+		fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}},
+	), nil
 }
 
 // isSchedulableAfterPodChange queues a refused GPU pod when a GPU pod of this

@@ -93,9 +93,3 @@ func TestKeepHostsForQueuedRequeues(t *testing.T) {
 		}
 	}
 }
-
-func TestNoFilterUnlessAskedFor(t *testing.T) {
-	if _, ok := any(&Plugin{}).(fwk.FilterPlugin); ok {
-		t.Error("the plugin without keepHostsForQueued is a Filter plugin: every cycle would look it up on every node")
-	}
-}

@@ -115,11 +115,6 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 // Name returns the plugin's name.
 func (pl *Plugin) Name() string { return Name }
 
-// EventsToRegister is empty: the plugin only scores, it never rejects a pod.
-func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
-	return []fwk.ClusterEventWithHint{}, nil
-}
-
 // SignPod refuses the pods the plugin scores against the whole fleet: a GPU pod's
 // score counts the hosts of each queued size, the free NVLink domains and the
 // scarcity of each shape over every node, all of which the previous pod's placement
@@ -180,7 +175,9 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 		return fwk.NewStatus(fwk.Skip)
 	}
 	var dc *draCycle
-	if pl.dra != nil {
+	if f := cyclestate.Read[*draFilterState](cs, draStateKey); f != nil {
+		dc = f.dc // read at PreFilter, this cycle
+	} else if pl.dra != nil {
 		var err error
 		if dc, err = pl.dra.cycle(); err != nil {
 			return fwk.AsStatus(fmt.Errorf("%s: reading allocated devices: %w", Name, err))

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/resourcefragmentation"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
 )
@@ -83,6 +84,38 @@ var _ = Describe("Shared GPUs through DRA", func() {
 		gang := []string{tc.nodeOf("train-0")(), tc.nodeOf("train-1")()}
 		Expect(gang).NotTo(ContainElement(shared))
 		Expect(gang).NotTo(ContainElement(third))
+	})
+
+	It("refuses the nodes whose GPUs cannot hold a pod's claims before DynamicResources runs its allocator, and places the pod once a claim is released", func() {
+		tc := newTestCluster(profile)
+		driver := "full." + tc.ns + ".example.com"
+		tc.gpuClass(sharedGPUClass, driver)
+		tc.addNodes("full", 2, "cpu", "32", "memory", "128Gi")
+		for i := range 2 {
+			tc.sharedGPUSlice(fmt.Sprintf("%s-full-%d", tc.ns, i), driver, "80Gi")
+		}
+		for i := range 2 {
+			name := fmt.Sprintf("fill-%d", i)
+			Expect(k8sClient.Create(suiteCtx, tc.deviceClaimPod(tc.pod(name), name, sharedGPUClass, "", "80Gi"))).To(Succeed())
+			Eventually(tc.nodeOf(name)).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty(), tc.scheduledMessage(name))
+		}
+		// Both GPUs are full: the refusal is ResourceFragmentation's, so
+		// DynamicResources never ran on these nodes.
+		Expect(k8sClient.Create(suiteCtx, tc.deviceClaimPod(tc.pod("late"), "late", sharedGPUClass, "", "40Gi"))).To(Succeed())
+		Eventually(tc.scheduledMessage("late")).WithTimeout(testutil.Timeout).Should(ContainSubstring("2 " + resourcefragmentation.ErrReasonGPURoom))
+		// fill-0 ends and its claim is released, as the resource claim controller
+		// does (this suite runs none): the hint re-queues the pod, which takes the GPU.
+		freed := tc.nodeOf("fill-0")()
+		Expect(k8sClient.Delete(suiteCtx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: "fill-0"}}, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(func() error {
+			claim := &resourceapi.ResourceClaim{}
+			if err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "fill-0"}, claim); err != nil {
+				return err
+			}
+			claim.Status.Allocation, claim.Status.ReservedFor = nil, nil
+			return k8sClient.Status().Update(suiteCtx, claim)
+		}).WithTimeout(testutil.Timeout).Should(Succeed())
+		Eventually(tc.nodeOf("late")).WithTimeout(testutil.Timeout).Should(Equal(freed), tc.scheduledMessage("late"))
 	})
 
 	It("takes a partition from a GPU that is already split before a whole one", func() {

@@ -36,7 +36,8 @@ func CoschedulingProfile(backoffSeconds, timeoutSeconds int) string {
 // weight 2, NetworkFabric at weight 3, ResourceFragmentation at weight 2,
 // TenantHardware at weight 3, NUMATopology at weight 1, VRAM at weight 3, ResourceReservation at weight 10, Backfill at
 // weight 1, GangPreemption (replacing DefaultPreemption, and first among the
-// PreFilters and the PostFilters) and BindingBackpressure (first among the binders) — enabled
+// PreFilters and the PostFilters), ResourceFragmentation first among the filters
+// (before DynamicResources) and BindingBackpressure (first among the binders) — enabled
 // wherever they apply — and PodTopologySpread without system default constraints
 // (TopologyAware spreads replicas instead).
 func KubeNexusProfile(schedulerName string, backoffSeconds, timeoutSeconds int) string {
@@ -51,6 +52,8 @@ func KubeNexusProfile(schedulerName string, backoffSeconds, timeoutSeconds int) 
       disabled: [{name: NodeResourcesFit}]
     preFilter:
       enabled: [{name: GangPreemption}]
+    filter:
+      enabled: [{name: ResourceFragmentation}]
     postFilter:
       enabled: [{name: GangPreemption}]
       disabled: [{name: DefaultPreemption}]

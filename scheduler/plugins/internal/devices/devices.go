@@ -139,8 +139,12 @@ func (x *Index) OnNode(node string) []Device { return x.snapshot().byNode[node] 
 // DeviceClasses as of one version of the slices and classes; read-only.
 type Published struct {
 	// Version changes with every change of a slice or class.
-	Version  int64
-	ByNode   map[string][]Device
+	Version int64
+	ByNode  map[string][]Device
+	// NonLocal are the devices of slices that name no node (allNodes, a node
+	// selector, per-device node selection): devices several nodes may reach, which
+	// ByNode leaves out.
+	NonLocal []Device
 	Counters hardware.Counters
 	Classes  []*resourceapi.DeviceClass
 }
@@ -148,7 +152,7 @@ type Published struct {
 // Published returns what the slices and classes publish now.
 func (x *Index) Published() Published {
 	sn := x.snapshot()
-	return Published{Version: sn.version, ByNode: sn.byNode, Counters: sn.counters, Classes: sn.classes}
+	return Published{Version: sn.version, ByNode: sn.byNode, NonLocal: sn.nonLocal, Counters: sn.counters, Classes: sn.classes}
 }
 
 // Counters returns the shared counters of every pool (partitionable devices).
@@ -204,6 +208,7 @@ func (x *Index) extendedAt(sn *snapshot, a int64) *extended {
 type snapshot struct {
 	version  int64
 	byNode   map[string][]Device
+	nonLocal []Device
 	counters hardware.Counters
 	slices   []*resourceapi.ResourceSlice
 	classes  []*resourceapi.DeviceClass
@@ -230,6 +235,7 @@ func (x *Index) snapshot() *snapshot {
 		return sn
 	}
 	m := map[string][]Device{}
+	var nonLocal []Device
 	counters := hardware.Counters{}
 	slices, err := x.lister.List(labels.Everything())
 	if err == nil {
@@ -238,6 +244,8 @@ func (x *Index) snapshot() *snapshot {
 			hardware.CountersOf(s, counters)
 			if node := hardware.NodeOf(s); node != "" {
 				m[node] = append(m[node], hardware.DevicesOf(s)...)
+			} else {
+				nonLocal = append(nonLocal, hardware.DevicesOf(s)...)
 			}
 		}
 	}
@@ -245,7 +253,7 @@ func (x *Index) snapshot() *snapshot {
 	if x.classes != nil {
 		classes, _ = x.classes.List(labels.Everything())
 	}
-	sn := &snapshot{version: v, byNode: m, counters: counters, slices: slices, classes: classes}
+	sn := &snapshot{version: v, byNode: m, nonLocal: nonLocal, counters: counters, slices: slices, classes: classes}
 	x.snap.Store(sn)
 	return sn
 }
