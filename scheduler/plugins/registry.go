@@ -17,6 +17,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/coscheduling"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/gangpreemption"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/devices"
+	gangSvc "github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/tenant"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
@@ -83,12 +84,25 @@ func SetDefaultFeatureGates() error {
 func RegistryOptions(runCtx context.Context) []app.Option {
 	crds := crdcache.NewProvider(runCtx)
 	gangs := &gangview.Registry{}
+	// One gang record per profile, whichever plugins are enabled.
+	members := &gangSvc.Provider{}
+	membersOf := func(ctx context.Context, h fwk.Handle) (*gangSvc.Service, error) {
+		c, err := crds.Get(ctx, h.KubeConfig())
+		if err != nil {
+			return nil, err
+		}
+		return members.For(ctx, h, c)
+	}
 	reservations := resourcereservation.NewShared()
 	deviceIndex := &devices.Provider{}
 	tenants := &tenant.Provider{}
 	return []app.Option{
 		app.WithPlugin(names.ProfileClassifier, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			return profileclassifier.New(ctx, obj, h, crds, tenants, gangs)
+			svc, err := membersOf(ctx, h)
+			if err != nil {
+				return nil, err
+			}
+			return profileclassifier.New(ctx, obj, h, crds, tenants, svc)
 		}),
 		app.WithPlugin(names.Coscheduling, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			// The device index makes free capacity count GPUs published only as DRA
@@ -96,21 +110,29 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 			if _, err := deviceIndex.Get(h); err != nil {
 				return nil, err
 			}
-			return coscheduling.New(ctx, obj, h, crds, gangs)
+			svc, err := membersOf(ctx, h)
+			if err != nil {
+				return nil, err
+			}
+			return coscheduling.New(ctx, obj, h, crds, svc, reservations)
 		}),
 		app.WithPlugin(names.WorkloadAware, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return workloadaware.New(ctx, obj, h, gangs)
 		}),
 		app.WithPlugin(names.TopologyAware, topologyaware.New),
 		app.WithPlugin(names.NetworkFabric, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			return networkfabric.New(ctx, obj, h, crds, gangs)
+			svc, err := membersOf(ctx, h)
+			if err != nil {
+				return nil, err
+			}
+			return networkfabric.New(ctx, obj, h, crds, svc, reservations, gangs)
 		}),
 		app.WithPlugin(names.ResourceFragmentation, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			index, err := deviceIndex.Get(h)
 			if err != nil {
 				return nil, err
 			}
-			return resourcefragmentation.New(ctx, obj, h, crds, gangs, index)
+			return resourcefragmentation.New(ctx, obj, h, crds, reservations, gangs, index)
 		}),
 		app.WithPlugin(names.TenantHardware, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			index, err := deviceIndex.Get(h)
@@ -134,15 +156,21 @@ func RegistryOptions(runCtx context.Context) []app.Option {
 			if err != nil {
 				return nil, err
 			}
-			gangs.SetHeld(reservations.Held)
-			gangs.SetShortage(reservations.Accumulate)
-			return resourcereservation.New(ctx, obj, h, crds, reservations, gangs, index)
+			svc, err := membersOf(ctx, h)
+			if err != nil {
+				return nil, err
+			}
+			return resourcereservation.New(ctx, obj, h, crds, reservations, svc, index)
 		}),
 		app.WithPlugin(names.Backfill, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return backfill.New(ctx, obj, h, reservations)
 		}),
 		app.WithPlugin(names.GangPreemption, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			return gangpreemption.New(ctx, obj, h, crds, gangs, reservations)
+			svc, err := membersOf(ctx, h)
+			if err != nil {
+				return nil, err
+			}
+			return gangpreemption.New(ctx, obj, h, crds, svc, gangs, reservations)
 		}),
 		app.WithPlugin(names.BindingBackpressure, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return bindingbackpressure.New(ctx, obj, h)

@@ -13,7 +13,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 )
 
@@ -23,18 +23,14 @@ func (pl *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod,
 	if s == nil {
 		return nil
 	}
-	pl.index.mu.Lock()
-	defer pl.index.mu.Unlock()
-	e := pl.index.get(s.key)
-	if e == nil {
-		e = newGangEntry(s.key, pl.now())
-		pl.index.gangs[s.key] = e
+	pl.index.Lock()
+	defer pl.index.Unlock()
+	e := pl.index.Ensure(s.key)
+	e.Assumed.Insert(pod.UID)
+	if e.ReservedOn == nil {
+		e.ReservedOn = map[types.UID]string{}
 	}
-	e.assumed.Insert(pod.UID)
-	if e.reservedOn == nil {
-		e.reservedOn = map[types.UID]string{}
-	}
-	e.reservedOn[pod.UID] = nodeName
+	e.ReservedOn[pod.UID] = nodeName
 	return nil
 }
 
@@ -50,23 +46,23 @@ func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 		return nil, 0
 	}
 	logger := klog.FromContext(ctx)
-	pl.index.mu.Lock()
-	e := pl.index.get(s.key)
+	pl.index.Lock()
+	e := pl.index.Get(s.key)
 	if e == nil { // Reserve created it; only a concurrent removal gets here
-		pl.index.mu.Unlock()
+		pl.index.Unlock()
 		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: %s is no longer known", ErrReasonGangRejected, s.key)), 0
 	}
-	placed := e.placed()
+	placed := e.Placed()
 	var short []string
 	complete, completedNow := placed >= int(s.minMember), placed-1 < int(s.minMember)
-	roles := minPerRole(s.podGroup)
+	roles := gangs.MinPerRole(s.podGroup)
 	var groups *progress // with subgroups: what counts, and the groups not placed whole
 	switch {
-	case e.subgrouped > 0 || inSubgroup(pod):
+	case e.Subgrouped > 0 || gangs.InSubgroup(pod):
 		// A subgroup's members count only once it is placed whole, and are released
 		// only whole: also when the gang is already running (a scale-up adds whole
 		// LeaderWorkerSet groups).
-		with, without := e.subgroupProgress(pod, false), e.subgroupProgress(pod, true)
+		with, without := subgroupProgress(e, pod, false), subgroupProgress(e, pod, true)
 		met := func(p progress) bool { return p.placed >= int(s.minMember) && gang.RolesMet(roles, p.roles) }
 		placed, groups = with.placed, &with
 		complete = met(with) && !with.waitsForGroup(pod)
@@ -77,7 +73,7 @@ func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 	case complete && len(roles) > 0:
 		// Per-role minimums: the gang is released once every role has its members
 		// placed too, and this member completed it if its role was short without it.
-		have := e.placedRoles(pod)
+		have := e.PlacedRoles(pod)
 		short = gang.RoleShortfall(roles, have)
 		complete = len(short) == 0
 		if role := string(workload.RoleOf(pod)); complete && !completedNow {
@@ -86,12 +82,12 @@ func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 		}
 	}
 	if complete {
-		release := e.assumed.UnsortedList()
+		release := e.Assumed.UnsortedList()
 		if groups != nil {
 			// Members of groups not placed whole keep waiting.
 			release = release[:0]
-			for uid := range e.assumed {
-				m := e.members[uid]
+			for uid := range e.Assumed {
+				m := e.Members[uid]
 				if uid == pod.UID {
 					m = pod
 				}
@@ -100,10 +96,10 @@ func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 				}
 			}
 		}
-		e.allowed.Insert(release...)
-		e.assumed.Delete(release...)
-		e.activated = false
-		pl.index.mu.Unlock()
+		e.Allowed.Insert(release...)
+		e.Assumed.Delete(release...)
+		e.Activated = false
+		pl.index.Unlock()
 		for _, uid := range release {
 			if uid == pod.UID {
 				continue
@@ -122,11 +118,11 @@ func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 		return nil, 0
 	}
 	var activate map[string]*corev1.Pod
-	if !e.activated {
-		e.activated = true
-		activate = e.pending()
+	if !e.Activated {
+		e.Activated = true
+		activate = e.Pending()
 	}
-	pl.index.mu.Unlock()
+	pl.index.Unlock()
 	if len(activate) > 0 {
 		// Members rejected earlier may sit in backoff; bring them to the head of the
 		// queue so the gang is attempted as a block while this one waits.
@@ -150,29 +146,29 @@ func (pl *Plugin) Unreserve(ctx context.Context, cs fwk.CycleState, pod *corev1.
 	if s == nil {
 		return
 	}
-	pl.index.mu.Lock()
-	e := pl.index.get(s.key)
+	pl.index.Lock()
+	e := pl.index.Get(s.key)
 	if e == nil {
-		pl.index.mu.Unlock()
+		pl.index.Unlock()
 		return
 	}
-	if e.allowed.Has(pod.UID) || e.assumed.Has(pod.UID) {
+	if e.Allowed.Has(pod.UID) || e.Assumed.Has(pod.UID) {
 		unreservedMembers.Inc()
 	}
-	if e.allowed.Has(pod.UID) {
+	if e.Allowed.Has(pod.UID) {
 		// The gang was complete; only this member's binding failed. It retries alone
 		// and passes Permit at once because the rest of the gang is placed.
-		e.allowed.Delete(pod.UID)
-		pl.index.mu.Unlock()
+		e.Allowed.Delete(pod.UID)
+		pl.index.Unlock()
 		return
 	}
-	if !e.assumed.Has(pod.UID) {
-		pl.index.mu.Unlock() // already rejected together with its gang
+	if !e.Assumed.Has(pod.UID) {
+		pl.index.Unlock() // already rejected together with its gang
 		return
 	}
-	e.assumed.Delete(pod.UID)
-	placed := e.placed()
-	pl.index.mu.Unlock()
+	e.Assumed.Delete(pod.UID)
+	placed := e.Placed()
+	pl.index.Unlock()
 	pl.rejectGang(ctx, s.key, s.podGroup, v1alpha1.ReasonTimeout,
 		fmt.Sprintf("%s: %s could not place %d members within %s (%d/%d placed when member %s was rejected)",
 			ErrReasonGangRejected, s.key, s.minMember, pl.scheduleTimeout(s.podGroup), placed+1, s.minMember, pod.Name))
@@ -184,19 +180,19 @@ func (pl *Plugin) Unreserve(ctx context.Context, cs fwk.CycleState, pod *corev1.
 // from the members' PodScheduled condition.
 func (pl *Plugin) rejectGang(ctx context.Context, key gang.Key, pg *v1alpha1.PodGroup, reason, msg string) {
 	msg = reason + ": " + msg
-	pl.index.mu.Lock()
-	e := pl.index.get(key)
+	pl.index.Lock()
+	e := pl.index.Get(key)
 	if e == nil {
-		pl.index.mu.Unlock()
+		pl.index.Unlock()
 		return
 	}
-	waiting := e.assumed.UnsortedList()
-	e.assumed.Clear()
-	e.activated = false
+	waiting := e.Assumed.UnsortedList()
+	e.Assumed.Clear()
+	e.Activated = false
 	backoff := pl.args.Backoff()
-	e.backoffUntil = pl.now().Add(backoff)
-	e.lastRejection = msg
-	pl.index.mu.Unlock()
+	e.BackoffUntil = pl.now().Add(backoff)
+	e.LastRejection = msg
+	pl.index.Unlock()
 
 	for _, uid := range waiting {
 		if wp := pl.handle.GetWaitingPod(uid); wp != nil {
@@ -207,12 +203,12 @@ func (pl *Plugin) rejectGang(ctx context.Context, key gang.Key, pg *v1alpha1.Pod
 	unreservedMembers.Add(float64(len(waiting))) // their own Unreserve finds them gone
 	klog.FromContext(ctx).V(2).Info("Rejected gang", "podGroup", key.String(), "reason", reason, "waitingRejected", len(waiting), "backoff", backoff)
 	pl.recordEvent(key, pg, corev1.EventTypeWarning, reason, "%s; retrying in %s", msg, backoff)
-	time.AfterFunc(backoff, func() { pl.activateIfQuorum(key) })
+	time.AfterFunc(backoff, func() { pl.index.ActivateIfQuorum(key) })
 }
 
 func (pl *Plugin) recordEvent(key gang.Key, pg *v1alpha1.PodGroup, eventType, reason, note string, args ...any) {
 	if r := pl.handle.EventRecorder(); r != nil {
-		r.Eventf(gangview.PodGroupRef(key, pg), nil, eventType, reason, "Scheduling", note, args...)
+		r.Eventf(gangs.PodGroupRef(key, pg), nil, eventType, reason, "Scheduling", note, args...)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 )
 
 // PostFilter runs when a gang member fits no node. Unless the gang already has its
@@ -20,23 +21,23 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	if s == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
-	pl.index.mu.RLock()
+	pl.index.RLock()
 	placed, complete := 0, false
-	if e := pl.index.get(s.key); e != nil {
-		placed = e.placed()
+	if e := pl.index.Get(s.key); e != nil {
+		placed = e.Placed()
 		complete = placed >= int(s.minMember)
-		roles := minPerRole(s.podGroup)
+		roles := gangs.MinPerRole(s.podGroup)
 		switch {
-		case e.subgrouped > 0:
+		case e.Subgrouped > 0:
 			// Subgroups count only when placed whole.
-			p := e.subgroupProgress(pod, true)
+			p := subgroupProgress(e, pod, true)
 			placed = p.placed
 			complete = placed >= int(s.minMember) && gang.RolesMet(roles, p.roles)
 		case complete && len(roles) > 0:
-			complete = gang.RolesMet(roles, e.placedRoles(nil))
+			complete = gang.RolesMet(roles, e.PlacedRoles(nil))
 		}
 	}
-	pl.index.mu.RUnlock()
+	pl.index.RUnlock()
 	if complete {
 		return nil, fwk.NewStatus(fwk.Unschedulable) // the gang is complete; this extra member waits alone
 	}
@@ -53,10 +54,8 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	msg := fmt.Sprintf("%s: member %s %s; %d/%d members of %s placed", ErrReasonGangRejected, pod.Name, why, placed, s.minMember, s.key)
 	pl.rejectGang(ctx, s.key, s.podGroup, reason, msg)
 	// A gang that asks for it holds the room that frees from now on.
-	if reason == v1alpha1.ReasonInsufficientCapacity && s.podGroup != nil && s.podGroup.Spec.ReserveCapacity != nil && pl.gangs != nil {
-		if f := pl.gangs.Shortage(); f != nil {
-			f(s.podGroup, pod, int(s.minMember)-placed)
-		}
+	if reason == v1alpha1.ReasonInsufficientCapacity && s.podGroup != nil && s.podGroup.Spec.ReserveCapacity != nil && pl.reservations != nil {
+		pl.reservations.Accumulate(s.podGroup, pod, int(s.minMember)-placed)
 	}
 	return nil, fwk.NewStatus(fwk.Unschedulable, msg)
 }

@@ -14,6 +14,7 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 )
 
@@ -41,26 +42,26 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	minMember, pg, known := pl.quorum(m.Key, m.MinMember)
+	minMember, pg, known := pl.index.Quorum(m.Key, m.MinMember)
 	if !known {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, missingPodGroupMessage(m))
 	}
 
-	pl.index.mu.RLock()
-	e := pl.index.get(m.Key)
+	pl.index.RLock()
+	e := pl.index.Get(m.Key)
 	var ungated int
 	var backoffUntil = pl.now()
 	var lastRejection string
 	var placedReq corev1.ResourceList
-	ungated = presentMembers(e, pod)
-	short := rolesShort(e, pod, pg)
+	ungated = gangs.PresentMembers(e, pod)
+	short := gangs.RolesShort(e, pod, pg)
 	if e != nil {
-		backoffUntil, lastRejection = e.backoffUntil, e.lastRejection
+		backoffUntil, lastRejection = e.BackoffUntil, e.LastRejection
 		if pg != nil && len(pg.Spec.MinResources) > 0 {
 			placedReq = placedRequests(e)
 		}
 	}
-	pl.index.mu.RUnlock()
+	pl.index.RUnlock()
 
 	if pl.now().Before(backoffUntil) {
 		// A stable message, saying why the gang was rejected: a countdown would
@@ -68,10 +69,10 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %s (%s)", ErrReasonBackoff, m.Key, lastRejection))
 	}
 	if ungated < int(minMember) || len(short) > 0 {
-		pl.index.hold(pod.UID)
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waitingForMembers(m.Key, ungated, minMember, short))
+		pl.index.Hold(pod.UID)
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangs.WaitingForMembers(m.Key, ungated, minMember, short))
 	}
-	pl.index.release(pod.UID) // has its quorum: node events may matter to it again
+	pl.index.Release(pod.UID) // has its quorum: node events may matter to it again
 	if pg != nil && len(pg.Spec.MinResources) > 0 {
 		if short := placement.Shortfall(pg.Spec.MinResources, placedReq, func(name corev1.ResourceName) resource.Quantity { return freeOf(name, nodes) }); len(short) > 0 {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
@@ -88,10 +89,10 @@ func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // placedRequests sums the requests of members already bound, permitted or reserved;
 // their share of minResources is already taken out of the nodes' free capacity.
-func placedRequests(e *gangEntry) corev1.ResourceList {
+func placedRequests(e *gangs.Gang) corev1.ResourceList {
 	total := corev1.ResourceList{}
-	for uid, p := range e.members {
-		if e.assigned.Has(uid) || e.assumed.Has(uid) || e.allowed.Has(uid) {
+	for uid, p := range e.Members {
+		if e.Assigned.Has(uid) || e.Assumed.Has(uid) || e.Allowed.Has(uid) {
 			addTo(total, resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
 		}
 	}

@@ -66,14 +66,14 @@ func (pl *Plugin) groupKey(e fwk.QueuedEntityInfo) queueGroup {
 	pod := qp.GetPodInfo().GetPod()
 	g.key, g.priority = gang.Key{Namespace: pod.Namespace, Name: pod.Name}, corev1helpers.PodPriority(pod)
 	if m, ok, err := gang.Of(pod); err == nil && ok {
-		pl.index.mu.RLock()
-		if e := pl.index.get(m.Key); e != nil {
-			g.time, g.key = e.firstSeen, m.Key
-			if v, ok := e.queuePriority(); ok {
+		pl.index.RLock()
+		if e := pl.index.Get(m.Key); e != nil {
+			g.time, g.key = e.FirstSeen, m.Key
+			if v, ok := e.QueuePriority(); ok {
 				g.priority = v
 			}
 		}
-		pl.index.mu.RUnlock()
+		pl.index.RUnlock()
 	}
 	return g
 }

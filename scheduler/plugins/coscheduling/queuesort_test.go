@@ -17,6 +17,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
@@ -51,10 +52,10 @@ func plain(name string, prio int32) *corev1.Pod {
 func newTestPlugin() *Plugin {
 	clock := t0
 	pl := &Plugin{now: func() time.Time { return clock }}
-	pl.index = newPodIndex("kubenexus-scheduler", pl.now)
-	pl.index.upsert(member("a-0", "a", 0))
+	pl.index = gangs.NewService("kubenexus-scheduler", pl.now)
+	pl.index.Upsert(member("a-0", "a", 0))
 	clock = t0.Add(time.Minute)
-	pl.index.upsert(member("b-0", "b", 0))
+	pl.index.Upsert(member("b-0", "b", 0))
 	return pl
 }
 
@@ -152,16 +153,13 @@ func TestLessByPodGroupPriorityClass(t *testing.T) {
 	}
 	podGroupClass := map[string]string{"urgent": "training-high", "raised": "training-high", "mixed": "training-high", "typo": "no-such-class"}
 	pl := &Plugin{now: func() time.Time { return t0 }}
-	pl.index = newPodIndex("kubenexus-scheduler", pl.now)
-	pl.index.priority = gangPriority{
-		podGroupClass: func(k gang.Key) string { return podGroupClass[k.Name] },
-		classes:       schedulinglisters.NewPriorityClassLister(classes),
-	}
+	pl.index = gangs.NewService("kubenexus-scheduler", pl.now)
+	pl.index.ResolvePrioritiesWith(func(k gang.Key) string { return podGroupClass[k.Name] }, schedulinglisters.NewPriorityClassLister(classes))
 	for _, p := range []*corev1.Pod{
 		member("urgent-0", "urgent", 2000), member("raised-0", "raised", 0), member("mixed-0", "mixed", 2000), member("mixed-1", "mixed", 300),
 		member("typo-0", "typo", 2000), member("plain-gang-0", "plain-gang", 0),
 	} {
-		pl.index.upsert(p)
+		pl.index.Upsert(p)
 	}
 	service := queued(t, plain("web", 500), t0.Add(-time.Hour))
 	higher := queued(t, plain("api", 1500), t0.Add(-time.Hour))
@@ -193,18 +191,18 @@ func TestLessByPodGroupPriorityClass(t *testing.T) {
 	if err := classes.Add(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "no-such-class"}, Value: 100}); err != nil {
 		t.Fatal(err)
 	}
-	pl.index.refreshPriorityClass("no-such-class")
+	pl.index.RefreshPriorityClass("no-such-class")
 	if pl.Less(queued(t, member("typo-2", "typo", 2000), t0), service) {
 		t.Error("a PriorityClass created after the gang was not used")
 	}
 	// The PodGroup dropping its class falls back to the members' priorities.
 	delete(podGroupClass, "urgent")
-	pl.index.refreshPriority(gang.Key{Namespace: "ns", Name: "urgent"})
+	pl.index.RefreshPriority(gang.Key{Namespace: "ns", Name: "urgent"})
 	if !pl.Less(queued(t, member("urgent-4", "urgent", 2000), t0), higher) {
 		t.Error("a PodGroup without priorityClassName kept its old gang priority")
 	}
 	// A member leaving lifts the cap it set: mixed without its member of 300 is at 1000.
-	pl.index.remove(member("mixed-1", "mixed", 300))
+	pl.index.Remove(member("mixed-1", "mixed", 300))
 	if !pl.Less(queued(t, member("mixed-3", "mixed", 2000), t0), service) {
 		t.Error("the cap of a member that left the gang still applies")
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 )
 
 func withRole(p *corev1.Pod, role string) *corev1.Pod {
@@ -31,42 +32,42 @@ func TestRoleQuorumCompletedOnce(t *testing.T) {
 	}
 	for name, tc := range orders {
 		t.Run(name, func(t *testing.T) {
-			x := newPodIndex("kubenexus-scheduler", newTestPlugin().now)
+			x := gangs.NewService("kubenexus-scheduler", newTestPlugin().now)
 			var completions []int
-			x.onChange = func(c memberChange) {
-				if completedBy(c.pod, 3, roles, c.ungated, c.roles) {
-					completions = append(completions, c.ungated)
+			x.OnChange(func(c gangs.MemberChange) {
+				if gangs.CompletedBy(c.Pod, 3, roles, c.Ungated, c.Roles) {
+					completions = append(completions, c.Ungated)
 				}
-			}
+			})
 			var pods []*corev1.Pod
 			for i, role := range tc.roles {
 				pods = append(pods, withRole(member("g-"+string(rune('0'+i)), "g", 0), role))
-				x.upsert(pods[i])
+				x.Upsert(pods[i])
 			}
 			if len(completions) != 1 || completions[0] != tc.at {
 				t.Fatalf("arrivals completing the gang (members counted) = %v, want [%d]", completions, tc.at)
 			}
-			e := x.get(gang.Key{Namespace: "ns", Name: "g"})
-			if want := map[string]int{"driver": 1, "executor": 3}; !maps.Equal(e.roleUngated, want) {
-				t.Fatalf("roleUngated = %v, want %v", e.roleUngated, want)
+			e := x.Get(gang.Key{Namespace: "ns", Name: "g"})
+			if want := map[string]int{"driver": 1, "executor": 3}; !maps.Equal(e.RoleUngated, want) {
+				t.Fatalf("roleUngated = %v, want %v", e.RoleUngated, want)
 			}
 			// The driver leaves: the role is no longer counted, and the gang is short.
 			for _, p := range pods {
 				if p.Labels[v1alpha1.LabelWorkloadRole] == "driver" {
-					x.remove(p)
+					x.Remove(p)
 				}
 			}
-			if e.roleUngated["driver"] != 0 || quorumMet(3, roles, e.ungated, e.roleUngated) {
-				t.Fatalf("after the driver left: roleUngated = %v, ungated %d, quorum still met", e.roleUngated, e.ungated)
+			if e.RoleUngated["driver"] != 0 || gangs.QuorumMet(3, roles, e.Ungated, e.RoleUngated) {
+				t.Fatalf("after the driver left: roleUngated = %v, ungated %d, quorum still met", e.RoleUngated, e.Ungated)
 			}
 			// An executor relabelled driver completes it again, and says so.
-			var changes []memberChange
-			x.onChange = func(c memberChange) { changes = append(changes, c) }
+			var changes []gangs.MemberChange
+			x.OnChange(func(c gangs.MemberChange) { changes = append(changes, c) })
 			relabelled := withRole(pods[slices.IndexFunc(pods, func(p *corev1.Pod) bool {
 				return p.Labels[v1alpha1.LabelWorkloadRole] == "executor"
 			})].DeepCopy(), "driver")
-			x.upsert(relabelled)
-			if len(changes) != 1 || !changes[0].roleChanged || !quorumMet(3, roles, changes[0].ungated, changes[0].roles) {
+			x.Upsert(relabelled)
+			if len(changes) != 1 || !changes[0].RoleChanged || !gangs.QuorumMet(3, roles, changes[0].Ungated, changes[0].Roles) {
 				t.Fatalf("changes after relabelling = %+v, want one role change that meets the quorum", changes)
 			}
 		})

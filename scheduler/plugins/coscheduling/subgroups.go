@@ -8,26 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 )
-
-// inSubgroup reports whether pod belongs to a subgroup of its gang: a part released
-// only whole (workload.SubgroupOf: a LeaderWorkerSet group inside a larger PodGroup).
-func inSubgroup(pod *corev1.Pod) bool {
-	_, _, ok := workload.SubgroupOf(pod)
-	return ok
-}
-
-// inPart is the filter of a part's members (nil for the whole gang: part ""): the
-// members of the subgroup the part names.
-func inPart(part string) func(*corev1.Pod) bool {
-	if part == "" {
-		return nil
-	}
-	return func(p *corev1.Pod) bool {
-		key, _, ok := workload.SubgroupOf(p)
-		return ok && key == part
-	}
-}
 
 // progress is a gang's progress at Permit when members belong to subgroups: its
 // members bound, permitted or reserved, in all and by role, counting a subgroup's
@@ -42,7 +24,7 @@ type progress struct {
 // subgroupProgress is the gang's progress with pod reserved (as Reserve recorded
 // it, or counted here when the index has not delivered it yet), or, with without
 // set, as if pod were not placed. Callers hold the index lock.
-func (e *gangEntry) subgroupProgress(pod *corev1.Pod, without bool) progress {
+func subgroupProgress(e *gangs.Gang, pod *corev1.Pod, without bool) progress {
 	type part struct {
 		placed, size int
 		roles        map[string]int
@@ -66,15 +48,15 @@ func (e *gangEntry) subgroupProgress(pod *corev1.Pod, without bool) progress {
 		pt.size = max(pt.size, size)
 		pt.roles[role]++
 	}
-	for uid, m := range e.members {
+	for uid, m := range e.Members {
 		if without && uid == pod.UID {
 			continue
 		}
-		if e.assigned.Has(uid) || e.assumed.Has(uid) || e.allowed.Has(uid) {
+		if e.Assigned.Has(uid) || e.Assumed.Has(uid) || e.Allowed.Has(uid) {
 			count(m)
 		}
 	}
-	if _, delivered := e.members[pod.UID]; !delivered && !without {
+	if _, delivered := e.Members[pod.UID]; !delivered && !without {
 		count(pod)
 	}
 	for key, pt := range parts {

@@ -33,6 +33,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
@@ -45,10 +46,13 @@ const Name = names.GangPreemption
 
 // Plugin is the GangPreemption plugin.
 type Plugin struct {
-	args     *config.GangPreemptionArgs
-	handle   fwk.Handle
-	crds     *crdcache.Cache
-	views    *gangview.Registry
+	args   *config.GangPreemptionArgs
+	handle fwk.Handle
+	crds   *crdcache.Cache
+	views  *gangview.Registry
+	// gangs is the profile's gang record: a gang's members and queue priority (nil in
+	// unit tests).
+	gangs    *gangs.Service
 	pdbs     policylisters.PodDisruptionBudgetLister
 	classes  schedulinglisters.PriorityClassLister
 	evictor  *evictor
@@ -86,7 +90,7 @@ var _ fwk.PostFilterPlugin = &Plugin{}
 
 // New builds the plugin and starts its evictor, which also finishes evictions a
 // previous scheduler process began (see evictor).
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, views *gangview.Registry, reservations *resourcereservation.Shared) (*Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, members *gangs.Service, views *gangview.Registry, reservations *resourcereservation.Shared) (*Plugin, error) {
 	args, err := config.DecodeGangPreemptionArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -106,6 +110,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		handle:   h,
 		crds:     c,
 		views:    views,
+		gangs:    members,
 		pdbs:     informers.Policy().V1().PodDisruptionBudgets().Lister(),
 		classes:  informers.Scheduling().V1().PriorityClasses().Lister(),
 		evictor:  ev,
@@ -568,7 +573,7 @@ func (pl *Plugin) claimed(owner string) (out nodefree.Tally[string], evicting []
 // gang's other members that still need a node, up to its quorum.
 func (pl *Plugin) members(pod *corev1.Pod, prof workload.Profile) []*corev1.Pod {
 	out := []*corev1.Pod{pod}
-	if prof.Gang == nil || pl.views == nil {
+	if prof.Gang == nil || pl.gangs == nil {
 		return out
 	}
 	key := prof.Gang.Key
@@ -580,16 +585,11 @@ func (pl *Plugin) members(pod *corev1.Pod, prof workload.Profile) []*corev1.Pod 
 		}
 		roles = pg.Spec.MinMemberPerRole
 	}
-	placed := 0
-	if f := pl.views.Placed(pl.handle.ProfileName()); f != nil {
-		placed = len(f(key))
-	}
-	need := int(minMember) - placed
-	pending := pl.views.Get(pl.handle.ProfileName())
-	if need <= 1 || pending == nil {
+	need := int(minMember) - len(pl.gangs.PlacedNodes(key))
+	if need <= 1 {
 		return out
 	}
-	others := rolesFirst(pending(key), roles)
+	others := rolesFirst(pl.gangs.Pending(key), roles)
 	for _, p := range others {
 		if len(out) >= need {
 			break
@@ -680,7 +680,7 @@ func (pl *Plugin) record(pod *corev1.Pod, prof workload.Profile, eventType, reas
 		return
 	}
 	if prof.Gang != nil {
-		r.Eventf(gangview.PodGroupRef(prof.Gang.Key, pl.crds.PodGroup(prof.Gang.Key)), pod, eventType, reason, action, "%s", note)
+		r.Eventf(gangs.PodGroupRef(prof.Gang.Key, pl.crds.PodGroup(prof.Gang.Key)), pod, eventType, reason, action, "%s", note)
 		return
 	}
 	r.Eventf(pod, nil, eventType, reason, action, "%s", note)
@@ -702,10 +702,6 @@ func sortedKeys(m map[string]bool) []string {
 // can lower its members' priority or give them one value, but cannot lift a
 // preemptor above what its pods were admitted with nor shield a victim.
 func (pl *Plugin) priorities() priorityFunc {
-	var resolved gangview.PriorityFunc
-	if pl.views != nil {
-		resolved = pl.views.Priority(pl.handle.ProfileName())
-	}
 	// byGang: each gang's priority, looked up once per call (nil: its pods' own).
 	byGang := map[gang.Key]*int32{}
 	return func(p *corev1.Pod, g *gang.Key) int32 {
@@ -715,7 +711,7 @@ func (pl *Plugin) priorities() priorityFunc {
 		}
 		v, seen := byGang[*g]
 		if !seen {
-			v = pl.gangPriority(*g, resolved)
+			v = pl.gangPriority(*g)
 			byGang[*g] = v
 		}
 		if v != nil {
@@ -725,12 +721,12 @@ func (pl *Plugin) priorities() priorityFunc {
 	}
 }
 
-// gangPriority is the gang's priority as Coscheduling resolved it for the queue
-// (resolved, nil: not running), else the value of the PriorityClass its PodGroup
-// names; nil when it names none.
-func (pl *Plugin) gangPriority(g gang.Key, resolved gangview.PriorityFunc) *int32 {
-	if resolved != nil {
-		if v, known := resolved(g); known {
+// gangPriority is the gang's priority as the queue orders it (the gang Service's),
+// else, for a gang with no member of this profile, the value of the PriorityClass
+// its PodGroup names; nil when it names none.
+func (pl *Plugin) gangPriority(g gang.Key) *int32 {
+	if pl.gangs != nil {
+		if v, known := pl.gangs.Priority(g); known {
 			return v
 		}
 	}

@@ -28,8 +28,10 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/resourcereservation"
 )
 
 // Name is the plugin's registered name.
@@ -55,7 +57,12 @@ type Plugin struct {
 	levels []topology.Level
 	pgs    *crdcache.Cache
 	gangs  *gangview.Registry
-	now    func() time.Time
+	// members is the profile's gang record: a gang's pending and placed members.
+	members *gangs.Service
+	// reservations gives what ResourceReservations of other owners hold: room a
+	// plan must not count as free (nil in unit tests).
+	reservations *resourcereservation.Shared
+	now          func() time.Time
 
 	mu    sync.Mutex
 	plans map[gang.Key]*activePlan
@@ -98,7 +105,7 @@ var (
 
 // New builds the plugin. Gang members come from Coscheduling's index (gangview);
 // PodGroups from the shared KubeNexus cache.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, gangs *gangview.Registry) (*Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, members *gangs.Service, reservations *resourcereservation.Shared, views *gangview.Registry) (*Plugin, error) {
 	args, err := config.DecodeNetworkFabricArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -108,7 +115,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	levels := config.Levels(args.Levels)
-	pl := &Plugin{handle: h, levels: levels, pgs: pgs, gangs: gangs, now: time.Now, plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{},
+	pl := &Plugin{handle: h, levels: levels, pgs: pgs, gangs: views, members: members, reservations: reservations, now: time.Now, plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{},
 		keep: topology.KeptWhole(levels)}
 	if f := h.SharedInformerFactory(); f != nil {
 		if pl.nodeLabels, err = trackLabels(f.Core().V1().Nodes().Informer(), levels); err != nil {
@@ -185,6 +192,6 @@ func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint,
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint}},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: isSchedulableAfterPodDeleted},
 		// The gang's PodGroup spec changed (spec.networkTopology); status updates re-queue nobody.
-		{Event: fwk.ClusterEvent{Resource: gangview.PodGroupResource, ActionType: fwk.Update}, QueueingHintFn: gangview.IsSchedulableAfterPodGroupChange},
+		{Event: fwk.ClusterEvent{Resource: gangs.PodGroupResource, ActionType: fwk.Update}, QueueingHintFn: gangs.IsSchedulableAfterPodGroupChange},
 	}, nil
 }

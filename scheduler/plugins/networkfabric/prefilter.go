@@ -102,15 +102,15 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	pl.kept, pl.keptLabel = pl.wholeDomains()
 
 	members := []*corev1.Pod{pod}
-	if view := pl.gangs.Get(pl.handle.ProfileName()); view != nil {
-		members = withPod(view(key), pod)
+	if pl.members != nil {
+		members = withPod(pl.members.Pending(key), pod)
 	}
 	// Members already placed (by an earlier plan, or before the rest of the gang
 	// arrived) anchor the plan: the rest must join their domain.
 	var anchors sets.Set[string]
 	placedMembers := 0
-	if placed := pl.gangs.Placed(pl.handle.ProfileName()); placed != nil {
-		on := placed(key)
+	if pl.members != nil {
+		on := pl.members.PlacedNodes(key)
 		anchors, placedMembers = sets.New(on...), len(on)
 	}
 	// A group created leader first (LeaderWorkerSet with exclusive placement) is
@@ -412,8 +412,8 @@ func (pl *Plugin) planNode(ni fwk.NodeInfo, roles []role, prefer gangview.NodePr
 		}
 	}
 	// Capacity ResourceReservations of other owners hold is not free for the gang.
-	if held := pl.gangs.Held(); held != nil && len(roles) > 0 {
-		for name, v := range held(roles[0].pod, ni) {
+	if len(roles) > 0 && pl.reservations.Holds() {
+		for name, v := range pl.reservations.Held(roles[0].pod, ni) {
 			n.Free[name] -= v
 		}
 	}

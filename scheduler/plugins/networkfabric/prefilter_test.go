@@ -17,7 +17,9 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/topology"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 
 	testutil "github.com/kube-nexus/kubenexus/test/util"
@@ -233,12 +235,22 @@ func (h profileHandle) NominatedPodsForNode(node string) []fwk.PodInfo {
 	return out
 }
 
-// testPlugin is a plugin without plans whose gang view (Coscheduling's index) shows
-// members for every gang.
+// testPlugin is a plugin without plans whose gang Service has members pending: each
+// in the gang its labels name, or in gang g when they name none.
 func testPlugin(members ...*corev1.Pod) *Plugin {
-	views := &gangview.Registry{}
-	views.Set("kubenexus-scheduler", func(gang.Key) []*corev1.Pod { return append([]*corev1.Pod(nil), members...) })
-	return &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, gangs: views, now: time.Now,
+	svc := gangs.NewService("kubenexus-scheduler", time.Now)
+	for _, m := range members {
+		filed := m.DeepCopy()
+		filed.Spec.SchedulerName = "kubenexus-scheduler"
+		if _, ok, _ := gang.Of(filed); !ok {
+			if filed.Labels == nil {
+				filed.Labels = map[string]string{}
+			}
+			filed.Labels[v1alpha1.LabelPodGroup] = "g"
+		}
+		svc.Upsert(filed)
+	}
+	return &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, gangs: &gangview.Registry{}, members: svc, now: time.Now,
 		plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}
 }
 
@@ -483,8 +495,13 @@ func TestPlanForOnAFlatClusterPlansOverAWindow(t *testing.T) {
 	}
 	key := gang.Key{Namespace: "ml", Name: "g"}
 	members := []*corev1.Pod{gpuPod("m0", 8), gpuPod("m1", 8), gpuPod("m2", 8)}
+	// Gang h: three members of the same shape.
+	others := []*corev1.Pod{gpuPod("h0", 8), gpuPod("h1", 8), gpuPod("h2", 8)}
+	for _, o := range others {
+		o.Labels = map[string]string{v1alpha1.LabelPodGroup: "h"}
+	}
 	newPlugin := func(labelledNodes ...string) *Plugin {
-		pl := testPlugin(members...)
+		pl := testPlugin(append(append([]*corev1.Pod(nil), members...), others...)...)
 		pl.nodeLabels = newLabelled(topology.DefaultLevels)
 		for _, name := range labelledNodes {
 			pl.nodeLabels.put(name, 1<<2) // a rack label
@@ -515,7 +532,7 @@ func TestPlanForOnAFlatClusterPlansOverAWindow(t *testing.T) {
 		t.Fatalf("first plan: %v, claims %v, next start %d; want 3 nodes among the first %d", st, sets.KeySet(ap.claims), pl.nextStart, w)
 	}
 	other := gang.Key{Namespace: "ml", Name: "h"}
-	ap, st = pl.planFor(other, members[0], preferred, 3, nodes)
+	ap, st = pl.planFor(other, others[0], preferred, 3, nodes)
 	if !st.IsSuccess() || !inRange(ap, w, 2*w) {
 		t.Fatalf("second plan: %v, claims %v; want 3 nodes among %d–%d", st, sets.KeySet(ap.claims), w, 2*w-1)
 	}

@@ -3,8 +3,8 @@
 // state for the other KubeNexus plugins. It uses the same api/workload code as the
 // webhook, so a pod the webhook never saw is classified the same way.
 //
-// It also runs Coscheduling's admission of gang members to the queue (PreEnqueue)
-// under its own name; see Plugin.PreEnqueue.
+// It also runs the gang Service's admission of gang members to the queue
+// (PreEnqueue) under its own name; see Plugin.PreEnqueue.
 package profileclassifier
 
 import (
@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -21,7 +20,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/tenant"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 )
@@ -37,10 +36,9 @@ type Plugin struct {
 	// tenants reads the tenant tier's source: the namespace, or the Kueue
 	// ClusterQueue that admitted the pod (args.tenantTierFrom).
 	tenants *tenant.Resolver
-	// gangs holds Coscheduling's admission of the profile's gang members; profile
-	// is the profile's name.
-	gangs   *gangview.Registry
-	profile string
+	// gangs is the profile's gang Service, which admits gang members (nil in unit
+	// tests: every pod is let in).
+	gangs *gangs.Service
 }
 
 var (
@@ -52,7 +50,7 @@ var (
 
 // New builds the plugin; namespaces come from the scheduler's shared informers,
 // Kueue's Workloads and ClusterQueues from the shared KubeNexus cache.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, tenants *tenant.Provider, gangs *gangview.Registry) (fwk.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, tenants *tenant.Provider, members *gangs.Service) (fwk.Plugin, error) {
 	args, err := config.DecodeProfileClassifierArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -63,10 +61,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	}
 	r := tenants.Get(h, c)
 	r.SetFromClusterQueue(args.TenantTierFrom == v1alpha1.TenantTierFromClusterQueue)
-	if gangs != nil {
-		gangs.TakeGate(h.ProfileName())
-	}
-	return &Plugin{defaultTier: args.DefaultTier, tenants: r, gangs: gangs, profile: h.ProfileName()}, nil
+	return &Plugin{defaultTier: args.DefaultTier, tenants: r, gangs: members}, nil
 }
 
 // Name returns the plugin's name.
@@ -89,44 +84,30 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // PreEnqueue holds a gang member out of the active queue until its gang's quorum
-// exists, by Coscheduling's check (nil when Coscheduling is not in the profile;
-// Coscheduling's own PreEnqueue then passes every pod). Run under this
-// plugin's name, the member it holds is re-examined only for the events this
-// plugin registers (another member's arrival), not for the node events Coscheduling
-// registers for the members it rejects: kube-scheduler walked every held member at
-// every node event, which at start-up, with the members listed before the nodes,
-// was nodes × members hint evaluations (39% of kubenexus-scheduler's first five
-// seconds for a gang of 1000 on 1000 nodes, W4 of make bench). The members it
-// holds are let in by Coscheduling's activations: the quorum reached, the PodGroup
-// created or changed, its caches synced.
+// exists, by the gang Service's admission (which Coscheduling runs too, after
+// this plugin). Run under this plugin's name, the member it holds is re-examined
+// only for the events this plugin registers (another member's arrival), not for the
+// node events Coscheduling registers for the members it rejects (see the package
+// comment of gangs, admission.go). The members it holds are let in by the Service's
+// activations: the quorum reached, the PodGroup created or changed, its caches
+// synced.
 func (pl *Plugin) PreEnqueue(ctx context.Context, pod *corev1.Pod) *fwk.Status {
 	if pl.gangs == nil {
 		return nil
 	}
-	g, ok := pl.gangs.GateOf(pl.profile)
-	if !ok {
-		return nil
-	}
-	return g.Admit(ctx, pod)
+	return pl.gangs.Admit(ctx, pod)
 }
 
 // EventsToRegister lists another member's arrival (or the lifting of its
-// scheduling gates), with Coscheduling's hint: the only events PreEnqueue's
-// refusals wait for besides Coscheduling's activations. PreFilter never rejects.
+// scheduling gates), with the Service's hint: the only events PreEnqueue's
+// refusals wait for besides the Service's activations. PreFilter never rejects.
 func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
-	hint := func(logger klog.Logger, pod *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-		g, ok := pl.gangs.GateOf(pl.profile)
-		if !ok {
-			return fwk.QueueSkip, nil
-		}
-		return g.MemberAdded(logger, pod, oldObj, newObj)
-	}
 	if pl.gangs == nil {
 		return []fwk.ClusterEventWithHint{}, nil
 	}
 	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Add | fwk.UpdatePodSchedulingGatesEliminated}, QueueingHintFn: hint},
-		{Event: fwk.ClusterEvent{Resource: fwk.TargetPod, ActionType: fwk.UpdatePodSchedulingGatesEliminated}, QueueingHintFn: hint},
+		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Add | fwk.UpdatePodSchedulingGatesEliminated}, QueueingHintFn: pl.gangs.IsSchedulableAfterMemberAdded},
+		{Event: fwk.ClusterEvent{Resource: fwk.TargetPod, ActionType: fwk.UpdatePodSchedulingGatesEliminated}, QueueingHintFn: pl.gangs.IsSchedulableAfterMemberAdded},
 	}, nil
 }
 

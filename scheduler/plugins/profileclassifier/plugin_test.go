@@ -2,11 +2,14 @@ package profileclassifier
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -15,7 +18,7 @@ import (
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/tenant"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
@@ -63,40 +66,42 @@ func TestPreFilterStoresTheProfile(t *testing.T) {
 	}
 }
 
-// PreEnqueue runs Coscheduling's admission under this plugin's name, and the
+// PreEnqueue runs the gang Service's admission under this plugin's name, and the
 // plugin registers only member arrivals for the members it holds: no node event,
 // which kube-scheduler would otherwise evaluate for every held member.
-func TestPreEnqueueGatesGangMembersWithoutNodeEvents(t *testing.T) {
-	pod := testutil.MakePod("m-0", "ns").PodGroup("g").Obj()
-	gangs := &gangview.Registry{}
-	pl := &Plugin{gangs: gangs, profile: "kubenexus-scheduler"}
-	if st := pl.PreEnqueue(context.Background(), pod); st != nil {
-		t.Fatalf("no Coscheduling in the profile: status %v, want the pod let in", st)
+func TestPreEnqueueHoldsGangMembersWithoutNodeEvents(t *testing.T) {
+	member := func(name string) *corev1.Pod {
+		p := testutil.MakePod(name, "ns").Label("pod-group.scheduling.kubenexus.io/name", "g").Label("pod-group.scheduling.kubenexus.io/min-available", "2").Obj()
+		p.UID, p.Spec.SchedulerName = types.UID(name), "kubenexus-scheduler"
+		return p
 	}
-	admitted := []string{}
-	gangs.SetGate("kubenexus-scheduler", gangview.Gate{
-		Admit: func(_ context.Context, p *corev1.Pod) *fwk.Status {
-			admitted = append(admitted, p.Name)
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for members")
-		},
-		MemberAdded: func(klog.Logger, *corev1.Pod, any, any) (fwk.QueueingHint, error) { return fwk.Queue, nil },
-	})
-	if st := pl.PreEnqueue(context.Background(), pod); st.Code() != fwk.UnschedulableAndUnresolvable || st.Message() != "waiting for members" || len(admitted) != 1 {
-		t.Fatalf("status %v after %d admissions, want Coscheduling's refusal from one", st, len(admitted))
+	first, second := member("g-0"), member("g-1")
+	if st := (&Plugin{}).PreEnqueue(context.Background(), first); st != nil {
+		t.Fatalf("no gang Service: status %v, want the pod let in", st)
+	}
+	svc := gangs.NewService("kubenexus-scheduler", time.Now)
+	pl := &Plugin{gangs: svc}
+	svc.Upsert(first)
+	if st := pl.PreEnqueue(context.Background(), first); st.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(st.Message(), "waiting for gang members: 1/2 members of ns/g exist") {
+		t.Fatalf("the first of two members: status %v, want it held for its quorum", st)
 	}
 	events, err := pl.EventsToRegister(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(events) == 0 {
+		t.Fatal("no events: a held member would wait for the periodic flush when another member arrives")
+	}
+	svc.Upsert(second)
 	for _, e := range events {
 		if e.Event.Resource != fwk.UnscheduledPod && e.Event.Resource != fwk.TargetPod {
 			t.Errorf("registers %s: members it holds would be re-examined at every such event", e.Event.Label())
 		}
-		if h, _ := e.QueueingHintFn(klog.Background(), pod, nil, pod); h != fwk.Queue {
-			t.Errorf("%s: hint %v, want Coscheduling's (Queue)", e.Event.Label(), h)
+		if h, _ := e.QueueingHintFn(klog.Background(), first, nil, second); h != fwk.Queue {
+			t.Errorf("%s: hint %v for the member that completes the gang, want Queue", e.Event.Label(), h)
 		}
 	}
-	if len(events) == 0 {
-		t.Error("no events: a held member would wait for the periodic flush when another member arrives")
+	if st := pl.PreEnqueue(context.Background(), first); st != nil {
+		t.Errorf("with its quorum: status %v, want the pod let in", st)
 	}
 }

@@ -43,6 +43,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/resourcereservation"
 
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
 )
@@ -63,8 +64,8 @@ type Plugin struct {
 	nodes  fwk.NodeInfoLister
 	gpus   []corev1.ResourceName
 	demand *tracker
-	// gangs gives what ResourceReservations hold (nil in unit tests).
-	gangs *gangview.Registry
+	// reservations gives what ResourceReservations hold (nil in unit tests).
+	reservations *resourcereservation.Shared
 	// dra reads GPUs published as DRA devices and pods' claims for them (nil in
 	// unit tests).
 	dra *draGPUs
@@ -80,17 +81,17 @@ var (
 
 // New builds the plugin; it follows the profile's pods through the scheduler's
 // shared informer to know the queued GPU demand.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, gangs *gangview.Registry, index *devices.Index) (fwk.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, reservations *resourcereservation.Shared, views *gangview.Registry, index *devices.Index) (fwk.Plugin, error) {
 	args, err := config.DecodeResourceFragmentationArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	t := newTracker(h.ProfileName(), args.GPUResources, *args.ArrivalHalfLifeSeconds)
 	t.dra = newDRAGPUs(index, h, args.GPUDeviceClasses, args.GPUResources)
-	if gangs != nil {
+	if views != nil {
 		// WorkloadAware tells GPU nodes and GPU pods by them too.
 		// NetworkFabric plans gangs whose members ask for them by their cards.
-		gangs.SetDRAGPUs(gangview.DRAGPUs{Nodes: t.dra.nodesWithGPUs, Pod: t.dra.asksForGPUs, Asks: t.dra.asks, Cards: t.dra.freeCards})
+		views.SetDRAGPUs(gangview.DRAGPUs{Nodes: t.dra.nodesWithGPUs, Pod: t.dra.asksForGPUs, Asks: t.dra.asks, Cards: t.dra.freeCards})
 	}
 	informers := h.SharedInformerFactory().Core().V1()
 	if _, err := informers.Pods().Informer().AddEventHandler(t.handler()); err != nil {
@@ -105,7 +106,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	// them.
 	serve(&gangCollector{nodes: informers.Nodes().Lister(), pods: informers.Pods().Lister(),
 		tiers: cache.HardwareTiers, levels: levels, gpus: args.GPUResources, dra: t.dra})
-	pl := &Plugin{nodes: h.SnapshotSharedLister().NodeInfos(), gpus: args.GPUResources, demand: t, gangs: gangs, dra: t.dra}
+	pl := &Plugin{nodes: h.SnapshotSharedLister().NodeInfos(), gpus: args.GPUResources, demand: t, reservations: reservations, dra: t.dra}
 	if *args.KeepHostsForQueued {
 		return &keeping{pl}, nil
 	}
@@ -241,14 +242,10 @@ func (pl *Plugin) anyFreeGPUs(nodes []fwk.NodeInfo, held func(fwk.NodeInfo) map[
 // heldFor returns what reservations of other owners hold on a node against the pod
 // (nil: no reservations).
 func (pl *Plugin) heldFor(pod *corev1.Pod) func(fwk.NodeInfo) map[corev1.ResourceName]int64 {
-	if pl.gangs == nil {
+	if !pl.reservations.Holds() {
 		return nil
 	}
-	f := pl.gangs.Held()
-	if f == nil {
-		return nil
-	}
-	return func(ni fwk.NodeInfo) map[corev1.ResourceName]int64 { return f(pod, ni) }
+	return func(ni fwk.NodeInfo) map[corev1.ResourceName]int64 { return pl.reservations.Held(pod, ni) }
 }
 
 // rooms is the free room of every schedulable node of the snapshot (of the feasible

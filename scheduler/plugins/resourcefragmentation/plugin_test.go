@@ -7,13 +7,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
-
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/resourcereservation"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
-
 	"github.com/kube-nexus/kubenexus/test/util/snapshot"
 )
 
@@ -271,13 +271,12 @@ func TestReservedRoomIsNotFree(t *testing.T) {
 	if got := best(t, pl, pod, nodes); got != "reserved=100" {
 		t.Fatalf("without reservations the fragmented node wins: got %s, want reserved=100", got)
 	}
-	pl.gangs = &gangview.Registry{}
-	pl.gangs.SetHeld(func(_ *corev1.Pod, ni fwk.NodeInfo) map[corev1.ResourceName]int64 {
-		if ni.Node().Name == "reserved" {
-			return map[corev1.ResourceName]int64{gpu: 2000}
-		}
-		return nil
-	})
+	// A reservation of another owner holds 2 GPUs on "reserved".
+	pl.reservations = resourcereservation.NewSharedOf([]v1alpha1.ResourceReservation{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "hold", CreationTimestamp: metav1.Now()},
+		Spec: v1alpha1.ResourceReservationSpec{Owner: v1alpha1.ReservationOwner{Kind: v1alpha1.ReservationOwnerPodGroup, Name: "theirs"},
+			NodeName: "reserved", Slots: 1, Resources: corev1.ResourceList{gpu: resource.MustParse("2")}},
+	}})
 	if got := best(t, pl, pod, nodes); got != "open=100" {
 		t.Errorf("with the reserved node's free GPUs held: got %s, want open=100", got)
 	}

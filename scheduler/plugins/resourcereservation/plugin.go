@@ -26,7 +26,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/refused"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
@@ -41,9 +41,9 @@ const stateKey fwk.StateKey = "PreFilter" + Name
 type Plugin struct {
 	handle fwk.Handle
 	shared *Shared
-	// gangs gives the members a gang has placed and those still pending
-	// (Coscheduling's), for accumulating reservations.
-	gangs *gangview.Registry
+	// gangs gives the members a gang has placed and those still pending, for
+	// accumulating reservations (nil in unit tests).
+	gangs *gangs.Service
 	// refused are the pending pods Filter refused a node to; they are activated when
 	// reservations stop holding (an expiry is no API event, and the scheduler's own
 	// reservation event may reach the queue before this plugin's cache has the
@@ -63,7 +63,7 @@ var (
 
 // New builds the plugin on the process's Shared reservation state, starting it on
 // first use.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, shared *Shared, gangs *gangview.Registry, devices nodeDevices) (*Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, shared *Shared, members *gangs.Service, devices nodeDevices) (*Plugin, error) {
 	args, err := config.DecodeResourceReservationArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -79,7 +79,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	pl := &Plugin{handle: h, shared: shared, gangs: gangs, refused: refusedPods}
+	pl := &Plugin{handle: h, shared: shared, gangs: members, refused: refusedPods}
 	shared.whenReleased(func() { pl.refused.Activate(klog.FromContext(ctx), "Reserved capacity was released") })
 	return pl, nil
 }
@@ -169,13 +169,9 @@ func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, m
 		missing := r.slots
 		var member *corev1.Pod
 		if pl.gangs != nil {
-			if placed := pl.gangs.Placed(pl.handle.ProfileName()); placed != nil {
-				missing -= len(placed(key))
-			}
-			if pending := pl.gangs.Get(pl.handle.ProfileName()); pending != nil {
-				if ps := pending(key); len(ps) > 0 {
-					member = ps[0]
-				}
+			missing -= len(pl.gangs.PlacedNodes(key))
+			if ps := pl.gangs.Pending(key); len(ps) > 0 {
+				member = ps[0]
 			}
 		}
 		slots := map[string]int{}
@@ -335,9 +331,20 @@ func heldOn(rs []*reservation, ni fwk.NodeInfo, now time.Time, mine func(*reserv
 	return held, holders
 }
 
+// Holds reports whether any reservation holds room on a node now (false on a nil
+// Shared, and before the ResourceReservation plugin has started it): plugins that
+// plan on free capacity skip Held for every node when it does not.
+func (s *Shared) Holds() bool {
+	return s != nil && len(s.index().byNode) > 0
+}
+
 // Held returns what reservations of other owners hold on the node against pod, for
-// plugins that plan on free capacity (NetworkFabric); nil when nothing is held.
+// plugins that plan on free capacity (NetworkFabric, ResourceFragmentation); nil
+// when nothing is held.
 func (s *Shared) Held(pod *corev1.Pod, ni fwk.NodeInfo) map[corev1.ResourceName]int64 {
+	if s == nil {
+		return nil
+	}
 	rs := s.index().byNode[ni.Node().Name]
 	if len(rs) == 0 {
 		return nil

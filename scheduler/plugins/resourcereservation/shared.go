@@ -85,6 +85,15 @@ type assumedPod struct {
 // NewShared returns the state the plugins of one scheduler process share.
 func NewShared() *Shared { return &Shared{} }
 
+// NewSharedOf returns a state that holds rrs as the ResourceReservation plugin indexes
+// them now, without the worker that places them and writes their status: for
+// plugins that read what reservations hold, outside a running scheduler.
+func NewSharedOf(rrs []v1alpha1.ResourceReservation) *Shared {
+	s := &Shared{}
+	s.idx.Store(buildIndex(rrs, time.Now(), nil))
+	return s
+}
+
 func (s *Shared) index() *index {
 	if idx := s.idx.Load(); idx != nil {
 		return idx

@@ -1,4 +1,4 @@
-package gangview
+package gangs
 
 import (
 	"fmt"
@@ -46,4 +46,22 @@ func podGroupMeta(obj any) (string, string, int64, error) {
 		return o.Namespace, o.Name, o.Generation, nil
 	}
 	return "", "", 0, fmt.Errorf("unexpected object %T", obj)
+}
+
+// PodGroupRef is the reference events about a gang are recorded against: the
+// PodGroup of whichever API defines the gang (KubeNexus's when none exists).
+func PodGroupRef(key gang.Key, pg *v1alpha1.PodGroup) *corev1.ObjectReference {
+	ref := &corev1.ObjectReference{
+		APIVersion: v1alpha1.GroupVersion.String(),
+		Kind:       "PodGroup",
+		Namespace:  key.Namespace,
+		Name:       key.Name,
+	}
+	if pg != nil {
+		ref.UID = pg.UID
+		if pg.APIVersion != "" {
+			ref.APIVersion = pg.APIVersion
+		}
+	}
+	return ref
 }

@@ -1,4 +1,4 @@
-package gangview
+package gangs
 
 import (
 	"testing"
