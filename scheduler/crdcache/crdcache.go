@@ -534,8 +534,8 @@ func (p *Provider) Get(ctx context.Context, cfg *rest.Config) (*Cache, error) {
 		}()
 		// The plugins get the cache now and their reads wait for it to sync, so that
 		// it lists while kube-scheduler's own informers do, not before they start
-		// (each first list took about a second in make bench on 1.37: waiting here
-		// doubled the scheduler's time to ready).
+		// (waiting here added the cache's first lists to the scheduler's time to
+		// ready).
 		synced := make(chan struct{})
 		p.cache = &Cache{cache: c, foreign: foreign, nrt: nrt, kueue: kueueServed, kueueAPI: kueueAPI,
 			kueueReader: kueuecompat.Reader(c, kueueAPI), synced: synced}

@@ -67,9 +67,8 @@ import (
 //
 // NominatedNodeNameForExpectation (beta, on since 1.35; still in 1.37) makes the scheduler write
 // status.nominatedNodeName for every pod that will wait at Permit: one more API write
-// per gang member. Measured with `make bench` (W2, 500 gangs of 8 on 1000 nodes), it
-// halves gang throughput, while a KubeNexus gang waits at Permit only until its last
-// member is reserved. Clusters whose autoscaler should see the nomination can turn it
+// per gang member, which costs gang throughput (test/bench measures it), while a
+// KubeNexus gang waits at Permit only until its last member is reserved. Clusters whose autoscaler should see the nomination can turn it
 // back on.
 var DefaultFeatureGates = map[string]bool{"NominatedNodeNameForExpectation": false}
 

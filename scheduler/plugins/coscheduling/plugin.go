@@ -75,6 +75,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	}
 	RegisterMetrics()
 	pl := &Plugin{handle: h, args: args, pgs: pgs, now: time.Now, reservations: reservations, index: svc}
+	svc.ScheduleWhole()
 	return pl, nil
 }
 

@@ -12,5 +12,5 @@ import (
 // ProfileClassifier, which runs the same admission first, a member it holds never
 // reaches this one; this one holds the members of a profile without it.
 func (pl *Plugin) PreEnqueue(ctx context.Context, pod *corev1.Pod) *fwk.Status {
-	return pl.index.Admit(ctx, pod)
+	return pl.index.Readmit(ctx, pod)
 }

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	schedulinglisters "k8s.io/client-go/listers/scheduling/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -33,19 +32,11 @@ func queued(t *testing.T, pod *corev1.Pod, ts time.Time) *framework.QueuedPodInf
 }
 
 func member(name, group string, prio int32) *corev1.Pod {
-	p := testutil.MakePod(name, "ns").PodGroup(group).Obj()
-	p.UID = types.UID(name)
-	p.Spec.Priority = ptr.To(prio)
-	p.Spec.SchedulerName = "kubenexus-scheduler"
-	return p
+	return testutil.MakePod(name, "ns").PodGroup(group).UID(name).Priority(prio).SchedulerName("kubenexus-scheduler").Obj()
 }
 
 func plain(name string, prio int32) *corev1.Pod {
-	p := testutil.MakePod(name, "ns").Obj()
-	p.UID = types.UID(name)
-	p.Spec.Priority = ptr.To(prio)
-	p.Spec.SchedulerName = "kubenexus-scheduler"
-	return p
+	return testutil.MakePod(name, "ns").UID(name).Priority(prio).SchedulerName("kubenexus-scheduler").Obj()
 }
 
 // newTestPlugin has an index where gang "a" was seen before gang "b".
@@ -53,6 +44,7 @@ func newTestPlugin() *Plugin {
 	clock := t0
 	pl := &Plugin{now: func() time.Time { return clock }}
 	pl.index = gangs.NewService("kubenexus-scheduler", pl.now)
+	pl.index.ScheduleWhole()
 	pl.index.Upsert(member("a-0", "a", 0))
 	clock = t0.Add(time.Minute)
 	pl.index.Upsert(member("b-0", "b", 0))

@@ -33,7 +33,7 @@ const markerPrefix = "KubeNexus GangPreemption"
 
 // evictionWorkers is how many Eviction API calls run at once (kube-scheduler's
 // preemption deletes its victims 16 at a time too): one at a time, a gang's members
-// waited for the evictions of every gang chosen before theirs (W6 of make bench).
+// waited for the evictions of every gang chosen before theirs.
 const evictionWorkers = 16
 
 // evictor marks victims and evicts the marked pods through the Eviction API.
@@ -47,9 +47,9 @@ type evictor struct {
 	ours sync.Map
 	// evicted are the victims whose eviction the API server accepted (uid), until
 	// the informer sees them deleted: updates that arrive in between (the mark, the
-	// deletion timestamp) queue neither them nor their gang again. Without it W6 of
-	// make bench made 1.49 eviction calls per evicted pod, and each update listed the
-	// victim's namespace to expand its gang.
+	// deletion timestamp) queue neither them nor their gang again. Without it a
+	// victim was evicted again, and each update listed the victim's namespace to
+	// expand its gang.
 	evicted sync.Map
 }
 

@@ -47,7 +47,7 @@ func podOwner(pod *corev1.Pod) string {
 // (isSchedulableAfterVictimGone; what is left of its backoff still applies), not
 // on retries while they terminate. Without it the members of a gang that preempted
 // failed Filter while their victims terminated and bound up to a second after
-// their room was free (W6 of make bench bound in waves one backoff apart). Not Pending: kube-scheduler's PreFilter runner
+// their room was free (gangs bound in waves one backoff apart). Not Pending: kube-scheduler's PreFilter runner
 // (1.37) turns every status but Unschedulable and UnschedulableAndUnresolvable into
 // an error — logged as "Error scheduling pod", counted as an error attempt, the pod
 // requeued on its backoff with the condition reason SchedulerError. Named at

@@ -397,8 +397,8 @@ func summary(us []*unit) string {
 
 // profiles remembers what the search reads of each running pod (victim: its
 // profile, unit and GPUs) between preemptions: every PostFilter looks at every
-// running pod, and classifying them all again each time was most of its cost (W6
-// of make bench), building their unit keys most of the rest. An entry is valid
+// running pod, and classifying them all again each time was most of its cost,
+// building their unit keys most of the rest. An entry is valid
 // while the snapshot holds the same pod object (an update makes a new one); entries
 // of pods not seen for a while are dropped.
 type profiles struct {

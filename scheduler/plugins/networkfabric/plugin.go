@@ -103,8 +103,10 @@ var (
 	_ fwk.SignPlugin        = &Plugin{}
 )
 
-// New builds the plugin. Gang members come from Coscheduling's index (gangview);
-// PodGroups from the shared KubeNexus cache.
+// New builds the plugin. Gang members come from the profile's gang Service, what
+// reservations hold from their shared state, PodGroups from the shared KubeNexus
+// cache, and the other plugins' views (TenantHardware's rating, WorkloadAware's
+// accelerator rule, ResourceFragmentation's DRA GPUs) from views.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, members *gangs.Service, reservations *resourcereservation.Shared, views *gangview.Registry) (*Plugin, error) {
 	args, err := config.DecodeNetworkFabricArgs(obj)
 	if err != nil {
@@ -161,8 +163,8 @@ func readState(cs fwk.CycleState) *stateData { return cyclestate.Read[*stateData
 // SignPod refuses the members of gangs it plans: PreFilter restricts each one to
 // the nodes its plan set aside for the members not placed yet, a set the previous
 // member's placement shrinks, so the previous member's ranking never holds a node
-// the next may take (opportunistic batching found none for any of 1000 planned
-// members in make bench) and signing them only costs time. Pods of no gang, and
+// the next may take (opportunistic batching finds none for planned members) and
+// signing them only costs time. Pods of no gang, and
 // members whose co-locate annotation says none, are signed: the latter by their
 // gang (its PodGroup, which this does not read under the queue's lock, may still
 // ask for a plan, whose members must not share a ranking with another gang's) —

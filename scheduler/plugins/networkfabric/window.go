@@ -13,10 +13,9 @@ import (
 // A gang without placed members is first planned over a window of the cluster (as
 // many nodes as kube-scheduler itself searches for one pod, from a start that
 // moves on with each plan the window holds), and over all nodes only when the
-// window does not hold it. Planning over every node for each gang cost the upstream
-// gang benchmark (1000 gangs of 3 on 5000 unlabelled nodes) half of stock's
-// throughput, and make bench's W2 (gangs of 8 on 15,000 nodes in 20 racks) twice
-// stock's CPU per pod.
+// window does not hold it. Planning over every node for each gang made a gang's
+// cost grow with the cluster's size where kube-scheduler's stays flat (see the
+// scheduler's benchmarks in test/bench).
 //
 // The window is made of whole domains of the lowest level, up to the policy's, that
 // some node carries a label of (the rack, where nvlink and ToR are not labelled),

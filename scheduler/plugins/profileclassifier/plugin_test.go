@@ -82,6 +82,10 @@ func TestPreEnqueueHoldsGangMembersWithoutNodeEvents(t *testing.T) {
 	svc := gangs.NewService("kubenexus-scheduler", time.Now)
 	pl := &Plugin{gangs: svc}
 	svc.Upsert(first)
+	if st := pl.PreEnqueue(context.Background(), first); st != nil {
+		t.Fatalf("a profile without Coscheduling: status %v, want the pod let in (its gang is not scheduled whole)", st)
+	}
+	svc.ScheduleWhole()
 	if st := pl.PreEnqueue(context.Background(), first); st.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(st.Message(), "waiting for gang members: 1/2 members of ns/g exist") {
 		t.Fatalf("the first of two members: status %v, want it held for its quorum", st)
 	}

@@ -28,7 +28,6 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/refused"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/tenant"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 )
 
 // Name is the plugin's registered name.
@@ -189,128 +188,6 @@ func (pl *Plugin) currentTiers() *tierSet {
 }
 
 func readState(cs fwk.CycleState) *stateData { return cyclestate.Read[*stateData](cs, stateKey) }
-
-// PreFilter takes the tier snapshot and the pod's tenant tier for this cycle. With
-// no HardwareTiers, or for a verified DaemonSet pod that asks for no device (see
-// daemonSetExemption), the plugin skips the pod.
-func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	tiers := pl.currentTiers()
-	if tiers == nil || len(tiers.tiers) == 0 || pl.exemption.exempt(pod) {
-		return nil, fwk.NewStatus(fwk.Skip)
-	}
-	profile, ok := profileclassifier.ProfileOf(cs)
-	if !ok {
-		return nil, fwk.AsStatus(fmt.Errorf("%s", ErrReasonNoProfile))
-	}
-	cs.Write(stateKey, &stateData{tiers: tiers, tenant: profile.Tier, preemptible: profile.Preemptible, clusterQueue: pl.clusterQueueOf(tiers, pod)})
-	return nil, nil
-}
-
-// PreFilterExtensions is nil: the verdict does not depend on other pods.
-func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
-
-// clusterQueueOf is the ClusterQueue that admitted the pod, when a tier asks.
-func (pl *Plugin) clusterQueueOf(tiers *tierSet, pod *corev1.Pod) string {
-	if !tiers.usesClusterQueues || pl.queues == nil {
-		return ""
-	}
-	cq, _ := pl.queues.ClusterQueueOf(pod)
-	return cq
-}
-
-// Filter refuses nodes whose HardwareTier neither admits the pod's tenant tier nor
-// lends to it, or is limited to Kueue ClusterQueues the pod was not admitted
-// through.
-func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	s := readState(cs)
-	if s == nil {
-		return nil
-	}
-	t := s.tiers.of(nodeInfo.Node().Name, nodeInfo.Node().Labels, pl.devices)
-	if t == nil {
-		return nil
-	}
-	msg := ""
-	switch {
-	case t.accessFor(s.tenant, s.preemptible) == denied:
-		msg = t.message(s.tenant)
-	case !t.admitsClusterQueue(s.clusterQueue):
-		msg = t.clusterQueueMessage(s.clusterQueue)
-	default:
-		return nil
-	}
-	if s.recorded.CompareAndSwap(false, true) {
-		pl.refused.Add(pod)
-	}
-	// Resolvable: a HardwareTier or node label change can admit the pod.
-	return fwk.NewStatus(fwk.Unschedulable, msg)
-}
-
-// PreScore skips scoring when PreFilter skipped the pod.
-func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
-	if readState(cs) == nil {
-		return fwk.NewStatus(fwk.Skip)
-	}
-	return nil
-}
-
-// Score rates the node's HardwareTier for the pod's tenant tier (see tierSet.score).
-func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	s := readState(cs)
-	if s == nil {
-		return 0, nil
-	}
-	t := s.tiers.of(nodeInfo.Node().Name, nodeInfo.Node().Labels, pl.devices)
-	return s.tiers.score(t, s.tenant, s.preemptible, int64(*pl.args.UntieredNodeScore), int64(*pl.args.BorrowedNodeScore)), nil
-}
-
-// ScoreExtensions is nil: scores are already on the 0–100 scale.
-func (pl *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
-
-// EventsToRegister: a refused pod can fit once a node is added or relabelled into
-// a tier that admits it, or its devices change. A HardwareTier's spec change
-// retries the refused pods from this plugin's cache (refused), not from an event of
-// the scheduler's: registering one made kube-scheduler run a dynamic informer of
-// HardwareTiers whose watch of an idle resource held its start-up about a second.
-func (pl *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
-	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
-		{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.All}, QueueingHintFn: pl.isSchedulableAfterSliceChange},
-	}, nil
-}
-
-// isSchedulableAfterNodeChange queues the pod when the node is untiered or its tier
-// does not deny the pod. The tenant tier is read from the pod's namespace, as
-// ProfileClassifier does (the pod's own tier label is untrusted); a namespace
-// without a tier label, or not in the cache yet, queues the pod.
-func (pl *Plugin) isSchedulableAfterNodeChange(_ klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
-	node, ok := newObj.(*corev1.Node)
-	if !ok {
-		return fwk.Queue, fmt.Errorf("unexpected object %T", newObj)
-	}
-	src, ok := pl.tenants.Source(pod)
-	if !ok || src[v1alpha1.LabelTenantTier] == "" {
-		return fwk.Queue, nil
-	}
-	tenant := workload.TierOf(workload.Namespace{Labels: src}, "")
-	tiers := pl.currentTiers()
-	if tiers == nil {
-		return fwk.Queue, nil
-	}
-	if t := tiers.of(node.Name, node.Labels, pl.devices); t != nil && t.accessFor(tenant, pod.Labels[v1alpha1.LabelPreemptible] == "true") == denied {
-		return fwk.QueueSkip, nil
-	}
-	return fwk.Queue, nil
-}
-
-// isSchedulableAfterSliceChange queues only while some tier selects nodes by their
-// devices.
-func (pl *Plugin) isSchedulableAfterSliceChange(klog.Logger, *corev1.Pod, any, any) (fwk.QueueingHint, error) {
-	if t := pl.currentTiers(); t != nil && t.usesDevices {
-		return fwk.Queue, nil
-	}
-	return fwk.QueueSkip, nil
-}
 
 // SignPod: the verdict depends on the pod's namespace (its tenant tier), the
 // preemptible label and, for the DaemonSet exemption, the controller it claims and

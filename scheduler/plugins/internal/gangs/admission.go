@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -25,7 +26,8 @@ const (
 	ErrReasonWaitingForCache = "waiting for the scheduler's KubeNexus object cache to sync"
 )
 
-// Admission to the scheduling queue. A gang member is held out of the queue
+// Admission to the scheduling queue. In a profile that schedules gangs whole
+// (Coscheduling is in it: ScheduleWhole), a gang member is held out of the queue
 // (PreEnqueue) until its gang's quorum exists: minMember ungated, non-terminal
 // members, and every role of the PodGroup's minMemberPerRole its minimum. The
 // member that completes the quorum (counted by the Service, or seen first by the
@@ -36,8 +38,8 @@ const (
 // arriving), not for the node events Coscheduling registers for the members it
 // rejects later: kube-scheduler walks a held member at every event of the plugin
 // that held it, which at start-up, with the members listed before the nodes, was
-// nodes × members hint evaluations (39% of kubenexus-scheduler's first five seconds
-// for a gang of 1000 on 1000 nodes). Coscheduling's run holds the members of a
+// nodes × members hint evaluations, the largest part of the scheduler's start-up
+// for a large gang. Coscheduling's run holds the members of a
 // profile without ProfileClassifier, and lets through what ProfileClassifier let
 // through.
 
@@ -45,6 +47,11 @@ const (
 // the members held until the object cache has synced, and the member-added hint's
 // memo.
 type admission struct {
+	// wholeGangs is set once Coscheduling is built for the profile: gangs are
+	// scheduled all or nothing, so their members wait for the quorum. Without it
+	// Admit lets every pod in (a profile without Coscheduling schedules pods one by
+	// one, and holding them would gain nothing).
+	wholeGangs atomic.Bool
 	// pgs reads PodGroups (nil in unit tests: every gang is label-defined).
 	pgs podGroups
 	// activate moves pods to the active queue (nil in unit tests).
@@ -57,6 +64,9 @@ type admission struct {
 
 	// added is what the member-added hint worked out about the last added pod.
 	added addedMemo
+	// admitted is the pod object Admit last let in, until Readmit takes it: the
+	// profile's PreEnqueue plugins run one after the other under the queue's lock.
+	admitted atomic.Pointer[corev1.Pod]
 }
 
 // podGroups is what admission reads of the KubeNexus object cache.
@@ -79,6 +89,10 @@ func (s *Service) Quorum(key gang.Key, labelMin int32) (minMember int32, pg *v1a
 	return 0, nil, false
 }
 
+// ScheduleWhole records that the profile schedules gangs all or nothing
+// (Coscheduling is in it): from now on Admit holds members until their quorum.
+func (s *Service) ScheduleWhole() { s.adm.wholeGangs.Store(true) }
+
 // cacheSynced reports whether the object cache has listed (true without one).
 func (s *Service) cacheSynced() bool { return s.adm.pgs == nil || s.adm.pgs.Synced() }
 
@@ -86,7 +100,28 @@ func (s *Service) cacheSynced() bool { return s.adm.pgs == nil || s.adm.pgs.Sync
 // whose PodGroup does not exist is let through to PreFilter, which says so where the
 // user sees it. Members behind another system's scheduling gate are not counted
 // (the scheduler does not even call PreEnqueue for them while they are gated).
-func (s *Service) Admit(_ context.Context, pod *corev1.Pod) *fwk.Status {
+func (s *Service) Admit(ctx context.Context, pod *corev1.Pod) *fwk.Status {
+	st := s.admit(ctx, pod)
+	if st == nil {
+		s.adm.admitted.Store(pod)
+	}
+	return st
+}
+
+// Readmit is Admit for the profile's second PreEnqueue (Coscheduling's, after
+// ProfileClassifier's): the pod object Admit has just let in is let in without a
+// second look; any other is admitted afresh (a profile without ProfileClassifier).
+func (s *Service) Readmit(ctx context.Context, pod *corev1.Pod) *fwk.Status {
+	if s.adm.admitted.CompareAndSwap(pod, nil) {
+		return nil
+	}
+	return s.admit(ctx, pod)
+}
+
+func (s *Service) admit(_ context.Context, pod *corev1.Pod) *fwk.Status {
+	if !s.adm.wholeGangs.Load() {
+		return nil
+	}
 	m, ok, err := gang.Of(pod)
 	if err != nil || !ok {
 		// Malformed gang labels are refused in PreFilter, where the reason reaches the

@@ -6,9 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/utils/ptr"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -16,11 +14,7 @@ import (
 )
 
 func member(name, group string, prio int32) *corev1.Pod {
-	p := testutil.MakePod(name, "ns").PodGroup(group).Obj()
-	p.UID = types.UID(name)
-	p.Spec.Priority = ptr.To(prio)
-	p.Spec.SchedulerName = "kubenexus-scheduler"
-	return p
+	return testutil.MakePod(name, "ns").PodGroup(group).UID(name).Priority(prio).SchedulerName("kubenexus-scheduler").Obj()
 }
 
 func TestServiceCountsMembers(t *testing.T) {
@@ -153,6 +147,7 @@ func (f *fakePodGroups) Synced() bool                      { return f.synced }
 // PodGroups on the queue's path) and says why; the sync lets them all in.
 func TestAdmitHoldsMembersUntilTheCacheSyncs(t *testing.T) {
 	s := NewService("kubenexus-scheduler", time.Now)
+	s.ScheduleWhole()
 	cache := &fakePodGroups{}
 	var activated []string
 	s.adm.pgs = cache
@@ -177,5 +172,36 @@ func TestAdmitHoldsMembersUntilTheCacheSyncs(t *testing.T) {
 	// which says so where the user sees it.
 	if st := s.Admit(context.Background(), m); st != nil {
 		t.Errorf("after the sync, a member of a PodGroup that does not exist: status %v, want it let through", st)
+	}
+}
+
+// The profile's second PreEnqueue (Coscheduling's) lets in the pod object the first
+// (ProfileClassifier's) has just admitted without a second look, once; any other
+// call decides afresh.
+func TestReadmitTakesTheFirstAdmission(t *testing.T) {
+	s := NewService("kubenexus-scheduler", time.Now)
+	s.ScheduleWhole()
+	labelled := func(name string) *corev1.Pod {
+		return testutil.MakePod(name, "ns").UID(name).SchedulerName("kubenexus-scheduler").
+			Label("pod-group.scheduling.kubenexus.io/name", "pair").Label("pod-group.scheduling.kubenexus.io/min-available", "2").Obj()
+	}
+	a, b := labelled("pair-0"), labelled("pair-1")
+	s.Upsert(a)
+	if st := s.Admit(context.Background(), a); st.Code() != fwk.UnschedulableAndUnresolvable {
+		t.Fatalf("alone: Admit %v, want held", st)
+	}
+	if st := s.Readmit(context.Background(), a); st.Code() != fwk.UnschedulableAndUnresolvable {
+		t.Fatalf("alone: Readmit %v, want held (nothing was admitted)", st)
+	}
+	s.Upsert(b)
+	if st := s.Admit(context.Background(), a); st != nil {
+		t.Fatalf("with its quorum: Admit %v, want let in", st)
+	}
+	s.Remove(b) // the quorum goes between the two PreEnqueues
+	if st := s.Readmit(context.Background(), a); st != nil {
+		t.Errorf("Readmit right after Admit let it in: %v, want let in without a second look", st)
+	}
+	if st := s.Readmit(context.Background(), a); st.Code() != fwk.UnschedulableAndUnresolvable {
+		t.Errorf("a second Readmit: %v, want decided afresh (held: the quorum is gone)", st)
 	}
 }

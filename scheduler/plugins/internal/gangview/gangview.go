@@ -1,7 +1,11 @@
-// Package gangview lets plugins of one profile see what other plugins know without a
-// second copy: the gang members Coscheduling keeps in its index, and TenantHardware's
-// rating of a node for a pod. Each publishes a view per scheduler profile, and other
-// plugins (NetworkFabric) read it when they need it.
+// Package gangview lets plugins see what other plugins know without a second copy,
+// for the four views not yet moved into services of their own (the gang Service,
+// plugins/internal/gangs, holds gang state): TenantHardware's rating of a node for a
+// pod and its tier-borrowing verdict, WorkloadAware's rule for the nodes a pod keeps
+// off, and ResourceFragmentation's view of GPUs published through DRA. Each is
+// published by its plugin (per profile; the DRA view per process) and read by others
+// (NetworkFabric, GangPreemption, WorkloadAware); a reader gets nil while its
+// writer is not enabled.
 package gangview
 
 import (

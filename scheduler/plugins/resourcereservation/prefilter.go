@@ -1,0 +1,163 @@
+package resourcereservation
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/scheduler/placement"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
+)
+
+// PreFilter takes the reservation index for the cycle. With no reservation holding
+// capacity on any node the plugin skips the pod: it costs pods nothing then.
+func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	idx := pl.shared.index()
+	if len(idx.byNode) == 0 && len(idx.accumulating) == 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	now := time.Now()
+	s := &stateData{idx: idx, now: now, mine: idx.mine(pod, now), requests: nodefree.Requests(pod), borrower: pl.shared.Lends(pod)}
+	if !s.borrower {
+		var bound time.Duration
+		if pl.shared.lendsBounded() {
+			if b, ok := workload.RuntimeBound(pod); ok {
+				bound = b
+			}
+		}
+		s.accumulated, s.accumulators, s.lent = pl.accumulated(idx, nodes, now, s.isMine, bound)
+	}
+	cs.Write(stateKey, s)
+	return nil, nil
+}
+
+// accumulated assigns the room accumulating reservations hold in this cycle: for
+// each (not the pod's own), its missing members — slots less the members its gang
+// has placed — go to the nodes, in snapshot order, whose free room takes a slot and
+// that a pending member may run on. Cost O(nodes) per accumulating reservation; none
+// when there are none.
+//
+// A pod whose runtime is bounded (bound > 0, with Backfill on) borrows that room
+// when it ends, with the safety margin, before the gang can start: when the room
+// held now is short of the gang's need and the pods that free the rest end later
+// (EASY backfill's rule: never delay the waiting gang's earliest start).
+func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, mine func(*reservation) bool, bound time.Duration) (nodefree.Tally[string], map[string][]string, map[types.NamespacedName]map[string]int) {
+	if len(idx.accumulating) == 0 {
+		return nil, nil, nil
+	}
+	held := nodefree.Tally[string]{}
+	names := map[string][]string{}
+	lent := map[types.NamespacedName]map[string]int{}
+	// Room lent to bounded pods still counts toward the slot it was lent from.
+	borrowed := pl.shared.borrowed()
+	for _, r := range idx.accumulating {
+		if mine(r) || !r.holds(now) {
+			continue
+		}
+		key := gang.Key{Namespace: r.key.Namespace, Name: r.ownerName}
+		missing := r.slots
+		var member *corev1.Pod
+		if pl.gangs != nil {
+			missing -= len(pl.gangs.PlacedNodes(key))
+			if ps := pl.gangs.Pending(key); len(ps) > 0 {
+				member = ps[0]
+			}
+		}
+		slots := map[string]int{}
+		// The room accumulates only on nodes the gang's tenant may hold capacity on
+		// (a PodGroup's reserveCapacity is the tenant's to write).
+		tiers := pl.shared.tiers.Load()
+		tenant := v1alpha1.TenantTier("")
+		if tiers != nil {
+			tenant = pl.shared.gate.tenantOf(r.key.Namespace)
+		}
+		for _, ni := range nodes {
+			if missing <= 0 {
+				break
+			}
+			if member != nil && !placement.Eligible(member, ni.Node()) || tiers != nil && pl.shared.gate.refusesTenant(tiers, tenant, ni.Node()) != "" {
+				continue
+			}
+			name := ni.Node().Name
+			k := missing
+			for res, v := range r.slot {
+				free := nodefree.Of(ni, res) - held[name][res] + borrowed[r.key][name][res]
+				if n := int(free / v); n < k {
+					k = n
+				}
+			}
+			if k > 0 {
+				slots[name] = k
+				missing -= k
+			}
+		}
+		note := ""
+		if bound > 0 && missing > 0 {
+			start := shadow(r, missing, nodes, held, slots, member, pl.shared.borrows)
+			if !now.Add(bound + pl.shared.margin()).After(start) {
+				lent[r.key] = slots // the pod ends before the gang can start: it may borrow
+				continue
+			}
+			note = fmt.Sprintf("; this pod may run %s, the gang may start ", bound)
+			if start.Equal(never) {
+				note += "once pods with no runtime bound end"
+			} else {
+				note += "in " + start.Sub(now).Round(time.Second).String()
+			}
+		}
+		for name, k := range slots {
+			held.Add(name, r.slot, k)
+			names[name] = append(names[name], fmt.Sprintf("%s (PodGroup %s, %d slot(s) accumulating%s)", r.key, r.ownerName, k, note))
+		}
+	}
+	return held, names, lent
+}
+
+// shadow is the earliest time an accumulating reservation's gang can start: when the
+// bound pods that end soonest (activeDeadlineSeconds, Kueue's max execution time)
+// have freed room for the missing slots it does not hold yet, beside what this cycle
+// holds (held, and slots: what r itself holds per node; pods borrowing held room are
+// counted in it). never when the pods that would free it have no bound. It is the
+// shadow time the placement engine gives (placement.EarliestStart, which kubectl
+// kubenexus and the placement-feasibility check use too): the missing slots as one
+// shape over the nodes a member may run on, in no domain.
+func shadow(r *reservation, missing int, nodes []fwk.NodeInfo, held nodefree.Tally[string], slots map[string]int, member *corev1.Pod, borrowing func(types.UID) bool) time.Time {
+	var plan []placement.PlanNode
+	var releases []placement.Release
+	for _, ni := range nodes {
+		if member != nil && !placement.Eligible(member, ni.Node()) {
+			continue
+		}
+		name := ni.Node().Name
+		free := make(map[corev1.ResourceName]int64, len(r.slot))
+		for res, v := range r.slot {
+			free[res] = nodefree.Of(ni, res) - held[name][res] - nodefree.Times(v, slots[name])
+		}
+		i := len(plan)
+		plan = append(plan, placement.PlanNode{Name: name, Domains: []string{placement.AnyDomain}, Free: free, Eligible: []bool{true}})
+		for _, pi := range ni.GetPods() {
+			p := pi.GetPod()
+			if borrowing(p.UID) {
+				continue // its room is in the hold already
+			}
+			if b, ok := workload.RuntimeBound(p); ok {
+				releases = append(releases, placement.Release{At: workload.Ends(p, b), Node: i, Frees: nodefree.Requests(p)})
+			}
+		}
+	}
+	at, _, ok := placement.EarliestStart(plan, []placement.Shape{{Requests: r.slot, Count: missing}}, 0, releases)
+	if !ok {
+		return never
+	}
+	return at
+}
+
+// PreFilterExtensions is nil: what other pods hold is read from the node's pods.
+func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
