@@ -215,6 +215,9 @@ func (s *Service) activatePods(pods map[string]*corev1.Pod) {
 // ActivateIfQuorum moves the gang's pending members to the active queue when the
 // gang has its quorum, so that no member waits for an unrelated event.
 func (s *Service) ActivateIfQuorum(key gang.Key) {
+	if !s.adm.wholeGangs.Load() {
+		return // nothing is held
+	}
 	s.mu.RLock()
 	e := s.gangs[key]
 	if e == nil {
@@ -250,7 +253,7 @@ func (s *Service) ActivatePending(key gang.Key) {
 // re-activating them at every arrival sent an elastic gang's n pending members
 // round the queue n times.
 func (s *Service) memberArrived(c MemberChange) {
-	if gang.IsGated(c.Pod) {
+	if !s.adm.wholeGangs.Load() || gang.IsGated(c.Pod) {
 		return
 	}
 	minMember, pg, known := s.Quorum(c.Key, c.LabelMin)
