@@ -39,7 +39,7 @@ func SetDefaultsGangPreemptionArgs(a *GangPreemptionArgs) {
 		a.VictimGraceSeconds = ptr.To[int32](120)
 	}
 	if len(a.GPUResources) == 0 {
-		a.GPUResources = []corev1.ResourceName{"nvidia.com/gpu"}
+		a.GPUResources = DefaultGPUResources()
 	}
 }
 

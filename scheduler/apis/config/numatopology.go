@@ -22,7 +22,7 @@ type NUMATopologyArgs struct {
 // SetDefaultsNUMATopologyArgs fills unset fields.
 func SetDefaultsNUMATopologyArgs(a *NUMATopologyArgs) {
 	if len(a.GPUResources) == 0 {
-		a.GPUResources = []corev1.ResourceName{"nvidia.com/gpu"}
+		a.GPUResources = DefaultGPUResources()
 	}
 }
 

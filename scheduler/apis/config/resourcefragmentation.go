@@ -47,13 +47,21 @@ type ResourceFragmentationArgs struct {
 // whole GPUs and MIG partitions (the KubeNexusConfig's default).
 var DefaultGPUDeviceClasses = v1alpha1.DefaultGPUDeviceClasses
 
+// DefaultGPUResources are the extended resources that count as GPUs when a plugin's
+// args name none (NVIDIA's device plugin's): one declaration for every plugin that
+// counts GPUs (ResourceFragmentation, VRAM, NUMATopology, ResourceReservation,
+// GangPreemption; WorkloadAware's accelerators and weights start from it too).
+func DefaultGPUResources() []corev1.ResourceName {
+	return []corev1.ResourceName{v1alpha1.ResourceNvidiaGPU}
+}
+
 // DefaultArrivalHalfLifeSeconds is ten minutes.
 const DefaultArrivalHalfLifeSeconds = 600
 
 // SetDefaultsResourceFragmentationArgs fills unset fields.
 func SetDefaultsResourceFragmentationArgs(a *ResourceFragmentationArgs) {
 	if len(a.GPUResources) == 0 {
-		a.GPUResources = []corev1.ResourceName{"nvidia.com/gpu"}
+		a.GPUResources = DefaultGPUResources()
 	}
 	if a.GPUDeviceClasses == nil {
 		a.GPUDeviceClasses = append([]string(nil), DefaultGPUDeviceClasses...)

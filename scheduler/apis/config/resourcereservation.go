@@ -33,7 +33,7 @@ func SetDefaultsResourceReservationArgs(a *ResourceReservationArgs) {
 		a.PlacementRetrySeconds = ptr.To[int32](5)
 	}
 	if len(a.GPUResources) == 0 {
-		a.GPUResources = []corev1.ResourceName{"nvidia.com/gpu"}
+		a.GPUResources = DefaultGPUResources()
 	}
 }
 

@@ -28,7 +28,7 @@ type VRAMArgs struct {
 // SetDefaultsVRAMArgs fills unset fields.
 func SetDefaultsVRAMArgs(a *VRAMArgs) {
 	if len(a.GPUResources) == 0 {
-		a.GPUResources = []corev1.ResourceName{"nvidia.com/gpu"}
+		a.GPUResources = DefaultGPUResources()
 	}
 	if len(a.DeviceMemoryCapacities) == 0 {
 		a.DeviceMemoryCapacities = []string{"memory"} // hardware.DeviceMemoryCapacity

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
 // WorkloadAwareArgs are the arguments of the WorkloadAware plugin, which scores nodes
@@ -46,7 +48,7 @@ type ResourceWeight struct {
 var DefaultPackClasses = []string{"batch", "training"}
 
 // DefaultWorkloadAwareResources are the default resource weights: GPUs weigh most.
-var DefaultWorkloadAwareResources = []ResourceWeight{{Name: corev1.ResourceCPU, Weight: 1}, {Name: corev1.ResourceMemory, Weight: 1}, {Name: "nvidia.com/gpu", Weight: 3}}
+var DefaultWorkloadAwareResources = []ResourceWeight{{Name: corev1.ResourceCPU, Weight: 1}, {Name: corev1.ResourceMemory, Weight: 1}, {Name: v1alpha1.ResourceNvidiaGPU, Weight: 3}}
 
 // SetDefaultsWorkloadAwareArgs fills unset fields.
 func SetDefaultsWorkloadAwareArgs(a *WorkloadAwareArgs) {
@@ -57,7 +59,7 @@ func SetDefaultsWorkloadAwareArgs(a *WorkloadAwareArgs) {
 		a.PackClasses = slices.Clone(DefaultPackClasses)
 	}
 	if len(a.AcceleratorResources) == 0 {
-		a.AcceleratorResources = []string{"nvidia.com/gpu"}
+		a.AcceleratorResources = []string{string(v1alpha1.ResourceNvidiaGPU)}
 	}
 	if a.AcceleratorNodeScore == nil {
 		a.AcceleratorNodeScore = ptr.To[int32](0)
