@@ -12,8 +12,11 @@ import (
 )
 
 // The rotator keeps its CA and serving certificate in one Secret and injects the CA
-// into the two webhook configurations, by name.
-// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;list;watch;update;patch
+// into the two webhook configurations, by name. It may write only that Secret; its
+// cache lists and watches the namespace's Secrets (cert-controller builds the cache
+// without a field selector, and RBAC limits a list by name only with one).
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=list;watch
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;update;patch,resourceNames=kubenexus-webhook-server-cert
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=update;patch,resourceNames={"kubenexus-validating","kubenexus-pod-mutating"}
 

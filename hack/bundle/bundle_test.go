@@ -15,6 +15,7 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/operator-framework/api/pkg/validation"
 	"github.com/operator-framework/api/pkg/validation/errors"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -59,6 +60,20 @@ func TestBundleValidates(t *testing.T) {
 	}
 	if got := len(b.CSV.Spec.WebhookDefinitions); got != 5 {
 		t.Errorf("%d webhook definitions, want 5 (4 validating: KubeNexusConfig, PodGroup, ResourceReservation, HardwareTier; 1 pod)", got)
+	}
+	// The pod webhook fails closed like the chart's opted-in one, so OLM must scope
+	// it: only to target namespaces, never every namespace or the operator's own.
+	for _, w := range b.CSV.Spec.WebhookDefinitions {
+		if slices.ContainsFunc(w.Rules, func(r admissionregv1.RuleWithOperations) bool { return slices.Contains(r.Resources, "pods") }) &&
+			(w.FailurePolicy == nil || *w.FailurePolicy != admissionregv1.Fail) {
+			t.Errorf("pod webhook %s has failure policy %v, want Fail", w.GenerateName, w.FailurePolicy)
+		}
+	}
+	for _, m := range b.CSV.Spec.InstallModes {
+		want := m.Type == operatorsv1alpha1.InstallModeTypeSingleNamespace || m.Type == operatorsv1alpha1.InstallModeTypeMultiNamespace
+		if m.Supported != want {
+			t.Errorf("install mode %s supported: %v, want %v", m.Type, m.Supported, want)
+		}
 	}
 }
 

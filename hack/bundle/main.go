@@ -207,8 +207,13 @@ func run(root string) error {
 				"JobSet and LeaderWorkerSet into gangs with a mutating webhook.\n\n" +
 				"Create the KubeNexusConfig named `default` to deploy the scheduler, label a namespace " +
 				"`kubenexus.io/enabled=true` to opt its pods in.\n\n" +
-				"Under OLM the pod webhook fails open (OLM cannot scope it to KubeNexus pods); the scheduler " +
-				"classifies pods that arrive unannotated itself.",
+				"Under OLM the pod webhook's scope is the OperatorGroup's target namespaces (OLM sets the " +
+				"webhook's namespace selector from them): install into an OperatorGroup that targets the " +
+				"namespaces whose pods KubeNexus schedules (SingleNamespace or MultiNamespace), not the " +
+				"operator's own namespace. In those namespaces the webhook fails closed, as the chart's does " +
+				"for opted-in namespaces; pods elsewhere that name kubenexus-scheduler are classified by the " +
+				"scheduler itself. AllNamespaces is not offered: OLM cannot keep a cluster-wide pod webhook " +
+				"away from kube-system and the operator's own pods.",
 			Version:        version.OperatorVersion{Version: semver.MustParse(bundleVersion)},
 			Maturity:       "alpha",
 			MinKubeVersion: "1.35.0", // the oldest kube-apiserver make test-skew runs (README: Supported Kubernetes versions)
@@ -218,10 +223,12 @@ func run(root string) error {
 			Links:          []operatorsv1alpha1.AppLink{{Name: "Source", URL: "https://github.com/kube-nexus/kubenexus"}},
 			Icon:           []operatorsv1alpha1.Icon{{Data: base64.StdEncoding.EncodeToString([]byte(iconSVG)), MediaType: "image/svg+xml"}},
 			InstallModes: []operatorsv1alpha1.InstallMode{
-				{Type: operatorsv1alpha1.InstallModeTypeOwnNamespace, Supported: true},
-				{Type: operatorsv1alpha1.InstallModeTypeSingleNamespace, Supported: false},
-				{Type: operatorsv1alpha1.InstallModeTypeMultiNamespace, Supported: false},
-				{Type: operatorsv1alpha1.InstallModeTypeAllNamespaces, Supported: true},
+				// The pod webhook's namespaces are the OperatorGroup's targets (see
+				// webhookDefinitions): never every namespace, never the operator's own.
+				{Type: operatorsv1alpha1.InstallModeTypeOwnNamespace, Supported: false},
+				{Type: operatorsv1alpha1.InstallModeTypeSingleNamespace, Supported: true},
+				{Type: operatorsv1alpha1.InstallModeTypeMultiNamespace, Supported: true},
+				{Type: operatorsv1alpha1.InstallModeTypeAllNamespaces, Supported: false},
 			},
 			CustomResourceDefinitions: operatorsv1alpha1.CustomResourceDefinitions{Owned: owned},
 			InstallStrategy: operatorsv1alpha1.NamedInstallStrategy{
@@ -291,8 +298,9 @@ func managerDeployment(root string) (*appsv1.Deployment, error) {
 }
 
 // webhookDefinitions are config/'s webhooks for OLM. OLM sets namespaceSelectors
-// itself and has no matchConditions, so the two pod entries become one that fails
-// open: it cannot be kept from seeing pods outside KubeNexus's scope.
+// itself, from the OperatorGroup's target namespaces, and has no matchConditions:
+// the pod webhook becomes config/'s opted-in entry alone (its failure policy
+// included), scoped by the install modes to the target namespaces.
 func webhookDefinitions(root string) ([]operatorsv1alpha1.WebhookDescription, error) {
 	var out []operatorsv1alpha1.WebhookDescription
 	for _, rel := range []string{"config/webhook/manifests.yaml", "config/webhook/pod_webhook.yaml"} {
@@ -321,7 +329,7 @@ func webhookDefinitions(root string) ([]operatorsv1alpha1.WebhookDescription, er
 				}
 				w := cfg.Webhooks[0]
 				out = append(out, describe(operatorsv1alpha1.MutatingAdmissionWebhook, "pods.scheduling.kubenexus.io", w.ClientConfig, w.Rules,
-					ptr.To(admissionregv1.Ignore), w.SideEffects, w.TimeoutSeconds, w.AdmissionReviewVersions, w.ReinvocationPolicy))
+					w.FailurePolicy, w.SideEffects, w.TimeoutSeconds, w.AdmissionReviewVersions, w.ReinvocationPolicy))
 			}
 		}
 	}

@@ -232,24 +232,35 @@ func (g *gen) rbac() error {
 // certificate rotator needs: with cert-manager the chart leaves it out.
 const secretsSentinel = "__SECRETS_RULE__"
 
-// secretsRule replaces the manager Role's rule on Secrets with secretsSentinel and
-// returns the template that writes it unless cert-manager issues the certificate.
+// secretsRule replaces the manager Role's rules on Secrets with one secretsSentinel
+// and returns the template that writes them unless cert-manager issues the
+// certificate.
 func secretsRule(role map[string]any) (string, bool) {
 	rules, _ := role["rules"].([]any)
-	for i, r := range rules {
+	var secrets, kept []any
+	at := -1
+	for _, r := range rules {
 		rule, ok := r.(map[string]any)
 		res, _ := rule["resources"].([]any)
 		if !ok || len(res) != 1 || res[0] != "secrets" {
+			kept = append(kept, r)
 			continue
 		}
-		y, err := yaml.Marshal([]any{rule})
-		if err != nil {
-			return "", false
+		if at < 0 {
+			at = len(kept)
+			kept = append(kept, secretsSentinel)
 		}
-		rules[i] = secretsSentinel
-		return "\n{{- if not .Values.webhook.certManager.enabled }}\n" + strings.TrimRight(string(y), "\n") + "\n{{- end }}", true
+		secrets = append(secrets, rule)
 	}
-	return "", false
+	if at < 0 {
+		return "", false
+	}
+	y, err := yaml.Marshal(secrets)
+	if err != nil {
+		return "", false
+	}
+	role["rules"] = kept
+	return "\n{{- if not .Values.webhook.certManager.enabled }}\n" + strings.TrimRight(string(y), "\n") + "\n{{- end }}", true
 }
 
 // withLabels gives each object the release's labels (through a sentinel that

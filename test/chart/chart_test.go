@@ -302,6 +302,14 @@ func TestRenderMatrix(t *testing.T) {
 						if want := !certManager(values); secrets != want {
 							t.Errorf("Role kubenexus-manager has a rule on Secrets: %v, want %v (cert-manager: %v)", secrets, want, certManager(values))
 						}
+						// It may write its certificate's Secret and no other (Helm keeps
+						// its releases in Secrets of this namespace).
+						for _, r := range role.Rules {
+							if slices.Contains(r.Resources, "secrets") && slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "list" && v != "watch" }) &&
+								!slices.Equal(r.ResourceNames, []string{"kubenexus-webhook-server-cert"}) {
+								t.Errorf("Role kubenexus-manager may %v Secrets %v, want only kubenexus-webhook-server-cert", r.Verbs, r.ResourceNames)
+							}
+						}
 					}
 				case "Deployment":
 					checkDeployment(t, o, values)
