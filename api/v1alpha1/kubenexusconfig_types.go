@@ -209,6 +209,17 @@ type SchedulerSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// servingCertSecretName names a Secret of type kubernetes.io/tls, in the
+	// manager's namespace, whose tls.crt and tls.key the scheduler serves on its
+	// secure port (metrics, health) instead of the self-signed certificate
+	// kube-scheduler generates, so that scrapers can verify it (the chart sets
+	// it to the Secret cert-manager issues in cert-manager mode). The scheduler's
+	// pods do not start until the Secret exists.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	ServingCertSecretName string `json:"servingCertSecretName,omitempty"`
 }
 
 // LeaderElectionSpec configures leader election between scheduler replicas.

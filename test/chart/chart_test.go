@@ -257,11 +257,12 @@ func TestRenderMatrix(t *testing.T) {
 			want("NetworkPolicy", map[bool]int{true: 1, false: 0}[managerOn && webhookOn && get(values, "webhook", "networkPolicy", "enabled") == true])
 			want("AdmissionCheck", map[bool]int{true: 1, false: 0}[get(values, "kueue", "admissionCheck", "enabled") == true])
 			// The webhook certificate: the manager's rotator fills an empty Secret, or
-			// cert-manager issues it (with a self-signed Issuer unless one is named).
+			// cert-manager issues it (with a self-signed Issuer unless one is named),
+			// and the scheduler's serving certificate too.
 			want("Secret", map[bool]int{true: 1, false: 0}[managerOn && !certManager(values)])
-			want("Certificate", map[bool]int{true: 1, false: 0}[managerOn && certManager(values)])
-			want("Issuer", map[bool]int{true: 1, false: 0}[managerOn && certManager(values) && get(values, "webhook", "certManager", "issuerRef", "name") == nil])
-			if managerOn && certManager(values) {
+			want("Certificate", map[bool]int{true: 1, false: 0}[managerOn && certManager(values)]+map[bool]int{true: 1, false: 0}[certManager(values)])
+			want("Issuer", map[bool]int{true: 1, false: 0}[certManager(values) && get(values, "webhook", "certManager", "issuerRef", "name") == nil])
+			if certManager(values) {
 				checkCertificate(t, objs, values)
 			}
 			// Who may set a tenant tier: the policy, its binding and the tier admins'
@@ -440,12 +441,19 @@ func checkServiceMonitors(t *testing.T, objs []object, values map[string]any) {
 		if matched != 1 || ep.Scheme != "https" || ep.BearerTokenFile == "" {
 			t.Errorf("%s: matches %d Services, scheme %q, token %q; want one, https, a bearer token", o.id(), matched, ep.Scheme, ep.BearerTokenFile)
 		}
-		// With cert-manager the manager's endpoint is verified: the CA of the
+		// With cert-manager both endpoints are verified: the CA of the
 		// Certificate's Secret, for a name the Certificate is issued for, which the
-		// manager serves (--metrics-cert-dir where that Secret is mounted).
+		// component serves (the manager: --metrics-cert-dir where that Secret is
+		// mounted; the scheduler: checkChartConfig).
 		tc := ep.TLSConfig
-		if o.id() == "ServiceMonitor/kubenexus-manager" && certManager(values) {
-			cert, dep := certificate(t, objs), deployment(t, objs, "kubenexus-manager")
+		if o.id() == "ServiceMonitor/kubenexus-scheduler" && certManager(values) {
+			cert := certificate(t, objs, "kubenexus-scheduler-serving-cert")
+			if tc.InsecureSkipVerify || tc.CA.Secret.Name != cert.SecretName || tc.CA.Secret.Key != "ca.crt" ||
+				!slices.Contains(cert.DNSNames, tc.ServerName) || !strings.HasPrefix(tc.ServerName, render.MetricsServiceName+".") {
+				t.Errorf("%s: tlsConfig %+v, want the CA (ca.crt) of Secret %s and the metrics Service's name among %v", o.id(), tc, cert.SecretName, cert.DNSNames)
+			}
+		} else if o.id() == "ServiceMonitor/kubenexus-manager" && certManager(values) {
+			cert, dep := certificate(t, objs, "kubenexus-webhook-cert"), deployment(t, objs, "kubenexus-manager")
 			if tc.InsecureSkipVerify || tc.CA.Secret.Name != cert.SecretName || tc.CA.Secret.Key != "ca.crt" || !slices.Contains(cert.DNSNames, tc.ServerName) {
 				t.Errorf("%s: tlsConfig %+v, want the CA (ca.crt) of Secret %s and a server name among %v", o.id(), tc, cert.SecretName, cert.DNSNames)
 			}
@@ -793,6 +801,23 @@ func checkChartConfig(t *testing.T, o object, objs []object, values map[string]a
 		t.Fatal(err)
 	}
 	restricted(t, "scheduler Deployment rendered from the chart's KubeNexusConfig", tmpl)
+	// With cert-manager the scheduler serves the certificate issued for its
+	// metrics Service (the ServiceMonitor verifies it: checkServiceMonitors).
+	if certManager(values) {
+		cert := certificate(t, objs, "kubenexus-scheduler-serving-cert")
+		c := tmpl.Spec.Containers[0]
+		served := slices.ContainsFunc(tmpl.Spec.Volumes, func(v corev1.Volume) bool {
+			return v.Secret != nil && v.Secret.SecretName == cert.SecretName && slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+				return m.Name == v.Name && slices.Contains(c.Args, "--tls-cert-file="+m.MountPath+"/tls.crt") &&
+					slices.Contains(c.Args, "--tls-private-key-file="+m.MountPath+"/tls.key")
+			})
+		})
+		if !served || !slices.Contains(cert.DNSNames, render.MetricsServiceName+"."+releaseNS+".svc") {
+			t.Errorf("the scheduler does not serve the Certificate's Secret %s for %v (args %v)", cert.SecretName, cert.DNSNames, c.Args)
+		}
+	} else if knc.Spec.Scheduler.ServingCertSecretName != "" {
+		t.Errorf("servingCertSecretName %q without cert-manager: no Secret would ever exist", knc.Spec.Scheduler.ServingCertSecretName)
+	}
 	checkPodPlacement(t, "scheduler Deployment rendered from the chart's KubeNexusConfig", tmpl.Spec, values, "scheduler")
 	if n, ok := get(values, "config", "schedulerName").(string); ok && knc.Spec.Scheduler.SchedulerName != n {
 		t.Errorf("schedulerName %q, want %q", knc.Spec.Scheduler.SchedulerName, n)
@@ -920,8 +945,12 @@ func checkCertificate(t *testing.T, objs []object, values map[string]any) {
 		if cert.APIVersion != "cert-manager.io/v1" {
 			t.Errorf("%s: apiVersion %q, want cert-manager.io/v1", o.id(), cert.APIVersion)
 		}
-		if sp.SecretName != "kubenexus-webhook-server-cert" || !slices.Contains(sp.DNSNames, "kubenexus-webhook-service."+releaseNS+".svc") {
-			t.Errorf("%s: secret %q, dnsNames %v", o.id(), sp.SecretName, sp.DNSNames)
+		secret, host := "kubenexus-webhook-server-cert", "kubenexus-webhook-service."+releaseNS+".svc"
+		if o.id() == "Certificate/kubenexus-scheduler-serving-cert" {
+			secret, host = "kubenexus-scheduler-serving-cert", render.MetricsServiceName+"."+releaseNS+".svc"
+		}
+		if sp.SecretName != secret || !slices.Contains(sp.DNSNames, host) {
+			t.Errorf("%s: secret %q, dnsNames %v, want %s for %s", o.id(), sp.SecretName, sp.DNSNames, secret, host)
 		}
 		wantIssuer := "Issuer kubenexus-selfsigned"
 		if n, ok := get(values, "webhook", "certManager", "issuerRef", "name").(string); ok {
@@ -1208,13 +1237,13 @@ func TestDashboardConfigMap(t *testing.T) {
 }
 
 // certificate is the release's cert-manager Certificate.
-func certificate(t *testing.T, objs []object) (spec struct {
+func certificate(t *testing.T, objs []object, name string) (spec struct {
 	SecretName string   `json:"secretName"`
 	DNSNames   []string `json:"dnsNames"`
 }) {
 	t.Helper()
 	for _, o := range objs {
-		if o.meta.Kind == "Certificate" {
+		if o.id() == "Certificate/"+name {
 			var c struct {
 				Spec struct {
 					SecretName string   `json:"secretName"`
@@ -1227,7 +1256,7 @@ func certificate(t *testing.T, objs []object) (spec struct {
 			return c.Spec
 		}
 	}
-	t.Fatal("no Certificate")
+	t.Fatalf("no Certificate %s", name)
 	return spec
 }
 

@@ -43,6 +43,8 @@ const (
 	SecurePort = 10259
 
 	configDir = "/etc/kubenexus-scheduler"
+	// servingCertDir holds spec.scheduler.servingCertSecretName's certificate.
+	servingCertDir = "/etc/kubenexus-scheduler-tls"
 )
 
 // Options are the installation facts the KubeNexusConfig does not carry.
@@ -192,6 +194,13 @@ func deployment(s *v1alpha1.SchedulerSpec, opts Options, hash string) (*appsv1ac
 		container.WithResources(res)
 	}
 
+	var servingCert []*corev1ac.VolumeApplyConfiguration
+	if name := s.ServingCertSecretName; name != "" {
+		container.WithArgs("--tls-cert-file="+servingCertDir+"/"+corev1.TLSCertKey, "--tls-private-key-file="+servingCertDir+"/"+corev1.TLSPrivateKeyKey).
+			WithVolumeMounts(corev1ac.VolumeMount().WithName("serving-cert").WithMountPath(servingCertDir).WithReadOnly(true))
+		servingCert = append(servingCert, corev1ac.Volume().WithName("serving-cert").WithSecret(corev1ac.SecretVolumeSource().WithSecretName(name)))
+	}
+
 	podLabels := Labels()
 	pod := corev1ac.PodSpec().
 		WithServiceAccountName(Name).
@@ -203,7 +212,8 @@ func deployment(s *v1alpha1.SchedulerSpec, opts Options, hash string) (*appsv1ac
 		WithVolumes(
 			corev1ac.Volume().WithName("config").WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(Name)),
 			corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
-		)
+		).
+		WithVolumes(servingCert...)
 	if err := placePod(pod, s, replicas(s)); err != nil {
 		return nil, err
 	}

@@ -66,6 +66,7 @@ func TestRenderGolden(t *testing.T) {
 				ClientConnection:         v1alpha1.ClientConnectionSpec{QPS: 1000, Burst: 2000},
 				PercentageOfNodesToScore: 30,
 				Verbosity:                4,
+				ServingCertSecretName:    "kubenexus-scheduler-serving-cert",
 			},
 			Plugins: v1alpha1.PluginsSpec{Coscheduling: v1alpha1.CoschedulingPlugin{
 				DefaultScheduleTimeoutSeconds: 300, BackoffSeconds: 30, StarvationAgingSeconds: 600,
