@@ -88,6 +88,41 @@ func command(out io.Writer) *cobra.Command {
 		},
 	})
 
+	root.AddCommand(whatifCommand(out, newExplainer))
+
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print the plugin's version",
+		Args:  cobra.NoArgs,
+		Run:   func(*cobra.Command, []string) { fmt.Fprintln(out, version.String("kubectl-kubenexus")) },
+	})
+	root.SetContext(context.Background())
+	return root
+}
+
+// target reads "kind/name" or "kind name".
+func target(args []string) (kind, name string, err error) {
+	if len(args) == 2 {
+		return args[0], args[1], nil
+	}
+	kind, name, ok := strings.Cut(args[0], "/")
+	if !ok || kind == "" || name == "" {
+		return "", "", fmt.Errorf("%q: name the object as KIND/NAME or KIND NAME, e.g. pytorchjob/llama", args[0])
+	}
+	return kind, name, nil
+}
+
+func scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	utilruntime.Must(kueuecompat.AddToScheme(s))
+	utilruntime.Must(nrtv1alpha2.AddToScheme(s))
+	return s
+}
+
+// whatifCommand is the whatif subcommand; newExplainer reads the kubeconfig.
+func whatifCommand(out io.Writer, newExplainer func() (*explain.Explainer, string, error)) *cobra.Command {
 	var file string
 	whatif := &cobra.Command{
 		Use:   "whatif -f FILE",
@@ -127,35 +162,5 @@ func command(out io.Writer) *cobra.Command {
 		},
 	}
 	whatif.Flags().StringVarP(&file, "filename", "f", "", "the objects to try (YAML or JSON; - for standard input)")
-	root.AddCommand(whatif)
-
-	root.AddCommand(&cobra.Command{
-		Use:   "version",
-		Short: "Print the plugin's version",
-		Args:  cobra.NoArgs,
-		Run:   func(*cobra.Command, []string) { fmt.Fprintln(out, version.String("kubectl-kubenexus")) },
-	})
-	root.SetContext(context.Background())
-	return root
-}
-
-// target reads "kind/name" or "kind name".
-func target(args []string) (kind, name string, err error) {
-	if len(args) == 2 {
-		return args[0], args[1], nil
-	}
-	kind, name, ok := strings.Cut(args[0], "/")
-	if !ok || kind == "" || name == "" {
-		return "", "", fmt.Errorf("%q: name the object as KIND/NAME or KIND NAME, e.g. pytorchjob/llama", args[0])
-	}
-	return kind, name, nil
-}
-
-func scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(v1alpha1.AddToScheme(s))
-	utilruntime.Must(kueuecompat.AddToScheme(s))
-	utilruntime.Must(nrtv1alpha2.AddToScheme(s))
-	return s
+	return whatif
 }

@@ -40,27 +40,7 @@ func Read(ctx context.Context, r client.Reader) (*Cluster, []corev1.Pod, error) 
 		return nil, nil, err
 	}
 	for i := range pods.Items {
-		p := &pods.Items[i]
-		if !workload.OccupiesNode(p) {
-			continue
-		}
-		used := c.Requested[p.Spec.NodeName]
-		if used == nil {
-			used = corev1.ResourceList{}
-			c.Requested[p.Spec.NodeName] = used
-		}
-		requests := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-		for name, q := range requests {
-			sum := used[name]
-			sum.Add(q)
-			used[name] = sum
-		}
-		n := used[corev1.ResourcePods]
-		n.Add(*resource.NewQuantity(1, resource.DecimalSI))
-		used[corev1.ResourcePods] = n
-		if bound, ok := workload.RuntimeBound(p); ok {
-			c.Bounded[p.Spec.NodeName] = append(c.Bounded[p.Spec.NodeName], Bounded{Pod: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, Ends: workload.Ends(p, bound), Requests: requests})
-		}
+		c.addPod(&pods.Items[i])
 	}
 	var tiers v1alpha1.HardwareTierList
 	if err := r.List(ctx, &tiers); err != nil {
@@ -117,16 +97,7 @@ func Read(ctx context.Context, r client.Reader) (*Cluster, []corev1.Pod, error) 
 			c.NUMA[nrts.Items[i].Name] = t
 		}
 	}
-	c.TierFromClusterQueue = len(configs.Items) > 0 && configs.Items[0].Spec.Kueue.TenantTierFrom == v1alpha1.TenantTierFromClusterQueue
-	c.RetryAfterSeconds = v1alpha1.DefaultKueueRetryAfterSeconds
-	if len(configs.Items) > 0 && configs.Items[0].Spec.Kueue.RetryAfterSeconds != nil {
-		c.RetryAfterSeconds = *configs.Items[0].Spec.Kueue.RetryAfterSeconds
-	}
-	if len(configs.Items) > 0 {
-		if p := configs.Items[0].Spec.Plugins.GangPreemption.PreemptServicesForBatch; p != nil {
-			c.PreemptServicesForBatch = *p
-		}
-	}
+	c.configure(configs.Items)
 	var flavors kueue.ResourceFlavorList
 	if err := r.List(ctx, &flavors); err != nil && !NotServed(err) {
 		return nil, nil, err
@@ -136,6 +107,48 @@ func Read(ctx context.Context, r client.Reader) (*Cluster, []corev1.Pod, error) 
 		c.FlavorTolerations[f.Name] = f.Spec.Tolerations
 	}
 	return c, pods.Items, nil
+}
+
+// addPod counts what a pod that occupies its node requests there, and its runtime
+// bound if it has one.
+func (c *Cluster) addPod(p *corev1.Pod) {
+	if !workload.OccupiesNode(p) {
+		return
+	}
+	used := c.Requested[p.Spec.NodeName]
+	if used == nil {
+		used = corev1.ResourceList{}
+		c.Requested[p.Spec.NodeName] = used
+	}
+	requests := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	for name, q := range requests {
+		sum := used[name]
+		sum.Add(q)
+		used[name] = sum
+	}
+	n := used[corev1.ResourcePods]
+	n.Add(*resource.NewQuantity(1, resource.DecimalSI))
+	used[corev1.ResourcePods] = n
+	if bound, ok := workload.RuntimeBound(p); ok {
+		c.Bounded[p.Spec.NodeName] = append(c.Bounded[p.Spec.NodeName], Bounded{Pod: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, Ends: workload.Ends(p, bound), Requests: requests})
+	}
+}
+
+// configure takes the Kueue and preemption settings of the KubeNexusConfig (the
+// first listed; the defaults without one).
+func (c *Cluster) configure(configs []v1alpha1.KubeNexusConfig) {
+	c.RetryAfterSeconds = v1alpha1.DefaultKueueRetryAfterSeconds
+	if len(configs) == 0 {
+		return
+	}
+	spec := &configs[0].Spec
+	c.TierFromClusterQueue = spec.Kueue.TenantTierFrom == v1alpha1.TenantTierFromClusterQueue
+	if spec.Kueue.RetryAfterSeconds != nil {
+		c.RetryAfterSeconds = *spec.Kueue.RetryAfterSeconds
+	}
+	if p := spec.Plugins.GangPreemption.PreemptServicesForBatch; p != nil {
+		c.PreemptServicesForBatch = *p
+	}
 }
 
 // NotServed reports an error that says the API server does not serve a kind (its

@@ -146,29 +146,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	default:
 		setConditions(status, knc.Generation, cond(v1alpha1.ConditionDegraded, false, ReasonAsExpected, "The scheduler's objects are applied."))
-		// Admission refuses such a selector; this catches one stored before the webhook
-		// ran. The pod webhook falls back to its default scope rather than refusing pods.
-		if errs := render.ValidateWebhook(&knc.Spec.Webhook); len(errs) > 0 {
-			setConditions(status, knc.Generation, cond(v1alpha1.ConditionDegraded, true, ReasonInvalidWebhookScope,
-				fmt.Sprintf("The pod webhook cannot use this namespace selector and uses the default scope (%s) instead: %s",
-					v1alpha1.DefaultWebhookScope(), errs.ToAggregate())))
-		}
-		// Volcano compatibility steps aside while a Volcano scheduler runs.
-		if v := knc.Spec.Volcano; ptr.Deref(v.Enabled, false) {
-			held, err := podgroup.VolcanoLeaseHeld(ctx, r.APIReader, v.SchedulerLease, time.Now())
-			if err != nil {
-				return ctrl.Result{}, err
-			}
-			if held {
-				setConditions(status, knc.Generation, cond(v1alpha1.ConditionDegraded, true, ReasonVolcanoActive,
-					fmt.Sprintf("spec.volcano.enabled is set, but a Volcano scheduler holds its lease %s/%s: KubeNexus leaves Volcano's PodGroups to it until it stops.",
-						v.SchedulerLease.Namespace, v.SchedulerLease.Name)))
-			}
-			// The lease is not watched (the manager does not cache Leases): look again.
-			result.RequeueAfter = volcanoLeaseRecheck
+		if result.RequeueAfter, err = r.degradedBySettings(ctx, knc, status); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
 	return result, r.writeStatus(ctx, knc, status)
+}
+
+// degradedBySettings reports as Degraded what the applied configuration asks and
+// the cluster does not allow: a pod webhook scope that cannot be used, Volcano
+// compatibility while a Volcano scheduler runs. It returns when to look at the
+// Volcano lease again (0: not watched).
+func (r *Reconciler) degradedBySettings(ctx context.Context, knc *v1alpha1.KubeNexusConfig, status *v1alpha1.KubeNexusConfigStatus) (time.Duration, error) {
+	// Admission refuses such a selector; this catches one stored before the webhook
+	// ran. The pod webhook falls back to its default scope rather than refusing pods.
+	if errs := render.ValidateWebhook(&knc.Spec.Webhook); len(errs) > 0 {
+		setConditions(status, knc.Generation, cond(v1alpha1.ConditionDegraded, true, ReasonInvalidWebhookScope,
+			fmt.Sprintf("The pod webhook cannot use this namespace selector and uses the default scope (%s) instead: %s",
+				v1alpha1.DefaultWebhookScope(), errs.ToAggregate())))
+	}
+	// Volcano compatibility steps aside while a Volcano scheduler runs.
+	v := knc.Spec.Volcano
+	if !ptr.Deref(v.Enabled, false) {
+		return 0, nil
+	}
+	held, err := podgroup.VolcanoLeaseHeld(ctx, r.APIReader, v.SchedulerLease, time.Now())
+	if err != nil {
+		return 0, err
+	}
+	if held {
+		setConditions(status, knc.Generation, cond(v1alpha1.ConditionDegraded, true, ReasonVolcanoActive,
+			fmt.Sprintf("spec.volcano.enabled is set, but a Volcano scheduler holds its lease %s/%s: KubeNexus leaves Volcano's PodGroups to it until it stops.",
+				v.SchedulerLease.Namespace, v.SchedulerLease.Name)))
+	}
+	// The lease is not watched (the manager does not cache Leases): look again.
+	return volcanoLeaseRecheck, nil
 }
 
 // deleteBudget deletes the scheduler's PodDisruptionBudget that an earlier

@@ -11,25 +11,11 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
-	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/backfill"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/bindingbackpressure"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/coscheduling"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/gangpreemption"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/devices"
-	gangSvc "github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/tenant"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/networkfabric"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/numatopology"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/resourcefragmentation"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/resourcereservation"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/tenanthardware"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/topologyaware"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/vram"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/workloadaware"
 )
 
 // What kubenexus-scheduler needs beyond kube-scheduler's (system:kube-scheduler less
@@ -79,98 +65,27 @@ func SetDefaultFeatureGates() error {
 }
 
 // RegistryOptions returns the app options that register every KubeNexus plugin.
-// Plugins share one KubeNexus object cache that lives as long as runCtx.
+// Plugins share one KubeNexus object cache that lives as long as runCtx, and the
+// services of services.go.
 func RegistryOptions(runCtx context.Context) []app.Option {
-	crds := crdcache.NewProvider(runCtx)
-	gangs := &gangview.Registry{}
-	// One gang record per profile, whichever plugins are enabled.
-	members := &gangSvc.Provider{}
-	membersOf := func(ctx context.Context, h fwk.Handle) (*gangSvc.Service, error) {
-		c, err := crds.Get(ctx, h.KubeConfig())
-		if err != nil {
-			return nil, err
-		}
-		return members.For(ctx, h, c)
-	}
-	reservations := resourcereservation.NewShared()
-	deviceIndex := &devices.Provider{}
-	tenants := &tenant.Provider{}
+	s := newServices(runCtx)
 	return []app.Option{
-		app.WithPlugin(names.ProfileClassifier, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			svc, err := membersOf(ctx, h)
-			if err != nil {
-				return nil, err
-			}
-			return profileclassifier.New(ctx, obj, h, crds, tenants, svc)
-		}),
-		app.WithPlugin(names.Coscheduling, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			// The device index makes free capacity count GPUs published only as DRA
-			// devices (nodefree.UseDRABacked), for every plugin's view of the snapshot.
-			if _, err := deviceIndex.Get(h); err != nil {
-				return nil, err
-			}
-			svc, err := membersOf(ctx, h)
-			if err != nil {
-				return nil, err
-			}
-			return coscheduling.New(ctx, obj, h, crds, svc, reservations)
-		}),
-		app.WithPlugin(names.WorkloadAware, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			return workloadaware.New(ctx, obj, h, gangs)
-		}),
+		app.WithPlugin(names.ProfileClassifier, s.profileClassifier),
+		app.WithPlugin(names.Coscheduling, s.coscheduling),
+		app.WithPlugin(names.WorkloadAware, s.workloadAware),
 		app.WithPlugin(names.TopologyAware, topologyaware.New),
-		app.WithPlugin(names.NetworkFabric, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			svc, err := membersOf(ctx, h)
-			if err != nil {
-				return nil, err
-			}
-			return networkfabric.New(ctx, obj, h, crds, svc, reservations, gangs)
-		}),
-		app.WithPlugin(names.ResourceFragmentation, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			index, err := deviceIndex.Get(h)
-			if err != nil {
-				return nil, err
-			}
-			return resourcefragmentation.New(ctx, obj, h, crds, reservations, gangs, index)
-		}),
-		app.WithPlugin(names.TenantHardware, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			index, err := deviceIndex.Get(h)
-			if err != nil {
-				return nil, err
-			}
-			return tenanthardware.New(ctx, obj, h, crds, gangs, index, tenants)
-		}),
+		app.WithPlugin(names.NetworkFabric, s.networkFabric),
+		app.WithPlugin(names.ResourceFragmentation, s.resourceFragmentation),
+		app.WithPlugin(names.TenantHardware, s.tenantHardware),
 		app.WithPlugin(names.NUMATopology, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			return numatopology.New(ctx, obj, h, crds)
+			return numatopology.New(ctx, obj, h, s.crds)
 		}),
-		app.WithPlugin(names.VRAM, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			index, err := deviceIndex.Get(h)
-			if err != nil {
-				return nil, err
-			}
-			return vram.New(ctx, obj, h, index)
-		}),
-		app.WithPlugin(names.ResourceReservation, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			index, err := deviceIndex.Get(h)
-			if err != nil {
-				return nil, err
-			}
-			svc, err := membersOf(ctx, h)
-			if err != nil {
-				return nil, err
-			}
-			return resourcereservation.New(ctx, obj, h, crds, reservations, svc, index)
-		}),
+		app.WithPlugin(names.VRAM, s.vram),
+		app.WithPlugin(names.ResourceReservation, s.resourceReservation),
 		app.WithPlugin(names.Backfill, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			return backfill.New(ctx, obj, h, reservations)
+			return backfill.New(ctx, obj, h, s.reservations)
 		}),
-		app.WithPlugin(names.GangPreemption, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			svc, err := membersOf(ctx, h)
-			if err != nil {
-				return nil, err
-			}
-			return gangpreemption.New(ctx, obj, h, crds, svc, gangs, reservations)
-		}),
+		app.WithPlugin(names.GangPreemption, s.gangPreemption),
 		app.WithPlugin(names.BindingBackpressure, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return bindingbackpressure.New(ctx, obj, h)
 		}),

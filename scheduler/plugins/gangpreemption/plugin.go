@@ -21,7 +21,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/tenant"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/resourcereservation"
 )
@@ -34,7 +34,9 @@ type Plugin struct {
 	args   *config.GangPreemptionArgs
 	handle fwk.Handle
 	crds   *crdcache.Cache
-	views  *gangview.Registry
+	// tiers are the tier rules the profile applies (TenantHardware's; nil in unit
+	// tests): preemptible pods that borrow a tier give it back to its tenants.
+	tiers *tenant.Tiers
 	// gangs is the profile's gang record: a gang's members and queue priority (nil in
 	// unit tests).
 	gangs    *gangs.Service
@@ -75,7 +77,7 @@ var _ fwk.PostFilterPlugin = &Plugin{}
 
 // New builds the plugin and starts its evictor, which also finishes evictions a
 // previous scheduler process began (see evictor).
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, members *gangs.Service, views *gangview.Registry, reservations *resourcereservation.Shared) (*Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, members *gangs.Service, tiers *tenant.Tiers, reservations *resourcereservation.Shared) (*Plugin, error) {
 	args, err := config.DecodeGangPreemptionArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -94,7 +96,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		args:     args,
 		handle:   h,
 		crds:     c,
-		views:    views,
+		tiers:    tiers,
 		gangs:    members,
 		pdbs:     informers.Policy().V1().PodDisruptionBudgets().Lister(),
 		classes:  informers.Scheduling().V1().PriorityClasses().Lister(),

@@ -16,7 +16,6 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 )
 
@@ -129,9 +128,9 @@ func nominate(node string) *fwk.PostFilterResult {
 // the preemptor's tenant is admitted to. Nil when there are none to ask about.
 func (pl *Plugin) reclaimer(pod *corev1.Pod, infos []fwk.NodeInfo) func(*corev1.Pod) bool {
 	reserved := pl.reserved.NodesFor(pod)
-	var tierBorrow gangview.TierBorrowFunc
-	if pl.views != nil {
-		tierBorrow = pl.views.TierBorrow(pl.handle.ProfileName())
+	var tierBorrow func(victim, preemptor *corev1.Pod, node *corev1.Node) bool
+	if r := pl.tiers.For(pl.handle.ProfileName()); r != nil {
+		tierBorrow = r.BorrowsFrom
 	}
 	if len(reserved) == 0 && tierBorrow == nil {
 		return nil

@@ -10,7 +10,7 @@ import (
 )
 
 // GPUs published through DRA. A member whose ResourceClaims ask for devices of a
-// GPU DeviceClass (ResourceFragmentation's view, gangview.DRAGPUs) asks the plan
+// GPU DeviceClass (dragpus.View) asks the plan
 // for them as two resources: whole GPUs need whole free cards, and every GPU, or a
 // share of one, needs that much free card capacity on the node. A node has as much
 // of them as its cards have free in the scheduler's allocated state, read once per
@@ -18,16 +18,23 @@ import (
 // the crumbs of several cards add up to it (the DynamicResources filter then refuses
 // the node); nominated pods' claims are not counted.
 
+// draGPUs is what the plugin reads of GPUs published through DRA (dragpus.View).
+type draGPUs interface {
+	// Asks is what the pod's claims ask of GPU devices: whole GPUs, or a share of
+	// one in thousandths.
+	Asks(pod *corev1.Pod) (gpus, share int64)
+	// FreeCards reads the allocated state once and returns each GPU node's whole
+	// free cards and the free capacity of its cards in thousandths (ok false: the
+	// node publishes none).
+	FreeCards() (func(node string) (whole, milli int64, ok bool), error)
+}
+
 // draAsks adds what the pod's claims ask of DRA GPUs to into, in milli-units.
 func (pl *Plugin) draAsks(pod *corev1.Pod, into map[corev1.ResourceName]int64) {
-	if len(pod.Spec.ResourceClaims) == 0 || pl.gangs == nil {
+	if len(pod.Spec.ResourceClaims) == 0 || pl.gpus == nil {
 		return
 	}
-	v := pl.gangs.DRAGPUs()
-	if v.Asks == nil {
-		return
-	}
-	switch gpus, share := v.Asks(pod); {
+	switch gpus, share := pl.gpus.Asks(pod); {
 	case gpus > 0:
 		into[placement.DRAWholeGPUs] += gpus * 1000
 		into[placement.DRAGPUCapacity] += gpus * 1000
@@ -52,8 +59,8 @@ func asksDRA(shapes []placement.Shape) bool {
 func (pl *Plugin) draFree(node string) (whole, capacity int64, ok bool) {
 	if !pl.cardsRead {
 		pl.cardsRead = true
-		if v := pl.gangs.DRAGPUs(); v.Cards != nil {
-			cards, err := v.Cards()
+		if pl.gpus != nil {
+			cards, err := pl.gpus.FreeCards()
 			if err != nil {
 				klog.ErrorS(err, "Reading the DRA GPU cards for a gang plan")
 			}

@@ -15,7 +15,6 @@ import (
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/topology"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 )
 
@@ -32,6 +31,11 @@ func (pl *Plugin) plan(nodes []fwk.NodeInfo, roles []role, shapes []placement.Sh
 	return computeByPreference(planNodes, keptOff, shapes, policy)
 }
 
+// nodePreference rates a node for a pod as the profile's tier rules do: allowed is
+// false when the pod's tenant may not use the node; score (0–100) is its preference
+// (tenant.Rules.NodePreference).
+type nodePreference func(pod *corev1.Pod, node *corev1.Node) (score int64, allowed bool)
+
 // planNodes makes the plan nodes of the nodes that could take a member: a node
 // whose free capacity (before other plans' claims) holds no member of any shape adds
 // nothing to any domain's fit, so it is left out unless a member of the gang runs
@@ -40,7 +44,10 @@ func (pl *Plugin) plan(nodes []fwk.NodeInfo, roles []role, shapes []placement.Sh
 // capacity, eligibility, tier preference) is the plan's cost. It returns the nodes
 // kept beside their plan nodes.
 func (pl *Plugin) planNodes(nodes []fwk.NodeInfo, roles []role, shapes []placement.Shape, anchors sets.Set[string], lessClaims bool) ([]placement.PlanNode, []fwk.NodeInfo) {
-	prefer := pl.gangs.NodePreference(pl.handle.ProfileName())
+	var prefer nodePreference
+	if r := pl.tiers.For(pl.handle.ProfileName()); r != nil {
+		prefer = r.NodePreference
+	}
 	planNodes := make([]placement.PlanNode, 0, len(nodes))
 	kept := make([]fwk.NodeInfo, 0, len(nodes))
 	for _, ni := range nodes {
@@ -179,7 +186,7 @@ func amount(name corev1.ResourceName, v int64) string {
 // what other gangs' plans set aside and what reservations of other owners hold, whether each role may run on it, how much the
 // gang's tenant prefers it (TenantHardware's rating, when that plugin runs), and
 // whether a member of the gang is placed there already.
-func (pl *Plugin) planNode(ni fwk.NodeInfo, roles []role, prefer gangview.NodePreferenceFunc, anchors sets.Set[string], lessClaims bool) placement.PlanNode {
+func (pl *Plugin) planNode(ni fwk.NodeInfo, roles []role, prefer nodePreference, anchors sets.Set[string], lessClaims bool) placement.PlanNode {
 	node := ni.Node()
 	n := placement.PlanNode{Name: node.Name, Domains: pl.domainsOf(node), Free: nodefree.All(ni), Eligible: make([]bool, len(roles)), Anchor: anchors.Has(node.Name)}
 	if pl.planDRA {
@@ -221,13 +228,13 @@ func (pl *Plugin) planNode(ni fwk.NodeInfo, roles []role, prefer gangview.NodePr
 // others have room (WorkloadAware's rule: a CPU-only gang keeps off accelerator
 // nodes), or nil when some role keeps off none or WorkloadAware does not run.
 func (pl *Plugin) keepsOff(roles []role) func(fwk.NodeInfo) bool {
-	rule := pl.gangs.KeepOff(pl.handle.ProfileName())
+	rule := pl.accelerators.For(pl.handle.ProfileName())
 	if rule == nil || len(roles) == 0 {
 		return nil
 	}
 	tests := make([]func(fwk.NodeInfo) bool, 0, len(roles))
 	for _, r := range roles {
-		t := rule(r.pod)
+		t := rule.KeepsOff(r.pod)
 		if t == nil {
 			return nil
 		}

@@ -27,9 +27,11 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/accelerators"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/dragpus"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/tenant"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/resourcereservation"
 )
@@ -56,7 +58,14 @@ type Plugin struct {
 	handle fwk.Handle
 	levels []topology.Level
 	pgs    *crdcache.Cache
-	gangs  *gangview.Registry
+	// tiers and accelerators are the profile's tier rules (TenantHardware's) and
+	// accelerator rule (WorkloadAware's), by which plans rate and keep off nodes
+	// (nil: not applied).
+	tiers        *tenant.Tiers
+	accelerators *accelerators.Rules
+	// gpus reads what pods' claims ask of DRA GPUs and the nodes' free cards (nil:
+	// none are read).
+	gpus draGPUs
 	// members is the profile's gang record: a gang's pending and placed members.
 	members *gangs.Service
 	// reservations gives what ResourceReservations of other owners hold: room a
@@ -105,9 +114,9 @@ var (
 
 // New builds the plugin. Gang members come from the profile's gang Service, what
 // reservations hold from their shared state, PodGroups from the shared KubeNexus
-// cache, and the other plugins' views (TenantHardware's rating, WorkloadAware's
-// accelerator rule, ResourceFragmentation's DRA GPUs) from views.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, members *gangs.Service, reservations *resourcereservation.Shared, views *gangview.Registry) (*Plugin, error) {
+// cache, GPUs published through DRA from gpus, and the tier and accelerator rules
+// the profile applies from tiers and rules.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, members *gangs.Service, reservations *resourcereservation.Shared, gpus *dragpus.View, tiers *tenant.Tiers, rules *accelerators.Rules) (*Plugin, error) {
 	args, err := config.DecodeNetworkFabricArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -117,8 +126,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	levels := config.Levels(args.Levels)
-	pl := &Plugin{handle: h, levels: levels, pgs: pgs, gangs: views, members: members, reservations: reservations, now: time.Now, plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{},
+	pl := &Plugin{handle: h, levels: levels, pgs: pgs, tiers: tiers, accelerators: rules, members: members, reservations: reservations, now: time.Now, plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{},
 		keep: topology.KeptWhole(levels)}
+	if gpus != nil {
+		pl.gpus = gpus
+	}
 	if f := h.SharedInformerFactory(); f != nil {
 		if pl.nodeLabels, err = trackLabels(f.Core().V1().Nodes().Informer(), levels); err != nil {
 			return nil, fmt.Errorf("%s: %w", Name, err)

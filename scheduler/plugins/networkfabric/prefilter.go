@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -72,16 +73,7 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	now := pl.now()
-	for k, p := range pl.plans {
-		if now.Sub(p.created) > planTTL {
-			delete(pl.plans, k)
-		}
-	}
-	for k, t := range pl.relaxed {
-		if now.Sub(t) > planTTL {
-			delete(pl.relaxed, k)
-		}
-	}
+	pl.expire(now)
 	defer func() { pl.away, pl.kept, pl.planDRA, pl.cards, pl.cardsRead = nil, nil, false, nil, false }()
 	if ap := pl.plans[key]; ap != nil && ap.reserved > 0 && ap.policy == policy && pl.stillHolds(ap) {
 		return ap, nil
@@ -90,27 +82,7 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	pl.away = map[string]map[corev1.ResourceName]int64{}
 	pl.kept, pl.keptLabel = pl.wholeDomains()
 
-	members := []*corev1.Pod{pod}
-	if pl.members != nil {
-		members = withPod(pl.members.Pending(key), pod)
-	}
-	// Members already placed (by an earlier plan, or before the rest of the gang
-	// arrived) anchor the plan: the rest must join their domain.
-	var anchors sets.Set[string]
-	placedMembers := 0
-	if pl.members != nil {
-		on := pl.members.PlacedNodes(key)
-		anchors, placedMembers = sets.New(on...), len(on)
-	}
-	// A group created leader first (LeaderWorkerSet with exclusive placement) is
-	// planned whole: the members not created yet are counted in the shape of the pod,
-	// so that its leader goes only where the group fits, and the room the plan claims
-	// for them is set aside until they come.
-	if size := workload.LeaderFirstGroupSize(pod); size > len(members)+placedMembers {
-		for range size - len(members) - placedMembers {
-			members = append(members, pod)
-		}
-	}
+	members, anchors, placedMembers := pl.membersOf(key, pod)
 	shapes, roles := shapesOf(members, pl.draAsks)
 	pl.planDRA = asksDRA(shapes)
 	// Before planning node by node: a gang whose members are all needed for its
@@ -170,6 +142,51 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: gang %s %s (%s)",
 			ErrReasonTopologyUnsatisfiable, key, short.Describe(pl.levels[short.Level].Name, shapes), policy.Source))
 	}
+	ap := pl.activate(plan, planned, shapes, policy, now)
+	pl.plans[key] = ap
+	klog.V(4).InfoS("Planned gang", "gang", key, "level", pl.levels[plan.Level].Name, "domains", plan.Domains, "fits", plan.Fits, "members", ap.need)
+	return ap, nil
+}
+
+// expire drops the plans and relaxations older than planTTL (callers hold pl.mu).
+func (pl *Plugin) expire(now time.Time) {
+	for k, p := range pl.plans {
+		if now.Sub(p.created) > planTTL {
+			delete(pl.plans, k)
+		}
+	}
+	for k, t := range pl.relaxed {
+		if now.Sub(t) > planTTL {
+			delete(pl.relaxed, k)
+		}
+	}
+}
+
+// membersOf returns the gang's members to plan for (the pending ones with pod among
+// them), the nodes of the members already placed, which anchor the plan (the rest
+// must join their domain), and how many those are.
+func (pl *Plugin) membersOf(key gang.Key, pod *corev1.Pod) (members []*corev1.Pod, anchors sets.Set[string], placed int) {
+	members = []*corev1.Pod{pod}
+	if pl.members != nil {
+		members = withPod(pl.members.Pending(key), pod)
+		on := pl.members.PlacedNodes(key)
+		anchors, placed = sets.New(on...), len(on)
+	}
+	// A group created leader first (LeaderWorkerSet with exclusive placement) is
+	// planned whole: the members not created yet are counted in the shape of the pod,
+	// so that its leader goes only where the group fits, and the room the plan claims
+	// for them is set aside until they come.
+	if size := workload.LeaderFirstGroupSize(pod); size > len(members)+placed {
+		for range size - len(members) - placed {
+			members = append(members, pod)
+		}
+	}
+	return members, anchors, placed
+}
+
+// activate makes the active plan of plan, made over the nodes planned: its claims
+// and the rank of each node for scoring.
+func (pl *Plugin) activate(plan placement.Plan, planned []fwk.NodeInfo, shapes []placement.Shape, policy topology.Policy, now time.Time) *activePlan {
 	ap := &activePlan{policy: policy, rank: map[string]int{}, claimed: map[string]bool{}, claims: plan.Claims, fits: plan.Fits, created: now}
 	for n := range plan.Claims {
 		ap.claimed[n] = true
@@ -202,9 +219,7 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 			ap.rank[node.Name] = r
 		}
 	}
-	pl.plans[key] = ap
-	klog.V(4).InfoS("Planned gang", "gang", key, "level", pl.levels[plan.Level].Name, "domains", plan.Domains, "fits", plan.Fits, "members", ap.need)
-	return ap, nil
+	return ap
 }
 
 // withPod returns the gang's pending members with the pod being scheduled among them.

@@ -20,7 +20,6 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
 
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 
@@ -179,21 +178,27 @@ func TestShapesOfBoundsMembersThatKeepApart(t *testing.T) {
 	}
 }
 
+// labelledAsks: a pod's claims ask for what its "asks" label says (two GPUs, a
+// quarter of one).
+type labelledAsks struct{}
+
+func (labelledAsks) Asks(p *corev1.Pod) (int64, int64) {
+	switch p.Labels["asks"] {
+	case "two":
+		return 2, 0
+	case "quarter":
+		return 0, 250
+	}
+	return 0, 0
+}
+
+func (labelledAsks) FreeCards() (func(string) (int64, int64, bool), error) { return nil, nil }
+
 // Members whose claims ask for DRA GPUs ask the plan for them: whole GPUs as whole
 // cards and their capacity, a share as capacity; members asking differently are
 // different shapes.
 func TestShapesOfCountsDRAGPUs(t *testing.T) {
-	views := &gangview.Registry{}
-	views.SetDRAGPUs(gangview.DRAGPUs{Asks: func(p *corev1.Pod) (int64, int64) {
-		switch p.Labels["asks"] {
-		case "two":
-			return 2, 0
-		case "quarter":
-			return 0, 250
-		}
-		return 0, 0
-	}})
-	pl := &Plugin{gangs: views}
+	pl := &Plugin{gpus: labelledAsks{}}
 	member := func(name, asks string) *corev1.Pod {
 		p := &corev1.Pod{}
 		p.Name, p.Labels = name, map[string]string{"asks": asks}
@@ -250,7 +255,7 @@ func testPlugin(members ...*corev1.Pod) *Plugin {
 		}
 		svc.Upsert(filed)
 	}
-	return &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, gangs: &gangview.Registry{}, members: svc, now: time.Now,
+	return &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, members: svc, now: time.Now,
 		plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}
 }
 

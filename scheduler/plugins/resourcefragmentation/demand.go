@@ -12,6 +12,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/dragpus"
 )
 
 // tracker follows the profile's GPU pods: those waiting for a node (queued) and a
@@ -23,7 +24,7 @@ type tracker struct {
 	scheduler string
 	gpus      []corev1.ResourceName
 	// dra reads the GPU requests of pods' ResourceClaims (nil: not read).
-	dra      *draGPUs
+	dra      *dragpus.View
 	halfLife time.Duration
 	now      func() time.Time
 
@@ -234,7 +235,7 @@ func (t *tracker) snapshot(self types.UID) (placement.Demand, map[int64]int) {
 }
 
 // shape is what the pod asks for: its GPU resources (shapeOf), else the GPUs or
-// share of one its ResourceClaims ask for (draGPUs.shape); the zero shape for a pod
+// share of one its ResourceClaims ask for (dragpus.View.Shape); the zero shape for a pod
 // that asks for neither.
 func (t *tracker) shape(pod *corev1.Pod) shape {
 	sh, _ := t.shapeFound(pod)
@@ -248,13 +249,13 @@ func (t *tracker) shapeFound(pod *corev1.Pod) (shape, bool) {
 	if sh.gpus > 0 || t.dra == nil || len(pod.Spec.ResourceClaims) == 0 {
 		return sh, true
 	}
-	reqs, found := t.dra.requests(pod, true)
+	reqs, found := t.dra.Requests(pod, true)
 	if len(reqs) == 0 {
 		return sh, found
 	}
 	sh = cpuShapeOf(pod)
 	sh.models = modelsKey(workload.RequiredGPUModels(pod))
-	sh.gpus, sh.share = t.dra.shape(reqs)
+	sh.gpus, sh.share = t.dra.Shape(reqs)
 	return sh, true
 }
 

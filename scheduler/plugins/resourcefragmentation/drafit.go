@@ -11,6 +11,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/hardware"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/dragpus"
 )
 
 // The GPU-room filter. kube-scheduler's DynamicResources runs its allocator on every
@@ -36,7 +37,9 @@ const ErrReasonGPURoom = "the node's GPU devices cannot hold the pod's ResourceC
 // PreScore reuses.
 type draFilterState struct {
 	claims []hardware.GPURequest
-	dc     *draCycle
+	// key is claims' requestsKey.
+	key string
+	dc  *dragpus.Cycle
 }
 
 func (s *draFilterState) Clone() fwk.StateData { return s }
@@ -66,18 +69,18 @@ func (pl *Plugin) preFilterGPURoom(cs fwk.CycleState, pod *corev1.Pod) (bool, er
 	if pl.dra == nil || len(pod.Spec.ResourceClaims) == 0 {
 		return false, nil
 	}
-	claims, _, exact := pl.dra.claimRequests(pod, false)
+	claims, _, exact := pl.dra.ClaimRequests(pod, false)
 	if len(claims) == 0 || !exact {
 		return false, nil
 	}
-	dc, err := pl.dra.cycle()
+	dc, err := pl.dra.Cycle()
 	if err != nil {
 		return false, fmt.Errorf("%s: reading allocated devices: %w", Name, err)
 	}
-	if dc == nil || dc.remote {
+	if dc == nil || dc.Remote {
 		return false, nil
 	}
-	cs.Write(draStateKey, &draFilterState{claims: claims, dc: dc})
+	cs.Write(draStateKey, &draFilterState{claims: claims, key: dragpus.RequestsKey(claims), dc: dc})
 	return true, nil
 }
 
@@ -93,14 +96,8 @@ func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni
 		return nil
 	}
 	node := ni.Node().Name
-	g := s.dc.cards(node)
-	if g == nil {
+	if e := s.dc.Entry(node); e == nil || !s.dc.CanHold(node, e, s.claims, s.key) {
 		return fwk.NewStatus(fwk.Unschedulable, ErrReasonGPURoom)
-	}
-	for _, r := range s.claims {
-		if !g.CanHold(r, s.dc.d.matcher(s.dc.published.Version, node, g, r.Selectors)) {
-			return fwk.NewStatus(fwk.Unschedulable, ErrReasonGPURoom)
-		}
 	}
 	return nil
 }

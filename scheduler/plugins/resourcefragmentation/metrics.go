@@ -18,6 +18,7 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/dragpus"
 )
 
 var largestGangDesc = metrics.NewDesc("kubenexus_largest_placeable_gang",
@@ -52,7 +53,7 @@ type gangCollector struct {
 	// dra reads the GPUs nodes publish as DRA devices of a GPU class (nil: none):
 	// a node without GPU resources counts its cards, a card partly used as
 	// allocated.
-	dra *draGPUs
+	dra *dragpus.View
 }
 
 // gauges is the one collector registered with the scheduler's registry; it
@@ -96,33 +97,8 @@ func (c *gangCollector) collect(ch chan<- metrics.Metric) {
 	if err != nil {
 		return
 	}
-	used := map[string]int64{}
-	running := map[string]bool{} // nodes where a pod other than a DaemonSet's or a static pod runs
-	for _, p := range pods {
-		if n := workload.HeldGPUs(p, c.gpus...); n > 0 {
-			used[p.Spec.NodeName] += n
-		}
-		if workload.OccupiesNode(p) && !workload.NodeBound(p) {
-			running[p.Spec.NodeName] = true
-		}
-	}
-	type tier struct {
-		name     string
-		rank     int32
-		selector labels.Selector
-	}
-	var tiers []tier
-	if hwts, err := c.tiers(); err == nil {
-		for _, h := range hwts {
-			if sel, err := metav1.LabelSelectorAsSelector(&h.Spec.NodeSelector); err == nil && !sel.Empty() {
-				tiers = append(tiers, tier{h.Name, h.Spec.Rank, sel})
-			}
-		}
-	} else {
-		klog.V(4).InfoS("Largest placeable gang: HardwareTiers not readable", "err", err)
-	}
-	// The higher rank wins where selectors overlap, as TenantHardware decides.
-	slices.SortStableFunc(tiers, func(a, b tier) int { return int(b.rank - a.rank) })
+	used, running := c.usage(pods)
+	tiers := c.tierSelectors()
 	type group struct{ model, tier string }
 	groups := map[group][]placement.GPUNode{}
 	keep := topology.KeptWhole(c.levels)
@@ -130,9 +106,9 @@ func (c *gangCollector) collect(ch chan<- metrics.Metric) {
 	whole := map[string]bool{}
 	type gpus struct{ allocated, free, fragmented int64 }
 	totals := map[group]gpus{}
-	var dc *draCycle
+	var dc *dragpus.Cycle
 	if c.dra != nil {
-		if dc, err = c.dra.cycle(); err != nil {
+		if dc, err = c.dra.Cycle(); err != nil {
 			klog.V(4).InfoS("Largest placeable gang: allocated devices not readable", "err", err)
 		}
 	}
@@ -143,7 +119,7 @@ func (c *gangCollector) collect(ch chan<- metrics.Metric) {
 				capacity += q.Value()
 			}
 		}
-		if g := dc.cards(n.Name); capacity == 0 && g != nil {
+		if g := dc.Cards(n.Name); capacity == 0 && g != nil {
 			capacity = int64(len(g.Cards))
 			used[n.Name] = capacity - g.FreeCards()
 		}
@@ -190,9 +166,54 @@ func (c *gangCollector) collect(ch chan<- metrics.Metric) {
 				g.model, g.tier, strconv.FormatInt(pg.GPUsPerMember, 10), pg.Level)
 		}
 	}
-	if len(kept) == 0 {
-		return
+	if len(kept) > 0 {
+		c.emitDomains(ch, kept, whole, keep)
 	}
+}
+
+// usage is the GPUs the pods hold per node, and the nodes where a pod other than a
+// DaemonSet's or a static pod runs.
+func (c *gangCollector) usage(pods []*corev1.Pod) (used map[string]int64, running map[string]bool) {
+	used, running = map[string]int64{}, map[string]bool{}
+	for _, p := range pods {
+		if n := workload.HeldGPUs(p, c.gpus...); n > 0 {
+			used[p.Spec.NodeName] += n
+		}
+		if workload.OccupiesNode(p) && !workload.NodeBound(p) {
+			running[p.Spec.NodeName] = true
+		}
+	}
+	return used, running
+}
+
+// namedSelector is a HardwareTier's node selector.
+type namedSelector struct {
+	name     string
+	rank     int32
+	selector labels.Selector
+}
+
+// tierSelectors are the HardwareTiers' node selectors, the highest rank first (it
+// wins where selectors overlap, as TenantHardware decides).
+func (c *gangCollector) tierSelectors() []namedSelector {
+	var tiers []namedSelector
+	hwts, err := c.tiers()
+	if err != nil {
+		klog.V(4).InfoS("Largest placeable gang: HardwareTiers not readable", "err", err)
+		return nil
+	}
+	for _, h := range hwts {
+		if sel, err := metav1.LabelSelectorAsSelector(&h.Spec.NodeSelector); err == nil && !sel.Empty() {
+			tiers = append(tiers, namedSelector{h.Name, h.Spec.Rank, sel})
+		}
+	}
+	slices.SortStableFunc(tiers, func(a, b namedSelector) int { return int(b.rank - a.rank) })
+	return tiers
+}
+
+// emitDomains reports, for the domains of the level kept whole (index keep),
+// whether each is wholly free and the largest gang of each member size it holds.
+func (c *gangCollector) emitDomains(ch chan<- metrics.Metric, kept []placement.GPUNode, whole map[string]bool, keep int) {
 	level := c.levels[keep].Name
 	for d, w := range whole {
 		v := 0.0

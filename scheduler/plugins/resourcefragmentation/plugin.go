@@ -32,14 +32,12 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/kube-nexus/kubenexus/api/hardware"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/devices"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/dragpus"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/resourcereservation"
@@ -59,7 +57,7 @@ type Plugin struct {
 	reservations *resourcereservation.Shared
 	// dra reads GPUs published as DRA devices and pods' claims for them (nil in
 	// unit tests).
-	dra *draGPUs
+	dra *dragpus.View
 }
 
 var (
@@ -72,18 +70,15 @@ var (
 
 // New builds the plugin; it follows the profile's pods through the scheduler's
 // shared informer to know the queued GPU demand.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, reservations *resourcereservation.Shared, views *gangview.Registry, index *devices.Index) (fwk.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.Provider, reservations *resourcereservation.Shared, gpus *dragpus.View) (fwk.Plugin, error) {
 	args, err := config.DecodeResourceFragmentationArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	t := newTracker(h.ProfileName(), args.GPUResources, *args.ArrivalHalfLifeSeconds)
-	t.dra = newDRAGPUs(index, h, args.GPUDeviceClasses, args.GPUResources)
-	if views != nil {
-		// WorkloadAware tells GPU nodes and GPU pods by them too.
-		// NetworkFabric plans gangs whose members ask for them by their cards.
-		views.SetDRAGPUs(gangview.DRAGPUs{Nodes: t.dra.nodesWithGPUs, Pod: t.dra.asksForGPUs, Asks: t.dra.asks, Cards: t.dra.freeCards})
-	}
+	// The args name the GPU classes and resources for every plugin's view of DRA GPUs.
+	gpus.Configure(args.GPUDeviceClasses, args.GPUResources)
+	t.dra = gpus
 	informers := h.SharedInformerFactory().Core().V1()
 	if _, err := informers.Pods().Informer().AddEventHandler(t.handler()); err != nil {
 		return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
@@ -128,9 +123,9 @@ func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragmen
 
 // capacity is the node's allocatable GPUs (DRA devices that back a GPU resource
 // included), its cards when its GPUs are DRA devices (cardsOf).
-func (pl *Plugin) capacity(ni fwk.NodeInfo, dc *draCycle) int64 {
-	if g := pl.cardsOf(ni, dc); g != nil {
-		return int64(len(g.Cards))
+func (pl *Plugin) capacity(ni fwk.NodeInfo, dc *dragpus.Cycle) int64 {
+	if e := pl.cardsOf(ni, dc); e != nil {
+		return int64(len(e.G.Cards))
 	}
 	var n int64
 	for _, name := range pl.gpus {
@@ -142,33 +137,42 @@ func (pl *Plugin) capacity(ni fwk.NodeInfo, dc *draCycle) int64 {
 // room is the node's free whole GPUs (over every resource that counts as one), CPU
 // and memory, less what held (nil: nothing) says reservations of other owners hold,
 // and the model of its GPUs (GPU Feature Discovery's nvidia.com/gpu.product label).
-func (pl *Plugin) room(ni fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64, dc *draCycle) placement.Room {
+func (pl *Plugin) room(ni fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64, dc *dragpus.Cycle) placement.Room {
 	var h map[corev1.ResourceName]int64
 	if held != nil {
 		h = held(ni)
 	}
 	r := placement.Room{MilliCPU: nodefree.Of(ni, corev1.ResourceCPU) - h[corev1.ResourceCPU], Memory: (nodefree.Of(ni, corev1.ResourceMemory) - h[corev1.ResourceMemory]) / 1000,
 		Model: ni.Node().Labels[v1alpha1.LabelGPUProduct]}
-	if pl.cardsOf(ni, dc) != nil {
-		r.GPUs, r.Partial, _ = dc.room(ni.Node().Name)
+	if e := pl.cardsOf(ni, dc); e != nil {
+		r.GPUs, r.Partial = e.Whole, e.Partial
 		for _, name := range pl.gpus {
 			r.GPUs -= h[name] / 1000
 		}
 		r.GPUs = max(r.GPUs, 0)
 		return r
 	}
+	// A node without GPU-class devices has no GPUs that DRA devices back: only its
+	// allocatable's count, read without the device index.
+	scalar := dc == nil || !dc.HasGPUs(ni.Node().Name)
 	for _, name := range pl.gpus {
-		if f := nodefree.Of(ni, name) - h[name]; f > 0 {
+		var f int64
+		if scalar {
+			f = (ni.GetAllocatable().GetScalarResources()[name] - ni.GetRequested().GetScalarResources()[name]) * 1000
+		} else {
+			f = nodefree.Of(ni, name)
+		}
+		if f -= h[name]; f > 0 {
 			r.GPUs += f / 1000
 		}
 	}
 	return r
 }
 
-// cardsOf returns the node's GPUs when they are DRA devices of a GPU class and its
-// allocatable has none of the GPU resources (device-plugin GPUs are read from the
-// snapshot's requests); nil otherwise.
-func (pl *Plugin) cardsOf(ni fwk.NodeInfo, dc *draCycle) *hardware.GPUs {
+// cardsOf returns the node's GPU cards when they are DRA devices of a GPU class and
+// its allocatable has none of the GPU resources (device-plugin GPUs are read from
+// the snapshot's requests); nil otherwise.
+func (pl *Plugin) cardsOf(ni fwk.NodeInfo, dc *dragpus.Cycle) *dragpus.Entry {
 	if dc == nil {
 		return nil
 	}
@@ -178,7 +182,7 @@ func (pl *Plugin) cardsOf(ni fwk.NodeInfo, dc *draCycle) *hardware.GPUs {
 			return nil
 		}
 	}
-	return dc.cards(ni.Node().Name)
+	return dc.Entry(ni.Node().Name)
 }
 
 // shapeOf is what the pod asks for: GPUs (over every resource that counts as one),

@@ -13,6 +13,7 @@ import (
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/dragpus"
 )
 
 const stateKey fwk.StateKey = "PreScore" + Name
@@ -30,10 +31,12 @@ type stateData struct {
 	// node's cards (nil: its GPUs, if any, are extended resources); dra is the
 	// cycle's view of the GPUs published through DRA (nil: none are).
 	claims []hardware.GPURequest
-	dra    *draCycle
-	demand placement.Demand
-	queued map[int64]int
-	hosts  map[int64]int
+	// claimsKey is claims' requestsKey.
+	claimsKey string
+	dra       *dragpus.Cycle
+	demand    placement.Demand
+	queued    map[int64]int
+	hosts     map[int64]int
 	// scarcity prices the hosts of the demand's shapes by how few there are.
 	scarcity placement.Scarcity
 	// freeCliques are the multi-node NVLink domains (nvidia.com/gpu.clique) whose
@@ -61,12 +64,12 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	if !sh.isGPU() && pl.demand.empty() {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	var dc *draCycle
+	var dc *dragpus.Cycle
 	if f := cyclestate.Read[*draFilterState](cs, draStateKey); f != nil {
 		dc = f.dc // read at PreFilter, this cycle
 	} else if pl.dra != nil {
 		var err error
-		if dc, err = pl.dra.cycle(); err != nil {
+		if dc, err = pl.dra.Cycle(); err != nil {
 			return fwk.AsStatus(fmt.Errorf("%s: reading allocated devices: %w", Name, err))
 		}
 	}
@@ -80,7 +83,8 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 		}
 		sh = cpuShapeOf(pod)
 	} else if pl.dra != nil && shapeOf(pod, pl.gpus).gpus == 0 {
-		s.claims, _ = pl.dra.requests(pod, false)
+		s.claims, _ = pl.dra.Requests(pod, false)
+		s.claimsKey = dragpus.RequestsKey(s.claims)
 	}
 	s.req = placement.Room{GPUs: sh.gpus, MilliCPU: sh.milliCPU, Memory: sh.memory}
 	demand, queued := pl.demand.snapshot(pod.UID)
@@ -116,7 +120,7 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 }
 
 // anyFreeGPUs reports whether one of the nodes has a GPU free.
-func (pl *Plugin) anyFreeGPUs(nodes []fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64, dc *draCycle) bool {
+func (pl *Plugin) anyFreeGPUs(nodes []fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64, dc *dragpus.Cycle) bool {
 	for _, ni := range nodes {
 		if pl.capacity(ni, dc) > 0 && pl.room(ni, held, dc).FreeGPUs() > 0 {
 			return true
@@ -137,7 +141,7 @@ func (pl *Plugin) heldFor(pod *corev1.Pod) func(fwk.NodeInfo) map[corev1.Resourc
 // rooms is the free room of every schedulable node of the snapshot (of the feasible
 // nodes when the plugin has no lister): a shape's hosts are counted over the fleet,
 // not over the nodes this pod may use.
-func (pl *Plugin) rooms(feasible []fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64, dc *draCycle) []placement.Room {
+func (pl *Plugin) rooms(feasible []fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64, dc *dragpus.Cycle) []placement.Room {
 	nodes := feasible
 	if pl.nodes != nil {
 		if all, err := pl.nodes.List(); err == nil {
@@ -167,14 +171,17 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni 
 	free := pl.room(ni, s.held, s.dra)
 	req := s.req
 	if s.claims != nil {
-		g := s.dra.cards(ni.Node().Name)
-		if g == nil {
+		e := s.dra.Entry(ni.Node().Name)
+		if e == nil {
 			return misfit, nil
 		}
-		var ok bool
-		if req, ok = s.dra.placeOn(ni.Node().Name, g, s.claims, free, s.req.MilliCPU, s.req.Memory); !ok {
+		whole, partial, ok := s.dra.PlaceOn(ni.Node().Name, e, s.claims, s.claimsKey)
+		if !ok {
 			return misfit, nil
 		}
+		// What placing the claims takes from the node's room (placement.Room.Less):
+		// the whole cards it breaks, the shares it leaves, CPU and memory.
+		req = placement.Room{GPUs: free.GPUs - whole, Partial: partial, MilliCPU: s.req.MilliCPU, Memory: s.req.Memory}
 	} else if free.GPUs < req.GPUs {
 		return misfit, nil
 	}

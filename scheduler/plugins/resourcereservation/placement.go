@@ -28,6 +28,37 @@ func dominantResource(slot map[corev1.ResourceName]int64, gpus []corev1.Resource
 	return corev1.ResourceCPU
 }
 
+// usage tallies what the pods on each node (bound, or assumed by the scheduler and
+// not bound yet) request, and returns, of the pods that consume the reservation,
+// one (the representative whose placement rules the reservation follows; nil: none)
+// and the nodes they run on.
+func (r *reservation) usage(pods []*corev1.Pod, assumed []assumedPod) (used nodefree.Tally[string], rep *corev1.Pod, hosts map[string]bool) {
+	used, hosts = nodefree.Tally[string]{}, map[string]bool{}
+	bound := make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		if r.consumedBy(p) {
+			if rep == nil {
+				rep = p
+			}
+			if p.Spec.NodeName != "" {
+				hosts[p.Spec.NodeName] = true
+			}
+		}
+		if p.Spec.NodeName != "" {
+			bound[p.UID] = true
+			if !workload.Finished(p) {
+				used.Add(p.Spec.NodeName, nodefree.Requests(p), 1)
+			}
+		}
+	}
+	for _, a := range assumed {
+		if !bound[a.pod.UID] {
+			used.Add(a.node, nodefree.Requests(a.pod), 1)
+		}
+	}
+	return used, rep, hosts
+}
+
 // place picks a node for an unplaced reservation: among the nodes its owner's pods
 // may run on (node affinity, taints and unschedulable of a pod of the owner, when
 // one exists), those where all its slots fit beside their pods (bound and assumed)
@@ -53,31 +84,7 @@ func (s *Shared) place(r *reservation, tiers *hardware.Tiers) (string, string) {
 	if err != nil {
 		return "", fmt.Sprintf("listing pods: %v", err)
 	}
-	used := nodefree.Tally[string]{}
-	var rep *corev1.Pod
-	hosts := map[string]bool{}
-	bound := make(map[types.UID]bool, len(pods))
-	for _, p := range pods {
-		if r.consumedBy(p) {
-			if rep == nil {
-				rep = p
-			}
-			if p.Spec.NodeName != "" {
-				hosts[p.Spec.NodeName] = true
-			}
-		}
-		if p.Spec.NodeName != "" {
-			bound[p.UID] = true
-			if !workload.Finished(p) {
-				used.Add(p.Spec.NodeName, nodefree.Requests(p), 1)
-			}
-		}
-	}
-	for _, a := range assumed {
-		if !bound[a.pod.UID] {
-			used.Add(a.node, nodefree.Requests(a.pod), 1)
-		}
-	}
+	used, rep, hosts := r.usage(pods, assumed)
 	now := time.Now()
 	idx := s.index()
 	for node, rs := range idx.byNode {

@@ -38,11 +38,11 @@ func (pl *Plugin) isSchedulableAfterNodeChange(_ klog.Logger, pod *corev1.Pod, _
 		return fwk.Queue, nil
 	}
 	tenant := workload.TierOf(workload.Namespace{Labels: src}, "")
-	tiers := pl.currentTiers()
+	tiers := pl.tiers.Current()
 	if tiers == nil {
 		return fwk.Queue, nil
 	}
-	if t := tiers.of(node.Name, node.Labels, pl.devices); t != nil && t.accessFor(tenant, pod.Labels[v1alpha1.LabelPreemptible] == "true") == denied {
+	if tiers.Denied(node.Name, node.Labels, pl.tiers.Devices(), tenant, pod.Labels[v1alpha1.LabelPreemptible] == "true") {
 		return fwk.QueueSkip, nil
 	}
 	return fwk.Queue, nil
@@ -51,7 +51,7 @@ func (pl *Plugin) isSchedulableAfterNodeChange(_ klog.Logger, pod *corev1.Pod, _
 // isSchedulableAfterSliceChange queues only while some tier selects nodes by their
 // devices.
 func (pl *Plugin) isSchedulableAfterSliceChange(klog.Logger, *corev1.Pod, any, any) (fwk.QueueingHint, error) {
-	if t := pl.currentTiers(); t != nil && t.usesDevices {
+	if pl.tiers.Current().UsesDevices() {
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil

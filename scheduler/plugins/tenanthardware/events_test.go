@@ -26,8 +26,21 @@ func TestNodeHint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pl := &Plugin{tenants: tenant.NewResolver(corelisters.NewNamespaceLister(idx), nil)}
-	pl.tiers.Store(demoTiers(t))
+	resolver := tenant.NewResolver(corelisters.NewNamespaceLister(idx), nil)
+	// The demo's tiers: premium for gold (lent to preemptible pods), standard for
+	// gold and silver, economy for everyone.
+	selector := func(hw string) metav1.LabelSelector {
+		return metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw}}
+	}
+	tiers, errs := tenant.StaticTiers([]v1alpha1.HardwareTier{
+		*testutil.MakeHardwareTier("standard", 50).Selector(selector("standard")).Tenants(v1alpha1.TenantTierGold, v1alpha1.TenantTierSilver).Obj(),
+		*testutil.MakeHardwareTier("premium", 100).Selector(selector("premium")).Tenants(v1alpha1.TenantTierGold).Borrowing(v1alpha1.BorrowingPreemptible).Obj(),
+		*testutil.MakeHardwareTier("economy", 10).Selector(selector("economy")).Tenants(v1alpha1.TenantTierGold, v1alpha1.TenantTierSilver, v1alpha1.TenantTierBronze).Obj(),
+	}, resolver)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	pl := &Plugin{tenants: resolver, tiers: tiers}
 	node := func(hw string) *corev1.Node {
 		return testutil.MakeNode("n").Label("hw", hw).Obj()
 	}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/kube-nexus/kubenexus/api/hardware"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 )
 
@@ -14,29 +15,20 @@ import (
 // no HardwareTiers, or for a verified DaemonSet pod that asks for no device (see
 // daemonSetExemption), the plugin skips the pod.
 func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	tiers := pl.currentTiers()
-	if tiers == nil || len(tiers.tiers) == 0 || pl.exemption.exempt(pod) {
+	tiers := pl.tiers.Current()
+	if tiers.Empty() || pl.tiers.Exempt(pod) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	profile, ok := profileclassifier.ProfileOf(cs)
 	if !ok {
 		return nil, fwk.AsStatus(fmt.Errorf("%s", ErrReasonNoProfile))
 	}
-	cs.Write(stateKey, &stateData{tiers: tiers, tenant: profile.Tier, preemptible: profile.Preemptible, clusterQueue: pl.clusterQueueOf(tiers, pod)})
+	cs.Write(stateKey, &stateData{tiers: tiers, tenant: profile.Tier, preemptible: profile.Preemptible, clusterQueue: pl.tiers.ClusterQueueOf(tiers, pod)})
 	return nil, nil
 }
 
 // PreFilterExtensions is nil: the verdict does not depend on other pods.
 func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
-
-// clusterQueueOf is the ClusterQueue that admitted the pod, when a tier asks.
-func (pl *Plugin) clusterQueueOf(tiers *tierSet, pod *corev1.Pod) string {
-	if !tiers.usesClusterQueues || pl.queues == nil {
-		return ""
-	}
-	cq, _ := pl.queues.ClusterQueueOf(pod)
-	return cq
-}
 
 // Filter refuses nodes whose HardwareTier neither admits the pod's tenant tier nor
 // lends to it, or is limited to Kueue ClusterQueues the pod was not admitted
@@ -46,16 +38,16 @@ func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 	if s == nil {
 		return nil
 	}
-	t := s.tiers.of(nodeInfo.Node().Name, nodeInfo.Node().Labels, pl.devices)
+	t := s.tiers.Of(nodeInfo.Node().Name, nodeInfo.Node().Labels, pl.tiers.Devices())
 	if t == nil {
 		return nil
 	}
 	msg := ""
 	switch {
-	case t.accessFor(s.tenant, s.preemptible) == denied:
-		msg = t.message(s.tenant)
-	case !t.admitsClusterQueue(s.clusterQueue):
-		msg = t.clusterQueueMessage(s.clusterQueue)
+	case t.AccessFor(s.tenant, s.preemptible) == hardware.Denied:
+		msg = t.Message(s.tenant)
+	case !t.AdmitsClusterQueue(s.clusterQueue):
+		msg = t.ClusterQueueMessage(s.clusterQueue)
 	default:
 		return nil
 	}

@@ -15,14 +15,14 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, 
 	return nil
 }
 
-// Score rates the node's HardwareTier for the pod's tenant tier (see tierSet.score).
+// Score rates the node's HardwareTier for the pod's tenant tier (tenant.Rules.Score).
 func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	s := readState(cs)
 	if s == nil {
 		return 0, nil
 	}
-	t := s.tiers.of(nodeInfo.Node().Name, nodeInfo.Node().Labels, pl.devices)
-	return s.tiers.score(t, s.tenant, s.preemptible, int64(*pl.args.UntieredNodeScore), int64(*pl.args.BorrowedNodeScore)), nil
+	t := s.tiers.Of(nodeInfo.Node().Name, nodeInfo.Node().Labels, pl.tiers.Devices())
+	return pl.rules.Score(s.tiers, t, s.tenant, s.preemptible), nil
 }
 
 // ScoreExtensions is nil: scores are already on the 0–100 scale.

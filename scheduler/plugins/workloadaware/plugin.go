@@ -12,11 +12,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/accelerators"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/names"
 )
 
@@ -28,9 +27,8 @@ const stateKey fwk.StateKey = "PreScore" + Name
 // Plugin is the WorkloadAware plugin.
 type Plugin struct {
 	args *config.WorkloadAwareArgs
-	// gangs carries ResourceFragmentation's view of GPUs published through DRA
-	// (nil in unit tests).
-	gangs *gangview.Registry
+	// accelerators tells accelerator nodes and the pods that ask for accelerators.
+	accelerators *accelerators.Rule
 }
 
 var (
@@ -40,57 +38,23 @@ var (
 	_ fwk.SignPlugin        = &Plugin{}
 )
 
-// New builds the plugin from its args and publishes its accelerator rule to the
-// profile's other plugins (NetworkFabric plans gangs by it).
-func New(_ context.Context, obj runtime.Object, h fwk.Handle, gangs *gangview.Registry) (*Plugin, error) {
+// New builds the plugin from its args and applies its accelerator rule in the
+// profile (NetworkFabric plans gangs by it). gpus tells GPUs published through DRA
+// (nil: none are); rules nil in unit tests.
+func New(_ context.Context, obj runtime.Object, h fwk.Handle, rules *accelerators.Rules, gpus accelerators.GPUs) (*Plugin, error) {
 	args, err := config.DecodeWorkloadAwareArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	pl := &Plugin{args: args, gangs: gangs}
-	if gangs != nil {
-		gangs.SetKeepOff(h.ProfileName(), pl.keepsOff)
+	resources := make([]corev1.ResourceName, len(args.AcceleratorResources))
+	for i, r := range args.AcceleratorResources {
+		resources[i] = corev1.ResourceName(r)
+	}
+	pl := &Plugin{args: args, accelerators: accelerators.New(resources, gpus)}
+	if rules != nil {
+		rules.Apply(h.ProfileName(), pl.accelerators)
 	}
 	return pl, nil
-}
-
-// keepsOff returns, for a pod that asks for no accelerator, the test for an
-// accelerator node; nil for a pod that asks for one (gangview.KeepOffFunc).
-func (pl *Plugin) keepsOff(pod *corev1.Pod) func(fwk.NodeInfo) bool {
-	if accelerator, _ := pl.asksForAccelerator(pod, resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})); accelerator {
-		return nil
-	}
-	draNode := pl.draGPUs().Nodes
-	var has func(string) bool
-	if draNode != nil {
-		has = draNode()
-	}
-	return func(ni fwk.NodeInfo) bool { return pl.isAcceleratorNode(ni, has) }
-}
-
-// asksForAccelerator reports whether requests name one of the accelerator resources,
-// or the pod's ResourceClaims ask for GPU-class DRA devices (onlyDRA: only they do).
-func (pl *Plugin) asksForAccelerator(pod *corev1.Pod, reqs corev1.ResourceList) (accelerator, onlyDRA bool) {
-	for _, r := range pl.args.AcceleratorResources {
-		if q, ok := reqs[corev1.ResourceName(r)]; ok && q.Sign() > 0 {
-			return true, false
-		}
-	}
-	if len(pod.Spec.ResourceClaims) > 0 {
-		if f := pl.draGPUs().Pod; f != nil && f(pod) {
-			return true, true
-		}
-	}
-	return false, false
-}
-
-// draGPUs is ResourceFragmentation's view of GPUs published through DRA (zero when
-// it does not run).
-func (pl *Plugin) draGPUs() gangview.DRAGPUs {
-	if pl.gangs == nil {
-		return gangview.DRAGPUs{}
-	}
-	return pl.gangs.DRAGPUs()
 }
 
 // Name returns the plugin's name.

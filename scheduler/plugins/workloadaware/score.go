@@ -8,7 +8,6 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/workload"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/cyclestate"
@@ -53,14 +52,12 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 		profile = workload.Classify(pod, workload.Namespace{}, "")
 	}
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	accelerator, onlyDRA := pl.asksForAccelerator(pod, reqs)
+	accelerator, onlyDRA := pl.accelerators.AsksFor(pod, reqs)
 	if onlyDRA {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	s := &stateData{pack: pl.packs(string(profile.Class)), accelerator: accelerator}
-	if f := pl.draGPUs().Nodes; f != nil {
-		s.draNode = f()
-	}
+	s.draNode = pl.accelerators.DRANodes()
 	for _, r := range pl.args.Resources {
 		q, ok := reqs[r.Name]
 		if !ok || q.Sign() <= 0 {
@@ -82,7 +79,7 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nod
 	if s == nil {
 		return 0, fwk.AsStatus(cyclestate.ErrMissing)
 	}
-	return pl.scoreNode(s, nodeInfo.GetAllocatable(), nodeInfo.GetRequested(), pl.isAcceleratorNode(nodeInfo, s.draNode)), nil
+	return pl.scoreNode(s, nodeInfo.GetAllocatable(), nodeInfo.GetRequested(), pl.accelerators.IsAcceleratorNode(nodeInfo, s.draNode)), nil
 }
 
 // scoreNode is the score of a node with these allocatable and requested resources
@@ -120,21 +117,6 @@ func (pl *Plugin) scoreNode(s *stateData, alloc, requested fwk.Resource, acceler
 		score = 50 + score/2
 	}
 	return score
-}
-
-// isAcceleratorNode reports whether the node has one of the accelerator resources,
-// in its allocatable or as DRA devices that back it, or publishes GPU-class DRA
-// devices (draNode, nil: none does).
-func (pl *Plugin) isAcceleratorNode(ni fwk.NodeInfo, draNode func(string) bool) bool {
-	if draNode != nil && draNode(ni.Node().Name) {
-		return true
-	}
-	for _, r := range pl.args.AcceleratorResources {
-		if nodefree.Allocatable(ni, corev1.ResourceName(r)) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // amount reads one resource: milli-CPU, bytes of memory or ephemeral storage, or the

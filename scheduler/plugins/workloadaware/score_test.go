@@ -9,7 +9,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangview"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/accelerators"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/snapshot"
 )
@@ -25,9 +25,12 @@ func nodeWith(t *testing.T, capacity []string, podRequests ...[]string) fwk.Node
 	return snapshot.NodeInfo(testutil.MakeNode("n").Capacity(capacity...).Obj(), pods...)
 }
 
-func newPlugin(t *testing.T) *Plugin {
+func newPlugin(t *testing.T) *Plugin { return newPluginWith(t, nil) }
+
+// newPluginWith builds the plugin with the default args and these DRA GPUs.
+func newPluginWith(t *testing.T, gpus accelerators.GPUs) *Plugin {
 	t.Helper()
-	pl, err := New(context.Background(), nil, nil, nil)
+	pl, err := New(context.Background(), nil, nil, nil, gpus)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,22 +91,23 @@ func TestScore(t *testing.T) {
 	}
 }
 
+// fakeGPUs publishes DRA GPUs on the named node; a pod with claims asks for them.
+type fakeGPUs struct{ node string }
+
+func (f fakeGPUs) Nodes() func(string) bool       { return func(n string) bool { return n == f.node } }
+func (f fakeGPUs) AsksForGPUs(p *corev1.Pod) bool { return len(p.Spec.ResourceClaims) > 0 }
+
 func TestDRAGPUNodesAndPods(t *testing.T) {
-	gangs := &gangview.Registry{}
 	pl := newPlugin(t)
-	pl.gangs = gangs
 	// The node publishes its GPUs only as DRA devices (no nvidia.com/gpu).
 	draNode := nodeWith(t, []string{"cpu", "96", "memory", "1Ti"})
 	batch := testutil.MakePod("job", "ns").Label("workload.kubenexus.io/type", "batch").Req("cpu", "4", "memory", "8Gi").Obj()
 	claimPod := batch.DeepCopy()
 	claimPod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu"}}
 	if s := score(t, pl, batch, draNode); s < 50 {
-		t.Fatalf("without ResourceFragmentation's view the node is a CPU node: %d, want at least 50", s)
+		t.Fatalf("without DRA GPUs published the node is a CPU node: %d, want at least 50", s)
 	}
-	gangs.SetDRAGPUs(gangview.DRAGPUs{
-		Nodes: func() func(string) bool { return func(n string) bool { return n == draNode.Node().Name } },
-		Pod:   func(p *corev1.Pod) bool { return len(p.Spec.ResourceClaims) > 0 },
-	})
+	pl = newPluginWith(t, fakeGPUs{node: draNode.Node().Name})
 	if s := score(t, pl, batch, draNode); s != 0 {
 		t.Errorf("a CPU-only pod on a node with DRA GPUs scored %d, want 0 (kept off)", s)
 	}
@@ -112,10 +116,10 @@ func TestDRAGPUNodesAndPods(t *testing.T) {
 	if st := pl.PreScore(context.Background(), framework.NewCycleState(), claimPod, nil); st.Code() != fwk.Skip {
 		t.Errorf("a pod whose claims ask for GPUs: PreScore %v, want Skip", st)
 	}
-	if off := pl.keepsOff(batch); off == nil || !off(draNode) {
+	if off := pl.accelerators.KeepsOff(batch); off == nil || !off(draNode) {
 		t.Error("keepsOff: a CPU-only pod should keep off the DRA GPU node")
 	}
-	if pl.keepsOff(claimPod) != nil {
+	if pl.accelerators.KeepsOff(claimPod) != nil {
 		t.Error("keepsOff: a pod whose claims ask for GPUs keeps off nothing")
 	}
 }

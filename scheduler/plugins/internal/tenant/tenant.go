@@ -75,6 +75,10 @@ func (r *Resolver) TierOf(pod *corev1.Pod) v1alpha1.TenantTier {
 type Provider struct {
 	once     sync.Once
 	resolver *Resolver
+
+	tiersOnce sync.Once
+	tiers     *Tiers
+	tiersErr  error
 }
 
 // Get returns the shared Resolver, built on first use from the scheduler's

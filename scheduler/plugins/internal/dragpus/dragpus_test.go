@@ -1,4 +1,4 @@
-package resourcefragmentation
+package dragpus
 
 import (
 	"testing"

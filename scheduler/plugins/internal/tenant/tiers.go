@@ -1,4 +1,4 @@
-package tenanthardware
+package tenant
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
-// tier is one HardwareTier as the plugin evaluates it.
-type tier struct {
+// Tier is one HardwareTier as the scheduler evaluates it.
+type Tier struct {
 	name      string
 	rank      int32
 	selector  *hardware.Selector
@@ -19,11 +19,11 @@ type tier struct {
 	clusterQueues []string
 }
 
-// tierSet is an immutable snapshot of the cluster's HardwareTiers, replaced as a
+// TierSet is an immutable snapshot of the cluster's HardwareTiers, replaced as a
 // whole when one changes.
-type tierSet struct {
+type TierSet struct {
 	// tiers are ordered by rank, highest first, then by name.
-	tiers            []tier
+	tiers            []Tier
 	minRank, maxRank int32
 	// usesDevices: some tier selects nodes by their DRA devices.
 	usesDevices bool
@@ -33,8 +33,8 @@ type tierSet struct {
 
 // newTierSet builds the snapshot. A selector the API server accepted always
 // converts; one that does not is reported and its tier left out.
-func newTierSet(hwts []v1alpha1.HardwareTier) (*tierSet, []error) {
-	s := &tierSet{}
+func newTierSet(hwts []v1alpha1.HardwareTier) (*TierSet, []error) {
+	s := &TierSet{}
 	var errs []error
 	for i := range hwts {
 		h := &hwts[i]
@@ -45,10 +45,10 @@ func newTierSet(hwts []v1alpha1.HardwareTier) (*tierSet, []error) {
 		}
 		s.usesDevices = s.usesDevices || sel.UsesDevices()
 		s.usesClusterQueues = s.usesClusterQueues || len(h.Spec.AllowedClusterQueues) > 0
-		s.tiers = append(s.tiers, tier{name: h.Name, rank: h.Spec.Rank, selector: sel, allowed: h.Spec.AllowedTenantTiers, borrowing: h.Spec.Borrowing,
+		s.tiers = append(s.tiers, Tier{name: h.Name, rank: h.Spec.Rank, selector: sel, allowed: h.Spec.AllowedTenantTiers, borrowing: h.Spec.Borrowing,
 			clusterQueues: h.Spec.AllowedClusterQueues})
 	}
-	slices.SortFunc(s.tiers, func(a, b tier) int {
+	slices.SortFunc(s.tiers, func(a, b Tier) int {
 		if a.rank != b.rank {
 			return int(b.rank - a.rank)
 		}
@@ -63,16 +63,16 @@ func newTierSet(hwts []v1alpha1.HardwareTier) (*tierSet, []error) {
 	return s, errs
 }
 
-// deviceLister gives a node's DRA devices.
-type deviceLister interface {
+// DeviceLister gives a node's DRA devices.
+type DeviceLister interface {
 	OnNode(node string) []hardware.Device
 }
 
-// of returns the tier of a node with these labels, or nil. The node's devices are
+// Of returns the tier of a node with these labels, or nil. The node's devices are
 // read (from devices; nil: none) only when a tier selects by them. Admission refuses
 // overlapping selectors; if two tiers still select a node, the higher rank wins, so
 // the stricter policy usually applies.
-func (s *tierSet) of(nodeName string, nodeLabels map[string]string, devices deviceLister) *tier {
+func (s *TierSet) Of(nodeName string, nodeLabels map[string]string, devices DeviceLister) *Tier {
 	var devs []hardware.Device
 	if s.usesDevices && devices != nil {
 		devs = devices.OnNode(nodeName)
@@ -94,18 +94,18 @@ const (
 	denied   = hardware.Denied
 )
 
-func (t *tier) accessFor(tenant v1alpha1.TenantTier, preemptible bool) access {
+func (t *Tier) AccessFor(tenant v1alpha1.TenantTier, preemptible bool) access {
 	return hardware.AccessFor(t.allowed, t.borrowing, tenant, preemptible)
 }
 
 // score rates a node of tier t (nil: untiered) for a pod of tenant tier tenant, on
 // the 0–100 scale: an allowed tier scores 50–100 by how well its rank suits the
 // tenant — gold the highest rank, bronze the lowest, silver indifferent (75).
-func (s *tierSet) score(t *tier, tenant v1alpha1.TenantTier, preemptible bool, untiered, borrowedScore int64) int64 {
+func (s *TierSet) score(t *Tier, tenant v1alpha1.TenantTier, preemptible bool, untiered, borrowedScore int64) int64 {
 	if t == nil {
 		return untiered
 	}
-	switch t.accessFor(tenant, preemptible) {
+	switch t.AccessFor(tenant, preemptible) {
 	case borrowed:
 		return borrowedScore
 	case denied:
@@ -125,15 +125,15 @@ func (s *tierSet) score(t *tier, tenant v1alpha1.TenantTier, preemptible bool, u
 	}
 }
 
-// admitsClusterQueue reports whether the tier admits a pod Kueue admitted through
+// AdmitsClusterQueue reports whether the tier admits a pod Kueue admitted through
 // clusterQueue ("": not through Kueue).
-func (t *tier) admitsClusterQueue(clusterQueue string) bool {
+func (t *Tier) AdmitsClusterQueue(clusterQueue string) bool {
 	return hardware.AdmitsClusterQueue(t.clusterQueues, clusterQueue)
 }
 
-// clusterQueueMessage explains why a node of tier t is refused to a pod admitted
+// ClusterQueueMessage explains why a node of tier t is refused to a pod admitted
 // through clusterQueue.
-func (t *tier) clusterQueueMessage(clusterQueue string) string {
+func (t *Tier) ClusterQueueMessage(clusterQueue string) string {
 	via := "was not admitted through Kueue"
 	if clusterQueue != "" {
 		via = "was admitted through ClusterQueue " + clusterQueue
@@ -141,11 +141,27 @@ func (t *tier) clusterQueueMessage(clusterQueue string) string {
 	return fmt.Sprintf("node is in HardwareTier %s, which admits only workloads of Kueue ClusterQueues %v; the pod %s", t.name, t.clusterQueues, via)
 }
 
-// message explains why a node of tier t is refused to the pod.
-func (t *tier) message(tenant v1alpha1.TenantTier) string {
+// Message explains why a node of tier t is refused to the pod.
+func (t *Tier) Message(tenant v1alpha1.TenantTier) string {
 	if t.borrowing == v1alpha1.BorrowingPreemptible {
 		return fmt.Sprintf("node is in HardwareTier %s, which admits tenant tiers %v; tier %s may borrow it only with %s=true",
 			t.name, t.allowed, tenant, v1alpha1.LabelPreemptible)
 	}
 	return fmt.Sprintf("node is in HardwareTier %s, which admits tenant tiers %v and does not lend to tier %s", t.name, t.allowed, tenant)
 }
+
+// Empty reports whether there are no HardwareTiers (nil: no snapshot yet).
+func (s *TierSet) Empty() bool { return s == nil || len(s.tiers) == 0 }
+
+// UsesDevices reports whether some tier selects nodes by their DRA devices.
+func (s *TierSet) UsesDevices() bool { return s != nil && s.usesDevices }
+
+// Denied reports whether a tier a node of these labels is in denies a pod of
+// tenant tier tenant.
+func (s *TierSet) Denied(nodeName string, nodeLabels map[string]string, devices DeviceLister, tenant v1alpha1.TenantTier, preemptible bool) bool {
+	t := s.Of(nodeName, nodeLabels, devices)
+	return t != nil && t.AccessFor(tenant, preemptible) == denied
+}
+
+// UsesClusterQueues reports whether some tier is limited to Kueue ClusterQueues.
+func (s *TierSet) UsesClusterQueues() bool { return s != nil && s.usesClusterQueues }

@@ -1,4 +1,4 @@
-package tenanthardware
+package tenant
 
 import (
 	"testing"

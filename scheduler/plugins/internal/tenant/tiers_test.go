@@ -1,4 +1,4 @@
-package tenanthardware
+package tenant
 
 import (
 	"strings"
@@ -22,7 +22,7 @@ func hwSelector(v string) metav1.LabelSelector {
 
 // The demo's tiers: premium H100 for gold (lent to preemptible pods), standard for
 // gold and silver, economy for everyone.
-func demoTiers(t *testing.T) *tierSet {
+func demoTiers(t *testing.T) *TierSet {
 	t.Helper()
 	s, errs := newTierSet([]v1alpha1.HardwareTier{
 		*testutil.MakeHardwareTier("standard", 50).Selector(hwSelector("standard")).Tenants(gold, silver).Obj(),
@@ -37,10 +37,10 @@ func demoTiers(t *testing.T) *tierSet {
 
 func TestTierOfNode(t *testing.T) {
 	s := demoTiers(t)
-	if got := s.of("n", map[string]string{"hw": "standard", "zone": "a"}, nil); got == nil || got.name != "standard" {
+	if got := s.Of("n", map[string]string{"hw": "standard", "zone": "a"}, nil); got == nil || got.name != "standard" {
 		t.Errorf("standard node: tier %v", got)
 	}
-	if got := s.of("n", map[string]string{"zone": "a"}, nil); got != nil {
+	if got := s.Of("n", map[string]string{"zone": "a"}, nil); got != nil {
 		t.Errorf("unlabelled node: tier %s, want none", got.name)
 	}
 	// Two tiers selecting one node (admission refuses this, but a node relabelled
@@ -49,16 +49,16 @@ func TestTierOfNode(t *testing.T) {
 		*testutil.MakeHardwareTier("cheap", 5).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}).Tenants(bronze).Obj(),
 		*testutil.MakeHardwareTier("gpu", 90).Selector(hwSelector("gpu")).Tenants(gold).Obj(),
 	})
-	if got := overlap.of("n", map[string]string{"hw": "gpu", "zone": "a"}, nil); got == nil || got.name != "gpu" {
+	if got := overlap.Of("n", map[string]string{"hw": "gpu", "zone": "a"}, nil); got == nil || got.name != "gpu" {
 		t.Errorf("node in two tiers: %v, want gpu (higher rank)", got)
 	}
 }
 
 func TestAccessAndMessage(t *testing.T) {
 	s := demoTiers(t)
-	premium, standard := s.of("n", map[string]string{"hw": "premium"}, nil), s.of("n", map[string]string{"hw": "standard"}, nil)
+	premium, standard := s.Of("n", map[string]string{"hw": "premium"}, nil), s.Of("n", map[string]string{"hw": "standard"}, nil)
 	for _, tc := range []struct {
-		t           *tier
+		t           *Tier
 		tenant      v1alpha1.TenantTier
 		preemptible bool
 		want        access
@@ -70,21 +70,21 @@ func TestAccessAndMessage(t *testing.T) {
 		{standard, bronze, true, denied}, // standard lends to nobody
 		{standard, silver, false, allowed},
 	} {
-		if got := tc.t.accessFor(tc.tenant, tc.preemptible); got != tc.want {
+		if got := tc.t.AccessFor(tc.tenant, tc.preemptible); got != tc.want {
 			t.Errorf("%s for %s (preemptible %v): %v, want %v", tc.t.name, tc.tenant, tc.preemptible, got, tc.want)
 		}
 	}
-	if m := standard.message(bronze); m != "node is in HardwareTier standard, which admits tenant tiers [gold silver] and does not lend to tier bronze" {
+	if m := standard.Message(bronze); m != "node is in HardwareTier standard, which admits tenant tiers [gold silver] and does not lend to tier bronze" {
 		t.Errorf("message %q", m)
 	}
-	if m := premium.message(bronze); !strings.Contains(m, "may borrow it only with workload.kubenexus.io/preemptible=true") {
+	if m := premium.Message(bronze); !strings.Contains(m, "may borrow it only with workload.kubenexus.io/preemptible=true") {
 		t.Errorf("message %q", m)
 	}
 }
 
 func TestScore(t *testing.T) {
 	s := demoTiers(t)
-	node := func(hw string) *tier { return s.of("n", map[string]string{"hw": hw}, nil) }
+	node := func(hw string) *Tier { return s.Of("n", map[string]string{"hw": hw}, nil) }
 	for _, tc := range []struct {
 		hw          string // "" for an untiered node
 		tenant      v1alpha1.TenantTier
@@ -105,7 +105,7 @@ func TestScore(t *testing.T) {
 		{"", bronze, false, 40},
 		{"", gold, false, 40},
 	} {
-		var tr *tier
+		var tr *Tier
 		if tc.hw != "" {
 			tr = node(tc.hw)
 		}
@@ -115,7 +115,7 @@ func TestScore(t *testing.T) {
 	}
 	// One tier: no rank spread, every tenant allowed on it scores the middle.
 	single, _ := newTierSet([]v1alpha1.HardwareTier{*testutil.MakeHardwareTier("only", 7).Selector(hwSelector("x")).Tenants(gold, bronze).Obj()})
-	only := single.of("n", map[string]string{"hw": "x"}, nil)
+	only := single.Of("n", map[string]string{"hw": "x"}, nil)
 	if g, b := single.score(only, gold, false, 50, 0), single.score(only, bronze, false, 50, 0); g != 75 || b != 75 {
 		t.Errorf("single tier scores gold %d bronze %d, want 75 75", g, b)
 	}

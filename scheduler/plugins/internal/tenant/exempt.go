@@ -1,4 +1,4 @@
-package tenanthardware
+package tenant
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -28,16 +28,16 @@ func (d daemonSetExemption) exempt(pod *corev1.Pod) bool {
 	if ref == nil || ref.Kind != "DaemonSet" || ref.APIVersion != "apps/v1" || d.daemonSets == nil {
 		return false
 	}
-	if requestsDevices(pod) {
+	if RequestsDevices(pod) {
 		return false
 	}
 	ds, err := d.daemonSets.DaemonSets(pod.Namespace).Get(ref.Name)
 	return err == nil && ds.UID == ref.UID
 }
 
-// requestsDevices reports whether the pod asks for an extended resource in any
+// RequestsDevices reports whether the pod asks for an extended resource in any
 // container (requests or limits) or for a DRA ResourceClaim.
-func requestsDevices(pod *corev1.Pod) bool {
+func RequestsDevices(pod *corev1.Pod) bool {
 	if len(pod.Spec.ResourceClaims) > 0 {
 		return true
 	}
