@@ -111,64 +111,14 @@ func run(root string) error {
 		return err
 	}
 
-	// CRDs, as config/ has them.
-	crdFiles, _ := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
-	var owned []operatorsv1alpha1.CRDDescription
-	for _, f := range crdFiles {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		var crd apiextensionsv1.CustomResourceDefinition
-		if err := yaml.Unmarshal(data, &crd); err != nil {
-			return err
-		}
-		v := crd.Spec.Versions[0]
-		owned = append(owned, operatorsv1alpha1.CRDDescription{
-			Name: crd.Name, Version: v.Name, Kind: crd.Spec.Names.Kind,
-			DisplayName: displayName(crd.Spec.Names.Kind),
-			Description: firstSentence(v.Schema.OpenAPIV3Schema.Description),
-		})
-		if err := os.WriteFile(filepath.Join(out, "manifests", crd.Spec.Group+"_"+crd.Spec.Names.Plural+".yaml"), data, 0o644); err != nil {
-			return err
-		}
-	}
-	sort.Slice(owned, func(i, j int) bool { return owned[i].Name < owned[j].Name })
-
-	// RBAC: the manager's ClusterRole and Role become the CSV's permissions. The
-	// scheduler's ServiceAccount gets, as rules (OLM grants rules, not role
-	// references), what the chart binds: its own ClusterRole, kube-scheduler's
-	// bootstrap roles, and the API server's client CA for delegated authentication.
-	var clusterRules, nsRules []rbacv1.PolicyRule
-	managerRoles, err := roles(root, "config/rbac/role.yaml")
+	owned, err := ownedCRDs(root, out)
 	if err != nil {
 		return err
 	}
-	for _, r := range managerRoles {
-		switch r.Kind {
-		case "ClusterRole":
-			clusterRules = r.Rules
-		case "Role":
-			nsRules = r.Rules
-		}
-	}
-	schedulerRules := []rbacv1.PolicyRule{{
-		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"},
-		ResourceNames: []string{"extension-apiserver-authentication"},
-	}}
-	for _, f := range []string{"config/rbac/scheduler/role.yaml", "config/rbac/scheduler/kube_scheduler_role.yaml", "config/rbac/scheduler/bootstrap_roles.yaml"} {
-		rs, err := roles(root, f)
-		if err != nil {
-			return err
-		}
-		for _, r := range rs {
-			// kubenexus-kube-scheduler stands for system:kube-scheduler (without the
-			// default scheduler's lease).
-			if r.Name == "system:kube-scheduler" {
-				continue
-			}
-			schedulerRules = append(schedulerRules, r.Rules...)
-		}
+
+	clusterRules, nsRules, schedulerRules, err := permissions(root)
+	if err != nil {
+		return err
 	}
 
 	dep, err := managerDeployment(root)
@@ -396,4 +346,70 @@ func firstSentence(s string) string {
 		return s[:i+1]
 	}
 	return s
+}
+
+// ownedCRDs copies config/'s CRDs into the bundle's manifests and describes them
+// for the CSV.
+func ownedCRDs(root, out string) ([]operatorsv1alpha1.CRDDescription, error) {
+	crdFiles, _ := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
+	var owned []operatorsv1alpha1.CRDDescription
+	for _, f := range crdFiles {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.Unmarshal(data, &crd); err != nil {
+			return nil, err
+		}
+		v := crd.Spec.Versions[0]
+		owned = append(owned, operatorsv1alpha1.CRDDescription{
+			Name: crd.Name, Version: v.Name, Kind: crd.Spec.Names.Kind,
+			DisplayName: displayName(crd.Spec.Names.Kind),
+			Description: firstSentence(v.Schema.OpenAPIV3Schema.Description),
+		})
+		if err := os.WriteFile(filepath.Join(out, "manifests", crd.Spec.Group+"_"+crd.Spec.Names.Plural+".yaml"), data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(owned, func(i, j int) bool { return owned[i].Name < owned[j].Name })
+	return owned, nil
+}
+
+// permissions are the CSV's rules. The manager's ClusterRole and Role become its
+// permissions; the scheduler's ServiceAccount gets, as rules (OLM grants rules, not
+// role references), what the chart binds: its own ClusterRole, kube-scheduler's
+// bootstrap roles, and the API server's client CA for delegated authentication.
+func permissions(root string) (clusterRules, nsRules, schedulerRules []rbacv1.PolicyRule, err error) {
+	managerRoles, err := roles(root, "config/rbac/role.yaml")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, r := range managerRoles {
+		switch r.Kind {
+		case "ClusterRole":
+			clusterRules = r.Rules
+		case "Role":
+			nsRules = r.Rules
+		}
+	}
+	schedulerRules = []rbacv1.PolicyRule{{
+		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"},
+		ResourceNames: []string{"extension-apiserver-authentication"},
+	}}
+	for _, f := range []string{"config/rbac/scheduler/role.yaml", "config/rbac/scheduler/kube_scheduler_role.yaml", "config/rbac/scheduler/bootstrap_roles.yaml"} {
+		rs, err := roles(root, f)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for _, r := range rs {
+			// kubenexus-kube-scheduler stands for system:kube-scheduler (without the
+			// default scheduler's lease).
+			if r.Name == "system:kube-scheduler" {
+				continue
+			}
+			schedulerRules = append(schedulerRules, r.Rules...)
+		}
+	}
+	return clusterRules, nsRules, schedulerRules, nil
 }
