@@ -99,6 +99,21 @@ func stripComments(s string) string {
 	return b.String()
 }
 
+// csvDescription is the CSV's description: what KubeNexus is, how to start, and
+// how OLM scopes the pod webhook.
+const csvDescription = "KubeNexus deploys and configures kubenexus-scheduler, a Kubernetes Scheduler Framework " +
+	"scheduler with all-or-nothing gang scheduling, and classifies pods of Spark, Kubeflow, MPI, Ray, " +
+	"JobSet and LeaderWorkerSet into gangs with a mutating webhook.\n\n" +
+	"Create the KubeNexusConfig named `default` to deploy the scheduler, label a namespace " +
+	"`kubenexus.io/enabled=true` to opt its pods in.\n\n" +
+	"Under OLM the pod webhook's scope is the OperatorGroup's target namespaces (OLM sets the " +
+	"webhook's namespace selector from them): install into an OperatorGroup that targets the " +
+	"namespaces whose pods KubeNexus schedules (SingleNamespace or MultiNamespace), not the " +
+	"operator's own namespace. In those namespaces the webhook fails closed, as the chart's does " +
+	"for opted-in namespaces; pods elsewhere that name kubenexus-scheduler are classified by the " +
+	"scheduler itself. AllNamespaces is not offered: OLM cannot keep a cluster-wide pod webhook " +
+	"away from kube-system and the operator's own pods."
+
 func run(root string) error {
 	out := filepath.Join(root, "bundle")
 	if err := os.RemoveAll(filepath.Join(out, "manifests")); err != nil {
@@ -151,19 +166,8 @@ func run(root string) error {
 			},
 		},
 		Spec: operatorsv1alpha1.ClusterServiceVersionSpec{
-			DisplayName: "KubeNexus",
-			Description: "KubeNexus deploys and configures kubenexus-scheduler, a Kubernetes Scheduler Framework " +
-				"scheduler with all-or-nothing gang scheduling, and classifies pods of Spark, Kubeflow, MPI, Ray, " +
-				"JobSet and LeaderWorkerSet into gangs with a mutating webhook.\n\n" +
-				"Create the KubeNexusConfig named `default` to deploy the scheduler, label a namespace " +
-				"`kubenexus.io/enabled=true` to opt its pods in.\n\n" +
-				"Under OLM the pod webhook's scope is the OperatorGroup's target namespaces (OLM sets the " +
-				"webhook's namespace selector from them): install into an OperatorGroup that targets the " +
-				"namespaces whose pods KubeNexus schedules (SingleNamespace or MultiNamespace), not the " +
-				"operator's own namespace. In those namespaces the webhook fails closed, as the chart's does " +
-				"for opted-in namespaces; pods elsewhere that name kubenexus-scheduler are classified by the " +
-				"scheduler itself. AllNamespaces is not offered: OLM cannot keep a cluster-wide pod webhook " +
-				"away from kube-system and the operator's own pods.",
+			DisplayName:    "KubeNexus",
+			Description:    csvDescription,
 			Version:        version.OperatorVersion{Version: semver.MustParse(bundleVersion)},
 			Maturity:       "alpha",
 			MinKubeVersion: "1.35.0", // the oldest kube-apiserver make test-skew runs (README: Supported Kubernetes versions)
