@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
@@ -148,5 +149,35 @@ func TestCanHoldIsTheAllocatorsNecessaryCondition(t *testing.T) {
 	taken := NewGPUs(devs, all(devs), counters, allocated{whole: map[string]bool{"card-0": true, "card-1": true}})
 	if taken.CanHold(half, matcher(taken, half)) {
 		t.Error("a half on a node whose cards are all allocated whole")
+	}
+}
+
+// A node's GPU capacity: its allocatable's GPU resources first (every name that
+// counts as a GPU), then the resources DRA devices back, then its cards.
+func TestNodeGPUs(t *testing.T) {
+	slice := &resourceapi.ResourceSlice{Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", Pool: resourceapi.ResourcePool{Name: "n1"}, NodeName: ptr.To("n1"),
+		Devices: []resourceapi.Device{{Name: "gpu-0"}, {Name: "gpu-1"}}}}
+	devs, counters := devicesOf([]*resourceapi.ResourceSlice{slice})
+	cards := NewGPUs(devs, all(devs), counters, allocated{whole: map[string]bool{"gpu-1": true}})
+	resources := []corev1.ResourceName{"nvidia.com/gpu", "amd.com/gpu"}
+	for name, tc := range map[string]struct {
+		allocatable corev1.ResourceList
+		extended    map[corev1.ResourceName]int64
+		cards       *GPUs
+		capacity    int64
+		fromCards   bool
+	}{
+		"a device plugin's GPUs of two vendors": {allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4"), "amd.com/gpu": resource.MustParse("2")}, cards: cards, capacity: 6},
+		"GPUs DRA devices back":                 {extended: map[corev1.ResourceName]int64{"amd.com/gpu": 8}, cards: cards, capacity: 8},
+		"cards only":                            {cards: cards, capacity: 2, fromCards: true},
+		"another resource is no GPU":            {allocatable: corev1.ResourceList{"example.com/fpga": resource.MustParse("1")}},
+	} {
+		capacity, fromCards := NodeGPUs(tc.allocatable, tc.extended, tc.cards, resources)
+		if capacity != tc.capacity || fromCards != tc.fromCards {
+			t.Errorf("%s: %d GPUs (from cards %v), want %d (%v)", name, capacity, fromCards, tc.capacity, tc.fromCards)
+		}
+	}
+	if got := cards.FreeCards(); got != 1 {
+		t.Errorf("free cards %d, want 1 (gpu-1 allocated)", got)
 	}
 }

@@ -48,6 +48,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	var listErr error
+	var gpuResources []corev1.ResourceName // the KubeNexusConfig's, read below
 	allocated := func(node string) int64 {
 		var pods corev1.PodList
 		if err := r.Client.List(ctx, &pods, client.MatchingFields{nodeNameIndex: node}); err != nil {
@@ -56,7 +57,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		var n int64
 		for j := range pods.Items {
-			n += workload.HeldGPUs(&pods.Items[j])
+			n += workload.HeldGPUs(&pods.Items[j], gpuResources...)
 		}
 		return n
 	}
@@ -71,6 +72,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		levels = topology.Levels(configs.Items[0].Spec.Topology.Levels)
 		rf = &configs.Items[0].Spec.Plugins.ResourceFragmentation
 	}
+	gpuResources = rf.GPUResources()
 	devicesOf, err := r.devices(ctx, tiers.Items)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -83,7 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	status := ComputeStatus(tier, tiers.Items, nodes.Items, devicesOf, extendedOf, cards.Of, allocated, levels)
+	status := ComputeStatus(tier, tiers.Items, nodes.Items, devicesOf, extendedOf, cards.Of, allocated, gpuResources, levels)
 	if listErr != nil {
 		return ctrl.Result{}, listErr
 	}

@@ -32,7 +32,7 @@ const (
 // that unfinished pods bound to a node request. A node in two tiers makes
 // both report Overlapping with the other tier's name and an example node: the
 // scheduler could not tell which tier's tenants own it.
-func ComputeStatus(tier *v1alpha1.HardwareTier, tiers []v1alpha1.HardwareTier, nodes []corev1.Node, devicesOf func(node string) []hardware.Device, extendedOf func(node string) map[corev1.ResourceName]int64, cardsOf func(node string) *hardware.GPUs, gpuAllocated func(node string) int64, levels []topology.Level) v1alpha1.HardwareTierStatus {
+func ComputeStatus(tier *v1alpha1.HardwareTier, tiers []v1alpha1.HardwareTier, nodes []corev1.Node, devicesOf func(node string) []hardware.Device, extendedOf func(node string) map[corev1.ResourceName]int64, cardsOf func(node string) *hardware.GPUs, gpuAllocated func(node string) int64, gpuResources []corev1.ResourceName, levels []topology.Level) v1alpha1.HardwareTierStatus {
 	status := *tier.Status.DeepCopy()
 	status.ObservedGeneration = tier.Generation
 	status.Nodes, status.GPUCapacity, status.GPUAllocated = 0, 0, 0
@@ -62,22 +62,18 @@ func ComputeStatus(tier *v1alpha1.HardwareTier, tiers []v1alpha1.HardwareTier, n
 			continue
 		}
 		status.Nodes++
-		// GPUs in the node's allocatable (a device plugin), else the DRA devices a
-		// DeviceClass maps to nvidia.com/gpu, else the cards of the devices of a GPU
-		// class (NVIDIA's DRA driver), a card allocated when any of it is (a shared
-		// GPU partly used counts as allocated: no whole-GPU member can take it).
-		var capacity int64
-		if q, ok := n.Status.Allocatable[v1alpha1.ResourceNvidiaGPU]; ok && !q.IsZero() {
-			capacity = q.Value()
-		} else if extendedOf != nil {
-			capacity = extendedOf(n.Name)[v1alpha1.ResourceNvidiaGPU]
+		// GPUs as every component counts them (hardware.NodeGPUs): a card is
+		// allocated when any of it is (a shared GPU partly used holds no whole-GPU
+		// member).
+		var extended map[corev1.ResourceName]int64
+		if extendedOf != nil {
+			extended = extendedOf(n.Name)
 		}
-		var used int64
-		if g := cardsOf(n.Name); capacity == 0 && g != nil {
-			capacity = int64(len(g.Cards))
+		g := cardsOf(n.Name)
+		capacity, fromCards := hardware.NodeGPUs(n.Status.Allocatable, extended, g, gpuResources)
+		used := gpuAllocated(n.Name)
+		if fromCards {
 			used = capacity - g.FreeCards()
-		} else {
-			used = gpuAllocated(n.Name)
 		}
 		status.GPUCapacity += capacity
 		status.GPUAllocated += used

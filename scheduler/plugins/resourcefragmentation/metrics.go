@@ -14,6 +14,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
+	"github.com/kube-nexus/kubenexus/api/hardware"
 	"github.com/kube-nexus/kubenexus/api/topology"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
@@ -113,15 +114,10 @@ func (c *gangCollector) collect(ch chan<- metrics.Metric) {
 		}
 	}
 	for _, n := range nodes {
-		var capacity int64
-		for _, r := range c.gpus {
-			if q, ok := n.Status.Allocatable[r]; ok {
-				capacity += q.Value()
-			}
-		}
-		if g := dc.Cards(n.Name); capacity == 0 && g != nil {
-			capacity = int64(len(g.Cards))
-			used[n.Name] = capacity - g.FreeCards()
+		cards := dc.Cards(n.Name)
+		capacity, fromCards := hardware.NodeGPUs(n.Status.Allocatable, nil, cards, c.gpus)
+		if fromCards {
+			used[n.Name] = capacity - cards.FreeCards()
 		}
 		if capacity == 0 {
 			continue
