@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -24,6 +25,7 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers/admissioncheck"
 	"github.com/kube-nexus/kubenexus/controllers/feasibility"
+	"github.com/kube-nexus/kubenexus/api/gang"
 )
 
 // Verdicts of a layer.
@@ -141,6 +143,10 @@ type state struct {
 	// from them (Cluster.TierFromClusterQueue).
 	queueLabels map[string]map[string]string
 	now         time.Time
+	// gangValue is the value of the PriorityClass a gang's PodGroup names (nil:
+	// none), read once per gang: what GangPreemption weighs the gang's pods by
+	// (workload.PreemptionPriority). Nil in the namespace view.
+	gangValue func(gang.Key) *int32
 	// namespaceView is set when the reader may not read pods and nodes cluster-wide
 	// (a tenant bound to kubenexus-explain-namespace): cluster is nil, pods are the
 	// namespace's, and the placement layers give way to the scheduler's own verdict.
@@ -175,6 +181,9 @@ func (e *Explainer) read(ctx context.Context, namespace string) (*state, error) 
 		}
 	}
 	st := &state{cluster: c, pods: pods, reservations: rrs.Items, placementChecks: placement, now: e.now()}
+	if st.gangValue, err = e.gangValues(ctx); err != nil {
+		return nil, err
+	}
 	if c.TierFromClusterQueue {
 		var queues kueue.ClusterQueueList
 		if err := e.Client.List(ctx, &queues); err != nil && !feasibility.NotServed(err) {
@@ -186,6 +195,48 @@ func (e *Explainer) read(ctx context.Context, namespace string) (*state, error) 
 		}
 	}
 	return st, nil
+}
+
+// gangValues returns the value of the PriorityClass each gang's PodGroup names
+// (nil: none, or the gang has no PodGroup), from KubeNexus's PodGroups listed once
+// and, for a gang without one, its PodGroup of another gang API (podGroup); each
+// gang and each class is read once.
+func (e *Explainer) gangValues(ctx context.Context) (func(gang.Key) *int32, error) {
+	var pgs v1alpha1.PodGroupList
+	if err := e.Client.List(ctx, &pgs); err != nil && !feasibility.NotServed(err) {
+		return nil, fmt.Errorf("reading PodGroups: %w", err)
+	}
+	classOf := map[gang.Key]string{}
+	for i := range pgs.Items {
+		classOf[gang.Key{Namespace: pgs.Items[i].Namespace, Name: pgs.Items[i].Name}] = pgs.Items[i].Spec.PriorityClassName
+	}
+	values := map[string]*int32{}
+	seen := map[gang.Key]*int32{}
+	return func(k gang.Key) *int32 {
+		if v, ok := seen[k]; ok {
+			return v
+		}
+		name, listed := classOf[k]
+		if !listed {
+			if pg, err := e.podGroup(ctx, k); err == nil {
+				name = pg.Spec.PriorityClassName
+			}
+		}
+		var v *int32
+		if name != "" {
+			c, read := values[name]
+			if !read {
+				pc := &schedulingv1.PriorityClass{}
+				if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, pc); err == nil {
+					c = &pc.Value
+				}
+				values[name] = c
+			}
+			v = c
+		}
+		seen[k] = v
+		return v
+	}, nil
 }
 
 // readNamespace reads what a tenant may read of its own namespace: its pods.

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -252,6 +253,19 @@ func TestPreemptionLine(t *testing.T) {
 		return pod
 	}
 	said := "; the scheduler's last attempt: no running pod or gang of lower priority may be evicted for it"
+	inGang := func(p corev1.Pod, name string) corev1.Pod {
+		p.Labels = maps.Clone(p.Labels)
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels[v1alpha1.LabelPodGroup] = name
+		return p
+	}
+	bigGang := waiting(0, false)
+	bigGang.Labels[v1alpha1.LabelPodGroup] = "big"
+	cheapGang := waiting(100, false)
+	cheapGang.Labels[v1alpha1.LabelPodGroup] = "cheap"
+	batch := map[string]string{v1alpha1.LabelWorkloadType: "batch"}
 	for _, tc := range []struct {
 		name          string
 		pods          []corev1.Pod
@@ -259,6 +273,17 @@ func TestPreemptionLine(t *testing.T) {
 		services      bool
 		verdict, text string
 	}{
+		// The PodGroup "big" names a class of 2000001000, "cheap" one of 5
+		// (gangValues below): GangPreemption weighs pods at their gang's class, never
+		// above their own.
+		{"a PodGroup's class lifts no preemptor", []corev1.Pod{running("low", 10, batch)}, bigGang, false,
+			None, "no running pod it may evict has a priority below 0" + said},
+		{"a preemptor's PodGroup class lowers it", []corev1.Pod{running("low", 10, batch)}, cheapGang, false,
+			None, "no running pod it may evict has a priority below 5" + said},
+		{"a victim's PodGroup class lowers it", []corev1.Pod{inGang(running("cheap-0", 500, batch), "cheap")}, waiting(100, false), false,
+			None, "evicting pods of priority below 100 (1 run now) would make room on the cluster" + said},
+		{"a gang is evicted whole or not at all", []corev1.Pod{inGang(running("mixed-0", 10, batch), "mixed"), inGang(running("mixed-1", 200, batch), "mixed")}, waiting(100, false), false,
+			None, "no running pod it may evict has a priority below 100" + said},
 		{"a batch pod of lower priority holds the room", []corev1.Pod{running("low", 10, map[string]string{v1alpha1.LabelWorkloadType: "batch"})}, waiting(100, false), false,
 			None, "evicting pods of priority below 100 (1 run now) would make room on the cluster" + said},
 		{"a service of lower priority is spared for training", []corev1.Pod{running("web", 10, map[string]string{v1alpha1.LabelWorkloadType: "service"})}, waiting(100, false), false,
@@ -272,7 +297,13 @@ func TestPreemptionLine(t *testing.T) {
 		c := &feasibility.Cluster{Nodes: []corev1.Node{node}, Requested: map[string]corev1.ResourceList{}, PreemptServicesForBatch: tc.services}
 		// The one running pod holds the node's 8 GPUs.
 		c.Requested["n0"] = corev1.ResourceList{gpu: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("1")}
-		st := &state{cluster: c, pods: tc.pods}
+		gangValues := map[gang.Key]int32{{Namespace: "ml", Name: "big"}: 2000001000, {Namespace: "ml", Name: "cheap"}: 5}
+		st := &state{cluster: c, pods: tc.pods, gangValue: func(k gang.Key) *int32 {
+			if v, ok := gangValues[k]; ok {
+				return &v
+			}
+			return nil
+		}}
 		g := &group{pending: []*corev1.Pod{tc.pending}}
 		w := g.workload(st, 1)
 		check(t, tc.name, preemptionLine(g, st, w), tc.verdict, tc.text, "")

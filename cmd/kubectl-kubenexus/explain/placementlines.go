@@ -247,36 +247,57 @@ func preemptionLine(g *group, st *state, w *feasibility.Workload) Line {
 		l.Text = "the pods never preempt (preemptionPolicy: Never)"
 		return l
 	}
-	prio := int32(0)
-	if p.Spec.Priority != nil {
-		prio = *p.Spec.Priority
+	// As GangPreemption weighs them (workload.PreemptionPriority, MayPreempt): a
+	// gang's pods at its PodGroup's class, never above their own, and a gang is a
+	// victim only when all its running members may be.
+	gangValue := func(p *corev1.Pod) *int32 {
+		if m, ok, err := gang.Of(p); ok && err == nil && st.gangValue != nil {
+			return st.gangValue(m.Key)
+		}
+		return nil
 	}
+	prio := workload.PreemptionPriority(p, gangValue(p))
 	prof := workload.Classify(p, workload.Namespace{Labels: g.tierLabels(st)}, "")
 	batch := prof.Class == v1alpha1.WorkloadClassBatch || prof.Class == v1alpha1.WorkloadClassTraining
-	var victims []*corev1.Pod
-	evicting, services := 0, 0
+	var order []string
+	units := map[string][]*corev1.Pod{}
+	refused := map[string]bool{}
+	services := 0
 	for i := range st.pods {
 		v := &st.pods[i]
-		vprio := int32(0)
-		if v.Spec.Priority != nil {
-			vprio = *v.Spec.Priority
-		}
-		if !workload.OccupiesNode(v) || vprio >= prio {
+		if !workload.OccupiesNode(v) {
 			continue
 		}
-		if m, ok, _ := gang.Of(v); ok && g.key != nil && m.Key == *g.key {
-			continue
+		unit := string(v.UID)
+		if m, ok, err := gang.Of(v); ok && err == nil {
+			unit = m.Key.String()
 		}
-		if batch && !st.cluster.PreemptServicesForBatch {
-			if c := workload.Classify(v, workload.Namespace{}, "").Class; c == v1alpha1.WorkloadClassService || c == v1alpha1.WorkloadClassInference || c == v1alpha1.WorkloadClassInteractive {
+		vp := workload.Classify(v, workload.Namespace{}, "")
+		vprio := workload.PreemptionPriority(v, gangValue(v))
+		if !workload.MayPreempt(prof, prio, vp, vprio, st.cluster.PreemptServicesForBatch) {
+			if vprio < prio && batch && !st.cluster.PreemptServicesForBatch && workload.IsService(vp.Class) {
 				services++
-				continue
 			}
+			refused[unit] = true
+			continue
 		}
-		if v.DeletionTimestamp != nil {
-			evicting++
+		if _, ok := units[unit]; !ok {
+			order = append(order, unit)
 		}
-		victims = append(victims, v)
+		units[unit] = append(units[unit], v)
+	}
+	var victims []*corev1.Pod
+	evicting := 0
+	for _, u := range order {
+		if refused[u] {
+			continue
+		}
+		for _, v := range units[u] {
+			if v.DeletionTimestamp != nil {
+				evicting++
+			}
+			victims = append(victims, v)
+		}
 	}
 	said := ""
 	if _, c := podv1.GetPodCondition(&p.Status, corev1.PodScheduled); c != nil {

@@ -13,7 +13,6 @@ import (
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
-	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
@@ -153,7 +152,6 @@ func (pl *Plugin) reclaimer(pod *corev1.Pod, infos []fwk.NodeInfo) func(*corev1.
 // one of equal or higher priority (unless it holds room lent to the preemptor),
 // and no service for batch or training unless preemptServicesForBatch is set.
 func (pl *Plugin) evictable(prof workload.Profile, prio int32, reclaim func(*corev1.Pod) bool) candidate {
-	batch := prof.Class == v1alpha1.WorkloadClassBatch || prof.Class == v1alpha1.WorkloadClassTraining
 	chosen := pl.chosen()
 	return func(v *corev1.Pod, vp workload.Profile, vprio int32) bool {
 		// Victims already chosen go anyway, and their room is claimed.
@@ -164,16 +162,7 @@ func (pl *Plugin) evictable(prof workload.Profile, prio int32, reclaim func(*cor
 		if reclaim != nil && reclaim(v) {
 			return true
 		}
-		if vprio >= prio {
-			return false
-		}
-		if prof.Gang != nil && vp.Gang != nil && vp.Gang.Key == prof.Gang.Key {
-			return false
-		}
-		if batch && !*pl.args.PreemptServicesForBatch && isService(vp.Class) {
-			return false
-		}
-		return true
+		return workload.MayPreempt(prof, prio, vp, vprio, *pl.args.PreemptServicesForBatch)
 	}
 }
 
@@ -247,10 +236,6 @@ func unitKind(u *unit) string {
 		return "gang"
 	}
 	return "pod"
-}
-
-func isService(c v1alpha1.WorkloadClass) bool {
-	return c == v1alpha1.WorkloadClassService || c == v1alpha1.WorkloadClassInference || c == v1alpha1.WorkloadClassInteractive
 }
 
 // record posts an event on the preemptor's PodGroup (or the pod, outside a gang).

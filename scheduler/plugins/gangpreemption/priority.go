@@ -2,34 +2,28 @@ package gangpreemption
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
+	"github.com/kube-nexus/kubenexus/api/workload"
 )
 
 // priorities returns a pod's priority for preemption: the value of the
 // PriorityClass its gang's PodGroup names, as Coscheduling resolved it for the queue
 // (for a gang it does not know, from the PodGroup, once per gang per call), else
-// the pod's own — never more than the pod's own: a PodGroup, which a tenant writes,
-// can lower its members' priority or give them one value, but cannot lift a
-// preemptor above what its pods were admitted with nor shield a victim.
+// the pod's own — never more than the pod's own (workload.PreemptionPriority).
 func (pl *Plugin) priorities() priorityFunc {
 	// byGang: each gang's priority, looked up once per call (nil: its pods' own).
 	byGang := map[gang.Key]*int32{}
 	return func(p *corev1.Pod, g *gang.Key) int32 {
-		own := corev1helpers.PodPriority(p)
 		if g == nil {
-			return own
+			return workload.PreemptionPriority(p, nil)
 		}
 		v, seen := byGang[*g]
 		if !seen {
 			v = pl.gangPriority(*g)
 			byGang[*g] = v
 		}
-		if v != nil {
-			return min(*v, own)
-		}
-		return own
+		return workload.PreemptionPriority(p, v)
 	}
 }
 

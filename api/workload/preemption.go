@@ -1,0 +1,46 @@
+package workload
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// The preemption rules GangPreemption evicts by and kubectl kubenexus explains by.
+
+// PreemptionPriority is a pod's priority in preemption: the value of the
+// PriorityClass its gang's PodGroup names (gangValue; nil: none, or no gang), never
+// above the pod's own. A PodGroup, which a tenant writes, can lower its members'
+// priority or give them one value, but cannot lift a preemptor above what its pods
+// were admitted with nor shield a victim.
+func PreemptionPriority(p *corev1.Pod, gangValue *int32) int32 {
+	own := corev1helpers.PodPriority(p)
+	if gangValue != nil {
+		return min(*gangValue, own)
+	}
+	return own
+}
+
+// MayPreempt says whether a running pod (its profile and preemption priority) may
+// be evicted for a preemptor of profile prof and priority prio: it is of lower
+// priority, not of the preemptor's own gang, and not a service (service,
+// inference, interactive) when the preemptor is batch or training, unless
+// servicesForBatch (the KubeNexusConfig's preemptServicesForBatch). A gang is
+// evicted whole or not at all: it is a victim only when every member may be.
+func MayPreempt(prof Profile, prio int32, victim Profile, victimPrio int32, servicesForBatch bool) bool {
+	if victimPrio >= prio {
+		return false
+	}
+	if prof.Gang != nil && victim.Gang != nil && victim.Gang.Key == prof.Gang.Key {
+		return false
+	}
+	batch := prof.Class == v1alpha1.WorkloadClassBatch || prof.Class == v1alpha1.WorkloadClassTraining
+	return !batch || servicesForBatch || !IsService(victim.Class)
+}
+
+// IsService reports whether pods of the class serve requests (service, inference,
+// interactive): batch and training do not evict them unless told to.
+func IsService(c v1alpha1.WorkloadClass) bool {
+	return c == v1alpha1.WorkloadClassService || c == v1alpha1.WorkloadClassInference || c == v1alpha1.WorkloadClassInteractive
+}
