@@ -69,7 +69,7 @@ func write(out, nodesFile, podsFile string, totalGPUs int64, results []result) e
 		}
 		rate := "-" // the model places in-process: no rate to compare
 		if r.arm != fgdModel {
-			rate = fmt.Sprintf("%.0f", r.podsPerSec)
+			rate = fmt.Sprintf("%.1f", r.podsPerSec)
 		}
 		fmt.Fprintf(&b, "| %s | %d | %d (%d) | %s | %s | %s / %s / %s | %d | %s |\n", r.arm, r.tasks, r.failed, r.gpuFailed, first, frag,
 			pctOrDash(r.at80), pctOrDash(r.at90), pctOrDash(r.at100), r.largest8, rate)

@@ -113,7 +113,7 @@ func (y *tally) finish() result {
 	r.podsPerSec = float64(r.tasks) / time.Since(y.start).Seconds()
 	r.allocatedMilliAtStop = y.allocated
 	r.largest8, _ = placement.LargestGang(y.usage.wholeFree(), 8, 0)
-	fmt.Printf("%s: %d tasks (%d failed, %d of them GPU tasks); unallocated GPUs at the first GPU failure %s (%s); fragmented GPUs at 90%% demand %.1f; allocated at 100%% demand %.1f%%; %.0f pods/s\n",
+	fmt.Printf("%s: %d tasks (%d failed, %d of them GPU tasks); unallocated GPUs at the first GPU failure %s (%s); fragmented GPUs at 90%% demand %.1f; allocated at 100%% demand %.1f%%; %.1f pods/s\n",
 		r.arm, r.tasks, r.failed, r.gpuFailed, gpusText(r.firstFailUnalloc), r.firstFail, r.frag90, r.at100, r.podsPerSec)
 	return r
 }
