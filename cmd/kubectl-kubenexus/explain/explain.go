@@ -22,10 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers/admissioncheck"
 	"github.com/kube-nexus/kubenexus/controllers/feasibility"
-	"github.com/kube-nexus/kubenexus/api/gang"
 )
 
 // Verdicts of a layer.
