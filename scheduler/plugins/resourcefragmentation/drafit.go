@@ -96,7 +96,7 @@ func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni
 		return nil
 	}
 	node := ni.Node().Name
-	if e := s.dc.Entry(node); e == nil || !s.dc.CanHold(node, e, s.claims, s.key) {
+	if e := pl.fleet.cards(ni, s.dc); e == nil || !s.dc.CanHold(node, e, s.claims, s.key) {
 		return fwk.NewStatus(fwk.Unschedulable, ErrReasonGPURoom)
 	}
 	return nil

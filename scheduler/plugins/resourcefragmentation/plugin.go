@@ -58,6 +58,8 @@ type Plugin struct {
 	// dra reads GPUs published as DRA devices and pods' claims for them (nil in
 	// unit tests).
 	dra *dragpus.View
+	// fleet keeps the nodes' rooms across cycles (fleet.go).
+	fleet fleet
 }
 
 var (
@@ -121,10 +123,10 @@ func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragmen
 	return nil, nil
 }
 
-// capacity is the node's allocatable GPUs (DRA devices that back a GPU resource
-// included), its cards when its GPUs are DRA devices (cardsOf).
-func (pl *Plugin) capacity(ni fwk.NodeInfo, dc *dragpus.Cycle) int64 {
-	if e := pl.cardsOf(ni, dc); e != nil {
+// capacityWith is the node's allocatable GPUs (DRA devices that back a GPU
+// resource included), its cards e when its GPUs are DRA devices (cardsOf).
+func (pl *Plugin) capacityWith(ni fwk.NodeInfo, e *dragpus.Entry) int64 {
+	if e != nil {
 		return int64(len(e.G.Cards))
 	}
 	var n int64
@@ -138,13 +140,18 @@ func (pl *Plugin) capacity(ni fwk.NodeInfo, dc *dragpus.Cycle) int64 {
 // and memory, less what held (nil: nothing) says reservations of other owners hold,
 // and the model of its GPUs (GPU Feature Discovery's nvidia.com/gpu.product label).
 func (pl *Plugin) room(ni fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64, dc *dragpus.Cycle) placement.Room {
+	return pl.roomWith(ni, held, dc, pl.cardsOf(ni, dc))
+}
+
+// roomWith is room with the node's cards e (cardsOf) given.
+func (pl *Plugin) roomWith(ni fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64, dc *dragpus.Cycle, e *dragpus.Entry) placement.Room {
 	var h map[corev1.ResourceName]int64
 	if held != nil {
 		h = held(ni)
 	}
 	r := placement.Room{MilliCPU: nodefree.Of(ni, corev1.ResourceCPU) - h[corev1.ResourceCPU], Memory: (nodefree.Of(ni, corev1.ResourceMemory) - h[corev1.ResourceMemory]) / 1000,
 		Model: ni.Node().Labels[v1alpha1.LabelGPUProduct]}
-	if e := pl.cardsOf(ni, dc); e != nil {
+	if e != nil {
 		r.GPUs, r.Partial = e.Whole, e.Partial
 		for _, name := range pl.gpus {
 			r.GPUs -= h[name] / 1000
@@ -173,16 +180,21 @@ func (pl *Plugin) room(ni fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.Resou
 // its allocatable has none of the GPU resources (device-plugin GPUs are read from
 // the snapshot's requests); nil otherwise.
 func (pl *Plugin) cardsOf(ni fwk.NodeInfo, dc *dragpus.Cycle) *dragpus.Entry {
-	if dc == nil {
+	if dc == nil || pl.scalarGPUs(ni) {
 		return nil
 	}
+	return dc.Entry(ni.Node().Name)
+}
+
+// scalarGPUs reports whether the node's allocatable has one of the GPU resources.
+func (pl *Plugin) scalarGPUs(ni fwk.NodeInfo) bool {
 	scalar := ni.GetAllocatable().GetScalarResources()
 	for _, name := range pl.gpus {
 		if scalar[name] > 0 {
-			return nil
+			return true
 		}
 	}
-	return dc.Entry(ni.Node().Name)
+	return false
 }
 
 // shapeOf is what the pod asks for: GPUs (over every resource that counts as one),

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -346,5 +347,34 @@ func TestSignPod(t *testing.T) {
 	}
 	if signable(newPlugin(gpuPod("queued", 2)), gpuPod("cpu", 0)) {
 		t.Error("a CPU pod while a GPU pod is queued is signable, want refused")
+	}
+}
+
+// The rooms kept across cycles follow what the scheduler changes in place: a pod
+// added to a node (its NodeInfo's generation moves) and a Node object replaced.
+func TestKeptRoomsFollowTheNodesChanges(t *testing.T) {
+	pod := gpuPod("one", 1)
+	pl := newPlugin(pod, gpuPod("past-2", 2), gpuPod("past-8", 8))
+	pl.demand.unqueue("past-2")
+	pl.demand.unqueue("past-8")
+	a, b := node("a", 0), node("b", 6)
+	nodes := []fwk.NodeInfo{a, b}
+	if got := best(t, pl, pod, nodes); got != "b=100" {
+		t.Fatalf("1-GPU pod went to %s, want b=100 (the broken node)", got)
+	}
+	filler := gpuPod("filler", 2)
+	filler.Spec.NodeName = "b"
+	b.(*schedframework.NodeInfo).AddPod(filler)
+	// b has no GPU left: Score says it does not fit, and a wins.
+	if got := best(t, pl, pod, nodes); got != "a=100" {
+		t.Errorf("after b filled up, the 1-GPU pod went to %s, want a=100", got)
+	}
+	if err := b.(*schedframework.NodeInfo).RemovePod(klog.Background(), filler); err != nil {
+		t.Fatal(err)
+	}
+	full := testutil.MakeNode("b").Capacity("cpu", "64", string(gpu), "6").Obj()
+	b.(*schedframework.NodeInfo).SetNode(full) // 6 GPUs, 6 used
+	if got := best(t, pl, pod, nodes); got != "a=100" {
+		t.Errorf("after b's Node shrank to 6 GPUs, the 1-GPU pod went to %s, want a=100", got)
 	}
 }

@@ -34,9 +34,12 @@ type stateData struct {
 	// claimsKey is claims' requestsKey.
 	claimsKey string
 	dra       *dragpus.Cycle
-	demand    placement.Demand
-	queued    map[int64]int
-	hosts     map[int64]int
+	// fleet is the nodes' rooms as PreScore left them (nil: rooms depend on the
+	// pod, held is set).
+	fleet  *fleetView
+	demand placement.Demand
+	queued map[int64]int
+	hosts  map[int64]int
 	// scarcity prices the hosts of the demand's shapes by how few there are.
 	scarcity placement.Scarcity
 	// freeCliques are the multi-node NVLink domains (nvidia.com/gpu.clique) whose
@@ -74,11 +77,15 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 		}
 	}
 	s := &stateData{dra: dc, held: held, cpuOnly: !sh.isGPU()}
+	var rooms []placement.Room
+	if held == nil {
+		s.fleet, rooms = pl.fleet.refresh(pl, pl.list(nodes), dc)
+	}
 	if s.cpuOnly {
 		// A pod that asks for no GPU still takes CPU and memory that GPU tasks need
 		// beside their GPUs: it is scored while GPU pods are expected and one of its
 		// nodes has GPUs free, and skipped otherwise.
-		if !pl.anyFreeGPUs(nodes, held, dc) {
+		if !s.anyFreeGPUs(pl, nodes) {
 			return fwk.NewStatus(fwk.Skip)
 		}
 		sh = cpuShapeOf(pod)
@@ -91,21 +98,25 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	hosts := map[int64]int{}
 	cliqueNodes, cliqueBusy := map[string]int{}, map[string]bool{}
 	for _, ni := range nodes {
-		free := pl.room(ni, held, dc).GPUs
+		room, capacity, clique := s.node(pl, ni)
+		free := room.GPUs
 		for k := range queued {
 			if free >= k {
 				hosts[k]++
 			}
 		}
-		if c := ni.Node().Labels[v1alpha1.LabelGPUClique]; c != "" {
-			cliqueNodes[c]++
-			if free < pl.capacity(ni, dc) {
-				cliqueBusy[c] = true
+		if clique != "" {
+			cliqueNodes[clique]++
+			if free < capacity {
+				cliqueBusy[clique] = true
 			}
 		}
 	}
 	s.demand, s.queued, s.hosts, s.freeCliques = demand, queued, hosts, map[string]bool{}
-	s.scarcity = placement.NewScarcity(pl.rooms(nodes, held, dc), demand)
+	if s.fleet == nil {
+		rooms = pl.rooms(nodes, held, dc)
+	}
+	s.scarcity = placement.NewScarcity(rooms, demand)
 	for c, n := range cliqueNodes {
 		if n > 1 && !cliqueBusy[c] {
 			s.freeCliques[c] = true
@@ -120,13 +131,43 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 }
 
 // anyFreeGPUs reports whether one of the nodes has a GPU free.
-func (pl *Plugin) anyFreeGPUs(nodes []fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64, dc *dragpus.Cycle) bool {
+func (s *stateData) anyFreeGPUs(pl *Plugin, nodes []fwk.NodeInfo) bool {
 	for _, ni := range nodes {
-		if pl.capacity(ni, dc) > 0 && pl.room(ni, held, dc).FreeGPUs() > 0 {
+		if room, capacity, _ := s.node(pl, ni); capacity > 0 && room.FreeGPUs() > 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// node is the node's room for the pod, its GPU capacity and its NVLink domain
+// (nvidia.com/gpu.clique): from the fleet when PreScore kept it there, computed
+// otherwise.
+func (s *stateData) node(pl *Plugin, ni fwk.NodeInfo) (room placement.Room, capacity int64, clique string) {
+	if m := s.fleet.of(ni); m != nil {
+		return m.room, m.capacity, m.clique
+	}
+	e := pl.cardsOf(ni, s.dra)
+	return pl.roomWith(ni, s.held, s.dra, e), pl.capacityWith(ni, e), ni.Node().Labels[v1alpha1.LabelGPUClique]
+}
+
+// cards is the node's cards for the pod's claims (nil: it has none).
+func (s *stateData) cards(ni fwk.NodeInfo) *dragpus.Entry {
+	if m := s.fleet.of(ni); m != nil && !m.scalar {
+		return m.e
+	}
+	return s.dra.Entry(ni.Node().Name)
+}
+
+// list is every node of the snapshot (the feasible nodes when the plugin has no
+// lister).
+func (pl *Plugin) list(feasible []fwk.NodeInfo) []fwk.NodeInfo {
+	if pl.nodes != nil {
+		if all, err := pl.nodes.List(); err == nil {
+			return all
+		}
+	}
+	return feasible
 }
 
 // heldFor returns what reservations of other owners hold on a node against the pod
@@ -142,12 +183,7 @@ func (pl *Plugin) heldFor(pod *corev1.Pod) func(fwk.NodeInfo) map[corev1.Resourc
 // nodes when the plugin has no lister): a shape's hosts are counted over the fleet,
 // not over the nodes this pod may use.
 func (pl *Plugin) rooms(feasible []fwk.NodeInfo, held func(fwk.NodeInfo) map[corev1.ResourceName]int64, dc *dragpus.Cycle) []placement.Room {
-	nodes := feasible
-	if pl.nodes != nil {
-		if all, err := pl.nodes.List(); err == nil {
-			nodes = all
-		}
-	}
+	nodes := pl.list(feasible)
 	rooms := make([]placement.Room, 0, len(nodes))
 	for _, ni := range nodes {
 		if n := ni.Node(); n == nil || n.Spec.Unschedulable {
@@ -168,10 +204,10 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni 
 		return 0, fwk.AsStatus(cyclestate.ErrMissing)
 	}
 	const misfit = -breakPenalty - 1<<20 // does not fit (Filter has already said so): the bottom of the lower band
-	free := pl.room(ni, s.held, s.dra)
+	free, capacity, clique := s.node(pl, ni)
 	req := s.req
 	if s.claims != nil {
-		e := s.dra.Entry(ni.Node().Name)
+		e := s.cards(ni)
 		if e == nil {
 			return misfit, nil
 		}
@@ -192,7 +228,7 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, ni 
 		return -int64(math.Round(cost * 1000)), nil
 	}
 	score := -int64(math.Round((cost + s.scarcity.Claimed(free, req)) * 1000))
-	if placement.Breaks(free.GPUs, req.GPUs, s.queued, s.hosts) || s.breaksClique(ni, req.GPUs, pl.capacity(ni, s.dra)) {
+	if placement.Breaks(free.GPUs, req.GPUs, s.queued, s.hosts) || s.breaksClique(clique, req.GPUs, capacity) {
 		score -= breakPenalty
 	}
 	return score, nil
@@ -241,7 +277,6 @@ func (pl *Plugin) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *corev1.
 // breaksClique reports whether placing req GPUs on the node would break a free
 // multi-node NVLink domain while the demand has tasks that take whole nodes of this
 // size (the members of gangs that span a domain): such domains are kept whole.
-func (s *stateData) breaksClique(ni fwk.NodeInfo, req, capacity int64) bool {
-	c := ni.Node().Labels[v1alpha1.LabelGPUClique]
-	return c != "" && s.freeCliques[c] && req < capacity && s.wholeNode >= capacity
+func (s *stateData) breaksClique(clique string, req, capacity int64) bool {
+	return clique != "" && s.freeCliques[clique] && req < capacity && s.wholeNode >= capacity
 }

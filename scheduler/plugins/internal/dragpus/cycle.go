@@ -104,18 +104,61 @@ func (c *Cycle) Entry(node string) *Entry {
 	if c == nil {
 		return nil
 	}
-	var flags []bool
-	slot := c.slots[node]
+	if c.slots != nil {
+		slot := c.slots[node]
+		if slot == nil {
+			return nil // the slots hold every GPU node of the version
+		}
+		return c.entryIn(node, slot, slot.flags)
+	}
+	flags := c.gpu[node]
+	if flags == nil {
+		return nil
+	}
+	return c.entryIn(node, nil, flags)
+}
+
+// Ref is where a node's cards are kept for one version of the published devices,
+// so that a caller that keeps it reads them (EntryAt) without a lookup by name.
+type Ref struct {
+	s       *slot
+	version int64
+	ok      bool
+}
+
+// Ref returns the node's Ref for this cycle's version.
+func (c *Cycle) Ref(node string) Ref {
+	if c == nil || c.slots == nil {
+		return Ref{}
+	}
+	return Ref{s: c.slots[node], version: c.published.Version, ok: true}
+}
+
+// Fresh reports whether r is the node's Ref for this cycle's version (Ref
+// otherwise).
+func (c *Cycle) Fresh(r Ref) bool {
+	return c != nil && c.slots != nil && r.ok && r.version == c.published.Version
+}
+
+// EntryAt is Entry through the node's Ref (Entry when r is not Fresh).
+func (c *Cycle) EntryAt(node string, r Ref) *Entry {
+	if !c.Fresh(r) {
+		return c.Entry(node)
+	}
+	if r.s == nil {
+		return nil
+	}
+	return c.entryIn(node, r.s, r.s.flags)
+}
+
+// entryIn is Entry for a node whose devices flags marks as GPUs, kept in slot (nil:
+// kept nowhere, the slots are for another version).
+func (c *Cycle) entryIn(node string, slot *slot, flags []bool) *Entry {
 	var e *Entry
 	if slot != nil {
 		if e = slot.e.Load(); e != nil && e.checked.Load() == c {
 			return e
 		}
-		flags = slot.flags
-	} else if c.slots != nil {
-		return nil // the slots hold every GPU node of the version
-	} else if flags = c.gpu[node]; flags == nil {
-		return nil
 	}
 	devs := c.published.ByNode[node]
 	var ids []structured.DeviceID
@@ -279,4 +322,12 @@ func (c *Cycle) HasGPUs(node string) bool {
 	}
 	_, ok := c.gpu[node]
 	return ok
+}
+
+// Version is the version of the published devices the cycle reads (-1: nil cycle).
+func (c *Cycle) Version() int64 {
+	if c == nil {
+		return -1
+	}
+	return c.published.Version
 }
