@@ -37,8 +37,8 @@ const ErrReasonGPURoom = "the node's GPU devices cannot hold the pod's ResourceC
 // PreScore reuses.
 type draFilterState struct {
 	claims []hardware.GPURequest
-	// key is claims' requestsKey.
-	key string
+	// key is claims' Key.
+	key *dragpus.Key
 	dc  *dragpus.Cycle
 }
 
@@ -80,7 +80,7 @@ func (pl *Plugin) preFilterGPURoom(cs fwk.CycleState, pod *corev1.Pod) (bool, er
 	if dc == nil || dc.Remote {
 		return false, nil
 	}
-	cs.Write(draStateKey, &draFilterState{claims: claims, key: dragpus.RequestsKey(claims), dc: dc})
+	cs.Write(draStateKey, &draFilterState{claims: claims, key: pl.dra.Key(claims), dc: dc})
 	return true, nil
 }
 

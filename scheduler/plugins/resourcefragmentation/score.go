@@ -31,8 +31,8 @@ type stateData struct {
 	// node's cards (nil: its GPUs, if any, are extended resources); dra is the
 	// cycle's view of the GPUs published through DRA (nil: none are).
 	claims []hardware.GPURequest
-	// claimsKey is claims' requestsKey.
-	claimsKey string
+	// claimsKey is claims' Key.
+	claimsKey *dragpus.Key
 	dra       *dragpus.Cycle
 	// fleet is the nodes' rooms as PreScore left them (nil: rooms depend on the
 	// pod, held is set).
@@ -91,7 +91,7 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 		sh = cpuShapeOf(pod)
 	} else if pl.dra != nil && shapeOf(pod, pl.gpus).gpus == 0 {
 		s.claims, _ = pl.dra.Requests(pod, false)
-		s.claimsKey = dragpus.RequestsKey(s.claims)
+		s.claimsKey = pl.dra.Key(s.claims)
 	}
 	s.req = placement.Room{GPUs: sh.gpus, MilliCPU: sh.milliCPU, Memory: sh.memory}
 	demand, queued := pl.demand.snapshot(pod.UID)

@@ -38,9 +38,9 @@ type Entry struct {
 	checked atomic.Pointer[Cycle]
 
 	mu sync.Mutex
-	// holds and takes memoise CanHold and placing, by requestsKey.
-	holds map[string]bool
-	takes map[string]taken
+	// holds and takes memoise CanHold and PlaceOn, by the requests' Key.
+	holds map[*Key]bool
+	takes map[*Key]taken
 }
 
 // taken is the room the node's cards keep after a pod's requests are placed on
@@ -198,11 +198,11 @@ func cardRoom(g *hardware.GPUs) (whole int64, partial []int64) {
 	return g.FreeCards(), partial
 }
 
-// PlaceOn is what the node's cards e keep after the requests (key: RequestsKey) are
+// PlaceOn is what the node's cards e keep after the requests (key: View.Key) are
 // placed on them: their whole free cards and the free shares of the partly used
 // ones (callers must not change partial); false when the node's devices cannot
 // serve them.
-func (c *Cycle) PlaceOn(node string, e *Entry, reqs []hardware.GPURequest, key string) (whole int64, partial []int64, ok bool) {
+func (c *Cycle) PlaceOn(node string, e *Entry, reqs []hardware.GPURequest, key *Key) (whole int64, partial []int64, ok bool) {
 	e.mu.Lock()
 	t, known := e.takes[key]
 	e.mu.Unlock()
@@ -220,7 +220,7 @@ func (c *Cycle) PlaceOn(node string, e *Entry, reqs []hardware.GPURequest, key s
 		}
 		e.mu.Lock()
 		if e.takes == nil {
-			e.takes = map[string]taken{}
+			e.takes = map[*Key]taken{}
 		}
 		e.takes[key] = t
 		e.mu.Unlock()
@@ -229,8 +229,8 @@ func (c *Cycle) PlaceOn(node string, e *Entry, reqs []hardware.GPURequest, key s
 }
 
 // CanHold reports whether the node's cards e can hold the requests (key:
-// requestsKey), as hardware.GPUs.CanHold says of each.
-func (c *Cycle) CanHold(node string, e *Entry, reqs []hardware.GPURequest, key string) bool {
+// View.Key), as hardware.GPUs.CanHold says of each.
+func (c *Cycle) CanHold(node string, e *Entry, reqs []hardware.GPURequest, key *Key) bool {
 	e.mu.Lock()
 	ok, known := e.holds[key]
 	e.mu.Unlock()
@@ -246,15 +246,39 @@ func (c *Cycle) CanHold(node string, e *Entry, reqs []hardware.GPURequest, key s
 	}
 	e.mu.Lock()
 	if e.holds == nil {
-		e.holds = map[string]bool{}
+		e.holds = map[*Key]bool{}
 	}
 	e.holds[key] = ok
 	e.mu.Unlock()
 	return ok
 }
 
-// RequestsKey identifies a list of requests (requestKey of each, in order).
-func RequestsKey(reqs []hardware.GPURequest) string {
+// Key identifies a list of requests: one Key per distinct list (View.Key), so that
+// the memos each node's cards keep are looked up by a pointer.
+type Key struct{ s string }
+
+// maxKeys bounds the Keys a View keeps; past it they are made anew (a memo made
+// with an old one is not found again, and goes with its node's cards).
+const maxKeys = 4096
+
+// Key returns the Key of the requests.
+func (d *View) Key(reqs []hardware.GPURequest) *Key {
+	s := requestsKey(reqs)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if k := d.keys[s]; k != nil {
+		return k
+	}
+	if d.keys == nil || len(d.keys) >= maxKeys {
+		d.keys = map[string]*Key{}
+	}
+	k := &Key{s: s}
+	d.keys[s] = k
+	return k
+}
+
+// requestsKey identifies a list of requests (requestKey of each, in order).
+func requestsKey(reqs []hardware.GPURequest) string {
 	var b strings.Builder
 	for _, r := range reqs {
 		b.WriteString(requestKey(r))

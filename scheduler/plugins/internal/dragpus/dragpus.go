@@ -59,6 +59,8 @@ type View struct {
 	// remote: slices that name no node publish GPU-class devices, which nodes may
 	// reach beside their own (the cards model only a node's own).
 	remote bool
+	// keys are the requests' Keys, by requestsKey.
+	keys map[string]*Key
 }
 
 // Provider hands every plugin of the process the same View.
