@@ -82,7 +82,7 @@ type Cluster struct {
 // the one topology domain the workload requires.
 func Decide(c *Cluster, w *Workload) Decision {
 	levels, maxLevel, levelName := c.levelsFor(w)
-	tiers := c.tierSelectors()
+	tiers := c.tierSet()
 	d := Decision{Level: levelName, Nodes: len(c.Nodes)}
 	seenTier := map[string]bool{}
 	shapes, pods := c.shapesOf(w)
@@ -106,7 +106,7 @@ func Decide(c *Cluster, w *Workload) Decision {
 				pn.Domains = append(pn.Domains, n.Labels[l.NodeLabel])
 			}
 		}
-		plain, preemptible, refusing := tiers.admits(n, c.Devices, w)
+		plain, preemptible, refusing := admits(tiers, n, c.Devices, w)
 		eligible, refused, short, numaShort := false, false, false, ""
 		for j, ps := range w.PodSets {
 			admitted := plain

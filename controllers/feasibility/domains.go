@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kube-nexus/kubenexus/api/hardware"
-	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 )
 
@@ -87,48 +86,24 @@ func domainsAt(nodes []placement.PlanNode, plan placement.Plan, level int) []str
 	return out
 }
 
-// tierSet is the HardwareTiers as node selectors, highest rank first.
-type tierSet []tierSel
-
-type tierSel struct {
-	tier *v1alpha1.HardwareTier
-	sel  *hardware.Selector
-}
-
-func (c *Cluster) tierSelectors() tierSet {
-	var out tierSet
-	for i := range c.Tiers {
-		if sel, err := hardware.NewSelector(&c.Tiers[i].Spec); err == nil {
-			out = append(out, tierSel{tier: &c.Tiers[i], sel: sel})
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if a, b := out[i].tier.Spec.Rank, out[j].tier.Spec.Rank; a != b {
-			return a > b
-		}
-		return out[i].tier.Name < out[j].tier.Name
-	})
-	return out
+// tierSet is the HardwareTiers (a tier whose selector does not build selects no
+// node, as in the scheduler).
+func (c *Cluster) tierSet() *hardware.TierSet {
+	tiers, _ := hardware.NewTierSet(c.Tiers)
+	return tiers
 }
 
 // admits reports whether the node's HardwareTier lets the workload's pods run
 // there — plain pods, and pods labelled preemptible (which may borrow) — by its
 // tenant tier and ClusterQueue, and names that tier. Nodes no tier selects admit
 // every workload.
-func (ts tierSet) admits(n *corev1.Node, devices func(string) []hardware.Device, w *Workload) (plain, preemptible bool, tier string) {
-	var devs []hardware.Device
-	for _, t := range ts {
-		if t.sel.UsesDevices() && devices != nil && devs == nil {
-			devs = devices(n.Name)
-		}
-		if !t.sel.Matches(n.Labels, devs) {
-			continue
-		}
-		if !hardware.AdmitsClusterQueue(t.tier.Spec.AllowedClusterQueues, w.ClusterQueue) {
-			return false, false, t.tier.Name
-		}
-		return hardware.AccessFor(t.tier.Spec.AllowedTenantTiers, t.tier.Spec.Borrowing, w.Tenant, false) != hardware.Denied,
-			hardware.AccessFor(t.tier.Spec.AllowedTenantTiers, t.tier.Spec.Borrowing, w.Tenant, true) != hardware.Denied, t.tier.Name
+func admits(tiers *hardware.TierSet, n *corev1.Node, devices func(string) []hardware.Device, w *Workload) (plain, preemptible bool, tier string) {
+	t := tiers.OfNode(n.Name, n.Labels, devices)
+	if t == nil {
+		return true, true, ""
 	}
-	return true, true, ""
+	if !t.AdmitsClusterQueue(w.ClusterQueue) {
+		return false, false, t.Name()
+	}
+	return t.AccessFor(w.Tenant, false) != hardware.Denied, t.AccessFor(w.Tenant, true) != hardware.Denied, t.Name()
 }

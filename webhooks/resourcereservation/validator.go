@@ -119,21 +119,20 @@ func (v *Validator) checkTier(ctx context.Context, rr *v1alpha1.ResourceReservat
 	if err := v.Client.List(ctx, &list); err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("listing HardwareTiers: %w", err))
 	}
-	tiers := hardware.NewTiers(list.Items)
-	var devs []hardware.Device
+	tiers, _ := hardware.NewTierSet(list.Items) // a tier whose selector does not build selects no node
+	var devices func(string) []hardware.Device
 	if tiers.UsesDevices() {
-		devices, err := hardware.ListDevices(ctx, v.Client)
-		if err != nil {
+		var err error
+		if devices, err = hardware.ListDevices(ctx, v.Client); err != nil {
 			return apierrors.NewInternalError(fmt.Errorf("listing ResourceSlices: %w", err))
 		}
-		devs = devices(node.Name)
 	}
 	ns := &corev1.Namespace{}
 	if err := v.Client.Get(ctx, types.NamespacedName{Name: rr.Namespace}, ns); err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("reading namespace %s: %w", rr.Namespace, err))
 	}
 	tenant := workload.TierOf(workload.Namespace{Labels: ns.Labels}, "")
-	if why := tiers.RefusesHolding(node.Name, node.Labels, devs, tenant); why != "" {
+	if why := tiers.RefusesHolding(node.Name, node.Labels, devices, tenant); why != "" {
 		return invalid(rr, field.ErrorList{field.Forbidden(field.NewPath("spec", "nodeName"),
 			fmt.Sprintf("%s (namespace %s is tenant tier %s, from its %s label)", why, rr.Namespace, tenant, v1alpha1.LabelTenantTier))})
 	}

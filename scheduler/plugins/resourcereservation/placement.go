@@ -68,7 +68,7 @@ func (r *reservation) usage(pods []*corev1.Pod, assumed []assumedPod) (used node
 // admit the namespace's tenant tier are left out. It lists from the informers: it
 // runs in the background for unplaced reservations only, never in a scheduling
 // cycle.
-func (s *Shared) place(r *reservation, tiers *hardware.Tiers) (string, string) {
+func (s *Shared) place(r *reservation, tiers *hardware.TierSet) (string, string) {
 	nodes, err := s.nodes.List(labels.Everything())
 	if err != nil {
 		return "", fmt.Sprintf("listing nodes: %v", err)

@@ -71,7 +71,7 @@ type Shared struct {
 	// gate keeps reservations off nodes whose HardwareTier refuses their tenant, with
 	// tiers the HardwareTiers as of the last rebuild (nil: none).
 	gate  *tierGate
-	tiers atomic.Pointer[hardware.Tiers]
+	tiers atomic.Pointer[hardware.TierSet]
 
 	mu        sync.Mutex
 	onRelease []func()

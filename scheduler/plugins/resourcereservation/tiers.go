@@ -20,7 +20,7 @@ type nodeDevices interface {
 }
 
 // tierGate says whether a namespace's tenant may hold capacity on a node: the
-// same rule as the manager's ResourceReservation webhook (hardware.Tiers
+// same rule as the manager's ResourceReservation webhook (hardware.TierSet
 // RefusesHolding), applied again here because a reservation can predate the rule,
 // its node can join a tier, or its namespace change tier after admission. A
 // refused reservation holds nothing and is never placed on such a node.
@@ -32,7 +32,7 @@ type tierGate struct {
 }
 
 // tiers is the cluster's HardwareTiers now (nil: none, or the cache cannot list).
-func (g *tierGate) tiers(logger klog.Logger) *hardware.Tiers {
+func (g *tierGate) tiers(logger klog.Logger) *hardware.TierSet {
 	if g == nil || g.cache == nil {
 		return nil
 	}
@@ -44,7 +44,11 @@ func (g *tierGate) tiers(logger klog.Logger) *hardware.Tiers {
 	if len(hwts) == 0 {
 		return nil
 	}
-	return hardware.NewTiers(hwts)
+	tiers, errs := hardware.NewTierSet(hwts)
+	for _, e := range errs {
+		logger.Error(e, "Ignoring a HardwareTier")
+	}
+	return tiers
 }
 
 // tenantOf is the tenant tier of a namespace, as the scheduler reads it for pods
@@ -59,7 +63,7 @@ func (g *tierGate) tenantOf(namespace string) v1alpha1.TenantTier {
 
 // refuses explains why tiers keep the namespace's tenant from holding capacity on
 // node ("" when they do not, or the node is not known).
-func (g *tierGate) refuses(tiers *hardware.Tiers, namespace string, node *corev1.Node) string {
+func (g *tierGate) refuses(tiers *hardware.TierSet, namespace string, node *corev1.Node) string {
 	if tiers == nil || node == nil {
 		return ""
 	}
@@ -67,19 +71,19 @@ func (g *tierGate) refuses(tiers *hardware.Tiers, namespace string, node *corev1
 }
 
 // refusesTenant is refuses for a tenant tier already read.
-func (g *tierGate) refusesTenant(tiers *hardware.Tiers, tenant v1alpha1.TenantTier, node *corev1.Node) string {
+func (g *tierGate) refusesTenant(tiers *hardware.TierSet, tenant v1alpha1.TenantTier, node *corev1.Node) string {
 	if tiers == nil || node == nil {
 		return ""
 	}
-	var devs []hardware.Device
-	if tiers.UsesDevices() && g.devices != nil {
-		devs = g.devices.OnNode(node.Name)
+	var devices func(string) []hardware.Device
+	if g.devices != nil {
+		devices = g.devices.OnNode
 	}
-	return tiers.RefusesHolding(node.Name, node.Labels, devs, tenant)
+	return tiers.RefusesHolding(node.Name, node.Labels, devices, tenant)
 }
 
 // refusesOn is refuses for a node named by a reservation.
-func (g *tierGate) refusesOn(tiers *hardware.Tiers, namespace, nodeName string) string {
+func (g *tierGate) refusesOn(tiers *hardware.TierSet, namespace, nodeName string) string {
 	if tiers == nil || nodeName == "" {
 		return ""
 	}

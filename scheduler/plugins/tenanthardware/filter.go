@@ -38,7 +38,7 @@ func (pl *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 	if s == nil {
 		return nil
 	}
-	t := s.tiers.Of(nodeInfo.Node().Name, nodeInfo.Node().Labels, pl.tiers.Devices())
+	t := s.tiers.OfNode(nodeInfo.Node().Name, nodeInfo.Node().Labels, pl.tiers.Devices())
 	if t == nil {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/kube-nexus/kubenexus/api/hardware"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
@@ -123,7 +124,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 func (pl *Plugin) Name() string { return Name }
 
 type stateData struct {
-	tiers       *tenant.TierSet
+	tiers       *hardware.TierSet
 	tenant      v1alpha1.TenantTier
 	preemptible bool
 	// clusterQueue admitted the pod through Kueue ("": not through Kueue); read only

@@ -21,7 +21,7 @@ func (pl *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nod
 	if s == nil {
 		return 0, nil
 	}
-	t := s.tiers.Of(nodeInfo.Node().Name, nodeInfo.Node().Labels, pl.tiers.Devices())
+	t := s.tiers.OfNode(nodeInfo.Node().Name, nodeInfo.Node().Labels, pl.tiers.Devices())
 	return pl.rules.Score(s.tiers, t, s.tenant, s.preemptible), nil
 }
 

@@ -9,24 +9,25 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/kube-nexus/kubenexus/api/hardware"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 )
 
 // Tiers is the cluster's HardwareTiers as every plugin of the process applies them:
-// one snapshot (TierSet), replaced as a whole when a HardwareTier changes, the
+// one snapshot (hardware.TierSet), replaced as a whole when a HardwareTier changes, the
 // DaemonSet exemption, and the nodes' devices for tiers that select by them.
 // TenantHardware filters and scores by it and turns its rules on for its profile
 // (Apply); NetworkFabric rates nodes for gang plans and GangPreemption tells tier
 // borrowers by the rules of the same profile (For), so a plan, a preemption and a
 // placement never disagree on a tier.
 type Tiers struct {
-	set atomic.Pointer[TierSet]
+	set atomic.Pointer[hardware.TierSet]
 	// loaded is closed once the first snapshot is taken (in the background, once the
 	// shared cache has synced).
 	loaded    chan struct{}
-	devices   DeviceLister
+	devices   func(node string) []hardware.Device
 	exemption daemonSetExemption
 	tenants   *Resolver
 	queues    Queues
@@ -43,7 +44,7 @@ func (p *Provider) Tiers(ctx context.Context, h fwk.Handle, c *crdcache.Cache, d
 	p.tiersOnce.Do(func() {
 		t := &Tiers{
 			loaded:    make(chan struct{}),
-			devices:   devices,
+			devices:   onNode(devices),
 			exemption: daemonSetExemption{daemonSets: h.SharedInformerFactory().Apps().V1().DaemonSets().Lister()},
 			tenants:   p.Get(h, c),
 			queues:    c,
@@ -60,7 +61,7 @@ func (p *Provider) Tiers(ctx context.Context, h fwk.Handle, c *crdcache.Cache, d
 				logger.Error(err, "Listing HardwareTiers from the cache")
 				return
 			}
-			set, errs := newTierSet(hwts)
+			set, errs := hardware.NewTierSet(hwts)
 			for _, e := range errs {
 				logger.Error(e, "Ignoring a HardwareTier")
 			}
@@ -85,7 +86,7 @@ func (p *Provider) Tiers(ctx context.Context, h fwk.Handle, c *crdcache.Cache, d
 }
 
 // Current is the tier snapshot, once the first has been taken.
-func (t *Tiers) Current() *TierSet {
+func (t *Tiers) Current() *hardware.TierSet {
 	if s := t.set.Load(); s != nil || t.loaded == nil {
 		return s
 	}
@@ -100,8 +101,21 @@ func (t *Tiers) OnChange(f func()) {
 	t.watchers = append(t.watchers, f)
 }
 
-// Devices gives the nodes' DRA devices (nil: none are read).
-func (t *Tiers) Devices() DeviceLister { return t.devices }
+// Devices gives a node's DRA devices (nil: none are read).
+func (t *Tiers) Devices() func(node string) []hardware.Device { return t.devices }
+
+// DeviceLister gives a node's DRA devices.
+type DeviceLister interface {
+	OnNode(node string) []hardware.Device
+}
+
+// onNode is l's OnNode, nil for a nil l.
+func onNode(l DeviceLister) func(string) []hardware.Device {
+	if l == nil {
+		return nil
+	}
+	return l.OnNode
+}
 
 // Exempt reports whether the pod is exempt from tier rules as a verified DaemonSet
 // pod that asks for no device (daemonSetExemption).
@@ -135,9 +149,9 @@ type Rules struct {
 }
 
 // Score rates a node of HardwareTier t (nil: untiered) for a pod of the tenant
-// tier on the 0–100 scale (TierSet.score).
-func (r *Rules) Score(s *TierSet, t *Tier, tenant v1alpha1.TenantTier, preemptible bool) int64 {
-	return s.score(t, tenant, preemptible, r.untiered, r.borrowed)
+// tier on the 0–100 scale (hardware.TierSet.Score).
+func (r *Rules) Score(s *hardware.TierSet, t *hardware.Tier, tenant v1alpha1.TenantTier, preemptible bool) int64 {
+	return s.Score(t, tenant, preemptible, r.untiered, r.borrowed)
 }
 
 // NodePreference rates a node for a pod outside a scheduling cycle (for
@@ -156,8 +170,8 @@ func (r *Rules) NodePreference(pod *corev1.Pod, node *corev1.Node) (int64, bool)
 	}
 	tenant := workload.TierOf(workload.Namespace{Labels: src}, "")
 	preemptible := pod.Labels[v1alpha1.LabelPreemptible] == "true"
-	t := tiers.Of(node.Name, node.Labels, r.tiers.devices)
-	if t != nil && (t.AccessFor(tenant, preemptible) == denied || !t.AdmitsClusterQueue(r.tiers.ClusterQueueOf(tiers, pod))) {
+	t := tiers.OfNode(node.Name, node.Labels, r.tiers.devices)
+	if t != nil && (t.AccessFor(tenant, preemptible) == hardware.Denied || !t.AdmitsClusterQueue(r.tiers.ClusterQueueOf(tiers, pod))) {
 		return 0, false
 	}
 	return r.Score(tiers, t, tenant, preemptible), true
@@ -172,7 +186,7 @@ func (r *Rules) BorrowsFrom(victim, preemptor *corev1.Pod, node *corev1.Node) bo
 	if tiers.Empty() || victim.Labels[v1alpha1.LabelPreemptible] != "true" {
 		return false
 	}
-	t := tiers.Of(node.Name, node.Labels, r.tiers.devices)
+	t := tiers.OfNode(node.Name, node.Labels, r.tiers.devices)
 	if t == nil {
 		return false
 	}
@@ -185,13 +199,13 @@ func (r *Rules) BorrowsFrom(victim, preemptor *corev1.Pod, node *corev1.Node) bo
 	}
 	vt, ok1 := tenantOf(victim)
 	pt, ok2 := tenantOf(preemptor)
-	return ok1 && ok2 && t.AccessFor(vt, true) == borrowed && t.AccessFor(pt, false) == allowed
+	return ok1 && ok2 && t.AccessFor(vt, true) == hardware.Borrowed && t.AccessFor(pt, false) == hardware.Allowed
 }
 
 // ClusterQueueOf is the ClusterQueue that admitted the pod, when a tier of s asks
 // ("": none asks, or the pod was not admitted through Kueue).
-func (t *Tiers) ClusterQueueOf(s *TierSet, pod *corev1.Pod) string {
-	if s == nil || !s.usesClusterQueues || t.queues == nil {
+func (t *Tiers) ClusterQueueOf(s *hardware.TierSet, pod *corev1.Pod) string {
+	if !s.UsesClusterQueues() || t.queues == nil {
 		return ""
 	}
 	cq, _ := t.queues.ClusterQueueOf(pod)
@@ -201,7 +215,7 @@ func (t *Tiers) ClusterQueueOf(s *TierSet, pod *corev1.Pod) string {
 // StaticTiers is Tiers over a fixed list of HardwareTiers (no cache, no
 // exemption), for tests and tools; it reports the tiers it ignores.
 func StaticTiers(hwts []v1alpha1.HardwareTier, tenants *Resolver) (*Tiers, []error) {
-	set, errs := newTierSet(hwts)
+	set, errs := hardware.NewTierSet(hwts)
 	t := &Tiers{tenants: tenants, rules: map[string]*Rules{}}
 	t.set.Store(set)
 	return t, errs
