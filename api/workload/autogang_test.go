@@ -18,6 +18,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload/frameworks/batch"
+	"github.com/kube-nexus/kubenexus/api/workload/frameworks/jobset"
+	"github.com/kube-nexus/kubenexus/api/workload/frameworks/kubeflow"
+	"github.com/kube-nexus/kubenexus/api/workload/frameworks/lws"
+	"github.com/kube-nexus/kubenexus/api/workload/frameworks/ray"
+	"github.com/kube-nexus/kubenexus/api/workload/frameworks/spark"
 )
 
 func TestGangSourceOf(t *testing.T) {
@@ -36,16 +42,16 @@ func TestGangSourceOf(t *testing.T) {
 		wantName string
 		wantGang string
 	}{
-		{"spark operator", pod(map[string]string{"spark-role": "driver", labelSparkOperatorApp: "pi"}, nil), "SparkApplication", "pi", "pi-spark"},
+		{"spark operator", pod(map[string]string{"spark-role": "driver", spark.LabelOperatorApp: "pi"}, nil), "SparkApplication", "pi", "pi-spark"},
 		{"spark-submit", pod(map[string]string{"spark-role": "driver"}, nil), "", "", ""},
-		{"pytorch", pod(map[string]string{labelKubeflowReplica: "Master", labelKubeflowJobName: "mnist", labelKubeflowOperator: "pytorchjob-controller"}, nil), "PyTorchJob", "mnist", "mnist-pytorch"},
-		{"ray worker", pod(map[string]string{labelRayNodeType: "worker", labelRayCluster: "rc"}, nil), "RayCluster", "rc", "rc-ray"},
-		{"lws group", pod(map[string]string{labelLWSName: "llm", labelLWSGroupIndex: "3"}, nil), "LeaderWorkerSet", "llm", "llm-leaderworkerset-3"},
-		{"lws bad group index", pod(map[string]string{labelLWSName: "llm", labelLWSGroupIndex: "-1"}, nil), "", "", ""},
-		{"job", pod(map[string]string{labelBatchJobName: "report"}, &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "report", Controller: ptr.To(true)}), "Job", "report", "report-job"},
-		{"job label without owner", pod(map[string]string{labelBatchJobName: "report"}, nil), "", "", ""},
+		{"pytorch", pod(map[string]string{kubeflow.LabelReplicaType: "Master", kubeflow.LabelJobName: "mnist", kubeflow.LabelOperator: "pytorchjob-controller"}, nil), "PyTorchJob", "mnist", "mnist-pytorch"},
+		{"ray worker", pod(map[string]string{ray.LabelNodeType: "worker", ray.LabelCluster: "rc"}, nil), "RayCluster", "rc", "rc-ray"},
+		{"lws group", pod(map[string]string{lws.LabelName: "llm", lws.LabelGroupIndex: "3"}, nil), "LeaderWorkerSet", "llm", "llm-leaderworkerset-3"},
+		{"lws bad group index", pod(map[string]string{lws.LabelName: "llm", lws.LabelGroupIndex: "-1"}, nil), "", "", ""},
+		{"job", pod(map[string]string{batch.LabelJobName: "report"}, &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "report", Controller: ptr.To(true)}), "Job", "report", "report-job"},
+		{"job label without owner", pod(map[string]string{batch.LabelJobName: "report"}, nil), "", "", ""},
 		{"service", pod(nil, &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", Controller: ptr.To(true)}), "", "", ""},
-		{"long name is shortened to a label value", pod(map[string]string{labelJobSetName: long}, nil), "JobSet", long, long[:50] + "-"},
+		{"long name is shortened to a label value", pod(map[string]string{jobset.LabelName: long}, nil), "JobSet", long, long[:50] + "-"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,16 +100,16 @@ func TestGangSourceOfVersion(t *testing.T) {
 			Labels:          map[string]string{kf + "replica-type": "worker", kf + "job-name": "mnist"},
 			OwnerReferences: []metav1.OwnerReference{ref("kubeflow.org/v1", "PyTorchJob", "mnist", true)}}}, "v1", "uid-1"},
 		{"a RayCluster at an older version", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns",
-			Labels:          map[string]string{labelRayNodeType: "worker", labelRayCluster: "rc"},
+			Labels:          map[string]string{ray.LabelNodeType: "worker", ray.LabelCluster: "rc"},
 			OwnerReferences: []metav1.OwnerReference{ref("ray.io/v1alpha1", "RayCluster", "rc", true)}}}, "v1alpha1", "uid-1"},
 		{"a JobSet pod is controlled by its Job", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns",
-			Labels:          map[string]string{labelJobSetName: "js", labelJobSetReplicated: "workers"},
+			Labels:          map[string]string{jobset.LabelName: "js", jobset.LabelReplicated: "workers"},
 			OwnerReferences: []metav1.OwnerReference{ref("batch/v1", "Job", "js-workers-0", true)}}}, "v1alpha2", ""},
 		{"a JobSet pod names its JobSet's UID", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns",
-			Labels:          map[string]string{labelJobSetName: "js", labelJobSetReplicated: "workers", labelJobSetUID: "uid-1"},
+			Labels:          map[string]string{jobset.LabelName: "js", jobset.LabelReplicated: "workers", jobset.LabelUID: "uid-1"},
 			OwnerReferences: []metav1.OwnerReference{ref("batch/v1", "Job", "js-workers-0", true)}}}, "v1alpha2", "uid-1"},
 		{"a JobSet UID that is no label value", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns",
-			Labels: map[string]string{labelJobSetName: "js", labelJobSetUID: strings.Repeat("u", 64)}}}, "v1alpha2", ""},
+			Labels: map[string]string{jobset.LabelName: "js", jobset.LabelUID: strings.Repeat("u", 64)}}}, "v1alpha2", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,7 +126,7 @@ func TestGangSourceOfVersion(t *testing.T) {
 
 func TestGangSourceOwnerReference(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "js-workers-0-0", Namespace: "ns",
-		Labels:          map[string]string{labelJobSetName: "js", labelJobSetReplicated: "workers", labelJobSetUID: "9f1c"},
+		Labels:          map[string]string{jobset.LabelName: "js", jobset.LabelReplicated: "workers", jobset.LabelUID: "9f1c"},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "js-workers-0", UID: "job-uid", Controller: ptr.To(true)}}}}
 	src, ok := GangSourceOf(pod, Classify(pod, Namespace{}, ""))
 	if !ok {
@@ -131,7 +137,7 @@ func TestGangSourceOwnerReference(t *testing.T) {
 	if !ok || ref != want {
 		t.Errorf("got %+v %v, want %+v", ref, ok, want)
 	}
-	delete(pod.Labels, labelJobSetUID)
+	delete(pod.Labels, jobset.LabelUID)
 	src, _ = GangSourceOf(pod, Classify(pod, Namespace{}, ""))
 	if _, ok := src.OwnerReference(); ok {
 		t.Error("an owner reference without a UID")
@@ -156,7 +162,7 @@ func TestGangSizeCache(t *testing.T) {
 		return current, readErr
 	}
 	src := func(uid string) GangSource {
-		return GangSource{GVK: PyTorchJob, Namespace: "ns", Name: "mnist", UID: types.UID(uid)}
+		return GangSource{GVK: kubeflow.PyTorchJob, Namespace: "ns", Name: "mnist", UID: types.UID(uid)}
 	}
 	size := func(s GangSource, wantSize int32, wantReads int) {
 		t.Helper()
@@ -216,7 +222,7 @@ func TestSizeFrom(t *testing.T) {
 	minAvailable := func(n int64) map[string]any {
 		return map[string]any{"schedulingPolicy": map[string]any{"minAvailable": n}}
 	}
-	mpiV1 := MPIJob
+	mpiV1 := kubeflow.MPIJob
 	mpiV1.Version = "v1"
 	cases := []struct {
 		name    string
@@ -226,26 +232,26 @@ func TestSizeFrom(t *testing.T) {
 		exclude v1alpha1.WorkloadRole
 		wantErr string
 	}{
-		{"spark", GangSource{GVK: SparkApplication}, map[string]any{"executor": map[string]any{"instances": int64(4)}}, 5, "", ""},
-		{"spark without executors", GangSource{GVK: SparkApplication}, map[string]any{}, 1, "", ""},
-		{"spark dynamic allocation", GangSource{GVK: SparkApplication}, map[string]any{"executor": map[string]any{"instances": int64(9)},
+		{"spark", GangSource{GVK: spark.SparkApplication}, map[string]any{"executor": map[string]any{"instances": int64(4)}}, 5, "", ""},
+		{"spark without executors", GangSource{GVK: spark.SparkApplication}, map[string]any{}, 1, "", ""},
+		{"spark dynamic allocation", GangSource{GVK: spark.SparkApplication}, map[string]any{"executor": map[string]any{"instances": int64(9)},
 			"dynamicAllocation": map[string]any{"enabled": true, "minExecutors": int64(2)}}, 3, "", ""},
-		{"pytorch default replicas", GangSource{GVK: PyTorchJob}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Master": map[string]any{}, "Worker": replicas(7)}}, 8, "", ""},
-		{"tf", GangSource{GVK: TFJob}, map[string]any{"tfReplicaSpecs": map[string]any{"Chief": replicas(1), "PS": replicas(2), "Worker": replicas(4)}}, 7, "", ""},
-		{"xgboost", GangSource{GVK: XGBoostJob}, map[string]any{"xgbReplicaSpecs": map[string]any{"Master": replicas(1), "Worker": replicas(2)}}, 3, "", ""},
-		{"mpi late launcher", GangSource{GVK: MPIJob}, map[string]any{"launcherCreationPolicy": "WaitForWorkersReady",
+		{"pytorch default replicas", GangSource{GVK: kubeflow.PyTorchJob}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Master": map[string]any{}, "Worker": replicas(7)}}, 8, "", ""},
+		{"tf", GangSource{GVK: kubeflow.TFJob}, map[string]any{"tfReplicaSpecs": map[string]any{"Chief": replicas(1), "PS": replicas(2), "Worker": replicas(4)}}, 7, "", ""},
+		{"xgboost", GangSource{GVK: kubeflow.XGBoostJob}, map[string]any{"xgbReplicaSpecs": map[string]any{"Master": replicas(1), "Worker": replicas(2)}}, 3, "", ""},
+		{"mpi late launcher", GangSource{GVK: kubeflow.MPIJob}, map[string]any{"launcherCreationPolicy": "WaitForWorkersReady",
 			"mpiReplicaSpecs": map[string]any{"Launcher": replicas(1), "Worker": replicas(8)}}, 8, v1alpha1.RoleLauncher, ""},
-		{"mpi launcher at start", GangSource{GVK: MPIJob}, map[string]any{"mpiReplicaSpecs": map[string]any{"Launcher": replicas(1), "Worker": replicas(8)}}, 9, "", ""},
-		{"ray", GangSource{GVK: RayCluster}, map[string]any{"workerGroupSpecs": []any{map[string]any{"minReplicas": int64(3)}, map[string]any{"minReplicas": int64(2), "numOfHosts": int64(4)}}}, 12, "", ""},
-		{"jobset defaults", GangSource{GVK: JobSet}, map[string]any{"replicatedJobs": []any{map[string]any{"name": "a"}, map[string]any{"name": "b", "replicas": int64(3), "template": map[string]any{"spec": map[string]any{"parallelism": int64(2)}}}}}, 7, "", ""},
-		{"lws", GangSource{GVK: LeaderWorkerSet}, map[string]any{"leaderWorkerTemplate": map[string]any{"size": int64(8)}}, 8, "", ""},
-		{"job parallelism capped by completions", GangSource{GVK: BatchJob}, map[string]any{"parallelism": int64(10), "completions": int64(4)}, 4, "", ""},
-		{"job parallelism 0", GangSource{GVK: BatchJob, Name: "paused"}, map[string]any{"parallelism": int64(0)}, 0, "", "Job paused: its spec gives a gang of 0 pods"},
-		{"negative replicas", GangSource{GVK: PyTorchJob, Name: "bad"}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Worker": replicas(-3)}}, 0, "", "gang of -3 pods"},
-		{"huge", GangSource{GVK: LeaderWorkerSet, Name: "big"}, map[string]any{"leaderWorkerTemplate": map[string]any{"size": int64(1 << 40)}}, 0, "", "KubeNexus needs 1 to 100000"},
-		{"wrong types are ignored, not trusted", GangSource{GVK: SparkApplication}, map[string]any{"executor": map[string]any{"instances": "4"}}, 1, "", ""},
+		{"mpi launcher at start", GangSource{GVK: kubeflow.MPIJob}, map[string]any{"mpiReplicaSpecs": map[string]any{"Launcher": replicas(1), "Worker": replicas(8)}}, 9, "", ""},
+		{"ray", GangSource{GVK: ray.RayCluster}, map[string]any{"workerGroupSpecs": []any{map[string]any{"minReplicas": int64(3)}, map[string]any{"minReplicas": int64(2), "numOfHosts": int64(4)}}}, 12, "", ""},
+		{"jobset defaults", GangSource{GVK: jobset.JobSet}, map[string]any{"replicatedJobs": []any{map[string]any{"name": "a"}, map[string]any{"name": "b", "replicas": int64(3), "template": map[string]any{"spec": map[string]any{"parallelism": int64(2)}}}}}, 7, "", ""},
+		{"lws", GangSource{GVK: lws.LeaderWorkerSet}, map[string]any{"leaderWorkerTemplate": map[string]any{"size": int64(8)}}, 8, "", ""},
+		{"job parallelism capped by completions", GangSource{GVK: batch.Job}, map[string]any{"parallelism": int64(10), "completions": int64(4)}, 4, "", ""},
+		{"job parallelism 0", GangSource{GVK: batch.Job, Name: "paused"}, map[string]any{"parallelism": int64(0)}, 0, "", "Job paused: its spec gives a gang of 0 pods"},
+		{"negative replicas", GangSource{GVK: kubeflow.PyTorchJob, Name: "bad"}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Worker": replicas(-3)}}, 0, "", "gang of -3 pods"},
+		{"huge", GangSource{GVK: lws.LeaderWorkerSet, Name: "big"}, map[string]any{"leaderWorkerTemplate": map[string]any{"size": int64(1 << 40)}}, 0, "", "KubeNexus needs 1 to 100000"},
+		{"wrong types are ignored, not trusted", GangSource{GVK: spark.SparkApplication}, map[string]any{"executor": map[string]any{"instances": "4"}}, 1, "", ""},
 
-		// MPIJob at training-operator's kubeflow.org/v1: the launcher starts with the workers.
+		// kubeflow.MPIJob at training-operator's kubeflow.org/v1: the launcher starts with the workers.
 		{"mpi v1 launcher is a member", GangSource{GVK: mpiV1}, map[string]any{"mpiReplicaSpecs": map[string]any{"Launcher": replicas(1), "Worker": replicas(8)},
 			"runPolicy": map[string]any{"cleanPodPolicy": "Running"}}, 9, "", ""},
 		{"mpi v1 has no launcherCreationPolicy", GangSource{GVK: mpiV1}, map[string]any{"launcherCreationPolicy": "WaitForWorkersReady",
@@ -254,40 +260,40 @@ func TestSizeFrom(t *testing.T) {
 			"runPolicy": minAvailable(5)}, 5, "", ""},
 		{"mpi v1 minAvailable above the replicas", GangSource{GVK: mpiV1, Name: "hvd"}, map[string]any{"mpiReplicaSpecs": map[string]any{"Launcher": replicas(1), "Worker": replicas(2)},
 			"runPolicy": minAvailable(4)}, 0, "", "MPIJob hvd: spec.runPolicy.schedulingPolicy.minAvailable is 4, more than the 3 pods of spec.mpiReplicaSpecs"},
-		{"mpi v2beta1 keeps its shape", GangSource{GVK: MPIJob}, map[string]any{"launcherCreationPolicy": "AtStartup",
+		{"mpi v2beta1 keeps its shape", GangSource{GVK: kubeflow.MPIJob}, map[string]any{"launcherCreationPolicy": "AtStartup",
 			"mpiReplicaSpecs": map[string]any{"Launcher": replicas(1), "Worker": replicas(8)}}, 9, "", ""},
 
 		// Kubeflow's declared minimum.
-		{"pytorch minAvailable below the replicas", GangSource{GVK: PyTorchJob}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Master": replicas(1), "Worker": replicas(7)},
+		{"pytorch minAvailable below the replicas", GangSource{GVK: kubeflow.PyTorchJob}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Master": replicas(1), "Worker": replicas(7)},
 			"runPolicy": minAvailable(3)}, 3, "", ""},
-		{"pytorch minAvailable equal to the replicas", GangSource{GVK: PyTorchJob}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Master": replicas(1), "Worker": replicas(7)},
+		{"pytorch minAvailable equal to the replicas", GangSource{GVK: kubeflow.PyTorchJob}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Master": replicas(1), "Worker": replicas(7)},
 			"runPolicy": minAvailable(8)}, 8, "", ""},
-		{"pytorch schedulingPolicy without minAvailable", GangSource{GVK: PyTorchJob}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Master": replicas(1), "Worker": replicas(7)},
+		{"pytorch schedulingPolicy without minAvailable", GangSource{GVK: kubeflow.PyTorchJob}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Master": replicas(1), "Worker": replicas(7)},
 			"runPolicy": map[string]any{"schedulingPolicy": map[string]any{"queue": "q"}}}, 8, "", ""},
-		{"tf minAvailable 0 is ignored", GangSource{GVK: TFJob}, map[string]any{"tfReplicaSpecs": map[string]any{"Chief": replicas(1), "Worker": replicas(4)},
+		{"tf minAvailable 0 is ignored", GangSource{GVK: kubeflow.TFJob}, map[string]any{"tfReplicaSpecs": map[string]any{"Chief": replicas(1), "Worker": replicas(4)},
 			"runPolicy": minAvailable(0)}, 5, "", ""},
-		{"xgboost negative minAvailable is ignored", GangSource{GVK: XGBoostJob}, map[string]any{"xgbReplicaSpecs": map[string]any{"Master": replicas(1), "Worker": replicas(2)},
+		{"xgboost negative minAvailable is ignored", GangSource{GVK: kubeflow.XGBoostJob}, map[string]any{"xgbReplicaSpecs": map[string]any{"Master": replicas(1), "Worker": replicas(2)},
 			"runPolicy": minAvailable(-2)}, 3, "", ""},
-		{"minAvailable of another type is ignored", GangSource{GVK: PyTorchJob}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Worker": replicas(4)},
+		{"minAvailable of another type is ignored", GangSource{GVK: kubeflow.PyTorchJob}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Worker": replicas(4)},
 			"runPolicy": map[string]any{"schedulingPolicy": map[string]any{"minAvailable": "2"}}}, 4, "", ""},
-		{"tf minAvailable above the replicas", GangSource{GVK: TFJob, Name: "tf1"}, map[string]any{"tfReplicaSpecs": map[string]any{"Chief": replicas(1), "Worker": replicas(4)},
+		{"tf minAvailable above the replicas", GangSource{GVK: kubeflow.TFJob, Name: "tf1"}, map[string]any{"tfReplicaSpecs": map[string]any{"Chief": replicas(1), "Worker": replicas(4)},
 			"runPolicy": minAvailable(6)}, 0, "", "TFJob tf1: spec.runPolicy.schedulingPolicy.minAvailable is 6, more than the 5 pods of spec.tfReplicaSpecs"},
-		{"minAvailable does not hide bad replicas", GangSource{GVK: PyTorchJob, Name: "bad"}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Worker": replicas(-3)},
+		{"minAvailable does not hide bad replicas", GangSource{GVK: kubeflow.PyTorchJob, Name: "bad"}, map[string]any{"pytorchReplicaSpecs": map[string]any{"Worker": replicas(-3)},
 			"runPolicy": minAvailable(2)}, 0, "", "gang of -3 pods"},
-		{"sums do not overflow into a plausible size", GangSource{GVK: PyTorchJob, Name: "wrap"}, map[string]any{"pytorchReplicaSpecs": map[string]any{
+		{"sums do not overflow into a plausible size", GangSource{GVK: kubeflow.PyTorchJob, Name: "wrap"}, map[string]any{"pytorchReplicaSpecs": map[string]any{
 			"A": replicas(1 << 62), "B": replicas(1 << 62), "C": replicas(1 << 62), "D": replicas(1 << 62), "E": replicas(5)}}, 0, "", "more than 100000 pods"},
-		{"spark executors do not overflow", GangSource{GVK: SparkApplication, Name: "wrap"}, map[string]any{"executor": map[string]any{"instances": int64(1<<63 - 1)}}, 0, "", "more than 100000 pods"},
-		{"products do not overflow", GangSource{GVK: RayCluster, Name: "wrap"}, map[string]any{"workerGroupSpecs": []any{map[string]any{"minReplicas": int64(1 << 32), "numOfHosts": int64(1 << 32)}}}, 0, "", "more than 100000 pods"},
+		{"spark executors do not overflow", GangSource{GVK: spark.SparkApplication, Name: "wrap"}, map[string]any{"executor": map[string]any{"instances": int64(1<<63 - 1)}}, 0, "", "more than 100000 pods"},
+		{"products do not overflow", GangSource{GVK: ray.RayCluster, Name: "wrap"}, map[string]any{"workerGroupSpecs": []any{map[string]any{"minReplicas": int64(1 << 32), "numOfHosts": int64(1 << 32)}}}, 0, "", "more than 100000 pods"},
 
 		// The other frameworks' minimums.
-		{"ray minReplicas, not replicas", GangSource{GVK: RayCluster}, map[string]any{"workerGroupSpecs": []any{map[string]any{"replicas": int64(10), "minReplicas": int64(2), "maxReplicas": int64(20)}}}, 3, "", ""},
-		{"jobset jobs capped by completions", GangSource{GVK: JobSet}, map[string]any{"replicatedJobs": []any{
+		{"ray minReplicas, not replicas", GangSource{GVK: ray.RayCluster}, map[string]any{"workerGroupSpecs": []any{map[string]any{"replicas": int64(10), "minReplicas": int64(2), "maxReplicas": int64(20)}}}, 3, "", ""},
+		{"jobset jobs capped by completions", GangSource{GVK: jobset.JobSet}, map[string]any{"replicatedJobs": []any{
 			map[string]any{"name": "driver", "template": map[string]any{"spec": map[string]any{"parallelism": int64(4), "completions": int64(1)}}},
 			map[string]any{"name": "workers", "replicas": int64(2), "template": map[string]any{"spec": map[string]any{"parallelism": int64(4), "completions": int64(3)}}},
 			map[string]any{"name": "many", "replicas": int64(1), "template": map[string]any{"spec": map[string]any{"parallelism": int64(2), "completions": int64(10)}}}}}, 9, "", ""},
-		{"jobset with a startupPolicy", GangSource{GVK: JobSet}, map[string]any{"startupPolicy": map[string]any{"startupPolicyOrder": "InOrder"},
+		{"jobset with a startupPolicy", GangSource{GVK: jobset.JobSet}, map[string]any{"startupPolicy": map[string]any{"startupPolicyOrder": "InOrder"},
 			"replicatedJobs": []any{map[string]any{"name": "w", "replicas": int64(3), "template": map[string]any{"spec": map[string]any{"parallelism": int64(2)}}}}}, 6, "", ""},
-		{"lws group size", GangSource{GVK: LeaderWorkerSet}, map[string]any{"replicas": int64(5), "leaderWorkerTemplate": map[string]any{"size": int64(3)}}, 3, "", ""},
+		{"lws group size", GangSource{GVK: lws.LeaderWorkerSet}, map[string]any{"replicas": int64(5), "leaderWorkerTemplate": map[string]any{"size": int64(3)}}, 3, "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -308,7 +314,7 @@ func TestSizeFrom(t *testing.T) {
 	}
 }
 
-// A JobSet whose replicated jobs start one after another (dependsOn, InOrder) is
+// A jobset.JobSet whose replicated jobs start one after another (dependsOn, InOrder) is
 // ganged by stage: the pods of a stage are pending together, never with another's.
 func TestJobSetStages(t *testing.T) {
 	rj := func(name string, replicas, parallelism int64, deps ...string) map[string]any {
@@ -330,7 +336,7 @@ func TestJobSetStages(t *testing.T) {
 		"replicatedJobs": []any{rj("driver", 1, 1), rj("workers", 2, 4)}}
 	deep := map[string]any{}
 	var jobs []any
-	for i := range maxJobSetStages + 1 {
+	for i := range jobset.MaxStages + 1 {
 		if i == 0 {
 			jobs = append(jobs, rj("s0", 1, 1))
 			continue
@@ -339,14 +345,14 @@ func TestJobSetStages(t *testing.T) {
 	}
 	deep["replicatedJobs"] = jobs
 	src := func(part string) GangSource {
-		return GangSource{GVK: JobSet, Name: "tune", Gang: "tune-jobset", Part: part}
+		return GangSource{GVK: jobset.JobSet, Name: "tune", Gang: "tune-jobset", Part: part}
 	}
 	cases := []struct {
 		name     string
 		spec     map[string]any
 		part     string
 		want     int32
-		wantGang string // "": the JobSet's own gang
+		wantGang string // "": the jobset.JobSet's own gang
 		wantErr  string
 	}{
 		{"trainer initializers: the first stage", trainJob, "model-initializer", 2, "", ""},
@@ -357,7 +363,7 @@ func TestJobSetStages(t *testing.T) {
 		{"InOrder: each replicated job its own stage", inOrder, "workers", 8, "tune-jobset-stage1", ""},
 		{"InOrder: the driver first", inOrder, "driver", 1, "", ""},
 		{"a replicated job the spec does not have", trainJob, "evil", 0, "", `JobSet tune runs its replicated jobs in 2 stages and has none named "evil"`},
-		{"too many stages", deep, "s1", 0, "", fmt.Sprintf("starts after %d others", maxJobSetStages)},
+		{"too many stages", deep, "s1", 0, "", fmt.Sprintf("starts after %d others", jobset.MaxStages)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -379,7 +385,7 @@ func TestJobSetStages(t *testing.T) {
 			}
 		})
 	}
-	if (GangSource{GVK: JobSet, Name: "tune", Gang: "tune-jobset"}).Forms("other-jobset-stage1") {
+	if (GangSource{GVK: jobset.JobSet, Name: "tune", Gang: "tune-jobset"}).Forms("other-jobset-stage1") {
 		t.Error("Forms accepts another JobSet's stage")
 	}
 }
@@ -392,11 +398,11 @@ func FuzzGangSourceOf(f *testing.F) {
 	f.Add("mpijob-controller", strings.Repeat("a.", 31)+"b", "launcher", "0")
 	f.Fuzz(func(t *testing.T, operator, owner, role, group string) {
 		for _, labels := range []map[string]string{
-			{labelKubeflowOperator: operator, labelKubeflowJobName: owner, labelKubeflowReplica: role},
-			{"spark-role": role, labelSparkOperatorApp: owner},
-			{labelRayNodeType: role, labelRayCluster: owner},
-			{labelJobSetName: owner, labelJobSetReplicated: role},
-			{labelLWSName: owner, labelLWSGroupIndex: group},
+			{kubeflow.LabelOperator: operator, kubeflow.LabelJobName: owner, kubeflow.LabelReplicaType: role},
+			{"spark-role": role, spark.LabelOperatorApp: owner},
+			{ray.LabelNodeType: role, ray.LabelCluster: owner},
+			{jobset.LabelName: owner, jobset.LabelReplicated: role},
+			{lws.LabelName: owner, lws.LabelGroupIndex: group},
 		} {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: labels}}
 			src, ok := GangSourceOf(pod, Classify(pod, Namespace{}, ""))
@@ -429,16 +435,16 @@ func TestMaxMembersFrom(t *testing.T) {
 		spec map[string]any
 		want int32
 	}{
-		"PyTorchJob: its replicas, not its declared minimum": {PyTorchJob, map[string]any{
+		"PyTorchJob: its replicas, not its declared minimum": {kubeflow.PyTorchJob, map[string]any{
 			"runPolicy":           map[string]any{"schedulingPolicy": map[string]any{"minAvailable": int64(3)}},
 			"pytorchReplicaSpecs": map[string]any{"Master": map[string]any{"replicas": int64(1)}, "Worker": map[string]any{"replicas": int64(7)}}}, 8},
-		"Spark with dynamic allocation: up to maxExecutors": {SparkApplication, map[string]any{
+		"Spark with dynamic allocation: up to maxExecutors": {spark.SparkApplication, map[string]any{
 			"executor": map[string]any{"instances": int64(2)}, "dynamicAllocation": map[string]any{"enabled": true, "minExecutors": int64(1), "maxExecutors": int64(10)}}, 11},
-		"Ray: maxReplicas per group": {RayCluster, map[string]any{"workerGroupSpecs": []any{
+		"Ray: maxReplicas per group": {ray.RayCluster, map[string]any{"workerGroupSpecs": []any{
 			map[string]any{"minReplicas": int64(1), "maxReplicas": int64(4)}, map[string]any{"replicas": int64(2), "numOfHosts": int64(2)}}}, 9},
-		"mpi-operator MPIJob counts the launcher": {MPIJob, map[string]any{"launcherCreationPolicy": "WaitForWorkersReady",
+		"mpi-operator MPIJob counts the launcher": {kubeflow.MPIJob, map[string]any{"launcherCreationPolicy": "WaitForWorkersReady",
 			"mpiReplicaSpecs": map[string]any{"Launcher": map[string]any{"replicas": int64(1)}, "Worker": map[string]any{"replicas": int64(4)}}}, 5},
-		"batch Job: as its gang size": {BatchJob, map[string]any{"parallelism": int64(3)}, 3},
+		"batch Job: as its gang size": {batch.Job, map[string]any{"parallelism": int64(3)}, 3},
 	}
 	for name, tc := range tests {
 		got, err := MaxMembersFrom(GangSource{GVK: tc.gvk, Name: "x"}, obj(tc.gvk, tc.spec))
@@ -449,10 +455,10 @@ func TestMaxMembersFrom(t *testing.T) {
 }
 
 func TestSubgroupOf(t *testing.T) {
-	lws := func(labels, annotations map[string]string) *corev1.Pod {
-		l := map[string]string{labelLWSName: "prefill", labelLWSGroupIndex: "2"}
+	group := func(labels, annotations map[string]string) *corev1.Pod {
+		l := map[string]string{lws.LabelName: "prefill", lws.LabelGroupIndex: "2"}
 		maps.Copy(l, labels)
-		a := map[string]string{annotationLWSSize: "4"}
+		a := map[string]string{lws.AnnotationSize: "4"}
 		maps.Copy(a, annotations)
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: l, Annotations: a}}
 	}
@@ -462,13 +468,13 @@ func TestSubgroupOf(t *testing.T) {
 		wantKey  string
 		wantSize int
 	}{
-		{"a LeaderWorkerSet group", lws(nil, nil), "prefill/2", 4},
-		{"not a LeaderWorkerSet pod", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{annotationLWSSize: "4"}}}, "", 0},
-		{"a group of one", lws(nil, map[string]string{annotationLWSSize: "1"}), "", 0},
-		{"a size that is no number", lws(nil, map[string]string{annotationLWSSize: "many"}), "", 0},
-		{"a size beyond any gang", lws(nil, map[string]string{annotationLWSSize: "1000000"}), "", 0},
-		{"a group index that is no number", lws(map[string]string{labelLWSGroupIndex: "x"}, nil), "", 0},
-		{"leader first (exclusive topology): the workers come later", lws(nil, map[string]string{v1alpha1.AnnotationLWSExclusiveTopology: "rack"}), "", 0},
+		{"a LeaderWorkerSet group", group(nil, nil), "prefill/2", 4},
+		{"not a LeaderWorkerSet pod", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{lws.AnnotationSize: "4"}}}, "", 0},
+		{"a group of one", group(nil, map[string]string{lws.AnnotationSize: "1"}), "", 0},
+		{"a size that is no number", group(nil, map[string]string{lws.AnnotationSize: "many"}), "", 0},
+		{"a size beyond any gang", group(nil, map[string]string{lws.AnnotationSize: "1000000"}), "", 0},
+		{"a group index that is no number", group(map[string]string{lws.LabelGroupIndex: "x"}, nil), "", 0},
+		{"leader first (exclusive topology): the workers come later", group(nil, map[string]string{v1alpha1.AnnotationLWSExclusiveTopology: "rack"}), "", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

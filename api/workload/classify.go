@@ -7,8 +7,6 @@
 package workload
 
 import (
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -30,29 +28,6 @@ type Profile struct {
 	// GangError explains malformed gang labels.
 	GangError error
 }
-
-// Labels and values of the frameworks KubeNexus recognises.
-const (
-	labelSparkRole        = "spark-role"
-	labelSparkOperatorApp = "sparkoperator.k8s.io/app-name"
-	labelKubeflowReplica  = "training.kubeflow.org/replica-type"
-	labelKubeflowJobRole  = "training.kubeflow.org/job-role"
-	labelKubeflowOperator = "training.kubeflow.org/operator-name"
-	labelJobSetName       = "jobset.sigs.k8s.io/jobset-name"
-	labelJobSetReplicated = "jobset.sigs.k8s.io/replicatedjob-name"
-	labelTrainerStep      = "trainer.kubeflow.org/trainjob-ancestor-step"
-	labelRayNodeType      = "ray.io/node-type"
-	labelLWSName          = "leaderworkerset.sigs.k8s.io/name"
-	labelLWSWorkerIndex   = "leaderworkerset.sigs.k8s.io/worker-index"
-	labelKServe           = "serving.kserve.io/inferenceservice"
-	labelKFServing        = "serving.kubeflow.org/inferenceservice"
-	labelAppComponent     = "app.kubernetes.io/component"
-	labelJupyterHub       = "app.jupyter.org/hub-version"
-	labelKubeflowNotebook = "notebook-name"
-	labelArgoWorkflow     = "workflows.argoproj.io/workflow"
-	labelBatchJobName     = "batch.kubernetes.io/job-name"
-	labelLegacyJobName    = "job-name"
-)
 
 // Namespace is what classification needs to know about the pod's namespace.
 type Namespace struct {
@@ -114,72 +89,16 @@ func explicitClass(pod *corev1.Pod) (v1alpha1.WorkloadClass, bool) {
 }
 
 // recognise identifies the framework, role and class from well-known labels and
-// owners. It returns an empty class when nothing is recognised.
+// owners (the first framework of the table that recognises the pod). It returns an
+// empty class when nothing is recognised.
 func recognise(pod *corev1.Pod) (v1alpha1.Integration, v1alpha1.WorkloadRole, v1alpha1.WorkloadClass) {
-	l := pod.Labels
 	owner := controllerKind(pod)
-	switch {
-	case l[labelSparkRole] != "" || l[labelSparkOperatorApp] != "":
-		return v1alpha1.IntegrationSpark, knownRole(l[labelSparkRole], v1alpha1.RoleDriver, v1alpha1.RoleExecutor), v1alpha1.WorkloadClassBatch
-
-	case l[labelKubeflowReplica] != "" || l[labelKubeflowJobRole] != "":
-		role := knownRole(l[labelKubeflowReplica], v1alpha1.RoleMaster, v1alpha1.RoleWorker, v1alpha1.RolePS,
-			v1alpha1.RoleChief, v1alpha1.RoleEvaluator, v1alpha1.RoleLauncher)
-		if role == "" {
-			role = knownRole(l[labelKubeflowJobRole], v1alpha1.RoleMaster, v1alpha1.RoleLauncher, v1alpha1.RoleWorker)
+	for _, f := range table {
+		if r, ok := f.Recognise(pod.Labels, owner); ok {
+			return r.Integration, r.Role, r.Class
 		}
-		return kubeflowFramework(l[labelKubeflowOperator], owner, role), role, v1alpha1.WorkloadClassTraining
-
-	case l[labelJobSetName] != "":
-		class := v1alpha1.WorkloadClassBatch
-		if l[labelTrainerStep] != "" {
-			class = v1alpha1.WorkloadClassTraining
-		}
-		// Replicated jobs are named freely; "worker" and "workers" both name workers.
-		return v1alpha1.IntegrationJobSet, knownRole(strings.TrimSuffix(strings.ToLower(l[labelJobSetReplicated]), "s"), v1alpha1.RoleLeader, v1alpha1.RoleWorker,
-			v1alpha1.RoleLauncher, v1alpha1.RoleMaster, v1alpha1.RoleDriver), class
-
-	case l[labelRayNodeType] != "":
-		return v1alpha1.IntegrationRay, knownRole(l[labelRayNodeType], v1alpha1.RoleHead, v1alpha1.RoleWorker), v1alpha1.WorkloadClassBatch
-
-	case l[labelLWSName] != "":
-		role := v1alpha1.RoleWorker
-		if l[labelLWSWorkerIndex] == "0" {
-			role = v1alpha1.RoleLeader
-		}
-		return v1alpha1.IntegrationLeaderWorkerSet, role, v1alpha1.WorkloadClassInference
-
-	case l[labelKServe] != "" || l[labelKFServing] != "" || oneOf(strings.ToLower(l[labelAppComponent]), "predictor", "inference", "serving"):
-		return "", "", v1alpha1.WorkloadClassInference
-
-	case l[labelJupyterHub] != "" || l[labelKubeflowNotebook] != "":
-		return "", "", v1alpha1.WorkloadClassInteractive
-
-	case l[labelArgoWorkflow] != "":
-		return "", "", v1alpha1.WorkloadClassBatch
-
-	case l[labelBatchJobName] != "" || l[labelLegacyJobName] != "" || owner == "Job":
-		return v1alpha1.IntegrationJob, "", v1alpha1.WorkloadClassBatch
-
-	case oneOf(owner, "ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "ReplicationController"):
-		return "", "", v1alpha1.WorkloadClassService
 	}
 	return "", "", ""
-}
-
-// kubeflowFramework names the training-operator job kind from its operator label or owner.
-func kubeflowFramework(operator, owner string, role v1alpha1.WorkloadRole) v1alpha1.Integration {
-	switch {
-	case strings.HasPrefix(operator, "pytorchjob") || owner == "PyTorchJob":
-		return v1alpha1.IntegrationPyTorch
-	case strings.HasPrefix(operator, "tfjob") || owner == "TFJob":
-		return v1alpha1.IntegrationTensorFlow
-	case strings.HasPrefix(operator, "xgboostjob") || owner == "XGBoostJob":
-		return v1alpha1.IntegrationXGBoost
-	case strings.HasPrefix(operator, "mpijob") || owner == "MPIJob" || role == v1alpha1.RoleLauncher:
-		return v1alpha1.IntegrationMPI
-	}
-	return v1alpha1.IntegrationPyTorch
 }
 
 // fallbackClass classifies pods no framework claimed: gang members and GPU pods are
@@ -218,29 +137,9 @@ func ownRole(pod *corev1.Pod) v1alpha1.WorkloadRole {
 	return v1alpha1.WorkloadRole(v)
 }
 
-// knownRole lower-cases v and returns it when it is one of allowed.
-func knownRole(v string, allowed ...v1alpha1.WorkloadRole) v1alpha1.WorkloadRole {
-	v = strings.ToLower(v)
-	for _, r := range allowed {
-		if v == string(r) {
-			return r
-		}
-	}
-	return ""
-}
-
 func controllerKind(pod *corev1.Pod) string {
 	if ref := metav1.GetControllerOf(pod); ref != nil {
 		return ref.Kind
 	}
 	return ""
-}
-
-func oneOf(v string, set ...string) bool {
-	for _, s := range set {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -15,20 +15,15 @@ const maxOwnerDepth = 6
 // namespace (nil when the object has none). An error stops the walk.
 type ControllerOfFunc func(namespace string, ref metav1.OwnerReference) (*metav1.OwnerReference, error)
 
-// creators are the objects that create a gang source for their own whole life, and
-// so are the workload's top-level owner: a Kubeflow Trainer TrainJob its JobSet, a
-// KubeRay RayJob its RayCluster. (A RayService replaces its RayClusters on an
-// upgrade; each cluster's gang stays that cluster's.)
-var creators = map[schema.GroupKind]schema.GroupKind{
-	JobSet.GroupKind():     {Group: "trainer.kubeflow.org", Kind: "TrainJob"},
-	RayCluster.GroupKind(): {Group: "ray.io", Kind: "RayJob"},
-}
-
 // topOwner is the reference to the source object ref names, or to the object that
-// created it (creators) when that one controls it.
+// created it (its framework's Creator) when that one controls it.
 func (s GangSource) topOwner(namespace string, ref metav1.OwnerReference, controllerOf ControllerOfFunc) (metav1.OwnerReference, bool, error) {
 	own := metav1.OwnerReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}
-	creator, ok := creators[s.GVK.GroupKind()]
+	f := ownerOf(s.GVK.GroupKind())
+	if f == nil {
+		return own, true, nil
+	}
+	creator, ok := f.Creator(s.GVK.GroupKind())
 	if !ok {
 		return own, true, nil
 	}
@@ -48,7 +43,7 @@ func (s GangSource) topOwner(namespace string, ref metav1.OwnerReference, contro
 // ResolveOwner follows controller references from the pod upward until it reaches
 // the gang source's object (same API group, kind and name) and returns the
 // reference to it, with the UID its controlled child names — or to the object that
-// created it, where that is the workload (creators). The chain is read from
+// created it, where that is the workload (its framework's Creator). The chain is read from
 // the API, so the UID is the owner's real one, whatever the pod's labels claim.
 // JobSet v0.8 writes no jobset-uid label and its pods are controlled by a child Job;
 // a LeaderWorkerSet's pods are controlled by StatefulSets (a worker's by one that

@@ -9,6 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/kube-nexus/kubenexus/api/workload/frameworks/jobset"
+	"github.com/kube-nexus/kubenexus/api/workload/frameworks/lws"
+	"github.com/kube-nexus/kubenexus/api/workload/frameworks/ray"
 )
 
 // controls is a controller reference to an object.
@@ -30,16 +34,16 @@ func TestResolveOwner(t *testing.T) {
 	}
 	jobsetV1alpha2 := "jobset.x-k8s.io/v1alpha2"
 	lwsV1 := "leaderworkerset.x-k8s.io/v1"
-	// JobSet: pod → Job "js-workers-0" → JobSet "js".
+	// JobSet: pod → Job "js-workers-0" → jobset.JobSet "js".
 	jobsetChain := chain{"job-uid": controls(jobsetV1alpha2, "JobSet", "js", "js-uid")}
-	// LeaderWorkerSet v0.7: the leader pod → leader StatefulSet "llm" → LWS "llm"; a
+	// lws.LeaderWorkerSet v0.7: the leader pod → leader StatefulSet "llm" → LWS "llm"; a
 	// worker → worker StatefulSet "llm-1" → leader pod "llm-1" → StatefulSet "llm" → LWS.
 	lwsChain := chain{
 		"sts-leader-uid": controls(lwsV1, "LeaderWorkerSet", "llm", "lws-uid"),
 		"sts-group-uid":  controls("v1", "Pod", "llm-1", "leader-pod-uid"),
 		"leader-pod-uid": controls("apps/v1", "StatefulSet", "llm", "sts-leader-uid"),
 	}
-	jobsetLabels := map[string]string{labelJobSetName: "js", labelJobSetReplicated: "workers"}
+	jobsetLabels := map[string]string{jobset.LabelName: "js", jobset.LabelReplicated: "workers"}
 	tests := map[string]struct {
 		pod   *corev1.Pod
 		chain chain
@@ -51,17 +55,17 @@ func TestResolveOwner(t *testing.T) {
 			want:  &metav1.OwnerReference{APIVersion: jobsetV1alpha2, Kind: "JobSet", Name: "js", UID: "js-uid"},
 		},
 		"JobSet v0.10: the chain's UID, not the label's claim": {
-			pod:   pod(map[string]string{labelJobSetName: "js", labelJobSetReplicated: "workers", labelJobSetUID: "claimed"}, controls("batch/v1", "Job", "js-workers-0", "job-uid")),
+			pod:   pod(map[string]string{jobset.LabelName: "js", jobset.LabelReplicated: "workers", jobset.LabelUID: "claimed"}, controls("batch/v1", "Job", "js-workers-0", "job-uid")),
 			chain: jobsetChain,
 			want:  &metav1.OwnerReference{APIVersion: jobsetV1alpha2, Kind: "JobSet", Name: "js", UID: "js-uid"},
 		},
 		"LeaderWorkerSet v0.7 leader: through the leader StatefulSet": {
-			pod:   pod(map[string]string{labelLWSName: "llm", labelLWSGroupIndex: "1", labelLWSWorkerIndex: "0"}, controls("apps/v1", "StatefulSet", "llm", "sts-leader-uid")),
+			pod:   pod(map[string]string{lws.LabelName: "llm", lws.LabelGroupIndex: "1", lws.LabelWorkerIndex: "0"}, controls("apps/v1", "StatefulSet", "llm", "sts-leader-uid")),
 			chain: lwsChain,
 			want:  &metav1.OwnerReference{APIVersion: lwsV1, Kind: "LeaderWorkerSet", Name: "llm", UID: "lws-uid"},
 		},
 		"LeaderWorkerSet v0.7 worker: through its group's StatefulSet and leader pod": {
-			pod:   pod(map[string]string{labelLWSName: "llm", labelLWSGroupIndex: "1", labelLWSWorkerIndex: "2"}, controls("apps/v1", "StatefulSet", "llm-1", "sts-group-uid")),
+			pod:   pod(map[string]string{lws.LabelName: "llm", lws.LabelGroupIndex: "1", lws.LabelWorkerIndex: "2"}, controls("apps/v1", "StatefulSet", "llm-1", "sts-group-uid")),
 			chain: lwsChain,
 			want:  &metav1.OwnerReference{APIVersion: lwsV1, Kind: "LeaderWorkerSet", Name: "llm", UID: "lws-uid"},
 		},
@@ -78,12 +82,12 @@ func TestResolveOwner(t *testing.T) {
 			want: &metav1.OwnerReference{APIVersion: jobsetV1alpha2, Kind: "JobSet", Name: "js", UID: "js-uid"},
 		},
 		"KubeRay: a RayJob's RayCluster, owned by the RayJob": {
-			pod:   pod(map[string]string{labelRayCluster: "rj-abcde", "ray.io/node-type": "worker"}, controls("ray.io/v1", "RayCluster", "rj-abcde", "rc-uid")),
+			pod:   pod(map[string]string{ray.LabelCluster: "rj-abcde", "ray.io/node-type": "worker"}, controls("ray.io/v1", "RayCluster", "rj-abcde", "rc-uid")),
 			chain: chain{"rc-uid": controls("ray.io/v1", "RayJob", "rj", "rj-uid")},
 			want:  &metav1.OwnerReference{APIVersion: "ray.io/v1", Kind: "RayJob", Name: "rj", UID: "rj-uid"},
 		},
 		"labels naming another JobSet than the chain reaches": {
-			pod:   pod(map[string]string{labelJobSetName: "other", labelJobSetReplicated: "workers"}, controls("batch/v1", "Job", "js-workers-0", "job-uid")),
+			pod:   pod(map[string]string{jobset.LabelName: "other", jobset.LabelReplicated: "workers"}, controls("batch/v1", "Job", "js-workers-0", "job-uid")),
 			chain: jobsetChain,
 		},
 		"a chain that ends before the source (the JobSet is gone)": {
@@ -118,7 +122,7 @@ func TestResolveOwner(t *testing.T) {
 }
 
 func TestResolveOwnerStops(t *testing.T) {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{labelJobSetName: "js"},
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{jobset.LabelName: "js"},
 		OwnerReferences: []metav1.OwnerReference{*controls("batch/v1", "Job", "a", "a-uid")}}}
 	src, _ := GangSourceOf(p, Classify(p, Namespace{}, ""))
 

@@ -12,6 +12,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/api/workload/frameworks/lws"
 )
 
 // ReasonMembersFailed is the condition reason of a gang that can no longer reach
@@ -121,7 +122,7 @@ func ComputeStatus(pg *v1alpha1.PodGroup, members []corev1.Pod, now metav1.Time)
 func leaderFirstSet(members []corev1.Pod) string {
 	for i := range members {
 		if workload.LeaderFirstGroupSize(&members[i]) > 0 {
-			return members[i].Labels["leaderworkerset.sigs.k8s.io/name"]
+			return members[i].Labels[lws.LabelName]
 		}
 	}
 	return ""

@@ -39,12 +39,8 @@ const MaxRequestBytes = 3 << 20
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=kubenexusconfigs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=sparkoperator.k8s.io,resources=sparkapplications,verbs=get
-// +kubebuilder:rbac:groups=kubeflow.org,resources=pytorchjobs;tfjobs;xgboostjobs;mpijobs,verbs=get
-// +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get
-// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get
-// +kubebuilder:rbac:groups=leaderworkerset.x-k8s.io,resources=leaderworkersets,verbs=get
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get
+// The objects that size gangs are read with the rights their frameworks' folders
+// give the manager (api/workload/frameworks/*).
 
 // Mutator is the pod webhook's handler.
 type Mutator struct {

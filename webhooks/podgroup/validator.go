@@ -40,10 +40,7 @@ var _ admission.Validator[*v1alpha1.PodGroup] = &Validator{}
 var gangOwners = map[schema.GroupKind]schema.GroupVersionKind{}
 
 func init() {
-	for _, gvk := range []schema.GroupVersionKind{
-		workload.SparkApplication, workload.PyTorchJob, workload.TFJob, workload.XGBoostJob, workload.MPIJob,
-		workload.RayCluster, workload.JobSet, workload.LeaderWorkerSet, workload.BatchJob,
-	} {
+	for _, gvk := range workload.GangOwners() {
 		gangOwners[gvk.GroupKind()] = gvk
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/api/workload/frameworks/ray"
 	"github.com/kube-nexus/kubenexus/controllers/feasibility"
 )
 
@@ -295,9 +296,9 @@ func notFound(err error) bool { return apierrors.IsNotFound(err) }
 // ray.io/originated-from-crd=RayJob, ray.io/originated-from-cr-name=<job>).
 func (e *Explainer) rayClustersOf(ctx context.Context, namespace, job string) ([]string, error) {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(workload.RayCluster.GroupVersion().WithKind("RayClusterList"))
+	list.SetGroupVersionKind(ray.RayCluster.GroupVersion().WithKind("RayClusterList"))
 	err := e.Client.List(ctx, list, client.InNamespace(namespace),
-		client.MatchingLabels{"ray.io/originated-from-crd": "RayJob", "ray.io/originated-from-cr-name": job})
+		client.MatchingLabels{ray.LabelOriginatedFromCRD: ray.RayJob.Kind, ray.LabelOriginatedFrom: job})
 	if err != nil {
 		if feasibility.NotServed(err) {
 			return nil, nil

@@ -17,7 +17,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
-	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/api/workload/frameworks/ray"
 )
 
 // Which pods belong to the object named: the routing of explain, over a fake reader
@@ -29,7 +29,7 @@ func TestExplainFindsTheObjectsPods(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rc := workload.RayCluster
+	rc := ray.RayCluster
 	s.AddKnownTypeWithName(rc, &unstructured.Unstructured{})
 	s.AddKnownTypeWithName(rc.GroupVersion().WithKind("RayClusterList"), &unstructured.UnstructuredList{})
 	pod := func(name string, labels map[string]string, owner *metav1.OwnerReference) *corev1.Pod {

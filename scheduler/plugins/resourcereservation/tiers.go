@@ -44,10 +44,7 @@ func (g *tierGate) tiers(logger klog.Logger) *hardware.TierSet {
 	if len(hwts) == 0 {
 		return nil
 	}
-	tiers, errs := hardware.NewTierSet(hwts)
-	for _, e := range errs {
-		logger.Error(e, "Ignoring a HardwareTier")
-	}
+	tiers, _ := hardware.NewTierSet(hwts) // a tier whose selector does not build selects no node (TenantHardware reports it)
 	return tiers
 }
 

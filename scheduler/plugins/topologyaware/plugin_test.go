@@ -38,7 +38,11 @@ func TestSpreads(t *testing.T) {
 // A replica the plugin spreads is not signable (its placement moves every other
 // node's score); a pod it leaves alone signs with nothing added.
 func TestSignPod(t *testing.T) {
-	pl := &Plugin{}
+	p, err := New(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := p.(*Plugin)
 	for name, tc := range map[string]struct {
 		pod      *corev1.Pod
 		signable bool

@@ -15,7 +15,7 @@ import (
 )
 
 func TestQueueingHints(t *testing.T) {
-	pl := &Plugin{}
+	pl := newPlugin(t)
 	pod := testutil.MakePod("p", "ns").Annotation(v1alpha1.AnnotationVRAMRequest, "70Gi").Obj()
 	node := func(labels map[string]string) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: labels}}

@@ -1,6 +1,7 @@
 package vram
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -9,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
-	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 )
 
 func gpuNode(labels map[string]string) *corev1.Node {
@@ -19,12 +19,18 @@ func gpuNode(labels map[string]string) *corev1.Node {
 	}
 }
 
-func TestLabelMemoryAndBestFit(t *testing.T) {
-	args, err := config.DecodeVRAMArgs(nil)
+// newPlugin builds the plugin through New with the default args.
+func newPlugin(t *testing.T) *Plugin {
+	t.Helper()
+	pl, err := New(context.Background(), nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl := &Plugin{args: args}
+	return pl
+}
+
+func TestLabelMemoryAndBestFit(t *testing.T) {
+	pl := newPlugin(t)
 	s := &stateData{request: 40 << 30, gpus: 1}
 	l40s, why := pl.memoryOf(s, gpuNode(map[string]string{v1alpha1.LabelGPUMemory: "49152"}))
 	if why != "" || len(l40s.fitting) != 8 {
