@@ -68,7 +68,7 @@ func (v *fleetView) of(ni fwk.NodeInfo) *nodeMemo {
 	if v == nil {
 		return nil
 	}
-	if i, ok := v.at[ni]; ok && v.nodes[i].ni == ni && v.nodes[i].node == ni.Node() && v.nodes[i].gen == ni.GetGeneration() {
+	if i, ok := v.at[ni]; ok && v.nodes[i].valid && v.nodes[i].ni == ni && v.nodes[i].node == ni.Node() && v.nodes[i].gen == ni.GetGeneration() {
 		return &v.nodes[i]
 	}
 	return nil
@@ -91,6 +91,10 @@ func (f *fleet) refresh(pl *Plugin, list []fwk.NodeInfo, dc *dragpus.Cycle) (*fl
 		if m.ni != ni {
 			*m = nodeMemo{ni: ni}
 			moved = true
+		}
+		if ni.Node() == nil {
+			m.valid = false // a node deleted with pods left: no room, and not scheduled to
+			continue
 		}
 		pl.refreshNode(m, dc, version)
 		if !m.node.Spec.Unschedulable {
