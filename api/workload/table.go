@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,35 +39,26 @@ var table = []frameworks.Framework{
 
 // frameworkOf is the framework of integration (nil: none).
 func frameworkOf(integration v1alpha1.Integration) frameworks.Framework {
-	for _, f := range table {
-		for _, i := range f.Integrations() {
-			if i == integration {
-				return f
-			}
-		}
-	}
-	return nil
+	return find(func(f frameworks.Framework) bool { return slices.Contains(f.Integrations(), integration) })
 }
 
 // ownerOf is the framework whose objects of kind gk size gangs (nil: none).
 func ownerOf(gk schema.GroupKind) frameworks.Framework {
-	for _, f := range table {
-		for _, gvk := range f.Owners() {
-			if gvk.GroupKind() == gk {
-				return f
-			}
-		}
-	}
-	return nil
+	return find(func(f frameworks.Framework) bool {
+		return slices.ContainsFunc(f.Owners(), func(gvk schema.GroupVersionKind) bool { return gvk.GroupKind() == gk })
+	})
 }
 
 // readerOf is the framework that tells the pods of objects of kind gk (nil: none).
 func readerOf(gk schema.GroupKind) frameworks.Framework {
+	return find(func(f frameworks.Framework) bool { return slices.Contains(f.Reads(), gk) })
+}
+
+// find is the first framework of the table that has, nil when none has.
+func find(has func(frameworks.Framework) bool) frameworks.Framework {
 	for _, f := range table {
-		for _, k := range f.Reads() {
-			if k == gk {
-				return f
-			}
+		if has(f) {
+			return f
 		}
 	}
 	return nil
