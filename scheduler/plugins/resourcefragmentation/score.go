@@ -77,10 +77,6 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 		}
 	}
 	s := &stateData{dra: dc, held: held, cpuOnly: !sh.isGPU()}
-	var rooms []placement.Room
-	if held == nil {
-		s.fleet, rooms = pl.fleet.refresh(pl, pl.list(nodes), dc)
-	}
 	if s.cpuOnly {
 		// A pod that asks for no GPU still takes CPU and memory that GPU tasks need
 		// beside their GPUs: it is scored while GPU pods are expected and one of its
@@ -92,6 +88,13 @@ func (pl *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	} else if pl.dra != nil && shapeOf(pod, pl.gpus).gpus == 0 {
 		s.claims, _ = pl.dra.Requests(pod, false)
 		s.claimsKey = pl.dra.Key(s.claims)
+	}
+	// The fleet's rooms, kept across cycles, once the pod is known to be scored
+	// (a CPU pod none of whose nodes has a GPU free was skipped above, reading only
+	// its feasible nodes).
+	var rooms []placement.Room
+	if held == nil {
+		s.fleet, rooms = pl.fleet.refresh(pl, pl.list(nodes), dc)
 	}
 	s.req = placement.Room{GPUs: sh.gpus, MilliCPU: sh.milliCPU, Memory: sh.memory}
 	demand, queued := pl.demand.snapshot(pod.UID)
