@@ -187,8 +187,3 @@ func Spec(obj *unstructured.Unstructured) map[string]any {
 	spec, _ := obj.Object["spec"].(map[string]any)
 	return spec
 }
-
-// GroupKind is the GroupKind of group and kind.
-func GroupKind(group, kind string) schema.GroupKind {
-	return schema.GroupKind{Group: group, Kind: kind}
-}

@@ -60,27 +60,26 @@ func (Framework) Reads() []schema.GroupKind {
 
 // Size is the head and every worker group at its minReplicas (times its hosts).
 func (Framework) Size(_ frameworks.Source, obj *unstructured.Unstructured) (frameworks.Size, error) {
+	return frameworks.Size{Members: members(obj, func(g map[string]any) int64 { return frameworks.Int(g, "minReplicas") })}, nil
+}
+
+// MaxMembers is the head and every worker group at its most.
+func (Framework) MaxMembers(_ frameworks.Source, obj *unstructured.Unstructured) (int64, bool) {
+	return members(obj, func(g map[string]any) int64 {
+		return max(frameworks.Int(g, "maxReplicas"), frameworks.Int(g, "replicas"), frameworks.Int(g, "minReplicas"))
+	}), true
+}
+
+// members is the head and, for every worker group, replicas(group) times its hosts.
+func members(obj *unstructured.Unstructured, replicas func(group map[string]any) int64) int64 {
 	n := int64(1) // the head
 	groups, _ := frameworks.Spec(obj)["workerGroupSpecs"].([]any)
 	for _, g := range groups {
 		gm, _ := g.(map[string]any)
 		hosts := max(frameworks.Int(gm, "numOfHosts"), 1)
-		n = frameworks.Bounded(n + frameworks.Bounded(frameworks.Int(gm, "minReplicas"))*frameworks.Bounded(hosts))
+		n = frameworks.Bounded(n + frameworks.Bounded(replicas(gm))*frameworks.Bounded(hosts))
 	}
-	return frameworks.Size{Members: n}, nil
-}
-
-// MaxMembers is the head and every worker group at its most.
-func (Framework) MaxMembers(_ frameworks.Source, obj *unstructured.Unstructured) (int64, bool) {
-	n := int64(1)
-	groups, _ := frameworks.Spec(obj)["workerGroupSpecs"].([]any)
-	for _, g := range groups {
-		gm, _ := g.(map[string]any)
-		hosts := max(frameworks.Int(gm, "numOfHosts"), 1)
-		most := max(frameworks.Int(gm, "maxReplicas"), frameworks.Int(gm, "replicas"), frameworks.Int(gm, "minReplicas"))
-		n = frameworks.Bounded(n + frameworks.Bounded(most)*frameworks.Bounded(hosts))
-	}
-	return n, true
+	return n
 }
 
 // Replicas is a cluster's head and each worker group at its minimum; a RayJob's

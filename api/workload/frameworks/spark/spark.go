@@ -52,20 +52,25 @@ func (Framework) Owners() []schema.GroupVersionKind {
 
 // Size is the driver and its executors; with dynamic allocation, the minimum.
 func (Framework) Size(_ frameworks.Source, obj *unstructured.Unstructured) (frameworks.Size, error) {
-	spec := frameworks.Spec(obj)
-	execs := frameworks.Int(spec, "executor", "instances")
-	if enabled, _ := frameworks.Nested(spec, "dynamicAllocation", "enabled").(bool); enabled {
-		execs = frameworks.Int(spec, "dynamicAllocation", "minExecutors")
-	}
-	return frameworks.Size{Members: 1 + frameworks.Bounded(execs)}, nil
+	return frameworks.Size{Members: 1 + executors(obj, func(dynamic map[string]any, _ int64) int64 { return frameworks.Int(dynamic, "minExecutors") })}, nil
 }
 
 // MaxMembers is the driver and its executors; with dynamic allocation, the most.
 func (Framework) MaxMembers(_ frameworks.Source, obj *unstructured.Unstructured) (int64, bool) {
+	return 1 + executors(obj, func(dynamic map[string]any, instances int64) int64 {
+		return max(instances, frameworks.Int(dynamic, "maxExecutors"))
+	}), true
+}
+
+// executors is spec.executor.instances, or what dynamic makes of it (of
+// spec.dynamicAllocation) when dynamic allocation is enabled; bounded.
+func executors(obj *unstructured.Unstructured, dynamic func(alloc map[string]any, instances int64) int64) int64 {
 	spec := frameworks.Spec(obj)
-	execs := frameworks.Int(spec, "executor", "instances")
-	if enabled, _ := frameworks.Nested(spec, "dynamicAllocation", "enabled").(bool); enabled {
-		execs = max(execs, frameworks.Int(spec, "dynamicAllocation", "maxExecutors"))
+	n := frameworks.Int(spec, "executor", "instances")
+	if alloc, _ := spec["dynamicAllocation"].(map[string]any); alloc != nil {
+		if enabled, _ := alloc["enabled"].(bool); enabled {
+			n = dynamic(alloc, n)
+		}
 	}
-	return 1 + frameworks.Bounded(execs), true
+	return frameworks.Bounded(n)
 }
