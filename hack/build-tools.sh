@@ -7,6 +7,8 @@
 # Tools: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm helm4 controller-gen training-operator scheduler-plugins kueue lws kuberay jobset trainer golangci-lint
 #        promql-names (the e2e's dashboard check)
 #        kube-apiserver-1.35 kube-apiserver-1.36 (make test-skew; never built by default)
+#        the real node of make test-e2e-node (never built by default): kubelet kube-proxy containerd
+#        containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -38,6 +40,14 @@ declare -A PKG=(
   [kube-apiserver-1.36]=k8s.io/kubernetes/cmd/kube-apiserver
   [golangci-lint]=github.com/golangci/golangci-lint/v2/cmd/golangci-lint
   [promql-names]=./promql-names
+  [kubelet]=k8s.io/kubernetes/cmd/kubelet
+  [kube-proxy]=k8s.io/kubernetes/cmd/kube-proxy
+  [containerd]=github.com/containerd/containerd/v2/cmd/containerd
+  [containerd-shim-runc-v2]=github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
+  [ctr]=github.com/containerd/containerd/v2/cmd/ctr
+  [cni-bridge]=github.com/containernetworking/plugins/plugins/main/bridge
+  [cni-host-local]=github.com/containernetworking/plugins/plugins/ipam/host-local
+  [cni-loopback]=github.com/containernetworking/plugins/plugins/main/loopback
 )
 # stamp is the version stamp of a tool (stamp MODULE TOOL): its module's go.mod, go.sum and the build
 # recipe of this script (the lines between the recipe markers: how a tool is compiled
@@ -55,8 +65,10 @@ stamp() {
 }
 
 # shares: the tool module is compiled with the main module's settings (hack/tools,
-# and Helm v4's module, which pins the same library versions).
-shares() { [ "$1" = . ] || [ "$1" = helm4 ]; }
+# and Helm v4's module, which pins the same library versions), static and trimmed;
+# so is the real node's (hack/tools/node: containerd, its shim and the CNI plugins
+# run as static binaries, without cgo's snapshotters).
+shares() { [ "$1" = . ] || [ "$1" = helm4 ] || [ "$1" = node ] || [ "$1" = kubelet ]; }
 
 # shared:begin
 # hack/tools shares its Kubernetes libraries with the main module, whose binaries
@@ -71,6 +83,8 @@ shared_gcflags="-dwarf=false"
 ORDER=(controller-gen etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwok-stages helm helm4 training-operator scheduler-plugins kueue lws kuberay jobset trainer golangci-lint promql-names)
 # Built only when named (make test-skew): the API servers of the older minors in the supported range.
 SKEW=(kube-apiserver-1.35 kube-apiserver-1.36)
+# Built only when named (make test-e2e-node): the real node.
+NODE=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback)
 
 # The module each tool is built in: hack/tools, except Kubeflow's training-operator,
 # scheduler-plugins' kube-scheduler, Kueue, and LeaderWorkerSet, KubeRay, JobSet and
@@ -81,7 +95,8 @@ SKEW=(kube-apiserver-1.35 kube-apiserver-1.36)
 # libraries and their dependencies with the main module at the same versions, so the
 # packages compiled for one come from the build cache for the other.
 declare -A MODDIR=([training-operator]=trainingoperator [scheduler-plugins]=schedulerpluginsbin [kueue]=kueue [lws]=frameworks [kuberay]=frameworks [jobset]=frameworks [trainer]=frameworks [golangci-lint]=lint [helm4]=helm4 [promql-names]=promql
-  [kube-apiserver-1.35]=skew135 [kube-apiserver-1.36]=skew136)
+  [kube-apiserver-1.35]=skew135 [kube-apiserver-1.36]=skew136
+  [kubelet]=kubelet [kube-proxy]=kubelet [containerd]=node [containerd-shim-runc-v2]=node [ctr]=node [cni-bridge]=node [cni-host-local]=node [cni-loopback]=node)
 download=false
 if [ "${1:-}" = --download ]; then
   download=true
@@ -96,7 +111,7 @@ declare -A STALE=()
 for t in "${tools[@]}"; do
   pkg="${PKG[$t]:-}"
   if [ -z "${pkg}" ]; then
-    echo "build-tools: unknown tool '${t}' (known: ${ORDER[*]} ${SKEW[*]})" >&2
+    echo "build-tools: unknown tool '${t}' (known: ${ORDER[*]} ${SKEW[*]} ${NODE[*]})" >&2
     exit 2
   fi
   mod="${MODDIR[$t]:-.}"

@@ -32,6 +32,15 @@ var Components = []Component{
 	{Name: "kubenexus-scheduler", Package: "./cmd/scheduler", Description: "kube-scheduler with the KubeNexus plugins"},
 }
 
+// NodeTestComponents are the images the real node of make test-e2e-node runs
+// besides KubeNexus's own (-node-test-images): its pods' sandbox and the test
+// workload, built the same way so that the node pulls nothing. They are never
+// pushed.
+var NodeTestComponents = []Component{
+	{Name: "kubenexus-e2e-pause", Package: "./test/e2e/node/images/pause", Description: "KubeNexus e2e: the real node's pod sandbox"},
+	{Name: "kubenexus-e2e-workload", Package: "./test/e2e/node/images/workload", Description: "KubeNexus e2e: a container that sleeps and exits with a given code"},
+}
+
 // User is the image's non-root user and group.
 const User = "65532:65532"
 
@@ -44,6 +53,8 @@ type Options struct {
 	Version, Revision string
 	Registry          string
 	Arches            []string
+	// Components are the images to build (default: Components).
+	Components []Component
 }
 
 // Built is one image written.
@@ -68,7 +79,7 @@ func Build(opts Options, progress func(string)) ([]Built, error) {
 		return nil, err
 	}
 	var out []Built
-	for _, c := range Components {
+	for _, c := range opts.Components {
 		for _, arch := range opts.Arches {
 			bin := filepath.Join(opts.Out, "linux_"+arch, c.Name)
 			progress(fmt.Sprintf("building %s for linux/%s (a first build for an architecture compiles every package: minutes)", c.Name, arch))
@@ -136,6 +147,9 @@ func (o *Options) defaults() error {
 		if a != "amd64" && a != "arm64" {
 			return fmt.Errorf("-arch %q: amd64 and arm64 are built", a)
 		}
+	}
+	if len(o.Components) == 0 {
+		o.Components = Components
 	}
 	if len(o.Arches) == 0 {
 		return fmt.Errorf("-arch: name at least one of amd64, arm64")

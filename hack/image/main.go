@@ -28,6 +28,7 @@ func main() {
 		opts   Options
 		arches string
 		push   string
+		node   bool
 	)
 	flag.StringVar(&opts.Root, "root", "../..", "The repository root (the main module).")
 	flag.StringVar(&opts.Out, "out", "../../bin/image", "Directory the binaries and image archives are written to.")
@@ -36,7 +37,15 @@ func main() {
 	flag.StringVar(&opts.Registry, "registry", "ghcr.io/kube-nexus", "Registry and path the images are named under.")
 	flag.StringVar(&arches, "arch", "amd64,arm64", "Architectures, comma-separated.")
 	flag.StringVar(&push, "push", "", "Push the images to this registry path (overrides -registry) as multi-architecture indexes.")
+	flag.BoolVar(&node, "node-test-images", false, "Also build the real node's test images (pause, workload; make test-e2e-node). Never pushed.")
 	flag.Parse()
+	if node && push != "" {
+		fmt.Fprintln(os.Stderr, "image: -node-test-images: the test images are not pushed; leave out -push")
+		os.Exit(2)
+	}
+	if node {
+		opts.Components = append(append([]Component{}, Components...), NodeTestComponents...)
+	}
 	if push != "" {
 		opts.Registry = push
 	}

@@ -96,6 +96,8 @@ type Cluster struct {
 	// SchedulerMetricsURL is where the scheduler serves its metrics (Up's: /metrics
 	// open to anyone; RestartScheduler's: with a token).
 	SchedulerMetricsURL string
+	// node is the real node StartNode started, cleaned up by Down.
+	node *Node
 }
 
 func (c *Cluster) logf(format string, args ...any) {
@@ -122,7 +124,7 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := c.startControllerManager(); err != nil {
+	if err := c.startControllerManager(false); err != nil {
 		return nil, err
 	}
 
@@ -367,12 +369,17 @@ func (c *Cluster) startControlPlane(configure func(*envtest.Environment) error) 
 }
 
 // startControllerManager starts kube-controller-manager without the controllers
-// that need kubelets or volumes.
-func (c *Cluster) startControllerManager() error {
+// that need volumes, and without node lifecycle unless kubelets run (realNodes):
+// it would evict from nodes no kubelet reports for.
+func (c *Cluster) startControllerManager(realNodes bool) error {
 	c.logf("starting kube-controller-manager")
 	kcmPort, err := testenv.FreePort()
 	if err != nil {
 		return err
+	}
+	controllers := "*,-nodeipam,-persistentvolume-binder-controller,-persistentvolume-attach-detach-controller,-persistentvolume-expander-controller,-ephemeral-volume-controller,-persistentvolumeclaim-protection-controller,-persistentvolume-protection-controller"
+	if !realNodes {
+		controllers += ",-nodelifecycle"
 	}
 	return c.start("kube-controller-manager", filepath.Join(c.opts.Bin, "k8s", "kube-controller-manager"),
 		"--kubeconfig="+c.Kubeconfig,
@@ -382,9 +389,8 @@ func (c *Cluster) startControllerManager() error {
 		"--use-service-account-credentials=false",
 		fmt.Sprintf("--secure-port=%d", kcmPort),
 		"--bind-address=127.0.0.1",
-		// No kubelets: node lifecycle would evict; no volumes. (1.37 has no cloud
-		// controllers left in kube-controller-manager to turn off.)
-		"--controllers=*,-nodelifecycle,-nodeipam,-persistentvolume-binder-controller,-persistentvolume-attach-detach-controller,-persistentvolume-expander-controller,-ephemeral-volume-controller,-persistentvolumeclaim-protection-controller,-persistentvolume-protection-controller",
+		// (1.37 has no cloud controllers left in kube-controller-manager to turn off.)
+		"--controllers="+controllers,
 	)
 }
 
@@ -536,6 +542,9 @@ func (c *Cluster) Down() {
 	for _, p := range c.procs {
 		p.stop(deadline)
 	}
+	if c.node != nil {
+		c.node.clean(c.logf)
+	}
 	if c.env != nil {
 		_ = c.env.Stop()
 	}
@@ -582,6 +591,12 @@ func waitFor(ctx context.Context, timeout time.Duration, f func() error, observe
 // writeServingCert writes a CA and a serving certificate for 127.0.0.1 (tls.crt,
 // tls.key) into dir and returns the CA in PEM.
 func writeServingCert(dir string) ([]byte, error) {
+	return writeCertificates(dir, "tls", []net.IP{net.ParseIP("127.0.0.1")}, []string{"localhost"})
+}
+
+// writeCertificates writes a new CA (ca.crt) and a serving certificate it signed for
+// ips and dns (name.crt, name.key) into dir and returns the CA in PEM.
+func writeCertificates(dir, name string, ips []net.IP, dns []string) ([]byte, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -604,9 +619,9 @@ func writeServingCert(dir string) ([]byte, error) {
 		return nil, err
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: ips[0].String()},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+		IPAddresses: ips, DNSNames: dns,
 		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, &key.PublicKey, caKey)
@@ -615,9 +630,9 @@ func writeServingCert(dir string) ([]byte, error) {
 	}
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	files := map[string][]byte{
-		"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		"tls.key": pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
-		"ca.crt":  caPEM,
+		name + ".crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		name + ".key": pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
+		"ca.crt":      caPEM,
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {

@@ -77,7 +77,7 @@ func UpProduction(ctx context.Context, opts Options, helm string) (_ *Cluster, e
 		return nil, err
 	}
 	// The garbage collector, for what `helm uninstall` leaves to it.
-	if err := c.startControllerManager(); err != nil {
+	if err := c.startControllerManager(false); err != nil {
 		return nil, err
 	}
 	c.logf("helm install kubenexus %s (no values set) with %s", c.Chart(), helm)
