@@ -156,14 +156,18 @@ test-skew: ## Run the api, operator, scheduler and Kueue integration suites agai
 envtest: ## Build etcd and kube-apiserver for envtest (cached).
 	hack/build-tools.sh etcd kube-apiserver
 
+# The e2e packages but the real node's (make test-e2e-node).
+E2E_PKGS ?= $(shell go list ./test/e2e/... | grep -v /test/e2e/node)
+
 # The tools the e2e needs besides etcd and kube-apiserver.
 E2E_TOOLS := kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue lws kuberay jobset trainer promql-names
 
 .PHONY: test
-test: test-prefetch envtest build ## Run the unit and integration tests, the e2e (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, Helm v3 and v4, training-operator, Kueue, LeaderWorkerSet, KubeRay, JobSet, Kubeflow Trainer), then the fuzzers briefly.
+test: test-prefetch envtest build ## Run the unit and integration tests, the e2e (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, Helm v3 and v4, training-operator, Kueue, LeaderWorkerSet, KubeRay, JobSet, Kubeflow Trainer), then KubeNexus on a real node (make test-e2e-node) and the fuzzers briefly.
 	hack/build-tools.sh $(E2E_TOOLS)
 	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) $(TEST_PKGS)
-	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./test/e2e/...
+	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) $(E2E_PKGS)
+	$(MAKE) test-e2e-node
 	cd hack/bundle && $(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./...
 	cd hack/image && go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) fuzz FUZZ_TIME=30000x
@@ -189,7 +193,19 @@ test-prefetch:
 .PHONY: test-e2e
 test-e2e: test-prefetch envtest build ## The e2e: the chart installed on a local control plane with kube-controller-manager, kwok, training-operator, Kueue, LeaderWorkerSet, KubeRay, JobSet and Kubeflow Trainer.
 	hack/build-tools.sh $(E2E_TOOLS)
-	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./test/e2e/...
+	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) $(E2E_PKGS)
+
+# The real node's tools (built only for it) and the images it runs, for this
+# machine's architecture.
+NODE_TOOLS := kubelet kube-proxy containerd containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback
+HOST_ARCH := $(shell go env GOARCH)
+
+.PHONY: test-e2e-node
+test-e2e-node: envtest ## KubeNexus installed by helm on a real node (kubelet, kube-proxy, containerd 2 and Debian's runc; root): the images make image builds run as pods, a gang of real containers, helm upgrade, containers killed, helm uninstall.
+	hack/node-deps.sh
+	hack/build-tools.sh kube-controller-manager kube-scheduler helm $(NODE_TOOLS)
+	cd hack/image && go run . -root $(ROOT) -out $(BIN)/image -version $(VERSION) -revision $(REVISION) -registry $(REGISTRY) -arch $(HOST_ARCH) -node-test-images
+	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./test/e2e/node/
 
 .PHONY: test-race
 test-race: envtest ## The unit tests and the envtest suites under the race detector (every package compiled once more, with its instrumentation: about 8 minutes more on a fresh 2-core machine).

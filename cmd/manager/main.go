@@ -131,8 +131,11 @@ func (o *options) newManager() (ctrl.Manager, error) {
 		WebhookServer:           webhookServer,
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
-		LeaderElectionID:        "kubenexus-manager.scheduling.kubenexus.io",
-		LeaderElectionNamespace: o.leaderElectNS,
+		LeaderElectionID:        leaseName,
+		LeaderElectionNamespace: o.leaseNamespace(),
+		// Step down when stopping (main returns right after), so that another
+		// replica leads at once.
+		LeaderElectionReleaseOnCancel: true,
 	})
 }
 
@@ -161,4 +164,17 @@ func (o *options) addWebhooks(mgr ctrl.Manager, fail func(error, string)) {
 			fail(err, "Unable to set up the webhooks")
 		}
 	}()
+}
+
+// leaseName is the manager's leader-election Lease (config/manager/lease.yaml
+// installs it with the manager, so that an uninstall removes it).
+const leaseName = "kubenexus-manager.scheduling.kubenexus.io"
+
+// leaseNamespace is where the Lease lives: --leader-election-namespace, else the
+// manager's own namespace.
+func (o *options) leaseNamespace() string {
+	if o.leaderElectNS != "" {
+		return o.leaderElectNS
+	}
+	return o.namespace
 }

@@ -49,6 +49,8 @@ const (
 // +kubebuilder:rbac:groups=apps,namespace=system,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,namespace=system,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",namespace=system,resources=serviceaccounts,verbs=get,resourceNames=kubenexus-scheduler
+// The scheduler's leader-election Lease is applied (its metadata) so that it is owned.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=get;patch,resourceNames=kubenexus-scheduler
 
 // Reconciler applies the rendered scheduler for the KubeNexusConfig named "default"
 // and reports the others as ignored.

@@ -472,6 +472,9 @@ func (g *gen) manager() error {
 	pod["affinity"] = "__AFFINITY__"
 	pod["priorityClassName"] = "__PRIORITY_CLASS__"
 	pod["imagePullSecrets"] = "__PULL_SECRETS__"
+	if err := g.managerLease(); err != nil {
+		return err
+	}
 	return g.write("manager-deployment.yaml", ".Values.manager.enabled", map[string]string{
 		"__REPLICAS__":          "{{ .Values.manager.replicas }}",
 		"__IMAGE__":             `{{ include "kubenexus.image" (dict "image" .Values.manager.image "root" .) | quote }}`,

@@ -151,7 +151,7 @@ var matrix = map[string]map[string]any{
 	"service monitor, cert-manager": {"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
 		"webhook": map[string]any{"certManager": map[string]any{"enabled": true}}},
 	"pinned images":  {"manager": map[string]any{"image": map[string]any{"repository": "registry.example.com/kn/manager", "tag": "v9.9.9", "pullPolicy": "Always"}}, "scheduler": map[string]any{"image": map[string]any{"repository": "registry.example.com/kn/scheduler", "tag": "v9.9.9"}}},
-	"HA scheduler":   {"config": map[string]any{"schedulerReplicas": 3, "schedulerName": "gpu-scheduler", "defaultTier": "gold"}},
+	"HA scheduler":   {"config": map[string]any{"schedulerReplicas": 3, "schedulerName": "gpu-scheduler", "defaultTier": "gold", "autoGang": []any{"spark", "job"}}},
 	"tier admins":    {"tenantTierPolicy": map[string]any{"subjects": []any{map[string]any{"kind": "Group", "name": "platform-admins", "apiGroup": "rbac.authorization.k8s.io"}}}},
 	"no tier policy": {"tenantTierPolicy": map[string]any{"enabled": false}},
 	// The image references themselves: TestImageReferences.
@@ -822,6 +822,10 @@ func checkChartConfig(t *testing.T, o object, objs []object, values map[string]a
 	if n, ok := get(values, "config", "schedulerName").(string); ok && knc.Spec.Scheduler.SchedulerName != n {
 		t.Errorf("schedulerName %q, want %q", knc.Spec.Scheduler.SchedulerName, n)
 	}
+	want, _ := get(values, "config", "autoGang").([]any)
+	if fmt.Sprint(want) != fmt.Sprint(knc.Spec.Webhook.AutoGang) && (len(want) > 0 || len(knc.Spec.Webhook.AutoGang) > 0) {
+		t.Errorf("spec.webhook.autoGang %v, want config.autoGang %v", knc.Spec.Webhook.AutoGang, want)
+	}
 }
 
 // auditRBAC: no wildcards, no bind, escalate or impersonate, no writes to RBAC
@@ -1101,6 +1105,7 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		"plain-http webhook":     {map[string]any{"webhook": map[string]any{"url": "http://127.0.0.1:9443", "caBundle": "x"}}, "/webhook/url"},
 		"unknown key":            {map[string]any{"manger": map[string]any{}}, "manger"},
 		"unknown tier":           {map[string]any{"config": map[string]any{"defaultTier": "platinum"}}, "/config/defaultTier"},
+		"unknown integration":    {map[string]any{"config": map[string]any{"autoGang": []any{"job", "dask"}}}, "/config/autoGang/1"},
 		"url without a CA":       {map[string]any{"webhook": map[string]any{"url": "https://127.0.0.1:9443"}}, "webhook.caBundle is required"},
 		"scheduler name invalid": {map[string]any{"config": map[string]any{"schedulerName": "Gpu_Scheduler"}}, "/config/schedulerName"},
 		"cert-manager with a url": {map[string]any{"webhook": map[string]any{"url": "https://127.0.0.1:9443", "caBundle": "x", "certManager": map[string]any{"enabled": true}}},

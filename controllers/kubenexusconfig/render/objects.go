@@ -10,9 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	coordinationv1ac "k8s.io/client-go/applyconfigurations/coordination/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 
@@ -65,7 +67,11 @@ type Objects struct {
 	Config []byte
 	Hash   string
 
-	ConfigMap  *corev1ac.ConfigMapApplyConfiguration
+	ConfigMap *corev1ac.ConfigMapApplyConfiguration
+	// Lease is the scheduler's leader-election Lease (with leader election on),
+	// owned by the KubeNexusConfig so that it goes with it: only its metadata is
+	// applied, the scheduler writes its spec.
+	Lease      *coordinationv1ac.LeaseApplyConfiguration
 	Deployment *appsv1ac.DeploymentApplyConfiguration
 	Service    *corev1ac.ServiceApplyConfiguration
 	// PodDisruptionBudget keeps one scheduler pod through voluntary disruptions
@@ -77,7 +83,11 @@ type Objects struct {
 // All returns the objects in the order they are applied: the configuration before
 // the Deployment reading it.
 func (o *Objects) All() []runtime.ApplyConfiguration {
-	all := []runtime.ApplyConfiguration{o.ConfigMap, o.Deployment, o.Service}
+	all := []runtime.ApplyConfiguration{o.ConfigMap}
+	if o.Lease != nil {
+		all = append(all, o.Lease)
+	}
+	all = append(all, o.Deployment, o.Service)
 	if o.PodDisruptionBudget != nil {
 		all = append(all, o.PodDisruptionBudget)
 	}
@@ -117,6 +127,10 @@ func Render(knc *v1alpha1.KubeNexusConfig, opts Options) (*Objects, error) {
 	o.ConfigMap = corev1ac.ConfigMap(Name, ns).
 		WithLabels(Labels()).WithOwnerReferences(owner).
 		WithData(map[string]string{ConfigKey: string(config)})
+
+	if ptr.Deref(knc.Spec.Scheduler.LeaderElection.Enabled, true) {
+		o.Lease = coordinationv1ac.Lease(LeaseName, ns).WithLabels(Labels()).WithOwnerReferences(owner)
+	}
 
 	dep, err := deployment(&knc.Spec.Scheduler, opts, hash)
 	if err != nil {

@@ -491,6 +491,36 @@ func TestGPUResourcesReachEveryPlugin(t *testing.T) {
 	}
 }
 
+// The scheduler's leader-election Lease is rendered, owned by the KubeNexusConfig
+// (so that it goes with it) and applied before the Deployment whose pods take it,
+// only with leader election on.
+func TestLeaseOwnedWithLeaderElection(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		spec := v1alpha1.KubeNexusConfigSpec{Scheduler: v1alpha1.SchedulerSpec{Replicas: 1, LeaderElection: v1alpha1.LeaderElectionSpec{Enabled: ptr.To(on)}}}
+		objs, err := Render(knc(spec), testOpts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !on {
+			if objs.Lease != nil {
+				t.Errorf("leader election off: a Lease was rendered")
+			}
+			continue
+		}
+		l := objs.Lease
+		if l == nil || *l.Name != LeaseName || *l.Namespace != testOpts.Namespace || l.Spec != nil {
+			t.Fatalf("leader election on: Lease %+v, want %s/%s with no spec (the scheduler writes it)", l, testOpts.Namespace, LeaseName)
+		}
+		if len(l.OwnerReferences) != 1 || *l.OwnerReferences[0].Kind != "KubeNexusConfig" {
+			t.Errorf("Lease owners %v, want the KubeNexusConfig", l.OwnerReferences)
+		}
+		all := objs.All()
+		if all[1] != runtime.ApplyConfiguration(l) || all[2] != runtime.ApplyConfiguration(objs.Deployment) {
+			t.Errorf("apply order %v: want the Lease right before the Deployment", all)
+		}
+	}
+}
+
 // A PodDisruptionBudget keeps one scheduler pod through a drain when there is more
 // than one; with one pod there is none (a budget of one would block every drain of
 // its node).
@@ -503,12 +533,12 @@ func TestBudgetOnlyWithReplicas(t *testing.T) {
 		}
 		pdb := objs.PodDisruptionBudget
 		if n <= 1 {
-			if pdb != nil || len(objs.All()) != 3 {
+			if pdb != nil || len(objs.All()) != 4 {
 				t.Errorf("replicas %d: a PodDisruptionBudget was rendered", n)
 			}
 			continue
 		}
-		if pdb == nil || len(objs.All()) != 4 {
+		if pdb == nil || len(objs.All()) != 5 {
 			t.Fatalf("replicas %d: no PodDisruptionBudget", n)
 		}
 		if *pdb.Name != Name || *pdb.Namespace != testOpts.Namespace || pdb.Spec.MinAvailable.IntValue() != 1 || pdb.Spec.MaxUnavailable != nil {

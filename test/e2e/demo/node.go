@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -27,13 +28,27 @@ const (
 	nodeBridge = "knbr0"
 	// nodeCgroup is the cgroup (in every hierarchy) the kubelet puts its pods under.
 	nodeCgroup = "kubenexus-e2e"
-	// PauseImage and WorkloadImage are the node's sandbox and test images
-	// (hack/image -node-test-images), imported, never pulled.
-	PauseImage    = "ghcr.io/kube-nexus/kubenexus-e2e-pause:" + ImageVersion
-	WorkloadImage = "ghcr.io/kube-nexus/kubenexus-e2e-workload:" + ImageVersion
-	// ImageVersion is the tag of the images make image writes (the chart's appVersion).
-	ImageVersion = "v0.1.0"
+	// imageRegistry is where make image names its images by default (the chart's).
+	imageRegistry = "ghcr.io/kube-nexus/"
 )
+
+// ImageVersion is the tag make image gives the images: the chart's appVersion.
+func ImageVersion(root string) (string, error) {
+	raw, err := os.ReadFile(filepath.Join(root, "charts", "kubenexus", "Chart.yaml"))
+	if err != nil {
+		return "", err
+	}
+	m := regexp.MustCompile(`(?m)^appVersion:\s*"?([^"\s]+)"?\s*$`).FindSubmatch(raw)
+	if m == nil {
+		return "", fmt.Errorf("charts/kubenexus/Chart.yaml has no appVersion")
+	}
+	return string(m[1]), nil
+}
+
+// NodeImage is the reference of image name (hack/image -node-test-images: the
+// node's sandbox kubenexus-e2e-pause, the test workload kubenexus-e2e-workload;
+// imported into the node, never pulled) at version.
+func NodeImage(name, version string) string { return imageRegistry + name + ":" + version }
 
 // NodeTools are the binaries under Bin/k8s a real node needs (hack/build-tools.sh
 // builds them: make test-e2e-node).
@@ -42,6 +57,8 @@ var NodeTools = []string{"kubelet", "kube-proxy", "containerd", "containerd-shim
 // Node is the running real node.
 type Node struct {
 	Name, IP string
+	// pause is the pods' sandbox image.
+	pause string
 	// dir holds containerd's, the kubelet's and the CNI plugins' state.
 	dir string
 	// sock is containerd's socket.
@@ -71,14 +88,15 @@ func nodePrerequisites(tools string) (runc string, err error) {
 }
 
 // StartNode starts a real node named NodeName at ip and waits until it is Ready,
-// with images (archives in `docker save` format) imported into its runtime.
-func (c *Cluster) StartNode(ctx context.Context, ip string, images []string) (*Node, error) {
+// with images (archives in `docker save` format) imported into its runtime;
+// version is their tag (the sandbox is NodeImage("kubenexus-e2e-pause", version)).
+func (c *Cluster) StartNode(ctx context.Context, ip, version string, images []string) (*Node, error) {
 	tools := filepath.Join(c.opts.Bin, "k8s")
 	runc, err := nodePrerequisites(tools)
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{Name: NodeName, IP: ip, dir: filepath.Join(c.opts.Dir, "node"), ctr: filepath.Join(tools, "ctr"), runc: runc}
+	n := &Node{Name: NodeName, IP: ip, pause: NodeImage("kubenexus-e2e-pause", version), dir: filepath.Join(c.opts.Dir, "node"), ctr: filepath.Join(tools, "ctr"), runc: runc}
 	n.sock = filepath.Join(n.dir, "containerd", "containerd.sock")
 	// What a run that was killed left behind (its containers, mounts, cgroups,
 	// bridge and rules) goes first.
@@ -233,7 +251,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   [plugins."io.containerd.cri.v1.runtime".cni]
     bin_dirs = [%[7]q]
     conf_dir = %[8]q
-`, filepath.Join(d, "root"), filepath.Join(d, "state"), n.sock, n.sock+".ttrpc", PauseImage, n.runc, cniBin, filepath.Join(n.dir, "cni", "net.d"))
+`, filepath.Join(d, "root"), filepath.Join(d, "state"), n.sock, n.sock+".ttrpc", n.pause, n.runc, cniBin, filepath.Join(n.dir, "cni", "net.d"))
 }
 
 // writeKubeletConfig writes the kubelet's configuration: cgroupfs under
@@ -299,4 +317,18 @@ conntrack:
   tcpCloseWaitTimeout: 0s
 `, kubeconfig, n.Name, PodCIDR, healthz, metrics)
 	return os.WriteFile(filepath.Join(n.dir, "kube-proxy.yaml"), []byte(cfg), 0o644)
+}
+
+// Node is the real node StartNode started (nil: none).
+func (c *Cluster) Node() *Node { return c.node }
+
+// KillContainer sends SIGKILL to a container through the runtime (as the kernel's
+// OOM killer or a crash would end it), given its status's containerID
+// (containerd://…); the kubelet then sees it exit.
+func (n *Node) KillContainer(containerID string) error {
+	id, ok := strings.CutPrefix(containerID, "containerd://")
+	if !ok {
+		return fmt.Errorf("container %q is not containerd's", containerID)
+	}
+	return n.ctrRun("-n", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", id)
 }

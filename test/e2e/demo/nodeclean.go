@@ -117,6 +117,18 @@ func (n *Node) clean(logf func(string, ...any)) {
 	if proxy := filepath.Join(filepath.Dir(n.ctr), "kube-proxy"); fileExists(proxy) {
 		_ = exec.Command(proxy, "--cleanup").Run()
 	}
+	// The kubelet's own chains (kube-proxy --cleanup leaves them).
+	for _, ipt := range []string{"iptables", "ip6tables"} {
+		for _, table := range []string{"filter", "nat", "mangle"} {
+			for _, hook := range []string{"INPUT", "OUTPUT"} {
+				_ = exec.Command(ipt, "-w", "-t", table, "-D", hook, "-j", "KUBE-FIREWALL").Run()
+			}
+			for _, chain := range []string{"KUBE-FIREWALL", "KUBE-KUBELET-CANARY"} {
+				_ = exec.Command(ipt, "-w", "-t", table, "-F", chain).Run()
+				_ = exec.Command(ipt, "-w", "-t", table, "-X", chain).Run()
+			}
+		}
+	}
 	_ = exec.Command("ip", "link", "delete", nodeBridge).Run()
 	if err := os.RemoveAll(n.dir); err != nil {
 		logf("node clean-up: %v", err)

@@ -21,12 +21,12 @@ import (
 const serviceIP = "10.0.0.1"
 
 // UpNode starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and a real node
-// (StartNode) that runs images, for KubeNexus installed as the README says:
+// (StartNode) that runs images (tagged version), for KubeNexus installed as the README says:
 // pods, from its images, started by the kubelet. The API server serves on this
 // machine's address as well as loopback, with a certificate for the in-cluster
 // names pods use, admits pods with their ServiceAccount's token, and calls webhooks
 // at their endpoints (no cluster DNS here).
-func UpNode(ctx context.Context, opts Options, images []string) (_ *Cluster, err error) {
+func UpNode(ctx context.Context, opts Options, version string, images []string) (_ *Cluster, err error) {
 	c := &Cluster{opts: opts}
 	defer func() {
 		if err != nil {
@@ -45,8 +45,14 @@ func UpNode(ctx context.Context, opts Options, images []string) (_ *Cluster, err
 	if err != nil {
 		return nil, err
 	}
+	apiLog, err := os.Create(c.logPath("kube-apiserver"))
+	if err != nil {
+		return nil, err
+	}
+	defer apiLog.Close() // the API server holds its own descriptor
 	if err := c.startControlPlane(func(env *envtest.Environment) error {
 		api := env.ControlPlane.GetAPIServer()
+		api.Out, api.Err = apiLog, apiLog
 		// envtest keeps certificates it finds in its directory; its clients trust caPEM.
 		api.CertDir = certDir
 		api.SecureServing.CA = caPEM
@@ -54,6 +60,8 @@ func UpNode(ctx context.Context, opts Options, images []string) (_ *Cluster, err
 		args.Set("bind-address", "0.0.0.0")
 		args.Set("advertise-address", ip)
 		args.Set("enable-aggregator-routing", "true")
+		// The node's name does not resolve here: logs and exec go to its address.
+		args.Set("kubelet-preferred-address-types", "InternalIP")
 		// envtest turns the ServiceAccount admission plugin off; pods need it to get
 		// their token.
 		args.Disable("disable-admission-plugins")
@@ -70,7 +78,7 @@ func UpNode(ctx context.Context, opts Options, images []string) (_ *Cluster, err
 	if err := c.startDefaultScheduler(); err != nil {
 		return nil, err
 	}
-	if _, err := c.StartNode(ctx, ip, images); err != nil {
+	if _, err := c.StartNode(ctx, ip, version, images); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -29,13 +29,16 @@ import (
 
 // images are the archives make image writes for this machine's architecture
 // (-node-test-images adds the sandbox and the workload).
-func images(bin string) []string {
+func images(bin, version string) []string {
 	var out []string
 	for _, name := range []string{"kubenexus-manager", "kubenexus-scheduler", "kubenexus-e2e-pause", "kubenexus-e2e-workload"} {
-		out = append(out, filepath.Join(bin, "image", fmt.Sprintf("%s_%s_linux_%s.tar", name, demo.ImageVersion, runtime.GOARCH)))
+		out = append(out, filepath.Join(bin, "image", fmt.Sprintf("%s_%s_linux_%s.tar", name, version, runtime.GOARCH)))
 	}
 	return out
 }
+
+// workloadImage is the test workload's image, at the chart's appVersion.
+var workloadImage string
 
 type testWriter struct{ t *testing.T }
 
@@ -47,7 +50,12 @@ func (w testWriter) Write(p []byte) (int, error) {
 func TestRealNode(t *testing.T) {
 	root := testenv.RepoRoot()
 	bin := filepath.Join(root, "bin")
-	for _, img := range images(bin) {
+	version, err := demo.ImageVersion(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	workloadImage = demo.NodeImage("kubenexus-e2e-workload", version)
+	for _, img := range images(bin, version) {
 		if _, err := os.Stat(img); err != nil {
 			t.Fatalf("%s is missing: make test-e2e-node builds it (make image IMAGE_ARCHES=%s with -node-test-images)", img, runtime.GOARCH)
 		}
@@ -58,7 +66,7 @@ func TestRealNode(t *testing.T) {
 	if d := os.Getenv("E2E_LOG_DIR"); d != "" {
 		dir = filepath.Join(d, "node")
 	}
-	c, err := demo.UpNode(ctx, demo.Options{Root: root, Bin: bin, Dir: dir, Log: testWriter{t}}, images(bin))
+	c, err := demo.UpNode(ctx, demo.Options{Root: root, Bin: bin, Dir: dir, Log: testWriter{t}}, version, images(bin, version))
 	defer func() {
 		if t.Failed() {
 			for _, name := range []string{"kubelet", "containerd", "kube-proxy", "kube-scheduler"} {
@@ -107,6 +115,54 @@ func TestRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	gangRuns(ctx, t, c, cs, ns)
+
+	// A gang that runs through everything below, and a Job under the default
+	// configuration: classified, not ganged (job is not in autoGang by default).
+	serving := startGang(ctx, t, c, cs, ns, "serve", 2, "-sleep=1h")
+	for _, p := range runJob(ctx, t, c, cs, ns, "etl", 2) {
+		if g := p.Labels[v1alpha1.LabelKubeNexusGangName]; g != "" {
+			t.Errorf("Job etl's pod %s was put in gang %q with job not in autoGang", p.Name, g)
+		}
+	}
+	scrapeMetrics(ctx, t, c, cs)
+
+	// helm upgrade: a new scheduler name rolls the scheduler, not the manager; the
+	// webhook then gangs Jobs and sends pods to the new name; the running gang stays.
+	manager := podOf(ctx, t, cs, "manager")
+	scheduler := podOf(ctx, t, cs, "scheduler")
+	if err := c.Helm("upgrade", "kubenexus", c.Chart(), "--reuse-values", "--set", "config.schedulerName=gpu-scheduler",
+		"--set", "config.autoGang={spark,pytorch,tensorflow,xgboost,mpi,ray,jobset,leaderworkerset,job}"); err != nil {
+		t.Fatal(err)
+	}
+	waitAvailable(ctx, t, c, render.Name)
+	if got := podOf(ctx, t, cs, "scheduler"); got.UID == scheduler.UID {
+		t.Errorf("the scheduler pod %s was not replaced by helm upgrade to another scheduler name", got.Name)
+	}
+	if got := podOf(ctx, t, cs, "manager"); got.UID != manager.UID {
+		t.Errorf("helm upgrade replaced the manager pod (%s → %s) though its Deployment did not change", manager.Name, got.Name)
+	}
+	webhookServes(ctx, t, c, ns, "gpu-scheduler", time.Minute)
+	for _, p := range runJob(ctx, t, c, cs, ns, "etl-ganged", 2) {
+		if p.Labels[v1alpha1.LabelKubeNexusGangName] == "" || p.Labels[v1alpha1.LabelKubeNexusGangMinAvailable] != "2" || p.Spec.SchedulerName != "gpu-scheduler" {
+			t.Errorf("Job etl-ganged's pod %s: gang %q of %q, scheduler %q; want a gang of 2 sent to gpu-scheduler",
+				p.Name, p.Labels[v1alpha1.LabelKubeNexusGangName], p.Labels[v1alpha1.LabelKubeNexusGangMinAvailable], p.Spec.SchedulerName)
+		}
+	}
+	stillRunning(ctx, t, cs, ns, "after helm upgrade", serving)
+
+	// The runtime kills the manager's and the scheduler's containers: the kubelet
+	// restarts them, the webhook serves again, a new gang binds whole.
+	killAndRecover(ctx, t, c, cs, "manager")
+	webhookServes(ctx, t, c, ns, "gpu-scheduler", 30*time.Second)
+	killAndRecover(ctx, t, c, cs, "scheduler")
+	startGang(ctx, t, c, cs, ns, "after-kill", 2, "-sleep=1h")
+	stillRunning(ctx, t, cs, ns, "after the faults", serving)
+	logPods(ctx, t, cs, "")
+
+	if err := c.Helm("uninstall", "kubenexus", "--wait"); err != nil {
+		t.Fatal(err)
+	}
+	nothingLeft(ctx, t, c, cs)
 }
 
 // gangRuns: a gang of three real containers binds only whole: two members wait
@@ -117,12 +173,7 @@ func gangRuns(ctx context.Context, t *testing.T, c *demo.Cluster, cs kubernetes.
 		t.Fatal(err)
 	}
 	member := func(i int) *corev1.Pod {
-		p := testutil.MakePod(fmt.Sprintf("train-%d", i), ns).PodGroup("train").Req("cpu", "100m").Obj()
-		p.Spec.RestartPolicy = corev1.RestartPolicyNever
-		p.Spec.Containers[0].Image = demo.WorkloadImage
-		p.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
-		p.Spec.Containers[0].Args = []string{"-sleep=3s", "-exit=0"}
-		return p
+		return workload(testutil.MakePod(fmt.Sprintf("train-%d", i), ns).PodGroup("train").Req("cpu", "100m").Obj(), "-sleep=3s", "-exit=0")
 	}
 	for i := range 2 {
 		p := member(i)
