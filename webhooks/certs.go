@@ -4,6 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"k8s.io/apimachinery/pkg/types"
@@ -70,14 +74,45 @@ func AddCertRotator(mgr ctrl.Manager, opts CertOptions, ready chan struct{}) err
 }
 
 // ReadyCheck reports ready only once the certificates are in place and the webhook
-// server serves: a replica without them must not receive admission traffic.
-func ReadyCheck(mgr ctrl.Manager, certsReady <-chan struct{}) healthz.Checker {
+// server serves: a replica without them must not receive admission traffic. While
+// the rotator's certificate is not in certDir, the check says so, naming the file
+// and the Secret that must be mounted there (opts), and logs it when the reason
+// changes and every minute while it lasts: the kubelet's probe event shows only
+// the status code.
+func ReadyCheck(mgr ctrl.Manager, certsReady <-chan struct{}, opts CertOptions) healthz.Checker {
+	log := ctrl.Log.WithName("webhooks")
+	var (
+		mu     sync.Mutex
+		last   string
+		logged time.Time
+	)
 	return func(req *http.Request) error {
-		select {
-		case <-certsReady:
-		default:
-			return errors.New("webhook certificates are not ready")
+		err := notReady(mgr, certsReady, opts, req)
+		reason := ""
+		if err != nil {
+			reason = err.Error()
 		}
-		return mgr.GetWebhookServer().StartedChecker()(req)
+		mu.Lock()
+		defer mu.Unlock()
+		if reason != "" && (reason != last || time.Since(logged) >= time.Minute) {
+			log.Info("Webhooks not ready", "reason", reason)
+			logged = time.Now()
+		}
+		last = reason
+		return err
 	}
+}
+
+func notReady(mgr ctrl.Manager, certsReady <-chan struct{}, opts CertOptions, req *http.Request) error {
+	select {
+	case <-certsReady:
+	default:
+		crt := filepath.Join(opts.CertDir, "tls.crt")
+		if _, err := os.Stat(crt); err != nil {
+			return fmt.Errorf("webhook certificates are not ready: %s does not exist yet (the certificate rotator writes Secret %s/%s; it must be mounted at %s)",
+				crt, opts.Namespace, opts.SecretName, opts.CertDir)
+		}
+		return errors.New("webhook certificates are not ready: the certificate rotator has not injected the CA yet")
+	}
+	return mgr.GetWebhookServer().StartedChecker()(req)
 }

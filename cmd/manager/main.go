@@ -143,18 +143,19 @@ func (o *options) newManager() (ctrl.Manager, error) {
 // check and the webhooks, which start serving once there is a certificate.
 func (o *options) addWebhooks(mgr ctrl.Manager, fail func(error, string)) {
 	certsReady := make(chan struct{})
+	certs := webhooks.CertOptions{
+		Namespace: o.namespace, SecretName: o.certSecret, ServiceName: o.webhookSvc, CertDir: o.webhookCerts,
+		ValidatingConfig: webhooks.ValidatingConfigName, MutatingConfig: webhooks.MutatingConfigName,
+	}
 	if o.certRotation {
-		err := webhooks.AddCertRotator(mgr, webhooks.CertOptions{
-			Namespace: o.namespace, SecretName: o.certSecret, ServiceName: o.webhookSvc, CertDir: o.webhookCerts,
-			ValidatingConfig: webhooks.ValidatingConfigName, MutatingConfig: webhooks.MutatingConfigName,
-		}, certsReady)
+		err := webhooks.AddCertRotator(mgr, certs, certsReady)
 		if err != nil {
 			fail(err, "Unable to set up certificate rotation")
 		}
 	} else {
 		close(certsReady)
 	}
-	if err := mgr.AddReadyzCheck("webhooks", webhooks.ReadyCheck(mgr, certsReady)); err != nil {
+	if err := mgr.AddReadyzCheck("webhooks", webhooks.ReadyCheck(mgr, certsReady, certs)); err != nil {
 		fail(err, "Unable to add the webhook readiness check")
 	}
 	// The webhook server starts once it has a certificate to serve.

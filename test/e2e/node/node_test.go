@@ -5,6 +5,7 @@ package node_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -94,8 +96,8 @@ func TestRealNode(t *testing.T) {
 	if err := c.Helm("install", "kubenexus", c.Chart(), "--create-namespace"); err != nil {
 		t.Fatal(err)
 	}
-	waitAvailable(ctx, t, c, demo.ManagerDeployment)
-	waitAvailable(ctx, t, c, render.Name)
+	waitAvailable(ctx, t, c, cs, demo.ManagerDeployment)
+	waitAvailable(ctx, t, c, cs, render.Name)
 	if err := poll(ctx, 2*time.Minute, func() error {
 		cfg := &v1alpha1.KubeNexusConfig{}
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: v1alpha1.DefaultConfigName}, cfg); err != nil {
@@ -134,7 +136,7 @@ func TestRealNode(t *testing.T) {
 		"--set", "config.autoGang={spark,pytorch,tensorflow,xgboost,mpi,ray,jobset,leaderworkerset,job}"); err != nil {
 		t.Fatal(err)
 	}
-	waitAvailable(ctx, t, c, render.Name)
+	waitAvailable(ctx, t, c, cs, render.Name)
 	if got := podOf(ctx, t, cs, "scheduler"); got.UID == scheduler.UID {
 		t.Errorf("the scheduler pod %s was not replaced by helm upgrade to another scheduler name", got.Name)
 	}
@@ -222,21 +224,131 @@ func gangRuns(ctx context.Context, t *testing.T, c *demo.Cluster, cs kubernetes.
 }
 
 // waitAvailable waits until Deployment name in the KubeNexus namespace has all its
-// replicas available on the real node.
-func waitAvailable(ctx context.Context, t *testing.T, c *demo.Cluster, name string) {
+// replicas available on the real node. A pod whose container cannot start or keeps
+// failing ends the wait at once, with what the kubelet and the container said.
+func waitAvailable(ctx context.Context, t *testing.T, c *demo.Cluster, cs kubernetes.Interface, name string) {
 	t.Helper()
+	var broken error
 	if err := poll(ctx, 4*time.Minute, func() error {
 		d := &appsv1.Deployment{}
 		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: demo.Namespace, Name: name}, d); err != nil {
 			return err
 		}
-		if d.Spec.Replicas == nil || d.Status.AvailableReplicas < *d.Spec.Replicas || d.Status.UpdatedReplicas < *d.Spec.Replicas {
-			return fmt.Errorf("Deployment %s: %d of %d replicas available (%d updated)", name, d.Status.AvailableReplicas, ptrOr(d.Spec.Replicas), d.Status.UpdatedReplicas)
+		if d.Spec.Replicas != nil && d.Status.AvailableReplicas >= *d.Spec.Replicas && d.Status.UpdatedReplicas >= *d.Spec.Replicas {
+			return nil
 		}
-		return nil
+		why := containerTrouble(ctx, cs, d)
+		if why.fatal {
+			broken = fmt.Errorf("Deployment %s cannot become available: %s", name, strings.TrimPrefix(why.msg, "; "))
+			return nil
+		}
+		return fmt.Errorf("Deployment %s: %d of %d replicas available (%d updated)%s", name, d.Status.AvailableReplicas, ptrOr(d.Spec.Replicas), d.Status.UpdatedReplicas, why.msg)
 	}); err != nil {
 		t.Fatal(err)
 	}
+	if broken != nil {
+		t.Fatal(broken)
+	}
+}
+
+type trouble struct {
+	msg   string
+	fatal bool
+}
+
+// containerTrouble says why the Deployment's pods are not ready: each container
+// that waits or failed, its reason and message, and its last log lines. A
+// container that failed to start or has failed twice is fatal: it will not get
+// better by waiting.
+func containerTrouble(ctx context.Context, cs kubernetes.Interface, d *appsv1.Deployment) trouble {
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return trouble{msg: "; " + err.Error()}
+	}
+	pods, err := cs.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return trouble{msg: "; " + err.Error()}
+	}
+	var out trouble
+	for _, p := range pods.Items {
+		// What the kubelet reported about the pod: a sandbox or volume it cannot
+		// set up does not show in the container's state.
+		events, err := cs.CoreV1().Events(p.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(p.UID) + ",type=Warning"})
+		if err == nil {
+			for _, e := range events.Items {
+				switch e.Reason {
+				case "FailedCreatePodSandBox", "FailedMount", "Failed", "BackOff", "Unhealthy":
+					out.msg += fmt.Sprintf("; pod %s: %s (%d times): %s", p.Name, e.Reason, e.Count, e.Message)
+					if e.Count >= 3 && e.Reason != "BackOff" && e.Reason != "Unhealthy" {
+						out.fatal = true
+					}
+				}
+			}
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			var reason, msg string
+			switch {
+			case s.State.Waiting != nil && s.State.Waiting.Reason != "ContainerCreating":
+				reason, msg = s.State.Waiting.Reason, s.State.Waiting.Message
+			case s.State.Terminated != nil:
+				reason, msg = s.State.Terminated.Reason, s.State.Terminated.Message
+			}
+			if s.LastTerminationState.Terminated != nil && s.LastTerminationState.Terminated.ExitCode != 0 {
+				last := s.LastTerminationState.Terminated
+				msg += fmt.Sprintf(" (last run exited %d: %s %s)", last.ExitCode, last.Reason, strings.TrimSpace(last.Message))
+			}
+			if reason == "" && s.State.Running != nil && !s.Ready {
+				reason = "running, not ready"
+			}
+			if reason == "" && s.RestartCount == 0 {
+				continue
+			}
+			out.msg += fmt.Sprintf("; pod %s container %s: %s %s, %d restarts", p.Name, s.Name, reason, strings.TrimSpace(msg), s.RestartCount)
+			if logs := logTail(ctx, cs, p, s.Name, s.RestartCount > 0); logs != "" {
+				out.msg += fmt.Sprintf(", its log ends: %q", logs)
+			}
+			switch reason {
+			case "RunContainerError", "CreateContainerError", "CreateContainerConfigError", "StartError", "ErrImageNeverPull", "InvalidImageName":
+				out.fatal = true
+			}
+			if s.RestartCount >= 2 {
+				out.fatal = true
+			}
+		}
+	}
+	return out
+}
+
+// logTail is the last few distinct messages of a container's log (its previous
+// run's with previous): the last line of each message (a JSON log line's "msg"),
+// newest last, but the health checks' own failures, which say nothing of the cause.
+func logTail(ctx context.Context, cs kubernetes.Interface, p corev1.Pod, container string, previous bool) string {
+	raw, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: ptr.To(int64(300))}).DoRaw(ctx)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	seen := map[string]bool{}
+	var out []string
+	for i := len(lines) - 1; i >= 0 && len(out) < 4; i-- {
+		l := lines[i]
+		var entry struct {
+			Msg string `json:"msg"`
+		}
+		key := l
+		if json.Unmarshal([]byte(l), &entry) == nil && entry.Msg != "" {
+			key = entry.Msg
+		}
+		if seen[key] || strings.Contains(l, "healthz check failed") {
+			continue
+		}
+		seen[key] = true
+		if len(l) > 500 {
+			l = l[:500] + "…"
+		}
+		out = append([]string{l}, out...)
+	}
+	return strings.Join(out, "\n")
 }
 
 func ptrOr(p *int32) int32 {

@@ -63,13 +63,16 @@ var _ = Describe("Webhook certificates", func() {
 		})
 		Expect(err).NotTo(HaveOccurred())
 		ready := make(chan struct{})
-		Expect(webhooks.AddCertRotator(mgr, webhooks.CertOptions{
+		certs := webhooks.CertOptions{
 			Namespace: ns, SecretName: "webhook-cert", ServiceName: "webhook-service", CertDir: certDir,
 			ValidatingConfig: "certs-test-validating", MutatingConfig: "certs-test-mutating",
-		}, ready)).To(Succeed())
-		readyz := webhooks.ReadyCheck(mgr, ready)
+		}
+		Expect(webhooks.AddCertRotator(mgr, certs, ready)).To(Succeed())
+		readyz := webhooks.ReadyCheck(mgr, ready, certs)
 		req, _ := http.NewRequest(http.MethodGet, "/readyz", nil)
-		Expect(readyz(req)).To(MatchError(ContainSubstring("certificates are not ready")))
+		// Before the Secret is projected, the check names the file and the Secret.
+		Expect(readyz(req)).To(MatchError(And(ContainSubstring("certificates are not ready"),
+			ContainSubstring(filepath.Join(certDir, "tls.crt")+" does not exist yet"), ContainSubstring("Secret "+ns+"/webhook-cert"))))
 
 		ctx, cancel := context.WithCancel(suiteCtx)
 		done := make(chan struct{})
