@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
 	"github.com/kube-nexus/kubenexus/test/e2e/demo"
@@ -274,6 +275,33 @@ func webhookServes(ctx context.Context, t *testing.T, c *demo.Cluster, ns, sched
 			t.Fatalf("the pod webhook did not serve again in time: %v", last)
 		}
 		time.Sleep(time.Second)
+	}
+}
+
+// noPartialGang fails when a gang of ns has some members bound and others not.
+func noPartialGang(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, unbound := map[string]int{}, map[string]int{}
+	for _, p := range pods.Items {
+		m, ok, err := gang.Of(&p)
+		if err != nil || !ok {
+			continue
+		}
+		g := m.Key.String()
+		if p.Spec.NodeName != "" {
+			bound[g]++
+		} else {
+			unbound[g]++
+		}
+	}
+	for g, n := range unbound {
+		if bound[g] > 0 {
+			t.Errorf("gang %s is partly bound: %d members bound, %d not", g, bound[g], n)
+		}
 	}
 }
 

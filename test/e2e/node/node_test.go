@@ -159,6 +159,7 @@ func TestRealNode(t *testing.T) {
 	killAndRecover(ctx, t, c, cs, "scheduler")
 	startGang(ctx, t, c, cs, ns, "after-kill", 2, "-sleep=1h")
 	stillRunning(ctx, t, cs, ns, "after the faults", serving)
+	noPartialGang(ctx, t, cs, ns)
 	logPods(ctx, t, cs, "")
 
 	if err := c.Helm("uninstall", "kubenexus", "--wait"); err != nil {
