@@ -136,58 +136,51 @@ func runJob(ctx context.Context, t *testing.T, c *demo.Cluster, cs kubernetes.In
 
 // scrapeMetrics scrapes the manager's and the scheduler's metrics as Prometheus
 // would: through their Services, with a ServiceAccount token bound to the chart's
-// kubenexus-metrics-reader; without the binding the token is refused.
+// kubenexus-metrics-reader; the token of a ServiceAccount without that binding is
+// refused. (Two ServiceAccounts: a refusal is cached by the endpoints' authorizers
+// for a while, so one token would wait it out after being bound.)
 func scrapeMetrics(ctx context.Context, t *testing.T, c *demo.Cluster, cs kubernetes.Interface) {
 	t.Helper()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: demo.Namespace, Name: "prometheus"}}
-	if err := c.Client.Create(ctx, sa); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := cs.CoreV1().ServiceAccounts(demo.Namespace).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := tr.Status.Token
-	endpoints := map[string]string{"kubenexus-manager-metrics": "controller_runtime_reconcile_total", render.MetricsServiceName: "kubenexus_coscheduling_gangs_scheduled_total"}
-	url := func(svc string) (string, error) {
-		s, err := cs.CoreV1().Services(demo.Namespace).Get(ctx, svc, metav1.GetOptions{})
-		if err != nil {
-			return "", err
+	token := func(name string) string {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: demo.Namespace, Name: name}}
+		if err := c.Client.Create(ctx, sa); err != nil {
+			t.Fatal(err)
 		}
-		for _, p := range s.Spec.Ports {
-			if p.Name == "https-metrics" {
-				return fmt.Sprintf("https://%s:%d/metrics", s.Spec.ClusterIP, p.Port), nil
-			}
-		}
-		return "", fmt.Errorf("Service %s has no https-metrics port", svc)
-	}
-	for svc := range endpoints {
-		u, err := url(svc)
+		tr, err := cs.CoreV1().ServiceAccounts(demo.Namespace).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := poll(ctx, time.Minute, func() error {
-			code, _, err := demo.Get(u, token)
-			if err != nil || code != http.StatusForbidden {
-				return fmt.Errorf("%s (%s) with a token not bound to kubenexus-metrics-reader: %d (%v), want 403", svc, u, code, err)
-			}
-			return nil
-		}); err != nil {
-			t.Error(err)
-		}
+		return tr.Status.Token
 	}
+	unbound, bound := token("not-prometheus"), token("prometheus")
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-kubenexus-metrics"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubenexus-metrics-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: demo.Namespace, Name: sa.Name}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: demo.Namespace, Name: "prometheus"}},
 	}
 	if err := c.Client.Create(ctx, binding); err != nil {
 		t.Fatal(err)
 	}
+	endpoints := map[string]string{"kubenexus-manager-metrics": "controller_runtime_reconcile_total", render.MetricsServiceName: "kubenexus_coscheduling_gangs_scheduled_total"}
 	for svc, metric := range endpoints {
-		u, _ := url(svc)
+		s, err := cs.CoreV1().Services(demo.Namespace).Get(ctx, svc, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := ""
+		for _, p := range s.Spec.Ports {
+			if p.Name == "https-metrics" {
+				u = fmt.Sprintf("https://%s:%d/metrics", s.Spec.ClusterIP, p.Port)
+			}
+		}
+		if u == "" {
+			t.Fatalf("Service %s has no https-metrics port", svc)
+		}
 		if err := poll(ctx, time.Minute, func() error {
-			code, body, err := demo.Get(u, token)
+			if code, _, err := demo.Get(u, unbound); err != nil || code != http.StatusForbidden {
+				return fmt.Errorf("%s (%s) with a token not bound to kubenexus-metrics-reader: %d (%v), want 403", svc, u, code, err)
+			}
+			code, body, err := demo.Get(u, bound)
 			if err != nil || code != http.StatusOK {
 				return fmt.Errorf("%s (%s) with a token bound to kubenexus-metrics-reader: %d (%v), want 200", svc, u, code, err)
 			}

@@ -92,6 +92,8 @@ func TestRealNode(t *testing.T) {
 		}
 	}()
 
+	start := time.Now()
+	step := func(what string) { t.Logf("[%5.1fs] %s", time.Since(start).Seconds(), what) }
 	// helm install as the README writes it, with the chart's defaults.
 	if err := c.Helm("install", "kubenexus", c.Chart(), "--create-namespace"); err != nil {
 		t.Fatal(err)
@@ -116,7 +118,9 @@ func TestRealNode(t *testing.T) {
 	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"kubenexus.io/enabled": "true"}}}); err != nil {
 		t.Fatal(err)
 	}
+	step("KubeNexus installed and available")
 	gangRuns(ctx, t, c, cs, ns)
+	step("a gang of three real containers ran")
 
 	// A gang that runs through everything below, and a Job under the default
 	// configuration: classified, not ganged (job is not in autoGang by default).
@@ -126,7 +130,9 @@ func TestRealNode(t *testing.T) {
 			t.Errorf("Job etl's pod %s was put in gang %q with job not in autoGang", p.Name, g)
 		}
 	}
+	step("a Job ran, not ganged")
 	scrapeMetrics(ctx, t, c, cs)
+	step("metrics scraped")
 
 	// helm upgrade: a new scheduler name rolls the scheduler, not the manager; the
 	// webhook then gangs Jobs and sends pods to the new name; the running gang stays.
@@ -152,6 +158,7 @@ func TestRealNode(t *testing.T) {
 	}
 	stillRunning(ctx, t, cs, ns, "after helm upgrade", serving)
 
+	step("helm upgrade done, a ganged Job ran")
 	// The runtime kills the manager's and the scheduler's containers: the kubelet
 	// restarts them, the webhook serves again, a new gang binds whole.
 	killAndRecover(ctx, t, c, cs, "manager")
@@ -162,10 +169,12 @@ func TestRealNode(t *testing.T) {
 	noPartialGang(ctx, t, cs, ns)
 	logPods(ctx, t, cs, "")
 
+	step("the manager and the scheduler recovered from SIGKILL")
 	if err := c.Helm("uninstall", "kubenexus", "--wait"); err != nil {
 		t.Fatal(err)
 	}
 	nothingLeft(ctx, t, c, cs)
+	step("helm uninstall left nothing")
 }
 
 // gangRuns: a gang of three real containers binds only whole: two members wait
