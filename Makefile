@@ -167,10 +167,16 @@ test: test-prefetch envtest build ## Run the unit and integration tests, the e2e
 	hack/build-tools.sh $(E2E_TOOLS)
 	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) $(TEST_PKGS)
 	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) $(E2E_PKGS)
-	$(MAKE) test-e2e-node
-	cd hack/bundle && $(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./...
-	cd hack/image && go test $(GO_TEST_FLAGS) ./...
-	$(MAKE) fuzz FUZZ_TIME=30000x
+	$(MAKE) test-e2e-node-prepare
+	@echo ">> the real node's e2e runs beside the tests of hack/bundle and hack/image and the fuzzers, which keep the CPUs busy while it mostly waits (its output follows theirs)"
+	@( $(MAKE) --no-print-directory test-e2e-node-run > $(BIN)/test-e2e-node.log 2>&1; echo $$? > $(BIN)/test-e2e-node.rc ) & \
+	status=0; \
+	(cd hack/bundle && $(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./...) || status=1; \
+	(cd hack/image && go test $(GO_TEST_FLAGS) ./...) || status=1; \
+	$(MAKE) --no-print-directory fuzz FUZZ_TIME=30000x || status=1; \
+	wait; echo ">> make test-e2e-node-run:"; cat $(BIN)/test-e2e-node.log; \
+	if [ "$$(cat $(BIN)/test-e2e-node.rc)" != 0 ]; then echo "make test-e2e-node-run failed (above)"; exit 1; fi; \
+	exit $$status
 
 # The inner loop: `make test` is these three, the bundle's and image builder's tests and
 # the fuzzers.
@@ -201,10 +207,16 @@ NODE_TOOLS := kubelet kube-proxy containerd containerd-shim-runc-v2 ctr cni-brid
 HOST_ARCH := $(shell go env GOARCH)
 
 .PHONY: test-e2e-node
-test-e2e-node: envtest ## KubeNexus installed by helm on a real node (kubelet, kube-proxy, containerd 2 and Debian's runc; root): the images make image builds run as pods, a gang of real containers, helm upgrade, containers killed, helm uninstall.
+test-e2e-node: test-e2e-node-prepare test-e2e-node-run ## KubeNexus installed by helm on a real node (kubelet, kube-proxy, containerd 2 and Debian's runc; root): the images make image builds run as pods, a gang of real containers, helm upgrade, containers killed, helm uninstall.
+
+.PHONY: test-e2e-node-prepare
+test-e2e-node-prepare: envtest ## What make test-e2e-node runs on: Debian's runc and iptables where missing, the node's tools, the images for this machine's architecture.
 	hack/node-deps.sh
 	hack/build-tools.sh kube-controller-manager kube-scheduler helm $(NODE_TOOLS)
 	cd hack/image && go run . -root $(ROOT) -out $(BIN)/image -version $(VERSION) -revision $(REVISION) -registry $(REGISTRY) -arch $(HOST_ARCH) -node-test-images
+
+.PHONY: test-e2e-node-run
+test-e2e-node-run: ## The real node's e2e alone (after make test-e2e-node-prepare).
 	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./test/e2e/node/
 
 .PHONY: test-race
