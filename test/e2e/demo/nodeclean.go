@@ -142,7 +142,10 @@ func (n *Node) killPods() {
 		found := false
 		_ = forEachHierarchy(func(root string) error {
 			_ = filepath.WalkDir(filepath.Join(root, nodeCgroup), func(p string, d os.DirEntry, err error) error {
-				if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+				if err != nil {
+					return err // the hierarchy has no pods' cgroup (any more)
+				}
+				if d.IsDir() || d.Name() != "cgroup.procs" {
 					return nil
 				}
 				raw, _ := os.ReadFile(p)

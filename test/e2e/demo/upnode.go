@@ -55,7 +55,7 @@ func UpNode(ctx context.Context, opts Options, version string, images []string) 
 		api.Out, api.Err = apiLog, apiLog
 		// envtest keeps certificates it finds in its directory; its clients trust caPEM.
 		api.CertDir = certDir
-		api.SecureServing.CA = caPEM
+		api.CA = caPEM
 		args := api.Configure()
 		args.Set("bind-address", "0.0.0.0")
 		args.Set("advertise-address", ip)
