@@ -59,11 +59,7 @@ func TestDemoFlow(t *testing.T) {
 	defer c.Down()
 	defer func() {
 		if t.Failed() {
-			for _, name := range []string{"kubenexus-manager", "kubenexus-scheduler", "kube-controller-manager", "kwok", "training-operator", "training-operator-scheduler-plugins", "kueue", "lws", "kuberay"} {
-				if data, err := os.ReadFile(filepath.Join(dir, name+".log")); err == nil {
-					t.Logf("--- %s log (tail) ---\n%s", name, tail(string(data), 3000))
-				}
-			}
+			t.Log(demo.LogTails(dir, 3000, "kubenexus-manager", "kubenexus-scheduler", "kube-controller-manager", "kwok", "training-operator", "training-operator-scheduler-plugins", "kueue", "lws", "kuberay"))
 		}
 	}()
 	if err := c.CreateFleet(ctx); err != nil {
@@ -439,13 +435,6 @@ func checkZoneSkew(t *testing.T, c *demo.Cluster, p demo.Placement) {
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
-}
 
 // checkLeaderWorkerSet: with LeaderWorkerSet's real controller, a set of two groups
 // of three (a leader, two workers; 8 GPUs each) that asks for each group alone in one

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -57,11 +56,7 @@ func TestChartProductionMode(t *testing.T) {
 			c, err := demo.UpProduction(ctx, demo.Options{Root: root, Bin: bin, Dir: dir, Log: testWriter{t}}, filepath.Join(bin, "k8s", helm))
 			defer func() {
 				if t.Failed() {
-					for _, name := range []string{"kubenexus-manager", "kubenexus-scheduler-1", "kubenexus-scheduler-2", "kube-controller-manager"} {
-						if data, err := os.ReadFile(filepath.Join(dir, name+".log")); err == nil {
-							t.Logf("--- %s log (tail) ---\n%s", name, tail(string(data), 3000))
-						}
-					}
+					t.Log(demo.LogTails(dir, 3000, "kubenexus-manager", "kubenexus-scheduler-1", "kubenexus-scheduler-2", "kube-controller-manager"))
 				}
 			}()
 			if err != nil {
@@ -168,16 +163,8 @@ func productionFlow(ctx context.Context, t *testing.T, c *demo.Cluster) {
 	if err := c.Helm("uninstall", "kubenexus", "--wait"); err != nil {
 		t.Fatal(err)
 	}
-	var mwcs admissionregistrationv1.MutatingWebhookConfigurationList
-	var vwcs admissionregistrationv1.ValidatingWebhookConfigurationList
-	if err := c.Client.List(ctx, &mwcs); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Client.List(ctx, &vwcs); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(mwcs.Items) + len(vwcs.Items); n != 0 {
-		t.Errorf("%d webhook configurations left after helm uninstall", n)
+	if n, err := c.WebhookConfigurations(ctx); err != nil || n != 0 {
+		t.Errorf("%d webhook configurations left after helm uninstall (%v)", n, err)
 	}
 	plain := testutil.MakePod("after-uninstall", prodNS).Req("cpu", "100m").Obj()
 	if err := c.Client.Create(ctx, plain); err != nil {

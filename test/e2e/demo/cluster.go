@@ -411,6 +411,20 @@ func withKubeconfig(cfg []byte, kubeconfig string) ([]byte, error) {
 
 func (c *Cluster) logPath(name string) string { return filepath.Join(c.opts.Dir, name+".log") }
 
+// LogTails is the last n bytes of each process's log in dir (Options.Dir) that
+// exists, headed by its name: what a failed test shows.
+func LogTails(dir string, n int, names ...string) string {
+	var b strings.Builder
+	for _, name := range names {
+		data, err := os.ReadFile(filepath.Join(dir, name+".log"))
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(&b, "--- %s log (tail) ---\n%s\n", name, data[max(0, len(data)-n):])
+	}
+	return b.String()
+}
+
 // start runs a long-lived process, its output in Dir/<name>.log.
 func (c *Cluster) start(name, bin string, args ...string) error {
 	return c.startEnv(name, nil, bin, args...)
@@ -562,6 +576,11 @@ func httpOK(url string) error {
 	return nil
 }
 
+// WaitFor polls f until it succeeds or timeout passes (its last error) or ctx ends.
+func WaitFor(ctx context.Context, timeout time.Duration, f func() error) error {
+	return waitFor(ctx, timeout, f)
+}
+
 // waitFor polls f until it succeeds; each observe function runs before every poll.
 func waitFor(ctx context.Context, timeout time.Duration, f func() error, observe ...func(context.Context)) error {
 	deadline := time.Now().Add(timeout)
@@ -582,7 +601,7 @@ func waitFor(ctx context.Context, timeout time.Duration, f func() error, observe
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
 		case <-time.After(interval):
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -63,10 +64,7 @@ func UpProduction(ctx context.Context, opts Options, helm string) (_ *Cluster, e
 			c.Down()
 		}
 	}()
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, err
-	}
-	ip, err := hostIP()
+	ip, err := c.prepareDir()
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +89,15 @@ func UpProduction(ctx context.Context, opts Options, helm string) (_ *Cluster, e
 		return nil, err
 	}
 	return c, nil
+}
+
+// prepareDir creates the cluster's directory and returns the machine's address
+// (hostIP), where processes reached from elsewhere listen.
+func (c *Cluster) prepareDir() (string, error) {
+	if err := os.MkdirAll(c.opts.Dir, 0o755); err != nil {
+		return "", err
+	}
+	return hostIP()
 }
 
 // hostIP is an IPv4 address of this machine that is not loopback.
@@ -330,4 +337,18 @@ func (c *Cluster) HelmVersion() string {
 		return "unknown (" + err.Error() + ")"
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// WebhookConfigurations counts the cluster's mutating and validating webhook
+// configurations.
+func (c *Cluster) WebhookConfigurations(ctx context.Context) (int, error) {
+	var mwcs admissionregistrationv1.MutatingWebhookConfigurationList
+	var vwcs admissionregistrationv1.ValidatingWebhookConfigurationList
+	if err := c.Client.List(ctx, &mwcs); err != nil {
+		return 0, err
+	}
+	if err := c.Client.List(ctx, &vwcs); err != nil {
+		return 0, err
+	}
+	return len(mwcs.Items) + len(vwcs.Items), nil
 }

@@ -33,10 +33,7 @@ func UpNode(ctx context.Context, opts Options, version string, images []string) 
 			c.Down()
 		}
 	}()
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, err
-	}
-	ip, err := hostIP()
+	ip, err := c.prepareDir()
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -324,15 +323,7 @@ func nothingLeft(ctx context.Context, t *testing.T, c *demo.Cluster, cs kubernet
 	}); err != nil {
 		t.Error(err)
 	}
-	var mwcs admissionregistrationv1.MutatingWebhookConfigurationList
-	var vwcs admissionregistrationv1.ValidatingWebhookConfigurationList
-	if err := c.Client.List(ctx, &mwcs); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Client.List(ctx, &vwcs); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(mwcs.Items) + len(vwcs.Items); n != 0 {
-		t.Errorf("%d webhook configurations left after helm uninstall", n)
+	if n, err := c.WebhookConfigurations(ctx); err != nil || n != 0 {
+		t.Errorf("%d webhook configurations left after helm uninstall (%v)", n, err)
 	}
 }

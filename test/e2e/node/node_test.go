@@ -71,11 +71,7 @@ func TestRealNode(t *testing.T) {
 	c, err := demo.UpNode(ctx, demo.Options{Root: root, Bin: bin, Dir: dir, Log: testWriter{t}}, version, images(bin, version))
 	defer func() {
 		if t.Failed() {
-			for _, name := range []string{"kubelet", "containerd", "kube-proxy", "kube-scheduler"} {
-				if data, err := os.ReadFile(filepath.Join(dir, name+".log")); err == nil {
-					t.Logf("--- %s log (tail) ---\n%s", name, tail(string(data), 4000))
-				}
-			}
+			t.Log(demo.LogTails(dir, 4000, "kubelet", "containerd", "kube-proxy", "kube-scheduler"))
 		}
 	}()
 	if err != nil {
@@ -409,26 +405,5 @@ func dumpPods(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
 }
 
 func poll(ctx context.Context, timeout time.Duration, f func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
+	return demo.WaitFor(ctx, timeout, f)
 }
