@@ -216,8 +216,8 @@ test-e2e-node-prepare: envtest ## What make test-e2e-node runs on: Debian's runc
 	cd hack/image && go run . -root $(ROOT) -out $(BIN)/image -version $(VERSION) -revision $(REVISION) -registry $(REGISTRY) -arch $(HOST_ARCH) -node-test-images
 
 .PHONY: test-e2e-node-run
-test-e2e-node-run: ## The real node's e2e alone (after make test-e2e-node-prepare).
-	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./test/e2e/node/
+test-e2e-node-run: ## The real node's e2e alone (after make test-e2e-node-prepare; never from the test cache: the node, its binaries and images are outside what go test tracks).
+	$(STATIC) go test -count=1 $(TEST_FLAGS) $(GO_TEST_FLAGS) ./test/e2e/node/
 
 .PHONY: test-race
 test-race: envtest ## The unit tests and the envtest suites under the race detector (every package compiled once more, with its instrumentation: about 8 minutes more on a fresh 2-core machine).
