@@ -189,12 +189,13 @@ test-unit: ## Unit tests, the chart and image checks: no tools built, no API ser
 test-integration: envtest ## The envtest suites (api, operator, scheduler, Kueue) against kube-apiserver and etcd built from source.
 	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./test/integration/...
 
-# test-prefetch fetches, in the background, the modules of the e2e's stale tools while
+# test-prefetch fetches, in the background, the modules of the e2e's and the real node's
+# stale tools while
 # etcd and kube-apiserver compile (a cold make test otherwise waits for each module's
 # download in turn).
 .PHONY: test-prefetch
 test-prefetch:
-	@hack/build-tools.sh --download $(E2E_TOOLS)
+	@hack/build-tools.sh --download $(E2E_TOOLS) kube-scheduler $(NODE_TOOLS)
 
 .PHONY: test-e2e
 test-e2e: test-prefetch envtest build ## The e2e: the chart installed on a local control plane with kube-controller-manager, kwok, training-operator, Kueue, LeaderWorkerSet, KubeRay, JobSet and Kubeflow Trainer.
