@@ -190,9 +190,8 @@ test-integration: envtest ## The envtest suites (api, operator, scheduler, Kueue
 	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) ./test/integration/...
 
 # test-prefetch fetches, in the background, the modules of the e2e's and the real node's
-# stale tools while
-# etcd and kube-apiserver compile (a cold make test otherwise waits for each module's
-# download in turn).
+# stale tools while etcd and kube-apiserver compile (a cold make test otherwise waits for
+# each module's download in turn).
 .PHONY: test-prefetch
 test-prefetch:
 	@hack/build-tools.sh --download $(E2E_TOOLS) kube-scheduler $(NODE_TOOLS)
