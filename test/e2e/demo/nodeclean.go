@@ -85,14 +85,14 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
-// clean removes what a node at n.dir left behind, whether it stopped cleanly or
-// was killed: the processes of its pods and its runtime shims, the mounts under its
+// clean removes what a node left behind, whether it stopped cleanly or was killed:
+// the node's processes (any run's), its pods' processes, the mounts under its
 // directory (container root filesystems, volumes, network namespaces), its cgroups,
 // kube-proxy's rules, the bridge, and the directory itself. Each step is best
 // effort; what fails is logged.
 func (n *Node) clean(logf func(string, ...any)) {
+	killNodeProcesses(filepath.Dir(n.ctr))
 	n.killPods()
-	n.killShims()
 	mounts, err := mountPoints(func(string) bool { return true })
 	if err != nil {
 		logf("node clean-up: %v", err)
@@ -166,20 +166,24 @@ func (n *Node) killPods() {
 	}
 }
 
-// killShims kills the runc shims of this node's containerd (they outlive it).
-func (n *Node) killShims() {
+// killNodeProcesses kills the node's processes a killed run left behind (its
+// kubelet, kube-proxy and containerd outlive a test process that is killed, and the
+// runc shims outlive containerd): every process running one of this checkout's node
+// binaries (tools), whatever run started it. Two real nodes of one checkout cannot
+// run at once anyway: they share the bridge, the cgroup and the rules.
+func killNodeProcesses(tools string) {
+	own := map[string]bool{}
+	for _, t := range []string{"kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2"} {
+		own[filepath.Join(tools, t)] = true
+	}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(cmdline), "\x00")
-		if len(args) > 0 && strings.HasSuffix(args[0], "containerd-shim-runc-v2") && strings.Contains(string(cmdline), n.sock) {
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err == nil && own[strings.TrimSuffix(exe, " (deleted)")] {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
