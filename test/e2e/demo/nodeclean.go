@@ -97,9 +97,11 @@ func (n *Node) clean(logf func(string, ...any)) {
 	if err != nil {
 		logf("node clean-up: %v", err)
 	}
+	// Under this node's directory, and under any other run's (a killed test leaves its
+	// temporary directory and its mounts behind).
 	var under []string
 	for _, m := range mounts {
-		if strings.HasPrefix(m, n.dir+string(filepath.Separator)) {
+		if strings.HasPrefix(m, n.dir+string(filepath.Separator)) || inNodeDir(m) {
 			under = append(under, m)
 		}
 	}
@@ -132,6 +134,22 @@ func (n *Node) clean(logf func(string, ...any)) {
 	_ = exec.Command("ip", "link", "delete", nodeBridge).Run()
 	if err := os.RemoveAll(n.dir); err != nil {
 		logf("node clean-up: %v", err)
+	}
+}
+
+// inNodeDir says whether mount point m lies in a real node's directory: one that
+// holds the containerd and kubelet configurations StartNode writes.
+func inNodeDir(m string) bool {
+	for i := 0; ; {
+		j := strings.Index(m[i:], "/node/")
+		if j < 0 {
+			return false
+		}
+		dir := m[:i+j+len("/node")]
+		if fileExists(filepath.Join(dir, "containerd.toml")) && fileExists(filepath.Join(dir, "kubelet.yaml")) {
+			return true
+		}
+		i += j + 1
 	}
 }
 
