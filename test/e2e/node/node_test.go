@@ -134,8 +134,19 @@ func TestRealNode(t *testing.T) {
 	// webhook then gangs Jobs and sends pods to the new name; the running gang stays.
 	manager := podOf(ctx, t, cs, "manager")
 	scheduler := podOf(ctx, t, cs, "scheduler")
+	before := schedulerConfigHash(ctx, t, c)
 	if err := c.Helm("upgrade", "kubenexus", c.Chart(), "--reuse-values", "--set", "config.schedulerName=gpu-scheduler",
 		"--set", "config.autoGang={spark,pytorch,tensorflow,xgboost,mpi,ray,jobset,leaderworkerset,job}"); err != nil {
+		t.Fatal(err)
+	}
+	// The operator renders the new configuration after helm returns: wait for it,
+	// then for its rollout.
+	if err := poll(ctx, time.Minute, func() error {
+		if h := schedulerConfigHash(ctx, t, c); h == before {
+			return fmt.Errorf("the scheduler Deployment still has configuration %s after helm upgrade to another scheduler name", h)
+		}
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	waitAvailable(ctx, t, c, cs, render.Name)
@@ -355,6 +366,16 @@ func logTail(ctx context.Context, cs kubernetes.Interface, p corev1.Pod, contain
 		out = append([]string{l}, out...)
 	}
 	return strings.Join(out, "\n")
+}
+
+// schedulerConfigHash is the configuration hash of the scheduler Deployment's pods.
+func schedulerConfigHash(ctx context.Context, t *testing.T, c *demo.Cluster) string {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: demo.Namespace, Name: render.Name}, d); err != nil {
+		t.Fatal(err)
+	}
+	return d.Spec.Template.Annotations[render.ConfigHashAnnotation]
 }
 
 func ptrOr(p *int32) int32 {
