@@ -14,7 +14,7 @@ import (
 // has left); a pod of no gang adds nothing; a member that asks for no co-location
 // is signed by its gang.
 func TestSignPod(t *testing.T) {
-	pl := &Plugin{}
+	pl, _ := newPlugin(t, nil)
 	for name, tc := range map[string]struct {
 		pod      *corev1.Pod
 		signable bool

@@ -20,7 +20,8 @@ func TestReserveReleasesTheMembersShare(t *testing.T) {
 	ap := &activePlan{need: 2, created: time.Now(), claims: map[string]map[corev1.ResourceName]int64{
 		"n1": {corev1.ResourceCPU: 2000, corev1.ResourcePods: 2000},
 	}}
-	pl := &Plugin{plans: map[gang.Key]*activePlan{key: ap}, relaxed: map[gang.Key]time.Time{}, now: time.Now}
+	pl, _ := newPlugin(t, nil)
+	pl.plans[key] = ap
 	cs := schedframework.NewCycleState()
 	cs.Write(stateKey, &stateData{key: key, plan: ap})
 	pod := testutil.MakePod("member", "ns").Req("cpu", "1").Obj()

@@ -1,0 +1,93 @@
+// Package plugintest builds, for a plugin's unit tests, the services the scheduler
+// hands its plugins (scheduler/plugins/services.go) the way it builds them: over a
+// schedtest handle and a KubeNexus object cache that serves a fixed set of objects.
+// Plugins are then built through their own New.
+package plugintest
+
+import (
+	"context"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/crdcache/crdcachetest"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/accelerators"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/devices"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/dragpus"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/tenant"
+	"github.com/kube-nexus/kubenexus/test/util/schedtest"
+)
+
+// Services are what a profile's plugins share, built once per Services.
+type Services struct {
+	Env *schedtest.Env
+	// CRDs serves the KubeNexus objects given; Cache is its cache.
+	CRDs  *crdcache.Provider
+	Cache *crdcache.Cache
+
+	Tenants      *tenant.Provider
+	Accelerators *accelerators.Rules
+
+	t       testing.TB
+	gangs   *gangs.Service
+	devices *devices.Index
+	gpus    *dragpus.View
+	tiers   *tenant.Tiers
+}
+
+// New builds the services over env, with a KubeNexus cache serving crds.
+func New(t testing.TB, env *schedtest.Env, crds ...client.Object) *Services {
+	t.Helper()
+	p := crdcachetest.Provider(crds...)
+	c, err := p.Get(context.Background(), env.Handle.KubeConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Services{Env: env, CRDs: p, Cache: c, Tenants: &tenant.Provider{}, Accelerators: &accelerators.Rules{}, t: t}
+}
+
+// Gangs is the profile's gang Service, fed by the handle's pod informer.
+func (s *Services) Gangs() *gangs.Service {
+	if s.gangs == nil {
+		svc, err := (&gangs.Provider{}).For(context.Background(), s.Env.Handle, s.Cache)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		s.gangs = svc
+	}
+	return s.gangs
+}
+
+// Devices is the nodes' DRA device index.
+func (s *Services) Devices() *devices.Index {
+	if s.devices == nil {
+		index, err := (&devices.Provider{}).Get(s.Env.Handle)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		s.devices = index
+	}
+	return s.devices
+}
+
+// GPUs is the view of GPUs published through DRA.
+func (s *Services) GPUs() *dragpus.View {
+	if s.gpus == nil {
+		s.gpus = (&dragpus.Provider{}).Get(s.Env.Handle, s.Devices())
+	}
+	return s.gpus
+}
+
+// Tiers is the HardwareTier snapshot of the cache's tiers.
+func (s *Services) Tiers() *tenant.Tiers {
+	if s.tiers == nil {
+		tiers, err := s.Tenants.Tiers(context.Background(), s.Env.Handle, s.Cache, s.Devices())
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		s.tiers = tiers
+	}
+	return s.tiers
+}
