@@ -163,11 +163,16 @@ E2E_PKGS ?= $(shell go list ./test/e2e/... | grep -v /test/e2e/node)
 E2E_TOOLS := kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue lws kuberay jobset trainer promql-names
 
 .PHONY: test
+# Each step's tools build in the background (hack/background.sh, at a lower CPU
+# priority) while the step before it runs its tests: the e2e's tools beside the unit and
+# integration tests, the real node's beside the e2e.
 test: test-prefetch envtest build ## Run the unit and integration tests, the e2e (real kube-apiserver + etcd; the e2e adds kube-controller-manager, kwok, Helm v3 and v4, training-operator, Kueue, LeaderWorkerSet, KubeRay, JobSet, Kubeflow Trainer), then KubeNexus on a real node (make test-e2e-node) and the fuzzers briefly.
-	hack/build-tools.sh $(E2E_TOOLS)
-	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) $(TEST_PKGS)
-	$(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) $(E2E_PKGS)
-	$(MAKE) test-e2e-node-prepare
+	@hack/background.sh start e2e-tools hack/build-tools.sh $(E2E_TOOLS)
+	@status=0; $(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) $(TEST_PKGS) || status=1; \
+	hack/background.sh wait e2e-tools || status=1; exit $$status
+	@hack/background.sh start e2e-node-prepare $(MAKE) --no-print-directory test-e2e-node-prepare
+	@status=0; $(STATIC) go test $(TEST_FLAGS) $(GO_TEST_FLAGS) $(E2E_PKGS) || status=1; \
+	hack/background.sh wait e2e-node-prepare || status=1; exit $$status
 	@echo ">> the real node's e2e runs beside the tests of hack/bundle and hack/image and the fuzzers, which keep the CPUs busy while it mostly waits (its output follows theirs)"
 	@( $(MAKE) --no-print-directory test-e2e-node-run > $(BIN)/test-e2e-node.log 2>&1; echo $$? > $(BIN)/test-e2e-node.rc ) & \
 	status=0; \
