@@ -15,7 +15,7 @@ import (
 // Node events skip the members that wait for their gang's quorum, and count again
 // for a member once a check found its quorum (PreEnqueue and PreFilter let it go).
 func TestNodeEventsSkipMembersWaitingForQuorum(t *testing.T) {
-	pl := newTestPlugin()
+	pl := newTestPlugin(t, "")
 	waiting, placeable := member("w-0", "w", 0), member("p-0", "p", 0)
 	pl.index.Hold(waiting.UID)
 	hint := func(p *corev1.Pod) fwk.QueueingHint {
@@ -40,7 +40,7 @@ func TestNodeEventsSkipMembersWaitingForQuorum(t *testing.T) {
 // Coscheduling runs the gang admission itself: a member lacking its quorum is held
 // (in a profile with ProfileClassifier, that plugin holds it first).
 func TestPreEnqueueHoldsAMemberWithoutItsQuorum(t *testing.T) {
-	pl := newTestPlugin()
+	pl := newTestPlugin(t, "")
 	lone := testutil.MakePod("a-1", "ns").Label("pod-group.scheduling.kubenexus.io/name", "lone").Label("pod-group.scheduling.kubenexus.io/min-available", "3").Obj()
 	lone.Spec.SchedulerName = "kubenexus-scheduler"
 	st := pl.PreEnqueue(context.Background(), lone)

@@ -9,15 +9,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	schedulinglisters "k8s.io/client-go/listers/scheduling/v1"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/utils/ptr"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
-	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/schedtest"
 )
 
 var t0 = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
@@ -39,20 +38,28 @@ func plain(name string, prio int32) *corev1.Pod {
 	return testutil.MakePod(name, "ns").UID(name).Priority(prio).SchedulerName("kubenexus-scheduler").Obj()
 }
 
-// newTestPlugin has an index where gang "a" was seen before gang "b".
-func newTestPlugin() *Plugin {
-	clock := t0
-	pl := &Plugin{now: func() time.Time { return clock }}
-	pl.index = gangs.NewService("kubenexus-scheduler", pl.now)
-	pl.index.ScheduleWhole()
-	pl.index.Upsert(member("a-0", "a", 0))
-	clock = t0.Add(time.Minute)
-	pl.index.Upsert(member("b-0", "b", 0))
+// newTestPlugin is built with args ("": the defaults) on a gang Service whose pod
+// informer brought gang "a" (member a-0) and gang "b" (b-0), "a" first seen at t0
+// and "b" a minute later.
+func newTestPlugin(t *testing.T, args string) *Plugin {
+	t.Helper()
+	pl, s := newPlugin(t, args, []runtime.Object{member("a-0", "a", 0), member("b-0", "b", 0)})
+	firstSeen(s.Gangs(), "a", t0)
+	firstSeen(s.Gangs(), "b", t0.Add(time.Minute))
 	return pl
 }
 
+// firstSeen sets when the gang Service first saw gang ns/name. The Service records
+// it by the wall clock, whose readings the queue timestamps of these tests cannot
+// be placed against; the tests place them against t0.
+func firstSeen(svc *gangs.Service, name string, at time.Time) {
+	svc.Lock()
+	defer svc.Unlock()
+	svc.Get(gang.Key{Namespace: "ns", Name: name}).FirstSeen = at
+}
+
 func TestLess(t *testing.T) {
-	pl := newTestPlugin()
+	pl := newTestPlugin(t, "")
 	tests := map[string]struct {
 		a, b *framework.QueuedPodInfo
 		want bool
@@ -82,7 +89,7 @@ func TestLess(t *testing.T) {
 // TestLessIsAStrictWeakOrdering checks irreflexivity, asymmetry and transitivity
 // (of both the order and of incomparability) over a random population.
 func TestLessIsAStrictWeakOrdering(t *testing.T) {
-	pl := newTestPlugin()
+	pl := newTestPlugin(t, "")
 	r := rand.New(rand.NewSource(1))
 	var pods []*framework.QueuedPodInfo
 	for i := range 40 {
@@ -120,8 +127,7 @@ func TestLessIsAStrictWeakOrdering(t *testing.T) {
 }
 
 func TestLessWithStarvationAging(t *testing.T) {
-	pl := newTestPlugin()
-	pl.args = &config.CoschedulingArgs{StarvationAgingSeconds: ptr.To[int32](60)}
+	pl := newTestPlugin(t, `{"starvationAgingSeconds": 60}`)
 	// Gang "a" was seen a minute before gang "b": with one priority point per minute
 	// of waiting, "a" at priority 10 ties "b" at 11 and wins on age; against 12 it loses.
 	a := queued(t, member("a-1", "a", 10), t0)
@@ -132,27 +138,26 @@ func TestLessWithStarvationAging(t *testing.T) {
 		t.Error("aging by one period overtook two priority points")
 	}
 	// Without aging, priority alone decides.
-	pl.args.StarvationAgingSeconds = ptr.To[int32](0)
+	pl = newTestPlugin(t, `{"starvationAgingSeconds": 0}`)
 	if pl.Less(a, queued(t, member("b-3", "b", 11), t0)) {
 		t.Error("without aging, a lower-priority gang went first")
 	}
 }
 
 func TestLessByPodGroupPriorityClass(t *testing.T) {
-	classes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	if err := classes.Add(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "training-high"}, Value: 1000}); err != nil {
-		t.Fatal(err)
+	podGroup := func(name, class string) *v1alpha1.PodGroup {
+		return testutil.MakePodGroup(name, "ns").PriorityClassName(class).Obj()
 	}
-	podGroupClass := map[string]string{"urgent": "training-high", "raised": "training-high", "mixed": "training-high", "typo": "no-such-class"}
-	pl := &Plugin{now: func() time.Time { return t0 }}
-	pl.index = gangs.NewService("kubenexus-scheduler", pl.now)
-	pl.index.ResolvePrioritiesWith(func(k gang.Key) string { return podGroupClass[k.Name] }, schedulinglisters.NewPriorityClassLister(classes))
-	for _, p := range []*corev1.Pod{
+	pl, s := newPlugin(t, "", []runtime.Object{
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "training-high"}, Value: 1000},
 		member("urgent-0", "urgent", 2000), member("raised-0", "raised", 0), member("mixed-0", "mixed", 2000), member("mixed-1", "mixed", 300),
 		member("typo-0", "typo", 2000), member("plain-gang-0", "plain-gang", 0),
-	} {
-		pl.index.Upsert(p)
-	}
+	}, podGroup("urgent", "training-high"), podGroup("raised", "training-high"), podGroup("mixed", "training-high"), podGroup("typo", "no-such-class"))
+	// The gang Service resolves the class once both the gang and the PriorityClass
+	// informers have delivered them.
+	waitForPriority(t, s.Gangs(), "urgent", 1000)
+	waitForPriority(t, s.Gangs(), "raised", 0)
+	waitForPriority(t, s.Gangs(), "mixed", 300)
 	service := queued(t, plain("web", 500), t0.Add(-time.Hour))
 	higher := queued(t, plain("api", 1500), t0.Add(-time.Hour))
 	// Members admitted at 2000 whose PodGroup names training-high (1000) are queued at
@@ -180,22 +185,43 @@ func TestLessByPodGroupPriorityClass(t *testing.T) {
 		t.Error("gang plain-gang went before a priority-500 pod on its members' priority 0")
 	}
 	// The class appearing later is picked up: it lowers the gang to 100.
-	if err := classes.Add(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "no-such-class"}, Value: 100}); err != nil {
+	if _, err := s.Env.Client.SchedulingV1().PriorityClasses().Create(t.Context(), &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "no-such-class"}, Value: 100}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pl.index.RefreshPriorityClass("no-such-class")
+	waitForPriority(t, s.Gangs(), "typo", 100)
 	if pl.Less(queued(t, member("typo-2", "typo", 2000), t0), service) {
 		t.Error("a PriorityClass created after the gang was not used")
 	}
 	// The PodGroup dropping its class falls back to the members' priorities.
-	delete(podGroupClass, "urgent")
-	pl.index.RefreshPriority(gang.Key{Namespace: "ns", Name: "urgent"})
+	if err := s.Objects.Update(t.Context(), podGroup("urgent", "")); err != nil {
+		t.Fatal(err)
+	}
+	waitForPriority(t, s.Gangs(), "urgent", -1)
 	if !pl.Less(queued(t, member("urgent-4", "urgent", 2000), t0), higher) {
 		t.Error("a PodGroup without priorityClassName kept its old gang priority")
 	}
 	// A member leaving lifts the cap it set: mixed without its member of 300 is at 1000.
-	pl.index.Remove(member("mixed-1", "mixed", 300))
+	if err := s.Env.Client.CoreV1().Pods("ns").Delete(t.Context(), "mixed-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForPriority(t, s.Gangs(), "mixed", 1000)
 	if !pl.Less(queued(t, member("mixed-3", "mixed", 2000), t0), service) {
 		t.Error("the cap of a member that left the gang still applies")
 	}
+}
+
+// waitForPriority waits until the gang Service orders gang ns/name at want (-1: by
+// its members' own priorities).
+func waitForPriority(t *testing.T, svc *gangs.Service, name string, want int32) {
+	t.Helper()
+	schedtest.WaitFor(t, fmt.Sprintf("gang ns/%s at priority %d", name, want), func() bool {
+		v, known := svc.Priority(gang.Key{Namespace: "ns", Name: name})
+		if !known {
+			return false
+		}
+		if want < 0 {
+			return v == nil
+		}
+		return v != nil && *v == want
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -32,7 +33,7 @@ func TestRoleQuorumCompletedOnce(t *testing.T) {
 	}
 	for name, tc := range orders {
 		t.Run(name, func(t *testing.T) {
-			x := gangs.NewService("kubenexus-scheduler", newTestPlugin().now)
+			x := gangs.NewService("kubenexus-scheduler", time.Now)
 			var completions []int
 			x.OnChange(func(c gangs.MemberChange) {
 				if gangs.CompletedBy(c.Pod, 3, roles, c.Ungated, c.Roles) {

@@ -7,9 +7,13 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
@@ -31,10 +35,18 @@ type Env struct {
 
 	ctx       context.Context
 	informers informers.SharedInformerFactory
+	snapshot  *internalcache.Snapshot
 
 	mu        sync.Mutex
 	activated []string
-	nominated map[string][]fwk.PodInfo
+	// nominated are the pods nominated to a node, by UID, as kube-scheduler's
+	// nominator holds them: one node per pod.
+	nominated map[types.UID]nomination
+}
+
+type nomination struct {
+	node string
+	pod  fwk.PodInfo
 }
 
 // New returns a handle whose clientset and informers hold objs, and whose snapshot
@@ -61,12 +73,12 @@ func New(t testing.TB, objs ...runtime.Object) *Env {
 			}
 		}
 	}
-	e := &Env{Client: cs, ctx: ctx, informers: f}
+	e := &Env{Client: cs, ctx: ctx, informers: f, snapshot: internalcache.NewSnapshot(pods, nodes)}
 	h, err := frameworkruntime.NewFramework(ctx, frameworkruntime.Registry{}, &config.KubeSchedulerProfile{SchedulerName: SchedulerName},
 		frameworkruntime.WithClientSet(cs),
 		frameworkruntime.WithKubeConfig(&rest.Config{}),
 		frameworkruntime.WithInformerFactory(f),
-		frameworkruntime.WithSnapshotSharedLister(internalcache.NewSnapshot(pods, nodes)),
+		frameworkruntime.WithSnapshotSharedLister(e.snapshot),
 		frameworkruntime.WithPodActivator(activator{e}),
 		frameworkruntime.WithPodNominator(nominator{e}),
 	)
@@ -102,31 +114,105 @@ func (a activator) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
 	}
 }
 
-// Nominate nominates pod to node, as preemption does: the handle's
-// NominatedPodsForNode lists it.
-func (e *Env) Nominate(pod *corev1.Pod, node string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.nominated == nil {
-		e.nominated = map[string][]fwk.PodInfo{}
+// SyncSnapshot brings the snapshot up to the clientset, as the scheduler's cache
+// does between cycles: it then holds the nodes the clientset has and the pods bound
+// to them. Until it is called the snapshot stays as it was (the scheduler's cache
+// lags behind the informers).
+func (e *Env) SyncSnapshot(t testing.TB) {
+	t.Helper()
+	nodes, err := e.Client.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
+	pods, err := e.Client.CoreV1().Pods(metav1.NamespaceAll).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns []*corev1.Node
+	for i := range nodes.Items {
+		ns = append(ns, &nodes.Items[i])
+	}
+	var ps []*corev1.Pod
+	for i := range pods.Items {
+		if pods.Items[i].Spec.NodeName != "" {
+			ps = append(ps, &pods.Items[i])
+		}
+	}
+	*e.snapshot = *internalcache.NewSnapshot(ps, ns)
+}
+
+// WaitFor polls cond until it holds, failing the test after a generous timeout:
+// for what the informers deliver to the plugins' handlers after Start or after a
+// change made through Client.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// Nominate nominates pod to node, as preemption does (replacing any nomination of
+// the pod): the handle's NominatedPodsForNode lists it.
+func (e *Env) Nominate(pod *corev1.Pod, node string) {
 	pi, err := framework.NewPodInfo(pod)
 	if err != nil {
 		panic(err)
 	}
-	e.nominated[node] = append(e.nominated[node], pi)
+	e.nominate(pi, node)
 }
 
-// nominator serves the nominations made with Env.Nominate; the plugins under test
-// only read them.
+func (e *Env) nominate(pi fwk.PodInfo, node string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.nominated == nil {
+		e.nominated = map[types.UID]nomination{}
+	}
+	uid := pi.GetPod().UID
+	if node == "" {
+		delete(e.nominated, uid)
+		return
+	}
+	e.nominated[uid] = nomination{node: node, pod: pi}
+}
+
+// nominator holds the nominations made with Env.Nominate and by the plugins
+// (AddNominatedPod), as kube-scheduler's does: a nomination to "" clears the pod's.
 type nominator struct{ e *Env }
 
-func (nominator) AddNominatedPod(klog.Logger, fwk.PodInfo, *fwk.NominatingInfo) {}
-func (nominator) DeleteNominatedPodIfExists(*corev1.Pod)                        {}
-func (nominator) UpdateNominatedPod(klog.Logger, *corev1.Pod, fwk.PodInfo)      {}
+func (n nominator) AddNominatedPod(_ klog.Logger, pi fwk.PodInfo, ni *fwk.NominatingInfo) {
+	node := ""
+	if ni != nil {
+		node = ni.NominatedNodeName
+	}
+	n.e.nominate(pi, node)
+}
+
+func (n nominator) DeleteNominatedPodIfExists(pod *corev1.Pod) {
+	n.e.mu.Lock()
+	defer n.e.mu.Unlock()
+	delete(n.e.nominated, pod.UID)
+}
+
+func (n nominator) UpdateNominatedPod(_ klog.Logger, old *corev1.Pod, pi fwk.PodInfo) {
+	n.e.mu.Lock()
+	defer n.e.mu.Unlock()
+	if nom, ok := n.e.nominated[old.UID]; ok {
+		delete(n.e.nominated, old.UID)
+		n.e.nominated[pi.GetPod().UID] = nomination{node: nom.node, pod: pi}
+	}
+}
 
 func (n nominator) NominatedPodsForNode(node string) []fwk.PodInfo {
 	n.e.mu.Lock()
 	defer n.e.mu.Unlock()
-	return append([]fwk.PodInfo(nil), n.e.nominated[node]...)
+	var out []fwk.PodInfo
+	for _, nom := range n.e.nominated {
+		if nom.node == node {
+			out = append(out, nom.pod)
+		}
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
@@ -23,9 +24,11 @@ import (
 // Services are what a profile's plugins share, built once per Services.
 type Services struct {
 	Env *schedtest.Env
-	// CRDs serves the KubeNexus objects given; Cache is its cache.
-	CRDs  *crdcache.Provider
-	Cache *crdcache.Cache
+	// CRDs serves the KubeNexus objects given; Cache is its cache, Objects what it
+	// serves (a test changes them through Objects.Update).
+	CRDs    *crdcache.Provider
+	Cache   *crdcache.Cache
+	Objects *crdcachetest.Objects
 
 	Tenants      *tenant.Provider
 	Accelerators *accelerators.Rules
@@ -40,12 +43,26 @@ type Services struct {
 // New builds the services over env, with a KubeNexus cache serving crds.
 func New(t testing.TB, env *schedtest.Env, crds ...client.Object) *Services {
 	t.Helper()
-	p := crdcachetest.Provider(crds...)
+	p, objects := crdcachetest.New(crds...)
 	c, err := p.Get(context.Background(), env.Handle.KubeConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Services{Env: env, CRDs: p, Cache: c, Tenants: &tenant.Provider{}, Accelerators: &accelerators.Rules{}, t: t}
+	return &Services{Env: env, CRDs: p, Cache: c, Objects: objects, Tenants: &tenant.Provider{}, Accelerators: &accelerators.Rules{}, t: t}
+}
+
+// WaitForMembers waits until the gang Service has filed each pod under its gang,
+// as its pod informer handler does for the pods created through the handle's
+// clientset (call after Env.Start).
+func (s *Services) WaitForMembers(pods ...*corev1.Pod) {
+	s.t.Helper()
+	svc := s.Gangs()
+	for _, p := range pods {
+		schedtest.WaitFor(s.t, "the gang Service to file "+p.Namespace+"/"+p.Name, func() bool {
+			_, ok := svc.GangOf(p.UID)
+			return ok
+		})
+	}
 }
 
 // Gangs is the profile's gang Service, fed by the handle's pod informer.
