@@ -82,7 +82,50 @@ type PodGroupSpec struct {
 	// accumulates until the gang fits or ttlSeconds pass.
 	// +optional
 	ReserveCapacity *CapacityReservationPolicy `json:"reserveCapacity,omitempty"`
+
+	// recovery is what KubeNexus does when the running gang loses members — their
+	// node goes NotReady or is deleted, a device they use is tainted NoExecute, they
+	// are evicted, preempted or fail — so that it falls below minMember. Unset means
+	// policy Repair with timeoutSeconds 300.
+	// +optional
+	Recovery *GangRecovery `json:"recovery,omitempty"`
 }
+
+// GangRecovery is how a running gang that lost members is made whole again.
+type GangRecovery struct {
+	// policy is Repair (the manager holds the room the lost members held, in the
+	// network domain the gang runs in, for their replacements, which the
+	// workload's controller creates; the gang is restarted whole if it is not whole
+	// again within timeoutSeconds), RestartGang (every member is deleted at once so
+	// that the workload's controller starts the gang anew, placed whole), or None
+	// (the loss is only reported).
+	// +kubebuilder:validation:Enum=Repair;RestartGang;None
+	// +kubebuilder:default=Repair
+	// +optional
+	Policy RecoveryPolicy `json:"policy,omitempty"`
+
+	// timeoutSeconds bounds each step: how long a Repair waits for the
+	// replacements before the gang is restarted whole, and how long a restarted
+	// gang may take to be whole again before the manager gives up (condition
+	// Repairing=False, reason GaveUp; the room is no longer held).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	// +kubebuilder:default=300
+	// +optional
+	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+}
+
+// RecoveryPolicy is what happens to a running gang that lost members.
+type RecoveryPolicy string
+
+const (
+	RecoveryRepair      RecoveryPolicy = "Repair"
+	RecoveryRestartGang RecoveryPolicy = "RestartGang"
+	RecoveryNone        RecoveryPolicy = "None"
+)
+
+// DefaultRecoveryTimeoutSeconds is spec.recovery.timeoutSeconds when unset.
+const DefaultRecoveryTimeoutSeconds = 300
 
 // CapacityReservationPolicy bounds the capacity a waiting gang holds.
 type CapacityReservationPolicy struct {
@@ -177,6 +220,24 @@ const (
 	// ReasonTopologyUnsatisfiable: the gang's required network topology fits no
 	// domain of its level; the message names the level, the need and the best domain.
 	ReasonTopologyUnsatisfiable = "TopologyUnsatisfiable"
+
+	// PodGroupConditionRepairing is True while a running gang that lost members is
+	// being made whole again (its reason is the cause of the loss), and False with
+	// the outcome (Repaired, Restarted, GaveUp) once that ends.
+	PodGroupConditionRepairing = "Repairing"
+
+	// Causes of a loss (the Repairing condition's reason while True).
+	RepairCauseNodeLost      = "NodeLost"
+	RepairCauseDeviceTainted = "DeviceTainted"
+	RepairCauseEvicted       = "Evicted"
+	RepairCausePreempted     = "Preempted"
+	RepairCauseMemberFailed  = "MemberFailed"
+	RepairCauseMemberDeleted = "MemberDeleted"
+
+	// Outcomes of a repair (the Repairing condition's reason once False).
+	RepairOutcomeRepaired  = "Repaired"
+	RepairOutcomeRestarted = "Restarted"
+	RepairOutcomeGaveUp    = "GaveUp"
 )
 
 // PodGroupStatus is the observed state of a gang, computed from its member pods.
@@ -211,8 +272,13 @@ type PodGroupStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// repair is the recovery of the running gang from lost members, while it lasts
+	// (spec.recovery); the Repairing condition tells how the last one ended.
+	// +optional
+	Repair *GangRepairStatus `json:"repair,omitempty"`
+
 	// conditions say why the gang is where it is (WaitingForMembers 3/8,
-	// InsufficientCapacity, Timeout).
+	// InsufficientCapacity, Timeout), and Repairing while lost members are replaced.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -256,4 +322,46 @@ type PodGroupList struct {
 
 func init() {
 	SchemeBuilder.Register(&PodGroup{}, &PodGroupList{})
+}
+
+// GangRepairStatus is a running gang's recovery from lost members.
+type GangRepairStatus struct {
+	// startTime is when the manager saw the gang lose members.
+	// +required
+	StartTime metav1.Time `json:"startTime"`
+
+	// cause is why the first lost member was lost: NodeLost, DeviceTainted,
+	// Evicted, Preempted, MemberFailed or MemberDeleted.
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	Cause string `json:"cause"`
+
+	// lostMembers is how many members the gang lacked for minMember when the
+	// repair started.
+	// +kubebuilder:validation:Minimum=1
+	// +required
+	LostMembers int32 `json:"lostMembers"`
+
+	// nodes are the nodes the lost members ran on (at most 16 are listed).
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	Nodes []string `json:"nodes,omitempty"`
+
+	// domain is the network domain the room for the replacements is held in, as
+	// <node label>=<value> (the smallest topology level whose domain holds every
+	// remaining member, up to the gang's required level); empty: any node.
+	// +kubebuilder:validation:MaxLength=317
+	// +optional
+	Domain string `json:"domain,omitempty"`
+
+	// reservation is the ResourceReservation holding that room ("": none).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Reservation string `json:"reservation,omitempty"`
+
+	// restartTime is when the manager deleted every member to restart the gang
+	// whole (policy RestartGang, or a Repair past its timeout).
+	// +optional
+	RestartTime *metav1.Time `json:"restartTime,omitempty"`
 }

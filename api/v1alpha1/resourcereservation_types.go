@@ -9,6 +9,8 @@ import (
 // take it, and the owner's pods consume it.
 //
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.nodeName) || (has(self.nodeName) && self.nodeName == oldSelf.nodeName)",message="spec.nodeName is immutable once set"
+// +kubebuilder:validation:XValidation:rule="!has(self.nodeSelector) || !has(self.nodeName)",message="spec.nodeSelector: only for reservations without spec.nodeName"
+// +kubebuilder:validation:XValidation:rule="has(self.nodeSelector) == has(oldSelf.nodeSelector) && (!has(self.nodeSelector) || self.nodeSelector == oldSelf.nodeSelector)",message="spec.nodeSelector is immutable"
 type ResourceReservationSpec struct {
 	// owner is the PodGroup or the pod (for example a Spark driver) in the same
 	// namespace whose pods may use the reserved capacity. The reservation is released
@@ -22,6 +24,15 @@ type ResourceReservationSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	NodeName string `json:"nodeName,omitempty"`
+
+	// nodeSelector keeps a reservation without nodeName to the nodes with these
+	// labels: the scheduler places it, or accumulates its room, only there (a
+	// repairing gang's room is held in its rack this way). Not allowed with nodeName.
+	// Immutable.
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && size(self[k]) <= 63)",message="spec.nodeSelector: label keys are at most 317 characters (prefix/name), values at most 63"
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
 	// resources is the capacity of one slot, for example {cpu: 4, memory: 16Gi,
 	// nvidia.com/gpu: 1}. Every quantity must be greater than zero.

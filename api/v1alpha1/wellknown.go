@@ -235,6 +235,11 @@ const (
 	// its PodGroup's missing members wherever it frees, rather than on one node (see
 	// PodGroupSpec.ReserveCapacity). The scheduler creates them.
 	LabelReservationAccumulate = "scheduling.kubenexus.io/accumulate"
+	// LabelReservationRepair ("true"), beside LabelReservationAccumulate, marks the
+	// reservation the manager creates to hold a repairing gang's room for its
+	// replacements (PodGroupSpec.Recovery), in the gang's domain
+	// (spec.nodeSelector); the manager deletes it when the repair ends.
+	LabelReservationRepair = "scheduling.kubenexus.io/repair"
 )
 
 // Keys of other projects KubeNexus reads.
@@ -259,6 +264,21 @@ const (
 	// EventReasonPlacementRetry (Warning, on the Kueue Workload): the
 	// placement-feasibility check said Retry; the note is the check's message.
 	EventReasonPlacementRetry = "PlacementRetry"
+	// EventReasonGangMembersLost (Warning, on the PodGroup): the running gang lost
+	// members; the note says which cause, where, and what the manager does.
+	EventReasonGangMembersLost = "GangMembersLost"
+	// EventReasonGangRestarted (Warning, on the PodGroup): every member was deleted
+	// so that the workload's controller restarts the gang whole.
+	EventReasonGangRestarted = "GangRestarted"
+	// EventReasonGangRepaired (Normal, on the PodGroup): the gang is whole again.
+	EventReasonGangRepaired = "GangRepaired"
+	// EventReasonGangRepairGaveUp (Warning, on the PodGroup): not whole again within
+	// the recovery's bounds; nothing is held for it any more.
+	EventReasonGangRepairGaveUp = "GangRepairGaveUp"
+	// EventReasonRepairHoldRefused (Warning, on the PodGroup): the reservation
+	// holding a repairing gang's room could not be created (the note has the API
+	// server's answer: a quota, the KubeNexusConfig's bounds).
+	EventReasonRepairHoldRefused = "RepairHoldRefused"
 )
 
 // MaxEventNote is the longest note events.k8s.io/v1 accepts, in bytes.

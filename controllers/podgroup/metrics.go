@@ -24,9 +24,36 @@ type waitingCollector struct{ reader client.Reader }
 
 var registerWaiting sync.Once
 
-// serveWaiting registers the collector with the manager's metrics registry (once).
+// serveWaiting registers the collector and the repair metrics with the manager's
+// metrics registry (once).
 func serveWaiting(reader client.Reader) {
-	registerWaiting.Do(func() { ctrlmetrics.Registry.MustRegister(&waitingCollector{reader: reader}) })
+	registerWaiting.Do(func() {
+		ctrlmetrics.Registry.MustRegister(&waitingCollector{reader: reader}, repairsTotal, repairSeconds)
+	})
+}
+
+var (
+	repairsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kubenexus_gang_repairs_total",
+		Help: "Repairs of running gangs that lost members, by outcome: repaired (whole again in place), restarted (whole again after every member was deleted), gave_up.",
+	}, []string{"outcome"})
+	repairSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kubenexus_gang_repair_duration_seconds",
+		Help:    "Time from a running gang's loss of members to its being whole again (repaired, restarted) or given up, by outcome.",
+		Buckets: []float64{1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600},
+	}, []string{"outcome"})
+)
+
+// metricOutcome is a repair outcome as the metrics' label names it.
+func metricOutcome(outcome string) string {
+	switch outcome {
+	case v1alpha1.RepairOutcomeRepaired:
+		return "repaired"
+	case v1alpha1.RepairOutcomeRestarted:
+		return "restarted"
+	default:
+		return "gave_up"
+	}
 }
 
 func (c *waitingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- waitingDesc }

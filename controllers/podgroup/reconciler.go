@@ -155,16 +155,79 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 
-	status := ComputeStatus(pg, pods.Items, metav1.NewTime(r.Now()))
-	if equality.Semantic.DeepEqual(status, pg.Status) {
-		return ctrl.Result{}, nil
+	now := r.Now()
+	status := ComputeStatus(pg, pods.Items, metav1.NewTime(now))
+	domain := ""
+	if pg.Status.Repair == nil && (pg.Status.Phase == v1alpha1.PodGroupRunning || pg.Status.Phase == v1alpha1.PodGroupScheduled) {
+		domain = r.repairDomain(ctx, pg, pods.Items)
 	}
-	patch := client.MergeFrom(pg.DeepCopy())
-	pg.Status = status
-	if err := r.Client.Status().Patch(ctx, pg, patch); err != nil {
-		return ctrl.Result{}, fmt.Errorf("updating PodGroup status: %w", err)
+	d := decideRepair(pg, pods.Items, now, domain)
+	prevRepair := pg.Status.Repair
+	status.Repair = d.repair
+	if d.cond != nil {
+		meta.SetStatusCondition(&status.Conditions, *d.cond)
 	}
-	return ctrl.Result{}, nil
+	if !equality.Semantic.DeepEqual(status, pg.Status) {
+		patch := client.MergeFrom(pg.DeepCopy())
+		pg.Status = status
+		if err := r.Client.Status().Patch(ctx, pg, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("updating PodGroup status: %w", err)
+		}
+	}
+	// The repair's actions follow the status that records them: a restart is
+	// recorded (status.repair.restartTime) before any member is deleted, so that a
+	// reconcile after a failed write never deletes the members of the new
+	// generation.
+	requeue, err := r.actOnRepair(ctx, pg, pods.Items, prevRepair, d, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// actOnRepair carries out a repair decision once its status is written: the
+// reservation held or dropped, the old generation deleted, events and metrics.
+func (r *Reconciler) actOnRepair(ctx context.Context, pg *v1alpha1.PodGroup, members []corev1.Pod, prev *v1alpha1.GangRepairStatus, d repairDecision, now time.Time) (time.Duration, error) {
+	requeue := d.requeue
+	if d.started && d.cond != nil {
+		r.event(pg, corev1.EventTypeWarning, v1alpha1.EventReasonGangMembersLost, "Repair", d.cond.Message)
+	}
+	if d.dropHold && prev != nil && prev.Reservation != "" {
+		if err := r.dropHold(ctx, pg, prev.Reservation); err != nil {
+			return 0, fmt.Errorf("deleting ResourceReservation %s: %w", prev.Reservation, err)
+		}
+	}
+	if d.hold && d.repair != nil {
+		_, timeout := recoveryOf(pg)
+		if want := holdFor(pg, d.repair, members, now, timeout); want != nil {
+			again, err := r.ensureHold(ctx, pg, want)
+			if err != nil {
+				return 0, err
+			}
+			if again > 0 && (requeue == 0 || again < requeue) {
+				requeue = again
+			}
+		}
+	}
+	if d.restart && d.repair != nil && d.repair.RestartTime != nil {
+		n, err := r.restartMembers(ctx, members, d.repair.RestartTime.Time)
+		if err != nil {
+			return 0, err
+		}
+		if n > 0 && (prev == nil || prev.RestartTime == nil) {
+			r.event(pg, corev1.EventTypeWarning, v1alpha1.EventReasonGangRestarted, "Restart", fmt.Sprintf("Deleted %d member(s) so that the workload's controller restarts the gang whole.", n))
+		}
+	}
+	if d.ended != "" {
+		repairsTotal.WithLabelValues(metricOutcome(d.ended)).Inc()
+		repairSeconds.WithLabelValues(metricOutcome(d.ended)).Observe(d.took.Seconds())
+		kind, reason := corev1.EventTypeNormal, v1alpha1.EventReasonGangRepaired
+		if d.ended == v1alpha1.RepairOutcomeGaveUp {
+			kind, reason = corev1.EventTypeWarning, v1alpha1.EventReasonGangRepairGaveUp
+		}
+		r.event(pg, kind, reason, "Repair", d.cond.Message)
+	}
+	return requeue, nil
 }
 
 // AutoPodGroup is the PodGroup to create for a gang defined only by pod labels

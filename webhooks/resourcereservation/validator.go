@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -86,7 +87,7 @@ func ValidateLimits(rr *v1alpha1.ResourceReservation, limits v1alpha1.Reservatio
 		errs = append(errs, field.Invalid(field.NewPath("spec", "ttlSeconds"), rr.Spec.TTLSeconds,
 			fmt.Sprintf("must be at most %d (%s; KubeNexusConfig spec.reservations.maxTTLSeconds)", maxTTL, time.Duration(maxTTL)*time.Second)))
 	}
-	return errs
+	return append(errs, metav1validation.ValidateLabels(rr.Spec.NodeSelector, field.NewPath("spec", "nodeSelector"))...)
 }
 
 // limits reads the KubeNexusConfig's bounds (the defaults without one).

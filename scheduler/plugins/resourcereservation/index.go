@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
@@ -45,6 +46,9 @@ type reservation struct {
 	// accumulate: the reservation holds free room for its PodGroup's missing members
 	// on any node, as it frees (LabelReservationAccumulate), rather than on one node.
 	accumulate bool
+	// selector keeps an unpinned reservation to the nodes with these labels
+	// (spec.nodeSelector; nil: any node).
+	selector labels.Selector
 	// refused says why the HardwareTier of its node keeps the namespace's tenant
 	// from holding capacity there ("": it does not): it then holds nothing.
 	refused string
@@ -69,6 +73,9 @@ func newReservation(rr *v1alpha1.ResourceReservation) *reservation {
 	}
 	if r.ownerUID == "" {
 		r.ownerUID = rr.Status.OwnerUID
+	}
+	if len(rr.Spec.NodeSelector) > 0 {
+		r.selector = labels.SelectorFromValidatedSet(rr.Spec.NodeSelector)
 	}
 	if c := meta.FindStatusCondition(rr.Status.Conditions, ConditionPlaced); c != nil {
 		r.placedReason = c.Reason
@@ -189,4 +196,11 @@ func podsConsuming(r *reservation, pods []*corev1.Pod) int {
 		}
 	}
 	return n
+}
+
+// selects reports whether the reservation may hold room on node: its
+// spec.nodeSelector matches the node's labels (a reservation without one may hold
+// room on any node).
+func (r *reservation) selects(node *corev1.Node) bool {
+	return r.selector == nil || r.selector.Matches(labels.Set(node.Labels))
 }

@@ -107,7 +107,7 @@ func (s *Shared) place(r *reservation, tiers *hardware.TierSet) (string, string)
 	var fits []candidate
 	eligible, tierRefused := 0, 0
 	for _, n := range nodes {
-		if rep != nil && !placement.Eligible(rep, n) || rep == nil && !placement.Eligible(&corev1.Pod{}, n) {
+		if !r.selects(n) || rep != nil && !placement.Eligible(rep, n) || rep == nil && !placement.Eligible(&corev1.Pod{}, n) {
 			continue
 		}
 		if s.gate.refuses(tiers, r.key.Namespace, n) != "" {

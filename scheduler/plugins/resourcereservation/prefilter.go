@@ -65,7 +65,7 @@ func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, m
 		missing := r.slots
 		var member *corev1.Pod
 		if pl.gangs != nil {
-			missing -= len(pl.gangs.PlacedNodes(key))
+			missing -= max(0, pl.gangs.PlacedLive(key)-pl.shared.base(r))
 			if ps := pl.gangs.Pending(key); len(ps) > 0 {
 				member = ps[0]
 			}
@@ -82,7 +82,7 @@ func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, m
 			if missing <= 0 {
 				break
 			}
-			if member != nil && !placement.Eligible(member, ni.Node()) || tiers != nil && pl.shared.gate.refusesTenant(tiers, tenant, ni.Node()) != "" {
+			if !r.selects(ni.Node()) || !mayHold(member, ni.Node()) || tiers != nil && pl.shared.gate.refusesTenant(tiers, tenant, ni.Node()) != "" {
 				continue
 			}
 			name := ni.Node().Name
@@ -118,6 +118,26 @@ func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, m
 		}
 	}
 	return held, names, lent
+}
+
+// mayHold reports whether room on node may be held for member: a node member may
+// run on (placement.Eligible); with no member pending yet (a repairing gang
+// whose replacements its controller has not created), a node that is schedulable
+// and has no NoSchedule or NoExecute taint — not the NotReady or unreachable
+// node the lost members ran on.
+func mayHold(member *corev1.Pod, node *corev1.Node) bool {
+	if member != nil {
+		return placement.Eligible(member, node)
+	}
+	if node.Spec.Unschedulable {
+		return false
+	}
+	for _, t := range node.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			return false
+		}
+	}
+	return true
 }
 
 // shadow is the earliest time an accumulating reservation's gang can start: when the

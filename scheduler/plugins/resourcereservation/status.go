@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kube-nexus/kubenexus/api/gang"
 	reservationapi "github.com/kube-nexus/kubenexus/api/reservation"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
@@ -122,7 +123,7 @@ func (s *Shared) sync(ctx context.Context, key types.NamespacedName) (time.Durat
 	status := rr.Status.DeepCopy()
 	if node != "" {
 		status.NodeName = node
-		status.ConsumedSlots = int32(s.consumedOn(r, node))
+		status.ConsumedSlots = int32(s.consumedOn(r, node, r.slots))
 		if status.Phase != v1alpha1.ReservationConsumed {
 			status.Phase = v1alpha1.ReservationReserved
 			if int(status.ConsumedSlots) >= r.slots {
@@ -154,7 +155,8 @@ func (s *Shared) sync(ctx context.Context, key types.NamespacedName) (time.Durat
 // syncAccumulating writes an accumulating reservation's status: the gang's members
 // bound anywhere are its consumed slots.
 func (s *Shared) syncAccumulating(ctx context.Context, rr *v1alpha1.ResourceReservation, r *reservation) error {
-	consumed := s.consumedOn(r, "")
+	base := s.base(r)
+	consumed := max(0, s.consumedOn(r, "", base+r.slots)-base)
 	status := rr.Status.DeepCopy()
 	status.ConsumedSlots = int32(consumed)
 	if status.Phase != v1alpha1.ReservationConsumed {
@@ -269,12 +271,12 @@ func statusEqual(a, b *v1alpha1.ResourceReservationStatus) bool {
 }
 
 // consumedOn counts the owner's pods bound or assumed on node ("": on any node),
-// at most the slots.
-func (s *Shared) consumedOn(r *reservation, node string) int {
+// at most upTo.
+func (s *Shared) consumedOn(r *reservation, node string, upTo int) int {
 	seen := map[types.UID]bool{}
 	n := 0
 	count := func(p *corev1.Pod) {
-		if n < r.slots && !seen[p.UID] && !workload.Finished(p) && r.consumedBy(p) {
+		if n < upTo && !seen[p.UID] && !workload.Finished(p) && r.consumedBy(p) {
 			seen[p.UID] = true
 			n++
 		}
@@ -296,4 +298,20 @@ func (s *Shared) consumedOn(r *reservation, node string) int {
 		}
 	}
 	return n
+}
+
+// base is how many members of its gang an accumulating reservation holds no room
+// for: its PodGroup's minMember less its slots. 0 for the reservation of a gang
+// waiting to start (slots: the members missing then, all of them); the number of
+// members still running for a repairing gang's, whose slots are the lost members'.
+// Its missing slots are slots less the members placed beyond base.
+func (s *Shared) base(r *reservation) int {
+	if !r.accumulate || s.cache == nil {
+		return 0
+	}
+	pg := s.cache.PodGroup(gang.Key{Namespace: r.key.Namespace, Name: r.ownerName})
+	if pg == nil {
+		return 0
+	}
+	return max(0, int(pg.Spec.MinMember)-r.slots)
 }

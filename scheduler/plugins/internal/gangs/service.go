@@ -306,6 +306,23 @@ func (s *Service) PlacedNodes(key gang.Key) []string {
 	return nil
 }
 
+// PlacedLive counts the gang's members placed (bound, assumed or allowed at
+// Permit) that are not terminating: a member being deleted is lost to its gang
+// already, though its room frees only when it is gone.
+func (s *Service) PlacedLive(key gang.Key) int {
+	whole, part := key.Whole()
+	inPart := InPart(part)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e := s.gangs[whole]
+	if e == nil {
+		return 0
+	}
+	return len(e.PlacedNodes(func(p *corev1.Pod) bool {
+		return p.DeletionTimestamp == nil && (inPart == nil || inPart(p))
+	}))
+}
+
 // Priority returns the gang's priority as the queue orders it (its PodGroup's
 // PriorityClass capped at its members' own priorities; nil: each member's own);
 // known is false when the gang has no member of this profile.

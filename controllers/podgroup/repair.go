@@ -1,0 +1,225 @@
+package podgroup
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	podv1 "k8s.io/kubernetes/pkg/api/v1/pod"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// maxListedNodes bounds status.repair.nodes.
+const maxListedNodes = 16
+
+// repairDecision is what one reconcile does about a running gang's lost members:
+// the status.repair and Repairing condition to write, and what to do after the
+// status is written.
+type repairDecision struct {
+	// repair is the new status.repair (nil: none).
+	repair *v1alpha1.GangRepairStatus
+	// cond is the Repairing condition to set (nil: leave it as it is).
+	cond *metav1.Condition
+	// hold: the room of the lost members is to be held (the reservation is created
+	// when it does not exist); dropHold: the reservation named by the previous
+	// status.repair is to be deleted.
+	hold     bool
+	dropHold bool
+	// restart: delete the members created before repair.restartTime.
+	restart bool
+	// ended is the outcome of a repair that ended in this reconcile ("": none), after
+	// took (from the loss).
+	ended string
+	took  time.Duration
+	// started: the loss was seen in this reconcile.
+	started bool
+	// requeue is when to look again without an event (0: no need).
+	requeue time.Duration
+}
+
+// recoveryOf returns the gang's recovery policy and its timeout, defaults applied.
+func recoveryOf(pg *v1alpha1.PodGroup) (v1alpha1.RecoveryPolicy, time.Duration) {
+	policy, timeout := v1alpha1.RecoveryRepair, int32(v1alpha1.DefaultRecoveryTimeoutSeconds)
+	if r := pg.Spec.Recovery; r != nil {
+		if r.Policy != "" {
+			policy = r.Policy
+		}
+		if r.TimeoutSeconds > 0 {
+			timeout = r.TimeoutSeconds
+		}
+	}
+	return policy, time.Duration(timeout) * time.Second
+}
+
+// tally splits a gang's members: live (bound, not terminating, not finished),
+// succeeded, and lost (bound and terminating or failed).
+func tally(members []corev1.Pod) (live, succeeded int, lost []*corev1.Pod) {
+	for i := range members {
+		p := &members[i]
+		switch {
+		case p.Status.Phase == corev1.PodSucceeded:
+			succeeded++
+		case p.Spec.NodeName == "":
+		case p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed:
+			lost = append(lost, p)
+		default:
+			live++
+		}
+	}
+	return live, succeeded, lost
+}
+
+// causeOf says why members were lost, from what Kubernetes wrote on them: the
+// DisruptionTarget condition's reason (the taint manager for a NotReady,
+// unreachable or tainted node, the pod garbage collector for a deleted node, the
+// device taint manager, the scheduler's preemption, the Eviction API or the
+// kubelet), else a failure, else a deletion. ok is false when none of the lost
+// members shows a disruption or a failure.
+func causeOf(lost []*corev1.Pod) (cause string, ok bool) {
+	failed := false
+	for _, p := range lost {
+		if _, c := podv1.GetPodCondition(&p.Status, corev1.DisruptionTarget); c != nil && c.Status == corev1.ConditionTrue {
+			switch c.Reason {
+			case "DeletionByTaintManager", "DeletionByPodGC":
+				return v1alpha1.RepairCauseNodeLost, true
+			case "DeletionByDeviceTaintManager":
+				return v1alpha1.RepairCauseDeviceTainted, true
+			case corev1.PodReasonPreemptionByScheduler:
+				return v1alpha1.RepairCausePreempted, true
+			default:
+				return v1alpha1.RepairCauseEvicted, true
+			}
+		}
+		if p.Status.Phase == corev1.PodFailed {
+			failed = true
+		}
+	}
+	if failed {
+		return v1alpha1.RepairCauseMemberFailed, true
+	}
+	return v1alpha1.RepairCauseMemberDeleted, false
+}
+
+// decideRepair decides, from the gang's previous status (pg.Status) and its
+// members now, whether a repair starts, goes on, restarts the gang or ends. A
+// repair starts when a gang that was Scheduled or Running has fewer live members
+// (with the succeeded ones) than minMember — not when every member goes at once
+// with no disruption or failure shown (the workload was deleted, or its
+// controller restarts it) — and ends when the gang is whole again. domain is the
+// domain the room is held in ("": any node).
+func decideRepair(pg *v1alpha1.PodGroup, members []corev1.Pod, now time.Time, domain string) repairDecision {
+	policy, timeout := recoveryOf(pg)
+	minMember := int(pg.Spec.MinMember)
+	live, succeeded, lost := tally(members)
+	whole := live+succeeded >= minMember
+	cur := pg.Status.Repair
+	if cur == nil {
+		wasPlaced := pg.Status.Phase == v1alpha1.PodGroupRunning || pg.Status.Phase == v1alpha1.PodGroupScheduled
+		if !wasPlaced || whole {
+			return repairDecision{}
+		}
+		cause, shown := causeOf(lost)
+		if !shown && live == 0 {
+			return repairDecision{}
+		}
+		return startRepair(pg, policy, timeout, cause, minMember-live-succeeded, lost, now, domain)
+	}
+	if whole {
+		outcome := v1alpha1.RepairOutcomeRepaired
+		if cur.RestartTime != nil {
+			outcome = v1alpha1.RepairOutcomeRestarted
+		}
+		took := now.Sub(cur.StartTime.Time)
+		return repairDecision{ended: outcome, took: took, dropHold: cur.Reservation != "",
+			cond: repairingCond(pg, metav1.ConditionFalse, outcome, fmt.Sprintf("The gang is whole again %s after it lost %d member(s) (%s).",
+				took.Round(time.Second), cur.LostMembers, cur.Cause))}
+	}
+	next := *cur
+	switch {
+	case cur.RestartTime == nil && policy != v1alpha1.RecoveryNone && !now.Before(cur.StartTime.Add(timeout)):
+		next.RestartTime = &metav1.Time{Time: now}
+		next.Reservation = ""
+		return repairDecision{repair: &next, restart: true, dropHold: cur.Reservation != "", requeue: timeout,
+			cond: repairingCond(pg, metav1.ConditionTrue, cur.Cause, fmt.Sprintf("Not whole again %s after it lost %d member(s) (%s): every member was deleted so that the workload's controller restarts the gang, to be placed whole (spec.recovery.timeoutSeconds %d).",
+				timeout, cur.LostMembers, cur.Cause, int(timeout/time.Second)))}
+	case cur.RestartTime != nil && !now.Before(cur.RestartTime.Add(timeout)),
+		cur.RestartTime == nil && policy == v1alpha1.RecoveryNone && !now.Before(cur.StartTime.Add(timeout)):
+		restarted := ""
+		if cur.RestartTime != nil {
+			restarted = " and was restarted"
+		}
+		return repairDecision{ended: v1alpha1.RepairOutcomeGaveUp, took: now.Sub(cur.StartTime.Time), dropHold: cur.Reservation != "",
+			cond: repairingCond(pg, metav1.ConditionFalse, v1alpha1.RepairOutcomeGaveUp, fmt.Sprintf("Not whole again %s after it lost %d member(s) (%s)%s; nothing is held for it any more.",
+				now.Sub(cur.StartTime.Time).Round(time.Second), cur.LostMembers, cur.Cause, restarted))}
+	case cur.RestartTime != nil:
+		// Members of the old generation that are still there are deleted again.
+		return repairDecision{repair: cur, restart: true, requeue: cur.RestartTime.Add(timeout).Sub(now)}
+	default:
+		return repairDecision{repair: cur, hold: cur.Reservation != "", requeue: cur.StartTime.Add(timeout).Sub(now)}
+	}
+}
+
+// startRepair is the decision of the reconcile that sees the loss.
+func startRepair(pg *v1alpha1.PodGroup, policy v1alpha1.RecoveryPolicy, timeout time.Duration, cause string, missing int, lost []*corev1.Pod, now time.Time, domain string) repairDecision {
+	rs := &v1alpha1.GangRepairStatus{StartTime: metav1.Time{Time: now}, Cause: cause, LostMembers: int32(missing), Domain: domain}
+	for _, p := range lost {
+		if len(rs.Nodes) < maxListedNodes && !slices.Contains(rs.Nodes, p.Spec.NodeName) {
+			rs.Nodes = append(rs.Nodes, p.Spec.NodeName)
+		}
+	}
+	sort.Strings(rs.Nodes)
+	where := ""
+	if len(rs.Nodes) > 0 {
+		where = " on " + strings.Join(rs.Nodes, ", ")
+	}
+	d := repairDecision{repair: rs, started: true, requeue: timeout}
+	lostMsg := fmt.Sprintf("Lost %d member(s) of the %d it needs (%s%s)", missing, pg.Spec.MinMember, cause, where)
+	switch policy {
+	case v1alpha1.RecoveryRestartGang:
+		rs.RestartTime = &metav1.Time{Time: now}
+		d.restart = true
+		d.cond = repairingCond(pg, metav1.ConditionTrue, cause, lostMsg+": every member was deleted so that the workload's controller restarts the gang, to be placed whole (spec.recovery.policy RestartGang).")
+	case v1alpha1.RecoveryNone:
+		d.cond = repairingCond(pg, metav1.ConditionTrue, cause, lostMsg+"; nothing is held or restarted (spec.recovery.policy None).")
+	default: // Repair
+		if cause != v1alpha1.RepairCausePreempted {
+			return holdRoom(pg, d, lostMsg, timeout)
+		}
+		// The room went to a pod of higher priority: holding it back would undo the
+		// preemption. The replacements wait for room as any pod does.
+		d.cond = repairingCond(pg, metav1.ConditionTrue, cause, fmt.Sprintf("%s: their room went to the preemptor and is not held; the gang is restarted whole if it is not whole again within %s.", lostMsg, timeout))
+	}
+	return d
+}
+
+// holdRoom completes the decision of a Repair that holds the lost members' room.
+func holdRoom(pg *v1alpha1.PodGroup, d repairDecision, lostMsg string, timeout time.Duration) repairDecision {
+	rs := d.repair
+	rs.Reservation = repairName(pg.Name)
+	d.hold = true
+	in := "on any node"
+	if rs.Domain != "" {
+		in = "in " + rs.Domain
+	}
+	d.cond = repairingCond(pg, metav1.ConditionTrue, rs.Cause, fmt.Sprintf("%s: their room is held %s for the replacements (ResourceReservation %s) for %s; then the gang is restarted whole.",
+		lostMsg, in, rs.Reservation, timeout))
+	return d
+}
+
+func repairingCond(pg *v1alpha1.PodGroup, status metav1.ConditionStatus, reason, msg string) *metav1.Condition {
+	return &metav1.Condition{Type: v1alpha1.PodGroupConditionRepairing, Status: status, Reason: reason, Message: msg, ObservedGeneration: pg.Generation}
+}
+
+// repairName is "<podgroup>-repair", shortened to stay a valid name.
+func repairName(pg string) string {
+	const suffix = "-repair"
+	if len(pg)+len(suffix) > 253 {
+		pg = strings.TrimRight(pg[:253-len(suffix)], "-.")
+	}
+	return pg + suffix
+}
