@@ -6,30 +6,16 @@ import (
 	"maps"
 	"slices"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
-	"k8s.io/utils/ptr"
 
-	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/plugintest"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/schedtest"
 )
-
-// waitHandle is the part of the framework handle waiting reads: the pod informer
-// and the cycle's snapshot.
-type waitHandle struct {
-	fwk.Handle
-	informers informers.SharedInformerFactory
-	snapshot  fwk.SharedLister
-}
-
-func (h waitHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.informers }
-func (h waitHandle) SnapshotSharedLister() fwk.SharedLister                 { return h.snapshot }
 
 // TestWaitingUntilTheSnapshotLetsTheVictimsGo: the informer drops an evicted pod
 // before the scheduler's cache does. In that window the victim's room is not free
@@ -42,33 +28,27 @@ func TestWaitingUntilTheSnapshotLetsTheVictimsGo(t *testing.T) {
 	member := testutil.MakePod("high-0", "ns").UID("high-0").Req("cpu", "2").Obj()
 
 	for _, tc := range []struct {
-		name               string
-		informer, snapshot []*corev1.Pod
-		wantMsg, wantNode  string
+		name string
+		// deleted: the victim is deleted (the informer drops it); caughtUp: the
+		// scheduler's cache has caught up (the snapshot drops it too).
+		deleted, caughtUp bool
+		wantMsg, wantNode string
 	}{
-		{"the victim still runs", []*corev1.Pod{victim, neighbour, member}, []*corev1.Pod{victim, neighbour},
+		{"the victim still runs", false, false,
 			"waiting for 1 preempted pod(s) to terminate", "n1"},
-		{"deleted, the snapshot not caught up", []*corev1.Pod{neighbour, member}, []*corev1.Pod{victim, neighbour},
+		{"deleted, the snapshot not caught up", true, false,
 			"waiting for 1 preempted pod(s) to terminate", "n1"},
-		{"gone from both: the member takes the room", []*corev1.Pod{neighbour, member}, []*corev1.Pod{neighbour},
+		{"gone from both: the member takes the room", true, true,
 			"waiting for 1 member(s) to take the room preemption made", "n1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			inf := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-			store := inf.Core().V1().Pods().Informer().GetStore()
-			for _, p := range tc.informer {
-				if err := store.Add(p); err != nil {
-					t.Fatal(err)
-				}
+			pl, s := newPlugin(t, "", []runtime.Object{node, victim, neighbour, member})
+			preempted(t, pl, "gang ns/high", []*corev1.Pod{member}, []string{"n1"}, []*corev1.Pod{victim})
+			if tc.deleted {
+				deleted(t, s, victim)
 			}
-			pl := &Plugin{
-				handle:   waitHandle{informers: inf, snapshot: schedcache.NewSnapshot(tc.snapshot, []*corev1.Node{node})},
-				inflight: map[string]*preemption{},
-			}
-			pl.inflight["gang ns/high"] = &preemption{
-				victims: []*corev1.Pod{victim},
-				claims:  []claim{{pod: member, node: "n1", req: map[corev1.ResourceName]int64{corev1.ResourceCPU: 2000}}},
-				until:   time.Now().Add(time.Minute),
+			if tc.caughtUp {
+				s.Env.SyncSnapshot(t)
 			}
 			msg, node, dropped := pl.waiting("gang ns/high", member)
 			if msg != tc.wantMsg || node != tc.wantNode || dropped != nil {
@@ -78,42 +58,47 @@ func TestWaitingUntilTheSnapshotLetsTheVictimsGo(t *testing.T) {
 	}
 }
 
-// nominations records what the plugin tells the scheduler's nominator.
-type nominations struct {
-	waitHandle
-	got map[string]string // pod name -> node ("": cleared)
-}
-
-func (h *nominations) AddNominatedPod(_ klog.Logger, pi fwk.PodInfo, ni *fwk.NominatingInfo) {
-	h.got[pi.GetPod().Name] = ni.NominatedNodeName
+// nominated lists the pods the scheduler's nominator holds on nodes, by name.
+func nominated(s *plugintest.Services, nodes ...string) map[string]string {
+	out := map[string]string{}
+	for _, n := range nodes {
+		for _, pi := range s.Env.Handle.NominatedPodsForNode(n) {
+			out[pi.GetPod().Name] = n
+		}
+	}
+	return out
 }
 
 // Every member the room was made for is nominated to its node at once (the pod
 // whose PostFilter chose, by its result): other gangs' members must not take that
 // room. A preemption given up clears the nominations of its unbound members.
 func TestCommitNominatesEveryMemberAndForgettingClears(t *testing.T) {
-	nodes := []*corev1.Node{testutil.MakeNode("n0").Capacity("cpu", "4").Obj(), testutil.MakeNode("n1").Capacity("cpu", "4").Obj(), testutil.MakeNode("n2").Capacity("cpu", "4").Obj()}
+	kube := []runtime.Object{testutil.MakeNode("n0").Capacity("cpu", "4").Obj(), testutil.MakeNode("n1").Capacity("cpu", "4").Obj(), testutil.MakeNode("n2").Capacity("cpu", "4").Obj()}
 	var members []*corev1.Pod
 	for i := range 3 {
 		members = append(members, testutil.MakePod(fmt.Sprintf("high-%d", i), "ns").UID(fmt.Sprintf("high-%d", i)).Req("cpu", "4").Obj())
+		kube = append(kube, members[i])
 	}
-	victim := testutil.MakePod("low-0", "ns").UID("low-0").Node("n0").Req("cpu", "4").Obj()
-	s := cluster(3, nil, members)
-	for i, n := range nodes {
-		s.nodes[i].obj = n
+	victim := testutil.MakePod("low-0", "ns").UID("low-0").Node("n0").Req("cpu", "4").Obj() // gone already
+	// The shortest grace there is: the test waits for it to pass.
+	pl, s := newPlugin(t, `{"victimGraceSeconds": 1}`, kube)
+	preempted(t, pl, "gang ns/high", members, []string{"n0", "n1", "n2"}, []*corev1.Pod{victim})
+	if got, want := nominated(s, "n0", "n1", "n2"), map[string]string{"high-1": "n1", "high-2": "n2"}; !maps.Equal(got, want) {
+		t.Fatalf("nominations %v, want %v (high-0 is nominated by its PostFilter result)", got, want)
 	}
-	h := &nominations{waitHandle: waitHandle{informers: informers.NewSharedInformerFactory(fake.NewClientset(), 0), snapshot: schedcache.NewSnapshot(nil, nodes)}, got: map[string]string{}}
-	pl := &Plugin{handle: h, inflight: map[string]*preemption{}, args: &config.GangPreemptionArgs{VictimGraceSeconds: ptr.To[int32](120)}}
-	pl.commit("gang ns/high", members[0], s, []int{0, 1, 2}, []*corev1.Pod{victim})
-	if want := map[string]string{"high-1": "n1", "high-2": "n2"}; !maps.Equal(h.got, want) {
-		t.Fatalf("nominations %v, want %v (high-0 is nominated by its PostFilter result)", h.got, want)
-	}
+	s.Env.Nominate(members[0], "n0") // the PostFilter result
 
-	pl.inflight["gang ns/high"].until = time.Now().Add(-time.Second) // the grace passed
-	_, _, dropped := pl.waiting("gang ns/high", members[0])
+	// While the grace lasts, the members are waited for; once it passed the
+	// preemption is given up.
+	var dropped []claim
+	schedtest.WaitFor(t, "the grace to pass", func() bool {
+		var msg string
+		msg, _, dropped = pl.waiting("gang ns/high", members[0])
+		return msg == ""
+	})
 	pl.unnominate(dropped)
-	if want := map[string]string{"high-0": "", "high-1": "", "high-2": ""}; !maps.Equal(h.got, want) {
-		t.Errorf("after the preemption was given up: nominations %v, want all cleared %v", h.got, want)
+	if got := nominated(s, "n0", "n1", "n2"); len(got) != 0 {
+		t.Errorf("after the preemption was given up: nominations %v, want all of high-0, high-1, high-2 cleared", got)
 	}
 }
 
@@ -124,7 +109,6 @@ func TestCommitNominatesEveryMemberAndForgettingClears(t *testing.T) {
 // help" sent it into its gang backoff while its room was coming. Each victim's room
 // counts once, also when two preemptions wait for it.
 func TestRoomLeftOverByAnotherPreemption(t *testing.T) {
-	cpu8 := map[corev1.ResourceName]int64{corev1.ResourceCPU: 8000}
 	for _, tc := range []struct {
 		name string
 		// alsoClaimed: a second preemption (c) holds n1's room, waiting for low-1.
@@ -159,21 +143,17 @@ func TestRoomLeftOverByAnotherPreemption(t *testing.T) {
 				testutil.MakePod("b-0", "ns").UID("b-0").Req("cpu", "8").Obj(),
 				testutil.MakePod("b-1", "ns").UID("b-1").Req("cpu", "8").Obj(),
 			}
-			inf := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-			for _, p := range append(append([]*corev1.Pod{a, c}, b...), snapshot...) {
-				if err := inf.Core().V1().Pods().Informer().GetStore().Add(p); err != nil {
-					t.Fatal(err)
-				}
+			kube := []runtime.Object{a, c}
+			for _, n := range nodes {
+				kube = append(kube, n)
 			}
-			pl := &Plugin{
-				handle:   waitHandle{informers: inf, snapshot: schedcache.NewSnapshot(snapshot, nodes)},
-				pdbs:     inf.Policy().V1().PodDisruptionBudgets().Lister(),
-				inflight: map[string]*preemption{},
+			for _, p := range append(b, snapshot...) {
+				kube = append(kube, p)
 			}
-			until := time.Now().Add(time.Minute)
-			pl.inflight["gang ns/a"] = &preemption{victims: victims, claims: []claim{{pod: a, node: "n0", req: cpu8}}, until: until}
+			pl, _ := newPlugin(t, "", kube)
+			preempted(t, pl, "gang ns/a", []*corev1.Pod{a}, []string{"n0"}, victims)
 			if tc.alsoClaimed {
-				pl.inflight["pod ns/c"] = &preemption{victims: victims[1:], claims: []claim{{pod: c, node: "n1", req: cpu8}}, until: until}
+				preempted(t, pl, "pod ns/c", []*corev1.Pod{c}, []string{"n1"}, victims[1:])
 			}
 
 			claimed, evicting, _ := pl.claimed("gang ns/b")
@@ -214,21 +194,11 @@ func TestMembersWaitForTheirVictims(t *testing.T) {
 	member := testutil.MakePod("high-1", "ns").UID("high-1").PodGroup("high").Obj()
 	plain := testutil.MakePod("plain", "ns").UID("plain").Obj()
 
-	inf := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-	store := inf.Core().V1().Pods().Informer().GetStore()
-	for _, p := range append([]*corev1.Pod{member, plain, other}, victims...) {
-		if err := store.Add(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pl := &Plugin{
-		handle:   waitHandle{informers: inf, snapshot: schedcache.NewSnapshot(append([]*corev1.Pod{other}, victims...), []*corev1.Node{node})},
-		inflight: map[string]*preemption{},
-	}
+	pl, s := newPlugin(t, "", []runtime.Object{node, member, plain, other, victims[0], victims[1]})
 	if _, st := pl.PreFilter(context.Background(), nil, member, nil); st.Code() != fwk.Skip {
 		t.Fatalf("no preemption in flight: PreFilter %v, want Skip", st)
 	}
-	pl.inflight["gang ns/high"] = &preemption{victims: victims, claims: []claim{{pod: member, node: "n1"}}, until: time.Now().Add(time.Minute)}
+	preempted(t, pl, "gang ns/high", []*corev1.Pod{member}, []string{"n1"}, victims)
 
 	if _, st := pl.PreFilter(context.Background(), nil, member, nil); st.Code() != fwk.UnschedulableAndUnresolvable || st.Message() != msgVictimsLeft {
 		t.Errorf("member while its victims run: PreFilter %v, want UnschedulableAndUnresolvable %q", st, msgVictimsLeft)
@@ -237,12 +207,10 @@ func TestMembersWaitForTheirVictims(t *testing.T) {
 		t.Errorf("a pod with no preemption of its own: PreFilter %v, want Skip", st)
 	}
 
-	hint := func(deleted *corev1.Pod) fwk.QueueingHint {
+	hint := func(gone *corev1.Pod) fwk.QueueingHint {
 		t.Helper()
-		if err := store.Delete(deleted); err != nil {
-			t.Fatal(err)
-		}
-		h, err := pl.isSchedulableAfterVictimGone(klog.Background(), member, deleted, nil)
+		deleted(t, s, gone)
+		h, err := pl.isSchedulableAfterVictimGone(klog.Background(), member, gone, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +229,7 @@ func TestMembersWaitForTheirVictims(t *testing.T) {
 	if _, st := pl.PreFilter(context.Background(), nil, member, nil); st.Code() != fwk.UnschedulableAndUnresolvable {
 		t.Errorf("victims still in the snapshot: PreFilter %v, want UnschedulableAndUnresolvable", st)
 	}
-	pl.handle = waitHandle{informers: inf, snapshot: schedcache.NewSnapshot([]*corev1.Pod{other}, []*corev1.Node{node})}
+	s.Env.SyncSnapshot(t) // the scheduler's cache catches up
 	if _, st := pl.PreFilter(context.Background(), nil, member, nil); st.Code() != fwk.Skip {
 		t.Errorf("victims gone: PreFilter %v, want Skip (the member goes to its room)", st)
 	}
