@@ -74,7 +74,7 @@ func TestKeepWholeDomains(t *testing.T) {
 func TestKeepWholeSigning(t *testing.T) {
 	plain := testutil.MakePod("p", "ml").Req("cpu", "1").Obj()
 	daemon := testutil.MakePod("agent", "kube-system").Owner("apps/v1", "DaemonSet", "agent").Obj()
-	pl := testPlugin()
+	pl := testPlugin(t)
 	pl.keep = topology.KeptWhole(topology.DefaultLevels)
 	pl.nodeLabels = newLabelled(topology.DefaultLevels)
 	if _, st := pl.SignPod(context.Background(), plain); !st.IsSuccess() {

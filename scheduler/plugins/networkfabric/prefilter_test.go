@@ -4,25 +4,25 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
 	fwk "k8s.io/kube-scheduler/framework"
-	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/topology"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 
 	testutil "github.com/kube-nexus/kubenexus/test/util"
-
+	"github.com/kube-nexus/kubenexus/test/util/schedtest"
 	"github.com/kube-nexus/kubenexus/test/util/snapshot"
 )
 
@@ -178,34 +178,42 @@ func TestShapesOfBoundsMembersThatKeepApart(t *testing.T) {
 	}
 }
 
-// labelledAsks: a pod's claims ask for what its "asks" label says (two GPUs, a
-// quarter of one).
-type labelledAsks struct{}
-
-func (labelledAsks) Asks(p *corev1.Pod) (int64, int64) {
-	switch p.Labels["asks"] {
-	case "two":
-		return 2, 0
-	case "quarter":
-		return 0, 250
-	}
-	return 0, 0
-}
-
-func (labelledAsks) FreeCards() (func(string) (int64, int64, bool), error) { return nil, nil }
-
 // Members whose claims ask for DRA GPUs ask the plan for them: whole GPUs as whole
 // cards and their capacity, a share as capacity; members asking differently are
 // different shapes.
 func TestShapesOfCountsDRAGPUs(t *testing.T) {
-	pl := &Plugin{gpus: labelledAsks{}}
+	// A GPU class (NVIDIA's, a default GPU class) of one driver, whose node n
+	// publishes a GPU of 80Gi that claims share; claims made from template "two"
+	// ask for two GPUs, from "quarter" for 20Gi of one: a quarter of the card.
+	const driver = "gpu.example.com"
+	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.nvidia.com"},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}}}}
+	slice := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "n-gpus"}, Spec: resourceapi.ResourceSliceSpec{
+		Driver: driver, Pool: resourceapi.ResourcePool{Name: "n", Generation: 1, ResourceSliceCount: 1}, NodeName: ptr.To("n"),
+		Devices: []resourceapi.Device{{Name: "gpu-0", AllowMultipleAllocations: ptr.To(true),
+			Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: resource.MustParse("80Gi")}}}},
+	}}
+	template := func(name string, req resourceapi.ExactDeviceRequest) *resourceapi.ResourceClaimTemplate {
+		req.DeviceClassName = class.Name
+		return &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml"},
+			Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+				Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &req}}}}}}
+	}
+	two := template("two", resourceapi.ExactDeviceRequest{AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2})
+	quarter := template("quarter", resourceapi.ExactDeviceRequest{AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1,
+		Capacity: &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse("20Gi")}}})
+	pl, s := newPlugin(t, []runtime.Object{testutil.MakeNode("n").Obj(), class, slice, two, quarter})
 	member := func(name, asks string) *corev1.Pod {
 		p := &corev1.Pod{}
-		p.Name, p.Labels = name, map[string]string{"asks": asks}
+		p.Name, p.Namespace = name, "ml"
 		p.Spec.Containers = []corev1.Container{{Name: "w", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}
-		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu")}}
+		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To(asks)}}
 		return p
 	}
+	schedtest.WaitFor(t, "the DRA GPU view to read the class, the slice and the templates", func() bool {
+		_, share := s.GPUs().Asks(member("c", "quarter"))
+		return share > 0
+	})
 	shapes, _ := shapesOf([]*corev1.Pod{member("a", "two"), member("b", "two"), member("c", "quarter")}, pl.draAsks)
 	got := map[string]map[corev1.ResourceName]int64{}
 	for _, s := range shapes {
@@ -223,40 +231,30 @@ func TestShapesOfCountsDRAGPUs(t *testing.T) {
 	}
 }
 
-// profileHandle is the part of the framework handle PreFilter uses to make a plan:
-// the profile's name and the pods nominated to each node.
-type profileHandle struct {
-	fwk.Handle
-	nominated map[string][]*corev1.Pod
-}
-
-func (profileHandle) ProfileName() string { return "kubenexus-scheduler" }
-
-func (h profileHandle) NominatedPodsForNode(node string) []fwk.PodInfo {
-	var out []fwk.PodInfo
-	for _, p := range h.nominated[node] {
-		out = append(out, &schedframework.PodInfo{Pod: p})
+// filed are members for the gang Service to file, as the profile's pods: each in
+// the gang its labels name, or in gang g when they name none.
+func filed(members ...*corev1.Pod) []runtime.Object {
+	var out []runtime.Object
+	for _, m := range members {
+		p := m.DeepCopy()
+		p.Spec.SchedulerName = schedtest.SchedulerName
+		if _, ok, _ := gang.Of(p); !ok {
+			if p.Labels == nil {
+				p.Labels = map[string]string{}
+			}
+			p.Labels[v1alpha1.LabelPodGroup] = "g"
+		}
+		out = append(out, p)
 	}
 	return out
 }
 
-// testPlugin is a plugin without plans whose gang Service has members pending: each
-// in the gang its labels name, or in gang g when they name none.
-func testPlugin(members ...*corev1.Pod) *Plugin {
-	svc := gangs.NewService("kubenexus-scheduler", time.Now)
-	for _, m := range members {
-		filed := m.DeepCopy()
-		filed.Spec.SchedulerName = "kubenexus-scheduler"
-		if _, ok, _ := gang.Of(filed); !ok {
-			if filed.Labels == nil {
-				filed.Labels = map[string]string{}
-			}
-			filed.Labels[v1alpha1.LabelPodGroup] = "g"
-		}
-		svc.Upsert(filed)
-	}
-	return &Plugin{handle: profileHandle{}, levels: topology.DefaultLevels, members: svc, now: time.Now,
-		plans: map[gang.Key]*activePlan{}, relaxed: map[gang.Key]time.Time{}}
+// testPlugin is a plugin without plans whose gang Service has members pending
+// (filed).
+func testPlugin(t *testing.T, members ...*corev1.Pod) *Plugin {
+	t.Helper()
+	pl, _ := newPlugin(t, filed(members...))
+	return pl
 }
 
 // The member whose arrival completes the quorum is often scheduled before
@@ -271,7 +269,7 @@ func TestPreFilterPlansThePodTheIndexHasNotSeen(t *testing.T) {
 	for _, m := range members {
 		m.Labels = map[string]string{"pod-group.scheduling.kubenexus.io/name": "g", "pod-group.scheduling.kubenexus.io/min-available": "4"}
 	}
-	pl := testPlugin(members[:3]...)
+	pl := testPlugin(t, members[:3]...)
 
 	ap, st := pl.planFor(key, members[3], topology.Policy{Level: len(topology.DefaultLevels) - 1}, 4, nodes)
 	if !st.IsSuccess() {
@@ -311,9 +309,9 @@ func TestPlanLeavesRoomNominatedToOthers(t *testing.T) {
 			for _, m := range members {
 				labelled(m, "g", 100)
 			}
-			pl := testPlugin(members...)
+			pl, s := newPlugin(t, filed(members...))
 			if tc.nominated != nil {
-				pl.handle = profileHandle{nominated: map[string][]*corev1.Pod{"r0-n1": {tc.nominated}}}
+				s.Env.Nominate(tc.nominated, "r0-n1")
 			}
 			ap, st := pl.planFor(key, members[0], topology.Policy{Level: len(topology.DefaultLevels) - 1}, 4, twoRacks(nil))
 			if !st.IsSuccess() || !ap.fits {
@@ -335,16 +333,23 @@ func TestPlanLeavesRoomNominatedToOthers(t *testing.T) {
 // Permit that the other gang was promised.
 func TestPlanForRefusesAGangThatFitsOnlyOnClaimedCapacity(t *testing.T) {
 	nodes := twoRacks(nil)
-	other := &activePlan{need: 4, reserved: 1, created: time.Now(), claims: map[string]map[corev1.ResourceName]int64{}}
-	for i := range 4 {
-		other.claims[fmt.Sprintf("r0-n%d", i)] = map[corev1.ResourceName]int64{"nvidia.com/gpu": 8000, corev1.ResourcePods: 1000}
-	}
 	key := gang.Key{Namespace: "ml", Name: "g"}
 	members := []*corev1.Pod{gpuPod("m0", 8), gpuPod("m1", 8), gpuPod("m2", 8), gpuPod("m3", 8), gpuPod("m4", 8)}
-	pl := testPlugin(members...)
-	pl.plans[gang.Key{Namespace: "ml", Name: "other"}] = other
+	// Another gang of four whole nodes is planned first: its plan sets four nodes
+	// aside.
+	var others []*corev1.Pod
+	for i := range 4 {
+		o := gpuPod(fmt.Sprintf("other-%d", i), 8)
+		o.Labels = map[string]string{v1alpha1.LabelPodGroup: "other"}
+		others = append(others, o)
+	}
+	pl := testPlugin(t, append(append([]*corev1.Pod(nil), members...), others...)...)
+	other, st := pl.planFor(gang.Key{Namespace: "ml", Name: "other"}, others[0], topology.Policy{Level: len(topology.DefaultLevels) - 1}, 4, nodes)
+	if !st.IsSuccess() || !other.fits || len(other.claims) != 4 {
+		t.Fatalf("the other gang's plan: %v, claims %v; want four whole nodes set aside", st, other.claims)
+	}
 
-	_, st := pl.planFor(key, members[0], topology.Policy{Level: len(topology.DefaultLevels) - 1}, 5, nodes)
+	_, st = pl.planFor(key, members[0], topology.Policy{Level: len(topology.DefaultLevels) - 1}, 5, nodes)
 	if st.Code() != fwk.Unschedulable {
 		t.Fatalf("five whole nodes asked, four free beside another gang's claims: status %v, want Unschedulable", st)
 	}
@@ -362,17 +367,17 @@ func TestPlanForGoesOnWhenTheQuorumOfAnElasticGangFits(t *testing.T) {
 	nodes := twoRacks(map[string]int64{"r0-n0": 8, "r0-n1": 8, "r0-n2": 8, "r0-n3": 8, "r1-n0": 8, "r1-n1": 8})
 	key := gang.Key{Namespace: "ml", Name: "g"}
 	members := []*corev1.Pod{gpuPod("m0", 8), gpuPod("m1", 8), gpuPod("m2", 8)}
-	newPlugin := func() *Plugin { return testPlugin(members...) }
+	fresh := func() *Plugin { return testPlugin(t, members...) }
 	policy := topology.Policy{Level: len(topology.DefaultLevels) - 1}
 
-	ap, st := newPlugin().planFor(key, members[0], policy, 2, nodes)
+	ap, st := fresh().planFor(key, members[0], policy, 2, nodes)
 	if !st.IsSuccess() {
 		t.Fatalf("three members, minMember 2, two whole nodes free: %v, want a plan", st)
 	}
 	if ap.fits || len(ap.claims) != 2 {
 		t.Errorf("plan fits=%v with %d claimed nodes, want one that holds two members and says it does not hold all", ap.fits, len(ap.claims))
 	}
-	if _, st := newPlugin().planFor(key, members[0], policy, 3, nodes); st.Code() != fwk.Unschedulable {
+	if _, st := fresh().planFor(key, members[0], policy, 3, nodes); st.Code() != fwk.Unschedulable {
 		t.Errorf("three members, minMember 3, two whole nodes free: %v, want Unschedulable", st)
 	}
 }
@@ -389,7 +394,7 @@ func TestPlanForPlansALeaderFirstGroupWhole(t *testing.T) {
 		"leaderworkerset.sigs.k8s.io/worker-index": "0", "pod-group.scheduling.kubenexus.io/name": "vllm-0", "pod-group.scheduling.kubenexus.io/min-available": "1"}
 	leader.Annotations = map[string]string{"leaderworkerset.sigs.k8s.io/size": "3", "leaderworkerset.sigs.k8s.io/exclusive-topology": "network.kubenexus.io/rack"}
 	key := gang.Key{Namespace: "ml", Name: "vllm-0"}
-	pl := testPlugin()
+	pl := testPlugin(t)
 	policy, ok, err := topology.PolicyOf(leader, nil, topology.DefaultLevels)
 	if err != nil || !ok || !policy.Required {
 		t.Fatalf("policy %+v %v %v, want required", policy, ok, err)
@@ -407,7 +412,7 @@ func TestPlanForPlansALeaderFirstGroupWhole(t *testing.T) {
 	// Without the annotations the leader is a gang of one, planned alone.
 	plain := leader.DeepCopy()
 	plain.Annotations = nil
-	pl.plans = map[gang.Key]*activePlan{}
+	pl = testPlugin(t)
 	ap, st = pl.planFor(key, plain, topology.Policy{Required: true, Level: 2}, 1, nodes)
 	if !st.IsSuccess() || ap.need != 1 {
 		t.Fatalf("plain leader: plan for %d members (%v), want 1", ap.need, st)
@@ -449,19 +454,19 @@ func TestPlanForRefusesAGangLargerThanTheFreeCapacity(t *testing.T) {
 	nodes := twoRacks(used)
 	key := gang.Key{Namespace: "ml", Name: "g"}
 	members := []*corev1.Pod{gpuPod("m0", 2), gpuPod("m1", 2), gpuPod("m2", 2), gpuPod("m3", 2)}
-	newPlugin := func() *Plugin { return testPlugin(members...) }
+	fresh := func() *Plugin { return testPlugin(t, members...) }
 	preferred := topology.Policy{Level: len(topology.DefaultLevels) - 1}
 
-	_, st := newPlugin().planFor(key, members[0], preferred, 4, nodes)
+	_, st := fresh().planFor(key, members[0], preferred, 4, nodes)
 	if want := "InsufficientCapacity: gang ml/g: its 4 pending members (4 × 2 nvidia.com/gpu) need 8 nvidia.com/gpu and all nodes together have 4 nvidia.com/gpu free, so some member fits no node"; st.Code() != fwk.Unschedulable || st.Message() != want {
 		t.Errorf("status %v %q, want Unschedulable %q", st.Code(), st.Message(), want)
 	}
 	// Elastic: a quorum of 2 fits the 4 free GPUs.
-	if ap, st := newPlugin().planFor(key, members[0], preferred, 2, nodes); !st.IsSuccess() || ap == nil {
+	if ap, st := fresh().planFor(key, members[0], preferred, 2, nodes); !st.IsSuccess() || ap == nil {
 		t.Errorf("elastic gang whose quorum fits: status %v, want a plan", st)
 	}
 	// Required: refused for its topology, saying which rack holds most.
-	_, st = newPlugin().planFor(key, members[0], topology.Policy{Required: true, Level: 1, Source: "test"}, 4, nodes)
+	_, st = fresh().planFor(key, members[0], topology.Policy{Required: true, Level: 1, Source: "test"}, 4, nodes)
 	if !strings.Contains(st.Message(), "TopologyUnsatisfiable") {
 		t.Errorf("required policy: %q, want the topology refusal", st.Message())
 	}
@@ -505,12 +510,12 @@ func TestPlanForOnAFlatClusterPlansOverAWindow(t *testing.T) {
 	for _, o := range others {
 		o.Labels = map[string]string{v1alpha1.LabelPodGroup: "h"}
 	}
-	newPlugin := func(labelledNodes ...string) *Plugin {
-		pl := testPlugin(append(append([]*corev1.Pod(nil), members...), others...)...)
-		pl.nodeLabels = newLabelled(topology.DefaultLevels)
+	fresh := func(labelledNodes ...string) *Plugin {
+		kube := filed(append(append([]*corev1.Pod(nil), members...), others...)...)
 		for _, name := range labelledNodes {
-			pl.nodeLabels.put(name, 1<<2) // a rack label
+			kube = append(kube, testutil.MakeNode(name).Label("network.kubenexus.io/rack", "rack-0").Obj())
 		}
+		pl, _ := newPlugin(t, kube)
 		return pl
 	}
 	preferred := topology.Policy{Level: len(topology.DefaultLevels) - 1}
@@ -530,7 +535,7 @@ func TestPlanForOnAFlatClusterPlansOverAWindow(t *testing.T) {
 
 	// Every node free: the first plan claims within the first window, the next
 	// gang's plan within the second.
-	pl := newPlugin()
+	pl := fresh()
 	nodes := flatNodes(n, func(int) bool { return false })
 	ap, st := pl.planFor(key, members[0], preferred, 3, nodes)
 	if !st.IsSuccess() || !inRange(ap, 0, w) || pl.nextStart != w {
@@ -544,19 +549,20 @@ func TestPlanForOnAFlatClusterPlansOverAWindow(t *testing.T) {
 
 	// The first window full: planned over every node, and the room past it found.
 	nodes = flatNodes(n, func(i int) bool { return i < w+10 })
-	pl = newPlugin()
+	pl = fresh()
 	if ap, st = pl.planFor(key, members[0], preferred, 3, nodes); !st.IsSuccess() || !ap.fits || !inRange(ap, w+10, n) || pl.nextStart != 0 {
 		t.Errorf("full window: %v, claims %v, next start %d; want a whole plan past the window, the start unmoved", st, sets.KeySet(ap.claims), pl.nextStart)
 	}
 
-	// Nothing tracking the nodes: no window (the start does not move).
+	// Nothing tracking the nodes (a handle without informers): no window (the start
+	// does not move).
 	nodes = flatNodes(n, func(int) bool { return false })
-	if p := testPlugin(members...); !isSuccess(p.planFor(key, members[0], preferred, 3, nodes)) || p.nextStart != 0 {
+	if p, _ := newPluginOn(t, withoutInformers, filed(members...)); !isSuccess(p.planFor(key, members[0], preferred, 3, nodes)) || p.nextStart != 0 {
 		t.Errorf("no node tracker: next start %d; want a plan over every node", p.nextStart)
 	}
 	// Required (unlabelled nodes are domains of their own, so it is refused): the
 	// window does not hold it, and the refusal comes from every node.
-	pl = newPlugin()
+	pl = fresh()
 	if _, st := pl.planFor(key, members[0], topology.Policy{Required: true, Level: len(topology.DefaultLevels) - 1}, 3, nodes); st.Code() != fwk.UnschedulableAndUnresolvable || pl.nextStart != 0 {
 		t.Errorf("required: %v, next start %d; want the topology refusal over every node", st, pl.nextStart)
 	}
@@ -574,7 +580,7 @@ func TestPlanForLeavesFullNodesOutOfThePlanningNotOutOfTheDomain(t *testing.T) {
 	if topology.DefaultLevels[rack].NodeLabel != "network.kubenexus.io/rack" {
 		t.Fatalf("level %d is %s, want the rack level", rack, topology.DefaultLevels[rack].NodeLabel)
 	}
-	ap, st := testPlugin(members...).planFor(key, members[0], topology.Policy{Level: rack}, 3, nodes)
+	ap, st := testPlugin(t, members...).planFor(key, members[0], topology.Policy{Level: rack}, 3, nodes)
 	if !st.IsSuccess() || !ap.fits {
 		t.Fatalf("planFor: %v (fits %v), want a plan that holds the gang", st, ap != nil && ap.fits)
 	}
@@ -586,7 +592,7 @@ func TestPlanForLeavesFullNodesOutOfThePlanningNotOutOfTheDomain(t *testing.T) {
 	}
 
 	four := append(members, gpuPod("m3", 8))
-	_, st = testPlugin(four...).planFor(key, four[0], topology.Policy{Required: true, Level: rack}, 4, nodes)
+	_, st = testPlugin(t, four...).planFor(key, four[0], topology.Policy{Required: true, Level: rack}, 4, nodes)
 	if want := "needs 4 members (4 × 8 nvidia.com/gpu) in one rack; the largest rack fits 3"; st.IsSuccess() || !strings.Contains(st.Message(), want) {
 		t.Errorf("required rack for 4: %v, want a refusal saying %q", st, want)
 	}
@@ -602,12 +608,13 @@ func TestPlanForOnRacksPlansOverAWindowOfWholeRacks(t *testing.T) {
 	const n, size = 300, 10 // 30 racks; the window (144 nodes) is 15 whole racks
 	key := gang.Key{Namespace: "ml", Name: "g"}
 	members := []*corev1.Pod{gpuPod("m0", 8), gpuPod("m1", 8), gpuPod("m2", 8)}
-	newPlugin := func(members ...*corev1.Pod) *Plugin {
-		pl := testPlugin(members...)
-		pl.nodeLabels = newLabelled(topology.DefaultLevels)
-		for i := range n {
-			pl.nodeLabels.put(fmt.Sprintf("n%03d", i), 1<<2)
+	// Every node carries a rack label.
+	fresh := func(members ...*corev1.Pod) *Plugin {
+		kube := filed(members...)
+		for _, ni := range gpuNodes("n", n, size, func(int) bool { return false }) {
+			kube = append(kube, ni.Node())
 		}
+		pl, _ := newPlugin(t, kube)
 		return pl
 	}
 	racks := func(ap *activePlan) sets.Set[int] {
@@ -623,7 +630,7 @@ func TestPlanForOnRacksPlansOverAWindowOfWholeRacks(t *testing.T) {
 	required := topology.Policy{Required: true, Level: 2}
 
 	for name, policy := range map[string]topology.Policy{"preferred": preferred, "required rack": required} {
-		pl := newPlugin(members...)
+		pl := fresh(members...)
 		nodes := gpuNodes("n", n, size, func(int) bool { return false })
 		ap, st := pl.planFor(key, members[0], policy, 3, nodes)
 		if got := racks(ap); !st.IsSuccess() || got.Len() != 1 || sets.List(got)[0] >= 15 || pl.nextStart == 0 {
@@ -640,7 +647,7 @@ func TestPlanForOnRacksPlansOverAWindowOfWholeRacks(t *testing.T) {
 	}
 
 	// The first 15 racks full: the plan is over every node, in a rack past them.
-	pl := newPlugin(members...)
+	pl := fresh(members...)
 	nodes := gpuNodes("n", n, size, func(i int) bool { return i < 15*size })
 	ap, st := pl.planFor(key, members[0], preferred, 3, nodes)
 	if got := racks(ap); !st.IsSuccess() || !ap.fits || got.Len() != 1 || sets.List(got)[0] < 15 || pl.nextStart != 0 {
@@ -653,9 +660,16 @@ func TestPlanForOnRacksPlansOverAWindowOfWholeRacks(t *testing.T) {
 	for i := range 12 {
 		twelve = append(twelve, gpuPod(fmt.Sprintf("b%d", i), 8))
 	}
-	pl = newPlugin(twelve...)
+	pl = fresh(twelve...)
 	nodes = gpuNodes("n", n, size, func(int) bool { return false })
 	if ap, st = pl.planFor(key, twelve[0], preferred, 12, nodes); !st.IsSuccess() || !ap.fits || racks(ap).Len() != 2 || pl.nextStart != 0 {
 		t.Errorf("gang of 12: %v, racks %v, next start %d; want two racks from the plan over every node", st, sets.List(racks(ap)), pl.nextStart)
 	}
 }
+
+// withoutInformers is a handle without shared informers.
+func withoutInformers(h fwk.Handle) fwk.Handle { return noInformers{h} }
+
+type noInformers struct{ fwk.Handle }
+
+func (noInformers) SharedInformerFactory() informers.SharedInformerFactory { return nil }
