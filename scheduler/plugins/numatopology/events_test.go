@@ -81,7 +81,7 @@ func TestOnlyALooseningReportRetriesRefusedPods(t *testing.T) {
 		{"a report that cannot be read", &nrtv1alpha2.NodeResourceTopology{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, true},
 		{"the report deleted", nil, true},
 	} {
-		pl := &Plugin{reports: map[string]report{}}
+		pl, _ := newPlugin(t, nil) // no report yet
 		if !pl.setReport(klog.Background(), "n1", base) {
 			t.Fatalf("%s: a node's first report must retry the pods refused without one", tc.name)
 		}
