@@ -4,33 +4,26 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
-	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/tenant"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
 func TestPreFilterStoresTheProfile(t *testing.T) {
-	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	var namespaces []runtime.Object
 	for name, tier := range map[string]string{"research": "gold", "batch": "bronze"} {
-		if err := idx.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"tenant.kubenexus.io/tier": tier}}}); err != nil {
-			t.Fatal(err)
-		}
+		namespaces = append(namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"tenant.kubenexus.io/tier": tier}}})
 	}
-	pl := &Plugin{defaultTier: v1alpha1.TenantTierSilver, tenants: tenant.NewResolver(corelisters.NewNamespaceLister(idx), nil)}
+	pl, _ := newPlugin(t, `{"defaultTier": "silver"}`, true, namespaces)
 
 	tests := map[string]struct {
 		pod  *corev1.Pod
@@ -76,16 +69,16 @@ func TestPreEnqueueHoldsGangMembersWithoutNodeEvents(t *testing.T) {
 		return p
 	}
 	first, second := member("g-0"), member("g-1")
-	if st := (&Plugin{}).PreEnqueue(context.Background(), first); st != nil {
+	none, _ := newPlugin(t, "", false, nil)
+	if st := none.PreEnqueue(context.Background(), first); st != nil {
 		t.Fatalf("no gang Service: status %v, want the pod let in", st)
 	}
-	svc := gangs.NewService("kubenexus-scheduler", time.Now)
-	pl := &Plugin{gangs: svc}
-	svc.Upsert(first)
+	pl, s := newPlugin(t, "", true, []runtime.Object{first})
+	svc := s.Gangs()
 	if st := pl.PreEnqueue(context.Background(), first); st != nil {
 		t.Fatalf("a profile without Coscheduling: status %v, want the pod let in (its gang is not scheduled whole)", st)
 	}
-	svc.ScheduleWhole()
+	svc.ScheduleWhole() // as Coscheduling's New does in its profile
 	if st := pl.PreEnqueue(context.Background(), first); st.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(st.Message(), "waiting for gang members: 1/2 members of ns/g exist") {
 		t.Fatalf("the first of two members: status %v, want it held for its quorum", st)
 	}
@@ -96,7 +89,10 @@ func TestPreEnqueueHoldsGangMembersWithoutNodeEvents(t *testing.T) {
 	if len(events) == 0 {
 		t.Fatal("no events: a held member would wait for the periodic flush when another member arrives")
 	}
-	svc.Upsert(second)
+	if _, err := s.Env.Client.CoreV1().Pods(second.Namespace).Create(context.Background(), second, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.WaitForMembers(second)
 	for _, e := range events {
 		if e.Event.Resource != fwk.UnscheduledPod && e.Event.Resource != fwk.TargetPod {
 			t.Errorf("registers %s: members it holds would be re-examined at every such event", e.Event.Label())
