@@ -5,42 +5,38 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/tenant"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
 func TestNodeHint(t *testing.T) {
-	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	var namespaces []runtime.Object
 	for name, tier := range map[string]string{"bronze-team": "bronze", "untiered": ""} {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if tier != "" {
 			ns.Labels = map[string]string{v1alpha1.LabelTenantTier: tier}
 		}
-		if err := idx.Add(ns); err != nil {
-			t.Fatal(err)
-		}
+		namespaces = append(namespaces, ns)
 	}
-	resolver := tenant.NewResolver(corelisters.NewNamespaceLister(idx), nil)
 	// The demo's tiers: premium for gold (lent to preemptible pods), standard for
 	// gold and silver, economy for everyone.
 	selector := func(hw string) metav1.LabelSelector {
 		return metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw}}
 	}
-	tiers, errs := tenant.StaticTiers([]v1alpha1.HardwareTier{
-		*testutil.MakeHardwareTier("standard", 50).Selector(selector("standard")).Tenants(v1alpha1.TenantTierGold, v1alpha1.TenantTierSilver).Obj(),
-		*testutil.MakeHardwareTier("premium", 100).Selector(selector("premium")).Tenants(v1alpha1.TenantTierGold).Borrowing(v1alpha1.BorrowingPreemptible).Obj(),
-		*testutil.MakeHardwareTier("economy", 10).Selector(selector("economy")).Tenants(v1alpha1.TenantTierGold, v1alpha1.TenantTierSilver, v1alpha1.TenantTierBronze).Obj(),
-	}, resolver)
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	pl, _ := newPlugin(t, namespaces,
+		testutil.MakeHardwareTier("standard", 50).Selector(selector("standard")).Tenants(v1alpha1.TenantTierGold, v1alpha1.TenantTierSilver).Obj(),
+		testutil.MakeHardwareTier("premium", 100).Selector(selector("premium")).Tenants(v1alpha1.TenantTierGold).Borrowing(v1alpha1.BorrowingPreemptible).Obj(),
+		testutil.MakeHardwareTier("economy", 10).Selector(selector("economy")).Tenants(v1alpha1.TenantTierGold, v1alpha1.TenantTierSilver, v1alpha1.TenantTierBronze).Obj(),
+	)
+	for _, hw := range []string{"standard", "premium", "economy"} {
+		if pl.tiers.Current().Of(map[string]string{"hw": hw}, nil) == nil {
+			t.Fatalf("HardwareTier %s is not in the tier snapshot", hw)
+		}
 	}
-	pl := &Plugin{tenants: resolver, tiers: tiers}
 	node := func(hw string) *corev1.Node {
 		return testutil.MakeNode("n").Label("hw", hw).Obj()
 	}

@@ -1,0 +1,25 @@
+package tenanthardware
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/plugintest"
+	"github.com/kube-nexus/kubenexus/test/util/schedtest"
+)
+
+// newPlugin builds the plugin through New, as the scheduler does, over a handle
+// holding kube (namespaces, nodes, pods) and a KubeNexus cache serving crds
+// (HardwareTiers); the handle's informers are started.
+func newPlugin(t *testing.T, kube []runtime.Object, crds ...client.Object) (*Plugin, *plugintest.Services) {
+	t.Helper()
+	s := plugintest.New(t, schedtest.New(t, kube...), crds...)
+	pl, err := New(t.Context(), nil, s.Env.Handle, s.CRDs, s.Devices(), s.Tenants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Env.Start()
+	return pl, s
+}
