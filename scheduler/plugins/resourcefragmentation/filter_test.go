@@ -41,8 +41,9 @@ func verdicts(t *testing.T, k *keeping, pod *corev1.Pod, nodes []fwk.NodeInfo) (
 func TestKeepHostsForQueued(t *testing.T) {
 	one := gpuPod("one", 1)
 	waiting := gpuPod("waiting-8", 8)
-	k := &keeping{newPlugin(waiting, one)}
-	nodes := []fwk.NodeInfo{node("pristine", 0), node("half-used", 4)}
+	cluster := []gpuNode{node("pristine", 0), node("half-used", 4)}
+	k, s := newKeeping(t, setup{nodes: cluster, queued: []*corev1.Pod{waiting, one}})
+	nodes := infos(t, s, cluster...)
 	got, skipped := verdicts(t, k, one, nodes)
 	if skipped {
 		t.Fatal("the 1-GPU pod was skipped while an 8-GPU pod is queued")
@@ -54,21 +55,23 @@ func TestKeepHostsForQueued(t *testing.T) {
 		t.Errorf("pristine: %q, want a refusal starting %q", got["pristine"], want)
 	}
 	// Two hosts for one queued 8-GPU pod: one may be split.
-	got, _ = verdicts(t, k, one, append(nodes, node("pristine-2", 0)))
+	addNode(t, s, node("pristine-2", 0))
+	got, _ = verdicts(t, k, one, infos(t, s, append(cluster, node("pristine-2", 0))...))
 	if got["pristine"] != "" || got["pristine-2"] != "" {
 		t.Errorf("with two hosts for one queued pod, a pristine node was refused: %v", got)
 	}
 	// The queued size itself, and anything larger, is not held back.
-	if _, skipped := verdicts(t, &keeping{newPlugin(waiting, gpuPod("other-8", 8))}, gpuPod("other-8", 8), nodes); !skipped {
+	other, otherS := newKeeping(t, setup{nodes: cluster, queued: []*corev1.Pod{waiting, gpuPod("other-8", 8)}})
+	if _, skipped := verdicts(t, other, gpuPod("other-8", 8), infos(t, otherS, cluster...)); !skipped {
 		t.Error("an 8-GPU pod was filtered for a queued 8-GPU pod")
 	}
-	if _, skipped := verdicts(t, k, gpuPod("cpu", 0), nodes); !skipped {
+	if _, skipped := verdicts(t, k, gpuPod("cpu", 0), infos(t, s, cluster...)); !skipped {
 		t.Error("a CPU pod was not skipped")
 	}
 }
 
 func TestKeepHostsForQueuedRequeues(t *testing.T) {
-	k := &keeping{newPlugin()}
+	k, _ := newKeeping(t, setup{})
 	refused := gpuPod("one", 1)
 	queued := gpuPod("waiting-8", 8)
 	bound := queued.DeepCopy()

@@ -15,7 +15,6 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/resourcereservation"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
-	"github.com/kube-nexus/kubenexus/test/util/snapshot"
 )
 
 const gpu corev1.ResourceName = "nvidia.com/gpu"
@@ -28,16 +27,15 @@ func gpuPod(name string, gpus int64) *corev1.Pod {
 	return w.Obj()
 }
 
-// node has 8 GPUs, used of them requested by bound pods.
-func node(name string, used int64) fwk.NodeInfo {
-	n := testutil.MakeNode(name).Capacity("cpu", "64", string(gpu), "8").Obj()
-	var pods []*corev1.Pod
+// node has 8 GPUs, used of them requested by a bound pod.
+func node(name string, used int64) gpuNode {
+	n := gpuNode{node: testutil.MakeNode(name).Capacity("cpu", "64", string(gpu), "8").Obj()}
 	if used > 0 {
 		b := gpuPod(name+"-used", used)
 		b.Spec.NodeName = name
-		pods = append(pods, b)
+		n.pods = append(n.pods, b)
 	}
-	return snapshot.NodeInfo(n, pods...)
+	return n
 }
 
 // best scores pod on nodes as the framework would and returns the winner.
@@ -67,20 +65,12 @@ func best(t *testing.T, pl *Plugin, pod *corev1.Pod, nodes []fwk.NodeInfo) strin
 	return fmt.Sprintf("%s=%d", win.Name, win.Score)
 }
 
-func newPlugin(queued ...*corev1.Pod) *Plugin {
-	t := newTracker("kubenexus-scheduler", []corev1.ResourceName{gpu}, 600)
-	for _, p := range queued {
-		t.observe(p, true)
-	}
-	return &Plugin{gpus: []corev1.ResourceName{gpu}, demand: t}
-}
-
 func TestSmallPodGoesWhereFragmentationIs(t *testing.T) {
 	pod := gpuPod("one", 1)
-	pl := newPlugin(pod, gpuPod("past-2", 2), gpuPod("past-8", 8))
-	pl.demand.unqueue("past-2") // arrived earlier, placed since: arrivals only
-	pl.demand.unqueue("past-8")
-	if got := best(t, pl, pod, []fwk.NodeInfo{node("pristine", 0), node("six-used", 6)}); got != "six-used=100" {
+	nodes := []gpuNode{node("pristine", 0), node("six-used", 6)}
+	// past-2 and past-8 arrived earlier and have been placed since: arrivals only.
+	pl, s := newPlugin(t, setup{nodes: nodes, queued: []*corev1.Pod{pod}, arrived: []*corev1.Pod{gpuPod("past-2", 2), gpuPod("past-8", 8)}})
+	if got := best(t, pl, pod, infos(t, s, nodes...)); got != "six-used=100" {
 		t.Errorf("1-GPU pod went to %s, want six-used=100", got)
 	}
 }
@@ -89,37 +79,34 @@ func TestQueuedWholeNodeDemandKeepsPristineNodesWhole(t *testing.T) {
 	// Twelve 4-GPU arrivals weigh the expectation toward 4-GPU tasks, for which a
 	// half-used node is worth keeping (by fragmentation alone the 1-GPU pod would
 	// split the pristine node); one 8-GPU pod is queued, and only one node can host it.
-	var queued []*corev1.Pod
+	var past []*corev1.Pod
 	for i := range 12 {
-		queued = append(queued, gpuPod(fmt.Sprintf("past-4-%d", i), 4))
+		past = append(past, gpuPod(fmt.Sprintf("past-4-%d", i), 4))
 	}
 	pod := gpuPod("one", 1)
-	pl := newPlugin(append(queued, gpuPod("waiting-8", 8), pod)...)
-	for _, p := range queued {
-		pl.demand.unqueue(p.UID)
-	}
-	nodes := []fwk.NodeInfo{node("pristine", 0), node("half-used", 4)}
-	if got := best(t, pl, pod, nodes); got != "half-used=100" {
+	nodes := []gpuNode{node("pristine", 0), node("half-used", 4)}
+	pl, s := newPlugin(t, setup{nodes: nodes, queued: []*corev1.Pod{gpuPod("waiting-8", 8), pod}, arrived: past})
+	if got := best(t, pl, pod, infos(t, s, nodes...)); got != "half-used=100" {
 		t.Errorf("with an 8-GPU pod queued, the 1-GPU pod went to %s, want half-used=100", got)
 	}
 	// Two pristine nodes for one queued 8-GPU pod: splitting one is allowed, and the
 	// half-used node (worth keeping for 4-GPU tasks) is spared.
 	nodes = append(nodes, node("pristine-2", 0))
-	if got := best(t, pl, pod, nodes); got != "pristine=100" {
+	addNode(t, s, nodes[2])
+	if got := best(t, pl, pod, infos(t, s, nodes...)); got != "pristine=100" {
 		t.Errorf("with two whole nodes for one queued 8-GPU pod, the 1-GPU pod went to %s, want pristine=100 (a whole node to spare; the half-used node kept for 4-GPU tasks)", got)
 	}
 }
 
 func TestCPUPodsAreSkippedWithoutGPUDemand(t *testing.T) {
-	pl := newPlugin()
+	pl, s := newPlugin(t, setup{nodes: []gpuNode{node("a", 0)}})
 	cs := schedframework.NewCycleState()
-	if st := pl.PreScore(context.Background(), cs, gpuPod("cpu", 0), []fwk.NodeInfo{node("a", 0)}); !st.IsSkip() {
+	if st := pl.PreScore(context.Background(), cs, gpuPod("cpu", 0), infos(t, s, node("a", 0))); !st.IsSkip() {
 		t.Errorf("PreScore for a CPU pod with no GPU pod expected: %v, want Skip", st)
 	}
 	// GPU pods expected, but none of the pod's nodes has a GPU free.
-	pl = newPlugin(shapedPod("past", 1, "4", "16Gi"))
-	pl.demand.unqueue("past")
-	if st := pl.PreScore(context.Background(), cs, gpuPod("cpu", 0), []fwk.NodeInfo{node("full", 8)}); !st.IsSkip() {
+	pl, s = newPlugin(t, setup{nodes: []gpuNode{node("full", 8)}, arrived: []*corev1.Pod{shapedPod("past", 1, "4", "16Gi")}})
+	if st := pl.PreScore(context.Background(), cs, gpuPod("cpu", 0), infos(t, s, node("full", 8))); !st.IsSkip() {
 		t.Errorf("PreScore for a CPU pod whose nodes have no GPU free: %v, want Skip", st)
 	}
 }
@@ -132,19 +119,17 @@ func TestCPUPodsLeaveGPUsTheirCPU(t *testing.T) {
 	for i := range 4 {
 		past = append(past, shapedPod(fmt.Sprintf("past-%d", i), 1, "8", "32Gi"))
 	}
-	pl := newPlugin(past...)
-	for _, p := range past {
-		pl.demand.unqueue(p.UID)
-	}
 	pod := shapedPod("cpu-task", 0, "16", "16Gi")
 	// 8 GPUs free each; their tasks need 64 CPUs. "tight" has 64: every core taken
 	// strands GPUs. "ample" has 96: 32 to spare. "used-up" has its GPUs taken.
 	tight, ample := sizedNode("tight", "64", "512Gi", 0), sizedNode("ample", "96", "512Gi", 0)
 	usedUp := sizedNode("used-up", "64", "512Gi", 8)
-	if got := best(t, pl, pod, []fwk.NodeInfo{tight, ample}); got != "ample=100" {
+	pl, s := newPlugin(t, setup{nodes: []gpuNode{tight, ample}, arrived: past})
+	if got := best(t, pl, pod, infos(t, s, tight, ample)); got != "ample=100" {
 		t.Errorf("the CPU pod went to %s, want ample=100 (its spare CPU strands no GPU)", got)
 	}
-	if got := best(t, pl, pod, []fwk.NodeInfo{tight, usedUp}); got != "used-up=100" {
+	pl, s = newPlugin(t, setup{nodes: []gpuNode{tight, usedUp}, arrived: past})
+	if got := best(t, pl, pod, infos(t, s, tight, usedUp)); got != "used-up=100" {
 		t.Errorf("the CPU pod went to %s, want used-up=100 (no GPU free to strand)", got)
 	}
 }
@@ -174,7 +159,7 @@ func TestTrackerQueuesAndForgets(t *testing.T) {
 // A node that takes a queued size's last host is ranked below the others without
 // flattening their ranking.
 func TestNormalizeKeepsTheRankingBesideAPenalizedNode(t *testing.T) {
-	pl := newPlugin()
+	pl, _ := newPlugin(t, setup{})
 	scores := fwk.NodeScoreList{
 		{Name: "penalized", Score: -breakPenalty - 500},
 		{Name: "worse", Score: -3000},
@@ -219,11 +204,11 @@ func TestDemandKeepsLargeShapesApart(t *testing.T) {
 // A wholly free multi-node NVLink domain is kept for the tasks that take whole nodes:
 // a 1-GPU pod goes to a free node of a domain already in use.
 func TestFreeNVLinkDomainsStayWhole(t *testing.T) {
-	inClique := func(ni fwk.NodeInfo, clique string) fwk.NodeInfo {
-		ni.Node().Labels = map[string]string{"nvidia.com/gpu.clique": clique}
-		return ni
+	inClique := func(n gpuNode, clique string) gpuNode {
+		n.node.Labels = map[string]string{"nvidia.com/gpu.clique": clique}
+		return n
 	}
-	nodes := []fwk.NodeInfo{
+	cluster := []gpuNode{
 		inClique(node("a-0", 0), "a"), inClique(node("a-1", 0), "a"),
 		inClique(node("b-0", 4), "b"), inClique(node("b-1", 0), "b"),
 	}
@@ -231,8 +216,8 @@ func TestFreeNVLinkDomainsStayWhole(t *testing.T) {
 	// Whole-node tasks (8 GPUs) have arrived: domain a stays whole, and by
 	// fragmentation alone b-1 (pristine) and a's nodes would tie below b-0, so the
 	// pod goes to b-0.
-	pl := newPlugin(gpuPod("past-8", 8), pod)
-	pl.demand.unqueue("past-8")
+	pl, s := newPlugin(t, setup{nodes: cluster, queued: []*corev1.Pod{pod}, arrived: []*corev1.Pod{gpuPod("past-8", 8)}})
+	nodes := infos(t, s, cluster...)
 	got := best(t, pl, pod, nodes)
 	if got != "b-0=100" {
 		t.Errorf("1-GPU pod went to %s, want b-0=100 (domain a kept whole)", got)
@@ -249,8 +234,8 @@ func TestFreeNVLinkDomainsStayWhole(t *testing.T) {
 	}
 	// With only 1-GPU work in the demand there are no whole-node tasks to keep a
 	// domain for.
-	pl = newPlugin(gpuPod("past-1", 1), pod)
-	pl.demand.unqueue("past-1")
+	pl, s = newPlugin(t, setup{nodes: cluster, queued: []*corev1.Pod{pod}, arrived: []*corev1.Pod{gpuPod("past-1", 1)}})
+	nodes = infos(t, s, cluster...)
 	cs = schedframework.NewCycleState()
 	if st := pl.PreScore(context.Background(), cs, pod, nodes); !st.IsSuccess() {
 		t.Fatal(st)
@@ -265,20 +250,20 @@ func TestFreeNVLinkDomainsStayWhole(t *testing.T) {
 // those 2 are held.
 func TestReservedRoomIsNotFree(t *testing.T) {
 	pod := gpuPod("one", 1)
-	pl := newPlugin(pod, gpuPod("past-2", 2), gpuPod("past-8", 8))
-	pl.demand.unqueue("past-2")
-	pl.demand.unqueue("past-8")
-	nodes := []fwk.NodeInfo{node("reserved", 6), node("open", 0)}
-	if got := best(t, pl, pod, nodes); got != "reserved=100" {
+	nodes := []gpuNode{node("reserved", 6), node("open", 0)}
+	c := setup{nodes: nodes, queued: []*corev1.Pod{pod}, arrived: []*corev1.Pod{gpuPod("past-2", 2), gpuPod("past-8", 8)}}
+	pl, s := newPlugin(t, c)
+	if got := best(t, pl, pod, infos(t, s, nodes...)); got != "reserved=100" {
 		t.Fatalf("without reservations the fragmented node wins: got %s, want reserved=100", got)
 	}
 	// A reservation of another owner holds 2 GPUs on "reserved".
-	pl.reservations = resourcereservation.NewSharedOf([]v1alpha1.ResourceReservation{{
+	c.reservations = resourcereservation.NewSharedOf([]v1alpha1.ResourceReservation{{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "hold", CreationTimestamp: metav1.Now()},
 		Spec: v1alpha1.ResourceReservationSpec{Owner: v1alpha1.ReservationOwner{Kind: v1alpha1.ReservationOwnerPodGroup, Name: "theirs"},
 			NodeName: "reserved", Slots: 1, Resources: corev1.ResourceList{gpu: resource.MustParse("2")}},
 	}})
-	if got := best(t, pl, pod, nodes); got != "open=100" {
+	pl, s = newPlugin(t, c)
+	if got := best(t, pl, pod, infos(t, s, nodes...)); got != "open=100" {
 		t.Errorf("with the reserved node's free GPUs held: got %s, want open=100", got)
 	}
 }
@@ -292,13 +277,11 @@ func shapedPod(name string, gpus int64, cpu, mem string) *corev1.Pod {
 }
 
 // sizedNode has 8 GPUs, cpu and memory, used GPUs of them requested by a bound pod.
-func sizedNode(name, cpu, mem string, used int64) fwk.NodeInfo {
-	ni := node(name, used)
-	n := ni.Node().DeepCopy()
-	n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse(cpu)
-	n.Status.Allocatable[corev1.ResourceMemory] = resource.MustParse(mem)
-	ni.SetNode(n)
-	return ni
+func sizedNode(name, cpu, mem string, used int64) gpuNode {
+	n := node(name, used)
+	n.node.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse(cpu)
+	n.node.Status.Allocatable[corev1.ResourceMemory] = resource.MustParse(mem)
+	return n
 }
 
 func TestTheOnlyHostOfTheLargestTasksIsKeptWhole(t *testing.T) {
@@ -315,15 +298,12 @@ func TestTheOnlyHostOfTheLargestTasksIsKeptWhole(t *testing.T) {
 		past = append(past, shapedPod(fmt.Sprintf("past-big-%d", i), 8, "120", "720Gi"))
 	}
 	pod := shapedPod("one", 1, "4", "16Gi")
-	pl := newPlugin(append(past, pod)...)
-	for _, p := range past {
-		pl.demand.unqueue(p.UID)
-	}
-	nodes := []fwk.NodeInfo{sizedNode("large", "128", "768Gi", 0)}
+	nodes := []gpuNode{sizedNode("large", "128", "768Gi", 0)}
 	for i := range 4 {
 		nodes = append(nodes, sizedNode(fmt.Sprintf("half-used-%d", i), "96", "384Gi", 4))
 	}
-	if got := best(t, pl, pod, nodes); got != "half-used-0=100" {
+	pl, s := newPlugin(t, setup{nodes: nodes, queued: []*corev1.Pod{pod}, arrived: past})
+	if got := best(t, pl, pod, infos(t, s, nodes...)); got != "half-used-0=100" {
 		t.Errorf("the 1-GPU pod went to %s, want half-used-0=100 (the large node kept whole)", got)
 	}
 }
@@ -339,13 +319,17 @@ func TestSignPod(t *testing.T) {
 		}
 		return st.IsSuccess()
 	}
-	if signable(newPlugin(), gpuPod("gpu", 1)) {
+	withQueued := func(queued ...*corev1.Pod) *Plugin {
+		pl, _ := newPlugin(t, setup{queued: queued})
+		return pl
+	}
+	if signable(withQueued(), gpuPod("gpu", 1)) {
 		t.Error("a GPU pod is signable, want refused")
 	}
-	if !signable(newPlugin(), gpuPod("cpu", 0)) {
+	if !signable(withQueued(), gpuPod("cpu", 0)) {
 		t.Error("a CPU pod with no GPU pod expected is refused, want signable")
 	}
-	if signable(newPlugin(gpuPod("queued", 2)), gpuPod("cpu", 0)) {
+	if signable(withQueued(gpuPod("queued", 2)), gpuPod("cpu", 0)) {
 		t.Error("a CPU pod while a GPU pod is queued is signable, want refused")
 	}
 }
@@ -354,11 +338,10 @@ func TestSignPod(t *testing.T) {
 // added to a node (its NodeInfo's generation moves) and a Node object replaced.
 func TestKeptRoomsFollowTheNodesChanges(t *testing.T) {
 	pod := gpuPod("one", 1)
-	pl := newPlugin(pod, gpuPod("past-2", 2), gpuPod("past-8", 8))
-	pl.demand.unqueue("past-2")
-	pl.demand.unqueue("past-8")
-	a, b := node("a", 0), node("b", 6)
-	nodes := []fwk.NodeInfo{a, b}
+	pl, s := newPlugin(t, setup{nodes: []gpuNode{node("a", 0), node("b", 6)}, queued: []*corev1.Pod{pod}, arrived: []*corev1.Pod{gpuPod("past-2", 2), gpuPod("past-8", 8)}})
+	// The snapshot's NodeInfos, which the scheduler changes in place.
+	nodes := infos(t, s, node("a", 0), node("b", 6))
+	b := nodes[1]
 	if got := best(t, pl, pod, nodes); got != "b=100" {
 		t.Fatalf("1-GPU pod went to %s, want b=100 (the broken node)", got)
 	}

@@ -50,8 +50,8 @@ type nomination struct {
 }
 
 // New returns a handle whose clientset and informers hold objs, and whose snapshot
-// holds the nodes among objs and the pods among them bound to a node. Build the
-// plugins with it, then call Start.
+// holds the nodes among objs and the pods among them bound to one of them. Build
+// the plugins with it, then call Start.
 func New(t testing.TB, objs ...runtime.Object) *Env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -68,12 +68,10 @@ func New(t testing.TB, objs ...runtime.Object) *Env {
 		case *corev1.Node:
 			nodes = append(nodes, v)
 		case *corev1.Pod:
-			if v.Spec.NodeName != "" {
-				pods = append(pods, v)
-			}
+			pods = append(pods, v)
 		}
 	}
-	e := &Env{Client: cs, ctx: ctx, informers: f, snapshot: internalcache.NewSnapshot(pods, nodes)}
+	e := &Env{Client: cs, ctx: ctx, informers: f, snapshot: snapshotOf(pods, nodes)}
 	h, err := frameworkruntime.NewFramework(ctx, frameworkruntime.Registry{}, &config.KubeSchedulerProfile{SchedulerName: SchedulerName},
 		frameworkruntime.WithClientSet(cs),
 		frameworkruntime.WithKubeConfig(&rest.Config{}),
@@ -134,11 +132,25 @@ func (e *Env) SyncSnapshot(t testing.TB) {
 	}
 	var ps []*corev1.Pod
 	for i := range pods.Items {
-		if pods.Items[i].Spec.NodeName != "" {
-			ps = append(ps, &pods.Items[i])
+		ps = append(ps, &pods.Items[i])
+	}
+	*e.snapshot = *snapshotOf(ps, ns)
+}
+
+// snapshotOf is the snapshot of nodes and of the pods bound to one of them (the
+// scheduler's snapshot lists no node it has no Node object of).
+func snapshotOf(pods []*corev1.Pod, nodes []*corev1.Node) *internalcache.Snapshot {
+	known := map[string]bool{}
+	for _, n := range nodes {
+		known[n.Name] = true
+	}
+	var bound []*corev1.Pod
+	for _, p := range pods {
+		if known[p.Spec.NodeName] {
+			bound = append(bound, p)
 		}
 	}
-	*e.snapshot = *internalcache.NewSnapshot(ps, ns)
+	return internalcache.NewSnapshot(bound, nodes)
 }
 
 // WaitFor polls cond until it holds, failing the test after a generous timeout:
