@@ -123,7 +123,9 @@ func (r *Reconciler) owner(ctx context.Context, rr *v1alpha1.ResourceReservation
 	case *corev1.Pod:
 		o.Finished = workload.Finished(t)
 	case *v1alpha1.PodGroup:
-		o.Finished = t.Status.Phase == v1alpha1.PodGroupSucceeded || t.Status.Phase == v1alpha1.PodGroupFailed
+		// A gang under repair (status.repair) shows Failed while a failed member
+		// waits for its replacement: it has not finished.
+		o.Finished = t.Status.Repair == nil && (t.Status.Phase == v1alpha1.PodGroupSucceeded || t.Status.Phase == v1alpha1.PodGroupFailed)
 	}
 	return o, nil
 }

@@ -123,7 +123,7 @@ func (s *Shared) sync(ctx context.Context, key types.NamespacedName) (time.Durat
 	status := rr.Status.DeepCopy()
 	if node != "" {
 		status.NodeName = node
-		status.ConsumedSlots = int32(s.consumedOn(r, node, r.slots))
+		status.ConsumedSlots = int32(s.consumedOn(r, node, r.slots, false))
 		if status.Phase != v1alpha1.ReservationConsumed {
 			status.Phase = v1alpha1.ReservationReserved
 			if int(status.ConsumedSlots) >= r.slots {
@@ -156,7 +156,7 @@ func (s *Shared) sync(ctx context.Context, key types.NamespacedName) (time.Durat
 // bound anywhere are its consumed slots.
 func (s *Shared) syncAccumulating(ctx context.Context, rr *v1alpha1.ResourceReservation, r *reservation) error {
 	base := s.base(r)
-	consumed := max(0, s.consumedOn(r, "", base+r.slots)-base)
+	consumed := max(0, s.consumedOn(r, "", base+r.slots, true)-base)
 	status := rr.Status.DeepCopy()
 	status.ConsumedSlots = int32(consumed)
 	if status.Phase != v1alpha1.ReservationConsumed {
@@ -271,12 +271,13 @@ func statusEqual(a, b *v1alpha1.ResourceReservationStatus) bool {
 }
 
 // consumedOn counts the owner's pods bound or assumed on node ("": on any node),
-// at most upTo.
-func (s *Shared) consumedOn(r *reservation, node string, upTo int) int {
+// at most upTo; with live, not those terminating (a repairing gang's lost members
+// are terminating until their node confirms).
+func (s *Shared) consumedOn(r *reservation, node string, upTo int, live bool) int {
 	seen := map[types.UID]bool{}
 	n := 0
 	count := func(p *corev1.Pod) {
-		if n < upTo && !seen[p.UID] && !workload.Finished(p) && r.consumedBy(p) {
+		if n < upTo && !seen[p.UID] && !workload.Finished(p) && (!live || p.DeletionTimestamp == nil) && r.consumedBy(p) {
 			seen[p.UID] = true
 			n++
 		}

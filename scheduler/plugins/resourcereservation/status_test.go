@@ -67,10 +67,10 @@ func TestConsumedOnCountsAMemberBoundDuringTheCount(t *testing.T) {
 	s.pods = &bindingLister{PodLister: corelisters.NewPodLister(store), store: store, s: s, bind: binding}
 	s.assume(pending, "n2")
 
-	if got := s.consumedOn(r, "", r.slots); got != 2 {
+	if got := s.consumedOn(r, "", r.slots, false); got != 2 {
 		t.Errorf("consumed %d slot(s), want 2: train-0 is bound, train-1 was assumed and bound during the count", got)
 	}
-	if got := s.consumedOn(r, "", r.slots); got != 2 {
+	if got := s.consumedOn(r, "", r.slots, false); got != 2 {
 		t.Errorf("counted again after the binding: %d slot(s), want 2", got)
 	}
 }

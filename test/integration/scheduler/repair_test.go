@@ -1,0 +1,195 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
+)
+
+var _ = Describe("Gang repair", func() {
+	gpus := []string{"cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8"}
+	// twoRacks creates racks a and b of three 8-GPU nodes each.
+	twoRacks := func(tc *testCluster) {
+		GinkgoHelper()
+		for _, r := range []string{"a", "b"} {
+			tc.addLabelledNodes("rack-"+r, 3, map[string]string{v1alpha1.LabelRack: tc.ns + "-" + r}, gpus...)
+		}
+	}
+	wholeNode := func(tc *testCluster, name string) *testutil.PodWrapper {
+		return tc.pod(name).Req("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8")
+	}
+	get := func(tc *testCluster, name string) *corev1.Pod {
+		GinkgoHelper()
+		p := &corev1.Pod{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: name}, p)).To(Succeed())
+		return p
+	}
+	nodeOf := func(tc *testCluster, name string) func() string {
+		return func() string {
+			p := &corev1.Pod{}
+			if err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: name}, p); err != nil {
+				return ""
+			}
+			return p.Spec.NodeName
+		}
+	}
+	rackOf := func(node string) string {
+		GinkgoHelper()
+		n := &corev1.Node{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: node}, n)).To(Succeed())
+		return n.Labels[v1alpha1.LabelRack]
+	}
+	running := func(tc *testCluster, names ...string) {
+		GinkgoHelper()
+		for _, name := range names {
+			Eventually(nodeOf(tc, name)).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty(), name+" should be bound")
+			p := get(tc, name)
+			p.Status.Phase = corev1.PodRunning
+			Expect(k8sClient.Status().Update(suiteCtx, p)).To(Succeed())
+		}
+	}
+	repairing := func(tc *testCluster, name string) func() *metav1.Condition {
+		return func() *metav1.Condition {
+			return meta.FindStatusCondition(tc.podGroup(name).Status.Conditions, v1alpha1.PodGroupConditionRepairing)
+		}
+	}
+	// loseNode does what kube-controller-manager does when a node stops reporting:
+	// the node is tainted unreachable, and the taint manager marks its pods
+	// DisruptionTarget and deletes them (they stay terminating: no kubelet confirms).
+	loseNode := func(tc *testCluster, member string) string {
+		GinkgoHelper()
+		p := get(tc, member)
+		node := &corev1.Node{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: p.Spec.NodeName}, node)).To(Succeed())
+		node.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule}, {Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}}
+		Expect(k8sClient.Update(suiteCtx, node)).To(Succeed())
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+			Reason: "DeletionByTaintManager", Message: "Taint manager: deleting due to NoExecute taint"})
+		Expect(k8sClient.Status().Update(suiteCtx, p)).To(Succeed())
+		Expect(k8sClient.Delete(suiteCtx, p)).To(Succeed())
+		return node.Name
+	}
+	repairsCounted := func(outcome string) float64 {
+		GinkgoHelper()
+		families, err := ctrlmetrics.Registry.Gather()
+		Expect(err).NotTo(HaveOccurred())
+		for _, f := range families {
+			if f.GetName() != "kubenexus_gang_repairs_total" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				if labelsOf(m)["outcome"] == outcome {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+		return 0
+	}
+
+	// A gang of two required in one rack runs beside a filler pod in its rack; the
+	// other rack is full. A member's node is lost; once the manager holds the
+	// member's room in the gang's rack, the filler ends — and a pending 8-GPU pod of
+	// no gang does not get its node: the replacement does.
+	It("holds a lost member's room in its gang's rack for the replacement, then reports the gang repaired", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		twoRacks(tc)
+		pg := testutil.MakePodGroup("train", tc.ns).MinMember(2).NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).Obj()
+		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, wholeNode(tc, fmt.Sprintf("train-%d", i)).PodGroup("train").Obj())).To(Succeed())
+		}
+		running(tc, "train-0", "train-1")
+		rack := rackOf(get(tc, "train-0").Spec.NodeName)
+		Expect(rackOf(get(tc, "train-1").Spec.NodeName)).To(Equal(rack))
+		// The filler takes the rack's third node; three blockers fill the other rack.
+		Expect(k8sClient.Create(suiteCtx, wholeNode(tc, "filler").Obj())).To(Succeed())
+		for i := range 3 {
+			Expect(k8sClient.Create(suiteCtx, wholeNode(tc, fmt.Sprintf("blocker-%d", i)).Obj())).To(Succeed())
+		}
+		running(tc, "filler", "blocker-0", "blocker-1", "blocker-2")
+		Expect(rackOf(get(tc, "filler").Spec.NodeName)).To(Equal(rack), "the filler should take the gang's rack's last node")
+		Eventually(func() v1alpha1.PodGroupPhase { return tc.podGroup("train").Status.Phase }).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.PodGroupRunning))
+		Expect(k8sClient.Create(suiteCtx, wholeNode(tc, "outsider").Obj())).To(Succeed())
+		Eventually(tc.scheduledMessage("outsider")).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
+
+		lost := loseNode(tc, "train-0")
+		Eventually(repairing(tc, "train")).WithTimeout(testutil.Timeout).Should(And(Not(BeNil()),
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", v1alpha1.RepairCauseNodeLost)))
+		rs := tc.podGroup("train").Status.Repair
+		Expect(rs).NotTo(BeNil())
+		Expect(rs.LostMembers).To(BeEquivalentTo(1))
+		Expect(rs.Nodes).To(Equal([]string{lost}))
+		Expect(rs.Domain).To(Equal(v1alpha1.LabelRack + "=" + rack))
+		Expect(repairing(tc, "train")().Message).To(ContainSubstring("held in " + v1alpha1.LabelRack + "=" + rack))
+		hold := &v1alpha1.ResourceReservation{}
+		Eventually(func() error {
+			return k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "train-repair"}, hold)
+		}).WithTimeout(testutil.Timeout).Should(Succeed())
+		Expect(hold.Spec.NodeSelector).To(Equal(map[string]string{v1alpha1.LabelRack: rack}))
+		Expect(hold.Spec.Slots).To(BeEquivalentTo(1))
+		Eventually(func() v1alpha1.ReservationPhase {
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(hold), hold)).To(Succeed())
+			return hold.Status.Phase
+		}).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.ReservationReserved))
+
+		// The filler ends; its node is the only room: held for the gang.
+		fillerNode := get(tc, "filler").Spec.NodeName
+		Expect(k8sClient.Delete(suiteCtx, get(tc, "filler"), client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(tc.scheduledMessage("outsider")).WithTimeout(testutil.Timeout).Should(ContainSubstring("train-repair"))
+		Consistently(nodeOf(tc, "outsider")).WithTimeout(3 * time.Second).Should(BeEmpty())
+
+		// The workload's controller creates the replacement: it binds there.
+		Expect(k8sClient.Create(suiteCtx, wholeNode(tc, "train-0b").PodGroup("train").Obj())).To(Succeed())
+		Eventually(nodeOf(tc, "train-0b")).WithTimeout(testutil.Timeout).Should(Equal(fillerNode))
+		running(tc, "train-0b")
+		Eventually(repairing(tc, "train")).WithTimeout(testutil.Timeout).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1alpha1.RepairOutcomeRepaired)))
+		Expect(tc.podGroup("train").Status.Repair).To(BeNil())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(hold), &v1alpha1.ResourceReservation{}))
+		}).WithTimeout(testutil.Timeout).Should(BeTrue(), "the repair's reservation should be deleted")
+		Expect(repairsCounted("repaired")).To(BeNumerically(">=", 1))
+		Expect(tc.eventReasons("train")).To(ContainElements(v1alpha1.EventReasonGangMembersLost, v1alpha1.EventReasonGangRepaired))
+		Expect(nodeOf(tc, "outsider")()).To(BeEmpty())
+	})
+
+	It("restarts a gang whole when no replacement comes within its timeout, then gives up", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		twoRacks(tc)
+		pg := testutil.MakePodGroup("train", tc.ns).MinMember(3).Obj()
+		pg.Spec.Recovery = &v1alpha1.GangRecovery{Policy: v1alpha1.RecoveryRepair, TimeoutSeconds: 2}
+		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		for i := range 3 {
+			Expect(k8sClient.Create(suiteCtx, wholeNode(tc, fmt.Sprintf("train-%d", i)).PodGroup("train").Obj())).To(Succeed())
+		}
+		running(tc, "train-0", "train-1", "train-2")
+		Eventually(func() v1alpha1.PodGroupPhase { return tc.podGroup("train").Status.Phase }).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.PodGroupRunning))
+		p := get(tc, "train-1")
+		p.Status.Phase = corev1.PodFailed
+		Expect(k8sClient.Status().Update(suiteCtx, p)).To(Succeed())
+		Eventually(repairing(tc, "train")).WithTimeout(testutil.Timeout).Should(And(Not(BeNil()),
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", v1alpha1.RepairCauseMemberFailed)))
+
+		// Past the timeout every member still running is deleted.
+		Eventually(func() *metav1.Time { return get(tc, "train-0").DeletionTimestamp }).WithTimeout(testutil.Timeout).ShouldNot(BeNil())
+		Eventually(func() *metav1.Time { return get(tc, "train-2").DeletionTimestamp }).WithTimeout(testutil.Timeout).ShouldNot(BeNil())
+		Expect(repairing(tc, "train")().Message).To(ContainSubstring("every member was deleted"))
+		Expect(tc.eventReasons("train")).To(ContainElement(v1alpha1.EventReasonGangRestarted))
+		// No new generation comes: given up after another timeout.
+		Eventually(repairing(tc, "train")).WithTimeout(testutil.Timeout).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1alpha1.RepairOutcomeGaveUp)))
+		Expect(repairsCounted("gave_up")).To(BeNumerically(">=", 1))
+	})
+})
