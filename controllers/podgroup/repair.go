@@ -187,12 +187,19 @@ func startRepair(pg *v1alpha1.PodGroup, policy v1alpha1.RecoveryPolicy, timeout 
 	case v1alpha1.RecoveryNone:
 		d.cond = repairingCond(pg, metav1.ConditionTrue, cause, lostMsg+"; nothing is held or restarted (spec.recovery.policy None).")
 	default: // Repair
-		if cause != v1alpha1.RepairCausePreempted {
+		switch cause {
+		case v1alpha1.RepairCausePreempted:
+			// The room went to a pod of higher priority: holding it back would undo
+			// the preemption. The replacements wait for room as any pod does.
+			d.cond = repairingCond(pg, metav1.ConditionTrue, cause, fmt.Sprintf("%s: their room went to the preemptor and is not held; the gang is restarted whole if it is not whole again within %s.", lostMsg, timeout))
+		case v1alpha1.RepairCauseMemberDeleted:
+			// Deleted with no disruption or failure shown: by a user, or by the
+			// workload's controller or its deletion, whose pods go one by one. No
+			// room is held on so little evidence.
+			d.cond = repairingCond(pg, metav1.ConditionTrue, cause, fmt.Sprintf("%s: deleted with no disruption or failure shown, so their room is not held; the gang is restarted whole if it is not whole again within %s.", lostMsg, timeout))
+		default:
 			return holdRoom(pg, d, lostMsg, timeout)
 		}
-		// The room went to a pod of higher priority: holding it back would undo the
-		// preemption. The replacements wait for room as any pod does.
-		d.cond = repairingCond(pg, metav1.ConditionTrue, cause, fmt.Sprintf("%s: their room went to the preemptor and is not held; the gang is restarted whole if it is not whole again within %s.", lostMsg, timeout))
 	}
 	return d
 }

@@ -68,6 +68,13 @@ func TestRepairStartsOnTheLossOfARunningMember(t *testing.T) {
 			if d.repair.Cause != tc.cause || d.repair.LostMembers != 1 || strings.Join(d.repair.Nodes, ",") != "n3" {
 				t.Errorf("repair %+v, want cause %s, 1 lost member on n3", d.repair, tc.cause)
 			}
+			if tc.cause == v1alpha1.RepairCauseMemberDeleted {
+				// Deleted with nothing shown: no room is held on that evidence.
+				if d.hold || d.repair.Reservation != "" || !strings.Contains(d.cond.Message, "not held") {
+					t.Errorf("a plain deletion held room: %+v, %+v", d.repair, d.cond)
+				}
+				return
+			}
 			if !d.hold || d.repair.Reservation != "g-repair" || d.restart {
 				t.Errorf("hold %v (reservation %q), restart %v: want the room held by g-repair, no restart", d.hold, d.repair.Reservation, d.restart)
 			}

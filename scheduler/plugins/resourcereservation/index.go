@@ -46,6 +46,8 @@ type reservation struct {
 	// accumulate: the reservation holds free room for its PodGroup's missing members
 	// on any node, as it frees (LabelReservationAccumulate), rather than on one node.
 	accumulate bool
+	// repair: the manager's reservation of a repairing gang (LabelReservationRepair).
+	repair bool
 	// selector keeps an unpinned reservation to the nodes with these labels
 	// (spec.nodeSelector; nil: any node).
 	selector labels.Selector
@@ -74,6 +76,7 @@ func newReservation(rr *v1alpha1.ResourceReservation) *reservation {
 	if r.ownerUID == "" {
 		r.ownerUID = rr.Status.OwnerUID
 	}
+	r.repair = r.accumulate && rr.Labels[v1alpha1.LabelReservationRepair] == "true"
 	if len(rr.Spec.NodeSelector) > 0 {
 		r.selector = labels.SelectorFromValidatedSet(rr.Spec.NodeSelector)
 	}

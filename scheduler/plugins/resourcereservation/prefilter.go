@@ -13,6 +13,7 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 )
 
@@ -20,7 +21,8 @@ import (
 // capacity on any node the plugin skips the pod: it costs pods nothing then.
 func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	idx := pl.shared.index()
-	if len(idx.byNode) == 0 && len(idx.accumulating) == 0 {
+	lost := pl.gangs != nil && pl.gangs.HasLost()
+	if len(idx.byNode) == 0 && len(idx.accumulating) == 0 && !lost {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	now := time.Now()
@@ -33,9 +35,47 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 			}
 		}
 		s.accumulated, s.accumulators, s.lent = pl.accumulated(idx, nodes, now, s.isMine, bound)
+		if lost {
+			s.accumulated, s.accumulators = holdLost(idx, pl.gangs.LostRooms(now), pod, now, s.accumulated, s.accumulators)
+		}
 	}
 	cs.Write(stateKey, s)
 	return nil, nil
+}
+
+// holdLost adds to held the rooms of whole gangs' lost members (gangs.LostRoom),
+// on the node each left, for every pod but the gang's own — until the manager's
+// repair reservation of that gang holds its room instead.
+func holdLost(idx *index, rooms []gangs.LostRoom, pod *corev1.Pod, now time.Time, held nodefree.Tally[string], names map[string][]string) (nodefree.Tally[string], map[string][]string) {
+	if len(rooms) == 0 {
+		return held, names
+	}
+	own := gang.Key{}
+	if m, ok, err := gang.Of(pod); err == nil && ok {
+		own, _ = m.Key.Whole()
+	}
+	for _, l := range rooms {
+		if l.Key == own || repairHeld(idx, l.Key, now) {
+			continue
+		}
+		if held == nil {
+			held, names = nodefree.Tally[string]{}, map[string][]string{}
+		}
+		held.Add(l.Node, l.Requests, 1)
+		names[l.Node] = append(names[l.Node], fmt.Sprintf("%s/%s-repair (PodGroup %s: a lost member's room, held for its replacement)", l.Key.Namespace, l.Key.Name, l.Key.Name))
+	}
+	return held, names
+}
+
+// repairHeld reports whether the manager's repair reservation of the gang holds
+// room now.
+func repairHeld(idx *index, key gang.Key, now time.Time) bool {
+	for _, r := range idx.byOwner[ownerOf(v1alpha1.ReservationOwnerPodGroup, key.Namespace, key.Name)] {
+		if r.accumulate && r.repair && r.holds(now) {
+			return true
+		}
+	}
+	return false
 }
 
 // accumulated assigns the room accumulating reservations hold in this cycle: for

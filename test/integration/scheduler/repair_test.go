@@ -165,6 +165,35 @@ var _ = Describe("Gang repair", func() {
 		Expect(nodeOf(tc, "outsider")()).To(BeEmpty())
 	})
 
+	// A member fails on a healthy node: its room frees at once, and a pending pod of
+	// no gang is retried on that event — before the manager's reservation can
+	// exist. The scheduler holds the room from the moment it sees the failure.
+	It("holds a failed member's room on its node from the moment it fails: a pending pod of no gang does not take it, the replacement does", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		tc.addLabelledNodes("rack-a", 3, map[string]string{v1alpha1.LabelRack: tc.ns + "-a"}, gpus...)
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("train", tc.ns).MinMember(3).Obj())).To(Succeed())
+		for i := range 3 {
+			Expect(k8sClient.Create(suiteCtx, wholeNode(tc, fmt.Sprintf("train-%d", i)).PodGroup("train").Obj())).To(Succeed())
+		}
+		running(tc, "train-0", "train-1", "train-2")
+		Expect(k8sClient.Create(suiteCtx, wholeNode(tc, "outsider").Obj())).To(Succeed())
+		Eventually(tc.scheduledMessage("outsider")).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
+
+		p := get(tc, "train-1")
+		freed := p.Spec.NodeName
+		p.Status.Phase = corev1.PodFailed
+		Expect(k8sClient.Status().Update(suiteCtx, p)).To(Succeed())
+		Eventually(tc.scheduledMessage("outsider")).WithTimeout(testutil.Timeout).Should(ContainSubstring("a lost member's room, held for its replacement"))
+		Eventually(repairing(tc, "train")).WithTimeout(testutil.Timeout).Should(HaveField("Reason", v1alpha1.RepairCauseMemberFailed))
+		Consistently(nodeOf(tc, "outsider")).WithTimeout(3 * time.Second).Should(BeEmpty())
+
+		Expect(k8sClient.Create(suiteCtx, wholeNode(tc, "train-1b").PodGroup("train").Obj())).To(Succeed())
+		Eventually(nodeOf(tc, "train-1b")).WithTimeout(testutil.Timeout).Should(Equal(freed))
+		running(tc, "train-1b")
+		Eventually(repairing(tc, "train")).WithTimeout(testutil.Timeout).Should(HaveField("Reason", v1alpha1.RepairOutcomeRepaired))
+		Expect(nodeOf(tc, "outsider")()).To(BeEmpty())
+	})
+
 	It("restarts a gang whole when no replacement comes within its timeout, then gives up", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		twoRacks(tc)

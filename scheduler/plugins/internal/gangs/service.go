@@ -14,6 +14,7 @@ package gangs
 import (
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,6 +54,10 @@ type Service struct {
 	// ClassesSynced reports whether the PriorityClass cache has synced (nil: there
 	// is none to wait for, as in unit tests).
 	ClassesSynced func() bool
+	// lost are the rooms of whole gangs' lost members held for their replacements
+	// (lost.go), lostCount their number for a lock-free check.
+	lost      map[types.UID]LostRoom
+	lostCount atomic.Int32
 }
 
 // NewService returns an empty Service for the pods of schedulerName; now is the
@@ -62,6 +67,7 @@ func NewService(schedulerName string, now func() time.Time) *Service {
 		gangs:         map[gang.Key]*Gang{},
 		podGang:       map[types.UID]gang.Key{},
 		held:          sets.New[types.UID](),
+		lost:          map[types.UID]LostRoom{},
 		schedulerName: schedulerName,
 		now:           now,
 	}
@@ -112,10 +118,16 @@ func (s *Service) Upsert(pod *corev1.Pod) {
 	}
 	m, ok, err := gang.Of(pod)
 	if pod.Spec.SchedulerName != s.schedulerName || err != nil || !ok || workload.Finished(pod) {
-		s.Remove(pod)
+		s.mu.Lock()
+		s.noteLossLocked(pod)
+		s.removeLocked(pod.UID)
+		s.mu.Unlock()
 		return
 	}
 	s.mu.Lock()
+	if pod.DeletionTimestamp != nil {
+		s.noteLossLocked(pod)
+	}
 	if old, found := s.podGang[pod.UID]; found && old != m.Key {
 		s.removeLocked(pod.UID)
 	}
@@ -233,6 +245,7 @@ func (s *Service) Remove(pod *corev1.Pod) {
 		return
 	}
 	s.mu.Lock()
+	s.noteLossLocked(pod)
 	s.removeLocked(pod.UID)
 	s.mu.Unlock()
 }
