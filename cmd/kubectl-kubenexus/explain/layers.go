@@ -255,6 +255,12 @@ func gangLine(g *group, st *state) Line {
 		if c := apimeta.FindStatusCondition(g.pg.Status.Conditions, v1alpha1.PodGroupConditionScheduled); c != nil && c.Status != metav1.ConditionTrue && c.Reason != "" {
 			l.Text += fmt.Sprintf("; %s for %s", c.Reason, since(st.now, c.LastTransitionTime.Time))
 		}
+		// A running gang that lost members: what the manager does about it.
+		if c := apimeta.FindStatusCondition(g.pg.Status.Conditions, v1alpha1.PodGroupConditionRepairing); c != nil && c.Status == metav1.ConditionTrue {
+			l.Verdict = Waiting
+			l.Text += fmt.Sprintf("; repairing (%s) for %s: %s", c.Reason, since(st.now, c.LastTransitionTime.Time), c.Message)
+			l.Action = "the workload's controller creates the replacements; spec.recovery of the PodGroup bounds how long before the gang is restarted whole"
+		}
 	}
 	return l
 }

@@ -123,6 +123,12 @@ func TestGangAndQueueLayers(t *testing.T) {
 		Type: v1alpha1.PodGroupConditionScheduled, Status: metav1.ConditionFalse, Reason: "InsufficientCapacity", LastTransitionTime: metav1.NewTime(now.Add(-3 * time.Minute))}}}}
 	check(t, "gang: waiting, with the PodGroup's reason", gangLine(&group{key: key, pg: pg, min: 4, members: make([]corev1.Pod, 4), pending: pending(4)}, st),
 		Waiting, "0 of its quorum of 4 bound, 4 waiting for a node; InsufficientCapacity for 3m0s", "")
+	repairing := &v1alpha1.PodGroup{Status: v1alpha1.PodGroupStatus{Conditions: []metav1.Condition{{
+		Type: v1alpha1.PodGroupConditionRepairing, Status: metav1.ConditionTrue, Reason: v1alpha1.RepairCauseNodeLost, LastTransitionTime: metav1.NewTime(now.Add(-20 * time.Second)),
+		Message: "Lost 1 member(s) of the 4 it needs (NodeLost on n3): their room is held in rack=r1 for the replacements (ResourceReservation llama-repair) for 5m0s; then the gang is restarted whole."}}}}
+	check(t, "gang: repairing", gangLine(&group{key: key, pg: repairing, min: 4, members: make([]corev1.Pod, 3), bound: 3}, st),
+		Waiting, "3 of 4 members exist (3 of its quorum of 4 bound, 0 waiting for a node): the gang waits for the rest to be created; repairing (NodeLost) for 20s: Lost 1 member(s) of the 4 it needs (NodeLost on n3): their room is held in rack=r1 for the replacements (ResourceReservation llama-repair) for 5m0s; then the gang is restarted whole.",
+		"the workload's controller creates the replacements; spec.recovery of the PodGroup bounds how long before the gang is restarted whole")
 	check(t, "gang: members missing", gangLine(&group{key: key, min: 4, members: make([]corev1.Pod, 2), pending: pending(2)}, st),
 		Waiting, "2 of 4 members exist (0 of its quorum of 4 bound, 2 waiting for a node): the gang waits for the rest to be created",
 		"check that the job's controller creates all its pods, or lower the gang's minMember")
