@@ -29,6 +29,12 @@ var registerWaiting sync.Once
 func serveWaiting(reader client.Reader) {
 	registerWaiting.Do(func() {
 		ctrlmetrics.Registry.MustRegister(&waitingCollector{reader: reader}, repairsTotal, repairSeconds)
+		// Every outcome is served from the start, at zero, so that dashboards and
+		// alerts see the series before the first repair.
+		for _, o := range []string{v1alpha1.RepairOutcomeRepaired, v1alpha1.RepairOutcomeRestarted, v1alpha1.RepairOutcomeGaveUp} {
+			repairsTotal.WithLabelValues(metricOutcome(o))
+			repairSeconds.WithLabelValues(metricOutcome(o))
+		}
 	})
 }
 
