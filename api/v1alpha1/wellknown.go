@@ -229,6 +229,13 @@ const (
 	AnnotationLWSExclusiveTopology = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 )
 
+// PodConditionPreempted (True) is the pod condition kubenexus-scheduler's
+// GangPreemption sets on a victim, beside DisruptionTarget, before it evicts it: the
+// Eviction API rewrites DisruptionTarget's reason to EvictionByEvictionAPI, and a
+// gang's repair must know that its member's room went to a preemptor (it holds none
+// for it). workload.Preempted reads both.
+const PodConditionPreempted = "scheduling.kubenexus.io/Preempted"
+
 // Keys on ResourceReservations.
 const (
 	// LabelReservationAccumulate ("true") marks a reservation that holds free room for

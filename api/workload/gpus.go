@@ -16,6 +16,20 @@ func Finished(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
+// Preempted reports whether a scheduler preempted the pod: its DisruptionTarget
+// condition says so, or kubenexus-scheduler's GangPreemption marked it
+// (v1alpha1.PodConditionPreempted) before evicting it through the Eviction API,
+// which rewrites DisruptionTarget's reason.
+func Preempted(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && (c.Type == v1alpha1.PodConditionPreempted ||
+			c.Type == corev1.DisruptionTarget && c.Reason == corev1.PodReasonPreemptionByScheduler) {
+			return true
+		}
+	}
+	return false
+}
+
 // OccupiesNode reports whether the pod holds room on a node: bound and not
 // finished. A terminating pod still occupies its node until it is gone, as
 // kube-scheduler counts it.

@@ -12,6 +12,7 @@ import (
 	podv1 "k8s.io/kubernetes/pkg/api/v1/pod"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
 )
 
 // maxListedNodes bounds status.repair.nodes.
@@ -83,6 +84,9 @@ func tally(members []corev1.Pod) (live, succeeded int, lost []*corev1.Pod) {
 func causeOf(lost []*corev1.Pod) (cause string, ok bool) {
 	failed := false
 	for _, p := range lost {
+		if workload.Preempted(p) {
+			return v1alpha1.RepairCausePreempted, true
+		}
 		if _, c := podv1.GetPodCondition(&p.Status, corev1.DisruptionTarget); c != nil && c.Status == corev1.ConditionTrue {
 			switch c.Reason {
 			case "DeletionByTaintManager", "DeletionByPodGC":

@@ -200,6 +200,14 @@ func TestRepairPolicies(t *testing.T) {
 	if d := decideRepair(pg, pods, t0.Add(30*time.Second), ""); d.restart || d.ended != v1alpha1.RepairOutcomeGaveUp {
 		t.Errorf("None past its timeout: %+v", d)
 	}
+	// GangPreemption's victims, evicted through the Eviction API (which rewrites
+	// DisruptionTarget's reason), are known by its own condition.
+	pg, pods = runningGang(nil)
+	lose(&pods[0], "EvictionByEvictionAPI", false)
+	pods[0].Status.Conditions = append(pods[0].Status.Conditions, corev1.PodCondition{Type: v1alpha1.PodConditionPreempted, Status: corev1.ConditionTrue})
+	if d := decideRepair(pg, pods, t0, ""); d.hold || d.repair.Cause != v1alpha1.RepairCausePreempted {
+		t.Errorf("GangPreemption's victim: %+v", d)
+	}
 	// Preempted members' room went to the preemptor: not held back.
 	pg, pods = runningGang(nil)
 	lose(&pods[0], corev1.PodReasonPreemptionByScheduler, false)

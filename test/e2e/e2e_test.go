@@ -144,6 +144,7 @@ func TestDemoFlow(t *testing.T) {
 	checkTrainingOperatorWebhook(t, c)
 	checkHardwareTiers(t, c, placements)
 	checkGangPreemption(t, c)
+	checkGangRepair(t, c)
 	checkKueue(t, c)
 	checkLeaderWorkerSet(t, c)
 	checkServing(t, c)

@@ -48,29 +48,7 @@ func checkGangPreemption(t *testing.T, c *demo.Cluster) {
 	}
 	// Without a node lifecycle controller the not-ready taint admission adds stays;
 	// lift it as CreateFleet does, keeping ours.
-	if err := poll(2*time.Minute, func() error {
-		for i := range 2 {
-			node := &corev1.Node{}
-			if err := c.Client.Get(ctx, client.ObjectKey{Name: fmt.Sprintf("preempt-%d", i)}, node); err != nil {
-				return err
-			}
-			var keep []corev1.Taint
-			for _, tn := range node.Spec.Taints {
-				if tn.Key == taint {
-					keep = append(keep, tn)
-				}
-			}
-			if len(keep) != len(node.Spec.Taints) {
-				node.Spec.Taints = keep
-				if err := c.Client.Update(ctx, node); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	liftNotReadyTaint(t, c, taint, "preempt-0", "preempt-1")
 	gangOf := func(name, class string) {
 		t.Helper()
 		if err := c.Client.Create(ctx, &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1alpha1.PodGroupSpec{MinMember: 4}}); err != nil {

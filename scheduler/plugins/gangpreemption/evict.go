@@ -22,6 +22,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/podobj"
 )
 
@@ -182,6 +183,19 @@ func (e *evictor) mark(ctx context.Context, p *corev1.Pod, message string) {
 	}
 	if !replaced {
 		status.Conditions = append(status.Conditions, cond)
+	}
+	// The Eviction API rewrites DisruptionTarget's reason; this one says to the
+	// gang's repair (scheduler and manager) that the room went to a preemptor.
+	marked := corev1.PodCondition{Type: v1alpha1.PodConditionPreempted, Status: corev1.ConditionTrue, Reason: corev1.PodReasonPreemptionByScheduler,
+		Message: message, LastTransitionTime: cond.LastTransitionTime}
+	found := false
+	for i := range status.Conditions {
+		if status.Conditions[i].Type == marked.Type {
+			status.Conditions[i], found = marked, true
+		}
+	}
+	if !found {
+		status.Conditions = append(status.Conditions, marked)
 	}
 	if err := schedutil.PatchPodStatus(ctx, e.cs, cur.Name, cur.Namespace, &cur.Status, status); err != nil && !apierrors.IsNotFound(err) {
 		klog.FromContext(ctx).V(2).Info("Marking a preemption victim failed; evicting it anyway", "pod", klog.KObj(p), "err", err)

@@ -136,6 +136,20 @@ var _ = Describe("Creating a malformed object", func() {
 		Entry("PodGroup numaSpread scatter", rejectedCreate{
 			obj:  func(ns string) client.Object { return pg("", ns).NUMASpread("scatter").Obj() },
 			want: []string{"spec.numaSpread", `supported values: "packed", "balanced", "isolated"`}}),
+		Entry("PodGroup recovery policy Retry", rejectedCreate{
+			obj: func(ns string) client.Object {
+				o := pg("", ns).Obj()
+				o.Spec.Recovery = &v1alpha1.GangRecovery{Policy: "Retry"}
+				return o
+			},
+			want: []string{"spec.recovery.policy", `supported values: "Repair", "RestartGang", "None"`}}),
+		Entry("PodGroup recovery timeout above a day", rejectedCreate{
+			obj: func(ns string) client.Object {
+				o := pg("", ns).Obj()
+				o.Spec.Recovery = &v1alpha1.GangRecovery{TimeoutSeconds: 90000}
+				return o
+			},
+			want: []string{"spec.recovery.timeoutSeconds", "less than or equal to 86400"}}),
 		Entry("PodGroup with a misspelt field", rejectedCreate{
 			obj: func(ns string) client.Object {
 				return unknownField("PodGroup", ns, map[string]any{"minMember": 2, "minMembers": 2})
@@ -177,6 +191,23 @@ var _ = Describe("Creating a malformed object", func() {
 		Entry("ResourceReservation with a TTL above a week", rejectedCreate{
 			obj:  func(ns string) client.Object { return rr("", ns, "pg").TTL(10_000_000).Obj() },
 			want: []string{"spec.ttlSeconds", "less than or equal to 604800"}}),
+		Entry("ResourceReservation with both a node and a node selector", rejectedCreate{
+			obj: func(ns string) client.Object {
+				o := rr("", ns, "pg").Node("n1").Obj()
+				o.Spec.NodeSelector = map[string]string{v1alpha1.LabelRack: "r1"}
+				return o
+			},
+			want: []string{"spec.nodeSelector: only for reservations without spec.nodeName"}}),
+		Entry("ResourceReservation with nine node selector labels", rejectedCreate{
+			obj: func(ns string) client.Object {
+				o := rr("", ns, "pg").Obj()
+				o.Spec.NodeSelector = map[string]string{}
+				for i := range 9 {
+					o.Spec.NodeSelector[fmt.Sprintf("k%d", i)] = "v"
+				}
+				return o
+			},
+			want: []string{"spec.nodeSelector", "must have at most 8 items"}}),
 		Entry("ResourceReservation on an invalid node name", rejectedCreate{
 			obj:  func(ns string) client.Object { return rr("", ns, "pg").Node("Node_1").Obj() },
 			want: []string{"spec.nodeName", "should match"}}),

@@ -44,6 +44,10 @@ var _ = Describe("ResourceReservation admission", func() {
 		Expect(err).To(MatchError(And(ContainSubstring("spec.slots"), ContainSubstring("must be at most 1000 (KubeNexusConfig spec.reservations.maxSlots)"))))
 		err = k8sClient.Create(suiteCtx, testutil.MakeReservation("week", bronze, "train").Resources(gpus).TTL(7*24*3600).Obj())
 		Expect(err).To(MatchError(And(ContainSubstring("spec.ttlSeconds"), ContainSubstring("must be at most 86400"))))
+		badSelector := testutil.MakeReservation("rack", bronze, "train").Resources(gpus).Obj()
+		badSelector.Spec.NodeSelector = map[string]string{"network.kubenexus.io/rack": "not a label value!"}
+		err = k8sClient.Create(suiteCtx, badSelector)
+		Expect(err).To(MatchError(And(ContainSubstring("spec.nodeSelector"), ContainSubstring("not a label value!"))))
 
 		// Quota: 16 GPUs, 8 used by the namespace's pods (no quota controller runs
 		// here: the status it would write).

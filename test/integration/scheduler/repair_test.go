@@ -183,7 +183,9 @@ var _ = Describe("Gang repair", func() {
 		freed := p.Spec.NodeName
 		p.Status.Phase = corev1.PodFailed
 		Expect(k8sClient.Status().Update(suiteCtx, p)).To(Succeed())
-		Eventually(tc.scheduledMessage("outsider")).WithTimeout(testutil.Timeout).Should(ContainSubstring("a lost member's room, held for its replacement"))
+		// Refused for the scheduler's own hold ("a lost member's room, held for its
+		// replacement") or, once the manager's reservation exists, for that one.
+		Eventually(tc.scheduledMessage("outsider")).WithTimeout(testutil.Timeout).Should(ContainSubstring("held by ResourceReservation " + tc.ns + "/train-repair (PodGroup train"))
 		Eventually(repairing(tc, "train")).WithTimeout(testutil.Timeout).Should(HaveField("Reason", v1alpha1.RepairCauseMemberFailed))
 		Consistently(nodeOf(tc, "outsider")).WithTimeout(3 * time.Second).Should(BeEmpty())
 

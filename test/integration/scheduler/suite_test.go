@@ -150,6 +150,12 @@ func (tc *testCluster) stopScheduler() {
 
 func (tc *testCluster) cleanup() {
 	tc.stopScheduler()
+	// The PodGroups first, then the reservations: a gang repairing when the test ends
+	// would have its repair reservation made again, and with no garbage collector
+	// here nothing deletes what a PodGroup owns; a reservation left behind holds room
+	// on the next tests' nodes.
+	Expect(k8sClient.DeleteAllOf(suiteCtx, &v1alpha1.PodGroup{}, client.InNamespace(tc.ns))).To(Succeed())
+	Expect(k8sClient.DeleteAllOf(suiteCtx, &v1alpha1.ResourceReservation{}, client.InNamespace(tc.ns))).To(Succeed())
 	Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Pod{}, client.InNamespace(tc.ns), client.GracePeriodSeconds(0))).To(Succeed())
 	Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Node{}, client.MatchingLabels{"kubenexus.io/test": tc.nodeLabel})).To(Succeed())
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 )
 
@@ -47,7 +48,7 @@ func (s *Service) noteLossLocked(pod *corev1.Pod) {
 	// deleted by a user or by its workload's controller or deletion.
 	_, c := podv1.GetPodCondition(&pod.Status, corev1.DisruptionTarget)
 	disrupted := c != nil && c.Status == corev1.ConditionTrue
-	if disrupted && c.Reason == corev1.PodReasonPreemptionByScheduler || !disrupted && pod.Status.Phase != corev1.PodFailed {
+	if workload.Preempted(pod) || !disrupted && pod.Status.Phase != corev1.PodFailed {
 		return
 	}
 	key, found := s.podGang[pod.UID]
