@@ -20,17 +20,9 @@ import (
 // handle's informers are started. Its evictor stops with the test.
 func newPlugin(t *testing.T, args string, kube []runtime.Object, crds ...client.Object) (*Plugin, *plugintest.Services) {
 	t.Helper()
-	s := plugintest.New(t, schedtest.New(t, kube...), crds...)
-	var obj runtime.Object
-	if args != "" {
-		obj = &runtime.Unknown{Raw: []byte(args)}
-	}
-	pl, err := New(t.Context(), obj, s.Env.Handle, s.CRDs, s.Gangs(), s.Tiers(), resourcereservation.NewShared())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Env.Start()
-	return pl, s
+	return plugintest.Build(t, kube, crds, func(s *plugintest.Services) (*Plugin, error) {
+		return New(t.Context(), plugintest.Args(args), s.Env.Handle, s.CRDs, s.Gangs(), s.Tiers(), resourcereservation.NewShared())
+	})
 }
 
 // preempted commits a preemption for owner as PostFilter does once it has chosen:

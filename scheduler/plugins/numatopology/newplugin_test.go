@@ -7,7 +7,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/plugintest"
-	"github.com/kube-nexus/kubenexus/test/util/schedtest"
 )
 
 // newPlugin builds the plugin through New, as the scheduler does, over a handle
@@ -15,11 +14,7 @@ import (
 // (NodeResourceTopologies); the handle's informers are started.
 func newPlugin(t *testing.T, kube []runtime.Object, crds ...client.Object) (*Plugin, *plugintest.Services) {
 	t.Helper()
-	s := plugintest.New(t, schedtest.New(t, kube...), crds...)
-	pl, err := New(t.Context(), nil, s.Env.Handle, s.CRDs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Env.Start()
-	return pl, s
+	return plugintest.Build(t, kube, crds, func(s *plugintest.Services) (*Plugin, error) {
+		return New(t.Context(), nil, s.Env.Handle, s.CRDs)
+	})
 }

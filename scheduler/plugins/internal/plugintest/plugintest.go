@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache/crdcachetest"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/accelerators"
@@ -107,4 +109,39 @@ func (s *Services) Tiers() *tenant.Tiers {
 		s.tiers = tiers
 	}
 	return s.tiers
+}
+
+// Args is a plugin's args as a scheduler configuration hands them to New (YAML or
+// JSON); nil for "", the defaults.
+func Args(args string) runtime.Object {
+	if args == "" {
+		return nil
+	}
+	return &runtime.Unknown{Raw: []byte(args)}
+}
+
+// Build builds a plugin with build over the services of a handle holding kube and
+// a KubeNexus cache serving crds, starts the informers the plugin asked for, and,
+// when the plugin took the gang Service, waits until it has filed the gang members
+// among kube's pods of the profile.
+func Build[P any](t testing.TB, kube []runtime.Object, crds []client.Object, build func(*Services) (P, error)) (P, *Services) {
+	t.Helper()
+	s := New(t, schedtest.New(t, kube...), crds...)
+	pl, err := build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Env.Start()
+	if s.gangs != nil {
+		var members []*corev1.Pod
+		for _, o := range kube {
+			if p, ok := o.(*corev1.Pod); ok && p.Spec.SchedulerName == schedtest.SchedulerName {
+				if _, ok, err := gang.Of(p); ok && err == nil {
+					members = append(members, p)
+				}
+			}
+		}
+		s.WaitForMembers(members...)
+	}
+	return pl, s
 }
