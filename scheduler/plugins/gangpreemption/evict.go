@@ -218,6 +218,17 @@ func (e *evictor) next(ctx context.Context) bool {
 		e.queue.Forget(key)
 		return true
 	}
+	// A victim marked by a scheduler that stopped before evicting it (or by an
+	// older one) gets the condition the Eviction API leaves alone.
+	if !hasCondition(p, v1alpha1.PodConditionPreempted) {
+		message := "KubeNexus GangPreemption"
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.DisruptionTarget && c.Message != "" {
+				message = c.Message
+			}
+		}
+		e.mark(ctx, p, message)
+	}
 	ev := &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}},
@@ -272,4 +283,14 @@ func RegisterMetrics() {
 	registerMetrics.Do(func() {
 		legacyregistry.MustRegister(preemptions, victimUnits, evictions)
 	})
+}
+
+// hasCondition reports whether the pod has the condition t, True.
+func hasCondition(p *corev1.Pod, t corev1.PodConditionType) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,88 @@
+package gangs
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+)
+
+// runningGang files a label-only gang of three members bound to n0..n2.
+func runningGang(x *Service) []*corev1.Pod {
+	var pods []*corev1.Pod
+	for i, node := range []string{"n0", "n1", "n2"} {
+		p := testutil.MakePod("g-"+string(rune('0'+i)), "ns").UID("g-"+string(rune('0'+i))).SchedulerName("kubenexus-scheduler").
+			Label(v1alpha1.LabelKubeNexusGangName, "g").Label(v1alpha1.LabelKubeNexusGangMinAvailable, "3").Req("cpu", "8").Node(node).Phase(corev1.PodRunning).Obj()
+		x.Upsert(p)
+		pods = append(pods, p)
+	}
+	return pods
+}
+
+func TestLostRooms(t *testing.T) {
+	clock := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	key := gang.Key{Namespace: "ns", Name: "g"}
+	for _, tc := range []struct {
+		name string
+		lose func(p *corev1.Pod)
+		held bool
+	}{
+		{"failed", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }, true},
+		{"its node lost: terminating, disrupted", func(p *corev1.Pod) {
+			p.DeletionTimestamp = &metav1.Time{Time: clock}
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByTaintManager"}}
+		}, true},
+		{"preempted by GangPreemption, evicted", func(p *corev1.Pod) {
+			p.DeletionTimestamp = &metav1.Time{Time: clock}
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"},
+				{Type: v1alpha1.PodConditionPreempted, Status: corev1.ConditionTrue}}
+		}, false},
+		{"deleted with nothing shown", func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: clock} }, false},
+		{"succeeded", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := clock
+			x := NewService("kubenexus-scheduler", func() time.Time { return now })
+			pods := runningGang(x)
+			if x.HasLost() {
+				t.Fatal("a whole gang has lost rooms")
+			}
+			lost := pods[1].DeepCopy()
+			tc.lose(lost)
+			x.Upsert(lost)
+			rooms := x.LostRooms(now)
+			if !tc.held {
+				if len(rooms) != 0 {
+					t.Errorf("rooms held: %+v", rooms)
+				}
+				return
+			}
+			if len(rooms) != 1 || rooms[0].Key != key || rooms[0].Node != "n1" || rooms[0].Requests[corev1.ResourceCPU] != 8000 {
+				t.Fatalf("rooms %+v, want n1's 8 CPUs for ns/g", rooms)
+			}
+			// The replacement binds: whole again, nothing held.
+			repl := testutil.MakePod("g-1b", "ns").UID("g-1b").SchedulerName("kubenexus-scheduler").
+				Label(v1alpha1.LabelKubeNexusGangName, "g").Label(v1alpha1.LabelKubeNexusGangMinAvailable, "3").Req("cpu", "8").Node("n1").Obj()
+			x.Upsert(repl)
+			if rooms := x.LostRooms(now); len(rooms) != 0 || x.HasLost() {
+				t.Errorf("after the replacement bound: rooms %+v", rooms)
+			}
+		})
+	}
+
+	// A minute without a replacement: no longer held.
+	now := clock
+	x := NewService("kubenexus-scheduler", func() time.Time { return now })
+	pods := runningGang(x)
+	failed := pods[0].DeepCopy()
+	failed.Status.Phase = corev1.PodFailed
+	x.Upsert(failed)
+	if len(x.LostRooms(now.Add(LostHoldWindow-time.Second))) != 1 || len(x.LostRooms(now.Add(LostHoldWindow))) != 0 {
+		t.Error("the hold does not end after LostHoldWindow")
+	}
+}
