@@ -157,11 +157,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	now := r.Now()
 	status := ComputeStatus(pg, pods.Items, metav1.NewTime(now))
-	domain := ""
-	if pg.Status.Repair == nil && (pg.Status.Phase == v1alpha1.PodGroupRunning || pg.Status.Phase == v1alpha1.PodGroupScheduled) {
-		domain = r.repairDomain(ctx, pg, pods.Items)
-	}
-	d := decideRepair(pg, pods.Items, now, domain)
+	d := decideRepair(pg, pods.Items, now, func() string { return r.repairDomain(ctx, pg, pods.Items) })
 	prevRepair := pg.Status.Repair
 	status.Repair = d.repair
 	if d.cond != nil {

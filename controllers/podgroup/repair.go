@@ -114,9 +114,9 @@ func causeOf(lost []*corev1.Pod) (cause string, ok bool) {
 // repair starts when a gang that was Scheduled or Running has fewer live members
 // (with the succeeded ones) than minMember — not when every member goes at once
 // with no disruption or failure shown (the workload was deleted, or its
-// controller restarts it) — and ends when the gang is whole again. domain is the
-// domain the room is held in ("": any node).
-func decideRepair(pg *v1alpha1.PodGroup, members []corev1.Pod, now time.Time, domain string) repairDecision {
+// controller restarts it) — and ends when the gang is whole again. domain gives the
+// domain the room is held in ("": any node), asked only when a repair starts.
+func decideRepair(pg *v1alpha1.PodGroup, members []corev1.Pod, now time.Time, domain func() string) repairDecision {
 	policy, timeout := recoveryOf(pg)
 	minMember := int(pg.Spec.MinMember)
 	live, succeeded, lost := tally(members)
@@ -131,7 +131,7 @@ func decideRepair(pg *v1alpha1.PodGroup, members []corev1.Pod, now time.Time, do
 		if !shown && live == 0 {
 			return repairDecision{}
 		}
-		return startRepair(pg, policy, timeout, cause, minMember-live-succeeded, lost, now, domain)
+		return startRepair(pg, policy, timeout, cause, minMember-live-succeeded, lost, now, domain())
 	}
 	if whole {
 		outcome := v1alpha1.RepairOutcomeRepaired

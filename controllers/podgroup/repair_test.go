@@ -14,6 +14,9 @@ import (
 
 var t0 = time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
 
+// in is a domain function that answers domain.
+func in(domain string) func() string { return func() string { return domain } }
+
 // runningGang is a PodGroup of minMember 4 whose last status said Running, and
 // its four members bound to n1..n4, created before t0.
 func runningGang(recovery *v1alpha1.GangRecovery) (*v1alpha1.PodGroup, []corev1.Pod) {
@@ -61,7 +64,7 @@ func TestRepairStartsOnTheLossOfARunningMember(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pg, pods := runningGang(nil)
 			lose(&pods[2], tc.reason, tc.failed)
-			d := decideRepair(pg, pods, t0, "topology.kubenexus.io/rack=r1")
+			d := decideRepair(pg, pods, t0, in("topology.kubenexus.io/rack=r1"))
 			if d.repair == nil || !d.started {
 				t.Fatalf("no repair started: %+v", d)
 			}
@@ -95,7 +98,7 @@ func TestNoRepairWhenNothingWasLost(t *testing.T) {
 	extra := pods[0].DeepCopy()
 	extra.Name, extra.Spec.NodeName = "g-4", "n5"
 	lose(extra, "EvictionByEvictionAPI", false)
-	if d := decideRepair(pg, append(pods, *extra), t0, ""); d.repair != nil || d.cond != nil {
+	if d := decideRepair(pg, append(pods, *extra), t0, in("")); d.repair != nil || d.cond != nil {
 		t.Errorf("a surplus member's loss started a repair: %+v", d)
 	}
 	// The workload was deleted: every member goes, none disrupted or failed.
@@ -103,20 +106,20 @@ func TestNoRepairWhenNothingWasLost(t *testing.T) {
 	for i := range pods {
 		lose(&pods[i], "", false)
 	}
-	if d := decideRepair(pg, pods, t0, ""); d.repair != nil {
+	if d := decideRepair(pg, pods, t0, in("")); d.repair != nil {
 		t.Errorf("deleting the workload started a repair: %+v", d.repair)
 	}
 	// A gang that never ran whole has nothing to repair.
 	pg, pods = runningGang(nil)
 	pg.Status.Phase = v1alpha1.PodGroupScheduling
 	lose(&pods[0], "", true)
-	if d := decideRepair(pg, pods, t0, ""); d.repair != nil {
+	if d := decideRepair(pg, pods, t0, in("")); d.repair != nil {
 		t.Errorf("a gang still being scheduled started a repair: %+v", d.repair)
 	}
 	// Members that succeeded count for the gang.
 	pg, pods = runningGang(nil)
 	pods[0].Status.Phase = corev1.PodSucceeded
-	if d := decideRepair(pg, pods, t0, ""); d.repair != nil {
+	if d := decideRepair(pg, pods, t0, in("")); d.repair != nil {
 		t.Errorf("a member that succeeded started a repair: %+v", d.repair)
 	}
 }
@@ -124,18 +127,18 @@ func TestNoRepairWhenNothingWasLost(t *testing.T) {
 func TestRepairEndsWhenTheReplacementRuns(t *testing.T) {
 	pg, pods := runningGang(nil)
 	lose(&pods[1], "DeletionByTaintManager", false)
-	d := decideRepair(pg, pods, t0, "")
+	d := decideRepair(pg, pods, t0, in(""))
 	pg.Status.Repair = d.repair
 
 	// Still one short: held, looked at again when the timeout ends.
 	pods = append(pods[:1], pods[2:]...)
-	d = decideRepair(pg, pods, t0.Add(10*time.Second), "")
+	d = decideRepair(pg, pods, t0.Add(10*time.Second), in(""))
 	if d.repair == nil || !d.hold || d.ended != "" || d.requeue != 290*time.Second {
 		t.Fatalf("while waiting for the replacement: %+v", d)
 	}
 	// The replacement binds.
 	repl := testutil.MakePod("g-1b", "ns").PodGroup("g").Node("n9").Phase(corev1.PodRunning).Obj()
-	d = decideRepair(pg, append(pods, *repl), t0.Add(25*time.Second), "")
+	d = decideRepair(pg, append(pods, *repl), t0.Add(25*time.Second), in(""))
 	if d.repair != nil || d.ended != v1alpha1.RepairOutcomeRepaired || d.took != 25*time.Second || !d.dropHold {
 		t.Fatalf("after the replacement bound: %+v", d)
 	}
@@ -147,14 +150,14 @@ func TestRepairEndsWhenTheReplacementRuns(t *testing.T) {
 func TestRepairRestartsTheGangPastItsTimeoutThenGivesUp(t *testing.T) {
 	pg, pods := runningGang(&v1alpha1.GangRecovery{Policy: v1alpha1.RecoveryRepair, TimeoutSeconds: 60})
 	lose(&pods[3], "", true)
-	d := decideRepair(pg, pods, t0, "")
+	d := decideRepair(pg, pods, t0, in(""))
 	pg.Status.Repair = d.repair
 
-	d = decideRepair(pg, pods, t0.Add(59*time.Second), "")
+	d = decideRepair(pg, pods, t0.Add(59*time.Second), in(""))
 	if d.restart || d.repair.RestartTime != nil {
 		t.Fatalf("restarted before the timeout: %+v", d)
 	}
-	d = decideRepair(pg, pods, t0.Add(60*time.Second), "")
+	d = decideRepair(pg, pods, t0.Add(60*time.Second), in(""))
 	if !d.restart || d.repair == nil || d.repair.RestartTime == nil || !d.repair.RestartTime.Time.Equal(t0.Add(60*time.Second)) || !d.dropHold || d.repair.Reservation != "" {
 		t.Fatalf("at the timeout: %+v", d)
 	}
@@ -164,11 +167,11 @@ func TestRepairRestartsTheGangPastItsTimeoutThenGivesUp(t *testing.T) {
 	pg.Status.Repair = d.repair
 
 	// The new generation is not placed within another timeout: given up.
-	d = decideRepair(pg, nil, t0.Add(119*time.Second), "")
+	d = decideRepair(pg, nil, t0.Add(119*time.Second), in(""))
 	if d.ended != "" || !d.restart {
 		t.Fatalf("before the second timeout: %+v", d)
 	}
-	d = decideRepair(pg, nil, t0.Add(120*time.Second), "")
+	d = decideRepair(pg, nil, t0.Add(120*time.Second), in(""))
 	if d.ended != v1alpha1.RepairOutcomeGaveUp || d.repair != nil || d.cond.Reason != v1alpha1.RepairOutcomeGaveUp {
 		t.Fatalf("after the second timeout: %+v", d)
 	}
@@ -178,7 +181,7 @@ func TestRepairRestartsTheGangPastItsTimeoutThenGivesUp(t *testing.T) {
 	for i := range 4 {
 		whole = append(whole, *testutil.MakePod("new-"+string(rune('0'+i)), "ns").PodGroup("g").Node("n1").Phase(corev1.PodRunning).Obj())
 	}
-	if d := decideRepair(pg, whole, t0.Add(90*time.Second), ""); d.ended != v1alpha1.RepairOutcomeRestarted {
+	if d := decideRepair(pg, whole, t0.Add(90*time.Second), in("")); d.ended != v1alpha1.RepairOutcomeRestarted {
 		t.Errorf("the new generation whole: outcome %q, want Restarted", d.ended)
 	}
 }
@@ -186,18 +189,18 @@ func TestRepairRestartsTheGangPastItsTimeoutThenGivesUp(t *testing.T) {
 func TestRepairPolicies(t *testing.T) {
 	pg, pods := runningGang(&v1alpha1.GangRecovery{Policy: v1alpha1.RecoveryRestartGang})
 	lose(&pods[0], "DeletionByPodGC", false)
-	d := decideRepair(pg, pods, t0, "")
+	d := decideRepair(pg, pods, t0, in(""))
 	if !d.restart || d.hold || d.repair.RestartTime == nil {
 		t.Errorf("RestartGang: %+v", d)
 	}
 	pg, pods = runningGang(&v1alpha1.GangRecovery{Policy: v1alpha1.RecoveryNone, TimeoutSeconds: 30})
 	lose(&pods[0], "DeletionByPodGC", false)
-	d = decideRepair(pg, pods, t0, "")
+	d = decideRepair(pg, pods, t0, in(""))
 	if d.restart || d.hold || d.repair == nil || !strings.Contains(d.cond.Message, "nothing is held or restarted") {
 		t.Errorf("None: %+v", d)
 	}
 	pg.Status.Repair = d.repair
-	if d := decideRepair(pg, pods, t0.Add(30*time.Second), ""); d.restart || d.ended != v1alpha1.RepairOutcomeGaveUp {
+	if d := decideRepair(pg, pods, t0.Add(30*time.Second), in("")); d.restart || d.ended != v1alpha1.RepairOutcomeGaveUp {
 		t.Errorf("None past its timeout: %+v", d)
 	}
 	// GangPreemption's victims, evicted through the Eviction API (which rewrites
@@ -205,13 +208,13 @@ func TestRepairPolicies(t *testing.T) {
 	pg, pods = runningGang(nil)
 	lose(&pods[0], "EvictionByEvictionAPI", false)
 	pods[0].Status.Conditions = append(pods[0].Status.Conditions, corev1.PodCondition{Type: v1alpha1.PodConditionPreempted, Status: corev1.ConditionTrue})
-	if d := decideRepair(pg, pods, t0, ""); d.hold || d.repair.Cause != v1alpha1.RepairCausePreempted {
+	if d := decideRepair(pg, pods, t0, in("")); d.hold || d.repair.Cause != v1alpha1.RepairCausePreempted {
 		t.Errorf("GangPreemption's victim: %+v", d)
 	}
 	// Preempted members' room went to the preemptor: not held back.
 	pg, pods = runningGang(nil)
 	lose(&pods[0], corev1.PodReasonPreemptionByScheduler, false)
-	if d := decideRepair(pg, pods, t0, ""); d.hold || d.repair.Cause != v1alpha1.RepairCausePreempted || d.repair.Reservation != "" {
+	if d := decideRepair(pg, pods, t0, in("")); d.hold || d.repair.Cause != v1alpha1.RepairCausePreempted || d.repair.Reservation != "" {
 		t.Errorf("preempted: %+v", d)
 	}
 }
@@ -219,7 +222,7 @@ func TestRepairPolicies(t *testing.T) {
 func TestHoldFor(t *testing.T) {
 	pg, pods := runningGang(nil)
 	lose(&pods[0], "DeletionByTaintManager", false)
-	d := decideRepair(pg, pods, t0, "topology.kubenexus.io/rack=r1")
+	d := decideRepair(pg, pods, t0, in("topology.kubenexus.io/rack=r1"))
 	rr := holdFor(pg, d.repair, pods, t0.Add(100*time.Second), 300*time.Second)
 	if rr.Name != "g-repair" || rr.Spec.Slots != 1 || rr.Spec.TTLSeconds != 200 || rr.Spec.NodeSelector["topology.kubenexus.io/rack"] != "r1" {
 		t.Errorf("reservation %s: slots %d, ttl %d, selector %v", rr.Name, rr.Spec.Slots, rr.Spec.TTLSeconds, rr.Spec.NodeSelector)
