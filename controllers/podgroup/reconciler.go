@@ -165,8 +165,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if !equality.Semantic.DeepEqual(status, pg.Status) {
 		patch := client.MergeFrom(pg.DeepCopy())
+		if d.started || d.ended != "" || !equality.Semantic.DeepEqual(d.repair, prevRepair) {
+			// A repair's transitions are written against the status they were decided
+			// on: a reconcile of a stale copy must not start, restart or end it twice.
+			patch = client.MergeFromWithOptions(pg.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		}
 		pg.Status = status
 		if err := r.Client.Status().Patch(ctx, pg, patch); err != nil {
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{RequeueAfter: time.Second}, nil // the newer copy comes with its own event
+			}
 			return ctrl.Result{}, fmt.Errorf("updating PodGroup status: %w", err)
 		}
 	}

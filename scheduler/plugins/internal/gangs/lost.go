@@ -37,7 +37,9 @@ type LostRoom struct {
 // condition), not preempted, and its gang was whole before the loss (counting the
 // members lost with it). Callers hold Lock.
 func (s *Service) noteLossLocked(pod *corev1.Pod) {
-	if pod.Status.Phase == corev1.PodSucceeded || pod.Spec.NodeName == "" {
+	// Before the KubeNexus cache has listed, the gang's quorum is not known; reading
+	// it would wait for the list under the Service's lock, in an informer handler.
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Spec.NodeName == "" || !s.cacheSynced() {
 		return
 	}
 	if _, dup := s.lost[pod.UID]; dup {
