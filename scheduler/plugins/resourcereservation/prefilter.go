@@ -36,17 +36,40 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 		}
 		s.accumulated, s.accumulators, s.lent = pl.accumulated(idx, nodes, now, s.isMine, bound)
 		if lost {
-			s.accumulated, s.accumulators = holdLost(idx, pl.gangs.LostRooms(now), pod, now, s.accumulated, s.accumulators)
+			s.accumulated, s.accumulators = holdLost(idx, pl.tenantMayHold(nodes), pl.gangs.LostRooms(now), pod, now, s.accumulated, s.accumulators)
 		}
 	}
 	cs.Write(stateKey, s)
 	return nil, nil
 }
 
+// tenantMayHold reports whether the tenant of a namespace may hold room on a node
+// by name, by the HardwareTiers (always, without any): a lost member may have run
+// where its tenant only borrowed room (a preemptible pod lent a higher tier's).
+// Looks up the snapshot's nodes once per call of the function it returns.
+func (pl *Plugin) tenantMayHold(nodes []fwk.NodeInfo) func(namespace, node string) bool {
+	tiers := pl.shared.tiers.Load()
+	if tiers == nil {
+		return func(string, string) bool { return true }
+	}
+	var byName map[string]*corev1.Node
+	return func(namespace, node string) bool {
+		if byName == nil {
+			byName = make(map[string]*corev1.Node, len(nodes))
+			for _, ni := range nodes {
+				byName[ni.Node().Name] = ni.Node()
+			}
+		}
+		n := byName[node]
+		return n == nil || pl.shared.gate.refusesTenant(tiers, pl.shared.gate.tenantOf(namespace), n) == ""
+	}
+}
+
 // holdLost adds to held the rooms of whole gangs' lost members (gangs.LostRoom),
-// on the node each left, for every pod but the gang's own — until the manager's
-// repair reservation of that gang holds its room instead.
-func holdLost(idx *index, rooms []gangs.LostRoom, pod *corev1.Pod, now time.Time, held nodefree.Tally[string], names map[string][]string) (nodefree.Tally[string], map[string][]string) {
+// on the node each left where its tenant may hold room, for every pod but the
+// gang's own — until the manager's repair reservation of that gang holds its room
+// instead.
+func holdLost(idx *index, mayHold func(namespace, node string) bool, rooms []gangs.LostRoom, pod *corev1.Pod, now time.Time, held nodefree.Tally[string], names map[string][]string) (nodefree.Tally[string], map[string][]string) {
 	if len(rooms) == 0 {
 		return held, names
 	}
@@ -55,7 +78,7 @@ func holdLost(idx *index, rooms []gangs.LostRoom, pod *corev1.Pod, now time.Time
 		own, _ = m.Key.Whole()
 	}
 	for _, l := range rooms {
-		if l.Key == own || repairHeld(idx, l.Key, now) {
+		if l.Key == own || repairHeld(idx, l.Key, now) || !mayHold(l.Key.Namespace, l.Node) {
 			continue
 		}
 		if held == nil {

@@ -156,6 +156,27 @@ var _ = Describe("ResourceReservation", func() {
 		Eventually(gold.nodeOf("gold-0")).WithTimeout(testutil.Timeout).Should(Equal(premium))
 	})
 
+	// spec.nodeSelector only narrows where a reservation holds: a bronze tenant's
+	// reservations naming gold-only hardware by its labels — placed by the
+	// scheduler, or accumulating (the label a tenant can set on its own) — hold
+	// nothing there.
+	It("holds nothing where a bronze tenant's reservation's nodeSelector names gold-only hardware: a gold pod still gets the node", func() {
+		tc, premium, _ := bronzeBesideGold("8")
+		hw := "premium-" + tc.ns
+		placed := testutil.MakeReservation("on-premium", tc.ns, "train").Resources(testutil.ResourceList("cpu", "8")).Obj()
+		placed.Spec.NodeSelector = map[string]string{"hw": hw}
+		reservation(placed)
+		accumulating := testutil.MakeReservation("accumulate-premium", tc.ns, "train").Resources(testutil.ResourceList("cpu", "8")).Obj()
+		accumulating.Labels = map[string]string{v1alpha1.LabelReservationAccumulate: "true"}
+		accumulating.Spec.NodeSelector = map[string]string{"hw": hw}
+		reservation(accumulating)
+		Eventually(placedMessage(tc, "on-premium")).WithTimeout(testutil.Timeout).Should(HavePrefix("False: "))
+		Expect(status(tc, "on-premium")().NodeName).To(BeEmpty())
+		gold := tc.tenantNamespace(v1alpha1.TenantTierGold)
+		Expect(k8sClient.Create(suiteCtx, gold.pod("gold-0").Req("cpu", "8").Obj())).To(Succeed())
+		Eventually(gold.nodeOf("gold-0")).WithTimeout(testutil.Timeout).Should(Equal(premium))
+	})
+
 	It("places a reservation that names no node on the tightest fit, says where, and gives the room back at its expiry", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		tc.addNodes("n", 2, "cpu", "8", "memory", "32Gi")
