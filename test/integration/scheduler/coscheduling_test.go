@@ -25,7 +25,7 @@ var _ = Describe("Coscheduling", func() {
 		tc.addNodes("n", 4, "cpu", "4")
 		tc.gang("train", 8, "2", "")
 		Eventually(tc.boundFn("train")).WithTimeout(testutil.Timeout).Should(Equal(8))
-		Expect(tc.eventReasons("train")).To(ContainElement("GangScheduled"))
+		Eventually(tc.eventReasons("train")).WithTimeout(testutil.Timeout).Should(ContainElement("GangScheduled"))
 		Eventually(func() v1alpha1.PodGroupPhase { return tc.podGroup("train").Status.Phase }).
 			WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.PodGroupScheduled))
 		Expect(tc.podGroup("train").Status.Scheduled).To(BeEquivalentTo(8))
@@ -42,14 +42,14 @@ var _ = Describe("Coscheduling", func() {
 		tc.gang("early", 4, "2", "")
 		tc.startScheduler(schedulertest.CoschedulingProfile(1, 10))
 		Eventually(tc.boundFn("early")).WithTimeout(testutil.Timeout).Should(Equal(4))
-		Expect(tc.eventReasons("early")).To(ContainElement("GangScheduled"))
+		Eventually(tc.eventReasons("early")).WithTimeout(testutil.Timeout).Should(ContainElement("GangScheduled"))
 	})
 
 	It("binds none of an 8-member gang when only 7 fit, and says why", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
 		tc.addNodes("n", 7, "cpu", "2")
 		tc.gang("train", 8, "2", "")
-		Eventually(func() []string { return tc.eventReasons("train") }).WithTimeout(testutil.Timeout).Should(ContainElement("InsufficientCapacity"))
+		Eventually(tc.eventReasons("train")).WithTimeout(testutil.Timeout).Should(ContainElement("InsufficientCapacity"))
 		Consistently(tc.boundFn("train")).WithTimeout(5 * time.Second).Should(Equal(0))
 		Eventually(tc.scheduledReason("train")).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.ReasonInsufficientCapacity))
 		Expect(tc.podGroup("train").Status.Phase).To(Equal(v1alpha1.PodGroupScheduling))
@@ -110,7 +110,7 @@ var _ = Describe("Coscheduling", func() {
 			}
 		}
 		Eventually(tc.boundFn("slow")).WithTimeout(testutil.Timeout).Should(Equal(4))
-		Expect(tc.eventReasons("slow")).NotTo(ContainElement("Timeout"))
+		Expect(tc.eventReasons("slow")()).NotTo(ContainElement("Timeout"))
 	})
 
 	It("tries each member that arrives after the quorum once, not again at every later arrival, and places them when capacity comes", func() {
@@ -367,6 +367,6 @@ var _ = Describe("Coscheduling", func() {
 		Eventually(tc.boundFn("etl")).WithTimeout(testutil.Timeout).Should(Equal(4))
 		Eventually(func() v1alpha1.PodGroupPhase { return tc.podGroup("etl").Status.Phase }).
 			WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.PodGroupScheduled))
-		Expect(tc.eventReasons("etl")).To(ContainElement("GangScheduled"))
+		Eventually(tc.eventReasons("etl")).WithTimeout(testutil.Timeout).Should(ContainElement("GangScheduled"))
 	})
 })

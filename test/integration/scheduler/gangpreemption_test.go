@@ -61,12 +61,12 @@ var _ = Describe("GangPreemption", func() {
 		a, b := left(tc, "low-a")(), left(tc, "low-b")()
 		Expect([]int{a, b}).To(ConsistOf(0, 4), "one whole gang evicted, the other untouched")
 		Expect(services(tc)).To(Equal(4))
-		Expect(tc.eventReasons("high")).To(ContainElement("Preempting"))
+		Eventually(tc.eventReasons("high")).WithTimeout(testutil.Timeout).Should(ContainElement("Preempting"))
 		victim := "low-a"
 		if a == 4 {
 			victim = "low-b"
 		}
-		Expect(tc.podEvents(victim+"-0", "Preempted")).To(ContainElement(ContainSubstring(
+		Eventually(func() []string { return tc.podEvents(victim+"-0", "Preempted") }).WithTimeout(testutil.Timeout).Should(ContainElement(ContainSubstring(
 			fmt.Sprintf("KubeNexus GangPreemption: preempted by gang %s/high (priority 1000); gang %s/%s (4 pods, priority 10) is evicted whole", tc.ns, tc.ns, victim))))
 		// The survivors keep running.
 		Consistently(func() int { return left(tc, "low-a")() + left(tc, "low-b")() }).WithTimeout(2 * time.Second).Should(Equal(4))

@@ -164,7 +164,7 @@ var _ = Describe("Gang repair", func() {
 			return apierrors.IsNotFound(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(hold), &v1alpha1.ResourceReservation{}))
 		}).WithTimeout(testutil.Timeout).Should(BeTrue(), "the repair's reservation should be deleted")
 		Expect(repairsCounted("repaired")).To(BeNumerically(">=", 1))
-		Expect(tc.eventReasons("train")).To(ContainElements(v1alpha1.EventReasonGangMembersLost, v1alpha1.EventReasonGangRepaired))
+		Eventually(tc.eventReasons("train")).WithTimeout(testutil.Timeout).Should(ContainElements(v1alpha1.EventReasonGangMembersLost, v1alpha1.EventReasonGangRepaired))
 		Expect(nodeOf(tc, "outsider")()).To(BeEmpty())
 	})
 
@@ -223,11 +223,14 @@ var _ = Describe("Gang repair", func() {
 		// Past the timeout every member still running is deleted.
 		Eventually(func() *metav1.Time { return get(tc, "train-0").DeletionTimestamp }).WithTimeout(testutil.Timeout).ShouldNot(BeNil())
 		Eventually(func() *metav1.Time { return get(tc, "train-2").DeletionTimestamp }).WithTimeout(testutil.Timeout).ShouldNot(BeNil())
-		Expect(repairing(tc, "train")().Message).To(ContainSubstring("every member was deleted"))
-		Expect(tc.eventReasons("train")).To(ContainElement(v1alpha1.EventReasonGangRestarted))
-		// No new generation comes: given up after another timeout.
+		// No new generation comes: given up after another timeout. (The
+		// restart's own message is replaced then, 2 s later: too soon to read
+		// it reliably on a loaded machine; the unit tests check it.)
 		Eventually(repairing(tc, "train")).WithTimeout(testutil.Timeout).Should(And(
-			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1alpha1.RepairOutcomeGaveUp)))
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1alpha1.RepairOutcomeGaveUp),
+			HaveField("Message", ContainSubstring("and was restarted"))))
+		Eventually(tc.eventReasons("train")).WithTimeout(testutil.Timeout).Should(
+			ContainElements(v1alpha1.EventReasonGangRestarted, v1alpha1.EventReasonGangRepairGaveUp))
 		Expect(repairsCounted("gave_up")).To(BeNumerically(">=", 1))
 	})
 })

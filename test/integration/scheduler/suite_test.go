@@ -216,18 +216,21 @@ func (tc *testCluster) boundFn(group string) func() int {
 	return func() int { return tc.bound(group) }
 }
 
-// events returns the reasons of events recorded on the PodGroup.
-func (tc *testCluster) eventReasons(group string) []string {
-	GinkgoHelper()
-	evs := &corev1.EventList{}
-	Expect(k8sClient.List(suiteCtx, evs, client.InNamespace(tc.ns))).To(Succeed())
-	var out []string
-	for _, e := range evs.Items {
-		if e.InvolvedObject.Kind == "PodGroup" && e.InvolvedObject.Name == group {
-			out = append(out, e.Reason)
+// eventReasons polls the reasons of the events recorded on the PodGroup (the
+// recorder sends them asynchronously: check them with Eventually).
+func (tc *testCluster) eventReasons(group string) func() []string {
+	return func() []string {
+		GinkgoHelper()
+		evs := &corev1.EventList{}
+		Expect(k8sClient.List(suiteCtx, evs, client.InNamespace(tc.ns))).To(Succeed())
+		var out []string
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Kind == "PodGroup" && e.InvolvedObject.Name == group {
+				out = append(out, e.Reason)
+			}
 		}
+		return out
 	}
-	return out
 }
 
 // podGroupCondition returns the PodGroup's phase and Scheduled condition.
