@@ -5,6 +5,7 @@ package podgroup
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -43,6 +44,9 @@ type Reconciler struct {
 	GCGrace time.Duration
 	// Recorder, when set, reports the PodGroups the controller creates.
 	Recorder recorder.EventRecorder
+
+	// departed is the last state of members deleted while bound.
+	departed departed
 }
 
 // +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=podgroups,verbs=get;list;watch;create;delete
@@ -66,7 +70,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("podgroup").
 		For(&v1alpha1.PodGroup{}).
-		Watches(&corev1.Pod{}, enqueueGang()).
+		Watches(&corev1.Pod{}, r.podEvents()).
 		Complete(r)
 }
 
@@ -157,7 +161,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	now := r.Now()
 	status := ComputeStatus(pg, pods.Items, metav1.NewTime(now))
-	d := decideRepair(pg, pods.Items, now, func() string { return r.repairDomain(ctx, pg, pods.Items) })
+	// The members the cache holds, and those deleted while bound that it no longer
+	// holds: a loss is read from both.
+	seen := pods.Items
+	if gone := r.departed.of(key, pods.Items, now); len(gone) > 0 {
+		seen = append(slices.Clip(pods.Items), gone...)
+	}
+	d := decideRepair(pg, seen, now, func() string { return r.repairDomain(ctx, pg, seen) })
+	if d.started && d.repair.Cause == v1alpha1.RepairCauseMemberDeleted {
+		// The member's last state may be on its way: nothing is written until it
+		// comes or the wait ends (a status showing the gang short would end its
+		// Running phase, and with it the repair).
+		if wait := r.departed.unexplained(key, now); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+	}
 	prevRepair := pg.Status.Repair
 	status.Repair = d.repair
 	if d.cond != nil {
@@ -182,7 +200,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// recorded (status.repair.restartTime) before any member is deleted, so that a
 	// reconcile after a failed write never deletes the members of the new
 	// generation.
-	requeue, err := r.actOnRepair(ctx, pg, pods.Items, prevRepair, d, now)
+	if d.started || d.ended != "" {
+		r.departed.forget(key)
+	}
+	requeue, err := r.actOnRepair(ctx, pg, seen, prevRepair, d, now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -59,6 +59,12 @@ type Options struct {
 	// with StartKueue once its binary is built (make demo builds it while the rest
 	// of the demo runs).
 	KueueLater bool
+	// NodeLifecycle runs kube-controller-manager's node lifecycle controller: a kwok
+	// node that reports NotReady (SetNodeReady) is tainted and its pods are evicted
+	// by the taint manager, as on a real cluster.
+	NodeLifecycle bool
+	// WithoutFrameworks leaves the training-operators and Kueue out of Up.
+	WithoutFrameworks bool
 }
 
 // Cluster is a running local cluster.
@@ -124,7 +130,7 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := c.startControllerManager(false); err != nil {
+	if err := c.startControllerManager(opts.NodeLifecycle); err != nil {
 		return nil, err
 	}
 
@@ -138,6 +144,9 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	stages, err := exec.Command(filepath.Join(tools, "kwok-stages")).Output()
 	if err != nil {
 		return nil, fmt.Errorf("kwok-stages: %w", err)
+	}
+	if stages, err = withNodeDownSwitch(stages); err != nil {
+		return nil, err
 	}
 	stagesPath := filepath.Join(opts.Dir, "kwok-stages.yaml")
 	if err := os.WriteFile(stagesPath, stages, 0o600); err != nil {
@@ -323,6 +332,9 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := c.start("kubenexus-scheduler", filepath.Join(opts.Bin, "kubenexus-scheduler"), schedArgs...); err != nil {
 		return nil, err
 	}
+	if opts.WithoutFrameworks {
+		return c, nil
+	}
 	if err := c.startTrainingOperators(ctx, certDir, caPEM); err != nil {
 		return nil, err
 	}
@@ -369,19 +381,26 @@ func (c *Cluster) startControlPlane(configure func(*envtest.Environment) error) 
 }
 
 // startControllerManager starts kube-controller-manager without the controllers
-// that need volumes, and without node lifecycle unless kubelets run (realNodes):
-// it would evict from nodes no kubelet reports for.
-func (c *Cluster) startControllerManager(realNodes bool) error {
+// that need volumes, and without node lifecycle unless asked (nodeLifecycle: real
+// kubelets run, or kwok nodes are made to fail): a node whose heartbeat is late
+// on a loaded machine would have its pods evicted. With it, the taints of a
+// NotReady node are applied at up to 10 nodes a second (the default, 0.1, takes
+// 80 s for 8 nodes), and a node is unreachable after 90 s without a heartbeat
+// (kwok's come every 20–25 s).
+func (c *Cluster) startControllerManager(nodeLifecycle bool) error {
 	c.logf("starting kube-controller-manager")
 	kcmPort, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}
 	controllers := "*,-nodeipam,-persistentvolume-binder-controller,-persistentvolume-attach-detach-controller,-persistentvolume-expander-controller,-ephemeral-volume-controller,-persistentvolumeclaim-protection-controller,-persistentvolume-protection-controller"
-	if !realNodes {
+	var lifecycle []string
+	if nodeLifecycle {
+		lifecycle = []string{"--node-eviction-rate=10", "--secondary-node-eviction-rate=10", "--node-monitor-grace-period=90s", "--node-monitor-period=2s"}
+	} else {
 		controllers += ",-nodelifecycle"
 	}
-	return c.start("kube-controller-manager", filepath.Join(c.opts.Bin, "k8s", "kube-controller-manager"),
+	return c.start("kube-controller-manager", filepath.Join(c.opts.Bin, "k8s", "kube-controller-manager"), append(lifecycle,
 		"--kubeconfig="+c.Kubeconfig,
 		"--authentication-kubeconfig="+c.Kubeconfig,
 		"--authorization-kubeconfig="+c.Kubeconfig,
@@ -391,7 +410,7 @@ func (c *Cluster) startControllerManager(realNodes bool) error {
 		"--bind-address=127.0.0.1",
 		// (1.37 has no cloud controllers left in kube-controller-manager to turn off.)
 		"--controllers="+controllers,
-	)
+	)...)
 }
 
 // withKubeconfig points a rendered (in-cluster) scheduler configuration at kubeconfig.

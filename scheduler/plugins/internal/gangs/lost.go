@@ -37,14 +37,6 @@ type LostRoom struct {
 // condition), not preempted, and its gang was whole before the loss (counting the
 // members lost with it). Callers hold Lock.
 func (s *Service) noteLossLocked(pod *corev1.Pod) {
-	// Before the KubeNexus cache has listed, the gang's quorum is not known; reading
-	// it would wait for the list under the Service's lock, in an informer handler.
-	if pod.Status.Phase == corev1.PodSucceeded || pod.Spec.NodeName == "" || !s.cacheSynced() {
-		return
-	}
-	if _, dup := s.lost[pod.UID]; dup {
-		return
-	}
 	// Only a failure or a disruption other than preemption (a preemptor needs that
 	// room) is a loss whose room is held: a pod deleted with neither shown was
 	// deleted by a user or by its workload's controller or deletion.
@@ -53,17 +45,77 @@ func (s *Service) noteLossLocked(pod *corev1.Pod) {
 	if workload.Preempted(pod) || !disrupted && pod.Status.Phase != corev1.PodFailed {
 		return
 	}
+	if room, ok := s.roomLocked(pod); ok {
+		s.lost[pod.UID] = room
+		s.lostCount.Store(int32(len(s.lost)))
+	}
+}
+
+// noteLeftLocked keeps, for LostHoldWindow, the room of a member that left
+// kube-scheduler's pod informer with no deletion under way: that informer watches
+// non-terminal pods only, so a member that fails reaches the Service as the
+// deletion of its last running state. Whether it failed (a loss) or succeeded
+// (none) comes from the failed pods' watch (Failed). Callers hold Lock.
+func (s *Service) noteLeftLocked(pod *corev1.Pod) {
+	if pod.DeletionTimestamp != nil || workload.Finished(pod) {
+		return
+	}
+	now := s.now()
+	for uid, l := range s.left {
+		if now.Sub(l.At) >= LostHoldWindow {
+			delete(s.left, uid)
+		}
+	}
+	if room, ok := s.roomLocked(pod); ok {
+		s.left[pod.UID] = room
+	}
+}
+
+// Failed takes a pod seen failed (the failed pods' watch): the loss of a member
+// that left kube-scheduler's informer before, or — when this comes first — of one
+// the Service still files.
+func (s *Service) Failed(pod *corev1.Pod) {
+	if pod == nil || pod.Status.Phase != corev1.PodFailed {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if room, ok := s.left[pod.UID]; ok {
+		delete(s.left, pod.UID)
+		if !workload.Preempted(pod) && s.now().Sub(room.At) < LostHoldWindow {
+			s.lost[pod.UID] = room
+			s.lostCount.Store(int32(len(s.lost)))
+		}
+		return
+	}
+	if _, filed := s.podGang[pod.UID]; filed {
+		s.noteLossLocked(pod)
+	}
+}
+
+// roomLocked is the room pod leaves its gang when it is a placed member of a
+// whole gang whose loss leaves it short (counting the members lost with it), and
+// its PodGroup's recovery policy is not None. Callers hold Lock.
+func (s *Service) roomLocked(pod *corev1.Pod) (LostRoom, bool) {
+	// Before the KubeNexus cache has listed, the gang's quorum is not known; reading
+	// it would wait for the list under the Service's lock, in an informer handler.
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Spec.NodeName == "" || !s.cacheSynced() {
+		return LostRoom{}, false
+	}
+	if _, dup := s.lost[pod.UID]; dup {
+		return LostRoom{}, false
+	}
 	key, found := s.podGang[pod.UID]
 	if !found {
-		return
+		return LostRoom{}, false
 	}
 	e := s.gangs[key]
 	if e == nil || !e.Assigned.Has(pod.UID) {
-		return
+		return LostRoom{}, false
 	}
 	live, lostWith := 0, 0
 	for uid, p := range e.Members {
-		if uid != pod.UID && e.Assigned.Has(uid) && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodFailed {
+		if uid != pod.UID && e.Assigned.Has(uid) && liveMember(p) {
 			live++
 		}
 	}
@@ -74,13 +126,13 @@ func (s *Service) noteLossLocked(pod *corev1.Pod) {
 	}
 	quorum, pg, known := s.Quorum(key, e.LabelMin)
 	if !known || live+lostWith+1 < int(quorum) || live >= int(quorum) {
-		return // not whole before, or still whole after
+		return LostRoom{}, false // not whole before, or still whole after
 	}
 	if pg != nil && pg.Spec.Recovery != nil && pg.Spec.Recovery.Policy == v1alpha1.RecoveryNone {
-		return
+		return LostRoom{}, false
 	}
-	s.lost[pod.UID] = LostRoom{Key: key, UID: pod.UID, Node: pod.Spec.NodeName, Requests: nodefree.Requests(pod), At: s.now()}
-	s.lostCount.Store(int32(len(s.lost)))
+	// The member as filed: the failed pods' watch keeps no containers.
+	return LostRoom{Key: key, UID: pod.UID, Node: pod.Spec.NodeName, Requests: nodefree.Requests(e.Members[pod.UID]), At: s.now()}, true
 }
 
 // HasLost reports, without locking, whether any lost member's room is recorded.
@@ -107,7 +159,7 @@ func (s *Service) LostRooms(now time.Time) []LostRoom {
 			continue
 		}
 		quorum, _, _ := s.Quorum(l.Key, e.LabelMin)
-		if len(e.PlacedNodes(func(p *corev1.Pod) bool { return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodFailed })) >= int(quorum) {
+		if len(e.PlacedNodes(liveMember)) >= int(quorum) {
 			delete(s.lost, uid) // whole again
 			continue
 		}

@@ -86,3 +86,46 @@ func TestLostRooms(t *testing.T) {
 		t.Error("the hold does not end after LostHoldWindow")
 	}
 }
+
+// kube-scheduler's pod informer watches non-terminal pods only: a member that
+// fails reaches the Service as the deletion of its last running state, and the
+// failed pods' watch tells it failed — in either order. One that succeeded is no
+// loss.
+func TestLostRoomsOfAMemberThatLeftTheInformer(t *testing.T) {
+	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	failed := func(p *corev1.Pod) *corev1.Pod {
+		f := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID}, Spec: corev1.PodSpec{NodeName: p.Spec.NodeName}}
+		f.Status.Phase = corev1.PodFailed
+		return f
+	}
+	for _, tc := range []struct {
+		name string
+		lose func(x *Service, p *corev1.Pod)
+		held bool
+	}{
+		{"left, then seen failed", func(x *Service, p *corev1.Pod) { x.Remove(p); x.Failed(failed(p)) }, true},
+		{"seen failed, then left", func(x *Service, p *corev1.Pod) { x.Failed(failed(p)); x.Remove(p) }, true},
+		{"left, never seen failed (it succeeded)", func(x *Service, p *corev1.Pod) { x.Remove(p) }, false},
+		{"left, seen failed after the hold window", func(x *Service, p *corev1.Pod) {
+			x.Remove(p)
+			now = now.Add(LostHoldWindow)
+			x.Failed(failed(p))
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := NewService("kubenexus-scheduler", func() time.Time { return now })
+			pods := runningGang(x)
+			tc.lose(x, pods[1])
+			rooms := x.LostRooms(now)
+			if !tc.held {
+				if len(rooms) != 0 {
+					t.Errorf("rooms held: %+v", rooms)
+				}
+				return
+			}
+			if len(rooms) != 1 || rooms[0].Node != "n1" || rooms[0].Requests[corev1.ResourceCPU] != 8000 {
+				t.Fatalf("rooms %+v, want n1's 8 CPUs (the requests of the member as filed)", rooms)
+			}
+		})
+	}
+}

@@ -8,6 +8,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	schedulinglisters "k8s.io/client-go/listers/scheduling/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -15,6 +19,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/podobj"
 )
 
 // Provider builds one Service per scheduler profile, on the first plugin of the
@@ -22,6 +27,8 @@ import (
 type Provider struct {
 	mu        sync.Mutex
 	byProfile map[string]*Service
+	// failed says the failed pods' watch runs (one per process, for every profile).
+	failed bool
 }
 
 // For returns the profile's Service, built and fed by the profile's shared
@@ -45,6 +52,9 @@ func (p *Provider) For(ctx context.Context, h fwk.Handle, pgs *crdcache.Cache) (
 	}, classes.Lister())
 	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(s.Handler()); err != nil {
 		return nil, fmt.Errorf("gangs: watching pods: %w", err)
+	}
+	if err := p.watchFailedLocked(ctx, h.ClientSet()); err != nil {
+		return nil, err
 	}
 	// A PodGroup or PriorityClass change re-resolves the gang's queue priority, then
 	// wakes the gang's members if the change completes it, then tells the subscribers.
@@ -192,4 +202,55 @@ func (s *Service) RefreshPriorityClass(class string) {
 			e.PriorityClass, e.Priority = s.priority.resolve(key)
 		}
 	}
+}
+
+// watchFailedLocked starts, once, a watch of the pods that failed, kept trimmed
+// to what a loss needs, and hands each to every profile's Service: kube-scheduler's
+// own pod informer leaves terminal pods out, so a member's failure shows there only
+// as a deletion. Callers hold p.mu.
+func (p *Provider) watchFailedLocked(ctx context.Context, client kubernetes.Interface) error {
+	if p.failed || client == nil {
+		return nil
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("status.phase", string(corev1.PodFailed)).String()
+	}))
+	informer := factory.Core().V1().Pods().Informer()
+	if err := informer.SetTransform(trimFailed); err != nil {
+		return fmt.Errorf("gangs: watching failed pods: %w", err)
+	}
+	on := func(obj any) {
+		pod := podobj.From(obj)
+		p.mu.Lock()
+		services := make([]*Service, 0, len(p.byProfile))
+		for _, s := range p.byProfile {
+			services = append(services, s)
+		}
+		p.mu.Unlock()
+		for _, s := range services {
+			s.Failed(pod)
+		}
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    on,
+		UpdateFunc: func(_, obj any) { on(obj) },
+	}); err != nil {
+		return fmt.Errorf("gangs: watching failed pods: %w", err)
+	}
+	factory.Start(ctx.Done())
+	p.failed = true
+	return nil
+}
+
+// trimFailed keeps of a failed pod what Service.Failed reads.
+func trimFailed(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion},
+		Spec:       corev1.PodSpec{NodeName: pod.Spec.NodeName},
+		Status:     corev1.PodStatus{Phase: pod.Status.Phase, Conditions: pod.Status.Conditions},
+	}, nil
 }

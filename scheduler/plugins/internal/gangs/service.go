@@ -58,6 +58,10 @@ type Service struct {
 	// (lost.go), lostCount their number for a lock-free check.
 	lost      map[types.UID]LostRoom
 	lostCount atomic.Int32
+	// left are the rooms of members that left kube-scheduler's pod informer with
+	// no deletion under way (they turned terminal), until the failed pods' watch
+	// says they failed (lost.go).
+	left map[types.UID]LostRoom
 }
 
 // NewService returns an empty Service for the pods of schedulerName; now is the
@@ -68,6 +72,7 @@ func NewService(schedulerName string, now func() time.Time) *Service {
 		podGang:       map[types.UID]gang.Key{},
 		held:          sets.New[types.UID](),
 		lost:          map[types.UID]LostRoom{},
+		left:          map[types.UID]LostRoom{},
 		schedulerName: schedulerName,
 		now:           now,
 	}
@@ -246,6 +251,7 @@ func (s *Service) Remove(pod *corev1.Pod) {
 	}
 	s.mu.Lock()
 	s.noteLossLocked(pod)
+	s.noteLeftLocked(pod)
 	s.removeLocked(pod.UID)
 	s.mu.Unlock()
 }
@@ -332,8 +338,15 @@ func (s *Service) PlacedLive(key gang.Key) int {
 		return 0
 	}
 	return len(e.PlacedNodes(func(p *corev1.Pod) bool {
-		return p.DeletionTimestamp == nil && (inPart == nil || inPart(p))
+		return liveMember(p) && (inPart == nil || inPart(p))
 	}))
+}
+
+// liveMember reports whether a placed member still holds its room: neither
+// terminating nor failed (a failed member's room is free, and it needs a
+// replacement as one lost with its node does).
+func liveMember(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodFailed
 }
 
 // Priority returns the gang's priority as the queue orders it (its PodGroup's
