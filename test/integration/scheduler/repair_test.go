@@ -98,11 +98,10 @@ var _ = Describe("Gang repair", func() {
 		return 0
 	}
 
-	// A gang of two required in one rack runs beside a filler pod in its rack; the
-	// other rack is full. A member's node is lost; once the manager holds the
-	// member's room in the gang's rack, the filler ends — and a pending 8-GPU pod of
-	// no gang does not get its node: the replacement does.
-	It("holds a lost member's room in its gang's rack for the replacement, then reports the gang repaired", func() {
+	// rackGang starts a gang of two whole-node members required in one rack, on two
+	// racks of three nodes, and returns the rack it runs in.
+	rackGang := func() (*testCluster, string) {
+		GinkgoHelper()
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		twoRacks(tc)
 		pg := testutil.MakePodGroup("train", tc.ns).MinMember(2).NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).Obj()
@@ -111,7 +110,15 @@ var _ = Describe("Gang repair", func() {
 			Expect(k8sClient.Create(suiteCtx, wholeNode(tc, fmt.Sprintf("train-%d", i)).PodGroup("train").Obj())).To(Succeed())
 		}
 		running(tc, "train-0", "train-1")
-		rack := rackOf(get(tc, "train-0").Spec.NodeName)
+		return tc, rackOf(get(tc, "train-0").Spec.NodeName)
+	}
+
+	// A gang of two required in one rack runs beside a filler pod in its rack; the
+	// other rack is full. A member's node is lost; once the manager holds the
+	// member's room in the gang's rack, the filler ends — and a pending 8-GPU pod of
+	// no gang does not get its node: the replacement does.
+	It("holds a lost member's room in its gang's rack for the replacement, then reports the gang repaired", func() {
+		tc, rack := rackGang()
 		Expect(rackOf(get(tc, "train-1").Spec.NodeName)).To(Equal(rack))
 		// The filler takes the rack's third node; three blockers fill the other rack.
 		other := tc.ns + "-a"
@@ -174,15 +181,7 @@ var _ = Describe("Gang repair", func() {
 	// reads the loss from the member's last state (lost with its node, on which
 	// node, in which rack) and holds its room.
 	It("reads a member deleted at once from its last state: the node is lost, the room is held in its rack", func() {
-		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
-		twoRacks(tc)
-		pg := testutil.MakePodGroup("train", tc.ns).MinMember(2).NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).Obj()
-		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
-		for i := range 2 {
-			Expect(k8sClient.Create(suiteCtx, wholeNode(tc, fmt.Sprintf("train-%d", i)).PodGroup("train").Obj())).To(Succeed())
-		}
-		running(tc, "train-0", "train-1")
-		rack := rackOf(get(tc, "train-0").Spec.NodeName)
+		tc, rack := rackGang()
 		Eventually(func() v1alpha1.PodGroupPhase { return tc.podGroup("train").Status.Phase }).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.PodGroupRunning))
 
 		lost := loseNode(tc, "train-0", client.GracePeriodSeconds(0))
