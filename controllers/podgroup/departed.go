@@ -31,6 +31,9 @@ type departed struct {
 	// unexplainedSince is when a gang was first seen short of members with no
 	// cause shown.
 	unexplainedSince map[gang.Key]time.Time
+	// swept is when every gang's expired records were last dropped (a gang whose
+	// PodGroup is gone is never reconciled again to drop its own).
+	swept time.Time
 }
 
 // settleDelay is how long a loss with no cause shown waits before it is taken
@@ -83,6 +86,18 @@ func (d *departed) note(p *corev1.Pod, now time.Time) {
 	if d.pods == nil {
 		d.pods = map[gang.Key][]departedPod{}
 	}
+	if now.Sub(d.swept) >= departedTTL {
+		for key := range d.pods {
+			d.prune(key, now)
+		}
+		for key, since := range d.unexplainedSince {
+			if now.Sub(since) > 10*settleDelay {
+				delete(d.unexplainedSince, key)
+			}
+		}
+		d.swept = now
+	}
+	last.ManagedFields = nil
 	d.pods[m.Key] = append(d.prune(m.Key, now), departedPod{pod: last, at: now})
 }
 

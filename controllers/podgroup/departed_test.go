@@ -91,3 +91,20 @@ func TestDepartedUnexplainedLossWaitsToSettle(t *testing.T) {
 		t.Errorf("after forget: wait %s, want %s", wait, settleDelay)
 	}
 }
+
+// A gang whose PodGroup is gone is never reconciled again: its records are dropped
+// by the next sweep, not kept for ever.
+func TestDepartedSweepsGangsNoLongerReconciled(t *testing.T) {
+	now := time.Unix(1000, 0)
+	var d departed
+	d.note(departedMember("a", "n1", corev1.PodRunning), now)
+	other := departedMember("b", "n2", corev1.PodRunning)
+	other.Labels[v1alpha1.LabelPodGroup] = "other"
+	d.note(other, now.Add(departedTTL))
+	if _, kept := d.pods[gang.Key{Namespace: "ml", Name: "train"}]; kept {
+		t.Error("the expired records of gang train are still kept after a sweep")
+	}
+	if len(d.pods[gang.Key{Namespace: "ml", Name: "other"}]) != 1 {
+		t.Error("the new record of gang other is missing")
+	}
+}
