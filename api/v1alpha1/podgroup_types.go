@@ -86,7 +86,9 @@ type PodGroupSpec struct {
 	// recovery is what KubeNexus does when the running gang loses members — their
 	// node goes NotReady or is deleted, a device they use is tainted NoExecute, they
 	// are evicted, preempted or fail — so that it falls below minMember. Unset means
-	// policy Repair with timeoutSeconds 300.
+	// timeoutSeconds 300 and the policy of the PodGroup's workload (its controller):
+	// RestartGang for an MPIJob's gang (mpirun takes no replacement rank), Repair
+	// for any other.
 	// +optional
 	Recovery *GangRecovery `json:"recovery,omitempty"`
 }

@@ -7,9 +7,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload/frameworks/jobset"
 	"github.com/kube-nexus/kubenexus/api/workload/frameworks/lws"
 	"github.com/kube-nexus/kubenexus/api/workload/frameworks/ray"
@@ -143,5 +145,19 @@ func TestResolveOwnerStops(t *testing.T) {
 	failing := errors.New("apiserver unavailable")
 	if _, _, err := src.ResolveOwner(p, func(string, metav1.OwnerReference) (*metav1.OwnerReference, error) { return nil, failing }); !errors.Is(err, failing) {
 		t.Errorf("a failed lookup: error %v, want %v", err, failing)
+	}
+}
+
+func TestDefaultRecovery(t *testing.T) {
+	for gk, want := range map[schema.GroupKind]v1alpha1.RecoveryPolicy{
+		{Group: "kubeflow.org", Kind: "MPIJob"}:                      v1alpha1.RecoveryRestartGang,
+		{Group: "kubeflow.org", Kind: "PyTorchJob"}:                  v1alpha1.RecoveryRepair,
+		{Group: "jobset.x-k8s.io", Kind: "JobSet"}:                   v1alpha1.RecoveryRepair,
+		{Group: "leaderworkerset.x-k8s.io", Kind: "LeaderWorkerSet"}: v1alpha1.RecoveryRepair,
+		{}: v1alpha1.RecoveryRepair, // a PodGroup of no workload
+	} {
+		if got := DefaultRecovery(gk); got != want {
+			t.Errorf("DefaultRecovery(%v) = %s, want %s", gk, got, want)
+		}
 	}
 }

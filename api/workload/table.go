@@ -49,6 +49,18 @@ func ownerOf(gk schema.GroupKind) frameworks.Framework {
 	})
 }
 
+// DefaultRecovery is what a running gang whose workload is of kind gk needs when
+// it lost members and its PodGroup says nothing: its framework's policy, else
+// Repair.
+func DefaultRecovery(gk schema.GroupKind) v1alpha1.RecoveryPolicy {
+	if f := ownerOf(gk); f != nil {
+		if p := f.Recovery(gk); p != "" {
+			return p
+		}
+	}
+	return v1alpha1.RecoveryRepair
+}
+
 // readerOf is the framework that tells the pods of objects of kind gk (nil: none).
 func readerOf(gk schema.GroupKind) frameworks.Framework {
 	return find(func(f frameworks.Framework) bool { return slices.Contains(f.Reads(), gk) })

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	podv1 "k8s.io/kubernetes/pkg/api/v1/pod"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -43,16 +44,24 @@ type repairDecision struct {
 	requeue time.Duration
 }
 
-// recoveryOf returns the gang's recovery policy and its timeout, defaults applied.
+// recoveryOf returns the gang's recovery policy and its timeout, defaults applied:
+// a PodGroup that sets no policy gets its workload's (its controller's kind,
+// workload.DefaultRecovery), one of no workload Repair.
 func recoveryOf(pg *v1alpha1.PodGroup) (v1alpha1.RecoveryPolicy, time.Duration) {
-	policy, timeout := v1alpha1.RecoveryRepair, int32(v1alpha1.DefaultRecoveryTimeoutSeconds)
+	var policy v1alpha1.RecoveryPolicy
+	timeout := int32(v1alpha1.DefaultRecoveryTimeoutSeconds)
 	if r := pg.Spec.Recovery; r != nil {
-		if r.Policy != "" {
-			policy = r.Policy
-		}
+		policy = r.Policy
 		if r.TimeoutSeconds > 0 {
 			timeout = r.TimeoutSeconds
 		}
+	}
+	if policy == "" {
+		var gk schema.GroupKind
+		if ref := metav1.GetControllerOf(pg); ref != nil {
+			gk = schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).GroupKind()
+		}
+		policy = workload.DefaultRecovery(gk)
 	}
 	return policy, time.Duration(timeout) * time.Second
 }
@@ -164,8 +173,29 @@ func decideRepair(pg *v1alpha1.PodGroup, members []corev1.Pod, now time.Time, do
 		// Members of the old generation that are still there are deleted again.
 		return repairDecision{repair: cur, restart: true, requeue: cur.RestartTime.Add(timeout).Sub(now)}
 	default:
+		if missing := minMember - live - succeeded; missing > int(cur.LostMembers) {
+			return grownRepair(pg, policy, timeout, cur, missing, lost, now)
+		}
 		return repairDecision{repair: cur, hold: cur.Reservation != "", requeue: cur.StartTime.Add(timeout).Sub(now)}
 	}
+}
+
+// grownRepair is the decision of a reconcile that finds more members lost than
+// the repair counted — members lost one after another, or a workload's controller
+// deleting the rest to start the gang anew: the count, the nodes and the room held
+// grow; the repair keeps its start, cause and domain.
+func grownRepair(pg *v1alpha1.PodGroup, policy v1alpha1.RecoveryPolicy, timeout time.Duration, cur *v1alpha1.GangRepairStatus, missing int, lost []*corev1.Pod, now time.Time) repairDecision {
+	d := startRepair(pg, policy, timeout, cur.Cause, missing, lost, now, cur.Domain)
+	d.started = false
+	d.repair.StartTime = cur.StartTime
+	for _, n := range cur.Nodes {
+		if len(d.repair.Nodes) < maxListedNodes && !slices.Contains(d.repair.Nodes, n) {
+			d.repair.Nodes = append(d.repair.Nodes, n)
+		}
+	}
+	sort.Strings(d.repair.Nodes)
+	d.requeue = cur.StartTime.Add(timeout).Sub(now)
+	return d
 }
 
 // startRepair is the decision of the reconcile that sees the loss.

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
@@ -186,6 +187,39 @@ func TestRepairRestartsTheGangPastItsTimeoutThenGivesUp(t *testing.T) {
 	}
 }
 
+// Members lost after the repair started (one after another, or the workload's
+// controller deleting the rest to start the gang anew) grow the repair and its
+// hold; its start, cause and domain stay.
+func TestRepairGrowsWithMembersLostSince(t *testing.T) {
+	pg, pods := runningGang(nil)
+	lose(&pods[0], "DeletionByTaintManager", false)
+	d := decideRepair(pg, pods, t0, in("rack=a"))
+	if d.repair == nil || d.repair.LostMembers != 1 || !d.hold {
+		t.Fatalf("first loss: %+v", d)
+	}
+	pg.Status.Repair = d.repair
+	lose(&pods[1], "", false)
+	lose(&pods[2], "", false)
+	d = decideRepair(pg, pods, t0.Add(10*time.Second), in("rack=b"))
+	if d.started || d.repair == nil || d.repair.LostMembers != 3 || !d.hold || d.restart {
+		t.Fatalf("three lost: %+v", d)
+	}
+	if r := d.repair; !r.StartTime.Time.Equal(t0) || r.Cause != v1alpha1.RepairCauseNodeLost || r.Domain != "rack=a" ||
+		r.Reservation != "g-repair" || strings.Join(r.Nodes, ",") != "n1,n2,n3" {
+		t.Errorf("grown repair %+v: want the start, cause, domain and reservation kept, nodes n1,n2,n3", r)
+	}
+	if !strings.Contains(d.cond.Message, "Lost 3 member(s)") {
+		t.Errorf("condition %q: want the three lost members counted", d.cond.Message)
+	}
+	if h := holdFor(pg, d.repair, pods, t0.Add(10*time.Second), 300*time.Second); h == nil || h.Spec.Slots != 3 {
+		t.Errorf("hold %+v: want 3 slots", h)
+	}
+	pg.Status.Repair = d.repair
+	if d := decideRepair(pg, pods, t0.Add(20*time.Second), in("")); d.repair.LostMembers != 3 || d.cond != nil {
+		t.Errorf("nothing more lost: %+v, want the repair as it is", d)
+	}
+}
+
 func TestRepairPolicies(t *testing.T) {
 	pg, pods := runningGang(&v1alpha1.GangRecovery{Policy: v1alpha1.RecoveryRestartGang})
 	lose(&pods[0], "DeletionByPodGC", false)
@@ -202,6 +236,16 @@ func TestRepairPolicies(t *testing.T) {
 	pg.Status.Repair = d.repair
 	if d := decideRepair(pg, pods, t0.Add(30*time.Second), in("")); d.restart || d.ended != v1alpha1.RepairOutcomeGaveUp {
 		t.Errorf("None past its timeout: %+v", d)
+	}
+	// A PodGroup that says nothing gets its workload's default: an MPIJob's gang is
+	// restarted whole (mpirun takes no replacement rank), a PyTorchJob's repaired.
+	for kind, restart := range map[string]bool{"MPIJob": true, "PyTorchJob": false} {
+		pg, pods = runningGang(nil)
+		pg.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: kind, Name: "job", UID: "job-uid", Controller: ptr.To(true)}}
+		lose(&pods[0], "DeletionByTaintManager", false)
+		if d := decideRepair(pg, pods, t0, in("")); d.restart != restart || d.hold == restart {
+			t.Errorf("gang of a %s, no recovery set: restart %v hold %v, want restart %v", kind, d.restart, d.hold, restart)
+		}
 	}
 	// GangPreemption's victims, evicted through the Eviction API (which rewrites
 	// DisruptionTarget's reason), are known by its own condition.

@@ -150,8 +150,9 @@ func holdFor(pg *v1alpha1.PodGroup, rs *v1alpha1.GangRepairStatus, members []cor
 func ptrTo[T any](v T) *T { return &v }
 
 // ensureHold creates the repair's reservation unless the manager's one of this
-// repair exists. One left from an earlier repair (another size or domain, or
-// ended) is deleted and created again on the next reconcile. A refusal (a quota,
+// repair exists; one of a smaller size (members lost since) grows in place. One
+// left from an earlier repair (another domain, or ended) is deleted and created
+// again on the next reconcile. A refusal (a quota,
 // the KubeNexusConfig's bounds) is reported on the PodGroup and retried.
 func (r *Reconciler) ensureHold(ctx context.Context, pg *v1alpha1.PodGroup, want *v1alpha1.ResourceReservation) (time.Duration, error) {
 	err := r.Client.Create(ctx, want)
@@ -177,9 +178,30 @@ func (r *Reconciler) ensureHold(ctx context.Context, pg *v1alpha1.PodGroup, want
 		return 0, nil
 	}
 	ended := have.Status.Phase == v1alpha1.ReservationExpired || have.Status.Phase == v1alpha1.ReservationReleased
-	if !ended && have.Spec.Slots == want.Spec.Slots && equality.Semantic.DeepEqual(have.Spec.NodeSelector, want.Spec.NodeSelector) &&
-		equality.Semantic.DeepEqual(have.Spec.Resources, want.Spec.Resources) {
+	sameSize := have.Spec.Slots == want.Spec.Slots && equality.Semantic.DeepEqual(have.Spec.Resources, want.Spec.Resources)
+	sameDomain := equality.Semantic.DeepEqual(have.Spec.NodeSelector, want.Spec.NodeSelector)
+	switch {
+	case !ended && sameDomain && sameSize:
 		return 0, nil
+	case !ended && sameDomain:
+		// More members lost: the hold grows in place (a new reservation would
+		// give up for a moment what this one holds).
+		grown := have.DeepCopy()
+		grown.Spec.Slots, grown.Spec.Resources = want.Spec.Slots, want.Spec.Resources
+		err := r.Client.Update(ctx, grown)
+		switch {
+		case err == nil:
+			ctrl.LoggerFrom(ctx).V(2).Info("Holding more of a repairing gang's room", "reservation", klog.KObj(want), "slots", want.Spec.Slots)
+			return 0, nil
+		case apierrors.IsInvalid(err), apierrors.IsForbidden(err):
+			r.event(pg, corev1.EventTypeWarning, v1alpha1.EventReasonRepairHoldRefused, "Hold",
+				fmt.Sprintf("The room of the members lost since is not held: growing ResourceReservation %s to %d slots: %v", want.Name, want.Spec.Slots, err))
+			return 15 * time.Second, nil
+		case apierrors.IsConflict(err):
+			return time.Second, nil
+		default:
+			return 0, fmt.Errorf("growing ResourceReservation %s: %w", want.Name, err)
+		}
 	}
 	if err := r.Client.Delete(ctx, have, client.Preconditions{UID: &have.UID}); client.IgnoreNotFound(err) != nil {
 		return 0, err

@@ -147,6 +147,7 @@ func TestDemoFlow(t *testing.T) {
 	checkGangRepair(t, c)
 	checkKueue(t, c)
 	checkLeaderWorkerSet(t, c)
+	checkLeaderWorkerSetRepair(t, c)
 	checkServing(t, c)
 	checkKubeRay(t, c)
 	checkTrainer(t, c)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -235,5 +236,40 @@ func liftNotReadyTaint(t *testing.T, c *demo.Cluster, taint string, nodes ...str
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkLeaderWorkerSetRepair: a worker of a running LeaderWorkerSet group is
+// evicted; LWS recreates the whole group (its default restart policy). The new
+// generation is the same gang (name, PodGroup, owner), is bound whole again in one
+// rack alone, and the third group — pending for want of a rack — does not take
+// the rack the restarting group left.
+func checkLeaderWorkerSetRepair(t *testing.T, c *demo.Cluster) {
+	t.Helper()
+	r, err := c.RunLWSRepairScenario(context.Background())
+	if r != nil {
+		t.Logf("LeaderWorkerSet repair: evicted %s; before %+v; after %+v (group 0 whole again after %s); group 0's Repairing condition %+v",
+			r.Evicted, r.Before, r.After, r.Took.Round(100*time.Millisecond), r.Repairing)
+	}
+	if err != nil {
+		t.Fatalf("LeaderWorkerSet repair: %v", err)
+	}
+	before, after := r.Before[0], r.After[0]
+	if after.Gang != before.Gang || after.PodGroup != before.PodGroup || after.Owner != "LeaderWorkerSet/vllm" {
+		t.Errorf("group 0 after LWS recreated it: gang %q, PodGroup %s, owner %q; want the same gang %q and PodGroup %s, owned by LeaderWorkerSet/vllm",
+			after.Gang, after.PodGroup, after.Owner, before.Gang, before.PodGroup)
+	}
+	if len(after.Racks) != 1 {
+		t.Errorf("group 0 recreated over racks %v, want one", after.Racks)
+	}
+	for _, g := range r.After[1:] {
+		for _, rack := range g.Racks {
+			if slices.Contains(after.Racks, rack) {
+				t.Errorf("group %d has pods in rack %s beside group 0 (exclusive topology)", g.Index, rack)
+			}
+		}
+	}
+	if len(r.After) == 3 && r.After[2].Bound != 0 {
+		t.Errorf("the pending third group bound %d pod(s) while group 0 was recreated (racks %v): it took the room group 0 left", r.After[2].Bound, r.After[2].Racks)
 	}
 }

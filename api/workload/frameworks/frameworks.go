@@ -52,6 +52,9 @@ type Framework interface {
 	// Creator is the kind of object that creates gk's objects for its own whole
 	// life, and so is the workload (a TrainJob its JobSet); ok false for none.
 	Creator(gk schema.GroupKind) (creator schema.GroupKind, ok bool)
+	// Recovery is what a running gang of gk's objects that lost members needs when
+	// its PodGroup says nothing ("": the API's default, Repair).
+	Recovery(gk schema.GroupKind) v1alpha1.RecoveryPolicy
 }
 
 // Recognition is what a framework tells of a pod.
@@ -111,6 +114,7 @@ func (Base) MaxMembers(Source, *unstructured.Unstructured) (int64, bool) {
 func (Base) Replicas(*unstructured.Unstructured, Add) error    { return nil }
 func (Base) Forms(Source, string) bool                         { return false }
 func (Base) Creator(schema.GroupKind) (schema.GroupKind, bool) { return schema.GroupKind{}, false }
+func (Base) Recovery(schema.GroupKind) v1alpha1.RecoveryPolicy  { return "" }
 
 // GangName is "<owner>-<framework>[-<extra>]", shortened with a hash to fit a
 // label value (63 characters). owner is a DNS-1123 subdomain, so the result is one

@@ -80,6 +80,10 @@ func TestGangChaos(t *testing.T) {
 		f.t = t
 		restartElsewhere(f)
 	})
+	t.Run("a member's GPU tainted NoExecute: replaced on a healthy GPU", func(t *testing.T) {
+		f.t = t
+		deviceTainted(f)
+	})
 }
 
 // percentile is the p-th percentile (0–100) of ds, nearest rank.

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -84,6 +85,9 @@ type LWSGroup struct {
 	GangSize          int
 	// Message is the PodScheduled message of a pod left pending.
 	Message string
+	// Leader is the UID of its leader pod (a group LWS recreated has a new one);
+	// PodGroup the UID of its gang's PodGroup ("": none).
+	Leader, PodGroup types.UID
 }
 
 // LWSReport is what the LeaderWorkerSet scenario saw: the groups once two were
@@ -200,6 +204,9 @@ func (c *Cluster) lwsGroups(ctx context.Context) ([]LWSGroup, error) {
 			byIndex[idx] = g
 		}
 		g.Pods++
+		if p.Labels["leaderworkerset.sigs.k8s.io/worker-index"] == "0" {
+			g.Leader = p.UID
+		}
 		g.Roles = append(g.Roles, p.Labels[v1alpha1.LabelWorkloadRole])
 		g.Tier = p.Labels[v1alpha1.LabelTenantTier]
 		g.Gang = p.Labels[v1alpha1.LabelKubeNexusGangName]
@@ -228,6 +235,7 @@ func (c *Cluster) lwsGroups(ctx context.Context) ([]LWSGroup, error) {
 		if g.Gang != "" {
 			pg := &v1alpha1.PodGroup{}
 			if err := c.Client.Get(ctx, client.ObjectKey{Namespace: lwsNamespace, Name: g.Gang}, pg); err == nil {
+				g.PodGroup = pg.UID
 				for _, ref := range pg.OwnerReferences {
 					g.Owner = ref.Kind + "/" + ref.Name
 				}

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -173,6 +174,74 @@ var _ = Describe("Gang repair", func() {
 		// (Counted once the reservation is deleted, by the same reconcile.)
 		Eventually(func() float64 { return repairsCounted("repaired") }).WithTimeout(testutil.Timeout).Should(BeNumerically(">=", 1))
 		Eventually(tc.eventReasons("train")).WithTimeout(testutil.Timeout).Should(ContainElements(v1alpha1.EventReasonGangMembersLost, v1alpha1.EventReasonGangRepaired))
+		Expect(nodeOf(tc, "outsider")()).To(BeEmpty())
+	})
+
+	// A workload's controller that restarts a gang whole (a LeaderWorkerSet group, a
+	// JobSet) creates the new generation only once every old member is gone. The
+	// manager's PodGroup of a label-only gang outlives that gap: the same PodGroup
+	// (not garbage-collected, not created anew) repairs the gang, its rack held,
+	// and the new generation binds there.
+	It("keeps an auto-created PodGroup through a whole restart by its workload's controller: the new generation is the same gang", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		twoRacks(tc)
+		member := func(name string) *corev1.Pod {
+			return wholeNode(tc, name).Label("pod-group.scheduling.kubenexus.io/name", "serve").
+				Label("pod-group.scheduling.kubenexus.io/min-available", "2").
+				Annotation(v1alpha1.AnnotationCoLocate, "strict").Obj()
+		}
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, member(fmt.Sprintf("serve-%d", i)))).To(Succeed())
+		}
+		running(tc, "serve-0", "serve-1")
+		rack := rackOf(get(tc, "serve-0").Spec.NodeName)
+		pg := &v1alpha1.PodGroup{}
+		Eventually(func() (v1alpha1.PodGroupPhase, error) {
+			err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "serve"}, pg)
+			return pg.Status.Phase, err
+		}).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.PodGroupRunning))
+		Expect(pg.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "kubenexus"))
+		other := tc.ns + "-a"
+		if rack == other {
+			other = tc.ns + "-b"
+		}
+		for i := range 3 {
+			Expect(k8sClient.Create(suiteCtx, wholeNode(tc, fmt.Sprintf("blocker-%d", i)).NodeSelector(v1alpha1.LabelRack, other).Obj())).To(Succeed())
+		}
+		running(tc, "blocker-0", "blocker-1", "blocker-2")
+		time.Sleep(time.Until(pg.CreationTimestamp.Add(3 * time.Second))) // past the suite's 2 s GC grace
+
+		// A member's node is lost; the controller deletes the rest to start anew.
+		loseNode(tc, "serve-0", client.GracePeriodSeconds(0))
+		Expect(k8sClient.Delete(suiteCtx, get(tc, "serve-1"), client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(repairing(tc, "serve")).WithTimeout(testutil.Timeout).Should(And(Not(BeNil()),
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", v1alpha1.RepairCauseNodeLost)))
+		Consistently(func() (types.UID, error) {
+			got := &v1alpha1.PodGroup{}
+			err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "serve"}, got)
+			return got.UID, err
+		}).WithTimeout(4*time.Second).Should(Equal(pg.UID), "the PodGroup under repair should be kept while the gang has no members")
+		Eventually(func() (v1alpha1.ReservationPhase, error) {
+			hold := &v1alpha1.ResourceReservation{}
+			err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "serve-repair"}, hold)
+			return hold.Status.Phase, err
+		}).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.ReservationReserved))
+		// The rack's two free nodes are held: a pod of no gang does not get them.
+		Expect(k8sClient.Create(suiteCtx, wholeNode(tc, "outsider").Obj())).To(Succeed())
+		Eventually(func() string {
+			return "bound on " + nodeOf(tc, "outsider")() + "; scheduler: " + tc.scheduledMessage("outsider")()
+		}).WithTimeout(testutil.Timeout).Should(And(HavePrefix("bound on ;"), ContainSubstring("serve-repair")))
+
+		// The new generation: the same gang, placed whole in the held rack.
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, member(fmt.Sprintf("serve-%db", i)))).To(Succeed())
+		}
+		running(tc, "serve-0b", "serve-1b")
+		Expect(rackOf(get(tc, "serve-0b").Spec.NodeName)).To(Equal(rack))
+		Expect(rackOf(get(tc, "serve-1b").Spec.NodeName)).To(Equal(rack))
+		Eventually(repairing(tc, "serve")).WithTimeout(testutil.Timeout).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1alpha1.RepairOutcomeRepaired)))
+		Expect(tc.podGroup("serve").UID).To(Equal(pg.UID))
 		Expect(nodeOf(tc, "outsider")()).To(BeEmpty())
 	})
 

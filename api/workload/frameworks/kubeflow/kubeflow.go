@@ -125,6 +125,17 @@ func (Framework) MaxMembers(src frameworks.Source, obj *unstructured.Unstructure
 }
 
 // Replicas is each replica type's pods, in the order of their names.
+// Recovery restarts an MPIJob's gang whole: mpirun fixes its ranks when it starts,
+// so a lost worker ends the launcher's run and a replacement worker cannot join
+// it; only every rank started anew resumes the job (from its checkpoint). The
+// other jobs' replicas rejoin their rendezvous: they are repaired.
+func (Framework) Recovery(gk schema.GroupKind) v1alpha1.RecoveryPolicy {
+	if gk == MPIJob.GroupKind() {
+		return v1alpha1.RecoveryRestartGang
+	}
+	return ""
+}
+
 func (Framework) Replicas(obj *unstructured.Unstructured, add frameworks.Add) error {
 	specs, _ := frameworks.Spec(obj)[replicaField[obj.GetKind()]].(map[string]any)
 	roles := make([]string, 0, len(specs))
