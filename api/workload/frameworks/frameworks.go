@@ -114,7 +114,7 @@ func (Base) MaxMembers(Source, *unstructured.Unstructured) (int64, bool) {
 func (Base) Replicas(*unstructured.Unstructured, Add) error    { return nil }
 func (Base) Forms(Source, string) bool                         { return false }
 func (Base) Creator(schema.GroupKind) (schema.GroupKind, bool) { return schema.GroupKind{}, false }
-func (Base) Recovery(schema.GroupKind) v1alpha1.RecoveryPolicy  { return "" }
+func (Base) Recovery(schema.GroupKind) v1alpha1.RecoveryPolicy { return "" }
 
 // GangName is "<owner>-<framework>[-<extra>]", shortened with a hash to fit a
 // label value (63 characters). owner is a DNS-1123 subdomain, so the result is one
