@@ -75,7 +75,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		patch := client.MergeFromWithOptions(rr.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		rr.Status = *status
 		if err := r.Client.Status().Patch(ctx, rr, patch); err != nil {
-			return ctrl.Result{}, err
+			if apierrors.IsConflict(err) {
+				// A newer copy (the scheduler writes the status too) comes with its
+				// own event.
+				return ctrl.Result{RequeueAfter: time.Second}, nil
+			}
+			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 		if ended(status.Phase) && !ended(was) && r.Recorder != nil {
 			kind := corev1.EventTypeNormal

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -243,6 +244,51 @@ var _ = Describe("Gang repair", func() {
 			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1alpha1.RepairOutcomeRepaired)))
 		Expect(tc.podGroup("serve").UID).To(Equal(pg.UID))
 		Expect(nodeOf(tc, "outsider")()).To(BeEmpty())
+	})
+
+	// No room is left in the gang's rack but a pod of lower priority's: the
+	// replacement preempts it there, inside the gang's domain, and nothing in the
+	// other rack (whose pods are of the same low priority) is touched.
+	It("preempts a pod of lower priority inside the gang's rack for the replacement, none outside", func() {
+		priorityClass("batch-low", 10)
+		priorityClass("batch-high", 1000)
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		twoRacks(tc)
+		pg := testutil.MakePodGroup("train", tc.ns).MinMember(2).NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).Obj()
+		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, wholeNode(tc, fmt.Sprintf("train-%d", i)).PodGroup("train").PriorityClass("batch-high").Obj())).To(Succeed())
+		}
+		running(tc, "train-0", "train-1")
+		rack := rackOf(get(tc, "train-0").Spec.NodeName)
+		other := tc.ns + "-a"
+		if rack == other {
+			other = tc.ns + "-b"
+		}
+		low := func(name, rack string) *corev1.Pod {
+			p := wholeNode(tc, name).NodeSelector(v1alpha1.LabelRack, rack).PriorityClass("batch-low").Obj()
+			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+			return p
+		}
+		Expect(k8sClient.Create(suiteCtx, low("filler", rack))).To(Succeed())
+		for i := range 3 {
+			Expect(k8sClient.Create(suiteCtx, low(fmt.Sprintf("blocker-%d", i), other))).To(Succeed())
+		}
+		running(tc, "filler", "blocker-0", "blocker-1", "blocker-2")
+		fillerNode := get(tc, "filler").Spec.NodeName
+		Eventually(func() v1alpha1.PodGroupPhase { return tc.podGroup("train").Status.Phase }).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.PodGroupRunning))
+
+		loseNode(tc, "train-0", client.GracePeriodSeconds(0))
+		Eventually(repairing(tc, "train")).WithTimeout(testutil.Timeout).Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionTrue)))
+		Expect(k8sClient.Create(suiteCtx, wholeNode(tc, "train-0b").PodGroup("train").PriorityClass("batch-high").Obj())).To(Succeed())
+		Eventually(nodeOf(tc, "train-0b")).WithTimeout(testutil.Timeout).Should(Equal(fillerNode))
+		Expect(apierrors.IsNotFound(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "filler"}, &corev1.Pod{}))).To(BeTrue(), "the filler should be preempted")
+		for i := range 3 {
+			Expect(get(tc, fmt.Sprintf("blocker-%d", i)).DeletionTimestamp).To(BeNil(), "nothing outside the gang's rack is preempted")
+		}
+		running(tc, "train-0b")
+		Eventually(repairing(tc, "train")).WithTimeout(testutil.Timeout).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1alpha1.RepairOutcomeRepaired)))
 	})
 
 	// A kubelet (or kwok) that confirms an eviction at once: the member is gone
