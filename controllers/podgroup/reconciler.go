@@ -105,6 +105,23 @@ func podGangKey(o client.Object) []string {
 	return nil
 }
 
+// collect deletes an auto-created PodGroup without members once it is older than
+// the GC grace. Reconcile keeps one whose gang is under repair or whose members
+// have just been lost: a workload's controller that restarts a gang whole
+// (LeaderWorkerSet's group, a JobSet) creates the new generation only once the
+// old one is gone, and it is the same gang, whose repair and held room must
+// outlive the gap (the repair's timeout bounds it).
+func (r *Reconciler) collect(ctx context.Context, pg *v1alpha1.PodGroup) (ctrl.Result, error) {
+	if wait := pg.CreationTimestamp.Add(r.GCGrace).Sub(r.Now()); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if err := r.Client.Delete(ctx, pg, client.Preconditions{UID: &pg.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	ctrl.LoggerFrom(ctx).V(2).Info("Deleted auto-created PodGroup without members", "podGroup", klog.KObj(pg))
+	return ctrl.Result{}, nil
+}
+
 // Reconcile computes the PodGroup's status, creating the group for a label-only gang
 // and deleting an auto-created group whose members are all gone.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -157,20 +174,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		seen = append(slices.Clip(pods.Items), gone...)
 	}
 	d := decideRepair(pg, seen, now, func() string { return r.repairDomain(ctx, pg, seen) })
-	// An auto-created PodGroup without members goes, unless its gang is under
-	// repair or its members have just been lost: a workload's controller that
-	// restarts a gang whole (LeaderWorkerSet's group, a JobSet) creates the new
-	// generation only once the old one is gone, and it is the same gang, whose
-	// repair and held room must outlive the gap. The repair's timeout bounds it.
 	if len(pods.Items) == 0 && pg.Labels[v1alpha1.LabelManagedBy] == v1alpha1.ManagedByValue && pg.Status.Repair == nil && !d.started {
-		if wait := pg.CreationTimestamp.Add(r.GCGrace).Sub(r.Now()); wait > 0 {
-			return ctrl.Result{RequeueAfter: wait}, nil
-		}
-		if err := r.Client.Delete(ctx, pg, client.Preconditions{UID: &pg.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, err
-		}
-		log.V(2).Info("Deleted auto-created PodGroup without members", "podGroup", klog.KObj(pg))
-		return ctrl.Result{}, nil
+		return r.collect(ctx, pg)
 	}
 	if d.started && d.repair.Cause == v1alpha1.RepairCauseMemberDeleted {
 		// The member's last state may be on its way: nothing is written until it
