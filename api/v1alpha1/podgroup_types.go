@@ -86,7 +86,7 @@ type PodGroupSpec struct {
 	// recovery is what KubeNexus does when the running gang loses members — their
 	// node goes NotReady or is deleted, a device they use is tainted NoExecute, they
 	// are evicted, preempted or fail — so that it falls below minMember. Unset means
-	// timeoutSeconds 300 and the policy of the PodGroup's workload (its controller):
+	// timeoutSeconds 300 and the policy of the PodGroup's workload (its owner):
 	// RestartGang for an MPIJob's gang (mpirun takes no replacement rank), Repair
 	// for any other.
 	// +optional

@@ -45,8 +45,8 @@ type repairDecision struct {
 }
 
 // recoveryOf returns the gang's recovery policy and its timeout, defaults applied:
-// a PodGroup that sets no policy gets its workload's (its controller's kind,
-// workload.DefaultRecovery), one of no workload Repair.
+// a PodGroup that sets no policy gets its workload's (workload.DefaultRecovery of
+// workloadKindOf), one of no workload Repair.
 func recoveryOf(pg *v1alpha1.PodGroup) (v1alpha1.RecoveryPolicy, time.Duration) {
 	var policy v1alpha1.RecoveryPolicy
 	timeout := int32(v1alpha1.DefaultRecoveryTimeoutSeconds)
@@ -57,13 +57,23 @@ func recoveryOf(pg *v1alpha1.PodGroup) (v1alpha1.RecoveryPolicy, time.Duration) 
 		}
 	}
 	if policy == "" {
-		var gk schema.GroupKind
-		if ref := metav1.GetControllerOf(pg); ref != nil {
-			gk = schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).GroupKind()
-		}
-		policy = workload.DefaultRecovery(gk)
+		policy = workload.DefaultRecovery(workloadKindOf(pg))
 	}
 	return policy, time.Duration(timeout) * time.Second
+}
+
+// workloadKindOf is the kind of the workload a PodGroup belongs to: its
+// controller's, else its only owner's (the manager's PodGroups name the workload
+// they were sized from as their one owner); empty for none.
+func workloadKindOf(pg *v1alpha1.PodGroup) schema.GroupKind {
+	ref := metav1.GetControllerOf(pg)
+	if ref == nil && len(pg.OwnerReferences) == 1 {
+		ref = &pg.OwnerReferences[0]
+	}
+	if ref == nil {
+		return schema.GroupKind{}
+	}
+	return schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).GroupKind()
 }
 
 // tally splits a gang's members: live (bound, not terminating, not finished),

@@ -220,6 +220,25 @@ func TestRepairGrowsWithMembersLostSince(t *testing.T) {
 	}
 }
 
+// A gang whose quorum is smaller than what it loses (a LeaderWorkerSet group: a
+// gang of its leader, whose workers go with it) holds a slot for every lost
+// member it sees, not only for the quorum.
+func TestHoldCoversEveryLostMember(t *testing.T) {
+	pg, pods := runningGang(nil)
+	pg.Spec.MinMember = 1
+	for i := range pods {
+		lose(&pods[i], "", false)
+	}
+	lose(&pods[0], "EvictionByEvictionAPI", false)
+	d := decideRepair(pg, pods, t0, in(""))
+	if d.repair == nil || d.repair.LostMembers != 1 || !d.hold {
+		t.Fatalf("decision %+v: want a repair of 1 missing member that holds room", d)
+	}
+	if h := holdFor(pg, d.repair, pods, t0, 300*time.Second); h == nil || h.Spec.Slots != 4 {
+		t.Errorf("hold %+v: want a slot for each of the 4 lost members", h)
+	}
+}
+
 func TestRepairPolicies(t *testing.T) {
 	pg, pods := runningGang(&v1alpha1.GangRecovery{Policy: v1alpha1.RecoveryRestartGang})
 	lose(&pods[0], "DeletionByPodGC", false)
@@ -239,13 +258,24 @@ func TestRepairPolicies(t *testing.T) {
 	}
 	// A PodGroup that says nothing gets its workload's default: an MPIJob's gang is
 	// restarted whole (mpirun takes no replacement rank), a PyTorchJob's repaired.
+	// (The manager's own PodGroups name the workload as their one owner, not as a
+	// controller.)
 	for kind, restart := range map[string]bool{"MPIJob": true, "PyTorchJob": false} {
 		pg, pods = runningGang(nil)
-		pg.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: kind, Name: "job", UID: "job-uid", Controller: ptr.To(true)}}
+		pg.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: kind, Name: "job", UID: "job-uid"}}
 		lose(&pods[0], "DeletionByTaintManager", false)
 		if d := decideRepair(pg, pods, t0, in("")); d.restart != restart || d.hold == restart {
 			t.Errorf("gang of a %s, no recovery set: restart %v hold %v, want restart %v", kind, d.restart, d.hold, restart)
 		}
+	}
+	pg, pods = runningGang(nil)
+	pg.OwnerReferences = []metav1.OwnerReference{
+		{APIVersion: "v1", Kind: "ConfigMap", Name: "notes", UID: "cm-uid"},
+		{APIVersion: "kubeflow.org/v2beta1", Kind: "MPIJob", Name: "job", UID: "job-uid", Controller: ptr.To(true)},
+	}
+	lose(&pods[0], "DeletionByTaintManager", false)
+	if d := decideRepair(pg, pods, t0, in("")); !d.restart {
+		t.Errorf("PodGroup controlled by an MPIJob among other owners: %+v, want restarted whole", d)
 	}
 	// GangPreemption's victims, evicted through the Eviction API (which rewrites
 	// DisruptionTarget's reason), are known by its own condition.

@@ -117,14 +117,18 @@ func slotOf(members []corev1.Pod) corev1.ResourceList {
 	return out
 }
 
-// holdFor is the reservation that holds a repairing gang's room: the lost
-// members' slots, in its domain, until the repair's timeout, owned by the
+// holdFor is the reservation that holds a repairing gang's room: a slot for each
+// member it lacks for minMember, or for each lost member it still sees when they
+// are more (a LeaderWorkerSet group is a gang of its leader, but its workers lose
+// their room with it), in its domain, until the repair's timeout, owned by the
 // PodGroup. nil when the members request nothing.
 func holdFor(pg *v1alpha1.PodGroup, rs *v1alpha1.GangRepairStatus, members []corev1.Pod, now time.Time, timeout time.Duration) *v1alpha1.ResourceReservation {
 	slot := slotOf(members)
 	if len(slot) == 0 {
 		return nil
 	}
+	_, _, lost := tally(members)
+	slots := max(rs.LostMembers, int32(min(len(lost), 10000)))
 	ttl := int32(max(1, rs.StartTime.Add(timeout).Sub(now).Round(time.Second)/time.Second))
 	rr := &v1alpha1.ResourceReservation{
 		ObjectMeta: metav1.ObjectMeta{
@@ -137,7 +141,7 @@ func holdFor(pg *v1alpha1.PodGroup, rs *v1alpha1.GangRepairStatus, members []cor
 		Spec: v1alpha1.ResourceReservationSpec{
 			Owner:      v1alpha1.ReservationOwner{Kind: v1alpha1.ReservationOwnerPodGroup, Name: pg.Name, UID: string(pg.UID)},
 			Resources:  slot,
-			Slots:      min(rs.LostMembers, 10000),
+			Slots:      min(slots, 10000),
 			TTLSeconds: ttl,
 		},
 	}
@@ -178,7 +182,8 @@ func (r *Reconciler) ensureHold(ctx context.Context, pg *v1alpha1.PodGroup, want
 		return 0, nil
 	}
 	ended := have.Status.Phase == v1alpha1.ReservationExpired || have.Status.Phase == v1alpha1.ReservationReleased
-	sameSize := have.Spec.Slots == want.Spec.Slots && equality.Semantic.DeepEqual(have.Spec.Resources, want.Spec.Resources)
+	// A hold never shrinks: the slots the replacements consumed stay counted in it.
+	sameSize := have.Spec.Slots >= want.Spec.Slots && equality.Semantic.DeepEqual(have.Spec.Resources, want.Spec.Resources)
 	sameDomain := equality.Semantic.DeepEqual(have.Spec.NodeSelector, want.Spec.NodeSelector)
 	switch {
 	case !ended && sameDomain && sameSize:
@@ -187,7 +192,7 @@ func (r *Reconciler) ensureHold(ctx context.Context, pg *v1alpha1.PodGroup, want
 		// More members lost: the hold grows in place (a new reservation would
 		// give up for a moment what this one holds).
 		grown := have.DeepCopy()
-		grown.Spec.Slots, grown.Spec.Resources = want.Spec.Slots, want.Spec.Resources
+		grown.Spec.Slots, grown.Spec.Resources = max(want.Spec.Slots, have.Spec.Slots), want.Spec.Resources
 		err := r.Client.Update(ctx, grown)
 		switch {
 		case err == nil:

@@ -145,6 +145,7 @@ func TestDemoFlow(t *testing.T) {
 	checkHardwareTiers(t, c, placements)
 	checkGangPreemption(t, c)
 	checkGangRepair(t, c)
+	checkPyTorchJobRepair(t, c)
 	checkKueue(t, c)
 	checkLeaderWorkerSet(t, c)
 	checkLeaderWorkerSetRepair(t, c)
