@@ -75,6 +75,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	}
 	pl := &Plugin{handle: h, shared: shared, gangs: members, refused: refusedPods}
 	shared.whenReleased(func() { pl.refused.Activate(klog.FromContext(ctx), "Reserved capacity was released") })
+	if err := pl.watchNodesBack(klog.FromContext(ctx)); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
 	return pl, nil
 }
 
