@@ -102,7 +102,11 @@ func nodeLostTrials(f *fleet, members, trials, competitors int) {
 		f.poll(2*time.Minute, func() error {
 			after = f.live(ns, "train")
 			if len(after) < members {
-				return fmt.Errorf("trial %d: %d/%d members live", k, len(after), members)
+				why := ""
+				if time.Since(back) > time.Minute {
+					why = "; " + f.why(ns, node)
+				}
+				return fmt.Errorf("trial %d: %d/%d members live%s", k, len(after), members, why)
 			}
 			return nil
 		})
@@ -291,4 +295,31 @@ func (f *fleet) boundIn(ns string, nodes sets.Set[string]) int {
 		}
 	}
 	return n
+}
+
+// why says what a repair that does not end shows: the namespace's pending pods
+// with the scheduler's last word on each, and the pods bound on the lost node.
+func (f *fleet) why(ns, node string) string {
+	var pods corev1.PodList
+	if err := f.c.Client.List(f.ctx, &pods); err != nil {
+		return err.Error()
+	}
+	var pending, on []string
+	for _, p := range pods.Items {
+		switch {
+		case p.Namespace == ns && p.Spec.NodeName == "":
+			msg := ""
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled {
+					msg = c.Reason + ": " + c.Message
+				}
+			}
+			pending = append(pending, fmt.Sprintf("%s (%s)", p.Name, msg))
+		case p.Spec.NodeName == node:
+			on = append(on, fmt.Sprintf("%s/%s (%s, deleting %v)", p.Namespace, p.Name, p.Status.Phase, p.DeletionTimestamp != nil))
+		}
+	}
+	n := &corev1.Node{}
+	_ = f.c.Client.Get(f.ctx, client.ObjectKey{Name: node}, n)
+	return fmt.Sprintf("pending %v; on %s (taints %v, unschedulable %v): %v", pending, node, n.Spec.Taints, n.Spec.Unschedulable, on)
 }

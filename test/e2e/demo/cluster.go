@@ -8,6 +8,7 @@ package demo
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -282,6 +283,8 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", managerMetricsPort), "--metrics-secure=false",
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probePort),
 		"--podgroup-gc-grace=10m",
+		// KUBENEXUS_MANAGER_V sets the manager's log level (2: every repair's hold).
+		"--zap-log-level="+cmp.Or(os.Getenv("KUBENEXUS_MANAGER_V"), "info"),
 	); err != nil {
 		return nil, err
 	}
