@@ -121,7 +121,9 @@ func slotOf(members []corev1.Pod) corev1.ResourceList {
 // member it lacks for minMember, or for each lost member it still sees when they
 // are more (a LeaderWorkerSet group is a gang of its leader, but its workers lose
 // their room with it), in its domain, until the repair's timeout, owned by the
-// PodGroup. nil when the members request nothing.
+// PodGroup. nil when the members request nothing. (The scheduler counts a slot
+// consumed by each live member beyond minMember less the slots: a gang that
+// keeps live members holds no more than it lacks.)
 func holdFor(pg *v1alpha1.PodGroup, rs *v1alpha1.GangRepairStatus, members []corev1.Pod, now time.Time, timeout time.Duration) *v1alpha1.ResourceReservation {
 	slot := slotOf(members)
 	if len(slot) == 0 {
