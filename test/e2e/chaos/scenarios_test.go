@@ -78,7 +78,7 @@ func nodeLostTrials(f *fleet, members, trials, competitors int) {
 			t.Fatalf("trial %d: %v", k, err)
 		}
 		tainted := time.Now()
-		f.poll(2*time.Minute, func() error {
+		f.poll(4*time.Minute, func() error {
 			if _, err := f.get(ns, victim); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("trial %d: member %s on %s not evicted yet", k, victim, node)
 			}
@@ -99,11 +99,11 @@ func nodeLostTrials(f *fleet, members, trials, competitors int) {
 		}
 		back := time.Now()
 		var after map[string]string
-		f.poll(2*time.Minute, func() error {
+		f.poll(4*time.Minute, func() error {
 			after = f.live(ns, "train")
 			if len(after) < members {
 				why := ""
-				if time.Since(back) > time.Minute {
+				if time.Since(back) > 3*time.Minute {
 					why = "; " + f.why(ns, node)
 				}
 				return fmt.Errorf("trial %d: %d/%d members live%s", k, len(after), members, why)

@@ -399,7 +399,11 @@ func (c *Cluster) startControllerManager(nodeLifecycle bool) error {
 	controllers := "*,-nodeipam,-persistentvolume-binder-controller,-persistentvolume-attach-detach-controller,-persistentvolume-expander-controller,-ephemeral-volume-controller,-persistentvolumeclaim-protection-controller,-persistentvolume-protection-controller"
 	var lifecycle []string
 	if nodeLifecycle {
-		lifecycle = []string{"--node-eviction-rate=10", "--secondary-node-eviction-rate=10", "--node-monitor-grace-period=90s", "--node-monitor-period=2s"}
+		// The grace a node's heartbeat has is long (5 min): the tests make nodes
+		// report NotReady or delete them, and kwok, which heartbeats every 20–45 s,
+		// has been seen silent for 91 s on a loaded machine — with 90 s, healthy
+		// nodes went unreachable and their pods were evicted.
+		lifecycle = []string{"--node-eviction-rate=10", "--secondary-node-eviction-rate=10", "--node-monitor-grace-period=300s", "--node-monitor-period=2s"}
 	} else {
 		controllers += ",-nodelifecycle"
 	}
