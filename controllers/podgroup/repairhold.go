@@ -158,8 +158,8 @@ func ptrTo[T any](v T) *T { return &v }
 // ensureHold creates the repair's reservation unless the manager's one of this
 // repair exists; one of a smaller size (members lost since) grows in place. One
 // left from an earlier repair (another domain, or ended) is deleted and created
-// again on the next reconcile. A refusal (a quota,
-// the KubeNexusConfig's bounds) is reported on the PodGroup and retried.
+// again on the next reconcile. A refusal (a quota, the KubeNexusConfig's bounds)
+// is reported on the PodGroup and retried.
 func (r *Reconciler) ensureHold(ctx context.Context, pg *v1alpha1.PodGroup, want *v1alpha1.ResourceReservation) (time.Duration, error) {
 	err := r.Client.Create(ctx, want)
 	switch {
