@@ -34,7 +34,7 @@ func preempted(t *testing.T, pl *Plugin, owner string, members []*corev1.Pod, no
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := pl.newSearch(infos, members, nil)
+	s := pl.newSearch(infos, members, nil, nil)
 	at := make([]int, len(nodes))
 	for i, n := range nodes {
 		idx, ok := s.byName[n]

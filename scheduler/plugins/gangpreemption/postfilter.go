@@ -15,6 +15,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/networkfabric"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/profileclassifier"
 )
 
@@ -78,7 +79,13 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	members := pl.members(pod, prof)
 	claimed, evicting, expired := pl.claimed(owner)
 	pl.unnominate(expired)
-	s := pl.newSearch(infos, members, claimed)
+	// A gang whose placed members anchor it to a domain its policy requires gets
+	// room in that domain only (NetworkFabric names it).
+	var in func(*corev1.Node) bool
+	if a, ok := networkfabric.AnchoredOf(cs); ok {
+		in = a.In
+	}
+	s := pl.newSearch(infos, members, claimed, in)
 	if at := s.place(nil, nil); at != nil {
 		if going := s.waitsFor(at, evicting); len(going) > 0 {
 			// The members fit the room that pods evicted for other preemptors

@@ -161,7 +161,7 @@ func TestRoomLeftOverByAnotherPreemption(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := pl.newSearch(infos, b, claimed)
+			s := pl.newSearch(infos, b, claimed, nil)
 			at := s.place(nil, nil)
 			if (at != nil) != tc.wantFit {
 				t.Fatalf("b's two members placed: %v, want %v", at != nil, tc.wantFit)

@@ -281,7 +281,9 @@ var _ = Describe("Gang repair", func() {
 		loseNode(tc, "train-0", client.GracePeriodSeconds(0))
 		Eventually(repairing(tc, "train")).WithTimeout(testutil.Timeout).Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionTrue)))
 		Expect(k8sClient.Create(suiteCtx, wholeNode(tc, "train-0b").PodGroup("train").PriorityClass("batch-high").Obj())).To(Succeed())
-		Eventually(nodeOf(tc, "train-0b")).WithTimeout(testutil.Timeout).Should(Equal(fillerNode))
+		Eventually(func() string {
+			return "bound on " + nodeOf(tc, "train-0b")() + "; scheduler: " + tc.scheduledMessage("train-0b")()
+		}).WithTimeout(testutil.Timeout).Should(HavePrefix("bound on " + fillerNode + ";"))
 		Expect(apierrors.IsNotFound(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "filler"}, &corev1.Pod{}))).To(BeTrue(), "the filler should be preempted")
 		for i := range 3 {
 			Expect(get(tc, fmt.Sprintf("blocker-%d", i)).DeletionTimestamp).To(BeNil(), "nothing outside the gang's rack is preempted")
