@@ -83,7 +83,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	// room in that domain only (NetworkFabric names it).
 	var in func(*corev1.Node) bool
 	if a, ok := networkfabric.AnchoredOf(cs); ok {
-		in = a.In
+		in = a.In(infos)
 	}
 	s := pl.newSearch(infos, members, claimed, in)
 	if at := s.place(nil, nil); at != nil {

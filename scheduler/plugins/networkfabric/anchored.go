@@ -12,57 +12,59 @@ import (
 
 const anchoredKey fwk.StateKey = "Anchored" + Name
 
-// Anchored is the domain a gang's placed members run in, where its required policy
-// keeps the rest: its level's node label and value. PreFilter writes it for the
-// cycle of such a gang's member whether it admits or refuses the pod, so that
-// GangPreemption makes room in that domain only (room made elsewhere would never
-// take the member: a running gang's replacement, a gang placed in part).
+// Anchored says where a gang's required policy keeps its pending members once some
+// are placed: in the domain of the policy's level (its node label) that holds the
+// placed members' nodes. PreFilter writes it for the cycle of such a gang's member,
+// whether it admits or refuses the pod, so that GangPreemption makes room in that
+// domain only (room made elsewhere would never take the member: a running gang's
+// replacement, a gang placed in part).
 type Anchored struct {
-	Label, Value string
+	Label  string
+	Placed sets.Set[string]
 }
 
 // Clone: the state is not changed after PreFilter.
 func (a *Anchored) Clone() fwk.StateData { return a }
 
-// AnchoredOf is the domain PreFilter wrote for the cycle's pod (ok false: none).
-func AnchoredOf(cs fwk.CycleState) (Anchored, bool) {
-	if a := cyclestate.Read[*Anchored](cs, anchoredKey); a != nil {
-		return *a, true
-	}
-	return Anchored{}, false
+// AnchoredOf is what PreFilter wrote for the cycle's pod (ok false: nothing).
+func AnchoredOf(cs fwk.CycleState) (*Anchored, bool) {
+	a := cyclestate.Read[*Anchored](cs, anchoredKey)
+	return a, a != nil
 }
 
-// writeAnchored records, for a required policy, the domain of the level the
-// gang's placed members all run in (nothing when none is placed or they run in
-// several). Cost: O(nodes), for gangs with placed members only.
-func (pl *Plugin) writeAnchored(cs fwk.CycleState, key gang.Key, policy topology.Policy, nodes []fwk.NodeInfo) {
+// writeAnchored records a required policy's level label and the gang's placed
+// nodes; nothing for a gang with none placed. The domain itself is looked up only
+// when asked (In), which preemption alone does.
+func (pl *Plugin) writeAnchored(cs fwk.CycleState, key gang.Key, policy topology.Policy) {
 	if !policy.Required || pl.members == nil || policy.Level < 0 || policy.Level >= len(pl.levels) {
 		return
 	}
-	placed := sets.New(pl.members.PlacedNodes(key)...)
-	if placed.Len() == 0 {
-		return
-	}
-	label := pl.levels[policy.Level].NodeLabel
-	value, seen := "", 0
-	for _, ni := range nodes {
-		n := ni.Node()
-		if !placed.Has(n.Name) {
-			continue
-		}
-		v := n.Labels[label]
-		if v == "" || (value != "" && v != value) {
-			return
-		}
-		value, seen = v, seen+1
-		if seen == placed.Len() {
-			break
-		}
-	}
-	if value != "" {
-		cs.Write(anchoredKey, &Anchored{Label: label, Value: value})
+	if placed := pl.members.PlacedNodes(key); len(placed) > 0 {
+		cs.Write(anchoredKey, &Anchored{Label: pl.levels[policy.Level].NodeLabel, Placed: sets.New(placed...)})
 	}
 }
 
-// In reports whether node is in the domain.
-func (a Anchored) In(node *corev1.Node) bool { return node.Labels[a.Label] == a.Value }
+// In returns whether a node is in the domain the placed members' nodes share
+// among nodes; when they share none (unlabelled, or in several domains), no node
+// is. Cost: O(nodes).
+func (a *Anchored) In(nodes []fwk.NodeInfo) func(*corev1.Node) bool {
+	value, seen := "", 0
+	for _, ni := range nodes {
+		n := ni.Node()
+		if !a.Placed.Has(n.Name) {
+			continue
+		}
+		v := n.Labels[a.Label]
+		if v == "" || (value != "" && v != value) {
+			return func(*corev1.Node) bool { return false }
+		}
+		value, seen = v, seen+1
+		if seen == a.Placed.Len() {
+			break
+		}
+	}
+	if value == "" {
+		return func(*corev1.Node) bool { return false }
+	}
+	return func(n *corev1.Node) bool { return n.Labels[a.Label] == value }
+}

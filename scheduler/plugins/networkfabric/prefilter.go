@@ -48,7 +48,7 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 		// domain holds each group, as LWS's own topology annotation means it.
 		key, quorum = m.Key.Part(part), size
 	}
-	pl.writeAnchored(cs, key, policy, nodes)
+	pl.writeAnchored(cs, key, policy)
 	ap, status := pl.planFor(key, pod, policy, quorum, nodes)
 	if status != nil {
 		return nil, status
