@@ -192,15 +192,7 @@ func mayHold(member *corev1.Pod, node *corev1.Node) bool {
 	if member != nil {
 		return placement.Eligible(member, node)
 	}
-	if node.Spec.Unschedulable {
-		return false
-	}
-	for _, t := range node.Spec.Taints {
-		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
-			return false
-		}
-	}
-	return true
+	return schedulable(node)
 }
 
 // shadow is the earliest time an accumulating reservation's gang can start: when the
