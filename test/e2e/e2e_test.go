@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -38,20 +37,11 @@ import (
 func TestDemoFlow(t *testing.T) {
 	root := testenv.RepoRoot()
 	bin := filepath.Join(root, "bin")
-	for _, b := range []string{"kubenexus-manager", "kubenexus-scheduler", "k8s/etcd", "k8s/kube-apiserver", "k8s/kube-controller-manager", "k8s/kwok", "k8s/helm", "k8s/training-operator", "k8s/kueue", "k8s/lws", "k8s/kuberay", "k8s/promql-names"} {
-		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
-			t.Fatalf("%s is missing: `make test` builds it (make build; hack/build-tools.sh etcd kube-apiserver kube-controller-manager kwok helm training-operator kueue lws kuberay promql-names)", b)
-		}
-	}
+	testenv.RequireBinaries(t, bin, "`make test` (make build; hack/build-tools.sh etcd kube-apiserver kube-controller-manager kwok helm training-operator kueue lws kuberay promql-names)",
+		"kubenexus-manager", "kubenexus-scheduler", "k8s/etcd", "k8s/kube-apiserver", "k8s/kube-controller-manager", "k8s/kwok", "k8s/helm", "k8s/training-operator", "k8s/kueue", "k8s/lws", "k8s/kuberay", "k8s/promql-names")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	// E2E_LOG_DIR keeps the processes' logs (kubeconfig, certificates) after the run.
-	dir := os.Getenv("E2E_LOG_DIR")
-	if dir == "" {
-		dir = t.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := testenv.LogDir(t)
 	c, err := demo.Up(ctx, demo.Options{Root: root, Bin: bin, Dir: dir, Log: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)

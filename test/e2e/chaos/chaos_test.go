@@ -41,22 +41,14 @@ func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return le
 func TestGangChaos(t *testing.T) {
 	root := testenv.RepoRoot()
 	bin := filepath.Join(root, "bin")
-	for _, b := range []string{"kubenexus-manager", "kubenexus-scheduler", "k8s/etcd", "k8s/kube-apiserver", "k8s/kube-controller-manager", "k8s/kwok", "k8s/kwok-stages", "k8s/helm"} {
-		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
-			t.Fatalf("%s is missing: `make test-chaos` builds it", b)
-		}
-	}
+	testenv.RequireBinaries(t, bin, "`make test-chaos`",
+		"kubenexus-manager", "kubenexus-scheduler", "k8s/etcd", "k8s/kube-apiserver", "k8s/kube-controller-manager", "k8s/kwok", "k8s/kwok-stages", "k8s/helm")
 	members := envInt(t, "CHAOS_MEMBERS", 64)
 	trials := envInt(t, "CHAOS_TRIALS", 20)
 	competitors := envInt(t, "CHAOS_COMPETITORS", 200)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	dir := os.Getenv("E2E_LOG_DIR")
-	if dir == "" {
-		dir = t.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := testenv.LogDir(t)
 	c, err := demo.Up(ctx, demo.Options{Root: root, Bin: bin, Dir: dir, Log: testWriter{t}, NodeLifecycle: true, WithoutFrameworks: true})
 	if err != nil {
 		t.Fatal(err)
