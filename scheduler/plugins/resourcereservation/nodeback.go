@@ -13,8 +13,9 @@ import (
 // watchNodesBack activates a repairing gang's pending members when a node of the
 // domain its repair reservation holds turns schedulable again (its NoSchedule and
 // NoExecute taints gone, not cordoned). While their room was on a NotReady
-// or tainted node, kube-scheduler retried them with a backoff that reaches 10 s;
-// the node's update would only move them to the backoff queue.
+// or tainted node, the gang was rejected and backs off (Coscheduling's
+// backoffSeconds), and kube-scheduler retried its members with a backoff that
+// reaches 10 s; the node's update alone would leave them waiting that out.
 func (pl *Plugin) watchNodesBack(logger klog.Logger) error {
 	f := pl.handle.SharedInformerFactory()
 	if f == nil || pl.gangs == nil {
@@ -32,26 +33,24 @@ func (pl *Plugin) watchNodesBack(logger klog.Logger) error {
 	return err
 }
 
-// activateRepairsOn activates the pending members of every gang whose repair
-// reservation may hold room on node.
+// activateRepairsOn ends the backoff of every gang whose repair reservation may
+// hold room on node and activates its pending members.
 func (pl *Plugin) activateRepairsOn(logger klog.Logger, node *corev1.Node) {
 	idx := pl.shared.idx.Load()
 	if idx == nil {
 		return
 	}
-	pods := map[string]*corev1.Pod{}
+	keys := map[gang.Key]bool{}
 	for _, r := range idx.accumulating {
 		if !r.repair || r.terminal() || r.ownerKind != v1alpha1.ReservationOwnerPodGroup ||
 			(r.selector != nil && !r.selector.Matches(labels.Set(node.Labels))) {
 			continue
 		}
-		for _, p := range pl.gangs.Pending(gang.Key{Namespace: r.key.Namespace, Name: r.ownerName}) {
-			pods[p.Namespace+"/"+p.Name] = p
-		}
+		keys[gang.Key{Namespace: r.key.Namespace, Name: r.ownerName}] = true
 	}
-	if len(pods) > 0 {
-		logger.V(4).Info("A node of a repairing gang's domain is schedulable again: activating its pending members", "node", node.Name, "pods", len(pods))
-		pl.handle.Activate(logger, pods)
+	for key := range keys {
+		logger.V(4).Info("A node of a repairing gang's domain is schedulable again: retrying its pending members now", "node", node.Name, "podGroup", key.String())
+		pl.gangs.RetryNow(key)
 	}
 }
 

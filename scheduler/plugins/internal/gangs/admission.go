@@ -6,6 +6,7 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -231,6 +232,19 @@ func (s *Service) ActivateIfQuorum(key gang.Key) {
 	if !known || !QuorumMet(minMember, MinPerRole(pg), ungated, have) {
 		return
 	}
+	s.ActivatePending(key)
+}
+
+// RetryNow ends the gang's backoff and activates its pending members: a change in
+// the cluster lifted what the gang's last rejection was about (a node of a
+// repairing gang's held domain became schedulable again), and waiting out the
+// rest of the backoff would only keep the gang's room empty.
+func (s *Service) RetryNow(key gang.Key) {
+	s.mu.Lock()
+	if e := s.gangs[key]; e != nil {
+		e.BackoffUntil = time.Time{}
+	}
+	s.mu.Unlock()
 	s.ActivatePending(key)
 }
 
