@@ -74,8 +74,8 @@ func rolesFirst(pods []*corev1.Pod, roles map[string]int32) []*corev1.Pod {
 // members' eligible nodes and the PodDisruptionBudgets. Room other preemptors
 // claimed is not free. Members with the same node constraints (a gang's usually)
 // share one pass over the nodes.
-func (pl *Plugin) newSearch(infos []fwk.NodeInfo, pods []*corev1.Pod, claimed nodefree.Tally[string], in func(*corev1.Node) bool) *search {
-	s := &search{byName: make(map[string]int, len(infos)), budget: map[types.UID]int32{}}
+func (pl *Plugin) newSearch(infos []fwk.NodeInfo, pods []*corev1.Pod, claimed nodefree.Tally[string], scopes []map[int]bool) *search {
+	s := &search{byName: make(map[string]int, len(infos)), budget: map[types.UID]int32{}, scopes: scopes}
 	for i, ni := range infos {
 		free := nodefree.All(ni)
 		for name, v := range claimed[ni.Node().Name] {
@@ -95,7 +95,7 @@ func (pl *Plugin) newSearch(infos []fwk.NodeInfo, pods []*corev1.Pod, claimed no
 		if m.eligible == nil {
 			m.eligible = map[int]bool{}
 			for i, n := range s.nodes {
-				if (in == nil || in(n.obj)) && placement.Eligible(p, n.obj) {
+				if placement.Eligible(p, n.obj) {
 					m.eligible[i] = true
 				}
 			}

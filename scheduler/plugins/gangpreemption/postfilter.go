@@ -79,13 +79,14 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	members := pl.members(pod, prof)
 	claimed, evicting, expired := pl.claimed(owner)
 	pl.unnominate(expired)
-	// A gang whose placed members anchor it to a domain its policy requires gets
-	// room in that domain only (NetworkFabric names it).
-	var in func(*corev1.Node) bool
+	// A gang whose policy requires one domain gets room inside one: the domain
+	// its placed members anchor it to, or any one while none is placed
+	// (NetworkFabric names them).
+	var scopes []map[int]bool
 	if a, ok := networkfabric.AnchoredOf(cs); ok {
-		in = a.In(infos)
+		scopes = a.Scopes(infos)
 	}
-	s := pl.newSearch(infos, members, claimed, in)
+	s := pl.newSearch(infos, members, claimed, scopes)
 	if at := s.place(nil, nil); at != nil {
 		if going := s.waitsFor(at, evicting); len(going) > 0 {
 			// The members fit the room that pods evicted for other preemptors

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,28 +58,6 @@ type candidate func(victim *corev1.Pod, victimProfile workload.Profile, priority
 // priorityFunc is a pod's priority for preemption: its gang's (the PriorityClass
 // its PodGroup names) when it has one, else its own.
 type priorityFunc func(p *corev1.Pod, g *gang.Key) int32
-
-// victim is what the search reads of a running pod, kept between preemptions (see
-// profiles): its profile, the unit it is evicted with, and the GPUs it holds.
-type victim struct {
-	prof workload.Profile
-	// key names its unit: "gang ns/name" or "pod ns/name".
-	key  string
-	gang *gang.Key
-	gpus int64
-}
-
-// newVictim describes a running pod for the search.
-func newVictim(p *corev1.Pod, prof workload.Profile, gpuNames []corev1.ResourceName) *victim {
-	v := &victim{prof: prof, key: "pod " + p.Namespace + "/" + p.Name}
-	if prof.Gang != nil {
-		v.gang, v.key = &prof.Gang.Key, "gang "+prof.Gang.Key.String()
-	}
-	if workload.NamesAny(p, gpuNames) {
-		v.gpus = workload.HeldGPUs(p, gpuNames...)
-	}
-	return v
-}
 
 // units groups the pods on the nodes into eviction units. A gang is a candidate
 // only if every one of its members is: a gang is evicted whole or not at all.
@@ -156,6 +133,10 @@ type search struct {
 	// pdbs in the victims' namespaces, and what each still allows (by UID).
 	pdbs   []*policyv1.PodDisruptionBudget
 	budget map[types.UID]int32
+	// scopes, when set, are the node sets (by index) that hold the members
+	// together, each one topology domain their policy requires: a placement
+	// stays within one of them (nil: anywhere).
+	scopes []map[int]bool
 }
 
 // held is n times the room the pods hold, per node index.
@@ -181,7 +162,16 @@ func (s *search) place(us []*unit, only map[int]bool) []int {
 }
 
 // placeWith is place with freed (per node index) added to the nodes' free room.
+// Without only, the members go to the first scope that holds them all.
 func (s *search) placeWith(freed nodefree.Tally[int], only map[int]bool) []int {
+	if only == nil && s.scopes != nil {
+		for _, scope := range s.scopes {
+			if at := s.placeWith(freed, scope); at != nil {
+				return at
+			}
+		}
+		return nil
+	}
 	used := nodefree.Tally[int]{}
 	order := make([]int, len(s.members))
 	for i := range order {
@@ -334,9 +324,20 @@ func (c *choice) better(o *choice) bool {
 // choose returns the cheapest victim set that lets every member be placed, or nil.
 // For one member it tries each node in turn, with the units that have a pod there
 // (DefaultPreemption's search, with gangs evicted whole); for a gang it adds units
-// in order of cost over the whole cluster until the members fit. Either way it then
-// drops every unit the placement does not need, last added first.
+// in order of cost over the whole cluster — or, with scopes, over each scope in
+// turn, the units with a pod in it, keeping the cheapest — until the members fit.
+// Either way it then drops every unit the placement does not need, last added
+// first.
 func (s *search) choose(all []*unit) *choice {
+	if len(s.members) > 1 && s.scopes != nil {
+		var best *choice
+		for _, scope := range s.scopes {
+			if c := s.grow(s.within(all, scope), scope); c != nil && c.better(best) {
+				best = c
+			}
+		}
+		return best
+	}
 	if len(s.members) == 1 {
 		var best *choice
 		onNode := map[int][]*unit{}
@@ -350,6 +351,9 @@ func (s *search) choose(all []*unit) *choice {
 			}
 		}
 		for ni := range s.members[0].eligible {
+			if !s.inScope(ni) {
+				continue
+			}
 			if c := s.grow(onNode[ni], map[int]bool{ni: true}); c != nil && c.better(best) {
 				best = c
 			}
@@ -357,6 +361,33 @@ func (s *search) choose(all []*unit) *choice {
 		return best
 	}
 	return s.grow(all, nil)
+}
+
+// within returns the units (in their order) with a pod on a node of scope.
+func (s *search) within(all []*unit, scope map[int]bool) []*unit {
+	var out []*unit
+	for _, u := range all {
+		for _, p := range u.pods {
+			if i, ok := s.byName[p.Spec.NodeName]; ok && scope[i] {
+				out = append(out, u)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// inScope: node ni is in one of the scopes (every node is, without scopes).
+func (s *search) inScope(ni int) bool {
+	if s.scopes == nil {
+		return true
+	}
+	for _, scope := range s.scopes {
+		if scope[ni] {
+			return true
+		}
+	}
+	return false
 }
 
 // grow adds units (already in order) until the members fit on the nodes in only
@@ -393,53 +424,4 @@ func summary(us []*unit) string {
 		parts = append(parts, u.describe())
 	}
 	return strings.Join(parts, ", ")
-}
-
-// profiles remembers what the search reads of each running pod (victim: its
-// profile, unit and GPUs) between preemptions: every PostFilter looks at every
-// running pod, and classifying them all again each time was most of its cost,
-// building their unit keys most of the rest. An entry is valid
-// while the snapshot holds the same pod object (an update makes a new one); entries
-// of pods not seen for a while are dropped.
-type profiles struct {
-	mu    sync.Mutex
-	epoch uint64
-	byUID map[types.UID]*classified
-}
-
-type classified struct {
-	pod  *corev1.Pod
-	v    *victim
-	seen uint64
-}
-
-// sweepEvery is how many scans pass between drops of entries not seen since the
-// scan before.
-const sweepEvery = 64
-
-// scan returns the describer of one scan over the running pods (counting the GPUs
-// of gpuNames); done ends it.
-func (c *profiles) scan(gpuNames []corev1.ResourceName) (describe func(*corev1.Pod) *victim, done func()) {
-	c.mu.Lock()
-	if c.byUID == nil {
-		c.byUID = map[types.UID]*classified{}
-	}
-	c.epoch++
-	if c.epoch%sweepEvery == 0 {
-		for uid, e := range c.byUID {
-			if e.seen+1 < c.epoch {
-				delete(c.byUID, uid)
-			}
-		}
-	}
-	epoch := c.epoch
-	return func(p *corev1.Pod) *victim {
-		if e := c.byUID[p.UID]; e != nil && e.pod == p {
-			e.seen = epoch
-			return e.v
-		}
-		v := newVictim(p, workload.Classify(p, workload.Namespace{}, ""), gpuNames)
-		c.byUID[p.UID] = &classified{pod: p, v: v, seen: epoch}
-		return v
-	}, c.mu.Unlock
 }

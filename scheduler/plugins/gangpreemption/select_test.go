@@ -115,6 +115,44 @@ func TestAGangWithAMemberOfEqualPriorityIsNoVictim(t *testing.T) {
 	}
 }
 
+// A gang whose policy requires one rack, with no member placed yet: the free nodes
+// n1 (rack a) and n2 (rack b) would hold both members only across racks, so room
+// is made inside one rack — rack b, whose victim has the lower priority — and
+// never by evicting in both.
+func TestAGangRequiredInOneDomainGetsRoomInsideOne(t *testing.T) {
+	running := []*corev1.Pod{pod("in-a", "n0", "4", 5, nil), pod("in-b", "n3", "4", 1, nil)}
+	members := []*corev1.Pod{pod("m-0", "", "4", 100, inGang("m")), pod("m-1", "", "4", 100, inGang("m"))}
+	s := cluster(4, running, members)
+	if s.place(nil, nil) == nil {
+		t.Fatal("without scopes the members fit n1 and n2 as they are; the test's premise is wrong")
+	}
+	s.scopes = []map[int]bool{{0: true, 1: true}, {2: true, 3: true}}
+	if at := s.place(nil, nil); at != nil {
+		t.Fatalf("placed on %v with no eviction, across racks", at)
+	}
+	c := s.choose(units(running, 100, nil, anyLower(100), ownPriority, describeWith(), time.Now()))
+	if c == nil {
+		t.Fatal("no victims found")
+	}
+	if got := victims(c); len(got) != 1 || got[0] != "pod ns/in-b" {
+		t.Errorf("victims %v, want [pod ns/in-b]", got)
+	}
+	var on []string
+	for _, ni := range c.nodes {
+		on = append(on, s.nodes[ni].obj.Name)
+	}
+	sort.Strings(on)
+	if fmt.Sprint(on) != "[n2 n3]" {
+		t.Errorf("members placed on %v, want [n2 n3] (rack b)", on)
+	}
+	// The rack the gang is anchored to is its only scope, even where another
+	// rack's victim costs less.
+	s.scopes = s.scopes[:1]
+	if c := s.choose(units(running, 100, nil, anyLower(100), ownPriority, describeWith(), time.Now())); c == nil || victims(c)[0] != "pod ns/in-a" {
+		t.Errorf("anchored to rack a: victims %v, want [pod ns/in-a]", c)
+	}
+}
+
 func TestOnePodEvictsOnOneNodeTheCheapest(t *testing.T) {
 	// n0 holds a priority-5 pod and a priority-1 pod of 2 CPUs each; n1 holds a
 	// priority-1 gang of two 2-CPU members. Evicting the priority-1 pod on n0 costs

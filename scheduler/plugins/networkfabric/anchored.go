@@ -1,7 +1,8 @@
 package networkfabric
 
 import (
-	corev1 "k8s.io/api/core/v1"
+	"slices"
+
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -12,12 +13,13 @@ import (
 
 const anchoredKey fwk.StateKey = "Anchored" + Name
 
-// Anchored says where a gang's required policy keeps its pending members once some
-// are placed: in the domain of the policy's level (its node label) that holds the
-// placed members' nodes. PreFilter writes it for the cycle of such a gang's member,
-// whether it admits or refuses the pod, so that GangPreemption makes room in that
-// domain only (room made elsewhere would never take the member: a running gang's
-// replacement, a gang placed in part).
+// Anchored says where a gang's required policy keeps its pending members: in one
+// domain of the policy's level (its node label) — the one that holds the placed
+// members' nodes once some are placed, any one before that. PreFilter writes it
+// for the cycle of such a gang's member, whether it admits or refuses the pod, so
+// that GangPreemption makes room inside one domain only (room made across
+// domains, or elsewhere than where a running gang is, would never take the
+// members).
 type Anchored struct {
 	Label  string
 	Placed sets.Set[string]
@@ -33,38 +35,54 @@ func AnchoredOf(cs fwk.CycleState) (*Anchored, bool) {
 }
 
 // writeAnchored records a required policy's level label and the gang's placed
-// nodes; nothing for a gang with none placed. The domain itself is looked up only
-// when asked (In), which preemption alone does.
+// nodes. The domains themselves are looked up only when asked (Scopes), which
+// preemption alone does.
 func (pl *Plugin) writeAnchored(cs fwk.CycleState, key gang.Key, policy topology.Policy) {
 	if !policy.Required || pl.members == nil || policy.Level < 0 || policy.Level >= len(pl.levels) {
 		return
 	}
-	if placed := pl.members.PlacedNodes(key); len(placed) > 0 {
-		cs.Write(anchoredKey, &Anchored{Label: pl.levels[policy.Level].NodeLabel, Placed: sets.New(placed...)})
-	}
+	cs.Write(anchoredKey, &Anchored{Label: pl.levels[policy.Level].NodeLabel, Placed: sets.New(pl.members.PlacedNodes(key)...)})
 }
 
-// In returns whether a node is in the domain the placed members' nodes share
-// among nodes; when they share none (unlabelled, or in several domains), no node
-// is. Cost: O(nodes).
-func (a *Anchored) In(nodes []fwk.NodeInfo) func(*corev1.Node) bool {
-	value, seen := "", 0
-	for _, ni := range nodes {
+// Scopes returns the node sets (indices into nodes) the pending members may be
+// placed within, one set per domain: with members placed, the domain their nodes
+// share — an empty set when they share none (unlabelled, or in several domains);
+// with none placed, every domain of the level, in the order of their label
+// values (unlabelled nodes are in none). Cost: O(nodes).
+func (a *Anchored) Scopes(nodes []fwk.NodeInfo) []map[int]bool {
+	byValue := map[string]map[int]bool{}
+	anchor, seen := "", 0
+	for i, ni := range nodes {
 		n := ni.Node()
-		if !a.Placed.Has(n.Name) {
+		v := n.Labels[a.Label]
+		if a.Placed.Has(n.Name) {
+			if v == "" || (anchor != "" && v != anchor) {
+				return []map[int]bool{{}}
+			}
+			anchor, seen = v, seen+1
+		}
+		if v == "" {
 			continue
 		}
-		v := n.Labels[a.Label]
-		if v == "" || (value != "" && v != value) {
-			return func(*corev1.Node) bool { return false }
+		if byValue[v] == nil {
+			byValue[v] = map[int]bool{}
 		}
-		value, seen = v, seen+1
-		if seen == a.Placed.Len() {
-			break
+		byValue[v][i] = true
+	}
+	if a.Placed.Len() > 0 {
+		if anchor == "" || seen == 0 {
+			return []map[int]bool{{}}
 		}
+		return []map[int]bool{byValue[anchor]}
 	}
-	if value == "" {
-		return func(*corev1.Node) bool { return false }
+	values := make([]string, 0, len(byValue))
+	for v := range byValue {
+		values = append(values, v)
 	}
-	return func(n *corev1.Node) bool { return n.Labels[a.Label] == value }
+	slices.Sort(values)
+	out := make([]map[int]bool, 0, len(values))
+	for _, v := range values {
+		out = append(out, byValue[v])
+	}
+	return out
 }

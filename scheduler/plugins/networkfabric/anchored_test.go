@@ -1,6 +1,7 @@
 package networkfabric
 
 import (
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -11,38 +12,37 @@ import (
 )
 
 // The domain a gang is anchored to is the one its placed members' nodes share;
-// members in two domains, or on an unlabelled node, anchor it nowhere.
-func TestAnchoredIn(t *testing.T) {
+// members in two domains, or on an unlabelled node, anchor it nowhere; a gang with
+// none placed may go to any one domain.
+func TestAnchoredScopes(t *testing.T) {
 	var nodes []fwk.NodeInfo
-	for name, rack := range map[string]string{"a-0": "a", "a-1": "a", "b-0": "b", "x": ""} {
-		w := testutil.MakeNode(name)
-		if rack != "" {
-			w = w.Label("network.kubenexus.io/rack", rack)
+	for _, n := range [][2]string{{"a-0", "a"}, {"a-1", "a"}, {"b-0", "b"}, {"x", ""}} {
+		w := testutil.MakeNode(n[0])
+		if n[1] != "" {
+			w = w.Label("network.kubenexus.io/rack", n[1])
 		}
 		nodes = append(nodes, snapshot.NodeInfo(w.Obj()))
 	}
-	node := func(name string) fwk.NodeInfo {
-		for _, ni := range nodes {
-			if ni.Node().Name == name {
-				return ni
-			}
-		}
-		t.Fatalf("no node %s", name)
-		return nil
-	}
 	for name, tc := range map[string]struct {
 		placed []string
-		want   map[string]bool
+		want   [][]string
 	}{
-		"placed in rack a":             {[]string{"a-0"}, map[string]bool{"a-0": true, "a-1": true, "b-0": false, "x": false}},
-		"placed in two racks":          {[]string{"a-0", "b-0"}, map[string]bool{"a-0": false, "a-1": false, "b-0": false}},
-		"placed on an unlabelled node": {[]string{"x"}, map[string]bool{"a-0": false, "x": false}},
+		"placed in rack a":             {[]string{"a-0"}, [][]string{{"a-0", "a-1"}}},
+		"placed in two racks":          {[]string{"a-0", "b-0"}, [][]string{{}}},
+		"placed on an unlabelled node": {[]string{"x"}, [][]string{{}}},
+		"none placed: each rack":       {nil, [][]string{{"a-0", "a-1"}, {"b-0"}}},
 	} {
-		in := (&Anchored{Label: "network.kubenexus.io/rack", Placed: sets.New(tc.placed...)}).In(nodes)
-		for n, want := range tc.want {
-			if got := in(node(n).Node()); got != want {
-				t.Errorf("%s: node %s in the domain = %v, want %v", name, n, got, want)
+		var got [][]string
+		for _, scope := range (&Anchored{Label: "network.kubenexus.io/rack", Placed: sets.New(tc.placed...)}).Scopes(nodes) {
+			names := []string{}
+			for i := range scope {
+				names = append(names, nodes[i].Node().Name)
 			}
+			slices.Sort(names)
+			got = append(got, names)
+		}
+		if !slices.EqualFunc(got, tc.want, slices.Equal[[]string]) {
+			t.Errorf("%s: scopes %v, want %v", name, got, tc.want)
 		}
 	}
 }

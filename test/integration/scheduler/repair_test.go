@@ -293,6 +293,42 @@ var _ = Describe("Gang repair", func() {
 			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1alpha1.RepairOutcomeRepaired)))
 	})
 
+	// A new gang required in one rack, with free nodes only across racks (two in
+	// rack a, one in rack b): room is made inside one rack — rack a, where one
+	// eviction does — not searched for over the cluster (there the members "fit"
+	// the free nodes and preemption gave up, the gang pending for good).
+	It("makes room for a new gang required in one rack inside one rack, not across racks", func() {
+		priorityClass("batch-low", 10)
+		priorityClass("batch-high", 1000)
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		twoRacks(tc)
+		low := func(name, rack string) *corev1.Pod {
+			p := wholeNode(tc, name).NodeSelector(v1alpha1.LabelRack, tc.ns+"-"+rack).PriorityClass("batch-low").Obj()
+			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+			return p
+		}
+		Expect(k8sClient.Create(suiteCtx, low("low-a", "a"))).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, low("low-b-0", "b"))).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, low("low-b-1", "b"))).To(Succeed())
+		running(tc, "low-a", "low-b-0", "low-b-1")
+		pg := testutil.MakePodGroup("train", tc.ns).MinMember(3).NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).Obj()
+		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		for i := range 3 {
+			Expect(k8sClient.Create(suiteCtx, wholeNode(tc, fmt.Sprintf("train-%d", i)).PodGroup("train").PriorityClass("batch-high").Obj())).To(Succeed())
+		}
+		Eventually(func() string {
+			return "bound on " + nodeOf(tc, "train-0")() + "; scheduler: " + tc.scheduledMessage("train-0")()
+		}).WithTimeout(testutil.Timeout).Should(MatchRegexp("^bound on .*rack-a"))
+		running(tc, "train-0", "train-1", "train-2")
+		for i := range 3 {
+			Expect(rackOf(get(tc, fmt.Sprintf("train-%d", i)).Spec.NodeName)).To(Equal(tc.ns + "-a"))
+		}
+		Expect(apierrors.IsNotFound(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "low-a"}, &corev1.Pod{}))).To(BeTrue(), "low-a should be preempted")
+		for _, name := range []string{"low-b-0", "low-b-1"} {
+			Expect(get(tc, name).DeletionTimestamp).To(BeNil(), "nothing in rack b is preempted")
+		}
+	})
+
 	// A kubelet (or kwok) that confirms an eviction at once: the member is gone
 	// from the API, often before the manager reconciles its gang. The manager still
 	// reads the loss from the member's last state (lost with its node, on which
