@@ -44,3 +44,18 @@ func MayPreempt(prof Profile, prio int32, victim Profile, victimPrio int32, serv
 func IsService(c v1alpha1.WorkloadClass) bool {
 	return c == v1alpha1.WorkloadClassService || c == v1alpha1.WorkloadClassInference || c == v1alpha1.WorkloadClassInteractive
 }
+
+// Sheddable says whether a member of this role may be shed from a gang that runs
+// above its minimum — evicted alone, the gang running on: a worker, executor,
+// evaluator or a member of no role may; a coordinator (driver, master, launcher,
+// head, leader, chief, parameter server) never — its gang would not outlive it.
+// A role is what the pod's labels say; a pod that calls a worker a coordinator
+// only makes its whole gang the victim instead.
+func Sheddable(role v1alpha1.WorkloadRole) bool {
+	switch role {
+	case v1alpha1.RoleDriver, v1alpha1.RoleMaster, v1alpha1.RoleLauncher, v1alpha1.RoleHead,
+		v1alpha1.RoleLeader, v1alpha1.RoleChief, v1alpha1.RolePS:
+		return false
+	}
+	return true
+}

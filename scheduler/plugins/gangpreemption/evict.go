@@ -32,6 +32,28 @@ import (
 // next scheduler, with the rest of its gang.
 const markerPrefix = "KubeNexus GangPreemption"
 
+// shedMarker starts the mark of a member shed from a gang that runs above its
+// minimum: it goes alone, its gang is not expanded to.
+const shedMarker = markerPrefix + ": shed from gang "
+
+// markOf is the message a victim of unit u is marked with.
+func markOf(u *unit, message string) string {
+	if u.shed == nil {
+		return message
+	}
+	return shedMarker + u.shed.whole.gang.String() + ", which keeps running; " + strings.TrimPrefix(message, markerPrefix+": ")
+}
+
+// shedMark reports whether the pod's mark says it was shed from its gang.
+func shedMark(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && strings.HasPrefix(c.Message, shedMarker) {
+			return true
+		}
+	}
+	return false
+}
+
 // evictionWorkers is how many Eviction API calls run at once (kube-scheduler's
 // preemption deletes its victims 16 at a time too): one at a time, a gang's members
 // waited for the evictions of every gang chosen before theirs.
@@ -112,12 +134,13 @@ func startEvictor(ctx context.Context, h fwk.Handle) (*evictor, error) {
 	return e, nil
 }
 
-// enqueueUnit queues a marked pod and, when it is in a gang, every bound member of
-// its gang: a gang is evicted whole, also when only some members were marked.
+// enqueueUnit queues a marked pod and, when it is in a gang and was not shed from
+// it, every bound member of its gang: a gang is evicted whole, also when only some
+// members were marked.
 func (e *evictor) enqueueUnit(p *corev1.Pod) {
 	e.queue.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 	key, ok := gangOf(p)
-	if !ok {
+	if !ok || shedMark(p) {
 		return
 	}
 	pods, err := e.pods.Pods(p.Namespace).List(labels.Everything())
@@ -150,9 +173,13 @@ func (e *evictor) evict(us []*unit, message string, preemptor *corev1.Pod) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					e.mark(ctx, p, message)
+					e.mark(ctx, p, markOf(u, message))
 					if r := e.handle.EventRecorder(); r != nil {
-						r.Eventf(p, preemptor, corev1.EventTypeNormal, "Preempted", "Preempting", "%s; %s is evicted whole", message, u.describe())
+						if u.shed != nil {
+							r.Eventf(p, preemptor, corev1.EventTypeNormal, "Preempted", "Preempting", "%s; %s", message, u.describe())
+						} else {
+							r.Eventf(p, preemptor, corev1.EventTypeNormal, "Preempted", "Preempting", "%s; %s is evicted whole", message, u.describe())
+						}
 					}
 				}()
 			}
@@ -265,7 +292,7 @@ var (
 		Namespace:      "kubenexus",
 		Subsystem:      "gang_preemption",
 		Name:           "victims_total",
-		Help:           "Units chosen for eviction: whole gangs, or single pods.",
+		Help:           "Units chosen for eviction: whole gangs, single pods, or members shed from a gang that runs above its minimum (kind shed).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"kind"})
 	evictions = metrics.NewCounterVec(&metrics.CounterOpts{

@@ -13,6 +13,7 @@ import (
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/networkfabric"
@@ -68,6 +69,9 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	reclaim := pl.reclaimer(pod, infos)
 	describe, done := pl.profiles.scan(pl.gpuNames)
 	candidates := units(running, prio, reclaim, pl.evictable(prof, prio, reclaim), priority, describe, time.Now())
+	if pl.gangs != nil {
+		candidates = withShedding(candidates, pl.floor, func(p *corev1.Pod) v1alpha1.WorkloadRole { return describe(p).prof.Role })
+	}
 	done()
 	if len(candidates) == 0 {
 		preemptions.WithLabelValues("NoVictims").Inc()
@@ -240,6 +244,9 @@ func ownerName(pod *corev1.Pod, prof workload.Profile) string {
 }
 
 func unitKind(u *unit) string {
+	if u.shed != nil {
+		return "shed"
+	}
 	if u.gang != nil {
 		return "gang"
 	}

@@ -9,8 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
@@ -25,11 +23,22 @@ type unit struct {
 	pods []*corev1.Pod
 	// priority is the highest priority among its pods.
 	priority int32
-	// gpuSeconds is the GPU time its pods have run: what evicting it throws away.
+	// gpuSeconds is the GPU time its pods have run: what evicting it throws away;
+	// podSeconds is each pod's share, in the order of pods.
 	gpuSeconds float64
+	podSeconds []float64
+	// labelMin is the quorum a gang's labels state (0: its PodGroup decides).
+	labelMin int32
+	// shed is set for one member of a gang that runs above its minimum, evicted
+	// alone (shed.go).
+	shed *shedding
 }
 
 func (u *unit) describe() string {
+	if u.shed != nil {
+		return fmt.Sprintf("pod %s/%s of gang %s, shed: it keeps %d member(s) running (priority %d)",
+			u.pods[0].Namespace, u.pods[0].Name, u.shed.whole.gang, u.shed.keeps, u.priority)
+	}
 	if u.gang != nil {
 		return fmt.Sprintf("gang %s (%d pods, priority %d)", u.gang, len(u.pods), u.priority)
 	}
@@ -91,15 +100,21 @@ func units(pods []*corev1.Pod, below int32, reclaim func(*corev1.Pod) bool, may 
 		if prio > u.priority {
 			u.priority = prio
 		}
+		if v.gang != nil {
+			u.labelMin = v.prof.Gang.MinMember
+		}
+		seconds := 0.0
 		if v.gpus > 0 {
 			start := p.CreationTimestamp.Time
 			if p.Status.StartTime != nil {
 				start = p.Status.StartTime.Time
 			}
 			if ran := now.Sub(start).Seconds(); ran > 0 {
-				u.gpuSeconds += float64(v.gpus) * ran
+				seconds = float64(v.gpus) * ran
 			}
 		}
+		u.gpuSeconds += seconds
+		u.podSeconds = append(u.podSeconds, seconds)
 	}
 	out := make([]*unit, 0, len(byKey))
 	for _, k := range order {
@@ -261,20 +276,7 @@ func size(req map[corev1.ResourceName]int64) int64 {
 // allowed reports whether evicting u keeps every PodDisruptionBudget within
 // budget (what each still allows, by UID), and if so spends it.
 func (s *search) allowed(u *unit, budget map[types.UID]int32) bool {
-	need := map[types.UID]int32{}
-	for _, p := range u.pods {
-		for _, pdb := range s.pdbs {
-			if pdb.Namespace != p.Namespace {
-				continue
-			}
-			// A nil selector selects nothing, an empty one every pod (policy/v1).
-			sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-			if err != nil || !sel.Matches(labels.Set(p.Labels)) {
-				continue
-			}
-			need[pdb.UID]++
-		}
-	}
+	need := s.disruptions(u)
 	for uid, n := range need {
 		if n > budget[uid] {
 			return false
@@ -391,14 +393,38 @@ func (s *search) inScope(ni int) bool {
 }
 
 // grow adds units (already in order) until the members fit on the nodes in only
-// (nil: any), then drops those not needed.
+// (nil: any), then drops those not needed. A member shed from a gang counts
+// against what its gang may lose; the gang's whole unit, once added, replaces the
+// members shed from it.
 func (s *search) grow(us []*unit, only map[int]bool) *choice {
 	budget := maps.Clone(s.budget)
+	shed := shedLedger{}
 	var picked []*unit
 	var at []int
 	for _, u := range us {
-		if !s.allowed(u, budget) {
-			continue
+		switch {
+		case u.shed != nil:
+			if !shed.may(u) || !s.allowed(u, budget) {
+				continue
+			}
+			shed.take(u)
+		case u.gang != nil && shed.shedFrom(u):
+			// The gang whole replaces the members shed from it, and gets back
+			// the disruptions they spent.
+			trial := maps.Clone(budget)
+			rest := s.dropShedFrom(picked, u, trial)
+			if !s.allowed(u, trial) {
+				continue
+			}
+			budget, picked = trial, rest
+			shed.whole(u)
+		default:
+			if !s.allowed(u, budget) {
+				continue
+			}
+			if u.gang != nil {
+				shed.whole(u)
+			}
 		}
 		picked = append(picked, u)
 		if at = s.place(picked, only); at != nil {

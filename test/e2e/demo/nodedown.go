@@ -16,8 +16,30 @@ import (
 // heartbeat): the Ready condition it is given stays, as a kubelet's report would.
 const AnnotationNodeDown = "e2e.kubenexus.io/node-down"
 
+// nodeDownStage matches a node that carries AnnotationNodeDown and does nothing.
+// It is there to be matched: kwok schedules a node's next stage when the node
+// changes, and a node that matches no stage keeps the job scheduled before — a
+// heartbeat due up to 45 s later, rendered from the node as it was then, which
+// reported the node Ready again in the middle of a test (the restart scenario
+// of test/e2e/chaos placed a new generation on the "NotReady" node). A match
+// replaces that job with this empty one.
+var nodeDownStage = fmt.Sprintf(`apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: node-down
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Node
+  selector:
+    matchExpressions:
+    - key: .metadata.annotations[%q]
+      operator: Exists
+  next: {}
+`, AnnotationNodeDown)
+
 // withNodeDownSwitch adds to kwok's node stages the condition that the node does
-// not carry AnnotationNodeDown.
+// not carry AnnotationNodeDown, and the stage that a node carrying it matches.
 func withNodeDownSwitch(stages []byte) ([]byte, error) {
 	var out bytes.Buffer
 	for _, doc := range bytes.Split(stages, []byte("\n---\n")) {
@@ -49,6 +71,7 @@ func withNodeDownSwitch(stages []byte) ([]byte, error) {
 		out.Write(doc)
 		out.WriteString("\n")
 	}
+	out.WriteString("---\n" + nodeDownStage)
 	return out.Bytes(), nil
 }
 
