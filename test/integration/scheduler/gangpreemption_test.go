@@ -164,6 +164,60 @@ var _ = Describe("GangPreemption", func() {
 		Expect(rrs.Items).To(BeEmpty())
 	})
 
+	// KAI's reclaim: an elastic gang (minMember 2) runs four members on the four
+	// nodes; a gang of higher priority reclaims two nodes. The elastic gang gives
+	// back exactly its surplus and keeps running at its minimum.
+	It("shrinks an elastic gang to exactly its minimum for a gang of higher priority, and keeps it running", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		priorityClass("batch-low", 10)
+		priorityClass("batch-high", 1000)
+		tc.addNodes("n", 4, "cpu", "4", "memory", "16Gi")
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("elastic", tc.ns).MinMember(2).Obj())).To(Succeed())
+		for i := range 4 {
+			p := tc.pod(fmt.Sprintf("elastic-%d", i)).PodGroup("elastic").Label(v1alpha1.LabelWorkloadRole, "worker").Req("cpu", "4").PriorityClass("batch-low").Obj()
+			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+			Expect(k8sClient.Create(suiteCtx, p)).To(Succeed())
+		}
+		Eventually(tc.boundFn("elastic")).WithTimeout(testutil.Timeout).Should(Equal(4))
+		// (No kubelet here: a placed gang stays Scheduled.)
+		Eventually(func() v1alpha1.PodGroupPhase { return tc.podGroup("elastic").Status.Phase }).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.PodGroupScheduled))
+
+		tc.preemptibleGang("high", 2, "4", "batch-high")
+		Eventually(tc.boundFn("high")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		Expect(left(tc, "elastic")()).To(Equal(2))
+		Consistently(left(tc, "elastic")).WithTimeout(2*time.Second).Should(Equal(2), "the elastic gang keeps its minimum")
+		Expect(tc.boundFn("elastic")()).To(Equal(2))
+		Expect(tc.podGroup("elastic").Status.Phase).To(Equal(v1alpha1.PodGroupScheduled), "the gang is still placed whole")
+		var notes []string
+		for i := range 4 {
+			notes = append(notes, tc.podEvents(fmt.Sprintf("elastic-%d", i), "Preempted")...)
+		}
+		Expect(notes).To(ContainElement(ContainSubstring(fmt.Sprintf("of gang %s/elastic, shed: it keeps 2 member(s) running (priority 10)", tc.ns))))
+	})
+
+	It("finishes a shed a stopped scheduler began: the member marked shed is evicted alone, its gang runs on", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		priorityClass("batch-low", 10)
+		tc.addNodes("n", 3, "cpu", "4", "memory", "16Gi")
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("elastic", tc.ns).MinMember(2).Obj())).To(Succeed())
+		for i := range 3 {
+			p := tc.pod(fmt.Sprintf("elastic-%d", i)).PodGroup("elastic").Req("cpu", "4").PriorityClass("batch-low").Obj()
+			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+			Expect(k8sClient.Create(suiteCtx, p)).To(Succeed())
+		}
+		Eventually(tc.boundFn("elastic")).WithTimeout(testutil.Timeout).Should(Equal(3))
+		tc.stopScheduler()
+		p := &corev1.Pod{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "elastic-2"}, p)).To(Succeed())
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+			Reason: corev1.PodReasonPreemptionByScheduler, Message: "KubeNexus GangPreemption: shed from gang " + tc.ns + "/elastic, which keeps running; preempted by gang x/high (priority 1000)",
+			LastTransitionTime: metav1.Now()})
+		Expect(k8sClient.Status().Update(suiteCtx, p)).To(Succeed())
+		tc.startScheduler(schedulertest.CoschedulingProfile(1, 20))
+		Eventually(left(tc, "elastic")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		Consistently(left(tc, "elastic")).WithTimeout(2*time.Second).Should(Equal(2), "only the member marked shed goes")
+	})
+
 	It("evicts a bronze borrower from premium when a gold gang needs the node, whatever the borrower's priority", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		priorityClass("batch-high", 1000)
