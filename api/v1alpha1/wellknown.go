@@ -45,6 +45,22 @@ const (
 	LabelPreemptible = "workload.kubenexus.io/preemptible"
 )
 
+// Annotations a pod declares its checkpoints and minimum runtime with; GangPreemption
+// reads them to lose the least work (api/workload/checkpoint.go).
+const (
+	// AnnotationLastCheckpoint is when the pod last saved its work (RFC 3339); the
+	// job updates it as it checkpoints. Evicting the pod loses the work since.
+	AnnotationLastCheckpoint = "workload.kubenexus.io/last-checkpoint"
+	// AnnotationCheckpointInterval is how often the pod saves its work (a Go
+	// duration such as "30m"), when it does not write AnnotationLastCheckpoint:
+	// the work since the last interval boundary counts as lost.
+	AnnotationCheckpointInterval = "workload.kubenexus.io/checkpoint-interval"
+	// AnnotationMinRuntime is how long after it starts the pod is not preempted
+	// for work of its own tenant tier or a lower one (a Go duration; at most
+	// MaxMinRuntime counts).
+	AnnotationMinRuntime = "workload.kubenexus.io/min-runtime"
+)
+
 // WorkloadClass is the scheduling class of a pod.
 // +kubebuilder:validation:Enum=service;batch;training;inference;interactive
 type WorkloadClass string

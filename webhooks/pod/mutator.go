@@ -145,6 +145,11 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 	if !cfg.scope.Matches(labels.Set(ns.Labels)) && pod.Spec.SchedulerName != cfg.schedulerName {
 		return admission.Allowed("outside KubeNexus scope")
 	}
+	// What a pod declares of its checkpoints weighs it as a preemption victim; a
+	// malformed declaration is refused here rather than read as none.
+	if _, err := workload.CheckpointingOf(pod); err != nil {
+		return admission.Denied(err.Error())
+	}
 	mutated := pod.DeepCopy()
 	if skipped := m.mutate(ctx, mutated, ns, cfg); skipped != nil && m.Recorder != nil && (req.DryRun == nil || !*req.DryRun) {
 		m.Recorder.Eventf(skipped.owner(), nil, corev1.EventTypeWarning, v1alpha1.EventReasonAutoGangSkipped, "Admit", "%s",

@@ -161,10 +161,12 @@ func (pl *Plugin) reclaimer(pod *corev1.Pod, infos []fwk.NodeInfo) func(*corev1.
 
 // evictable says whether a running pod may go for a preemptor of this profile and
 // priority: not one already chosen or being evicted, not one of its own gang, not
-// one of equal or higher priority (unless it holds room lent to the preemptor),
-// and no service for batch or training unless preemptServicesForBatch is set.
+// one of equal or higher priority, none within the minimum runtime it declares
+// against a preemptor of its own tenant tier or a lower one (unless it holds room
+// lent to the preemptor), and no service for batch or training unless
+// preemptServicesForBatch is set.
 func (pl *Plugin) evictable(prof workload.Profile, prio int32, reclaim func(*corev1.Pod) bool) candidate {
-	chosen := pl.chosen()
+	chosen, now := pl.chosen(), time.Now()
 	return func(v *corev1.Pod, vp workload.Profile, vprio int32) bool {
 		// Victims already chosen go anyway, and their room is claimed.
 		if v.DeletionTimestamp != nil || chosen[v.UID] || marked(v) {
@@ -174,8 +176,18 @@ func (pl *Plugin) evictable(prof workload.Profile, prio int32, reclaim func(*cor
 		if reclaim != nil && reclaim(v) {
 			return true
 		}
-		return workload.MayPreempt(prof, prio, vp, vprio, *pl.args.PreemptServicesForBatch)
+		return workload.MayPreempt(prof, prio, vp, vprio, *pl.args.PreemptServicesForBatch) && !inMinRuntime(v, vp, prof, now)
 	}
+}
+
+// inMinRuntime: the victim declares a minimum runtime it has not reached, and the
+// preemptor's tenant tier is not above its own.
+func inMinRuntime(v *corev1.Pod, vp, by workload.Profile, now time.Time) bool {
+	if _, ok := v.Annotations[v1alpha1.AnnotationMinRuntime]; !ok {
+		return false
+	}
+	c, _ := workload.CheckpointingOf(v)
+	return c.Protected(workload.StartOf(v), now, vp.Tier, by.Tier)
 }
 
 // commit records the preemption under way for owner: the victims, and the node

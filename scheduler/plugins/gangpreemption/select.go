@@ -23,8 +23,10 @@ type unit struct {
 	pods []*corev1.Pod
 	// priority is the highest priority among its pods.
 	priority int32
-	// gpuSeconds is the GPU time its pods have run: what evicting it throws away;
-	// podSeconds is each pod's share, in the order of pods.
+	// gpuSeconds is the GPU time evicting it throws away: its pods' GPUs times
+	// the time since each last checkpointed (workload.Checkpointing.Lost; all
+	// their running time when they declare none); podSeconds is each pod's share,
+	// in the order of pods.
 	gpuSeconds float64
 	podSeconds []float64
 	// labelMin is the quorum a gang's labels state (0: its PodGroup decides).
@@ -105,13 +107,7 @@ func units(pods []*corev1.Pod, below int32, reclaim func(*corev1.Pod) bool, may 
 		}
 		seconds := 0.0
 		if v.gpus > 0 {
-			start := p.CreationTimestamp.Time
-			if p.Status.StartTime != nil {
-				start = p.Status.StartTime.Time
-			}
-			if ran := now.Sub(start).Seconds(); ran > 0 {
-				seconds = float64(v.gpus) * ran
-			}
+			seconds = float64(v.gpus) * v.ckpt.Lost(workload.StartOf(p), now).Seconds()
 		}
 		u.gpuSeconds += seconds
 		u.podSeconds = append(u.podSeconds, seconds)

@@ -8,10 +8,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
 )
 
 // elastic is a gang "e" of low priority with one 4-CPU member per node on n0..n3,
@@ -106,5 +108,46 @@ func TestAGangWholeReplacesItsShedMembers(t *testing.T) {
 	}
 	if _, _, pods := c.cost(); pods != 4 {
 		t.Errorf("%d pods evicted, want the gang's 4 once", pods)
+	}
+}
+
+// Victims are weighed by the GPU time lost since their last checkpoint: a pod that
+// started an hour ago but checkpointed a minute ago costs less than one that
+// started ten minutes ago and declares none.
+func TestWorkSinceTheLastCheckpointIsWhatIsLost(t *testing.T) {
+	now := time.Now()
+	gpuPod := func(p *corev1.Pod, started time.Duration, annotations map[string]string) *corev1.Pod {
+		p.Spec.Containers[0].Resources.Requests[v1alpha1.ResourceNvidiaGPU] = resource.MustParse("1")
+		p.Status.StartTime = &metav1.Time{Time: now.Add(-started)}
+		p.Annotations = annotations
+		return p
+	}
+	running := []*corev1.Pod{
+		gpuPod(pod("checkpointed", "n0", "4", 1, nil), time.Hour, map[string]string{v1alpha1.AnnotationLastCheckpoint: now.Add(-time.Minute).UTC().Format(time.RFC3339)}),
+		gpuPod(pod("fresh", "n1", "4", 1, nil), 10*time.Minute, nil),
+	}
+	s := cluster(2, running, []*corev1.Pod{pod("high", "", "4", 100, nil)})
+	c := s.choose(units(running, 100, nil, anyLower(100), ownPriority, describeWith(v1alpha1.ResourceNvidiaGPU), now))
+	if c == nil || victims(c)[0] != "pod ns/checkpointed" {
+		t.Fatalf("victims %v, want [pod ns/checkpointed]: it loses a minute, the other ten", c)
+	}
+}
+
+// A pod within the minimum runtime it declares is no victim for a preemptor of
+// its tenant tier or a lower one; a higher tier's preemptor may take it.
+func TestMinimumRuntimeHoldsBackEqualTiers(t *testing.T) {
+	now := time.Now()
+	v := pod("young", "n0", "4", 1, nil)
+	v.Status.StartTime = &metav1.Time{Time: now.Add(-10 * time.Minute)}
+	v.Annotations = map[string]string{v1alpha1.AnnotationMinRuntime: "30m"}
+	silver := workload.Profile{Tier: v1alpha1.TenantTierSilver}
+	if !inMinRuntime(v, silver, silver, now) {
+		t.Error("10 minutes into 30: a silver preemptor should not take a silver pod")
+	}
+	if inMinRuntime(v, silver, workload.Profile{Tier: v1alpha1.TenantTierGold}, now) {
+		t.Error("a gold preemptor should take it")
+	}
+	if inMinRuntime(v, silver, silver, now.Add(time.Hour)) {
+		t.Error("past its minimum runtime it should be a victim again")
 	}
 }

@@ -18,6 +18,9 @@ type victim struct {
 	key  string
 	gang *gang.Key
 	gpus int64
+	// ckpt is what it declares of its checkpoints (malformed annotations count
+	// as not declared).
+	ckpt workload.Checkpointing
 }
 
 // newVictim describes a running pod for the search.
@@ -28,6 +31,9 @@ func newVictim(p *corev1.Pod, prof workload.Profile, gpuNames []corev1.ResourceN
 	}
 	if workload.NamesAny(p, gpuNames) {
 		v.gpus = workload.HeldGPUs(p, gpuNames...)
+		if len(p.Annotations) > 0 {
+			v.ckpt, _ = workload.CheckpointingOf(p)
+		}
 	}
 	return v
 }

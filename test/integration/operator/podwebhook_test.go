@@ -414,6 +414,16 @@ var _ = Describe("Pod webhook", Ordered, func() {
 		}).Should(Succeed())
 	})
 
+	It("refuses a pod whose checkpoint or minimum-runtime annotation is malformed, naming the annotation and what is allowed", func() {
+		bad := testutil.MakePod("ckpt-bad", nsGold).Annotation(v1alpha1.AnnotationMinRuntime, "forever").Obj()
+		err := k8sClient.Create(suiteCtx, bad)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring(`annotation workload.kubenexus.io/min-runtime: "forever" must be a duration above 0 and at most 4h0m0s`))
+		good := testutil.MakePod("ckpt-good", nsGold).Annotation(v1alpha1.AnnotationMinRuntime, "30m").
+			Annotation(v1alpha1.AnnotationLastCheckpoint, "2026-11-29T10:00:00Z").Annotation(v1alpha1.AnnotationCheckpointInterval, "15m").Obj()
+		Expect(k8sClient.Create(suiteCtx, good)).To(Succeed())
+	})
+
 	It("reads an MPIJob at the version its pods' owner reference names", func() {
 		// Kubeflow training-operator v1.x serves MPIJob only as kubeflow.org/v1. The
 		// stand-in CRD serves mpi-operator's v2beta1 as well, so this reader answers
