@@ -238,13 +238,14 @@ func TestWorkloadGroupsPodsByShape(t *testing.T) {
 
 func TestPreemptionLine(t *testing.T) {
 	prio := func(n int32) *int32 { return &n }
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	node := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n0"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
 		gpu: resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourcePods: resource.MustParse("110")}}}
 	running := func(name string, p int32, labels map[string]string) corev1.Pod {
 		rl := corev1.ResourceList{gpu: resource.MustParse("8")}
 		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name, Labels: labels},
 			Spec:   corev1.PodSpec{NodeName: "n0", Priority: prio(p), Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: rl, Limits: rl}}}},
-			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &metav1.Time{Time: now}}} // just started: no work to lose
 	}
 	waiting := func(p int32, never bool) *corev1.Pod {
 		rl := corev1.ResourceList{gpu: resource.MustParse("8")}
@@ -259,6 +260,11 @@ func TestPreemptionLine(t *testing.T) {
 		return pod
 	}
 	said := "; the scheduler's last attempt: no running pod or gang of lower priority may be evicted for it"
+	started := func(p corev1.Pod, ago time.Duration, annotations map[string]string) corev1.Pod {
+		p.Status.StartTime = &metav1.Time{Time: now.Add(-ago)}
+		p.Annotations = annotations
+		return p
+	}
 	inGang := func(p corev1.Pod, name string) corev1.Pod {
 		p.Labels = maps.Clone(p.Labels)
 		if p.Labels == nil {
@@ -299,12 +305,18 @@ func TestPreemptionLine(t *testing.T) {
 		{"equal priority is no victim", []corev1.Pod{running("peer", 100, map[string]string{v1alpha1.LabelWorkloadType: "batch"})}, waiting(100, false), false,
 			None, "no running pod it may evict has a priority below 100" + said},
 		{"never preempts", []corev1.Pod{running("low", 10, nil)}, waiting(100, true), false, None, "the pods never preempt (preemptionPolicy: Never)"},
+		{"the work lost since the victims' checkpoints", []corev1.Pod{started(running("low", 10, batch), 3*time.Hour, map[string]string{
+			v1alpha1.AnnotationLastCheckpoint: now.Add(-30 * time.Minute).Format(time.RFC3339)})}, waiting(100, false), false,
+			None, "evicting pods of priority below 100 (1 run now) would make room on the cluster; at most 4.0 GPU-hours since their last checkpoints would be lost" + said},
+		{"a pod within its minimum runtime is spared for its own tier", []corev1.Pod{started(running("young", 10, batch), 10*time.Minute, map[string]string{
+			v1alpha1.AnnotationMinRuntime: "1h"})}, waiting(100, false), false,
+			None, "no running pod it may evict has a priority below 100 (1 pod of lower priority is within the minimum runtime it declares, workload.kubenexus.io/min-runtime, against a tier not above its own)" + said},
 	} {
 		c := &feasibility.Cluster{Nodes: []corev1.Node{node}, Requested: map[string]corev1.ResourceList{}, PreemptServicesForBatch: tc.services}
 		// The one running pod holds the node's 8 GPUs.
 		c.Requested["n0"] = corev1.ResourceList{gpu: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("1")}
 		gangValues := map[gang.Key]int32{{Namespace: "ml", Name: "big"}: 2000001000, {Namespace: "ml", Name: "cheap"}: 5}
-		st := &state{cluster: c, pods: tc.pods, gangValue: func(k gang.Key) *int32 {
+		st := &state{cluster: c, pods: tc.pods, now: now, gangValue: func(k gang.Key) *int32 {
 			if v, ok := gangValues[k]; ok {
 				return &v
 			}

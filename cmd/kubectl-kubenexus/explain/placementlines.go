@@ -262,7 +262,7 @@ func preemptionLine(g *group, st *state, w *feasibility.Workload) Line {
 	var order []string
 	units := map[string][]*corev1.Pod{}
 	refused := map[string]bool{}
-	services := 0
+	services, young := 0, 0
 	for i := range st.pods {
 		v := &st.pods[i]
 		if !workload.OccupiesNode(v) {
@@ -274,10 +274,16 @@ func preemptionLine(g *group, st *state, w *feasibility.Workload) Line {
 		}
 		vp := workload.Classify(v, workload.Namespace{}, "")
 		vprio := workload.PreemptionPriority(v, gangValue(v))
+		ckpt, _ := workload.CheckpointingOf(v)
 		if !workload.MayPreempt(prof, prio, vp, vprio, st.cluster.PreemptServicesForBatch) {
 			if vprio < prio && batch && !st.cluster.PreemptServicesForBatch && workload.IsService(vp.Class) {
 				services++
 			}
+			refused[unit] = true
+			continue
+		}
+		if ckpt.Protected(workload.StartOf(v), st.now, vp.Tier, prof.Tier) {
+			young++
 			refused[unit] = true
 			continue
 		}
@@ -288,6 +294,7 @@ func preemptionLine(g *group, st *state, w *feasibility.Workload) Line {
 	}
 	var victims []*corev1.Pod
 	evicting := 0
+	var gpuHours float64
 	for _, u := range order {
 		if refused[u] {
 			continue
@@ -297,6 +304,8 @@ func preemptionLine(g *group, st *state, w *feasibility.Workload) Line {
 				evicting++
 			}
 			victims = append(victims, v)
+			ckpt, _ := workload.CheckpointingOf(v)
+			gpuHours += float64(workload.RequestedGPUs(v)) * ckpt.Lost(workload.StartOf(v), st.now).Hours()
 		}
 	}
 	said := ""
@@ -310,6 +319,14 @@ func preemptionLine(g *group, st *state, w *feasibility.Workload) Line {
 		spared = fmt.Sprintf(" (%s of lower priority %s spared: batch does not evict services unless spec.plugins.gangPreemption.preemptServicesForBatch)",
 			plural(services, "service pod", "service pods"), verb(services == 1, "is", "are"))
 	}
+	if young > 0 {
+		spared += fmt.Sprintf(" (%s of lower priority %s within the minimum runtime %s, %s, against a tier not above %s)",
+			plural(young, "pod", "pods"), verb(young == 1, "is", "are"), verb(young == 1, "it declares", "they declare"), v1alpha1.AnnotationMinRuntime, verb(young == 1, "its own", "their own"))
+	}
+	lost := ""
+	if gpuHours > 0 {
+		lost = fmt.Sprintf("; at most %.1f GPU-hours since their last checkpoints would be lost", gpuHours)
+	}
 	if len(victims) == 0 {
 		l.Text = fmt.Sprintf("no running pod it may evict has a priority below %d%s%s", prio, spared, said)
 		return l
@@ -319,7 +336,7 @@ func preemptionLine(g *group, st *state, w *feasibility.Workload) Line {
 	case evicting > 0:
 		l.Verdict, l.Text = Waiting, fmt.Sprintf("%s of priority below %d are being evicted%s", plural(evicting, "pod", "pods"), prio, said)
 	case d.Fits:
-		l.Text = fmt.Sprintf("evicting pods of priority below %d (%d run now) would make room %s%s%s", prio, len(victims), where(&d), spared, said)
+		l.Text = fmt.Sprintf("evicting pods of priority below %d (%d run now) would make room %s%s%s%s", prio, len(victims), where(&d), lost, spared, said)
 	default:
 		l.Text = fmt.Sprintf("evicting every pod of priority below %d (%d) would still not make room%s%s", prio, len(victims), spared, said)
 	}
