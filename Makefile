@@ -290,6 +290,10 @@ perf-upstream: ## Upstream's scheduler_perf workloads with stock's and KubeNexus
 		-upstream-dir "$$(go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/integration/scheduler_perf" -out .perf-upstream $(PERF_UPSTREAM_FLAGS) > .perf-upstream/run.log 2>&1 || rc=$$?; \
 		cat .perf-upstream/table.md 2>/dev/null || true; grep -E '^(--- FAIL|FAIL|panic)' .perf-upstream/run.log | head -20 || true; exit $$rc
 
+.PHONY: bench-preemption
+bench-preemption: ## Replay a seeded job stream (GPU shapes, run times and QoS of the Alibaba 2023 trace; gangs, elastic ranges and checkpoint intervals drawn) through GangPreemption's own victim search, before and with checkpoint-aware costs and shrink-before-kill: GPU-hours lost, waits, completion times, allocation (in process, ~10 s).
+	KUBENEXUS_PREEMPTION_REPLAY=$(abspath $(TRACE))/openb_pod_list_default.csv $(STATIC) go test -count=1 -run TestPreemptionReplay -v ./scheduler/plugins/gangpreemption/
+
 .PHONY: bench-placement
 # multigpu50 repeats the default trace's first 7000 tasks and appends its multi-GPU ones, with no
 # creation times: in file order it would replay the same tasks, so it is shuffled (seed 1, the

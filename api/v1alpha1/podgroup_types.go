@@ -108,8 +108,9 @@ type GangRecovery struct {
 
 	// timeoutSeconds bounds each step: how long a Repair waits for the
 	// replacements before the gang is restarted whole, and how long a restarted
-	// gang may take to be whole again before the manager gives up (condition
-	// Repairing=False, reason GaveUp; the room is no longer held).
+	// gang may take to be whole again (at least 60 s: its controller recreates
+	// every member) before the manager gives up (condition Repairing=False,
+	// reason GaveUp; the room is no longer held).
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=86400
 	// +kubebuilder:default=300

@@ -170,7 +170,7 @@ func decideRepair(pg *v1alpha1.PodGroup, members []corev1.Pod, now time.Time, do
 		return repairDecision{repair: &next, restart: true, dropHold: cur.Reservation != "", requeue: timeout,
 			cond: repairingCond(pg, metav1.ConditionTrue, cur.Cause, fmt.Sprintf("Not whole again %s after it lost %d member(s) (%s): every member was deleted so that the workload's controller restarts the gang, to be placed whole (spec.recovery.timeoutSeconds %d).",
 				timeout, cur.LostMembers, cur.Cause, int(timeout/time.Second)))}
-	case cur.RestartTime != nil && !now.Before(cur.RestartTime.Add(timeout)),
+	case cur.RestartTime != nil && !now.Before(cur.RestartTime.Add(restartWindow(timeout))),
 		cur.RestartTime == nil && policy == v1alpha1.RecoveryNone && !now.Before(cur.StartTime.Add(timeout)):
 		restarted := ""
 		if cur.RestartTime != nil {
@@ -181,7 +181,7 @@ func decideRepair(pg *v1alpha1.PodGroup, members []corev1.Pod, now time.Time, do
 				now.Sub(cur.StartTime.Time).Round(time.Second), cur.LostMembers, cur.Cause, restarted))}
 	case cur.RestartTime != nil:
 		// Members of the old generation that are still there are deleted again.
-		return repairDecision{repair: cur, restart: true, requeue: cur.RestartTime.Add(timeout).Sub(now)}
+		return repairDecision{repair: cur, restart: true, requeue: cur.RestartTime.Add(restartWindow(timeout)).Sub(now)}
 	default:
 		if missing := minMember - live - succeeded; missing > int(cur.LostMembers) {
 			return grownRepair(pg, policy, timeout, cur, missing, lost, now)
@@ -189,6 +189,16 @@ func decideRepair(pg *v1alpha1.PodGroup, members []corev1.Pod, now time.Time, do
 		return repairDecision{repair: cur, hold: cur.Reservation != "", requeue: cur.StartTime.Add(timeout).Sub(now)}
 	}
 }
+
+// minRestartWindow is the least time a restarted gang has to be whole again before
+// the manager gives up on it: its workload's controller must see every member gone
+// and create the new generation, and the scheduler place it whole, which a loaded
+// cluster does not do in a few seconds; and nothing is held for it meanwhile, so
+// waiting costs no one room.
+const minRestartWindow = time.Minute
+
+// restartWindow is how long a restarted gang has to be whole again.
+func restartWindow(timeout time.Duration) time.Duration { return max(timeout, minRestartWindow) }
 
 // grownRepair is the decision of a reconcile that finds more members lost than
 // the repair counted — members lost one after another, or a workload's controller

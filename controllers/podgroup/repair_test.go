@@ -177,6 +177,16 @@ func TestRepairRestartsTheGangPastItsTimeoutThenGivesUp(t *testing.T) {
 		t.Fatalf("after the second timeout: %+v", d)
 	}
 
+	// A short timeout still gives the new generation a minute after the restart.
+	short, _ := runningGang(&v1alpha1.GangRecovery{Policy: v1alpha1.RecoveryRepair, TimeoutSeconds: 10})
+	short.Status.Repair = &v1alpha1.GangRepairStatus{StartTime: metav1.Time{Time: t0}, RestartTime: &metav1.Time{Time: t0.Add(10 * time.Second)}, Cause: v1alpha1.RepairCauseNodeLost, LostMembers: 1}
+	if d := decideRepair(short, nil, t0.Add(69*time.Second), in("")); d.ended != "" || !d.restart {
+		t.Fatalf("59 s after the restart of a gang of timeout 10 s: %+v, want the restart to go on", d)
+	}
+	if d := decideRepair(short, nil, t0.Add(70*time.Second), in("")); d.ended != v1alpha1.RepairOutcomeGaveUp {
+		t.Fatalf("60 s after the restart: %+v, want GaveUp", d)
+	}
+
 	// Had it been whole again, the outcome is Restarted.
 	var whole []corev1.Pod
 	for i := range 4 {

@@ -348,8 +348,10 @@ func (s *search) choose(all []*unit) *choice {
 				}
 			}
 		}
-		for ni := range s.members[0].eligible {
-			if !s.inScope(ni) {
+		// In node order: of two nodes that cost the same, the first is chosen
+		// every time (a map's order would make the choice a coin toss).
+		for ni := range s.nodes {
+			if !s.members[0].eligible[ni] || !s.inScope(ni) {
 				continue
 			}
 			if c := s.grow(onNode[ni], map[int]bool{ni: true}); c != nil && c.better(best) {

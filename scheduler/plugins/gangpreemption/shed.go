@@ -1,6 +1,7 @@
 package gangpreemption
 
 import (
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,7 +41,7 @@ type floorFunc func(key gang.Key, labelMin int32) (minMember int32, perRole map[
 // The result is in cost order again: a member shed costs its own GPU time, less
 // than its gang's, so the surplus goes first.
 func withShedding(us []*unit, floor floorFunc, roleOf func(*corev1.Pod) v1alpha1.WorkloadRole) []*unit {
-	out := us
+	out := slices.Clone(us) // us may have room beyond its length: appending must not write there
 	for _, u := range us {
 		if u.gang == nil {
 			continue
