@@ -141,11 +141,11 @@ func readShapes(path string) ([]shape, error) {
 }
 
 const (
-	replayNodes   = 32
-	gpusPerNode   = 8
-	replayJobs    = 700
-	highPriority  = 100
-	lowPriority   = 10
+	replayNodes  = 32
+	gpusPerNode  = 8
+	replayJobs   = 700
+	highPriority = 100
+	lowPriority  = 10
 )
 
 // job is one workload of the stream: a pod of the trace, or a training gang.
