@@ -282,7 +282,9 @@ func preemptionLine(g *group, st *state, w *feasibility.Workload) Line {
 			refused[unit] = true
 			continue
 		}
-		if ckpt.Protected(workload.StartOf(v), st.now, vp.Tier, prof.Tier) {
+		// The victim's tier as the webhook wrote it on the pod (the scheduler
+		// reads its namespace's; the same unless the namespace's label changed).
+		if ckpt.Protected(workload.StartOf(v), st.now, workload.TierOf(workload.Namespace{Labels: v.Labels}, ""), prof.Tier) {
 			young++
 			refused[unit] = true
 			continue

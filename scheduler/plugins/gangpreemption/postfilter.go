@@ -176,18 +176,27 @@ func (pl *Plugin) evictable(prof workload.Profile, prio int32, reclaim func(*cor
 		if reclaim != nil && reclaim(v) {
 			return true
 		}
-		return workload.MayPreempt(prof, prio, vp, vprio, *pl.args.PreemptServicesForBatch) && !inMinRuntime(v, vp, prof, now)
+		return workload.MayPreempt(prof, prio, vp, vprio, *pl.args.PreemptServicesForBatch) && !inMinRuntime(v, pl.tenantTierOf, prof, now)
 	}
 }
 
+// tenantTierOf is a victim's tenant tier as ProfileClassifier reads the
+// preemptor's (bronze without the tier rules: unit tests).
+func (pl *Plugin) tenantTierOf(p *corev1.Pod) v1alpha1.TenantTier {
+	if pl.tiers == nil {
+		return v1alpha1.TenantTierBronze
+	}
+	return pl.tiers.TenantTierOf(p)
+}
+
 // inMinRuntime: the victim declares a minimum runtime it has not reached, and the
-// preemptor's tenant tier is not above its own.
-func inMinRuntime(v *corev1.Pod, vp, by workload.Profile, now time.Time) bool {
+// preemptor's tenant tier is not above the victim's (tierOf).
+func inMinRuntime(v *corev1.Pod, tierOf func(*corev1.Pod) v1alpha1.TenantTier, by workload.Profile, now time.Time) bool {
 	if _, ok := v.Annotations[v1alpha1.AnnotationMinRuntime]; !ok {
 		return false
 	}
 	c, _ := workload.CheckpointingOf(v)
-	return c.Protected(workload.StartOf(v), now, vp.Tier, by.Tier)
+	return c.Protected(workload.StartOf(v), now, tierOf(v), by.Tier)
 }
 
 // commit records the preemption under way for owner: the victims, and the node

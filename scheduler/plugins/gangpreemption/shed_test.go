@@ -141,13 +141,14 @@ func TestMinimumRuntimeHoldsBackEqualTiers(t *testing.T) {
 	v.Status.StartTime = &metav1.Time{Time: now.Add(-10 * time.Minute)}
 	v.Annotations = map[string]string{v1alpha1.AnnotationMinRuntime: "30m"}
 	silver := workload.Profile{Tier: v1alpha1.TenantTierSilver}
-	if !inMinRuntime(v, silver, silver, now) {
+	inSilver := func(*corev1.Pod) v1alpha1.TenantTier { return v1alpha1.TenantTierSilver }
+	if !inMinRuntime(v, inSilver, silver, now) {
 		t.Error("10 minutes into 30: a silver preemptor should not take a silver pod")
 	}
-	if inMinRuntime(v, silver, workload.Profile{Tier: v1alpha1.TenantTierGold}, now) {
+	if inMinRuntime(v, inSilver, workload.Profile{Tier: v1alpha1.TenantTierGold}, now) {
 		t.Error("a gold preemptor should take it")
 	}
-	if inMinRuntime(v, silver, silver, now.Add(time.Hour)) {
+	if inMinRuntime(v, inSilver, silver, now.Add(time.Hour)) {
 		t.Error("past its minimum runtime it should be a victim again")
 	}
 }

@@ -37,6 +37,10 @@ type Tiers struct {
 	rules    map[string]*Rules
 }
 
+// TenantTierOf is the pod's tenant tier, read as ProfileClassifier reads it (its
+// namespace's, or its ClusterQueue's), never from the pod's own labels.
+func (t *Tiers) TenantTierOf(pod *corev1.Pod) v1alpha1.TenantTier { return t.tenants.TierOf(pod) }
+
 // Tiers returns the process's Tiers, built on first use from the shared cache's
 // HardwareTiers and the scheduler's DaemonSet informer; devices gives the nodes'
 // DRA devices (nil: tiers select by labels only).
