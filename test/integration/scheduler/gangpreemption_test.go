@@ -195,6 +195,30 @@ var _ = Describe("GangPreemption", func() {
 		Expect(notes).To(ContainElement(ContainSubstring(fmt.Sprintf("of gang %s/elastic, shed: it keeps 2 member(s) running (priority 10)", tc.ns))))
 	})
 
+	// young, of the lowest priority, would be the victim; within its minimum
+	// runtime it is spared for plain, of a higher priority but still below high's.
+	It("spares a pod within the minimum runtime it declares and preempts one that declares none", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		priorityClass("batch-low", 10)
+		priorityClass("batch-mid", 20)
+		priorityClass("batch-high", 1000)
+		tc.addNodes("n", 2, "cpu", "4", "memory", "16Gi")
+		young := tc.pod("young").Req("cpu", "4").PriorityClass("batch-low").Annotation(v1alpha1.AnnotationMinRuntime, "1h").Obj()
+		plain := tc.pod("plain").Req("cpu", "4").PriorityClass("batch-mid").Obj()
+		for _, p := range []*corev1.Pod{young, plain} {
+			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+			Expect(k8sClient.Create(suiteCtx, p)).To(Succeed())
+		}
+		Eventually(func() int { return tc.boundCount("young")() + tc.boundCount("plain")() }).WithTimeout(testutil.Timeout).Should(Equal(2))
+		high := tc.pod("high").Req("cpu", "4").PriorityClass("batch-high").Obj()
+		Expect(k8sClient.Create(suiteCtx, high)).To(Succeed())
+		Eventually(tc.boundCount("high")).WithTimeout(testutil.Timeout).Should(Equal(1))
+		Expect(apierrors.IsNotFound(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "plain"}, &corev1.Pod{}))).To(BeTrue(), "the pod with no minimum runtime is the victim")
+		p := &corev1.Pod{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "young"}, p)).To(Succeed())
+		Expect(p.DeletionTimestamp).To(BeNil(), "the pod within its minimum runtime is spared")
+	})
+
 	It("finishes a shed a stopped scheduler began: the member marked shed is evicted alone, its gang runs on", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		priorityClass("batch-low", 10)
