@@ -258,58 +258,8 @@ func preemptionLine(g *group, st *state, w *feasibility.Workload) Line {
 	}
 	prio := workload.PreemptionPriority(p, gangValue(p))
 	prof := workload.Classify(p, workload.Namespace{Labels: g.tierLabels(st)}, "")
-	batch := prof.Class == v1alpha1.WorkloadClassBatch || prof.Class == v1alpha1.WorkloadClassTraining
-	var order []string
-	units := map[string][]*corev1.Pod{}
-	refused := map[string]bool{}
-	services, young := 0, 0
-	for i := range st.pods {
-		v := &st.pods[i]
-		if !workload.OccupiesNode(v) {
-			continue
-		}
-		unit := string(v.UID)
-		if m, ok, err := gang.Of(v); ok && err == nil {
-			unit = m.Key.String()
-		}
-		vp := workload.Classify(v, workload.Namespace{}, "")
-		vprio := workload.PreemptionPriority(v, gangValue(v))
-		ckpt, _ := workload.CheckpointingOf(v)
-		if !workload.MayPreempt(prof, prio, vp, vprio, st.cluster.PreemptServicesForBatch) {
-			if vprio < prio && batch && !st.cluster.PreemptServicesForBatch && workload.IsService(vp.Class) {
-				services++
-			}
-			refused[unit] = true
-			continue
-		}
-		// The victim's tier as the webhook wrote it on the pod (the scheduler
-		// reads its namespace's; the same unless the namespace's label changed).
-		if ckpt.Protected(workload.StartOf(v), st.now, workload.TierOf(workload.Namespace{Labels: v.Labels}, ""), prof.Tier) {
-			young++
-			refused[unit] = true
-			continue
-		}
-		if _, ok := units[unit]; !ok {
-			order = append(order, unit)
-		}
-		units[unit] = append(units[unit], v)
-	}
-	var victims []*corev1.Pod
-	evicting := 0
-	var gpuHours float64
-	for _, u := range order {
-		if refused[u] {
-			continue
-		}
-		for _, v := range units[u] {
-			if v.DeletionTimestamp != nil {
-				evicting++
-			}
-			victims = append(victims, v)
-			ckpt, _ := workload.CheckpointingOf(v)
-			gpuHours += float64(workload.RequestedGPUs(v)) * ckpt.Lost(workload.StartOf(v), st.now).Hours()
-		}
-	}
+	c := preemptionCandidates(st, prof, prio, gangValue)
+	services, young, victims, evicting, gpuHours := c.services, c.young, c.victims, c.evicting, c.gpuHours
 	said := ""
 	if _, c := podv1.GetPodCondition(&p.Status, corev1.PodScheduled); c != nil {
 		if _, after, ok := strings.Cut(c.Message, "preemption: "); ok {
@@ -343,6 +293,73 @@ func preemptionLine(g *group, st *state, w *feasibility.Workload) Line {
 		l.Text = fmt.Sprintf("evicting every pod of priority below %d (%d) would still not make room%s%s", prio, len(victims), spared, said)
 	}
 	return l
+}
+
+// candidates are the running pods GangPreemption may evict for a preemptor, with
+// what the preemption line says of them.
+type candidates struct {
+	victims []*corev1.Pod
+	// evicting of them are being evicted; gpuHours is the GPU time they would lose
+	// since their last checkpoints; services and young count the pods of lower
+	// priority spared: services for batch, pods within their minimum runtime.
+	evicting, services, young int
+	gpuHours                  float64
+}
+
+// preemptionCandidates applies GangPreemption's rules (workload.PreemptionPriority,
+// MayPreempt, the minimum runtime) to the running pods for a preemptor of profile
+// prof and priority prio: a gang is a victim only when all its running members are.
+func preemptionCandidates(st *state, prof workload.Profile, prio int32, gangValue func(*corev1.Pod) *int32) candidates {
+	var c candidates
+	batch := prof.Class == v1alpha1.WorkloadClassBatch || prof.Class == v1alpha1.WorkloadClassTraining
+	var order []string
+	units := map[string][]*corev1.Pod{}
+	refused := map[string]bool{}
+	for i := range st.pods {
+		v := &st.pods[i]
+		if !workload.OccupiesNode(v) {
+			continue
+		}
+		unit := string(v.UID)
+		if m, ok, err := gang.Of(v); ok && err == nil {
+			unit = m.Key.String()
+		}
+		vp := workload.Classify(v, workload.Namespace{}, "")
+		vprio := workload.PreemptionPriority(v, gangValue(v))
+		ckpt, _ := workload.CheckpointingOf(v)
+		if !workload.MayPreempt(prof, prio, vp, vprio, st.cluster.PreemptServicesForBatch) {
+			if vprio < prio && batch && !st.cluster.PreemptServicesForBatch && workload.IsService(vp.Class) {
+				c.services++
+			}
+			refused[unit] = true
+			continue
+		}
+		// The victim's tier as the webhook wrote it on the pod (the scheduler
+		// reads its namespace's; the same unless the namespace's label changed).
+		if ckpt.Protected(workload.StartOf(v), st.now, workload.TierOf(workload.Namespace{Labels: v.Labels}, ""), prof.Tier) {
+			c.young++
+			refused[unit] = true
+			continue
+		}
+		if _, ok := units[unit]; !ok {
+			order = append(order, unit)
+		}
+		units[unit] = append(units[unit], v)
+	}
+	for _, u := range order {
+		if refused[u] {
+			continue
+		}
+		for _, v := range units[u] {
+			if v.DeletionTimestamp != nil {
+				c.evicting++
+			}
+			c.victims = append(c.victims, v)
+			ckpt, _ := workload.CheckpointingOf(v)
+			c.gpuHours += float64(workload.RequestedGPUs(v)) * ckpt.Lost(workload.StartOf(v), st.now).Hours()
+		}
+	}
+	return c
 }
 
 // where says where a fitting decision puts the pods.
