@@ -219,6 +219,42 @@ var _ = Describe("GangPreemption", func() {
 		Expect(p.DeletionTimestamp).To(BeNil(), "the pod within its minimum runtime is spared")
 	})
 
+	// As a bronze tenant: its pod declares the longest minimum runtime and labels
+	// itself gold. The minimum runtime holds back a preemptor of its own tier; the
+	// gold label it wrote is not its tier (its namespace's is), so a silver
+	// preemptor takes its node — and not the node of a gold tenant's pod within its
+	// own minimum runtime.
+	It("holds a minimum runtime against preemptors of the victim's namespace tier or lower, whatever tier its pod claims", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		tc.setTier(v1alpha1.TenantTierBronze)
+		silver := tc.tenantNamespace(v1alpha1.TenantTierSilver)
+		gold := tc.tenantNamespace(v1alpha1.TenantTierGold)
+		priorityClass("batch-low", 10)
+		priorityClass("batch-high", 1000)
+		tc.addNodes("n", 2, "cpu", "4", "memory", "16Gi")
+		young := func(c *testCluster, name string) {
+			p := c.pod(name).Req("cpu", "4").PriorityClass("batch-low").Label(v1alpha1.LabelTenantTier, "gold").
+				Annotation(v1alpha1.AnnotationMinRuntime, "4h").Obj()
+			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+			Expect(k8sClient.Create(suiteCtx, p)).To(Succeed())
+			Eventually(c.boundCount(name)).WithTimeout(testutil.Timeout).Should(Equal(1))
+		}
+		young(tc, "squatter")
+		young(gold, "gold-young")
+
+		Expect(k8sClient.Create(suiteCtx, tc.pod("bronze-high").Req("cpu", "4").PriorityClass("batch-high").Obj())).To(Succeed())
+		Eventually(tc.scheduledMessage("bronze-high")).WithTimeout(testutil.Timeout).Should(ContainSubstring("preemption: no running pod or gang of lower priority may be evicted for it"))
+		Consistently(tc.boundCount("squatter")).WithTimeout(2*time.Second).Should(Equal(1), "a bronze preemptor waits out a bronze pod's minimum runtime")
+
+		Expect(k8sClient.Create(suiteCtx, silver.pod("silver-high-0").Req("cpu", "4").PriorityClass("batch-high").Obj())).To(Succeed())
+		Eventually(silver.boundCount("silver-high-0")).WithTimeout(testutil.Timeout).Should(Equal(1))
+		Expect(apierrors.IsNotFound(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "squatter"}, &corev1.Pod{}))).To(BeTrue(),
+			"the pod's own gold label does not lift it above a silver preemptor")
+		Expect(k8sClient.Create(suiteCtx, silver.pod("silver-high-1").Req("cpu", "4").PriorityClass("batch-high").Obj())).To(Succeed())
+		Eventually(silver.scheduledMessage("silver-high-1")).WithTimeout(testutil.Timeout).Should(ContainSubstring("preemption: no running pod or gang of lower priority may be evicted for it"))
+		Consistently(gold.boundCount("gold-young")).WithTimeout(2*time.Second).Should(Equal(1), "a silver preemptor waits out a gold pod's minimum runtime")
+	})
+
 	It("finishes a shed a stopped scheduler began: the member marked shed is evicted alone, its gang runs on", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		priorityClass("batch-low", 10)
