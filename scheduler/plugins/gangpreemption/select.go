@@ -363,33 +363,6 @@ func (s *search) choose(all []*unit) *choice {
 	return s.grow(all, nil)
 }
 
-// within returns the units (in their order) with a pod on a node of scope.
-func (s *search) within(all []*unit, scope map[int]bool) []*unit {
-	var out []*unit
-	for _, u := range all {
-		for _, p := range u.pods {
-			if i, ok := s.byName[p.Spec.NodeName]; ok && scope[i] {
-				out = append(out, u)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// inScope: node ni is in one of the scopes (every node is, without scopes).
-func (s *search) inScope(ni int) bool {
-	if s.scopes == nil {
-		return true
-	}
-	for _, scope := range s.scopes {
-		if scope[ni] {
-			return true
-		}
-	}
-	return false
-}
-
 // grow adds units (already in order) until the members fit on the nodes in only
 // (nil: any), then drops those not needed. A member shed from a gang counts
 // against what its gang may lose; the gang's whole unit, once added, replaces the
