@@ -334,6 +334,51 @@ type GangPreemptionPlugin struct {
 	// +kubebuilder:default=false
 	// +optional
 	PreemptServicesForBatch *bool `json:"preemptServicesForBatch,omitempty"`
+
+	// consolidation moves running pods to make one whole place for a gang (or a
+	// pod) that the free room holds only in pieces.
+	// +optional
+	Consolidation *GangConsolidation `json:"consolidation,omitempty"`
+}
+
+// GangConsolidation configures consolidation: when a gang (or a pod) that
+// preemption cannot place fits the free room of the fleet in total, GangPreemption
+// evicts the fewest running pods that may move — each to be recreated by its
+// controller on a node where the scheduler found its replacement fits — so that the
+// gang fits in one piece, within the domain its topology policy requires, and holds
+// that room for it until it binds. A pod moves only if it is labelled
+// workload.kubenexus.io/preemptible=true (or, with checkpointedPods, declares its
+// checkpoints), has a controller that recreates it (not a DaemonSet), belongs to no
+// gang, is of a priority and tenant tier not above the gang's, is past its
+// minimum runtime, and its PodDisruptionBudgets allow it.
+type GangConsolidation struct {
+	// enabled turns consolidation on.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// checkpointedPods also moves pods that declare their checkpoints
+	// (workload.kubenexus.io/last-checkpoint or checkpoint-interval) without the
+	// preemptible label. Off by default: only pods labelled preemptible move.
+	// +kubebuilder:default=false
+	// +optional
+	CheckpointedPods *bool `json:"checkpointedPods,omitempty"`
+
+	// maxEvictionsPerGang is the most pods moved to place one gang: a gang that
+	// needs more waits for pods to end instead.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	// +kubebuilder:default=4
+	// +optional
+	MaxEvictionsPerGang *int32 `json:"maxEvictionsPerGang,omitempty"`
+
+	// maxEvictionsPerHour is the most pods the scheduler moves in any hour,
+	// across gangs.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +kubebuilder:default=32
+	// +optional
+	MaxEvictionsPerHour *int32 `json:"maxEvictionsPerHour,omitempty"`
 }
 
 // BindingBackpressurePlugin configures BindingBackpressure.

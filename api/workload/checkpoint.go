@@ -55,6 +55,10 @@ func CheckpointingOf(pod *corev1.Pod) (Checkpointing, error) {
 	return c, nil
 }
 
+// Declared reports whether the pod declares its checkpoints (a last checkpoint
+// or an interval).
+func (c Checkpointing) Declared() bool { return !c.Last.IsZero() || c.Interval > 0 }
+
 // StartOf is when the pod started running (its creation before it has a start
 // time).
 func StartOf(pod *corev1.Pod) time.Time {

@@ -59,3 +59,21 @@ func Sheddable(role v1alpha1.WorkloadRole) bool {
 	}
 	return true
 }
+
+// MayMove says whether a running pod (its profile and preemption priority) may be
+// moved — evicted to be recreated on another node — to make one whole place for a
+// preemptor of profile prof and priority prio (consolidation): it belongs to no
+// gang (one member moved would break its gang), its priority is not above the
+// preemptor's, its tenant tier is not above the preemptor's, it is labelled
+// preemptible (or, with checkpointed, declares its checkpoints), and it is not a
+// service when the preemptor is batch or training, unless servicesForBatch.
+func MayMove(prof Profile, prio int32, victim Profile, victimPrio int32, victimCkpt Checkpointing, checkpointed, servicesForBatch bool) bool {
+	if victim.Gang != nil || victimPrio > prio || TierRank(victim.Tier) > TierRank(prof.Tier) {
+		return false
+	}
+	if !victim.Preemptible && (!checkpointed || !victimCkpt.Declared()) {
+		return false
+	}
+	batch := prof.Class == v1alpha1.WorkloadClassBatch || prof.Class == v1alpha1.WorkloadClassTraining
+	return !batch || servicesForBatch || !IsService(victim.Class)
+}

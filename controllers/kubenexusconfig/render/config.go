@@ -172,12 +172,18 @@ func gpuResources(r *v1alpha1.ResourceFragmentationPlugin) []corev1.ResourceName
 // gangPreemptionArgs maps the API's GangPreemption settings and the GPU resource
 // names to the plugin's args; nil (the plugin's defaults) when none are set.
 func gangPreemptionArgs(g *v1alpha1.GangPreemptionPlugin, gpus []corev1.ResourceName) any {
-	if g.PreemptServicesForBatch == nil && gpus == nil {
+	if g.PreemptServicesForBatch == nil && gpus == nil && g.Consolidation == nil {
 		return nil
 	}
 	a := &schedconfig.GangPreemptionArgs{GPUResources: gpus}
 	if g.PreemptServicesForBatch != nil {
 		a.PreemptServicesForBatch = ptr.To(*g.PreemptServicesForBatch)
+	}
+	if c := g.Consolidation; c != nil {
+		a.Consolidation = &schedconfig.ConsolidationArgs{
+			Enabled: copyPtr(c.Enabled), CheckpointedPods: copyPtr(c.CheckpointedPods),
+			MaxEvictionsPerGang: copyPtr(c.MaxEvictionsPerGang), MaxEvictionsPerHour: copyPtr(c.MaxEvictionsPerHour),
+		}
 	}
 	return a
 }
@@ -371,4 +377,12 @@ func orDefault(v, def int32) int32 {
 
 func seconds(v, def int32) metav1.Duration {
 	return metav1.Duration{Duration: time.Duration(orDefault(v, def)) * time.Second}
+}
+
+// copyPtr copies what p points to (nil stays nil: the plugin's default).
+func copyPtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	return ptr.To(*p)
 }

@@ -175,7 +175,7 @@ func (e *evictor) evict(us []*unit, message string, preemptor *corev1.Pod) {
 					defer wg.Done()
 					e.mark(ctx, p, markOf(u, message))
 					if r := e.handle.EventRecorder(); r != nil {
-						if u.shed != nil {
+						if u.shed != nil || u.moved {
 							r.Eventf(p, preemptor, corev1.EventTypeNormal, "Preempted", "Preempting", "%s; %s", message, u.describe())
 						} else {
 							r.Eventf(p, preemptor, corev1.EventTypeNormal, "Preempted", "Preempting", "%s; %s is evicted whole", message, u.describe())

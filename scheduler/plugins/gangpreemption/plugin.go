@@ -57,6 +57,8 @@ type Plugin struct {
 	// preemptor (its gang, or the pod): further members do not evict more until
 	// those are gone or the grace passed.
 	inflight map[string]*preemption
+	// moves counts the pods consolidation moved in the last hour.
+	moves moveLog
 }
 
 type preemption struct {

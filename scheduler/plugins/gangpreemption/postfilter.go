@@ -73,13 +73,21 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 		candidates = withShedding(candidates, pl.floor, func(p *corev1.Pod) v1alpha1.WorkloadRole { return describe(p).prof.Role })
 	}
 	done()
-	if len(candidates) == 0 {
+	// Consolidation is searched for only when preemption finds nothing, and only
+	// over the pods that may move; with none, as with no candidates, no search is
+	// built (the usual case).
+	var movers []*unit
+	if len(candidates) == 0 && *pl.args.Consolidation.Enabled {
+		movers = pl.movables(running, prof, prio, priority, time.Now())
+	}
+	if len(candidates) == 0 && len(movers) == 0 {
 		preemptions.WithLabelValues("NoVictims").Inc()
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: no running pod or gang of lower priority may be evicted for it")
 	}
 
 	// 3. The choice: the members still without a node are placed on the room the
-	// cheapest set of candidates frees (select.go).
+	// cheapest set of candidates frees (select.go), else on the room moving pods
+	// makes (consolidate.go).
 	members := pl.members(pod, prof)
 	claimed, evicting, expired := pl.claimed(owner)
 	pl.unnominate(expired)
@@ -108,10 +116,27 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 		// the pod out (affinity, topology, ports, volumes).
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption would not help: the members fit by their requests; another constraint refuses them")
 	}
-	c := s.choose(candidates)
+	var c *choice
+	if len(candidates) > 0 {
+		c = s.choose(candidates)
+	}
 	if c == nil {
+		why := "preemption: no running pod or gang of lower priority may be evicted for it"
+		if len(candidates) > 0 {
+			why = fmt.Sprintf("preemption found no lower-priority gangs or pods whose eviction makes room for %d member(s) (PodDisruptionBudgets respected)", len(members))
+			if *pl.args.Consolidation.Enabled {
+				movers = pl.movables(running, prof, prio, priority, time.Now())
+			}
+		}
+		if len(movers) > 0 {
+			res, st, not := pl.consolidate(ctx, pod, prof, owner, prio, s, movers)
+			if st != nil {
+				return res, st
+			}
+			why += "; consolidation: " + not
+		}
 		preemptions.WithLabelValues("NoVictims").Inc()
-		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("preemption found no lower-priority gangs or pods whose eviction makes room for %d member(s) (PodDisruptionBudgets respected)", len(members)))
+		return nil, fwk.NewStatus(fwk.Unschedulable, why)
 	}
 
 	// 4. The commitment: the members' room is claimed until the victims are gone.

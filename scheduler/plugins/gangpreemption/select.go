@@ -34,12 +34,19 @@ type unit struct {
 	// shed is set for one member of a gang that runs above its minimum, evicted
 	// alone (shed.go).
 	shed *shedding
+	// moved is set for a pod moved by consolidation, whose replacement fits on
+	// movedTo (consolidate.go).
+	moved   bool
+	movedTo string
 }
 
 func (u *unit) describe() string {
 	if u.shed != nil {
 		return fmt.Sprintf("pod %s/%s of gang %s, shed: it keeps %d member(s) running (priority %d)",
 			u.pods[0].Namespace, u.pods[0].Name, u.shed.whole.gang, u.shed.keeps, u.priority)
+	}
+	if u.moved {
+		return fmt.Sprintf("pod %s/%s (priority %d), whose replacement fits on %s", u.pods[0].Namespace, u.pods[0].Name, u.priority, u.movedTo)
 	}
 	if u.gang != nil {
 		return fmt.Sprintf("gang %s (%d pods, priority %d)", u.gang, len(u.pods), u.priority)
