@@ -491,6 +491,37 @@ func TestGPUResourcesReachEveryPlugin(t *testing.T) {
 	}
 }
 
+// TestConsolidationReachesGangPreemption: the KubeNexusConfig's consolidation
+// settings become GangPreemption's args, and the scheduler's decoder accepts them
+// (the fields it does not name keep the plugin's defaults).
+func TestConsolidationReachesGangPreemption(t *testing.T) {
+	spec := &v1alpha1.KubeNexusConfigSpec{Plugins: v1alpha1.PluginsSpec{GangPreemption: v1alpha1.GangPreemptionPlugin{
+		Consolidation: &v1alpha1.GangConsolidation{CheckpointedPods: ptr.To(true), MaxEvictionsPerGang: ptr.To[int32](2)},
+	}}}
+	cfg, err := SchedulerConfiguration(spec, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfg.Profiles[0].PluginConfig {
+		if c.Name != "GangPreemption" {
+			continue
+		}
+		if want := `"consolidation":{"checkpointedPods":true,"maxEvictionsPerGang":2}`; !strings.Contains(string(c.Args.Raw), want) {
+			t.Fatalf("GangPreemption args %s, want %s", c.Args.Raw, want)
+		}
+		args, err := schedconfig.DecodeGangPreemptionArgs(&runtime.Unknown{Raw: c.Args.Raw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := args.Consolidation
+		if !*got.Enabled || !*got.CheckpointedPods || *got.MaxEvictionsPerGang != 2 || *got.MaxEvictionsPerHour != 32 {
+			t.Errorf("decoded %+v, want enabled, checkpointed pods, 2 per gang, 32 per hour", got)
+		}
+		return
+	}
+	t.Fatal("no GangPreemption args rendered")
+}
+
 // The scheduler's leader-election Lease is rendered, owned by the KubeNexusConfig
 // (so that it goes with it) and applied before the Deployment whose pods take it,
 // only with leader election on.
