@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-
 func gpus(n int64) map[corev1.ResourceName]int64 { return map[corev1.ResourceName]int64{gpu: n} }
 
 func all(n int) map[int]bool {

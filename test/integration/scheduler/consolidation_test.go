@@ -71,7 +71,7 @@ var _ = Describe("GangPreemption consolidation", func() {
 		trainNodes := map[string]bool{tc.nodeOf("train-0")(): true, tc.nodeOf("train-1")(): true}
 		Expect(trainNodes).To(HaveLen(2))
 		for _, name := range moved {
-			Eventually(tc.nodeOf(name+"-r")).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
+			Eventually(tc.nodeOf(name + "-r")).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
 			Expect(trainNodes).NotTo(HaveKey(tc.nodeOf(name+"-r")()), "a replacement took the gang's room")
 		}
 		Consistently(gone(tc, 4)).WithTimeout(2*time.Second).Should(HaveLen(4), "no more than the 4 pods of two nodes are moved")
