@@ -138,6 +138,7 @@ func (c *Cluster) addPod(p *corev1.Pod) {
 // first listed; the defaults without one).
 func (c *Cluster) configure(configs []v1alpha1.KubeNexusConfig) {
 	c.RetryAfterSeconds = v1alpha1.DefaultKueueRetryAfterSeconds
+	c.Consolidation = DefaultConsolidation
 	if len(configs) == 0 {
 		return
 	}
@@ -148,6 +149,17 @@ func (c *Cluster) configure(configs []v1alpha1.KubeNexusConfig) {
 	}
 	if p := spec.Plugins.GangPreemption.PreemptServicesForBatch; p != nil {
 		c.PreemptServicesForBatch = *p
+	}
+	if k := spec.Plugins.GangPreemption.Consolidation; k != nil {
+		if k.Enabled != nil {
+			c.Consolidation.Enabled = *k.Enabled
+		}
+		if k.CheckpointedPods != nil {
+			c.Consolidation.CheckpointedPods = *k.CheckpointedPods
+		}
+		if k.MaxEvictionsPerGang != nil {
+			c.Consolidation.MaxEvictionsPerGang = *k.MaxEvictionsPerGang
+		}
 	}
 }
 

@@ -74,6 +74,8 @@ type Cluster struct {
 	// PreemptServicesForBatch is GangPreemption's setting in the KubeNexusConfig:
 	// batch and training pods may evict service pods of lower priority.
 	PreemptServicesForBatch bool
+	// Consolidation are GangPreemption's consolidation settings.
+	Consolidation ConsolidationSettings
 }
 
 // Decide says whether every pod of the workload can be placed now, all or nothing,
@@ -97,51 +99,22 @@ func Decide(c *Cluster, w *Workload) Decision {
 	}
 	nodes := make([]placement.PlanNode, 0, len(c.Nodes))
 	for i := range c.Nodes {
-		n := &c.Nodes[i]
-		pn := placement.PlanNode{Name: n.Name, Free: c.freeFor(n, w), Eligible: make([]bool, len(shapes)), Anchor: placedOn[n.Name]}
-		for _, l := range levels {
-			if l.Name == Anywhere {
-				pn.Domains = append(pn.Domains, Anywhere)
-			} else {
-				pn.Domains = append(pn.Domains, n.Labels[l.NodeLabel])
-			}
-		}
-		plain, preemptible, refusing := admits(tiers, n, c.Devices, w)
-		eligible, refused, short, numaShort := false, false, false, ""
-		for j, ps := range w.PodSets {
-			admitted := plain
-			if pods[j].Labels[v1alpha1.LabelPreemptible] == "true" {
-				admitted = preemptible
-			}
-			open := placement.Eligible(pods[j], n) && c.flavorsMatch(ps.Flavors, n)
-			memoryOK := vram[j] == 0 || c.gpuMemoryAtLeast(n, vram[j])
-			numaWhy := ""
-			if open && admitted && memoryOK {
-				numaWhy = c.numaRefusal(n, pods[j])
-			}
-			pn.Eligible[j] = admitted && open && memoryOK && numaWhy == ""
-			eligible = eligible || pn.Eligible[j]
-			refused = refused || (open && !admitted)
-			short = short || (open && admitted && !memoryOK)
-			if numaShort == "" {
-				numaShort = numaWhy
-			}
-		}
+		pn, v := c.planNode(&c.Nodes[i], w, pods, vram, levels, tiers, placedOn)
 		switch {
-		case eligible:
+		case v.eligible:
 			d.Eligible++
-		case refused:
+		case v.refused:
 			d.TierRefused++
-			if !seenTier[refusing] {
-				seenTier[refusing] = true
-				d.RefusingTiers = append(d.RefusingTiers, refusing)
+			if !seenTier[v.refusing] {
+				seenTier[v.refusing] = true
+				d.RefusingTiers = append(d.RefusingTiers, v.refusing)
 			}
-		case short:
+		case v.short:
 			d.MemoryRefused++
-		case numaShort != "":
+		case v.numaShort != "":
 			d.NUMARefused++
 			if d.NUMAWhy == "" {
-				d.NUMAWhy = "node " + n.Name + ": " + numaShort
+				d.NUMAWhy = "node " + c.Nodes[i].Name + ": " + v.numaShort
 			}
 		}
 		nodes = append(nodes, pn)
@@ -178,6 +151,52 @@ func Decide(c *Cluster, w *Workload) Decision {
 		d.Message += fmt.Sprintf("; they would fit %s by %s, %s", where(d.Domains), at.UTC().Format(time.RFC3339), d.StartWhen)
 	}
 	return d
+}
+
+// nodeVerdict is why a node may or may not take the workload's pods: some pod set
+// may use it (eligible), or a HardwareTier refuses it (refused, the tier
+// refusing), its GPUs have too little memory (short), or its NUMA cells cannot
+// hold a pod (numaShort says why).
+type nodeVerdict struct {
+	eligible, refused, short bool
+	refusing, numaShort      string
+}
+
+// planNode is node n as the planner sees it for the workload (pods and vram from
+// shapesOf and vramOf): its free room, its domain at each of levels, and the pod
+// sets that may use it.
+func (c *Cluster) planNode(n *corev1.Node, w *Workload, pods []*corev1.Pod, vram []int64, levels []topology.Level, tiers *hardware.TierSet, placedOn map[string]bool) (placement.PlanNode, nodeVerdict) {
+	pn := placement.PlanNode{Name: n.Name, Free: c.freeFor(n, w), Eligible: make([]bool, len(pods)), Anchor: placedOn[n.Name]}
+	for _, l := range levels {
+		if l.Name == Anywhere {
+			pn.Domains = append(pn.Domains, Anywhere)
+		} else {
+			pn.Domains = append(pn.Domains, n.Labels[l.NodeLabel])
+		}
+	}
+	var v nodeVerdict
+	plain, preemptible, refusing := admits(tiers, n, c.Devices, w)
+	v.refusing = refusing
+	for j, ps := range w.PodSets {
+		admitted := plain
+		if pods[j].Labels[v1alpha1.LabelPreemptible] == "true" {
+			admitted = preemptible
+		}
+		open := placement.Eligible(pods[j], n) && c.flavorsMatch(ps.Flavors, n)
+		memoryOK := vram[j] == 0 || c.gpuMemoryAtLeast(n, vram[j])
+		numaWhy := ""
+		if open && admitted && memoryOK {
+			numaWhy = c.numaRefusal(n, pods[j])
+		}
+		pn.Eligible[j] = admitted && open && memoryOK && numaWhy == ""
+		v.eligible = v.eligible || pn.Eligible[j]
+		v.refused = v.refused || (open && !admitted)
+		v.short = v.short || (open && admitted && !memoryOK)
+		if v.numaShort == "" {
+			v.numaShort = numaWhy
+		}
+	}
+	return pn, v
 }
 
 // shapesOf are the workload's pod sets as shapes for the planner, and as the pods

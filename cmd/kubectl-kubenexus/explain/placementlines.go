@@ -280,7 +280,7 @@ func preemptionLine(g *group, st *state, w *feasibility.Workload) Line {
 		lost = fmt.Sprintf("; at most %.1f GPU-hours since their last checkpoints would be lost", gpuHours)
 	}
 	if len(victims) == 0 {
-		l.Text = fmt.Sprintf("no running pod it may evict has a priority below %d%s%s", prio, spared, said)
+		l.Text = fmt.Sprintf("no running pod it may evict has a priority below %d%s%s%s", prio, spared, consolidationNote(st, w, prof, prio, gangValue), said)
 		return l
 	}
 	d := feasibility.Decide(st.cluster.Without(victims), w)
@@ -290,7 +290,7 @@ func preemptionLine(g *group, st *state, w *feasibility.Workload) Line {
 	case d.Fits:
 		l.Text = fmt.Sprintf("evicting pods of priority below %d (%d run now) would make room %s%s%s%s", prio, len(victims), where(&d), lost, spared, said)
 	default:
-		l.Text = fmt.Sprintf("evicting every pod of priority below %d (%d) would still not make room%s%s", prio, len(victims), spared, said)
+		l.Text = fmt.Sprintf("evicting every pod of priority below %d (%d) would still not make room%s%s%s", prio, len(victims), spared, consolidationNote(st, w, prof, prio, gangValue), said)
 	}
 	return l
 }

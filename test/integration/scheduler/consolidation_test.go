@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/cmd/kubectl-kubenexus/explain"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
 )
@@ -110,6 +111,17 @@ var _ = Describe("GangPreemption consolidation", func() {
 		Eventually(tc.scheduledMessage("train-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
 			"consolidation: one whole place needs 6 pods moved, over spec.plugins.gangPreemption.consolidation.maxEvictionsPerGang (4)"))
 		Consistently(gone(tc, 6)).WithTimeout(2 * time.Second).Should(BeEmpty())
+		// kubectl kubenexus explain's dry run names the same plan and the budget.
+		r, err := (&explain.Explainer{Client: k8sClient}).Explain(suiteCtx, tc.ns, "podgroup", "train")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Sections).To(HaveLen(1))
+		var preemption string
+		for _, l := range r.Sections[0].Lines {
+			if l.Layer == explain.LayerPreemption {
+				preemption = l.Text
+			}
+		}
+		Expect(preemption).To(MatchRegexp(`; consolidation would move 6 pods \(%s/filler-\d-\d(, %s/filler-\d-\d){5}\) to place them in one piece on the cluster, \d+\.\d GPU-hours lost — over spec.plugins.gangPreemption.consolidation.maxEvictionsPerGang \(4\): it waits for pods to end instead`, tc.ns, tc.ns))
 	})
 })
 
