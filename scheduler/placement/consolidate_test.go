@@ -99,7 +99,7 @@ func TestConsolidateStaysInAScope(t *testing.T) {
 	if len(racks) != 1 {
 		t.Errorf("members across racks: %v", m.At)
 	}
-	if !(m.At[0] < 2) {
+	if m.At[0] >= 2 {
 		t.Errorf("members in rack b (%v): rack a's pods cost less", m.At)
 	}
 }

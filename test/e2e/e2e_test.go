@@ -134,6 +134,7 @@ func TestDemoFlow(t *testing.T) {
 	checkTrainingOperatorWebhook(t, c)
 	checkHardwareTiers(t, c, placements)
 	checkGangPreemption(t, c)
+	checkConsolidation(t, c)
 	checkGangRepair(t, c)
 	checkPyTorchJobRepair(t, c)
 	checkKueue(t, c)

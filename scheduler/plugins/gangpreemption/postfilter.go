@@ -100,43 +100,14 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	}
 	s := pl.newSearch(infos, members, claimed, scopes)
 	if at := s.place(nil, nil); at != nil {
-		if going := s.waitsFor(at, evicting); len(going) > 0 {
-			// The members fit the room that pods evicted for other preemptors
-			// leave beyond what those need: they claim it and wait for those pods
-			// to go, as if they had chosen them. Refusing here put the gang into
-			// its backoff while its room was on the way (a stall of a backoff at the
-			// end of a run of preemptions).
-			pl.commit(owner, pod, s, at, going)
-			preemptions.WithLabelValues("Adopted").Inc()
-			msg := fmt.Sprintf("waiting for %d pod(s) evicted for another preemption to terminate: the room they leave beyond its needs is held for %d member(s)", len(going), len(members))
-			klog.FromContext(ctx).V(2).Info("GangPreemption", "preemptor", klog.KObj(pod), "victims", 0, "decision", msg)
-			return nominate(s.nodes[at[0]].obj.Name), fwk.NewStatus(fwk.Success, msg)
-		}
-		// Room exists by the resources; something preemption cannot change keeps
-		// the pod out (affinity, topology, ports, volumes).
-		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption would not help: the members fit by their requests; another constraint refuses them")
+		return pl.fitAlready(ctx, owner, pod, s, at, evicting)
 	}
 	var c *choice
 	if len(candidates) > 0 {
 		c = s.choose(candidates)
 	}
 	if c == nil {
-		why := "preemption: no running pod or gang of lower priority may be evicted for it"
-		if len(candidates) > 0 {
-			why = fmt.Sprintf("preemption found no lower-priority gangs or pods whose eviction makes room for %d member(s) (PodDisruptionBudgets respected)", len(members))
-			if *pl.args.Consolidation.Enabled {
-				movers = pl.movables(running, prof, prio, priority, time.Now())
-			}
-		}
-		if len(movers) > 0 {
-			res, st, not := pl.consolidate(ctx, pod, prof, owner, prio, s, movers)
-			if st != nil {
-				return res, st
-			}
-			why += "; consolidation: " + not
-		}
-		preemptions.WithLabelValues("NoVictims").Inc()
-		return nil, fwk.NewStatus(fwk.Unschedulable, why)
+		return pl.consolidateInstead(ctx, pod, prof, owner, prio, s, running, priority, len(candidates) > 0, movers)
 	}
 
 	// 4. The commitment: the members' room is claimed until the victims are gone.
@@ -319,4 +290,48 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// consolidateInstead is PostFilter's last resort when preemption chose nothing
+// (tried: there were candidates): consolidation over the pods that may move
+// (movers, found here when preemption had candidates), else the reason for the
+// pod's status.
+func (pl *Plugin) consolidateInstead(ctx context.Context, pod *corev1.Pod, prof workload.Profile, owner string, prio int32, s *search, running []*corev1.Pod, priority priorityFunc, tried bool, movers []*unit) (*fwk.PostFilterResult, *fwk.Status) {
+	why := "preemption: no running pod or gang of lower priority may be evicted for it"
+	if tried {
+		why = fmt.Sprintf("preemption found no lower-priority gangs or pods whose eviction makes room for %d member(s) (PodDisruptionBudgets respected)", len(s.members))
+		if *pl.args.Consolidation.Enabled {
+			movers = pl.movables(running, prof, prio, priority, time.Now())
+		}
+	}
+	if len(movers) > 0 {
+		res, st, not := pl.consolidate(ctx, pod, prof, owner, prio, s, movers)
+		if st != nil {
+			return res, st
+		}
+		why += "; consolidation: " + not
+	}
+	preemptions.WithLabelValues("NoVictims").Inc()
+	return nil, fwk.NewStatus(fwk.Unschedulable, why)
+}
+
+// fitAlready answers for members that fit (at) without evicting anything new:
+// they claim the room pods evicted for other preemptors leave beyond those
+// preemptors' needs when that is what they fit, else preemption would not help.
+func (pl *Plugin) fitAlready(ctx context.Context, owner string, pod *corev1.Pod, s *search, at []int, evicting []*corev1.Pod) (*fwk.PostFilterResult, *fwk.Status) {
+	if going := s.waitsFor(at, evicting); len(going) > 0 {
+		// The members fit the room that pods evicted for other preemptors
+		// leave beyond what those need: they claim it and wait for those pods
+		// to go, as if they had chosen them. Refusing here put the gang into
+		// its backoff while its room was on the way (a stall of a backoff at the
+		// end of a run of preemptions).
+		pl.commit(owner, pod, s, at, going)
+		preemptions.WithLabelValues("Adopted").Inc()
+		msg := fmt.Sprintf("waiting for %d pod(s) evicted for another preemption to terminate: the room they leave beyond its needs is held for %d member(s)", len(going), len(s.members))
+		klog.FromContext(ctx).V(2).Info("GangPreemption", "preemptor", klog.KObj(pod), "victims", 0, "decision", msg)
+		return nominate(s.nodes[at[0]].obj.Name), fwk.NewStatus(fwk.Success, msg)
+	}
+	// Room exists by the resources; something preemption cannot change keeps
+	// the pod out (affinity, topology, ports, volumes).
+	return nil, fwk.NewStatus(fwk.Unschedulable, "preemption would not help: the members fit by their requests; another constraint refuses them")
 }
