@@ -21,6 +21,7 @@ import (
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/scheduler/placement"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 )
 
@@ -32,7 +33,10 @@ import (
 //     evicted whole (GangPreemption before checkpoints and shrink-before-kill);
 //   - now: victims weighed by the GPU time since their last checkpoint, elastic
 //     gangs shrunk to their minimum first;
-//   - checkpoint-only and shed-only: each of the two alone.
+//   - checkpoint-only and shed-only: each of the two alone;
+//   - consolidate: now, and a job that fits the free GPUs only in total moves the
+//     fewest best-effort pods of the trace (placement.Consolidate, at most 4 per
+//     job and 32 an hour), which lose their run and wait again.
 //
 // The work a victim really loses is the same model in both arms: the time since
 // its last checkpoint (every `interval` of its run), or its whole run without
@@ -58,7 +62,7 @@ func TestPreemptionReplay(t *testing.T) {
 			t.Fatalf("KUBENEXUS_PREEMPTION_SEEDS=%q: want a positive integer", v)
 		}
 	}
-	arms := []string{"before", "now", "checkpoint-only", "shed-only"}
+	arms := []string{"before", "now", "checkpoint-only", "shed-only", "consolidate"}
 	if v := os.Getenv("KUBENEXUS_PREEMPTION_ARMS"); v != "" {
 		arms = strings.Split(v, ",")
 	}
@@ -72,15 +76,17 @@ func TestPreemptionReplay(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n| arm | GPU-hours lost | per preempted GPU | preempted GPUs | wait p50 | wait p95 | high-priority wait p95 | completion p50 | completion p95 | GPU allocation |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "\n| arm | GPU-hours lost | per preempted GPU | preempted GPUs | wait p50 | wait p95 | gangs' wait p50 | gangs' wait p95 | high-priority wait p95 | completion p50 | completion p95 | GPU allocation |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, arm := range arms {
 		rs := results[arm]
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", arm,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", arm,
 			spread(rs, func(r replayResult) float64 { return r.lostGPUHours }, "%.0f"),
 			spread(rs, func(r replayResult) float64 { return r.lostPerGPU() }, "%.2f"),
 			spread(rs, func(r replayResult) float64 { return float64(r.preemptedGPUs) }, "%.0f"),
 			spread(rs, func(r replayResult) float64 { return r.waitP50 / 60 }, "%.1f min"),
 			spread(rs, func(r replayResult) float64 { return r.waitP95 / 60 }, "%.1f min"),
+			spread(rs, func(r replayResult) float64 { return r.gangWaitP50 / 60 }, "%.1f min"),
+			spread(rs, func(r replayResult) float64 { return r.gangWaitP95 / 60 }, "%.1f min"),
 			spread(rs, func(r replayResult) float64 { return r.highWaitP95 / 60 }, "%.1f min"),
 			spread(rs, func(r replayResult) float64 { return r.jctP50 / 60 }, "%.1f min"),
 			spread(rs, func(r replayResult) float64 { return r.jctP95 / 60 }, "%.0f min"),
@@ -245,9 +251,12 @@ type replayResult struct {
 	waitP50       float64
 	waitP95       float64
 	highWaitP95   float64
+	gangWaitP50   float64
+	gangWaitP95   float64
 	allocation    float64
 	preemptions   int
 	shed          int // members shed from elastic gangs
+	moved         int // pods moved by consolidation
 	jctP50        float64
 	jctP95        float64
 }
@@ -260,8 +269,8 @@ func (r replayResult) lostPerGPU() float64 {
 }
 
 func (r replayResult) String() string {
-	return fmt.Sprintf("GPU-hours lost %.0f (%.2f per preempted GPU, %d GPUs, %d preemptions, %d members shed), wait p50 %.1f min p95 %.1f min (high priority p95 %.1f min), allocation %.1f%%",
-		r.lostGPUHours, r.lostPerGPU(), r.preemptedGPUs, r.preemptions, r.shed, r.waitP50/60, r.waitP95/60, r.highWaitP95/60, 100*r.allocation)
+	return fmt.Sprintf("GPU-hours lost %.0f (%.2f per preempted GPU, %d GPUs, %d preemptions, %d members shed, %d pods moved), wait p50 %.1f min p95 %.1f min (gangs p95 %.1f min, high priority p95 %.1f min), allocation %.1f%%",
+		r.lostGPUHours, r.lostPerGPU(), r.preemptedGPUs, r.preemptions, r.shed, r.moved, r.waitP50/60, r.waitP95/60, r.gangWaitP95/60, r.highWaitP95/60, 100*r.allocation)
 }
 
 func spread(rs []replayResult, f func(replayResult) float64, format string) string {
@@ -308,6 +317,7 @@ type sim struct {
 	// would dilute it by the length of the longest job.
 	arrivalsEnd, usedAtArrivalsEnd float64
 	jct                            []float64 // arrival to completion of every job that completed
+	moves                          []float64 // when consolidation moved each pod
 }
 
 func replay(stream []*job, arm string) replayResult {
@@ -345,7 +355,7 @@ func replay(stream []*job, arm string) replayResult {
 		}
 		s.schedule()
 	}
-	var waits, high []float64
+	var waits, high, gangs []float64
 	for _, j := range jobs {
 		if j.firstStart < 0 {
 			continue
@@ -354,8 +364,12 @@ func replay(stream []*job, arm string) replayResult {
 		if j.prio == highPriority {
 			high = append(high, j.firstStart-j.arrival)
 		}
+		if j.size > 1 {
+			gangs = append(gangs, j.firstStart-j.arrival)
+		}
 	}
 	s.res.waitP50, s.res.waitP95, s.res.highWaitP95 = quantile(waits, 0.5), quantile(waits, 0.95), quantile(high, 0.95)
+	s.res.gangWaitP50, s.res.gangWaitP95 = quantile(gangs, 0.5), quantile(gangs, 0.95)
 	s.res.jctP50, s.res.jctP95 = quantile(s.jct, 0.5), quantile(s.jct, 0.95)
 	if s.arrivalsEnd > 0 {
 		s.res.allocation = s.usedAtArrivalsEnd / (s.arrivalsEnd * replayNodes * gpusPerNode)
@@ -400,6 +414,12 @@ func (s *sim) schedule() {
 		}
 		if j.prio == highPriority && s.preempt(j) {
 			if at := s.fit(j); at != nil {
+				s.start(j, at)
+				continue
+			}
+		}
+		if s.arm == "consolidate" && j.rejoin == nil {
+			if at := s.consolidate(j); at != nil {
 				s.start(j, at)
 				continue
 			}
@@ -528,7 +548,7 @@ func (s *sim) preempt(j *job) bool {
 	}
 	now := s.epoch.Add(time.Duration(s.now * float64(time.Second)))
 	us := units(pods, j.prio, nil, anyLower(j.prio), ownPriority, describe, now)
-	if s.arm == "now" || s.arm == "shed-only" {
+	if s.arm == "now" || s.arm == "shed-only" || s.arm == "consolidate" {
 		us = withShedding(us, func(k gang.Key, _ int32) (int32, map[string]int32, bool) {
 			id, _ := strconv.Atoi(strings.TrimPrefix(k.Name, "job-"))
 			return int32(owner[id].min), nil, true
@@ -595,4 +615,65 @@ func simPod(j *job, m, n int, epoch time.Time, now float64) *corev1.Pod {
 func podJob(p *corev1.Pod) int {
 	id, _ := strconv.Atoi(p.Labels["job"])
 	return id
+}
+
+// Consolidation's budgets as GangPreemption's defaults.
+const (
+	replayMovesPerGang = 4
+	replayMovesPerHour = 32
+)
+
+// consolidate, for a job that fits the free GPUs only in total, moves the fewest
+// running pods that may move — best-effort pods of the trace (labelled
+// preemptible), of a priority not above the job's — with placement.Consolidate,
+// within the budgets: each moved pod loses its run (it declares no checkpoints)
+// and waits again, its room rehomed by the plan; the job's nodes are returned.
+func (s *sim) consolidate(j *job) []int {
+	var free int64
+	for _, f := range s.free {
+		free += f
+	}
+	if free < j.gpus*int64(j.size) {
+		return nil
+	}
+	kept := s.moves[:0]
+	for _, t := range s.moves {
+		if s.now-t < 3600 {
+			kept = append(kept, t)
+		}
+	}
+	s.moves = kept
+	bins := make([]placement.Bin, replayNodes)
+	all := map[int]bool{}
+	for n := range replayNodes {
+		bins[n] = placement.Bin{Name: fmt.Sprintf("n%03d", n), Free: map[corev1.ResourceName]int64{v1alpha1.ResourceNvidiaGPU: s.free[n]}}
+		all[n] = true
+	}
+	wants := make([]placement.Want, j.size)
+	for m := range wants {
+		wants[m] = placement.Want{Req: map[corev1.ResourceName]int64{v1alpha1.ResourceNvidiaGPU: j.gpus}, Eligible: all}
+	}
+	var ms []placement.Movable
+	var movers []*job
+	seen := map[*job]bool{}
+	for _, e := range s.done {
+		v := e.j
+		if seen[v] || !v.running() || v.size != 1 || v.prio != lowPriority || v.prio > j.prio {
+			continue
+		}
+		seen[v] = true
+		ms = append(ms, placement.Movable{Bin: v.nodes[0], Req: map[corev1.ResourceName]int64{v1alpha1.ResourceNvidiaGPU: v.gpus}, Homes: all,
+			Cost: float64(v.gpus) * (s.now - v.lastCheckpoint(s.now))})
+		movers = append(movers, v)
+	}
+	plan := placement.Consolidate(bins, wants, ms, nil, nil)
+	if plan == nil || len(plan.Moved) > replayMovesPerGang || len(s.moves)+len(plan.Moved) > replayMovesPerHour {
+		return nil
+	}
+	for _, i := range plan.Moved {
+		s.evict(movers[i])
+		s.moves = append(s.moves, s.now)
+	}
+	s.res.moved += len(plan.Moved)
+	return plan.At
 }
