@@ -115,6 +115,28 @@ func consolidateIn(bins []Bin, wants []Want, movables []Movable, only map[int]bo
 	return nil
 }
 
+// ShortInTotal reports whether the fleet's free room is short of every want's
+// requests together: then no consolidation can place them.
+func ShortInTotal(bins []Bin, wants []Want) bool {
+	need, have := map[corev1.ResourceName]int64{}, map[corev1.ResourceName]int64{}
+	for _, w := range wants {
+		for name, v := range w.Req {
+			need[name] += v
+		}
+	}
+	for _, b := range bins {
+		for name, v := range b.Free {
+			have[name] += max(v, 0)
+		}
+	}
+	for name, v := range need {
+		if have[name] < v {
+			return true
+		}
+	}
+	return false
+}
+
 // enoughInTotal: the fleet's free room holds every want's requests together (the
 // moved pods' replacements need room too: moving cannot make room that is not
 // there), and so does the free room of the bins in only (nil: all) that some want

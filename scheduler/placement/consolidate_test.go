@@ -103,3 +103,14 @@ func TestConsolidateStaysInAScope(t *testing.T) {
 		t.Errorf("members in rack b (%v): rack a's pods cost less", m.At)
 	}
 }
+
+func TestShortInTotal(t *testing.T) {
+	bins, _ := fragmented()
+	two := []Want{{Req: gpus(8), Eligible: all(4)}, {Req: gpus(8), Eligible: all(4)}}
+	if ShortInTotal(bins, two) {
+		t.Error("16 GPUs free in pieces: not short of two 8-GPU members in total")
+	}
+	if !ShortInTotal(bins, append(two, two[0])) {
+		t.Error("16 GPUs free: short of three 8-GPU members")
+	}
+}

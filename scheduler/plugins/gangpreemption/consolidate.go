@@ -117,6 +117,9 @@ func (pl *Plugin) consolidate(ctx context.Context, pod *corev1.Pod, prof workloa
 		}
 		return true
 	}
+	if placement.ShortInTotal(bins, wants) {
+		return nil, nil, fmt.Sprintf("the free room of the nodes is short of its %d member(s) in total: moving pods cannot make it", len(wants))
+	}
 	plan := placement.Consolidate(bins, wants, ms, s.scopes, allow)
 	if plan == nil {
 		return nil, nil, "no set of pods that may move (labelled preemptible, of a priority and tier not above its own) makes one whole place for them"
