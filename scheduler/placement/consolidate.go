@@ -188,7 +188,7 @@ func enoughInTotal(bins []Bin, wants []Want, movables []Movable, only map[int]bo
 func candidates(bins []Bin, wants []Want, movables []Movable, only map[int]bool, excluded map[int]bool) []int {
 	largest := 0
 	for i := range wants {
-		if reqSize(wants[i].Req) > reqSize(wants[largest].Req) {
+		if RequestSize(wants[i].Req) > RequestSize(wants[largest].Req) {
 			largest = i
 		}
 	}
@@ -208,7 +208,7 @@ func candidates(bins []Bin, wants []Want, movables []Movable, only map[int]bool,
 		}
 		sort.SliceStable(ms, func(x, y int) bool {
 			a, c := movables[ms[x]], movables[ms[y]]
-			if sa, sc := reqSize(a.Req), reqSize(c.Req); sa != sc {
+			if sa, sc := RequestSize(a.Req), RequestSize(c.Req); sa != sc {
 				return sa > sc
 			}
 			return a.Cost < c.Cost
@@ -293,7 +293,7 @@ func fitWants(bins []Bin, wants []Want, freed tally, only map[int]bool) []int {
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return reqSize(wants[order[a]].Req) > reqSize(wants[order[b]].Req) })
+	sort.SliceStable(order, func(a, b int) bool { return RequestSize(wants[order[a]].Req) > RequestSize(wants[order[b]].Req) })
 	used := tally{}
 	out := make([]int, len(wants))
 	for _, wi := range order {
@@ -318,7 +318,7 @@ func rehome(bins []Bin, wants []Want, movables []Movable, picked, at []int) ([]i
 		used.add(b, wants[wi].Req, 1)
 	}
 	order := append([]int(nil), picked...)
-	sort.SliceStable(order, func(a, b int) bool { return reqSize(movables[order[a]].Req) > reqSize(movables[order[b]].Req) })
+	sort.SliceStable(order, func(a, b int) bool { return RequestSize(movables[order[a]].Req) > RequestSize(movables[order[b]].Req) })
 	to := map[int]int{}
 	var homeless []int
 	for _, i := range order {
@@ -371,7 +371,9 @@ func fitsIn(free, freed, used, req map[corev1.ResourceName]int64) bool {
 	return true
 }
 
-func reqSize(req map[corev1.ResourceName]int64) int64 {
+// RequestSize orders requests by size: the sum of their amounts (in their units,
+// milli-units where the caller counts so).
+func RequestSize(req map[corev1.ResourceName]int64) int64 {
 	var n int64
 	for _, v := range req {
 		n += v

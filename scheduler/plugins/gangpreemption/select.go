@@ -13,6 +13,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/scheduler/placement"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
 )
 
@@ -195,7 +196,7 @@ func (s *search) placeWith(freed nodefree.Tally[int], only map[int]bool) []int {
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return size(s.members[order[a]].req) > size(s.members[order[b]].req) })
+	sort.SliceStable(order, func(a, b int) bool { return placement.RequestSize(s.members[order[a]].req) > placement.RequestSize(s.members[order[b]].req) })
 	out := make([]int, len(s.members))
 	for _, mi := range order {
 		m := s.members[mi]
@@ -266,14 +267,6 @@ func (s *search) waitsFor(at []int, evicting []*corev1.Pod) []*corev1.Pod {
 		}
 	}
 	return out
-}
-
-func size(req map[corev1.ResourceName]int64) int64 {
-	var n int64
-	for _, v := range req {
-		n += v
-	}
-	return n
 }
 
 // allowed reports whether evicting u keeps every PodDisruptionBudget within
