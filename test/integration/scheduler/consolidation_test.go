@@ -81,6 +81,39 @@ var _ = Describe("GangPreemption consolidation", func() {
 			fmt.Sprintf("KubeNexus GangPreemption: moved to make one whole place for gang %s/train (priority 0); pod %s/%s (priority 0), whose replacement fits on", tc.ns, tc.ns, moved[0]))))
 	})
 
+	// Racks interleaved by name (r0, r2 in rack a; r1, r3 in rack b), every node
+	// fragmented: a gang required in one rack gets both nodes of one rack emptied,
+	// not the first two by name, which straddle the racks.
+	It("makes the whole place inside one rack for a gang that requires one", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		rackOf := map[string]string{}
+		for i, rack := range []string{"a", "b", "a", "b"} {
+			prefix := fmt.Sprintf("r%d", i)
+			tc.addLabelledNodes(prefix, 1, map[string]string{v1alpha1.LabelRack: tc.ns + "-" + rack}, "cpu", "64", "memory", "256Gi", "nvidia.com/gpu", "8")
+			node := fmt.Sprintf("%s-%s-0", tc.ns, prefix)
+			rackOf[node] = rack
+			for j := range 2 {
+				Expect(k8sClient.Create(suiteCtx, tc.filler(fmt.Sprintf("filler-%d-%d", i, j), true).Node(node).Obj())).To(Succeed())
+			}
+		}
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("train", tc.ns).MinMember(2).
+			NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).Obj())).To(Succeed())
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("train-%d", i)).PodGroup("train").Label(v1alpha1.LabelWorkloadType, "training").
+				Req("cpu", "8", "memory", "32Gi").GPUs(8).Obj())).To(Succeed())
+		}
+		Eventually(gone(tc, 4)).WithTimeout(testutil.Timeout).Should(HaveLen(4))
+		moved := gone(tc, 4)()
+		for _, name := range moved {
+			Expect(k8sClient.Create(suiteCtx, tc.filler(name+"-r", true).Obj())).To(Succeed())
+		}
+		Eventually(tc.boundFn("train")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		a, b := tc.nodeOf("train-0")(), tc.nodeOf("train-1")()
+		Expect(a).NotTo(Equal(b))
+		Expect(rackOf[a]).To(Equal(rackOf[b]), "the gang runs on %s and %s, across racks", a, b)
+		Consistently(gone(tc, 4)).WithTimeout(2*time.Second).Should(HaveLen(4), "only the pods of the gang's two nodes are moved")
+	})
+
 	It("moves no pod that is not labelled preemptible", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		fragment(tc, 4, false)
