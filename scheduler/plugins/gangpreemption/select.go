@@ -196,7 +196,9 @@ func (s *search) placeWith(freed nodefree.Tally[int], only map[int]bool) []int {
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return placement.RequestSize(s.members[order[a]].req) > placement.RequestSize(s.members[order[b]].req) })
+	sort.SliceStable(order, func(a, b int) bool {
+		return placement.RequestSize(s.members[order[a]].req) > placement.RequestSize(s.members[order[b]].req)
+	})
 	out := make([]int, len(s.members))
 	for _, mi := range order {
 		m := s.members[mi]
