@@ -34,6 +34,8 @@ import (
 //   - now: victims weighed by the GPU time since their last checkpoint, elastic
 //     gangs shrunk to their minimum first;
 //   - checkpoint-only and shed-only: each of the two alone;
+//   - stock: kube-scheduler's DefaultPreemption, member by member (preemptStock),
+//     a gang that loses a member restarted whole by its controller;
 //   - consolidate: now, and a job that fits the free GPUs only in total moves the
 //     fewest best-effort pods of the trace (placement.Consolidate, at most 4 per
 //     job and 32 an hour), which lose their run and wait again.
@@ -62,7 +64,7 @@ func TestPreemptionReplay(t *testing.T) {
 			t.Fatalf("KUBENEXUS_PREEMPTION_SEEDS=%q: want a positive integer", v)
 		}
 	}
-	arms := []string{"before", "now", "checkpoint-only", "shed-only", "consolidate"}
+	arms := []string{"stock", "before", "now", "checkpoint-only", "shed-only", "consolidate"}
 	if v := os.Getenv("KUBENEXUS_PREEMPTION_ARMS"); v != "" {
 		arms = strings.Split(v, ",")
 	}
@@ -412,7 +414,7 @@ func (s *sim) schedule() {
 			s.start(j, at)
 			continue
 		}
-		if j.prio == highPriority && s.preempt(j) {
+		if j.prio == highPriority && (s.arm == "stock" && s.preemptStock(j) || s.arm != "stock" && s.preempt(j)) {
 			if at := s.fit(j); at != nil {
 				s.start(j, at)
 				continue
@@ -676,4 +678,127 @@ func (s *sim) consolidate(j *job) []int {
 	}
 	s.res.moved += len(plan.Moved)
 	return plan.At
+}
+
+// preemptStock chooses victims as kube-scheduler's DefaultPreemption does, for
+// each member of j that fits no node in turn: on each node, every pod of lower
+// priority is removed, then as many as fit are reprieved, the most important first
+// (higher priority, then the earlier start); of the nodes where the member then
+// fits, the one whose most important victim is least important, then with the
+// lowest sum of victims' priorities, then the fewest victims, then whose victims
+// started latest. A pod evicted from a gang breaks it: the job's controller
+// restarts it whole, and every member loses its work since the last checkpoint
+// (counted at once, its room free at once — in a cluster the rest of the gang goes
+// a little later). Placement stays all or nothing (stock without gangs would place
+// members one by one and strand some: not modelled, in stock's favour).
+func (s *sim) preemptStock(j *job) bool {
+	free := s.free
+	onNode := map[int][]*job{}
+	for _, e := range s.done {
+		v := e.j
+		if !v.running() || v.prio >= j.prio {
+			continue
+		}
+		for _, n := range v.nodes {
+			onNode[n] = append(onNode[n], v)
+		}
+	}
+	// Each job is listed once per member on the node; the map of done events may
+	// hold a job more than once.
+	for n, vs := range onNode {
+		seen := map[*job]int{}
+		var out []*job
+		for _, v := range vs {
+			seen[v]++
+			count := 0
+			for _, m := range v.nodes {
+				if m == n {
+					count++
+				}
+			}
+			if seen[v] <= count {
+				out = append(out, v)
+			}
+		}
+		onNode[n] = out
+	}
+	victims := map[*job]bool{}
+	for range j.size {
+		if n := bestFitNode(free, j.gpus); n >= 0 {
+			free[n] -= j.gpus
+			continue
+		}
+		best, bestVictims := -1, []*job(nil)
+		for n := range replayNodes {
+			var cands []*job
+			room := free[n]
+			for _, v := range onNode[n] {
+				if !victims[v] {
+					cands = append(cands, v)
+					room += v.gpus
+				}
+			}
+			if room < j.gpus {
+				continue
+			}
+			// Reprieve the most important first: the earliest started.
+			sort.SliceStable(cands, func(a, b int) bool { return cands[a].runStart < cands[b].runStart })
+			var out []*job
+			for _, v := range cands {
+				if room-v.gpus >= j.gpus {
+					room -= v.gpus
+					continue
+				}
+				out = append(out, v)
+			}
+			if best < 0 || stockBetter(out, bestVictims) {
+				best, bestVictims = n, out
+			}
+		}
+		if best < 0 {
+			return false
+		}
+		for _, v := range bestVictims {
+			victims[v] = true
+			for _, m := range v.nodes {
+				free[m] += v.gpus
+			}
+		}
+		free[best] -= j.gpus
+	}
+	if len(victims) == 0 {
+		return false
+	}
+	s.res.preemptions++
+	for v := range victims {
+		s.evict(v)
+	}
+	return true
+}
+
+// stockBetter: DefaultPreemption's order of candidate nodes once every victim is of
+// the same priority: fewer victims, then victims that started later.
+func stockBetter(a, b []*job) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	latest := func(vs []*job) float64 {
+		t := math.Inf(-1)
+		for _, v := range vs {
+			t = max(t, v.runStart)
+		}
+		return t
+	}
+	return latest(a) > latest(b)
+}
+
+// bestFitNode is the node with the fewest free GPUs that still holds gpus, or -1.
+func bestFitNode(free [replayNodes]int64, gpus int64) int {
+	best := -1
+	for n, f := range free {
+		if f >= gpus && (best < 0 || f < free[best]) {
+			best = n
+		}
+	}
+	return best
 }
