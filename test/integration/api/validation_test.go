@@ -312,6 +312,20 @@ var _ = Describe("Creating a malformed object", func() {
 				return knc("").Scheduler(func(s *v1alpha1.SchedulerSpec) { s.ClientConnection.QPS = -5 }).Obj()
 			},
 			want: []string{"spec.scheduler.clientConnection.qps", "greater than or equal to 1"}}),
+		Entry("KubeNexusConfig consolidation budget of 0 pods per gang", rejectedCreate{
+			obj: func(string) client.Object {
+				c := knc("").Obj()
+				c.Spec.Plugins.GangPreemption.Consolidation = &v1alpha1.GangConsolidation{MaxEvictionsPerGang: ptr.To[int32](0)}
+				return c
+			},
+			want: []string{"spec.plugins.gangPreemption.consolidation.maxEvictionsPerGang", "greater than or equal to 1"}}),
+		Entry("KubeNexusConfig consolidation budget above 10000 pods an hour", rejectedCreate{
+			obj: func(string) client.Object {
+				c := knc("").Obj()
+				c.Spec.Plugins.GangPreemption.Consolidation = &v1alpha1.GangConsolidation{MaxEvictionsPerHour: ptr.To[int32](20000)}
+				return c
+			},
+			want: []string{"spec.plugins.gangPreemption.consolidation.maxEvictionsPerHour", "less than or equal to 10000"}}),
 		Entry("KubeNexusConfig burst below QPS", rejectedCreate{
 			obj: func(string) client.Object {
 				return knc("").Scheduler(func(s *v1alpha1.SchedulerSpec) {
