@@ -27,12 +27,29 @@ type Want struct {
 
 // Movable is a running pod that may be evicted to be recreated elsewhere: the bin
 // it runs on, its requests, the bins its replacement may run on, and what moving it
-// throws away (Cost: GPU-seconds since its last checkpoint).
+// throws away (Cost: GPU-seconds since its last checkpoint). Homes, when nil, is
+// asked of HomesOf, only for the pods a plan moves (nil both: any bin).
 type Movable struct {
-	Bin   int
-	Req   map[corev1.ResourceName]int64
-	Homes map[int]bool
-	Cost  float64
+	Bin     int
+	Req     map[corev1.ResourceName]int64
+	Homes   map[int]bool
+	HomesOf func() map[int]bool
+	Cost    float64
+}
+
+// homes are the bins m's replacement may run on.
+func (m Movable) homes(bins []Bin) map[int]bool {
+	switch {
+	case m.Homes != nil:
+		return m.Homes
+	case m.HomesOf != nil:
+		return m.HomesOf()
+	}
+	out := make(map[int]bool, len(bins))
+	for b := range bins {
+		out[b] = true
+	}
+	return out
 }
 
 // Move is a consolidation plan: the movables moved (indexes), the bin each one's
@@ -323,7 +340,7 @@ func rehome(bins []Bin, wants []Want, movables []Movable, picked, at []int) ([]i
 	var homeless []int
 	for _, i := range order {
 		m := movables[i]
-		b := bestFit(bins, m.Req, m.Homes, nil, freed, used)
+		b := bestFit(bins, m.Req, m.homes(bins), nil, freed, used)
 		if b < 0 {
 			homeless = append(homeless, i)
 			continue

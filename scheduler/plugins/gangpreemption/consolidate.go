@@ -103,10 +103,10 @@ func (pl *Plugin) consolidate(ctx context.Context, pod *corev1.Pod, prof workloa
 	for i, m := range s.members {
 		wants[i] = placement.Want{Req: m.req, Eligible: m.eligible}
 	}
-	homes := homesOf(s, movers)
 	ms := make([]placement.Movable, len(movers))
 	for i, u := range movers {
-		ms[i] = placement.Movable{Bin: s.byName[u.pods[0].Spec.NodeName], Req: nodefree.Requests(u.pods[0]), Homes: homes[i], Cost: u.gpuSeconds}
+		ms[i] = placement.Movable{Bin: s.byName[u.pods[0].Spec.NodeName], Req: nodefree.Requests(u.pods[0]), Cost: u.gpuSeconds,
+			HomesOf: func() map[int]bool { return homesOf(s, u.pods[0]) }}
 	}
 	allow := func(set []int) bool {
 		budget := maps.Clone(s.budget)
@@ -155,30 +155,14 @@ func (pl *Plugin) consolidate(ctx context.Context, pod *corev1.Pod, prof workloa
 	return nominate(s.nodes[plan.At[0]].obj.Name), fwk.NewStatus(fwk.Success, note), ""
 }
 
-// homesOf is, for each mover, the nodes its replacement may run on (its node
-// selector, required affinity and tolerations); movers with the same constraints
-// (a ReplicaSet's pods) share one pass over the nodes.
-func homesOf(s *search, movers []*unit) []map[int]bool {
-	out := make([]map[int]bool, len(movers))
-	for i, u := range movers {
-		p := u.pods[0]
-		for j := range i {
-			if sameConstraints(movers[j].pods[0], p) {
-				out[i] = out[j]
-				break
-			}
-		}
-		if out[i] != nil {
-			continue
-		}
-		out[i] = map[int]bool{}
-		for ni, n := range s.nodes {
-			if n.obj.Spec.Unschedulable {
-				continue
-			}
-			if placement.Eligible(p, n.obj) {
-				out[i][ni] = true
-			}
+// homesOf is the nodes a moved pod's replacement may run on (its node selector,
+// required affinity and tolerations; not a cordoned node): asked only for the pods
+// a plan moves.
+func homesOf(s *search, p *corev1.Pod) map[int]bool {
+	out := map[int]bool{}
+	for ni, n := range s.nodes {
+		if !n.obj.Spec.Unschedulable && placement.Eligible(p, n.obj) {
+			out[ni] = true
 		}
 	}
 	return out

@@ -114,6 +114,28 @@ var _ = Describe("GangPreemption consolidation", func() {
 		Consistently(gone(tc, 4)).WithTimeout(2*time.Second).Should(HaveLen(4), "only the pods of the gang's two nodes are moved")
 	})
 
+	// As a bronze tenant whose gang's pods claim gold: a gold tenant's preemptible
+	// pods (same priority) are of a higher tier than the gang's namespace, and none
+	// moves; the gold tenant's own gang moves them.
+	It("moves no pod of a higher tenant tier for a bronze gang, whatever tier its pods claim", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		tc.setTier(v1alpha1.TenantTierBronze)
+		gold := tc.tenantNamespace(v1alpha1.TenantTierGold)
+		fragment(gold, 4, true)
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("train", tc.ns).MinMember(2).Obj())).To(Succeed())
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("train-%d", i)).PodGroup("train").Label(v1alpha1.LabelWorkloadType, "training").
+				Label(v1alpha1.LabelTenantTier, "gold").Req("cpu", "8", "memory", "32Gi").GPUs(8).Obj())).To(Succeed())
+		}
+		Eventually(tc.scheduledMessage("train-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring("preemption: no running pod or gang of lower priority may be evicted for it"))
+		Consistently(gone(gold, 4)).WithTimeout(3*time.Second).Should(BeEmpty(), "a bronze gang moved a gold tenant's pods")
+
+		gang(gold, "gold-train", 2)
+		Eventually(gone(gold, 4)).WithTimeout(testutil.Timeout).Should(HaveLen(4), "the gold tenant's gang moves its own tier's pods")
+		Eventually(gold.boundFn("gold-train")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		Expect(tc.boundFn("train")()).To(Equal(0))
+	})
+
 	It("moves no pod that is not labelled preemptible", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		fragment(tc, 4, false)
