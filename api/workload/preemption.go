@@ -2,6 +2,7 @@ package workload
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -58,6 +59,15 @@ func Sheddable(role v1alpha1.WorkloadRole) bool {
 		return false
 	}
 	return true
+}
+
+// RecreatedElsewhere reports whether evicting the pod leaves a controller to
+// recreate it, free to place the replacement on another node: it has a controller
+// that is not a DaemonSet (a bare pod evicted is gone; a DaemonSet's is bound to
+// its node). Consolidation moves only such pods.
+func RecreatedElsewhere(p *corev1.Pod) bool {
+	ctrl := metav1.GetControllerOf(p)
+	return ctrl != nil && ctrl.Kind != "DaemonSet"
 }
 
 // MayMove says whether a running pod (its profile and preemption priority) may be

@@ -4,6 +4,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
@@ -40,6 +44,27 @@ func TestMayMove(t *testing.T) {
 	} {
 		if got := MayMove(training, 10, tc.victim, tc.prio, tc.ckpt, tc.checkpointed, tc.services); got != tc.want {
 			t.Errorf("%s: MayMove = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestRecreatedElsewhere(t *testing.T) {
+	owned := func(kind string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{Kind: kind, Name: "x", Controller: ptr.To(true)}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"a ReplicaSet's", owned("ReplicaSet"), true},
+		{"a Job's", owned("Job"), true},
+		{"a DaemonSet's", owned("DaemonSet"), false},
+		{"a bare pod", &corev1.Pod{}, false},
+		{"owned but not controlled", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "x"}}}}, false},
+	} {
+		if got := RecreatedElsewhere(tc.pod); got != tc.want {
+			t.Errorf("%s: RecreatedElsewhere = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/controllers/feasibility"
@@ -29,7 +28,7 @@ func consolidationNote(st *state, w *feasibility.Workload, prof workload.Profile
 		if !workload.OccupiesNode(v) || v.DeletionTimestamp != nil {
 			continue
 		}
-		if ctrl := metav1.GetControllerOf(v); ctrl == nil || ctrl.Kind == "DaemonSet" {
+		if !workload.RecreatedElsewhere(v) {
 			continue
 		}
 		// The victim's tier as the webhook wrote it on the pod.

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -66,11 +65,11 @@ func (pl *Plugin) movables(running []*corev1.Pod, prof workload.Profile, prio in
 		if p.DeletionTimestamp != nil || chosen[p.UID] || marked(p) {
 			continue
 		}
-		ctrl := metav1.GetControllerOf(p)
-		if ctrl == nil || ctrl.Kind == "DaemonSet" {
-			continue // nothing recreates it elsewhere
-		}
 		v := describe(p)
+		// The cheap refusals first: this runs over every running pod.
+		if !v.prof.Preemptible && !*c.CheckpointedPods || !workload.RecreatedElsewhere(p) {
+			continue
+		}
 		vp := v.prof
 		vp.Tier = pl.tenantTierOf(p)
 		vprio := priority(p, v.gang)
