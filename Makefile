@@ -291,7 +291,7 @@ perf-upstream: ## Upstream's scheduler_perf workloads with stock's and KubeNexus
 		cat .perf-upstream/table.md 2>/dev/null || true; grep -E '^(--- FAIL|FAIL|panic)' .perf-upstream/run.log | head -20 || true; exit $$rc
 
 .PHONY: bench-preemption
-bench-preemption: ## Replay a seeded job stream (GPU shapes, run times and QoS of the Alibaba 2023 trace; gangs, elastic ranges and checkpoint intervals drawn) through stock DefaultPreemption and GangPreemption's own victim search, before and with checkpoint-aware costs, shrink-before-kill and consolidation: GPU-hours lost, waits, completion times, allocation (in process, ~30 s).
+bench-preemption: ## Replay a seeded job stream (GPU shapes, run times and QoS of the Alibaba 2023 trace; gangs, elastic ranges and checkpoint intervals drawn) through stock DefaultPreemption and GangPreemption's own victim search, before and with checkpoint-aware costs, shrink-before-kill and consolidation: GPU-hours lost, waits, completion times, allocation, at four offered loads over 40 seeds (in process, ~40 s).
 	KUBENEXUS_PREEMPTION_REPLAY=$(abspath $(TRACE))/openb_pod_list_default.csv $(STATIC) go test -count=1 -run TestPreemptionReplay -v ./scheduler/plugins/gangpreemption/
 
 .PHONY: bench-placement

@@ -27,7 +27,7 @@ import (
 
 // TestPreemptionReplay (make bench-preemption) replays a seeded stream of jobs on
 // a fleet of 8-GPU nodes, in process, and chooses every preemption's victims with
-// this package's own search (units, withShedding, choose) in two arms:
+// this package's own search (units, withShedding, choose), in these arms:
 //
 //   - before: victims weighed by their GPUs times their whole running time, gangs
 //     evicted whole (GangPreemption before checkpoints and shrink-before-kill);
@@ -40,15 +40,22 @@ import (
 //     fewest best-effort pods of the trace (placement.Consolidate, at most 4 per
 //     job and 32 an hour), which lose their run and wait again.
 //
-// The work a victim really loses is the same model in both arms: the time since
+// The work a victim really loses is the same model in every arm: the time since
 // its last checkpoint (every `interval` of its run), or its whole run without
-// checkpoints; a member shed loses its own, and its gang runs on at its smaller
-// size (slower in proportion) until the shed members, recreated, are placed again.
-// It prints GPU-hours lost, GPU-hours lost per preempted GPU, the jobs' wait for
-// their first start and their completion time at p50/p95, and the fleet's GPU
-// allocation while jobs arrive, per seed and as median [min–max] over the seeds.
+// checkpoints; an evicted job waits again, in its place in the queue, and resumes
+// from its last checkpoint; a member shed loses its own, and its gang runs on at
+// its smaller size (slower in proportion) until the shed members, recreated, are
+// placed again (queued at their gang's time, as the QueueSort orders them).
+// Each stream is replayed at several offered loads (GPU-seconds offered over the
+// fleet's, while jobs arrive): below 1 the queue drains between bursts, above 1 it
+// grows until arrivals stop. It prints GPU-hours lost, per preempted GPU, the
+// jobs' wait for their first start and their completion time at p50/p95, and the
+// fleet's GPU allocation while jobs arrive, per seed and as median [min–max] over
+// the seeds, and per load whether now loses at least 30% fewer GPU-hours than
+// before with no median wait or completion time worse.
 // Off unless KUBENEXUS_PREEMPTION_REPLAY names the trace's pod list
-// (KUBENEXUS_PREEMPTION_SEEDS, default 9; KUBENEXUS_PREEMPTION_ARMS).
+// (KUBENEXUS_PREEMPTION_SEEDS, default 40; KUBENEXUS_PREEMPTION_LOADS, default
+// 0.8,0.95,1.1,1.3; KUBENEXUS_PREEMPTION_ARMS).
 func TestPreemptionReplay(t *testing.T) {
 	trace := os.Getenv("KUBENEXUS_PREEMPTION_REPLAY")
 	if trace == "" {
@@ -58,50 +65,117 @@ func TestPreemptionReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seeds := 9
+	seeds := 40
 	if v := os.Getenv("KUBENEXUS_PREEMPTION_SEEDS"); v != "" {
 		if seeds, err = strconv.Atoi(v); err != nil || seeds < 1 {
 			t.Fatalf("KUBENEXUS_PREEMPTION_SEEDS=%q: want a positive integer", v)
+		}
+	}
+	loads := []float64{0.8, 0.95, 1.1, 1.3}
+	if v := os.Getenv("KUBENEXUS_PREEMPTION_LOADS"); v != "" {
+		loads = nil
+		for _, f := range strings.Split(v, ",") {
+			l, err := strconv.ParseFloat(f, 64)
+			if err != nil || l <= 0 {
+				t.Fatalf("KUBENEXUS_PREEMPTION_LOADS=%q: want positive numbers separated by commas", v)
+			}
+			loads = append(loads, l)
 		}
 	}
 	arms := []string{"stock", "before", "now", "checkpoint-only", "shed-only", "consolidate"}
 	if v := os.Getenv("KUBENEXUS_PREEMPTION_ARMS"); v != "" {
 		arms = strings.Split(v, ",")
 	}
-	results := map[string][]replayResult{}
-	for seed := 1; seed <= seeds; seed++ {
-		jobs := generate(shapes, uint64(seed))
-		for _, arm := range arms {
-			r := replay(jobs, arm)
-			results[arm] = append(results[arm], r)
-			t.Logf("seed %d %-6s %s", seed, arm, r)
-		}
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n| arm | GPU-hours lost | per preempted GPU | preempted GPUs | wait p50 | wait p95 | gangs' wait p50 | gangs' wait p95 | high-priority wait p95 | completion p50 | completion p95 | GPU allocation |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, arm := range arms {
-		rs := results[arm]
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", arm,
-			spread(rs, func(r replayResult) float64 { return r.lostGPUHours }, "%.0f"),
-			spread(rs, func(r replayResult) float64 { return r.lostPerGPU() }, "%.2f"),
-			spread(rs, func(r replayResult) float64 { return float64(r.preemptedGPUs) }, "%.0f"),
-			spread(rs, func(r replayResult) float64 { return r.waitP50 / 60 }, "%.1f min"),
-			spread(rs, func(r replayResult) float64 { return r.waitP95 / 60 }, "%.1f min"),
-			spread(rs, func(r replayResult) float64 { return r.gangWaitP50 / 60 }, "%.1f min"),
-			spread(rs, func(r replayResult) float64 { return r.gangWaitP95 / 60 }, "%.1f min"),
-			spread(rs, func(r replayResult) float64 { return r.highWaitP95 / 60 }, "%.1f min"),
-			spread(rs, func(r replayResult) float64 { return r.jctP50 / 60 }, "%.1f min"),
-			spread(rs, func(r replayResult) float64 { return r.jctP95 / 60 }, "%.0f min"),
-			spread(rs, func(r replayResult) float64 { return 100 * r.allocation }, "%.1f%%"))
-	}
-	if len(results["now"]) == seeds && len(results["before"]) == seeds {
-		ratio := make([]replayResult, 0, seeds)
-		for i := range results["now"] {
-			ratio = append(ratio, replayResult{lostGPUHours: results["now"][i].lostGPUHours / results["before"][i].lostGPUHours})
+	for _, load := range loads {
+		results := map[string][]replayResult{}
+		for seed := 1; seed <= seeds; seed++ {
+			jobs := generate(shapes, uint64(seed), load)
+			for _, arm := range arms {
+				r := replay(jobs, arm)
+				results[arm] = append(results[arm], r)
+				t.Logf("load %.2f seed %d %-6s %s", load, seed, arm, r)
+			}
 		}
-		fmt.Fprintf(&b, "\nGPU-hours lost, now / before, per seed: %s\n", spread(ratio, func(r replayResult) float64 { return r.lostGPUHours }, "%.2f"))
+		fmt.Fprintf(&b, "\nOffered load %.2f (%d seeds):\n\n", load, seeds)
+		b.WriteString(replayTable(arms, results))
+		b.WriteString(replayVerdict(results["before"], results["now"]))
 	}
 	t.Log(b.String())
+}
+
+// replayMetrics are the columns of the table, in order, each with its format.
+var replayMetrics = []struct {
+	name   string
+	format string
+	of     func(replayResult) float64
+	wait   bool // a wait or completion time: now must be no worse than before
+}{
+	{"GPU-hours lost", "%.0f", func(r replayResult) float64 { return r.lostGPUHours }, false},
+	{"per preempted GPU", "%.2f", replayResult.lostPerGPU, false},
+	{"preempted GPUs", "%.0f", func(r replayResult) float64 { return float64(r.preemptedGPUs) }, false},
+	{"wait p50", "%.1f min", func(r replayResult) float64 { return r.waitP50 / 60 }, true},
+	{"wait p95", "%.1f min", func(r replayResult) float64 { return r.waitP95 / 60 }, true},
+	{"gangs' wait p50", "%.1f min", func(r replayResult) float64 { return r.gangWaitP50 / 60 }, true},
+	{"gangs' wait p95", "%.1f min", func(r replayResult) float64 { return r.gangWaitP95 / 60 }, true},
+	{"high-priority wait p95", "%.1f min", func(r replayResult) float64 { return r.highWaitP95 / 60 }, true},
+	{"completion p50", "%.1f min", func(r replayResult) float64 { return r.jctP50 / 60 }, true},
+	{"completion p95", "%.0f min", func(r replayResult) float64 { return r.jctP95 / 60 }, true},
+	{"GPU allocation", "%.1f%%", func(r replayResult) float64 { return 100 * r.allocation }, false},
+}
+
+func replayTable(arms []string, results map[string][]replayResult) string {
+	var b strings.Builder
+	b.WriteString("| arm |")
+	for _, m := range replayMetrics {
+		b.WriteString(" " + m.name + " |")
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(replayMetrics)) + "\n")
+	for _, arm := range arms {
+		b.WriteString("| " + arm + " |")
+		for _, m := range replayMetrics {
+			b.WriteString(" " + spread(results[arm], m.of, m.format) + " |")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// replayVerdict compares now with before over the same seeds: GPU-hours lost, per
+// seed and in median, and every wait's median.
+func replayVerdict(before, now []replayResult) string {
+	if len(before) == 0 || len(before) != len(now) {
+		return ""
+	}
+	ratios := make([]replayResult, len(now))
+	for i := range now {
+		ratios[i] = replayResult{lostGPUHours: now[i].lostGPUHours / max(before[i].lostGPUHours, 1e-9)}
+	}
+	lost := median(now, replayMetrics[0].of) / max(median(before, replayMetrics[0].of), 1e-9)
+	var worse []string
+	for _, m := range replayMetrics {
+		if m.wait && median(now, m.of) > median(before, m.of) {
+			worse = append(worse, fmt.Sprintf("%s "+m.format+" > "+m.format, m.name, median(now, m.of), median(before, m.of)))
+		}
+	}
+	verdict := "met"
+	switch {
+	case lost > 0.7:
+		verdict = fmt.Sprintf("not met: GPU-hours lost only %.0f%% fewer", 100*(1-lost))
+	case len(worse) > 0:
+		verdict = "not met: " + strings.Join(worse, ", ")
+	}
+	return fmt.Sprintf("\nGPU-hours lost, now / before: median %.2f, per seed %s. At least 30%% fewer with no median wait worse: %s.\n",
+		lost, spread(ratios, func(r replayResult) float64 { return r.lostGPUHours }, "%.2f"), verdict)
+}
+
+func median(rs []replayResult, of func(replayResult) float64) float64 {
+	vs := make([]float64, len(rs))
+	for i, r := range rs {
+		vs[i] = of(r)
+	}
+	sort.Float64s(vs)
+	return vs[len(vs)/2]
 }
 
 // shape is one GPU pod of the trace: its GPUs (a share counts as one), its run
@@ -206,8 +280,8 @@ func (j *job) savedAt(now float64) float64 {
 // size; 7 in 10 checkpointing every 10, 30 or 60 minutes; 7 in 10 of low
 // priority), the rest pods of the trace (its GPUs, run time and QoS: best-effort
 // pods are of low priority, the others high). Arrivals are a Poisson stream that
-// offers about 1.3 times the fleet's GPUs while it lasts.
-func generate(shapes []shape, seed uint64) []*job {
+// offers `load` times the fleet's GPUs while it lasts.
+func generate(shapes []shape, seed uint64, load float64) []*job {
 	rng := rand.New(rand.NewPCG(seed, 0x6b756265))
 	jobs := make([]*job, 0, replayJobs)
 	var gpuSeconds float64
@@ -238,7 +312,7 @@ func generate(shapes []shape, seed uint64) []*job {
 		gpuSeconds += float64(j.gpus) * float64(j.size) * j.work
 		jobs = append(jobs, j)
 	}
-	meanGap := gpuSeconds / (1.3 * float64(replayNodes*gpusPerNode) * float64(replayJobs))
+	meanGap := gpuSeconds / (load * float64(replayNodes*gpusPerNode) * float64(replayJobs))
 	at := 0.0
 	for _, j := range jobs {
 		at += rng.ExpFloat64() * meanGap
@@ -261,6 +335,9 @@ type replayResult struct {
 	moved         int // pods moved by consolidation
 	jctP50        float64
 	jctP95        float64
+	// rejoined: shed members placed again; dropped: shed members whose gang
+	// ended or was evicted whole before they were.
+	rejoined, dropped int
 }
 
 func (r replayResult) lostPerGPU() float64 {
@@ -271,8 +348,8 @@ func (r replayResult) lostPerGPU() float64 {
 }
 
 func (r replayResult) String() string {
-	return fmt.Sprintf("GPU-hours lost %.0f (%.2f per preempted GPU, %d GPUs, %d preemptions, %d members shed, %d pods moved), wait p50 %.1f min p95 %.1f min (gangs p95 %.1f min, high priority p95 %.1f min), allocation %.1f%%",
-		r.lostGPUHours, r.lostPerGPU(), r.preemptedGPUs, r.preemptions, r.shed, r.moved, r.waitP50/60, r.waitP95/60, r.gangWaitP95/60, r.highWaitP95/60, 100*r.allocation)
+	return fmt.Sprintf("GPU-hours lost %.0f (%.2f per preempted GPU, %d GPUs, %d preemptions, %d members shed (%d back, %d dropped), %d pods moved), wait p50 %.1f min p95 %.1f min (gangs p95 %.1f min, high priority p95 %.1f min), allocation %.1f%%",
+		r.lostGPUHours, r.lostPerGPU(), r.preemptedGPUs, r.preemptions, r.shed, r.rejoined, r.dropped, r.moved, r.waitP50/60, r.waitP95/60, r.gangWaitP95/60, r.highWaitP95/60, 100*r.allocation)
 }
 
 func spread(rs []replayResult, f func(replayResult) float64, format string) string {
@@ -405,9 +482,14 @@ func (s *sim) schedule() {
 		}
 		return s.queue[a].arrival < s.queue[b].arrival
 	})
+	// Victims evicted or shed during this pass join s.queue (evict, shed): they
+	// wait for the next pass.
+	queue := s.queue
+	s.queue = nil
 	var left []*job
-	for _, j := range s.queue {
+	for _, j := range queue {
 		if j.rejoin != nil && (!j.rejoin.running() || j.rejoin.members+j.size > j.rejoin.size) {
+			s.res.dropped++
 			continue // the gang ended or was evicted whole: its new run starts whole
 		}
 		if at := s.fit(j); at != nil {
@@ -428,7 +510,7 @@ func (s *sim) schedule() {
 		}
 		left = append(left, j)
 	}
-	s.queue = left
+	s.queue = append(left, s.queue...)
 }
 
 // fit places the job's members best-fit (the node left with the fewest free
@@ -457,6 +539,7 @@ func (s *sim) start(j *job, at []int) {
 		s.free[n] -= j.gpus
 	}
 	if g := j.rejoin; g != nil {
+		s.res.rejoined++
 		// The shed members are back: the gang runs faster from now on.
 		g.ckptProgress = g.savedAt(s.now)
 		g.progress0 += (s.now - g.t0) * g.rate()
@@ -519,7 +602,7 @@ func (s *sim) shed(j *job, nodes []int) {
 	}
 	j.members = len(j.nodes)
 	s.reschedule(j)
-	s.queue = append(s.queue, &job{id: -1, gpus: j.gpus, size: len(nodes), prio: j.prio, arrival: s.now, firstStart: 0, rejoin: j})
+	s.queue = append(s.queue, &job{id: -1, gpus: j.gpus, size: len(nodes), prio: j.prio, arrival: j.arrival, firstStart: 0, rejoin: j})
 }
 
 // preempt chooses victims for j with the package's own search and evicts them.
