@@ -155,7 +155,17 @@ func replayVerdict(before, now []replayResult) string {
 	var worse []string
 	for _, m := range replayMetrics {
 		if m.wait && median(now, m.of) > median(before, m.of) {
-			worse = append(worse, fmt.Sprintf("%s "+m.format+" > "+m.format, m.name, median(now, m.of), median(before, m.of)))
+			longer, shorter := 0, 0
+			for i := range now {
+				switch a, b := m.of(now[i]), m.of(before[i]); {
+				case a > b:
+					longer++
+				case a < b:
+					shorter++
+				}
+			}
+			worse = append(worse, fmt.Sprintf("%s "+m.format+" > "+m.format+" (longer in %d seeds, shorter in %d)",
+				m.name, median(now, m.of), median(before, m.of), longer, shorter))
 		}
 	}
 	verdict := "met"
