@@ -42,6 +42,9 @@ type PlanNode struct {
 	// Anchor marks a node where a member of the gang is already placed: the gang's
 	// plan must keep to the domains of its anchors.
 	Anchor bool
+	// Placed is how many members of the gang are already placed on the node (a
+	// sliced plan puts the members missing from their slices back beside them).
+	Placed int
 	// Last marks a node the gang takes only once the other nodes of its domain are
 	// full (a CPU-only gang on an accelerator node).
 	Last bool
