@@ -41,6 +41,30 @@ type Policy struct {
 	Level    int
 	// Source names where the policy came from, for messages.
 	Source string
+	// Slices are the gang's slice layers, outermost first (SliceLayers); an array, so
+	// that policies compare with ==.
+	Slices [MaxSlices]Slice
+}
+
+// MaxSlices is how many layers of slices a gang may ask for (as Kueue's multi-layer
+// constraints).
+const MaxSlices = 3
+
+// Slice is one layer of a gang's slices: Size members in one domain of Level (an
+// index into the levels). A layer of Size 0 ends the list.
+type Slice struct {
+	Level int
+	Size  int
+}
+
+// SliceLayers returns the policy's slice layers, outermost first.
+func (p Policy) SliceLayers() []Slice {
+	for i, s := range p.Slices {
+		if s.Size == 0 {
+			return p.Slices[:i]
+		}
+	}
+	return p.Slices[:]
 }
 
 // PolicyOf returns the network policy of a gang member. The PodGroup's
@@ -59,9 +83,45 @@ func PolicyOf(pod *corev1.Pod, pg *v1alpha1.PodGroup, levels []Level) (p Policy,
 			return Policy{}, false, fmt.Errorf("PodGroup %s: spec.networkTopology.level %q is not a topology level; the levels are %s",
 				pg.Name, nt.Level, names(levels))
 		}
-		return Policy{Required: nt.Mode == v1alpha1.NetworkTopologyRequired, Level: i, Source: "PodGroup " + pg.Name + " spec.networkTopology"}, true, nil
+		p := Policy{Required: nt.Mode == v1alpha1.NetworkTopologyRequired, Level: i, Source: "PodGroup " + pg.Name + " spec.networkTopology"}
+		if len(nt.Slices) > MaxSlices {
+			return Policy{}, false, fmt.Errorf("PodGroup %s: spec.networkTopology.slices: %d layers, at most %d", pg.Name, len(nt.Slices), MaxSlices)
+		}
+		for k, sl := range nt.Slices {
+			l := levelByName(levels, string(sl.Level))
+			if l < 0 {
+				return Policy{}, false, fmt.Errorf("PodGroup %s: spec.networkTopology.slices[%d].level %q is not a topology level; the levels are %s",
+					pg.Name, k, sl.Level, names(levels))
+			}
+			p.Slices[k] = Slice{Level: l, Size: int(sl.Size)}
+		}
+		if err := ValidateSlices(p.SliceLayers(), p.Level, int(pg.Spec.MinMember), levels); err != nil {
+			return Policy{}, false, fmt.Errorf("PodGroup %s: spec.networkTopology.%w", pg.Name, err)
+		}
+		return p, true, nil
 	}
-	a := pod.Annotations
+	p, ok, err = annotationPolicy(pod.Annotations, levels)
+	if err != nil {
+		return Policy{}, false, err
+	}
+	slices, source, err := slicesOf(pod.Annotations, levels)
+	if err != nil || len(slices) == 0 {
+		return p, ok, err
+	}
+	if !ok || p.Source == "default" {
+		// Slices alone: no domain for the whole gang (Kueue's unconstrained).
+		p = Policy{Level: top, Source: source}
+	}
+	copy(p.Slices[:], slices)
+	if err := ValidateSlices(slices, p.Level, 0, levels); err != nil {
+		return Policy{}, false, fmt.Errorf("annotation %s: %w", source, err)
+	}
+	return p, true, nil
+}
+
+// annotationPolicy is the policy of the pod's annotations, without slices.
+func annotationPolicy(a map[string]string, levels []Level) (Policy, bool, error) {
+	top := len(levels) - 1
 	if v, set := a[v1alpha1.AnnotationCoLocate]; set {
 		switch v1alpha1.CoLocation(v) {
 		case v1alpha1.CoLocationStrict:
@@ -101,6 +161,13 @@ func PolicyOf(pod *corev1.Pod, pg *v1alpha1.PodGroup, levels []Level) (p Policy,
 				k.key, untrusted.Truncate(v), labels(levels))
 		}
 		return Policy{Required: k.required, Level: i, Source: k.key}, true, nil
+	}
+	switch v, set := a[v1alpha1.AnnotationKueueUnconstrainedTopology]; {
+	case !set || v == "false":
+	case v == "true":
+		return Policy{}, false, nil
+	default:
+		return Policy{}, false, fmt.Errorf("annotation %s=%q: must be true or false", v1alpha1.AnnotationKueueUnconstrainedTopology, untrusted.Truncate(v))
 	}
 	return Policy{Level: top, Source: "default"}, true, nil
 }

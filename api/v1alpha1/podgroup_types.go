@@ -10,6 +10,7 @@ import (
 // scheduleTimeoutSeconds).
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.minMemberPerRole) || self.minMemberPerRole.all(r, self.minMemberPerRole[r] <= self.minMember)",message="spec.minMemberPerRole: every per-role minimum must be at most spec.minMember"
+// +kubebuilder:validation:XValidation:rule="!has(self.networkTopology) || !has(self.networkTopology.slices) || size(self.networkTopology.slices) == 0 || self.minMember % self.networkTopology.slices[0].size == 0",message="spec.networkTopology.slices[0].size must divide spec.minMember"
 type PodGroupSpec struct {
 	// minMember is the number of member pods that must be schedulable together
 	// before any of them is bound.
@@ -160,6 +161,36 @@ type NetworkTopologyPolicy struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +required
 	Level NetworkTopologyLevel `json:"level"`
+
+	// slices split the gang, within its domain of level, into groups of members each
+	// in one domain of a lower level, outermost first: [{level: block, size: 48},
+	// {level: nvlink, size: 16}] puts every 48 members in one block, made of groups of
+	// 16 in one NVLink domain. Each slice's level must be below the one before it (and
+	// not above level), and each size must divide the one before it and the first
+	// minMember; a slice is always required, whatever mode says.
+	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:XValidation:rule="size(self) < 2 || self[0].size % self[1].size == 0",message="slices[1].size must divide slices[0].size"
+	// +kubebuilder:validation:XValidation:rule="size(self) < 3 || self[1].size % self[2].size == 0",message="slices[2].size must divide slices[1].size"
+	// +listType=atomic
+	// +optional
+	Slices []NetworkTopologySlice `json:"slices,omitempty"`
+}
+
+// NetworkTopologySlice is one layer of a gang's slices: size members in one domain
+// of level.
+type NetworkTopologySlice struct {
+	// level is a topology level of the KubeNexusConfig's spec.topology.levels.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +required
+	Level NetworkTopologyLevel `json:"level"`
+
+	// size is how many members each slice holds.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	// +required
+	Size int32 `json:"size"`
 }
 
 // NetworkTopologyMode is how strictly a network topology policy applies.

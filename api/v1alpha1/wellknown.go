@@ -243,6 +243,16 @@ const (
 	// every pod of the group and keeps groups apart with pod (anti-)affinity;
 	// KubeNexus places the group's gang in one such domain as a whole.
 	AnnotationLWSExclusiveTopology = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+	// Kueue's slices: the pod template's members in groups of
+	// AnnotationKueueSliceSize, each group in one domain of the node label
+	// AnnotationKueueSliceRequiredTopology names; or up to three such layers at once
+	// (AnnotationKueueSliceConstraints, a JSON list of {"topology": <node label>,
+	// "size": <members>}, outermost first). AnnotationKueueUnconstrainedTopology
+	// "true" asks for no domain for the whole set.
+	AnnotationKueueSliceRequiredTopology = "kueue.x-k8s.io/podset-slice-required-topology"
+	AnnotationKueueSliceSize             = "kueue.x-k8s.io/podset-slice-size"
+	AnnotationKueueSliceConstraints      = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
+	AnnotationKueueUnconstrainedTopology = "kueue.x-k8s.io/podset-unconstrained-topology"
 )
 
 // PodConditionPreempted (True) is the pod condition kubenexus-scheduler's

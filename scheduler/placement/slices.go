@@ -3,9 +3,10 @@ package placement
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kube-nexus/kubenexus/api/topology"
 )
 
 // Slices: below the domain that holds it whole, a gang may ask for slices — groups
@@ -16,12 +17,8 @@ import (
 // always required. Members are alike (one shape): slices are a property of a pod
 // template.
 
-// Slice is one layer of slices: Size members in one domain of Level (an index into
-// the topology levels).
-type Slice struct {
-	Level int
-	Size  int
-}
+// Slice is one layer of slices: Size members in one domain of Level.
+type Slice = topology.Slice
 
 // SliceShortage says why no domain holds the gang in its slices: in the best domain
 // of Level (the level meant to hold it whole; -1: the whole cluster), the layer
@@ -33,9 +30,14 @@ type SliceShortage struct {
 	BestDomain string
 }
 
-// Describe says what a shortage means, with the levels' names (name(-1) is the
-// cluster).
-func (s *SliceShortage) Describe(name func(level int) string, slices []Slice, shape Shape) string {
+// Describe says what a shortage means, with the levels' names.
+func (s *SliceShortage) Describe(levels []topology.Level, slices []Slice, shape Shape) string {
+	name := func(l int) string {
+		if l >= 0 && l < len(levels) {
+			return levels[l].Name
+		}
+		return "cluster"
+	}
 	l := slices[s.Layer]
 	where := "the cluster"
 	if s.Level >= 0 {
@@ -46,38 +48,7 @@ func (s *SliceShortage) Describe(name func(level int) string, slices []Slice, sh
 		best = s.BestDomain
 	}
 	return fmt.Sprintf("needs %d members (%s) in %s, in %s; %s holds %d of the %d slices of %d in one %s",
-		shape.Count, DescribeShapes([]Shape{shape}), where, DescribeSlices(name, slices), best, s.Best, s.Need, l.Size, name(l.Level))
-}
-
-// DescribeSlices names the layers, e.g. "slices of 48 in one block, of 16 in one nvlink".
-func DescribeSlices(name func(level int) string, slices []Slice) string {
-	parts := make([]string, len(slices))
-	for i, l := range slices {
-		parts[i] = fmt.Sprintf("of %d in one %s", l.Size, name(l.Level))
-	}
-	return "slices " + strings.Join(parts, ", ")
-}
-
-// ValidateSlices checks the layers against a gang of members members whose whole
-// domain is at level outer (-1: none): each layer's level below the one before it
-// (and not above outer), each size at least 1, dividing the one before it, and the
-// outermost dividing the members. The error names the layer and what is allowed.
-func ValidateSlices(slices []Slice, outer, members int, name func(level int) string) error {
-	for i, l := range slices {
-		switch {
-		case l.Size < 1:
-			return fmt.Errorf("slice %d: size %d: must be at least 1", i, l.Size)
-		case i == 0 && outer >= 0 && l.Level > outer:
-			return fmt.Errorf("slice 0: level %s is above the level that holds the whole gang (%s): a slice must fit in it", name(l.Level), name(outer))
-		case i > 0 && l.Level >= slices[i-1].Level:
-			return fmt.Errorf("slice %d: level %s must be below the level of slice %d (%s)", i, name(l.Level), i-1, name(slices[i-1].Level))
-		case i > 0 && slices[i-1].Size%l.Size != 0:
-			return fmt.Errorf("slice %d: size %d must divide the size of slice %d (%d)", i, l.Size, i-1, slices[i-1].Size)
-		case i == 0 && members > 0 && members%l.Size != 0:
-			return fmt.Errorf("slice 0: size %d must divide the gang's %d members", l.Size, members)
-		}
-	}
-	return nil
+		shape.Count, DescribeShapes([]Shape{shape}), where, topology.DescribeSlices(slices, levels), best, s.Best, s.Need, l.Size, name(l.Level))
 }
 
 // ComputeSliced plans count members of shape (shape.Count) in slices: in one domain

@@ -6,17 +6,16 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kube-nexus/kubenexus/api/topology"
 )
 
 // Levels of the multi-layer fleet: NVLink domain, block, zone.
 const sliceNVLink, sliceBlock, sliceZone = 0, 1, 2
 
-func sliceLevelName(l int) string {
-	if l < 0 || l > 2 {
-		return "cluster"
-	}
-	return []string{"nvlink", "block", "zone"}[l]
-}
+var sliceLevels = []topology.Level{{Name: "nvlink"}, {Name: "block"}, {Name: "zone"}}
+
+func sliceLevelName(l int) string { return sliceLevels[l].Name }
 
 // layeredFleet is Kueue #9046's fleet: zones × 4 blocks × 8 NVLink domains × 4 nodes
 // of 8 GPUs (512 nodes with 4 zones). used maps a node name to GPUs in use.
@@ -82,7 +81,7 @@ func TestComputeSliced(t *testing.T) {
 		nodes := layeredFleet(4, none)
 		plan, short := ComputeSliced(nodes, gpuMembers(96, 2), sliceZone, true, kueue9046)
 		if short != nil {
-			t.Fatalf("refused: %s", short.Describe(sliceLevelName, kueue9046, gpuMembers(96, 2)))
+			t.Fatalf("refused: %s", short.Describe(sliceLevels, kueue9046, gpuMembers(96, 2)))
 		}
 		checkSlices(t, nodes, plan, 2000, 96, sliceZone, kueue9046)
 	})
@@ -118,7 +117,7 @@ func TestComputeSliced(t *testing.T) {
 		if short == nil {
 			t.Fatal("planned, want refused")
 		}
-		got := short.Describe(sliceLevelName, kueue9046, shape)
+		got := short.Describe(sliceLevels, kueue9046, shape)
 		want := "needs 96 members (96 × 2 nvidia.com/gpu) in one zone, in slices of 48 in one block, of 16 in one nvlink; z0 holds 0 of the 6 slices of 16 in one nvlink"
 		if got != want {
 			t.Errorf("shortage:\n got %s\nwant %s", got, want)
@@ -141,7 +140,7 @@ func TestComputeSliced(t *testing.T) {
 		if short.Layer != 0 || short.Need != 2 || short.Best != 0 {
 			t.Errorf("shortage %+v, want layer 0 (block), 0 of 2", short)
 		}
-		if got := short.Describe(sliceLevelName, kueue9046, shape); !strings.Contains(got, "holds 0 of the 2 slices of 48 in one block") {
+		if got := short.Describe(sliceLevels, kueue9046, shape); !strings.Contains(got, "holds 0 of the 2 slices of 48 in one block") {
 			t.Errorf("shortage says %q", got)
 		}
 	})
@@ -181,24 +180,3 @@ func TestComputeSliced(t *testing.T) {
 	})
 }
 
-func TestValidateSlices(t *testing.T) {
-	tests := []struct {
-		slices  []Slice
-		outer   int
-		members int
-		want    string
-	}{
-		{kueue9046, sliceZone, 96, ""},
-		{kueue9046, sliceZone, 100, "slice 0: size 48 must divide the gang's 100 members"},
-		{[]Slice{{Level: sliceBlock, Size: 48}, {Level: sliceNVLink, Size: 20}}, sliceZone, 96, "slice 1: size 20 must divide the size of slice 0 (48)"},
-		{[]Slice{{Level: sliceNVLink, Size: 16}, {Level: sliceBlock, Size: 8}}, sliceZone, 96, "slice 1: level block must be below the level of slice 0 (nvlink)"},
-		{[]Slice{{Level: sliceZone, Size: 16}}, sliceBlock, 96, "slice 0: level zone is above the level that holds the whole gang (block): a slice must fit in it"},
-		{[]Slice{{Level: sliceNVLink, Size: 0}}, sliceZone, 96, "slice 0: size 0: must be at least 1"},
-	}
-	for _, tt := range tests {
-		err := ValidateSlices(tt.slices, tt.outer, tt.members, sliceLevelName)
-		if got := fmt.Sprint(err); (tt.want == "" && err != nil) || (tt.want != "" && got != tt.want) {
-			t.Errorf("ValidateSlices(%v) = %v, want %q", tt.slices, err, tt.want)
-		}
-	}
-}

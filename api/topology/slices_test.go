@@ -1,0 +1,110 @@
+package topology
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+)
+
+// Kueue #9046's shape in the default levels (nvlink 0, tor 1, rack 2, zone 3):
+// the whole gang in one zone, slices of 48 in one rack, of 16 in one NVLink domain.
+func TestPolicyOfSlices(t *testing.T) {
+	pod := func(kv ...string) *corev1.Pod {
+		w := testutil.MakePod("p", "ns")
+		for i := 0; i+1 < len(kv); i += 2 {
+			w = w.Annotation(kv[i], kv[i+1])
+		}
+		return w.Obj()
+	}
+	withSlices := func(p Policy, s ...Slice) Policy {
+		copy(p.Slices[:], s)
+		return p
+	}
+	multi := `[{"topology": "` + v1alpha1.LabelRack + `", "size": 48}, {"topology": "` + v1alpha1.LabelGPUClique + `", "size": "16"}]`
+	pg := testutil.MakePodGroup("g", "ns").MinMember(96).NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelZone).Obj()
+	pg.Spec.NetworkTopology.Slices = []v1alpha1.NetworkTopologySlice{{Level: "rack", Size: 48}, {Level: "nvlink", Size: 16}}
+	badPG := pg.DeepCopy()
+	badPG.Spec.NetworkTopology.Slices[1].Level = "spine"
+	unevenPG := pg.DeepCopy()
+	unevenPG.Spec.MinMember = 100
+	tests := map[string]struct {
+		pod     *corev1.Pod
+		pg      *v1alpha1.PodGroup
+		want    Policy
+		wantOK  bool
+		wantErr string
+	}{
+		"PodGroup slices": {pod(), pg, withSlices(Policy{Required: true, Level: 3, Source: "PodGroup g spec.networkTopology"}, Slice{2, 48}, Slice{0, 16}), true, ""},
+		"PodGroup slice level unknown": {pod(), badPG, Policy{}, false,
+			`spec.networkTopology.slices[1].level "spine" is not a topology level; the levels are nvlink, tor, rack, zone`},
+		"PodGroup slice not dividing minMember": {pod(), unevenPG, Policy{}, false, "spec.networkTopology.slices[0].size 48 must divide the gang's 100 members"},
+		"Kueue required zone, multi-layer": {pod(v1alpha1.AnnotationKueueRequiredTopology, v1alpha1.LabelTopologyZone, v1alpha1.AnnotationKueueSliceConstraints, multi), nil,
+			withSlices(Policy{Required: true, Level: 3, Source: v1alpha1.AnnotationKueueRequiredTopology}, Slice{2, 48}, Slice{0, 16}), true, ""},
+		"Kueue one slice layer, no whole domain": {pod(v1alpha1.AnnotationKueueSliceRequiredTopology, v1alpha1.LabelGPUClique, v1alpha1.AnnotationKueueSliceSize, "16"), nil,
+			withSlices(Policy{Level: 3, Source: v1alpha1.AnnotationKueueSliceRequiredTopology}, Slice{0, 16}), true, ""},
+		"Kueue unconstrained with slices": {pod(v1alpha1.AnnotationKueueUnconstrainedTopology, "true", v1alpha1.AnnotationKueueSliceRequiredTopology, v1alpha1.LabelRack, v1alpha1.AnnotationKueueSliceSize, "8"), nil,
+			withSlices(Policy{Level: 3, Source: v1alpha1.AnnotationKueueSliceRequiredTopology}, Slice{2, 8}), true, ""},
+		"Kueue unconstrained alone":  {pod(v1alpha1.AnnotationKueueUnconstrainedTopology, "true"), nil, Policy{}, false, ""},
+		"Kueue unconstrained typo":   {pod(v1alpha1.AnnotationKueueUnconstrainedTopology, "yes"), nil, Policy{}, false, `podset-unconstrained-topology="yes": must be true or false`},
+		"slice size missing":         {pod(v1alpha1.AnnotationKueueSliceRequiredTopology, v1alpha1.LabelRack), nil, Policy{}, false, "podset-slice-required-topology is set without kueue.x-k8s.io/podset-slice-size"},
+		"slice size alone":           {pod(v1alpha1.AnnotationKueueSliceSize, "4"), nil, Policy{}, false, "podset-slice-size is set without kueue.x-k8s.io/podset-slice-required-topology"},
+		"slice size not a number":    {pod(v1alpha1.AnnotationKueueSliceRequiredTopology, v1alpha1.LabelRack, v1alpha1.AnnotationKueueSliceSize, "-3"), nil, Policy{}, false, `podset-slice-size="-3": must be a whole number from 1 to 100000`},
+		"slice label unknown":        {pod(v1alpha1.AnnotationKueueSliceRequiredTopology, "cloud.example.com/block", v1alpha1.AnnotationKueueSliceSize, "4"), nil, Policy{}, false, `podset-slice-required-topology="cloud.example.com/block": not the node label of a topology level`},
+		"both forms":                 {pod(v1alpha1.AnnotationKueueSliceConstraints, multi, v1alpha1.AnnotationKueueSliceSize, "4"), nil, Policy{}, false, "set one or the other, not both"},
+		"multi-layer not JSON":       {pod(v1alpha1.AnnotationKueueSliceConstraints, `[{"topology": "x", "size": 4},]`), nil, Policy{}, false, "not a JSON list of"},
+		"multi-layer unknown field":  {pod(v1alpha1.AnnotationKueueSliceConstraints, `[{"topology": "` + v1alpha1.LabelRack + `", "sizes": [1, 3]}]`), nil, Policy{}, false, "not a JSON list of"},
+		"multi-layer four layers":    {pod(v1alpha1.AnnotationKueueSliceConstraints, `[{},{},{},{}]`), nil, Policy{}, false, "4 layers; 1 to 3 are allowed"},
+		"multi-layer bad size":       {pod(v1alpha1.AnnotationKueueSliceConstraints, `[{"topology": "` + v1alpha1.LabelRack + `", "size": 0}]`), nil, Policy{}, false, "layer 0: size 0: must be a whole number from 1 to 100000"},
+		"multi-layer inverted":       {pod(v1alpha1.AnnotationKueueSliceConstraints, `[{"topology": "` + v1alpha1.LabelGPUClique + `", "size": 16}, {"topology": "` + v1alpha1.LabelRack + `", "size": 8}]`), nil, Policy{}, false, "slices[1].level rack must be below slices[0].level (nvlink)"},
+		"slice above required level": {pod(v1alpha1.AnnotationKueueRequiredTopology, v1alpha1.LabelRack, v1alpha1.AnnotationKueueSliceRequiredTopology, v1alpha1.LabelTopologyZone, v1alpha1.AnnotationKueueSliceSize, "8"), nil, Policy{}, false, "slices[0].level zone is above the level that holds the whole gang (rack)"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, ok, err := PolicyOf(tc.pod, tc.pg, DefaultLevels)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok != tc.wantOK {
+				t.Errorf("ok = %v, want %v", ok, tc.wantOK)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("policy (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestValidateSlices(t *testing.T) {
+	levels := []Level{{Name: "nvlink"}, {Name: "block"}, {Name: "zone"}}
+	tests := []struct {
+		slices  []Slice
+		outer   int
+		members int
+		want    string
+	}{
+		{[]Slice{{1, 48}, {0, 16}}, 2, 96, ""},
+		{[]Slice{{1, 48}, {0, 16}}, 2, 100, "slices[0].size 48 must divide the gang's 100 members"},
+		{[]Slice{{1, 48}, {0, 20}}, 2, 96, "slices[1].size 20 must divide slices[0].size (48)"},
+		{[]Slice{{0, 16}, {1, 8}}, 2, 96, "slices[1].level block must be below slices[0].level (nvlink)"},
+		{[]Slice{{2, 16}}, 1, 96, "slices[0].level zone is above the level that holds the whole gang (block): a slice must fit in it"},
+		{[]Slice{{0, 0}}, 2, 96, "slices[0].size 0: must be at least 1"},
+	}
+	for _, tt := range tests {
+		err := ValidateSlices(tt.slices, tt.outer, tt.members, levels)
+		if got := fmt.Sprint(err); (tt.want == "" && err != nil) || (tt.want != "" && got != tt.want) {
+			t.Errorf("ValidateSlices(%v) = %v, want %q", tt.slices, err, tt.want)
+		}
+	}
+}
