@@ -70,6 +70,16 @@ func (w *PodGroupWrapper) NetworkTopology(mode v1alpha1.NetworkTopologyMode, lev
 	return w
 }
 
+// Slices sets spec.networkTopology.slices from level, size pairs, outermost first
+// (NetworkTopology first).
+func (w *PodGroupWrapper) Slices(layers ...any) *PodGroupWrapper {
+	for i := 0; i+1 < len(layers); i += 2 {
+		w.Spec.NetworkTopology.Slices = append(w.Spec.NetworkTopology.Slices, v1alpha1.NetworkTopologySlice{
+			Level: layers[i].(v1alpha1.NetworkTopologyLevel), Size: int32(layers[i+1].(int))})
+	}
+	return w
+}
+
 func (w *PodGroupWrapper) NUMASpread(p v1alpha1.NUMASpreadPolicy) *PodGroupWrapper {
 	w.Spec.NUMASpread = p
 	return w

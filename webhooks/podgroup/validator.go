@@ -143,16 +143,32 @@ func (v *Validator) checkTopologyLevel(ctx context.Context, pg *v1alpha1.PodGrou
 	case !apierrors.IsNotFound(err):
 		return apierrors.NewInternalError(fmt.Errorf("reading the KubeNexusConfig: %w", err))
 	}
-	var names []string
-	for _, l := range levels {
-		if l.Name == string(nt.Level) {
-			return nil
-		}
+	names := make([]string, 0, len(levels))
+	index := map[string]int{}
+	for i, l := range levels {
 		names = append(names, l.Name)
+		index[l.Name] = i
 	}
-	return apierrors.NewInvalid(v1alpha1.GroupVersion.WithKind("PodGroup").GroupKind(), pg.Name, field.ErrorList{
-		field.NotSupported(field.NewPath("spec", "networkTopology", "level"), nt.Level, names),
-	})
+	path := field.NewPath("spec", "networkTopology")
+	invalid := func(e *field.Error) error {
+		return apierrors.NewInvalid(v1alpha1.GroupVersion.WithKind("PodGroup").GroupKind(), pg.Name, field.ErrorList{e})
+	}
+	outer, ok := index[string(nt.Level)]
+	if !ok {
+		return invalid(field.NotSupported(path.Child("level"), nt.Level, names))
+	}
+	slices := make([]topology.Slice, 0, len(nt.Slices))
+	for i, s := range nt.Slices {
+		l, ok := index[string(s.Level)]
+		if !ok {
+			return invalid(field.NotSupported(path.Child("slices").Index(i).Child("level"), s.Level, names))
+		}
+		slices = append(slices, topology.Slice{Level: l, Size: int(s.Size)})
+	}
+	if err := topology.ValidateSlices(slices, outer, int(pg.Spec.MinMember), levels); err != nil {
+		return invalid(field.Invalid(path.Child("slices"), len(nt.Slices), err.Error()))
+	}
+	return nil
 }
 
 // checkReserveCapacity refuses a spec.reserveCapacity.ttlSeconds above the

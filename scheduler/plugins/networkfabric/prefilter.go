@@ -55,6 +55,12 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	}
 	// A preferred plan that does not hold the whole gang (the cluster lacks room, or the
 	// snapshot does not show all nodes yet) only scores: the gang needs other nodes too.
+	if len(policy.SliceLayers()) > 0 {
+		// Slices hold whatever the mode: only the nodes the plan claims keep every
+		// domain of every layer to whole slices.
+		cs.Write(stateKey, &stateData{key: key, plan: ap, restricted: true})
+		return &fwk.PreFilterResult{NodeNames: pl.claimedNodes(ap)}, nil
+	}
 	restrict := policy.Required || (ap.fits && !pl.isRelaxed(key))
 	cs.Write(stateKey, &stateData{key: key, plan: ap, restricted: restrict})
 	if !restrict || len(ap.rank) == 0 {
@@ -76,7 +82,8 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	now := pl.now()
 	pl.expire(now)
 	defer func() { pl.away, pl.kept, pl.planDRA, pl.cards, pl.cardsRead = nil, nil, false, nil, false }()
-	if ap := pl.plans[key]; ap != nil && ap.reserved > 0 && ap.policy == policy && pl.stillHolds(ap) {
+	sliced := len(policy.SliceLayers()) > 0
+	if ap := pl.plans[key]; ap != nil && ap.reserved > 0 && ap.policy == policy && (!sliced || len(ap.claims) > 0) && pl.stillHolds(ap) {
 		return ap, nil
 	}
 	delete(pl.plans, key)
@@ -86,6 +93,9 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	members, anchors, placedMembers := pl.membersOf(key, pod)
 	shapes, roles := shapesOf(members, pl.draAsks)
 	pl.planDRA = asksDRA(shapes)
+	if sliced {
+		return pl.planSliced(key, policy, nodes, roles, shapes, anchors, placedMembers, now)
+	}
 	// Before planning node by node: a gang whose members are all needed for its
 	// quorum and that asks more of some resource than all nodes have free together
 	// fits nowhere, whatever the plan (the usual case of a gang that waits for

@@ -133,6 +133,30 @@ var _ = Describe("Creating a malformed object", func() {
 				return pg("", ns).NetworkTopology(v1alpha1.NetworkTopologyRequired, "").Obj()
 			},
 			want: []string{"spec.networkTopology.level", "should be at least 1 chars long"}}),
+		Entry("PodGroup slices whose sizes do not divide", rejectedCreate{
+			obj: func(ns string) client.Object {
+				return pg("", ns).MinMember(96).NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelZone).
+					Slices(v1alpha1.NetworkLevelRack, 48, v1alpha1.NetworkLevelNVLink, 20).Obj()
+			},
+			want: []string{"slices[1].size must divide slices[0].size"}}),
+		Entry("PodGroup slice that does not divide minMember", rejectedCreate{
+			obj: func(ns string) client.Object {
+				return pg("", ns).MinMember(100).NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelZone).
+					Slices(v1alpha1.NetworkLevelRack, 48).Obj()
+			},
+			want: []string{"spec.networkTopology.slices[0].size must divide spec.minMember"}}),
+		Entry("PodGroup slice of size 0", rejectedCreate{
+			obj: func(ns string) client.Object {
+				return pg("", ns).MinMember(96).NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelZone).
+					Slices(v1alpha1.NetworkLevelRack, 0).Obj()
+			},
+			want: []string{"spec.networkTopology.slices[0].size", "should be greater than or equal to 1"}}),
+		Entry("PodGroup with four slice layers", rejectedCreate{
+			obj: func(ns string) client.Object {
+				return pg("", ns).MinMember(96).NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelZone).
+					Slices(v1alpha1.NetworkLevelRack, 48, v1alpha1.NetworkLevelToR, 48, v1alpha1.NetworkLevelNVLink, 16, v1alpha1.NetworkLevelNVLink, 16).Obj()
+			},
+			want: []string{"spec.networkTopology.slices", "must have at most 3 items"}}),
 		Entry("PodGroup numaSpread scatter", rejectedCreate{
 			obj:  func(ns string) client.Object { return pg("", ns).NUMASpread("scatter").Obj() },
 			want: []string{"spec.numaSpread", `supported values: "packed", "balanced", "isolated"`}}),

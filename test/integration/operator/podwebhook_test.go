@@ -365,6 +365,19 @@ var _ = Describe("Pod webhook", Ordered, func() {
 		Expect(err.Error()).To(And(ContainSubstring("spec.networkTopology.level"), ContainSubstring(`supported values: "nvlink", "tor", "rack", "zone"`)))
 		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("rack-wide", nsGold).MinMember(2).
 			NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).Obj())).To(Succeed())
+
+		// Slices: a level not declared, or layers out of order, are refused naming the
+		// field; Kueue #9046's shape is admitted.
+		err = k8sClient.Create(suiteCtx, testutil.MakePodGroup("sliced-spine", nsGold).MinMember(96).
+			NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelZone).Slices(v1alpha1.NetworkTopologyLevel("block"), 48).Obj())
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(And(ContainSubstring("spec.networkTopology.slices[0].level"), ContainSubstring(`supported values: "nvlink", "tor", "rack", "zone"`)))
+		err = k8sClient.Create(suiteCtx, testutil.MakePodGroup("sliced-inverted", nsGold).MinMember(96).
+			NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelZone).Slices(v1alpha1.NetworkLevelNVLink, 48, v1alpha1.NetworkLevelRack, 16).Obj())
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(And(ContainSubstring("spec.networkTopology.slices"), ContainSubstring("slices[1].level rack must be below slices[0].level (nvlink)")))
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("sliced", nsGold).MinMember(96).
+			NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelZone).Slices(v1alpha1.NetworkLevelRack, 48, v1alpha1.NetworkLevelNVLink, 16).Obj())).To(Succeed())
 	})
 
 	It("refuses a PodGroup naming a PriorityClass its namespace's pods could not use, naming the field", func() {

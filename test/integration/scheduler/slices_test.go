@@ -1,0 +1,133 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
+)
+
+var _ = Describe("NetworkFabric slices", func() {
+	// layered creates Kueue #9046's fleet: zones × 4 blocks (the rack level) × 8
+	// NVLink domains × 4 nodes; gpus gives a node's GPUs by its zone and its index in
+	// its NVLink domain.
+	layered := func(tc *testCluster, zones int, gpus func(z, i int) int) {
+		GinkgoHelper()
+		for z := range zones {
+			for b := range 4 {
+				for d := range 8 {
+					for i := range 4 {
+						tc.addLabelledNodes(fmt.Sprintf("z%d-b%d-d%d-n%d", z, b, d, i), 1, map[string]string{
+							v1alpha1.LabelTopologyZone: fmt.Sprintf("%s-z%d", tc.ns, z),
+							v1alpha1.LabelRack:         fmt.Sprintf("%s-z%d-b%d", tc.ns, z, b),
+							v1alpha1.LabelGPUClique:    fmt.Sprintf("%s-z%d-b%d-d%d", tc.ns, z, b, d),
+						}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", fmt.Sprint(gpus(z, i)))
+					}
+				}
+			}
+		}
+	}
+	// members creates n pods of 2 GPUs in PodGroup gang, with the annotations kv.
+	members := func(tc *testCluster, gang string, n int, kv ...string) {
+		GinkgoHelper()
+		for i := range n {
+			w := tc.pod(fmt.Sprintf("%s-%d", gang, i)).PodGroup(gang).Req("cpu", "4", "memory", "16Gi", "nvidia.com/gpu", "2").Limit("nvidia.com/gpu", "2")
+			for j := 0; j+1 < len(kv); j += 2 {
+				w = w.Annotation(kv[j], kv[j+1])
+			}
+			Expect(k8sClient.Create(suiteCtx, w.Obj())).To(Succeed())
+		}
+	}
+	// violations counts, for the gang's bound members, the zones they span beyond one
+	// and the blocks and NVLink domains holding a count that is not a multiple of
+	// their slice size; zone is one of the zones they are in.
+	violations := func(tc *testCluster, gang string) (bound, broken int, zone string) {
+		GinkgoHelper()
+		pods := &corev1.PodList{}
+		Expect(k8sClient.List(suiteCtx, pods, client.InNamespace(tc.ns), client.MatchingLabels{v1alpha1.LabelPodGroup: gang})).To(Succeed())
+		zones, blocks, cliques := map[string]int{}, map[string]int{}, map[string]int{}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == "" {
+				continue
+			}
+			bound++
+			node := &corev1.Node{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: p.Spec.NodeName}, node)).To(Succeed())
+			zone = node.Labels[v1alpha1.LabelTopologyZone]
+			zones[zone]++
+			blocks[node.Labels[v1alpha1.LabelRack]]++
+			cliques[node.Labels[v1alpha1.LabelGPUClique]]++
+		}
+		broken = max(len(zones)-1, 0)
+		for _, n := range blocks {
+			if n%48 != 0 {
+				broken++
+			}
+		}
+		for _, n := range cliques {
+			if n%16 != 0 {
+				broken++
+			}
+		}
+		return bound, broken, zone
+	}
+	multiLayer := `[{"topology": "` + v1alpha1.LabelRack + `", "size": 48}, {"topology": "` + v1alpha1.LabelGPUClique + `", "size": 16}]`
+
+	It("places Kueue #9046's shape on 512 nodes — 96 pods in one zone, 48 per block, 16 per NVLink domain — through a PodGroup and through Kueue's annotations, with no violation", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		// In zones 0–2 two nodes of every NVLink domain have no GPU: 8 members fit a
+		// domain, half a slice. The tightest zone for 96 members is one of them (a
+		// plan without slices goes there and breaks every slice); only zone 3 has
+		// whole NVLink domains.
+		layered(tc, 4, func(z, i int) int {
+			if z < 3 && i < 2 {
+				return 0
+			}
+			return 8
+		})
+		start := time.Now()
+		// One gang through the PodGroup's own slices...
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("pg-sliced", tc.ns).MinMember(96).
+			NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelZone).
+			Slices(v1alpha1.NetworkLevelRack, 48, v1alpha1.NetworkLevelNVLink, 16).Obj())).To(Succeed())
+		members(tc, "pg-sliced", 96)
+		// ...and one through Kueue's TAS annotations on the pods.
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("kueue-sliced", tc.ns).MinMember(96).Obj())).To(Succeed())
+		members(tc, "kueue-sliced", 96, v1alpha1.AnnotationKueueRequiredTopology, v1alpha1.LabelTopologyZone,
+			v1alpha1.AnnotationKueueSliceConstraints, multiLayer)
+		for _, g := range []string{"pg-sliced", "kueue-sliced"} {
+			Eventually(tc.boundFn(g)).WithTimeout(2*time.Minute).Should(Equal(96), g+" should be bound whole")
+			bound, broken, zone := violations(tc, g)
+			Expect(bound).To(Equal(96))
+			Expect(broken).To(BeZero(), g+": zones beyond one, or blocks and NVLink domains holding part of a slice")
+			Expect(zone).To(Equal(tc.ns+"-z3"), g+" should be in the only zone with whole NVLink domains")
+		}
+		GinkgoWriter.Printf("two gangs of 96 in slices bound %.1fs after the first was created\n", time.Since(start).Seconds())
+	})
+
+	It("refuses a sliced gang on a fragmented fleet before any member binds, naming the layer no domain holds", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		// One zone; the first node of every NVLink domain has 6 GPUs: 15 members of 2
+		// GPUs fit a domain, 120 a block, 480 the zone — but no slice of 16.
+		layered(tc, 1, func(_, i int) int {
+			if i == 0 {
+				return 6
+			}
+			return 8
+		})
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("frag", tc.ns).MinMember(96).Obj())).To(Succeed())
+		members(tc, "frag", 96, v1alpha1.AnnotationKueueRequiredTopology, v1alpha1.LabelTopologyZone,
+			v1alpha1.AnnotationKueueSliceConstraints, multiLayer)
+		Eventually(tc.scheduledMessage("frag-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
+			"TopologyUnsatisfiable: gang " + tc.ns + "/frag needs 96 members (96 × 2 nvidia.com/gpu) in one zone, in slices of 48 in one rack, of 16 in one nvlink; " +
+				"zone/" + tc.ns + "-z0 holds 0 of the 6 slices of 16 in one nvlink (" + v1alpha1.AnnotationKueueRequiredTopology + ")"))
+		Consistently(tc.boundFn("frag")).WithTimeout(3 * time.Second).Should(BeZero())
+	})
+})
