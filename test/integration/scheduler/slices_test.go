@@ -82,16 +82,21 @@ var _ = Describe("NetworkFabric slices", func() {
 
 	It("places Kueue #9046's shape on 512 nodes — 96 pods in one zone, 48 per block, 16 per NVLink domain — through a PodGroup and through Kueue's annotations, with no violation", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
-		// In zones 0–2 two nodes of every NVLink domain have no GPU: 8 members fit a
-		// domain, half a slice. The tightest zone for 96 members is one of them (a
-		// plan without slices goes there and breaks every slice); only zone 3 has
-		// whole NVLink domains.
-		layered(tc, 4, func(z, i int) int {
-			if z < 3 && i < 2 {
-				return 0
+		layered(tc, 4, func(int, int) int { return 8 })
+		// In zones 0–2 a pod of 4 GPUs runs on the first node of every NVLink domain:
+		// 14 members fit a domain, 112 a block — the tightest block for 96 members,
+		// and no longer a whole NVLink domain to keep (a plan without slices takes
+		// one and breaks every slice). Only zone 3 has NVLink domains that hold a
+		// slice of 16.
+		for z := range 3 {
+			for b := range 4 {
+				for d := range 8 {
+					Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("busy-z%d-b%d-d%d", z, b, d)).
+						Node(fmt.Sprintf("%s-z%d-b%d-d%d-n0-0", tc.ns, z, b, d)).
+						Req("cpu", "4", "memory", "16Gi", "nvidia.com/gpu", "4").Limit("nvidia.com/gpu", "4").Obj())).To(Succeed())
+				}
 			}
-			return 8
-		})
+		}
 		start := time.Now()
 		// One gang through the PodGroup's own slices...
 		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("pg-sliced", tc.ns).MinMember(96).
