@@ -252,8 +252,16 @@ func PodSetsOf(wl *kueue.Workload) []feasibility.PodSet {
 			}
 		}
 		sort.Strings(p.Flavors)
-		if tr := ps.TopologyRequest; tr != nil && tr.Required != nil {
-			p.RequiredTopology = *tr.Required
+		if tr := ps.TopologyRequest; tr != nil {
+			if tr.Required != nil {
+				p.RequiredTopology = *tr.Required
+			}
+			if tr.PodSetSliceRequiredTopology != nil && tr.PodSetSliceSize != nil {
+				p.Slices = []feasibility.SliceLayer{{Label: *tr.PodSetSliceRequiredTopology, Size: int(*tr.PodSetSliceSize)}}
+			}
+			for _, l := range tr.PodsetSliceRequiredTopologyConstraints {
+				p.Slices = append(p.Slices, feasibility.SliceLayer{Label: l.Topology, Size: int(l.Size)})
+			}
 		}
 		out = append(out, p)
 	}

@@ -84,6 +84,13 @@ type Cluster struct {
 // the one topology domain the workload requires.
 func Decide(c *Cluster, w *Workload) Decision {
 	levels, maxLevel, levelName := c.levelsFor(w)
+	sliceLevels, outer, slices, sliced := c.slicedLevels(w)
+	if sliced {
+		levels, maxLevel, levelName = sliceLevels, max(outer, 0), Anywhere
+		if outer >= 0 {
+			levelName = sliceLevels[outer].Name
+		}
+	}
 	tiers := c.tierSet()
 	d := Decision{Level: levelName, Nodes: len(c.Nodes)}
 	seenTier := map[string]bool{}
@@ -122,6 +129,9 @@ func Decide(c *Cluster, w *Workload) Decision {
 	sort.Strings(d.RefusingTiers)
 	d.Anchored = anchoredDomain(nodes, maxLevel, levelName)
 	d.Resource, d.Free, d.Need = scarcest(nodes, shapes, maxLevel, d.Anchored)
+	if sliced {
+		return decideSliced(d, nodes, shapes, levels, outer, slices)
+	}
 	plan, short := placement.Compute(nodes, shapes, maxLevel, false)
 	where := func(domains []string) string {
 		if levelName == Anywhere {

@@ -59,6 +59,9 @@ type PodSet struct {
 	// RequiredTopology is the node label of the topology level all its pods must
 	// share (Kueue's TAS required topology); "" for none.
 	RequiredTopology string
+	// Slices are the pod set's slice layers, outermost first (Kueue's TAS slices):
+	// the pods in groups, each group in one domain of its layer's node label.
+	Slices []SliceLayer
 	// DRAGPUs are the whole GPUs each pod asks for through its ResourceClaim
 	// templates (hardware.WholeGPUs; a share of a GPU is not counted).
 	DRAGPUs int64
@@ -81,6 +84,12 @@ type Decision struct {
 	// Short says why no domain of Level holds them (nil when they fit, or when no
 	// node may take them at all).
 	Short *placement.Shortage
+	// SliceShort says, for a pod set in slices, which layer no domain holds enough
+	// slices of, and the most the best domain holds.
+	SliceShort *placement.SliceShortage
+	// Slices describes a pod set's slices ("slices of 48 in one block, of 16 in
+	// one nvlink"; "" for none), and SliceWhy why no domain holds them.
+	Slices, SliceWhy string
 	// Nodes is the number of nodes; Eligible those the pods may use (node selector
 	// and affinity, taints, flavors, HardwareTiers); TierRefused those that only a
 	// HardwareTier keeps them from, and RefusingTiers those tiers' names.

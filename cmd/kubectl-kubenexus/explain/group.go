@@ -156,9 +156,12 @@ func (g *group) workload(st *state, need int) *feasibility.Workload {
 		w.PodSets[i].Count++
 	}
 	if g.key != nil {
-		if pol, ok, err := topology.PolicyOf(g.pending[0], g.pg, st.cluster.Levels); err == nil && ok && pol.Required {
+		if pol, ok, err := topology.PolicyOf(g.pending[0], g.pg, st.cluster.Levels); err == nil && ok {
 			for i := range w.PodSets {
-				w.PodSets[i].RequiredTopology = st.cluster.Levels[pol.Level].NodeLabel
+				if pol.Required {
+					w.PodSets[i].RequiredTopology = st.cluster.Levels[pol.Level].NodeLabel
+				}
+				w.PodSets[i].Slices = feasibility.SliceLayers(pol, st.cluster.Levels)
 			}
 		}
 		// Its members already running anchor the plan, as in the scheduler's.

@@ -117,6 +117,18 @@ func verb(one bool, singular, plural string) string {
 
 func topologyLine(g *group, st *state, d *feasibility.Decision) Line {
 	l := Line{Layer: LayerTopology}
+	if d.Slices != "" {
+		where := "the cluster"
+		if d.Level != feasibility.Anywhere {
+			where = "one " + d.Level
+		}
+		l.Verdict, l.Text = OK, fmt.Sprintf("in %s, in %s: fits in %s now", where, d.Slices, join(d.Domains))
+		if !d.Fits {
+			l.Verdict, l.Text = Blocked, d.SliceWhy
+			l.Action = "wait for room in whole slices, or make the slices smaller (spec.networkTopology.slices on the PodGroup, or Kueue's podset-slice annotations)"
+		}
+		return l
+	}
 	if d.Level == feasibility.Anywhere {
 		l.Verdict, l.Text = None, "no topology domain required: the members may spread"
 		if d.Fits {
@@ -161,6 +173,8 @@ func capacityLine(d *feasibility.Decision, g *group, st *state) Line {
 		l.Verdict, l.Text = Blocked, fmt.Sprintf("%s; they hold %d of the %s", free, d.Short.BestFits, g.units(d.Short.Need))
 	case !d.Fragmented():
 		l.Verdict, l.Text = Blocked, free
+	case d.Slices != "":
+		l.Text = free + ": enough in total, not in whole slices"
 	default:
 		l.Text = free + ": enough in total, not in one " + d.Level
 	}

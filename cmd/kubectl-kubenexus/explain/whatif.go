@@ -103,10 +103,15 @@ func (e *Explainer) whatIf(ctx context.Context, st *state, namespace string, obj
 		total += rep.Count
 		pod := &corev1.Pod{ObjectMeta: rep.Template.ObjectMeta, Spec: rep.Template.Spec}
 		pod.Namespace = namespace
-		if p, ok, err := topology.PolicyOf(pod, nil, st.cluster.Levels); err != nil {
+		p, ok, err := topology.PolicyOf(pod, nil, st.cluster.Levels)
+		if err != nil {
 			return Section{}, err
-		} else if ok && p.Required && (policy == nil || p.Level < policy.Level) {
+		}
+		if ok && p.Required && (policy == nil || p.Level < policy.Level) {
 			policy = &p
+		}
+		if ok {
+			w.PodSets[len(w.PodSets)-1].Slices = feasibility.SliceLayers(p, st.cluster.Levels)
 		}
 	}
 	if policy != nil {

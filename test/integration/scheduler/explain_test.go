@@ -20,30 +20,31 @@ import (
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
 )
 
+// explained returns the lines of the only section of the report on kind/name.
+func explained(tc *testCluster, kind, name string) func() (map[string]explain.Line, error) {
+	return func() (map[string]explain.Line, error) {
+		r, err := (&explain.Explainer{Client: k8sClient}).Explain(suiteCtx, tc.ns, kind, name)
+		if err != nil {
+			return nil, err
+		}
+		var out bytes.Buffer
+		Expect(r.Write(&out)).To(Succeed())
+		GinkgoWriter.Println(out.String())
+		if len(r.Sections) != 1 {
+			return nil, fmt.Errorf("%d sections, want 1:\n%s", len(r.Sections), out.String())
+		}
+		lines := map[string]explain.Line{}
+		for _, l := range r.Sections[0].Lines {
+			lines[l.Layer] = l
+		}
+		return lines, nil
+	}
+}
+
 // kubectl kubenexus explain against the real scheduler: each spec builds a situation
 // that holds a workload at one layer, checks that layer's line, lifts the block and
 // checks that the line is gone once the workload is placed.
 var _ = Describe("kubectl kubenexus explain", func() {
-	// explained returns the lines of the only section of the report on kind/name.
-	explained := func(tc *testCluster, kind, name string) func() (map[string]explain.Line, error) {
-		return func() (map[string]explain.Line, error) {
-			r, err := (&explain.Explainer{Client: k8sClient}).Explain(suiteCtx, tc.ns, kind, name)
-			if err != nil {
-				return nil, err
-			}
-			var out bytes.Buffer
-			Expect(r.Write(&out)).To(Succeed())
-			GinkgoWriter.Println(out.String())
-			if len(r.Sections) != 1 {
-				return nil, fmt.Errorf("%d sections, want 1:\n%s", len(r.Sections), out.String())
-			}
-			lines := map[string]explain.Line{}
-			for _, l := range r.Sections[0].Lines {
-				lines[l.Layer] = l
-			}
-			return lines, nil
-		}
-	}
 	line := func(layer, verdict, text string) types.GomegaMatcher {
 		return HaveKeyWithValue(layer, And(HaveField("Verdict", verdict), HaveField("Text", text)))
 	}

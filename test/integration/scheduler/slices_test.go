@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/cmd/kubectl-kubenexus/explain"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
 )
@@ -134,5 +135,10 @@ var _ = Describe("NetworkFabric slices", func() {
 			"TopologyUnsatisfiable: gang " + tc.ns + "/frag needs 96 members (96 × 2 nvidia.com/gpu) in one zone, in slices of 48 in one rack, of 16 in one nvlink; " +
 				"zone/" + tc.ns + "-z0 holds 0 of the 6 slices of 16 in one nvlink (" + v1alpha1.AnnotationKueueRequiredTopology + ")"))
 		Consistently(tc.boundFn("frag")).WithTimeout(3 * time.Second).Should(BeZero())
+		// explain names the same layer, from the same plan.
+		Eventually(explained(tc, "podgroup", "frag")).WithTimeout(testutil.Timeout).Should(HaveKeyWithValue(explain.LayerTopology, And(
+			HaveField("Verdict", explain.Blocked),
+			HaveField("Text", "needs 96 members (96 × 2 nvidia.com/gpu) in one zone, in slices of 48 in one rack, of 16 in one nvlink; "+
+				tc.ns+"-z0 holds 0 of the 6 slices of 16 in one nvlink"))))
 	})
 })
