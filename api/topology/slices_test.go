@@ -33,6 +33,11 @@ func TestPolicyOfSlices(t *testing.T) {
 	badPG.Spec.NetworkTopology.Slices[1].Level = "spine"
 	unevenPG := pg.DeepCopy()
 	unevenPG.Spec.MinMember = 100
+	native := &v1alpha1.PodGroup{}
+	native.Name, native.APIVersion = "g", "scheduling.k8s.io/v1beta1"
+	native.Spec.MinMember, native.Spec.NativeTopologyKey = 4, v1alpha1.LabelRack
+	nativeBad := native.DeepCopy()
+	nativeBad.Spec.NativeTopologyKey = "cloud.example.com/block"
 	tests := map[string]struct {
 		pod     *corev1.Pod
 		pg      *v1alpha1.PodGroup
@@ -40,6 +45,10 @@ func TestPolicyOfSlices(t *testing.T) {
 		wantOK  bool
 		wantErr string
 	}{
+		"native PodGroup topology: required rack": {pod(v1alpha1.AnnotationKueuePreferredTopology, v1alpha1.LabelTopologyZone), native,
+			Policy{Required: true, Level: 2, Source: "PodGroup g spec.schedulingConstraints.topology"}, true, ""},
+		"native PodGroup topology key no level reads": {pod(), nativeBad, Policy{}, false,
+			`PodGroup g (scheduling.k8s.io/v1beta1): spec.schedulingConstraints.topology[0].key "cloud.example.com/block" is not the node label of a topology level`},
 		"PodGroup slices": {pod(), pg, withSlices(Policy{Required: true, Level: 3, Source: "PodGroup g spec.networkTopology"}, Slice{2, 48}, Slice{0, 16}), true, ""},
 		"PodGroup slice level unknown": {pod(), badPG, Policy{}, false,
 			`spec.networkTopology.slices[1].level "spine" is not a topology level; the levels are nvlink, tor, rack, zone`},

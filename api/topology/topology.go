@@ -100,6 +100,14 @@ func PolicyOf(pod *corev1.Pod, pg *v1alpha1.PodGroup, levels []Level) (p Policy,
 		}
 		return p, true, nil
 	}
+	if pg != nil && pg.Spec.NativeTopologyKey != "" {
+		i := levelByLabel(levels, pg.Spec.NativeTopologyKey)
+		if i < 0 {
+			return Policy{}, false, fmt.Errorf("PodGroup %s (%s): spec.schedulingConstraints.topology[0].key %q is not the node label of a topology level; the levels' labels are %s",
+				pg.Name, pg.APIVersion, untrusted.Truncate(pg.Spec.NativeTopologyKey), labels(levels))
+		}
+		return Policy{Required: true, Level: i, Source: "PodGroup " + pg.Name + " spec.schedulingConstraints.topology"}, true, nil
+	}
 	p, ok, err = annotationPolicy(pod.Annotations, levels)
 	if err != nil {
 		return Policy{}, false, err

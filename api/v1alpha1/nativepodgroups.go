@@ -44,9 +44,11 @@ func NativeGroupOf(pod *corev1.Pod) (string, bool) {
 // FromNativePodGroup reads a native PodGroup into the KubeNexus type: minMember is
 // the gang policy's minCount, or 1 under the basic policy (members are placed one by
 // one, as Kubernetes does); priorityClassName is copied. The result's APIVersion is
-// scheduling.k8s.io/v1beta1. Not read: schedulingConstraints.topology (a node label
-// key, where KubeNexus's networkTopology names a level of the KubeNexusConfig),
-// disruptionMode and resourceClaims.
+// scheduling.k8s.io/v1beta1. spec.schedulingConstraints.topology's one key (a node
+// label; the API allows one) becomes NativeTopologyKey, which topology.PolicyOf maps
+// to the KubeNexusConfig's level of that label, required; spec.disruptionMode All
+// becomes DisruptWhole. Not read: resourceClaims (claims shared by the group are
+// counted per pod by the plan, as each pod's own).
 func FromNativePodGroup(u *unstructured.Unstructured) (*PodGroup, error) {
 	in := &schedulingv1beta1.PodGroup{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, in); err != nil {
@@ -63,6 +65,10 @@ func FromNativePodGroup(u *unstructured.Unstructured) (*PodGroup, error) {
 	default:
 		pg.Spec.MinMember = 1
 	}
+	if c := in.Spec.SchedulingConstraints; c != nil && len(c.Topology) > 0 {
+		pg.Spec.NativeTopologyKey = c.Topology[0].Key
+	}
+	pg.Spec.DisruptWhole = in.Spec.DisruptionMode != nil && in.Spec.DisruptionMode.All != nil
 	return pg, nil
 }
 

@@ -49,6 +49,21 @@ func TestFromNativePodGroup(t *testing.T) {
 	if _, err := FromNativePodGroup(nativeUnstructured(t, zero)); err == nil || !strings.Contains(err.Error(), "spec.schedulingPolicy.gang.minCount is 0") {
 		t.Errorf("minCount 0: error %v, want one naming spec.schedulingPolicy.gang.minCount", err)
 	}
+	if pg.Spec.NativeTopologyKey != "" || pg.Spec.DisruptWhole {
+		t.Errorf("no constraints: topology key %q, disrupt whole %v; want none", pg.Spec.NativeTopologyKey, pg.Spec.DisruptWhole)
+	}
+
+	constrained := gang.DeepCopy()
+	constrained.Spec.SchedulingConstraints = &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: LabelRack}}}
+	constrained.Spec.DisruptionMode = &schedulingv1beta1.DisruptionMode{All: &schedulingv1beta1.AllDisruptionMode{}}
+	if pg, err := FromNativePodGroup(nativeUnstructured(t, constrained)); err != nil || pg.Spec.NativeTopologyKey != LabelRack || !pg.Spec.DisruptWhole {
+		t.Errorf("topology and disruptionMode All: %+v, %v; want key %s, disrupted whole", pg, err, LabelRack)
+	}
+	single := constrained.DeepCopy()
+	single.Spec.DisruptionMode = &schedulingv1beta1.DisruptionMode{Single: &schedulingv1beta1.SingleDisruptionMode{}}
+	if pg, err := FromNativePodGroup(nativeUnstructured(t, single)); err != nil || pg.Spec.DisruptWhole {
+		t.Errorf("disruptionMode Single: %+v, %v; want members disrupted one by one", pg, err)
+	}
 }
 
 func TestNativePodGroupConditions(t *testing.T) {

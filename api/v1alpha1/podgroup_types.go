@@ -92,6 +92,14 @@ type PodGroupSpec struct {
 	// for any other.
 	// +optional
 	Recovery *GangRecovery `json:"recovery,omitempty"`
+
+	// NativeTopologyKey is, for a PodGroup read from Kubernetes' own API
+	// (FromNativePodGroup), the node label its spec.schedulingConstraints.topology
+	// names: all its pods in one domain of it. Never stored.
+	NativeTopologyKey string `json:"-"`
+	// DisruptWhole is, for a native PodGroup whose spec.disruptionMode is All, that
+	// it is disrupted only as a whole: preemption never shrinks it. Never stored.
+	DisruptWhole bool `json:"-"`
 }
 
 // GangRecovery is how a running gang that lost members is made whole again.

@@ -171,6 +171,9 @@ func (pl *Plugin) floor(key gang.Key, labelMin int32) (int32, map[string]int32, 
 	}
 	var perRole map[string]int32
 	if pg != nil {
+		if pg.Spec.DisruptWhole {
+			return 0, nil, false // a native PodGroup disrupted only whole: never shrunk
+		}
 		perRole = pg.Spec.MinMemberPerRole
 	}
 	return minMember, perRole, true

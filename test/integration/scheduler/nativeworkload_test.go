@@ -76,6 +76,44 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 			HaveField("Reason", v1alpha1.NativeScheduledReason)))
 	})
 
+	It("holds a group to one domain of the node label its schedulingConstraints.topology names, and refuses it, naming the constraint, where none holds it", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		for r := range 2 {
+			tc.addLabelledNodes(fmt.Sprintf("r%d", r), 2, map[string]string{v1alpha1.LabelRack: fmt.Sprintf("%s-rack-%d", tc.ns, r)},
+				"cpu", "64", "memory", "256Gi", "nvidia.com/gpu", "8")
+		}
+		group := func(name string, n int) []string {
+			pg := testutil.NativeGangPodGroup(tc.ns, name, int32(n))
+			pg.Spec.SchedulingConstraints = &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: v1alpha1.LabelRack}}}
+			Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+			var names []string
+			for i := range n {
+				names = append(names, fmt.Sprintf("%s-%d", name, i))
+				Expect(k8sClient.Create(suiteCtx, tc.pod(names[i]).SchedulingGroup(name).
+					Req("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").Obj())).To(Succeed())
+			}
+			return names
+		}
+		// Three members of a whole node each: two racks of two nodes hold them
+		// together, no one rack does.
+		wide := group("wide", 3)
+		Eventually(tc.scheduledMessage(wide[0])).WithTimeout(testutil.Timeout).Should(And(
+			ContainSubstring("TopologyUnsatisfiable: gang "+tc.ns+"/wide needs 3 members (3 × 8 nvidia.com/gpu) in one rack; the largest rack fits 2"),
+			ContainSubstring("spec.schedulingConstraints.topology")))
+		Consistently(boundOf(tc, wide...)).WithTimeout(3 * time.Second).Should(Equal(0))
+		Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Pod{}, client.InNamespace(tc.ns), client.GracePeriodSeconds(0))).To(Succeed())
+		// Two members: one rack.
+		pair := group("pair", 2)
+		Eventually(boundOf(tc, pair...)).WithTimeout(testutil.Timeout).Should(Equal(2))
+		racks := map[string]bool{}
+		for _, p := range pair {
+			node := &corev1.Node{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: tc.nodeOf(p)()}, node)).To(Succeed())
+			racks[node.Labels[v1alpha1.LabelRack]] = true
+		}
+		Expect(racks).To(HaveLen(1))
+	})
+
 	It("places the members of a group with the basic policy one by one", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
 		tc.addNodes("n", 1, "cpu", "2")

@@ -220,7 +220,9 @@ func moduleFile(toolsModule, module, file string) (string, error) {
 }
 
 // EnableNativeWorkloads turns on Kubernetes' own Workload and PodGroup API
-// (scheduling.k8s.io/v1beta1, feature gate GenericWorkload) in env's API server when
+// (scheduling.k8s.io/v1beta1, feature gate GenericWorkload, and
+// TopologyAwareWorkloadScheduling for their spec.schedulingConstraints) in env's API
+// server when
 // that server serves it (1.37 and later; an older one, as make test-skew runs, is
 // left as it is), and reports whether it did. Call before env.Start.
 func EnableNativeWorkloads(env *envtest.Environment) (bool, error) {
@@ -233,7 +235,7 @@ func EnableNativeWorkloads(env *envtest.Environment) (bool, error) {
 		return false, err
 	}
 	args := env.ControlPlane.GetAPIServer().Configure()
-	args.Append("feature-gates", "GenericWorkload=true")
+	args.Append("feature-gates", "GenericWorkload=true,TopologyAwareWorkloadScheduling=true")
 	args.Append("runtime-config", "scheduling.k8s.io/v1beta1=true")
 	return true, nil
 }
