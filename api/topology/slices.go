@@ -92,7 +92,7 @@ func sliceSize(v string) (int, error) {
 }
 
 // ValidateSlices checks slice layers against a gang whose whole domain is at level
-// outer and that has members members (0: not known here): each layer's level below
+// outer and that has the given number of members (0: not known here): each layer's level below
 // the one before it and not above outer, each size at least 1 and dividing the one
 // before it, and the outermost dividing the members. The error names the layer
 // (slices[i]) and what is allowed.

@@ -47,8 +47,8 @@ func TestPolicyOfSlices(t *testing.T) {
 	}{
 		"native PodGroup topology: required rack": {pod(v1alpha1.AnnotationKueuePreferredTopology, v1alpha1.LabelTopologyZone), native,
 			Policy{Required: true, Level: 2, Source: "PodGroup g spec.schedulingConstraints.topology"}, true, ""},
-		"native PodGroup topology key no level reads": {pod(), nativeBad, Policy{}, false,
-			`PodGroup g (scheduling.k8s.io/v1beta1): spec.schedulingConstraints.topology[0].key "cloud.example.com/block" is not the node label of a topology level`},
+		"native PodGroup topology key of no level: a level of its own": {pod(), nativeBad,
+			Policy{Required: true, Level: 4, Label: "cloud.example.com/block", Source: "PodGroup g spec.schedulingConstraints.topology"}, true, ""},
 		"PodGroup slices": {pod(), pg, withSlices(Policy{Required: true, Level: 3, Source: "PodGroup g spec.networkTopology"}, Slice{2, 48}, Slice{0, 16}), true, ""},
 		"PodGroup slice level unknown": {pod(), badPG, Policy{}, false,
 			`spec.networkTopology.slices[1].level "spine" is not a topology level; the levels are nvlink, tor, rack, zone`},
@@ -67,10 +67,10 @@ func TestPolicyOfSlices(t *testing.T) {
 		"slice label unknown":        {pod(v1alpha1.AnnotationKueueSliceRequiredTopology, "cloud.example.com/block", v1alpha1.AnnotationKueueSliceSize, "4"), nil, Policy{}, false, `podset-slice-required-topology="cloud.example.com/block": not the node label of a topology level`},
 		"both forms":                 {pod(v1alpha1.AnnotationKueueSliceConstraints, multi, v1alpha1.AnnotationKueueSliceSize, "4"), nil, Policy{}, false, "set one or the other, not both"},
 		"multi-layer not JSON":       {pod(v1alpha1.AnnotationKueueSliceConstraints, `[{"topology": "x", "size": 4},]`), nil, Policy{}, false, "not a JSON list of"},
-		"multi-layer unknown field":  {pod(v1alpha1.AnnotationKueueSliceConstraints, `[{"topology": "` + v1alpha1.LabelRack + `", "sizes": [1, 3]}]`), nil, Policy{}, false, "not a JSON list of"},
+		"multi-layer unknown field":  {pod(v1alpha1.AnnotationKueueSliceConstraints, `[{"topology": "`+v1alpha1.LabelRack+`", "sizes": [1, 3]}]`), nil, Policy{}, false, "not a JSON list of"},
 		"multi-layer four layers":    {pod(v1alpha1.AnnotationKueueSliceConstraints, `[{},{},{},{}]`), nil, Policy{}, false, "4 layers; 1 to 3 are allowed"},
-		"multi-layer bad size":       {pod(v1alpha1.AnnotationKueueSliceConstraints, `[{"topology": "` + v1alpha1.LabelRack + `", "size": 0}]`), nil, Policy{}, false, "layer 0: size 0: must be a whole number from 1 to 100000"},
-		"multi-layer inverted":       {pod(v1alpha1.AnnotationKueueSliceConstraints, `[{"topology": "` + v1alpha1.LabelGPUClique + `", "size": 16}, {"topology": "` + v1alpha1.LabelRack + `", "size": 8}]`), nil, Policy{}, false, "slices[1].level rack must be below slices[0].level (nvlink)"},
+		"multi-layer bad size":       {pod(v1alpha1.AnnotationKueueSliceConstraints, `[{"topology": "`+v1alpha1.LabelRack+`", "size": 0}]`), nil, Policy{}, false, "layer 0: size 0: must be a whole number from 1 to 100000"},
+		"multi-layer inverted":       {pod(v1alpha1.AnnotationKueueSliceConstraints, `[{"topology": "`+v1alpha1.LabelGPUClique+`", "size": 16}, {"topology": "`+v1alpha1.LabelRack+`", "size": 8}]`), nil, Policy{}, false, "slices[1].level rack must be below slices[0].level (nvlink)"},
 		"slice above required level": {pod(v1alpha1.AnnotationKueueRequiredTopology, v1alpha1.LabelRack, v1alpha1.AnnotationKueueSliceRequiredTopology, v1alpha1.LabelTopologyZone, v1alpha1.AnnotationKueueSliceSize, "8"), nil, Policy{}, false, "slices[0].level zone is above the level that holds the whole gang (rack)"},
 	}
 	for name, tc := range tests {

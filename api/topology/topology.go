@@ -44,6 +44,19 @@ type Policy struct {
 	// Slices are the gang's slice layers, outermost first (SliceLayers); an array, so
 	// that policies compare with ==.
 	Slices [MaxSlices]Slice
+	// Label is a node label that is no level of the levels the policy was read
+	// against (a native PodGroup's topology key may name any): Level is then one past
+	// the last level, a level over that label alone (LevelsWith).
+	Label string
+}
+
+// LevelsWith returns the levels a policy is planned over: levels, and the policy's
+// own label as one more level when it names one.
+func (p Policy) LevelsWith(levels []Level) []Level {
+	if p.Label == "" {
+		return levels
+	}
+	return append(levels[:len(levels):len(levels)], Level{Name: p.Label, NodeLabel: p.Label})
 }
 
 // MaxSlices is how many layers of slices a gang may ask for (as Kueue's multi-layer
@@ -101,12 +114,12 @@ func PolicyOf(pod *corev1.Pod, pg *v1alpha1.PodGroup, levels []Level) (p Policy,
 		return p, true, nil
 	}
 	if pg != nil && pg.Spec.NativeTopologyKey != "" {
-		i := levelByLabel(levels, pg.Spec.NativeTopologyKey)
-		if i < 0 {
-			return Policy{}, false, fmt.Errorf("PodGroup %s (%s): spec.schedulingConstraints.topology[0].key %q is not the node label of a topology level; the levels' labels are %s",
-				pg.Name, pg.APIVersion, untrusted.Truncate(pg.Spec.NativeTopologyKey), labels(levels))
+		p := Policy{Required: true, Level: levelByLabel(levels, pg.Spec.NativeTopologyKey), Source: "PodGroup " + pg.Name + " spec.schedulingConstraints.topology"}
+		if p.Level < 0 {
+			// A label the KubeNexusConfig declares no level for: a level of its own.
+			p.Level, p.Label = len(levels), pg.Spec.NativeTopologyKey
 		}
-		return Policy{Required: true, Level: i, Source: "PodGroup " + pg.Name + " spec.schedulingConstraints.topology"}, true, nil
+		return p, true, nil
 	}
 	p, ok, err = annotationPolicy(pod.Annotations, levels)
 	if err != nil {

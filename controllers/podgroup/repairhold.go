@@ -57,7 +57,7 @@ func (r *Reconciler) repairDomain(ctx context.Context, pg *v1alpha1.PodGroup, me
 	if err != nil || !ok || !policy.Required {
 		return ""
 	}
-	key, value := levels[policy.Level].NodeLabel, ""
+	key, value := policy.LevelsWith(levels)[policy.Level].NodeLabel, ""
 	for _, p := range on {
 		node := &corev1.Node{}
 		if err := r.Client.Get(ctx, types.NamespacedName{Name: p.Spec.NodeName}, node); err != nil {

@@ -179,4 +179,3 @@ func TestComputeSliced(t *testing.T) {
 		}
 	})
 }
-

@@ -159,7 +159,7 @@ func (g *group) workload(st *state, need int) *feasibility.Workload {
 		if pol, ok, err := topology.PolicyOf(g.pending[0], g.pg, st.cluster.Levels); err == nil && ok {
 			for i := range w.PodSets {
 				if pol.Required {
-					w.PodSets[i].RequiredTopology = st.cluster.Levels[pol.Level].NodeLabel
+					w.PodSets[i].RequiredTopology = pol.LevelsWith(st.cluster.Levels)[pol.Level].NodeLabel
 				}
 				w.PodSets[i].Slices = feasibility.SliceLayers(pol, st.cluster.Levels)
 			}

@@ -116,7 +116,7 @@ func (e *Explainer) whatIf(ctx context.Context, st *state, namespace string, obj
 	}
 	if policy != nil {
 		for i := range w.PodSets {
-			w.PodSets[i].RequiredTopology = st.cluster.Levels[policy.Level].NodeLabel
+			w.PodSets[i].RequiredTopology = policy.LevelsWith(st.cluster.Levels)[policy.Level].NodeLabel
 		}
 	}
 	var s Section

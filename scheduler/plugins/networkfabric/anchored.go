@@ -38,10 +38,11 @@ func AnchoredOf(cs fwk.CycleState) (*Anchored, bool) {
 // nodes. The domains themselves are looked up only when asked (Scopes), which
 // preemption alone does.
 func (pl *Plugin) writeAnchored(cs fwk.CycleState, key gang.Key, policy topology.Policy) {
-	if !policy.Required || pl.members == nil || policy.Level < 0 || policy.Level >= len(pl.levels) {
+	levels := policy.LevelsWith(pl.levels)
+	if !policy.Required || pl.members == nil || policy.Level < 0 || policy.Level >= len(levels) {
 		return
 	}
-	cs.Write(anchoredKey, &Anchored{Label: pl.levels[policy.Level].NodeLabel, Placed: sets.New(pl.members.PlacedNodes(key)...)})
+	cs.Write(anchoredKey, &Anchored{Label: levels[policy.Level].NodeLabel, Placed: sets.New(pl.members.PlacedNodes(key)...)})
 }
 
 // Scopes returns the node sets (indices into nodes) the pending members may be

@@ -160,13 +160,24 @@ func clusterShort(nodes []fwk.NodeInfo, shapes []placement.Shape, freeOf func(fw
 
 // domainsOf names the node's domain at each level ("" where it has no label).
 func (pl *Plugin) domainsOf(node *corev1.Node) []string {
-	domains := make([]string, len(pl.levels))
-	for i, l := range pl.levels {
+	levels := pl.levelsNow()
+	domains := make([]string, len(levels))
+	for i, l := range levels {
 		if v, ok := node.Labels[l.NodeLabel]; ok && v != "" {
 			domains[i] = l.Name + "/" + v
 		}
 	}
 	return domains
+}
+
+// levelsNow are the levels of the plan being made (planFor sets pl.planLevels: the
+// KubeNexusConfig's, and the policy's own label when it names one), else the
+// KubeNexusConfig's.
+func (pl *Plugin) levelsNow() []topology.Level {
+	if pl.planLevels != nil {
+		return pl.planLevels
+	}
+	return pl.levels
 }
 
 // amount writes a milli-unit amount of a resource for a message.

@@ -100,6 +100,8 @@ type Plugin struct {
 	planDRA   bool
 	cards     func(node string) (whole, milli int64, ok bool)
 	cardsRead bool
+	// planLevels are the levels of the planFor call under way (levelsNow).
+	planLevels []topology.Level
 }
 
 var (

@@ -81,7 +81,10 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	defer pl.mu.Unlock()
 	now := pl.now()
 	pl.expire(now)
-	defer func() { pl.away, pl.kept, pl.planDRA, pl.cards, pl.cardsRead = nil, nil, false, nil, false }()
+	pl.planLevels = policy.LevelsWith(pl.levels)
+	defer func() {
+		pl.away, pl.kept, pl.planDRA, pl.cards, pl.cardsRead, pl.planLevels = nil, nil, false, nil, false, nil
+	}()
 	sliced := len(policy.SliceLayers()) > 0
 	if ap := pl.plans[key]; ap != nil && ap.reserved > 0 && ap.policy == policy && (!sliced || len(ap.claims) > 0) && pl.stillHolds(ap) {
 		return ap, nil
@@ -151,11 +154,11 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	}
 	if short != nil && policy.Required {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: gang %s %s (%s)",
-			ErrReasonTopologyUnsatisfiable, key, short.Describe(pl.levels[short.Level].Name, shapes), policy.Source))
+			ErrReasonTopologyUnsatisfiable, key, short.Describe(pl.levelsNow()[short.Level].Name, shapes), policy.Source))
 	}
 	ap := pl.activate(plan, planned, shapes, policy, now)
 	pl.plans[key] = ap
-	klog.V(4).InfoS("Planned gang", "gang", key, "level", pl.levels[plan.Level].Name, "domains", plan.Domains, "fits", plan.Fits, "members", ap.need)
+	klog.V(4).InfoS("Planned gang", "gang", key, "level", pl.levelsNow()[plan.Level].Name, "domains", plan.Domains, "fits", plan.Fits, "members", ap.need)
 	return ap, nil
 }
 
@@ -210,8 +213,8 @@ func (pl *Plugin) activate(plan placement.Plan, planned []fwk.NodeInfo, shapes [
 	// ranking every node of the plan names none.
 	byValue, byNode := map[string]int{}, map[string]int{}
 	label, prefix := "", "node/"
-	if plan.Level < len(pl.levels) {
-		label, prefix = pl.levels[plan.Level].NodeLabel, pl.levels[plan.Level].Name+"/"
+	if levels := pl.levelsNow(); plan.Level < len(levels) {
+		label, prefix = levels[plan.Level].NodeLabel, levels[plan.Level].Name+"/"
 	}
 	for i, d := range plan.Domains {
 		if v, ok := strings.CutPrefix(d, prefix); ok && label != "" {
