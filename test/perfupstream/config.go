@@ -64,6 +64,8 @@ var DefaultSelections = []Selection{
 	{Topic: "podgroup/gangscheduling", TestCase: "GangScheduling", Workload: "5000Nodes_1000Gangs_3000Pods"},
 	{Topic: "podgroup/gangscheduling", TestCase: "GangScheduling", Workload: "5000Nodes_3000Gangs_9000Pods"},
 	{Topic: "podgroup/gangscheduling", TestCase: "GangScheduling", Workload: "5000Nodes_3Gangs_3000Pods_1000PerGroup"},
+	{Topic: "podgroup/tas", TestCase: "TopologyAwareScheduling", Workload: "5000Nodes_750Gangs_3000Pods"},
+	{Topic: "podgroup/tas", TestCase: "TopologyAwareScheduling", Workload: "5000Nodes_3Gangs_3000Pods_1000PerGroup"},
 }
 
 // ParseSelections reads a comma-separated list of topic/testcase/workload names.
