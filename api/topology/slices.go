@@ -133,3 +133,29 @@ func DescribeSlices(slices []Slice, levels []Level) string {
 	}
 	return "slices " + strings.Join(parts, ", ")
 }
+
+// groupsOf reads a PodGroup's spec.networkTopology.subGroups into p: each level
+// declared and not above the gang's, at most MaxGroups, no role twice.
+func groupsOf(p *Policy, nt *v1alpha1.NetworkTopologyPolicy, levels []Level) error {
+	if len(nt.SubGroups) > MaxGroups {
+		return fmt.Errorf("spec.networkTopology.subGroups: %d sub-groups, at most %d", len(nt.SubGroups), MaxGroups)
+	}
+	if len(nt.SubGroups) > 0 && len(p.SliceLayers()) > 0 {
+		return fmt.Errorf("spec.networkTopology: set slices or subGroups, not both")
+	}
+	seen := map[string]bool{}
+	for i, g := range nt.SubGroups {
+		l := levelByName(levels, string(g.Level))
+		switch {
+		case g.Role == "" || seen[g.Role]:
+			return fmt.Errorf("spec.networkTopology.subGroups[%d].role %q: must be set, once per role", i, untrusted.Truncate(g.Role))
+		case l < 0:
+			return fmt.Errorf("spec.networkTopology.subGroups[%d].level %q is not a topology level; the levels are %s", i, g.Level, names(levels))
+		case l > p.Level:
+			return fmt.Errorf("spec.networkTopology.subGroups[%d].level %s is above spec.networkTopology.level (%s): a sub-group must fit in the gang's domain", i, g.Level, levels[p.Level].Name)
+		}
+		seen[g.Role] = true
+		p.Groups[i] = Group{Role: g.Role, Level: l}
+	}
+	return nil
+}

@@ -33,6 +33,14 @@ func TestPolicyOfSlices(t *testing.T) {
 	badPG.Spec.NetworkTopology.Slices[1].Level = "spine"
 	unevenPG := pg.DeepCopy()
 	unevenPG.Spec.MinMember = 100
+	withGroups := func(p Policy, g ...Group) Policy {
+		copy(p.Groups[:], g)
+		return p
+	}
+	grouped := testutil.MakePodGroup("g", "ns").MinMember(6).NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).
+		SubGroup("prefill", v1alpha1.NetworkLevelNVLink).SubGroup("decode", v1alpha1.NetworkLevelNVLink).Obj()
+	groupedWide := grouped.DeepCopy()
+	groupedWide.Spec.NetworkTopology.SubGroups[1].Level = v1alpha1.NetworkLevelZone
 	native := &v1alpha1.PodGroup{}
 	native.Name, native.APIVersion = "g", "scheduling.k8s.io/v1beta1"
 	native.Spec.MinMember, native.Spec.NativeTopologyKey = 4, v1alpha1.LabelRack
@@ -49,6 +57,9 @@ func TestPolicyOfSlices(t *testing.T) {
 			Policy{Required: true, Level: 2, Source: "PodGroup g spec.schedulingConstraints.topology"}, true, ""},
 		"native PodGroup topology key of no level: a level of its own": {pod(), nativeBad,
 			Policy{Required: true, Level: 4, Label: "cloud.example.com/block", Source: "PodGroup g spec.schedulingConstraints.topology"}, true, ""},
+		"PodGroup sub-groups": {pod(), grouped, withGroups(Policy{Required: true, Level: 2, Source: "PodGroup g spec.networkTopology"}, Group{"prefill", 0}, Group{"decode", 0}), true, ""},
+		"PodGroup sub-group above the gang's level": {pod(), groupedWide, Policy{}, false,
+			"spec.networkTopology.subGroups[1].level zone is above spec.networkTopology.level (rack): a sub-group must fit in the gang's domain"},
 		"PodGroup slices": {pod(), pg, withSlices(Policy{Required: true, Level: 3, Source: "PodGroup g spec.networkTopology"}, Slice{2, 48}, Slice{0, 16}), true, ""},
 		"PodGroup slice level unknown": {pod(), badPG, Policy{}, false,
 			`spec.networkTopology.slices[1].level "spine" is not a topology level; the levels are nvlink, tor, rack, zone`},

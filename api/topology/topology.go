@@ -44,6 +44,9 @@ type Policy struct {
 	// Slices are the gang's slice layers, outermost first (SliceLayers); an array, so
 	// that policies compare with ==.
 	Slices [MaxSlices]Slice
+	// Groups are the roles kept each in one domain of a level of their own, within
+	// the gang's (GroupLayers); an array, so that policies compare with ==.
+	Groups [MaxGroups]Group
 	// Label is a node label that is no level of the levels the policy was read
 	// against (a native PodGroup's topology key may name any): Level is then one past
 	// the last level, a level over that label alone (LevelsWith).
@@ -57,6 +60,26 @@ func (p Policy) LevelsWith(levels []Level) []Level {
 		return levels
 	}
 	return append(levels[:len(levels):len(levels)], Level{Name: p.Label, NodeLabel: p.Label})
+}
+
+// MaxGroups is how many roles a gang may keep each in a domain of its own.
+const MaxGroups = 8
+
+// Group keeps the members of Role in one domain of Level. A Group with no Role ends
+// the list.
+type Group struct {
+	Role  string
+	Level int
+}
+
+// GroupLayers returns the policy's sub-groups.
+func (p Policy) GroupLayers() []Group {
+	for i, g := range p.Groups {
+		if g.Role == "" {
+			return p.Groups[:i]
+		}
+	}
+	return p.Groups[:]
 }
 
 // MaxSlices is how many layers of slices a gang may ask for (as Kueue's multi-layer
@@ -110,6 +133,9 @@ func PolicyOf(pod *corev1.Pod, pg *v1alpha1.PodGroup, levels []Level) (p Policy,
 		}
 		if err := ValidateSlices(p.SliceLayers(), p.Level, int(pg.Spec.MinMember), levels); err != nil {
 			return Policy{}, false, fmt.Errorf("PodGroup %s: spec.networkTopology.%w", pg.Name, err)
+		}
+		if err := groupsOf(&p, nt, levels); err != nil {
+			return Policy{}, false, fmt.Errorf("PodGroup %s: %w", pg.Name, err)
 		}
 		return p, true, nil
 	}

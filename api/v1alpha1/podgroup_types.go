@@ -182,6 +182,35 @@ type NetworkTopologyPolicy struct {
 	// +listType=atomic
 	// +optional
 	Slices []NetworkTopologySlice `json:"slices,omitempty"`
+
+	// subGroups put the members of a role (workload.kubenexus.io/role, or the role
+	// their framework gives them) in one domain of a level of their own, within the
+	// gang's domain of level: a disaggregated inference group's prefill members in
+	// one NVLink domain and its decode members in another, both in one rack. The gang
+	// still starts only whole (minMember, and minMemberPerRole per role). Each level
+	// must not be above level.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=role
+	// +optional
+	SubGroups []NetworkTopologySubGroup `json:"subGroups,omitempty"`
+}
+
+// NetworkTopologySubGroup keeps one role's members in one domain of level.
+type NetworkTopologySubGroup struct {
+	// role is the members' role, a lower-case DNS label.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +required
+	Role string `json:"role"`
+
+	// level is a topology level of the KubeNexusConfig's spec.topology.levels.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +required
+	Level NetworkTopologyLevel `json:"level"`
 }
 
 // NetworkTopologySlice is one layer of a gang's slices: size members in one domain

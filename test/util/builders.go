@@ -80,6 +80,12 @@ func (w *PodGroupWrapper) Slices(layers ...any) *PodGroupWrapper {
 	return w
 }
 
+// SubGroup adds a role's sub-group to spec.networkTopology (NetworkTopology first).
+func (w *PodGroupWrapper) SubGroup(role string, level v1alpha1.NetworkTopologyLevel) *PodGroupWrapper {
+	w.Spec.NetworkTopology.SubGroups = append(w.Spec.NetworkTopology.SubGroups, v1alpha1.NetworkTopologySubGroup{Role: role, Level: level})
+	return w
+}
+
 func (w *PodGroupWrapper) NUMASpread(p v1alpha1.NUMASpreadPolicy) *PodGroupWrapper {
 	w.Spec.NUMASpread = p
 	return w

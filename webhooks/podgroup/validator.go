@@ -168,6 +168,19 @@ func (v *Validator) checkTopologyLevel(ctx context.Context, pg *v1alpha1.PodGrou
 	if err := topology.ValidateSlices(slices, outer, int(pg.Spec.MinMember), levels); err != nil {
 		return invalid(field.Invalid(path.Child("slices"), len(nt.Slices), err.Error()))
 	}
+	if len(nt.SubGroups) > 0 && len(nt.Slices) > 0 {
+		return invalid(field.Invalid(path.Child("subGroups"), len(nt.SubGroups), "set slices or subGroups, not both"))
+	}
+	for i, g := range nt.SubGroups {
+		l, ok := index[string(g.Level)]
+		switch {
+		case !ok:
+			return invalid(field.NotSupported(path.Child("subGroups").Index(i).Child("level"), g.Level, names))
+		case l > outer:
+			return invalid(field.Invalid(path.Child("subGroups").Index(i).Child("level"), g.Level,
+				fmt.Sprintf("above spec.networkTopology.level (%s): a sub-group must fit in the gang's domain", nt.Level)))
+		}
+	}
 	return nil
 }
 

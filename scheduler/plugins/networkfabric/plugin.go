@@ -20,6 +20,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
@@ -155,6 +156,9 @@ type activePlan struct {
 	claimed map[string]bool
 	// claims are the resources set aside per node for the members not placed yet.
 	claims map[string]map[corev1.ResourceName]int64
+	// groupNodes are, for a plan of sub-groups, the nodes claimed for each role
+	// (grouped.go); nil otherwise.
+	groupNodes map[string]sets.Set[string]
 	// fits: every member found a node in the plan's domains.
 	fits     bool
 	need     int

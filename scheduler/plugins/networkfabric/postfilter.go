@@ -25,7 +25,7 @@ func (pl *Plugin) PostFilter(_ context.Context, cs fwk.CycleState, _ *corev1.Pod
 	if pl.plans[s.key] == s.plan {
 		delete(pl.plans, s.key)
 	}
-	relax := s.restricted && !s.plan.policy.Required && len(s.plan.policy.SliceLayers()) == 0
+	relax := s.restricted && !s.plan.policy.Required && len(s.plan.policy.SliceLayers()) == 0 && s.plan.groupNodes == nil
 	if relax {
 		pl.relaxed[s.key] = pl.now()
 	}

@@ -61,6 +61,11 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 		cs.Write(stateKey, &stateData{key: key, plan: ap, restricted: true})
 		return &fwk.PreFilterResult{NodeNames: pl.claimedNodes(ap)}, nil
 	}
+	if ap.groupNodes != nil {
+		// Sub-groups too: each member on the nodes claimed for its role.
+		cs.Write(stateKey, &stateData{key: key, plan: ap, restricted: true})
+		return &fwk.PreFilterResult{NodeNames: pl.groupedNodes(ap, pod)}, nil
+	}
 	restrict := policy.Required || (ap.fits && !pl.isRelaxed(key))
 	cs.Write(stateKey, &stateData{key: key, plan: ap, restricted: restrict})
 	if !restrict || len(ap.rank) == 0 {
@@ -85,8 +90,8 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	defer func() {
 		pl.away, pl.kept, pl.planDRA, pl.cards, pl.cardsRead, pl.planLevels = nil, nil, false, nil, false, nil
 	}()
-	sliced := len(policy.SliceLayers()) > 0
-	if ap := pl.plans[key]; ap != nil && ap.reserved > 0 && ap.policy == policy && (!sliced || len(ap.claims) > 0) && pl.stillHolds(ap) {
+	sliced, grouped := len(policy.SliceLayers()) > 0, len(policy.GroupLayers()) > 0
+	if ap := pl.plans[key]; ap != nil && ap.reserved > 0 && ap.policy == policy && (!sliced && !grouped || len(ap.claims) > 0) && pl.stillHolds(ap) {
 		return ap, nil
 	}
 	delete(pl.plans, key)
@@ -98,6 +103,9 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	pl.planDRA = asksDRA(shapes)
 	if sliced {
 		return pl.planSliced(key, policy, nodes, roles, shapes, anchors, placedMembers, now)
+	}
+	if grouped && placedMembers == 0 {
+		return pl.planGrouped(key, policy, nodes, roles, shapes, anchors, now)
 	}
 	// Before planning node by node: a gang whose members are all needed for its
 	// quorum and that asks more of some resource than all nodes have free together

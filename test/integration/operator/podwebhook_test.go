@@ -376,6 +376,16 @@ var _ = Describe("Pod webhook", Ordered, func() {
 			NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelZone).Slices(v1alpha1.NetworkLevelNVLink, 48, v1alpha1.NetworkLevelRack, 16).Obj())
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(And(ContainSubstring("spec.networkTopology.slices"), ContainSubstring("slices[1].level rack must be below slices[0].level (nvlink)")))
+		// Sub-groups: a level not declared, or above the gang's, is refused naming the
+		// field.
+		err = k8sClient.Create(suiteCtx, testutil.MakePodGroup("grouped-spine", nsGold).MinMember(6).
+			NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).SubGroup("decode", v1alpha1.NetworkTopologyLevel("block")).Obj())
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(And(ContainSubstring("spec.networkTopology.subGroups[0].level"), ContainSubstring(`supported values: "nvlink", "tor", "rack", "zone"`)))
+		err = k8sClient.Create(suiteCtx, testutil.MakePodGroup("grouped-wide", nsGold).MinMember(6).
+			NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).SubGroup("decode", v1alpha1.NetworkLevelZone).Obj())
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(And(ContainSubstring("spec.networkTopology.subGroups[0].level"), ContainSubstring("above spec.networkTopology.level (rack)")))
 		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("sliced", nsGold).MinMember(96).
 			NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelZone).Slices(v1alpha1.NetworkLevelRack, 48, v1alpha1.NetworkLevelNVLink, 16).Obj())).To(Succeed())
 	})

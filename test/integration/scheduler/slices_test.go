@@ -141,4 +141,48 @@ var _ = Describe("NetworkFabric slices", func() {
 			HaveField("Text", "needs 96 members (96 × 2 nvidia.com/gpu) in one zone, in slices of 48 in one rack, of 16 in one nvlink; "+
 				tc.ns+"-z0 holds 0 of the 6 slices of 16 in one nvlink"))))
 	})
+
+	It("starts KAI's prefill/decode pair together, each role in one NVLink domain of its own, both in one rack", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		// rack-0: NVLink domains d0 and d1 of two 8-GPU nodes, d2 of two 4-GPU nodes;
+		// rack-1: one NVLink domain of two 8-GPU nodes (too small for the pair). A
+		// compact plan without sub-groups puts decode members on d2's small nodes
+		// first and the rest beside prefill: two NVLink domains.
+		for d, gpus := range []string{"8", "8", "4"} {
+			tc.addLabelledNodes(fmt.Sprintf("r0-d%d", d), 2, map[string]string{
+				v1alpha1.LabelRack: tc.ns + "-rack-0", v1alpha1.LabelGPUClique: fmt.Sprintf("%s-r0-d%d", tc.ns, d),
+			}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", gpus)
+		}
+		tc.addLabelledNodes("r1-d0", 2, map[string]string{
+			v1alpha1.LabelRack: tc.ns + "-rack-1", v1alpha1.LabelGPUClique: tc.ns + "-r1-d0",
+		}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("serve", tc.ns).MinMember(6).
+			MinMemberPerRole("prefill", 2).MinMemberPerRole("decode", 4).
+			NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).
+			SubGroup("prefill", v1alpha1.NetworkLevelNVLink).SubGroup("decode", v1alpha1.NetworkLevelNVLink).Obj())).To(Succeed())
+		for role, n := range map[string]int{"prefill": 2, "decode": 4} {
+			gpus := map[string]string{"prefill": "8", "decode": "4"}[role]
+			for i := range n {
+				Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("%s-%d", role, i)).PodGroup("serve").Label(v1alpha1.LabelWorkloadRole, role).
+					Req("cpu", "4", "memory", "16Gi", "nvidia.com/gpu", gpus).Limit("nvidia.com/gpu", gpus).Obj())).To(Succeed())
+			}
+		}
+		Eventually(tc.boundFn("serve")).WithTimeout(testutil.Timeout).Should(Equal(6), "the pair should start together")
+		domains := func(role string, n int) (cliques, racks map[string]bool) {
+			cliques, racks = map[string]bool{}, map[string]bool{}
+			for i := range n {
+				node := &corev1.Node{}
+				Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: tc.nodeOf(fmt.Sprintf("%s-%d", role, i))()}, node)).To(Succeed())
+				cliques[node.Labels[v1alpha1.LabelGPUClique]] = true
+				racks[node.Labels[v1alpha1.LabelRack]] = true
+			}
+			return cliques, racks
+		}
+		prefill, prefillRacks := domains("prefill", 2)
+		decode, decodeRacks := domains("decode", 4)
+		Expect(prefill).To(HaveLen(1), "prefill in one NVLink domain")
+		Expect(decode).To(HaveLen(1), "decode in one NVLink domain")
+		Expect(prefillRacks).To(Equal(decodeRacks), "both in one rack")
+		Expect(prefillRacks).To(HaveKey(tc.ns + "-rack-0"))
+	})
 })

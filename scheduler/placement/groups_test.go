@@ -1,0 +1,75 @@
+package placement
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kube-nexus/kubenexus/api/topology"
+)
+
+// KAI's disaggregated-inference shape: prefill (2 × 8 GPUs) and decode (4 × 4 GPUs)
+// each in one NVLink domain, both in one rack.
+func TestComputeGroups(t *testing.T) {
+	levels := []topology.Level{{Name: "nvlink"}, {Name: "rack"}}
+	const nvlink, rack = 0, 1
+	// rack-0: d0 and d1 of two 8-GPU nodes, d2 of two nodes with 4 GPUs free; rack-1:
+	// one NVLink domain of two 8-GPU nodes.
+	node := func(name, d, r string, free int64) PlanNode {
+		return PlanNode{Name: name, Domains: []string{d, r}, Eligible: []bool{true, true},
+			Free: map[corev1.ResourceName]int64{gpu: free * 1000, corev1.ResourceCPU: 64000, corev1.ResourcePods: 110000}}
+	}
+	var nodes []PlanNode
+	for d, free := range []int64{8, 8, 4} {
+		for i := range 2 {
+			nodes = append(nodes, node(fmt.Sprintf("r0-d%d-n%d", d, i), fmt.Sprintf("r0-d%d", d), "rack-0", free))
+		}
+	}
+	for i := range 2 {
+		nodes = append(nodes, node(fmt.Sprintf("r1-d0-n%d", i), "r1-d0", "rack-1", 8))
+	}
+	prefill, decode := gpuMembers(2, 8), gpuMembers(4, 4)
+	shapes := []Shape{prefill, decode}
+	groups := []GroupShape{{Role: "prefill", Shape: 0, Level: nvlink}, {Role: "decode", Shape: 1, Level: nvlink}}
+
+	plan, roles, short := ComputeGroups(nodes, shapes, groups, rack, true)
+	if short != nil {
+		t.Fatalf("refused: %s", short.Describe(levels))
+	}
+	if plan.Domains[0] != "rack-0" {
+		t.Errorf("planned in %v, want rack-0 (rack-1 holds 16 GPUs, the gang needs 32)", plan.Domains)
+	}
+	byName := map[string]*PlanNode{}
+	for i := range nodes {
+		byName[nodes[i].Name] = &nodes[i]
+	}
+	for role, want := range map[string]int64{"prefill": 16000, "decode": 16000} {
+		domains := map[string]bool{}
+		var gpus int64
+		for _, n := range roles[role] {
+			domains[byName[n].Domain(nvlink)] = true
+		}
+		if len(domains) != 1 {
+			t.Errorf("%s on %v: %d NVLink domains, want 1", role, roles[role], len(domains))
+		}
+		for _, n := range roles[role] {
+			gpus += plan.Claims[n][gpu]
+		}
+		if gpus < want {
+			t.Errorf("%s claims %d milli-GPUs on its nodes, want at least %d", role, gpus, want)
+		}
+	}
+	// Decode needs 16 GPUs in one NVLink domain and prefill two whole nodes in one:
+	// with a node of d1 half used, only d0 of rack-0 holds either, and rack-1 only
+	// one of them. The largest sub-group first (decode) takes d0; the other order
+	// fails too; the first order's shortage is told.
+	nodes[2].Free[gpu] = 4000
+	_, _, short = ComputeGroups(nodes, shapes, groups, rack, true)
+	if short == nil {
+		t.Fatal("planned, want refused")
+	}
+	if got, want := short.Describe(levels), "needs its prefill members (2 × 8 nvidia.com/gpu) in one nvlink within one rack; rack-0 holds 1 of the 2 in one nvlink"; got != want {
+		t.Errorf("shortage:\n got %s\nwant %s", got, want)
+	}
+}
