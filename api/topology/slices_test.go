@@ -2,10 +2,8 @@ package topology
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -46,13 +44,7 @@ func TestPolicyOfSlices(t *testing.T) {
 	native.Spec.MinMember, native.Spec.NativeTopologyKey = 4, v1alpha1.LabelRack
 	nativeBad := native.DeepCopy()
 	nativeBad.Spec.NativeTopologyKey = "cloud.example.com/block"
-	tests := map[string]struct {
-		pod     *corev1.Pod
-		pg      *v1alpha1.PodGroup
-		want    Policy
-		wantOK  bool
-		wantErr string
-	}{
+	tests := map[string]policyCase{
 		"native PodGroup topology: required rack": {pod(v1alpha1.AnnotationKueuePreferredTopology, v1alpha1.LabelTopologyZone), native,
 			Policy{Required: true, Level: 2, Source: "PodGroup g spec.schedulingConstraints.topology"}, true, ""},
 		"native PodGroup topology key of no level: a level of its own": {pod(), nativeBad,
@@ -84,26 +76,7 @@ func TestPolicyOfSlices(t *testing.T) {
 		"multi-layer inverted":       {pod(v1alpha1.AnnotationKueueSliceConstraints, `[{"topology": "`+v1alpha1.LabelGPUClique+`", "size": 16}, {"topology": "`+v1alpha1.LabelRack+`", "size": 8}]`), nil, Policy{}, false, "slices[1].level rack must be below slices[0].level (nvlink)"},
 		"slice above required level": {pod(v1alpha1.AnnotationKueueRequiredTopology, v1alpha1.LabelRack, v1alpha1.AnnotationKueueSliceRequiredTopology, v1alpha1.LabelTopologyZone, v1alpha1.AnnotationKueueSliceSize, "8"), nil, Policy{}, false, "slices[0].level zone is above the level that holds the whole gang (rack)"},
 	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got, ok, err := PolicyOf(tc.pod, tc.pg, DefaultLevels)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ok != tc.wantOK {
-				t.Errorf("ok = %v, want %v", ok, tc.wantOK)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("policy (-want +got):\n%s", diff)
-			}
-		})
-	}
+	runPolicyCases(t, tests)
 }
 
 func TestValidateSlices(t *testing.T) {

@@ -22,13 +22,7 @@ func TestPolicyOf(t *testing.T) {
 		}
 		return w.Obj()
 	}
-	tests := map[string]struct {
-		pod     *corev1.Pod
-		pg      *v1alpha1.PodGroup
-		want    Policy
-		wantOK  bool
-		wantErr string
-	}{
+	tests := map[string]policyCase{
 		"PodGroup required rack":           {pod(), pg("required", "rack"), Policy{Required: true, Level: 2, Source: "PodGroup g spec.networkTopology"}, true, ""},
 		"PodGroup wins over an annotation": {pod(v1alpha1.AnnotationCoLocate, "none"), pg("preferred", "tor"), Policy{Level: 1, Source: "PodGroup g spec.networkTopology"}, true, ""},
 		"PodGroup names no level":          {pod(), pg("required", "spine"), Policy{}, false, `spec.networkTopology.level "spine" is not a topology level; the levels are nvlink, tor, rack, zone`},
@@ -42,6 +36,21 @@ func TestPolicyOf(t *testing.T) {
 		"LWS exclusive per node pool":      {pod(v1alpha1.AnnotationLWSExclusiveTopology, "cloud.google.com/gke-nodepool"), nil, Policy{Level: 3, Source: "default"}, true, ""},
 		"no policy: preferred, any level":  {pod(), nil, Policy{Level: 3, Source: "default"}, true, ""},
 	}
+	runPolicyCases(t, tests)
+}
+
+// policyCase is one pod and PodGroup, and the policy PolicyOf should read (or the
+// error it should give).
+type policyCase struct {
+	pod     *corev1.Pod
+	pg      *v1alpha1.PodGroup
+	want    Policy
+	wantOK  bool
+	wantErr string
+}
+
+func runPolicyCases(t *testing.T, tests map[string]policyCase) {
+	t.Helper()
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got, ok, err := PolicyOf(tc.pod, tc.pg, DefaultLevels)

@@ -13,21 +13,11 @@ type domain struct {
 
 // group collects the nodes of each domain of a level, in name order.
 func group(nodes []PlanNode, level int) []domain {
-	idx := map[string]int{}
-	var out []domain
+	ptrs := make([]*PlanNode, len(nodes))
 	for i := range nodes {
-		n := &nodes[i]
-		key := n.Domain(level)
-		j, ok := idx[key]
-		if !ok {
-			j = len(out)
-			idx[key] = j
-			out = append(out, domain{name: key})
-		}
-		out[j].nodes = append(out[j].nodes, n)
+		ptrs[i] = &nodes[i]
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out
+	return groupOf(ptrs, level)
 }
 
 // anchorDomains returns the domains of level that hold an anchor node.
