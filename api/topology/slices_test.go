@@ -46,9 +46,9 @@ func TestPolicyOfSlices(t *testing.T) {
 	nativeBad.Spec.NativeTopologyKey = "cloud.example.com/block"
 	tests := map[string]policyCase{
 		"native PodGroup topology: required rack": {pod(v1alpha1.AnnotationKueuePreferredTopology, v1alpha1.LabelTopologyZone), native,
-			Policy{Required: true, Level: 2, Source: "PodGroup g spec.schedulingConstraints.topology"}, true, ""},
+			Policy{Required: true, Native: true, Level: 2, Source: "PodGroup g spec.schedulingConstraints.topology"}, true, ""},
 		"native PodGroup topology key of no level: a level of its own": {pod(), nativeBad,
-			Policy{Required: true, Level: 4, Label: "cloud.example.com/block", Source: "PodGroup g spec.schedulingConstraints.topology"}, true, ""},
+			Policy{Required: true, Native: true, Level: 4, Label: "cloud.example.com/block", Source: "PodGroup g spec.schedulingConstraints.topology"}, true, ""},
 		"PodGroup sub-groups": {pod(), grouped, withGroups(Policy{Required: true, Level: 2, Source: "PodGroup g spec.networkTopology"}, Group{"prefill", 0}, Group{"decode", 0}), true, ""},
 		"PodGroup sub-group above the gang's level": {pod(), groupedWide, Policy{}, false,
 			"spec.networkTopology.subGroups[1].level zone is above spec.networkTopology.level (rack): a sub-group must fit in the gang's domain"},

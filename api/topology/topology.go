@@ -47,6 +47,9 @@ type Policy struct {
 	// Groups are the roles kept each in one domain of a level of their own, within
 	// the gang's (GroupLayers); an array, so that policies compare with ==.
 	Groups [MaxGroups]Group
+	// Native: the policy is a Kubernetes PodGroup's spec.schedulingConstraints.topology,
+	// which kube-scheduler's own placement algorithm also enforces when it runs.
+	Native bool
 	// Label is a node label that is no level of the levels the policy was read
 	// against (a native PodGroup's topology key may name any): Level is then one past
 	// the last level, a level over that label alone (LevelsWith).
@@ -140,7 +143,7 @@ func PolicyOf(pod *corev1.Pod, pg *v1alpha1.PodGroup, levels []Level) (p Policy,
 		return p, true, nil
 	}
 	if pg != nil && pg.Spec.NativeTopologyKey != "" {
-		p := Policy{Required: true, Level: levelByLabel(levels, pg.Spec.NativeTopologyKey), Source: "PodGroup " + pg.Name + " spec.schedulingConstraints.topology"}
+		p := Policy{Required: true, Native: true, Level: levelByLabel(levels, pg.Spec.NativeTopologyKey), Source: "PodGroup " + pg.Name + " spec.schedulingConstraints.topology"}
 		if p.Level < 0 {
 			// A label the KubeNexusConfig declares no level for: a level of its own.
 			p.Level, p.Label = len(levels), pg.Spec.NativeTopologyKey

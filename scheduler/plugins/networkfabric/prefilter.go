@@ -38,6 +38,13 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
+	if policy.Native && cs.GetPlacementCycleState() != nil {
+		// kube-scheduler's own pod group cycle (GenericWorkload on) is trying one of
+		// the domains its placement plugins made for this constraint: the candidate's
+		// nodes are the domain, and a plan made again for every candidate and member
+		// would only repeat it.
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
 	key, quorum := m.Key, int(m.MinMember)
 	if quorum == 0 && pg != nil {
 		quorum = int(pg.Spec.MinMember)
