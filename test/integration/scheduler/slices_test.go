@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -184,5 +185,51 @@ var _ = Describe("NetworkFabric slices", func() {
 		Expect(decode).To(HaveLen(1), "decode in one NVLink domain")
 		Expect(prefillRacks).To(Equal(decodeRacks), "both in one rack")
 		Expect(prefillRacks).To(HaveKey(tc.ns + "-rack-0"))
+	})
+
+	It("plans a bronze gang's slices only on hardware its tier admits: the only whole NVLink domain is gold's, so it waits", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		tc.setTier(v1alpha1.TenantTierGold)
+		bronze := tc.tenantNamespace(v1alpha1.TenantTierBronze)
+		hw := func(tier string) string { return tier + "-" + tc.ns }
+		// Premium: one whole NVLink domain (16 members of 2 GPUs), gold only. Economy:
+		// two NVLink domains whose first node has 6 GPUs (15 members each).
+		tc.addLabelledNodes("premium", 4, map[string]string{"hw": hw("premium"), v1alpha1.LabelGPUClique: tc.ns + "-p"},
+			"cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+		for d := range 2 {
+			for i := range 4 {
+				gpus := "8"
+				if i == 0 {
+					gpus = "6"
+				}
+				tc.addLabelledNodes(fmt.Sprintf("economy-d%d-n%d", d, i), 1, map[string]string{"hw": hw("economy"), v1alpha1.LabelGPUClique: fmt.Sprintf("%s-e%d", tc.ns, d)},
+					"cpu", "64", "memory", "512Gi", "nvidia.com/gpu", gpus)
+			}
+		}
+		createHardwareTiers(
+			testutil.MakeHardwareTier(hw("premium"), 100).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw("premium")}}).Tenants(v1alpha1.TenantTierGold).Obj(),
+			testutil.MakeHardwareTier(hw("economy"), 10).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"hw": hw("economy")}}).Obj())
+		slice := []string{v1alpha1.AnnotationKueueSliceRequiredTopology, v1alpha1.LabelGPUClique, v1alpha1.AnnotationKueueSliceSize, "16"}
+		gangOf := func(ns, name string, pod func(string) *testutil.PodWrapper) {
+			Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup(name, ns).MinMember(16).Obj())).To(Succeed())
+			for i := range 16 {
+				w := pod(fmt.Sprintf("%s-%d", name, i)).PodGroup(name).Req("cpu", "4", "memory", "16Gi", "nvidia.com/gpu", "2").Limit("nvidia.com/gpu", "2")
+				for j := 0; j+1 < len(slice); j += 2 {
+					w = w.Annotation(slice[j], slice[j+1])
+				}
+				Expect(k8sClient.Create(suiteCtx, w.Obj())).To(Succeed())
+			}
+		}
+		gangOf(bronze.ns, "bronze-train", bronze.pod)
+		Eventually(bronze.scheduledMessage("bronze-train-0")).WithTimeout(testutil.Timeout).Should(
+			ContainSubstring("holds 0 of the 1 slices of 16 in one nvlink"))
+		Consistently(bronze.boundCount("bronze-train-")).WithTimeout(3 * time.Second).Should(BeZero())
+		// The same gang as gold takes premium's domain whole.
+		gangOf(tc.ns, "gold-train", tc.pod)
+		Eventually(tc.boundFn("gold-train")).WithTimeout(testutil.Timeout).Should(Equal(16))
+		for i := range 16 {
+			Expect(tc.nodeOf(fmt.Sprintf("gold-train-%d", i))()).To(HavePrefix(tc.ns + "-premium-"))
+		}
+		Expect(bronze.boundCount("bronze-train-")()).To(BeZero())
 	})
 })
