@@ -79,7 +79,7 @@ func ComputeGroups(nodes []PlanNode, shapes []Shape, groups []GroupShape, level 
 		}
 		short = s
 	}
-	if !required {
+	if !required && len(nodes) > 0 {
 		all := domain{name: AnyDomain}
 		for i := range nodes {
 			all.nodes = append(all.nodes, &nodes[i])

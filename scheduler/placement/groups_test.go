@@ -73,3 +73,16 @@ func TestComputeGroups(t *testing.T) {
 		t.Errorf("shortage:\n got %s\nwant %s", got, want)
 	}
 }
+
+// No node may take any member (all full, or none the tenant may use): a preferred
+// gang with sub-groups is refused, not planned (and nothing panics on the empty set).
+func TestComputeGroupsNoNodes(t *testing.T) {
+	shapes := []Shape{gpuMembers(2, 8)}
+	groups := []GroupShape{{Role: "prefill", Shape: 0, Level: 0}}
+	if _, _, short := ComputeGroups(nil, shapes, groups, 1, false); short == nil {
+		t.Fatal("planned on no nodes")
+	}
+	if _, short := ComputeSliced(nil, gpuMembers(16, 2), 1, false, []Slice{{Level: 0, Size: 16}}); short == nil {
+		t.Fatal("sliced plan on no nodes")
+	}
+}
