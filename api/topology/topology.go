@@ -112,7 +112,8 @@ func (p Policy) SliceLayers() []Slice {
 // none: no policy); then Kueue's, KAI's and LeaderWorkerSet's required and Kueue's
 // and KAI's preferred annotations. A gang
 // with none of them is placed preferred, up to the largest level. ok is false when
-// the gang asks for no co-location.
+// the gang asks for no co-location, and for pods Kueue's topology-aware scheduling
+// placed (PlacedByKueue).
 func PolicyOf(pod *corev1.Pod, pg *v1alpha1.PodGroup, levels []Level) (p Policy, ok bool, err error) {
 	top := len(levels) - 1
 	if pg != nil && pg.Spec.NetworkTopology != nil {
@@ -150,6 +151,9 @@ func PolicyOf(pod *corev1.Pod, pg *v1alpha1.PodGroup, levels []Level) (p Policy,
 		}
 		return p, true, nil
 	}
+	if PlacedByKueue(pod) {
+		return Policy{}, false, nil
+	}
 	p, ok, err = annotationPolicy(pod.Annotations, levels)
 	if err != nil {
 		return Policy{}, false, err
@@ -167,6 +171,35 @@ func PolicyOf(pod *corev1.Pod, pg *v1alpha1.PodGroup, levels []Level) (p Policy,
 		return Policy{}, false, fmt.Errorf("annotation %s: %w", source, err)
 	}
 	return p, true, nil
+}
+
+// kueueTopologyKeys are Kueue's TAS annotations on a pod set.
+var kueueTopologyKeys = []string{
+	v1alpha1.AnnotationKueueRequiredTopology, v1alpha1.AnnotationKueuePreferredTopology,
+	v1alpha1.AnnotationKueueSliceRequiredTopology, v1alpha1.AnnotationKueueSliceSize,
+	v1alpha1.AnnotationKueueSliceConstraints, v1alpha1.AnnotationKueueUnconstrainedTopology,
+}
+
+// PlacedByKueue reports whether Kueue's topology-aware scheduling placed the pod:
+// it carries Kueue's TAS annotations and was started by Kueue for an admitted
+// Workload. Kueue admits such a pod set only on a flavor with a Topology, chooses
+// its domains itself (slices and ranks included) and gives each pod node selectors
+// for them before it lifts its kueue.x-k8s.io/topology scheduling gate. KubeNexus
+// places the gang whole inside those selectors and plans no domains of its own: a
+// second plan could pick other domains than Kueue's, and members pinned to
+// different nodes are no longer alike. The Topology may name node labels the
+// KubeNexusConfig declares no level for; they are Kueue's to read. The annotations
+// only ever narrow where the tenant's own pods go.
+func PlacedByKueue(pod *corev1.Pod) bool {
+	if pod.Annotations[v1alpha1.AnnotationKueueWorkload] == "" {
+		return false
+	}
+	for _, k := range kueueTopologyKeys {
+		if _, ok := pod.Annotations[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // annotationPolicy is the policy of the pod's annotations, without slices.

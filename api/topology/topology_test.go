@@ -35,6 +35,16 @@ func TestPolicyOf(t *testing.T) {
 		"LWS exclusive rack":               {pod(v1alpha1.AnnotationLWSExclusiveTopology, v1alpha1.LabelRack), nil, Policy{Required: true, Level: 2, Source: v1alpha1.AnnotationLWSExclusiveTopology}, true, ""},
 		"LWS exclusive per node pool":      {pod(v1alpha1.AnnotationLWSExclusiveTopology, "cloud.google.com/gke-nodepool"), nil, Policy{Level: 3, Source: "default"}, true, ""},
 		"no policy: preferred, any level":  {pod(), nil, Policy{Level: 3, Source: "default"}, true, ""},
+		// Started by Kueue for a Workload its TAS placed: Kueue's node selectors hold
+		// the domains, even over node labels that are no level here.
+		"placed by Kueue TAS": {pod(v1alpha1.AnnotationKueueWorkload, "job-train-1a2b3", v1alpha1.AnnotationKueueRequiredTopology, v1alpha1.LabelRack,
+			v1alpha1.AnnotationKueueSliceRequiredTopology, v1alpha1.LabelGPUClique, v1alpha1.AnnotationKueueSliceSize, "8"), nil, Policy{}, false, ""},
+		"placed by Kueue TAS, its own labels": {pod(v1alpha1.AnnotationKueueWorkload, "job-train-1a2b3", v1alpha1.AnnotationKueueRequiredTopology, "cloud.example.com/block"), nil, Policy{}, false, ""},
+		"placed by Kueue TAS, unconstrained":  {pod(v1alpha1.AnnotationKueueWorkload, "job-train-1a2b3", v1alpha1.AnnotationKueueUnconstrainedTopology, "true"), nil, Policy{}, false, ""},
+		// A Kueue Workload's pods without TAS annotations are placed as any gang.
+		"Kueue's pods without TAS": {pod(v1alpha1.AnnotationKueueWorkload, "job-train-1a2b3"), nil, Policy{Level: 3, Source: "default"}, true, ""},
+		// A PodGroup's own policy is KubeNexus's to plan, wherever the pods came from.
+		"PodGroup over Kueue TAS": {pod(v1alpha1.AnnotationKueueWorkload, "w", v1alpha1.AnnotationKueueRequiredTopology, v1alpha1.LabelRack), pg("required", "tor"), Policy{Required: true, Level: 1, Source: "PodGroup g spec.networkTopology"}, true, ""},
 	}
 	runPolicyCases(t, tests)
 }

@@ -253,6 +253,10 @@ const (
 	AnnotationKueueSliceSize             = "kueue.x-k8s.io/podset-slice-size"
 	AnnotationKueueSliceConstraints      = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
 	AnnotationKueueUnconstrainedTopology = "kueue.x-k8s.io/podset-unconstrained-topology"
+	// AnnotationKueueWorkload names the Kueue Workload a pod was started for; Kueue
+	// sets it on the pods of every Job it admits while its topology-aware scheduling
+	// is on (the default since Kueue 0.14).
+	AnnotationKueueWorkload = "kueue.x-k8s.io/workload"
 )
 
 // PodConditionPreempted (True) is the pod condition kubenexus-scheduler's

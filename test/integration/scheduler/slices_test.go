@@ -143,6 +143,36 @@ var _ = Describe("NetworkFabric slices", func() {
 				tc.ns+"-z0 holds 0 of the 6 slices of 16 in one nvlink"))))
 	})
 
+	It("binds a gang Kueue's TAS placed on the nodes Kueue's node selectors pin, though its pinned members are not alike", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		// Two racks of two NVLink domains of two 8-GPU nodes; Kueue chose rack-1 for
+		// 16 members of 2 GPUs in slices of 8 per NVLink domain and pinned each member
+		// to a node (its Topology's lowest level is the hostname), as its topology
+		// ungater leaves them: the pinned members are not alike.
+		for r := range 2 {
+			for d := range 2 {
+				tc.addLabelledNodes(fmt.Sprintf("r%d-d%d", r, d), 2, map[string]string{
+					v1alpha1.LabelRack: fmt.Sprintf("%s-rack-%d", tc.ns, r), v1alpha1.LabelGPUClique: fmt.Sprintf("%s-r%d-d%d", tc.ns, r, d),
+				}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+			}
+		}
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("kueue-placed", tc.ns).MinMember(16).Obj())).To(Succeed())
+		pinned := func(i int) string { return fmt.Sprintf("%s-r1-d%d-%d", tc.ns, i/8, i%8/4) }
+		for i := range 16 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("kueue-placed-%d", i)).PodGroup("kueue-placed").
+				Req("cpu", "4", "memory", "16Gi", "nvidia.com/gpu", "2").Limit("nvidia.com/gpu", "2").
+				Annotation(v1alpha1.AnnotationKueueWorkload, "job-train-5f2c1").
+				Annotation(v1alpha1.AnnotationKueueRequiredTopology, v1alpha1.LabelRack).
+				Annotation(v1alpha1.AnnotationKueueSliceRequiredTopology, v1alpha1.LabelGPUClique).
+				Annotation(v1alpha1.AnnotationKueueSliceSize, "8").
+				NodeSelector(corev1.LabelHostname, pinned(i)).Obj())).To(Succeed())
+		}
+		Eventually(tc.boundFn("kueue-placed")).WithTimeout(testutil.Timeout).Should(Equal(16))
+		for i := range 16 {
+			Expect(tc.nodeOf(fmt.Sprintf("kueue-placed-%d", i))()).To(Equal(pinned(i)))
+		}
+	})
+
 	It("starts KAI's prefill/decode pair together, each role in one NVLink domain of its own, both in one rack", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		// rack-0: NVLink domains d0 and d1 of two 8-GPU nodes, d2 of two 4-GPU nodes;
