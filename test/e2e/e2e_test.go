@@ -614,6 +614,7 @@ func checkKueue(t *testing.T, c *demo.Cluster) {
 	if r.CheckedFinalCheckState != "Ready" || r.CheckedBound != 8 || !r.CheckedComplete {
 		t.Errorf("after capacity freed: check %q, %d/8 bound, complete %v", r.CheckedFinalCheckState, r.CheckedBound, r.CheckedComplete)
 	}
+	checkKueueTAS(t, c)
 	// Kueue's deprecated v1beta1 is converted by Kueue's own conversion webhook: the
 	// ClusterQueue written in v1beta2 reads back in v1beta1 naming the check.
 	old := &unstructured.Unstructured{}
@@ -628,5 +629,26 @@ func checkKueue(t *testing.T, c *demo.Cluster) {
 	// ClusterQueue names it.
 	if err := c.ReleaseKueueCheck(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkKueueTAS: with Kueue's topology-aware scheduling on (a Topology, a flavor over
+// it), a Job of 16 two-GPU members asking through Kueue's annotations for one rack in
+// slices of 8 per NVLink domain, where only the free rack holds such slices: Kueue
+// admits it with a topology assignment, the placement check agrees, and KubeNexus
+// binds every member on the host Kueue pinned it to — one rack, whole slices.
+func checkKueueTAS(t *testing.T, c *demo.Cluster) {
+	t.Helper()
+	r, err := c.RunKueueTASScenario(context.Background())
+	demo.PrintKueueTAS(testWriter{t}, r)
+	if err != nil {
+		t.Fatalf("Kueue TAS scenario: %v", err)
+	}
+	if !r.Admitted || len(r.TopologyLevels) == 0 || r.CheckState != "Ready" {
+		t.Errorf("Kueue TAS: admitted %v, topology levels %v, check %q; want admitted with a topology assignment, check Ready", r.Admitted, r.TopologyLevels, r.CheckState)
+	}
+	if r.Bound != 16 || r.Pinned != 16 || r.Violations() != 0 || r.Racks["rack-kt1"] != 16 {
+		t.Errorf("Kueue TAS: %d/16 bound, %d on Kueue's host, racks %v, NVLink domains %v (%d violations); want all 16 on their hosts in rack-kt1, 8 per NVLink domain",
+			r.Bound, r.Pinned, r.Racks, r.Cliques, r.Violations())
 	}
 }

@@ -234,7 +234,7 @@ func (c *Cluster) kueueConversion(ctx context.Context, port int, caPEM []byte) e
 
 // kueueResources are the kinds whose Kueue webhooks the demo registers: Jobs (Kueue
 // suspends those that name a queue) and Kueue's own kinds.
-var kueueResources = []string{"jobs", "workloads", "clusterqueues", "localqueues", "resourceflavors", "cohorts", "admissionchecks"}
+var kueueResources = []string{"jobs", "workloads", "clusterqueues", "localqueues", "resourceflavors", "cohorts", "admissionchecks", "topologies"}
 
 // kueueWebhooks are Kueue's own webhook configurations (config/components/webhook of
 // its module) for kueueResources, pointed at the local process by URL.
@@ -664,19 +664,24 @@ func PrintKueue(w io.Writer, r *KueueReport) {
 	fmt.Fprintf(w, "  once the holders finished: check %s, admitted %s later, %d/8 pods bound, Job complete %v\n", r.CheckedFinalCheckState, r.CheckedAdmittedAfter.Round(100*time.Millisecond), r.CheckedBound, r.CheckedComplete)
 }
 
-// ReleaseKueueCheck takes the placement check off the scenario's ClusterQueue: Kueue
-// keeps an AdmissionCheck (its finalizer) while a ClusterQueue names it, so
+// ReleaseKueueCheck takes the placement check off the scenarios' ClusterQueues:
+// Kueue keeps an AdmissionCheck (its finalizer) while a ClusterQueue names it, so
 // uninstalling the chart waits for that.
 func (c *Cluster) ReleaseKueueCheck(ctx context.Context) error {
-	// Kueue writes the ClusterQueue's status meanwhile: write again on a conflict.
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cq := &kueue.ClusterQueue{}
-		if err := c.Client.Get(ctx, client.ObjectKey{Name: "gpu-checked"}, cq); err != nil {
-			return client.IgnoreNotFound(err)
+	for _, name := range []string{"gpu-checked", kueueTASQueue} {
+		// Kueue writes the ClusterQueue's status meanwhile: write again on a conflict.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cq := &kueue.ClusterQueue{}
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, cq); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			cq.Spec.AdmissionChecksStrategy = nil
+			return c.Client.Update(ctx, cq)
+		}); err != nil {
+			return err
 		}
-		cq.Spec.AdmissionChecksStrategy = nil
-		return c.Client.Update(ctx, cq)
-	})
+	}
+	return nil
 }
 
 // checksStrategy runs each named AdmissionCheck for every flavor (nil for none):
