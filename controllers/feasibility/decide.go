@@ -85,10 +85,17 @@ type Cluster struct {
 func Decide(c *Cluster, w *Workload) Decision {
 	levels, maxLevel, levelName := c.levelsFor(w)
 	sliceLevels, outer, slices, sliced := c.slicedLevels(w)
-	if sliced {
+	groupLevels, groupLevel, groupRequired, groups, grouped := c.groupedLevels(w)
+	switch {
+	case sliced:
 		levels, maxLevel, levelName = sliceLevels, max(outer, 0), Anywhere
 		if outer >= 0 {
 			levelName = sliceLevels[outer].Name
+		}
+	case grouped:
+		levels, maxLevel, levelName = groupLevels, groupLevel, groupLevels[groupLevel].Name
+		if !groupRequired {
+			levelName = Anywhere
 		}
 	}
 	tiers := c.tierSet()
@@ -131,6 +138,9 @@ func Decide(c *Cluster, w *Workload) Decision {
 	d.Resource, d.Free, d.Need = scarcest(nodes, shapes, maxLevel, d.Anchored)
 	if sliced {
 		return decideSliced(d, nodes, shapes, levels, outer, slices)
+	}
+	if grouped {
+		return decideGrouped(d, nodes, shapes, levels, maxLevel, groupRequired, groups)
 	}
 	plan, short := placement.Compute(nodes, shapes, maxLevel, false)
 	where := func(domains []string) string {

@@ -62,6 +62,11 @@ type PodSet struct {
 	// Slices are the pod set's slice layers, outermost first (Kueue's TAS slices):
 	// the pods in groups, each group in one domain of its layer's node label.
 	Slices []SliceLayer
+	// GroupTopology is the node label of the domain that must hold all the pod
+	// set's pods inside the workload's (a sub-group: a PodGroup's
+	// spec.networkTopology.subGroups for the pods' role); "" for none. Role names
+	// the sub-group (else Name).
+	GroupTopology, Role string
 	// DRAGPUs are the whole GPUs each pod asks for through its ResourceClaim
 	// templates (hardware.WholeGPUs; a share of a GPU is not counted).
 	DRAGPUs int64
@@ -90,6 +95,12 @@ type Decision struct {
 	// Slices describes a pod set's slices ("slices of 48 in one block, of 16 in
 	// one nvlink"; "" for none), and SliceWhy why no domain holds them.
 	Slices, SliceWhy string
+	// Groups describes a workload's sub-groups ("prefill in one nvlink, decode in
+	// one nvlink"; "" for none); GroupShort and GroupWhy say which sub-group no
+	// domain holds and the most of its members the best domain holds.
+	Groups     string
+	GroupShort *placement.GroupShortage
+	GroupWhy   string
 	// Nodes is the number of nodes; Eligible those the pods may use (node selector
 	// and affinity, taints, flavors, HardwareTiers); TierRefused those that only a
 	// HardwareTier keeps them from, and RefusingTiers those tiers' names.

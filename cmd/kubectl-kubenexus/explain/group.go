@@ -144,9 +144,22 @@ func (g *group) workload(st *state, need int) *feasibility.Workload {
 		// Room its own ResourceReservations hold is the gang's to use.
 		w.Gang = &types.NamespacedName{Namespace: g.key.Namespace, Name: g.key.Name}
 	}
+	var (
+		pol      topology.Policy
+		polKnown bool
+	)
+	if g.key != nil {
+		if p, ok, err := topology.PolicyOf(g.pending[0], g.pg, st.cluster.Levels); err == nil && ok {
+			pol, polKnown = p, true
+		}
+	}
 	idx := map[string]int{}
 	for _, p := range g.pending[:need] {
 		sig := signature(p)
+		if len(pol.GroupLayers()) > 0 {
+			// Sub-groups plan each role apart, as the scheduler does.
+			sig += "/" + string(workload.RoleOf(p))
+		}
 		i, ok := idx[sig]
 		if !ok {
 			i = len(w.PodSets)
@@ -156,12 +169,20 @@ func (g *group) workload(st *state, need int) *feasibility.Workload {
 		w.PodSets[i].Count++
 	}
 	if g.key != nil {
-		if pol, ok, err := topology.PolicyOf(g.pending[0], g.pg, st.cluster.Levels); err == nil && ok {
+		if polKnown {
 			for i := range w.PodSets {
 				if pol.Required {
 					w.PodSets[i].RequiredTopology = pol.LevelsWith(st.cluster.Levels)[pol.Level].NodeLabel
 				}
 				w.PodSets[i].Slices = feasibility.SliceLayers(pol, st.cluster.Levels)
+				// A role kept in one domain of its own (a sub-group), as the
+				// scheduler's plan keeps it.
+				role := string(workload.RoleOf(&corev1.Pod{ObjectMeta: w.PodSets[i].Template.ObjectMeta}))
+				for _, sg := range pol.GroupLayers() {
+					if sg.Role == role {
+						w.PodSets[i].GroupTopology, w.PodSets[i].Role = pol.LevelsWith(st.cluster.Levels)[sg.Level].NodeLabel, role
+					}
+				}
 			}
 		}
 		// Its members already running anchor the plan, as in the scheduler's.

@@ -129,6 +129,18 @@ func topologyLine(g *group, st *state, d *feasibility.Decision) Line {
 		}
 		return l
 	}
+	if d.Groups != "" {
+		where := "the cluster"
+		if d.Level != feasibility.Anywhere {
+			where = "one " + d.Level
+		}
+		l.Verdict, l.Text = OK, fmt.Sprintf("in %s, %s: fits in %s now", where, d.Groups, join(d.Domains))
+		if !d.Fits {
+			l.Verdict, l.Text = Blocked, d.GroupWhy
+			l.Action = "wait for room in one domain per sub-group, or widen a sub-group's level (spec.networkTopology.subGroups on the PodGroup)"
+		}
+		return l
+	}
 	if d.Level == feasibility.Anywhere {
 		l.Verdict, l.Text = None, "no topology domain required: the members may spread"
 		if d.Fits {

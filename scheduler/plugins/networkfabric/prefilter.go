@@ -106,7 +106,7 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	pl.kept, pl.keptLabel = pl.wholeDomains()
 
 	members, anchors, placedMembers := pl.membersOf(key, pod)
-	shapes, roles := shapesOf(members, pl.draAsks)
+	shapes, roles := shapesOf(members, pl.draAsks, grouped)
 	pl.planDRA = asksDRA(shapes)
 	if sliced {
 		return pl.planSliced(key, policy, nodes, roles, shapes, anchors, placedMembers, now)

@@ -165,7 +165,7 @@ func TestShapesOfBoundsMembersThatKeepApart(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			shapes, roles := shapesOf(tc.members, nil)
+			shapes, roles := shapesOf(tc.members, nil, false)
 			if len(shapes) != len(tc.want) || len(roles) != len(tc.want) {
 				t.Fatalf("got %d shapes, want %d", len(shapes), len(tc.want))
 			}
@@ -214,7 +214,7 @@ func TestShapesOfCountsDRAGPUs(t *testing.T) {
 		_, share := s.GPUs().Asks(member("c", "quarter"))
 		return share > 0
 	})
-	shapes, _ := shapesOf([]*corev1.Pod{member("a", "two"), member("b", "two"), member("c", "quarter")}, pl.draAsks)
+	shapes, _ := shapesOf([]*corev1.Pod{member("a", "two"), member("b", "two"), member("c", "quarter")}, pl.draAsks, false)
 	got := map[string]map[corev1.ResourceName]int64{}
 	for _, s := range shapes {
 		got[fmt.Sprint(s.Count)] = map[corev1.ResourceName]int64{placement.DRAWholeGPUs: s.Requests[placement.DRAWholeGPUs], placement.DRAGPUCapacity: s.Requests[placement.DRAGPUCapacity]}

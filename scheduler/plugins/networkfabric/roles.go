@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 )
 
@@ -53,7 +54,9 @@ func (r role) fitsBesidePods(ni fwk.NodeInfo) bool {
 // another off a node) and one role per shape. Anti-affinity over a wider topology
 // (a zone, a rack) is left to the InterPodAffinity filter: the plan does not model it.
 // draAsks adds what a member's ResourceClaims ask of DRA GPUs (nil: not read).
-func shapesOf(members []*corev1.Pod, draAsks func(*corev1.Pod, map[corev1.ResourceName]int64)) ([]placement.Shape, []role) {
+// byRole keeps members of different roles (workload.RoleOf) in shapes of their own
+// even when they ask for the same: a gang with sub-groups plans each role apart.
+func shapesOf(members []*corev1.Pod, draAsks func(*corev1.Pod, map[corev1.ResourceName]int64), byRole bool) ([]placement.Shape, []role) {
 	index := map[string]int{}
 	var shapes []placement.Shape
 	var roles []role
@@ -66,6 +69,9 @@ func shapesOf(members []*corev1.Pod, draAsks func(*corev1.Pod, map[corev1.Resour
 			draAsks(p, dra)
 		}
 		key := shapeKey(reqs, dra, p)
+		if byRole {
+			key += "/" + string(workload.RoleOf(p))
+		}
 		i, ok := index[key]
 		if !ok {
 			i = len(shapes)

@@ -217,6 +217,46 @@ var _ = Describe("NetworkFabric slices", func() {
 		Expect(prefillRacks).To(HaveKey(tc.ns + "-rack-0"))
 	})
 
+	It("keeps roles that ask for the same in sub-groups of their own; explain names the sub-group no domain holds", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		// rack-0: NVLink domain d0 of two 4-GPU nodes (2 members of 4 GPUs), d1 of two
+		// 8-GPU nodes (4 members). Prefill and decode members ask for the same 4 GPUs:
+		// planned as one shape, all six would need one NVLink domain.
+		for d, gpus := range []string{"4", "8"} {
+			tc.addLabelledNodes(fmt.Sprintf("r0-d%d", d), 2, map[string]string{
+				v1alpha1.LabelRack: tc.ns + "-rack-0", v1alpha1.LabelGPUClique: fmt.Sprintf("%s-r0-d%d", tc.ns, d),
+			}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", gpus)
+		}
+		pair := func(name string, decode int) {
+			Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup(name, tc.ns).MinMember(int32(2+decode)).
+				NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).
+				SubGroup("prefill", v1alpha1.NetworkLevelNVLink).SubGroup("decode", v1alpha1.NetworkLevelNVLink).Obj())).To(Succeed())
+			for role, n := range map[string]int{"prefill": 2, "decode": decode} {
+				for i := range n {
+					Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("%s-%s-%d", name, role, i)).PodGroup(name).Label(v1alpha1.LabelWorkloadRole, role).
+						Req("cpu", "4", "memory", "16Gi", "nvidia.com/gpu", "4").Limit("nvidia.com/gpu", "4").Obj())).To(Succeed())
+				}
+			}
+		}
+		// Six decode members: no NVLink domain holds them.
+		pair("wide", 6)
+		Eventually(tc.scheduledMessage("wide-decode-0")).WithTimeout(testutil.Timeout).Should(
+			ContainSubstring("needs its decode members (6 × 4 nvidia.com/gpu) in one nvlink within one rack; rack/" + tc.ns + "-rack-0 holds 4 of the 6 in one nvlink"))
+		Eventually(explained(tc, "podgroup", "wide")).WithTimeout(testutil.Timeout).Should(HaveKeyWithValue(explain.LayerTopology, And(
+			HaveField("Verdict", explain.Blocked),
+			HaveField("Text", "needs its decode members (6 × 4 nvidia.com/gpu) in one nvlink within one rack; "+tc.ns+"-rack-0 holds 4 of the 6 in one nvlink"))))
+		// Four: prefill in d0, decode in d1.
+		pair("fits", 4)
+		Eventually(tc.boundFn("fits")).WithTimeout(testutil.Timeout).Should(Equal(6))
+		for role, n := range map[string]int{"prefill": 2, "decode": 4} {
+			want := map[string]string{"prefill": tc.ns + "-r0-d0-", "decode": tc.ns + "-r0-d1-"}[role]
+			for i := range n {
+				Expect(tc.nodeOf(fmt.Sprintf("fits-%s-%d", role, i))()).To(HavePrefix(want), "%s-%d", role, i)
+			}
+		}
+		Expect(tc.boundFn("wide")()).To(BeZero())
+	})
+
 	It("plans a bronze gang's slices only on hardware its tier admits: the only whole NVLink domain is gold's, so it waits", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		tc.setTier(v1alpha1.TenantTierGold)
