@@ -19,7 +19,10 @@ import (
 // role's members in one domain of a level of their own, within the gang's) with
 // placement.ComputeGroups over every node; each member is then held to the nodes the
 // plan claims for its role (groupNodes). A role's pending members must be alike.
-// Callers hold pl.mu.
+// Members already placed (a replacement after a repair, a late member) keep the plan
+// where they run: the gang's pending members only in the placed ones' domain of the
+// gang's level, and a role's only in its placed members' domain of its own level
+// (anchorGroups). Callers hold pl.mu.
 func (pl *Plugin) planGrouped(key gang.Key, policy topology.Policy, nodes []fwk.NodeInfo, roles []role, shapes []placement.Shape, anchors sets.Set[string], now time.Time) (*activePlan, *fwk.Status) {
 	levels := pl.levelsNow()
 	byRole := map[string]int{}
@@ -38,6 +41,9 @@ func (pl *Plugin) planGrouped(key gang.Key, policy topology.Policy, nodes []fwk.
 		}
 	}
 	planNodes, _ := pl.planNodes(nodes, roles, shapes, anchors, true)
+	if len(anchors) > 0 {
+		pl.anchorGroups(key, planNodes, groups, policy.Level)
+	}
 	plan, roleNodes, short := placement.ComputeGroups(planNodes, shapes, groups, policy.Level, policy.Required)
 	if short != nil {
 		code, reason := fwk.Unschedulable, ErrReasonInsufficientCapacity
@@ -54,6 +60,54 @@ func (pl *Plugin) planGrouped(key gang.Key, policy topology.Policy, nodes []fwk.
 	pl.plans[key] = ap
 	klog.V(4).InfoS("Planned gang in sub-groups", "gang", key, "domains", plan.Domains, "roles", roleNodes)
 	return ap, nil
+}
+
+// anchorGroups narrows the nodes of a gang with placed members: none outside the
+// domain of level most of them run in, and, for each sub-group with members placed,
+// none of its shape outside the domain of its level most of those run in.
+func (pl *Plugin) anchorGroups(key gang.Key, nodes []placement.PlanNode, groups []placement.GroupShape, level int) {
+	byName := make(map[string]*placement.PlanNode, len(nodes))
+	for i := range nodes {
+		byName[nodes[i].Name] = &nodes[i]
+	}
+	// domainOf is the domain of level l most of on run in ("" when none is known).
+	domainOf := func(on []string, l int) string {
+		count, best := map[string]int{}, ""
+		for _, name := range on {
+			if n := byName[name]; n != nil && l < len(n.Domains) && n.Domains[l] != "" {
+				d := n.Domains[l]
+				count[d]++
+				if best == "" || count[d] > count[best] || count[d] == count[best] && d < best {
+					best = d
+				}
+			}
+		}
+		return best
+	}
+	keep := func(l int, d string, shape int) {
+		for i := range nodes {
+			if nodes[i].Domains[l] == d {
+				continue
+			}
+			if shape < 0 {
+				clear(nodes[i].Eligible)
+			} else {
+				nodes[i].Eligible[shape] = false
+			}
+		}
+	}
+	if pl.members == nil {
+		return
+	}
+	if d := domainOf(pl.members.PlacedNodes(key), level); d != "" {
+		keep(level, d, -1)
+	}
+	for _, g := range groups {
+		on := pl.members.PlacedNodesWhere(key, func(p *corev1.Pod) bool { return string(workload.RoleOf(p)) == g.Role })
+		if d := domainOf(on, g.Level); d != "" {
+			keep(g.Level, d, g.Shape)
+		}
+	}
 }
 
 // groupedNodes is where a member of a grouped plan may go: the nodes still claimed

@@ -111,7 +111,7 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	if sliced {
 		return pl.planSliced(key, policy, nodes, roles, shapes, anchors, placedMembers, now)
 	}
-	if grouped && placedMembers == 0 {
+	if grouped {
 		return pl.planGrouped(key, policy, nodes, roles, shapes, anchors, now)
 	}
 	// Before planning node by node: a gang whose members are all needed for its

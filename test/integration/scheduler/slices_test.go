@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -187,6 +188,11 @@ var _ = Describe("NetworkFabric slices", func() {
 		tc.addLabelledNodes("r1-d0", 2, map[string]string{
 			v1alpha1.LabelRack: tc.ns + "-rack-1", v1alpha1.LabelGPUClique: tc.ns + "-r1-d0",
 		}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+		// And in rack-0 an NVLink domain of one 4-GPU node: a lost decode member's room
+		// fits there as tightly as in the hole it left (and its domain's name comes first).
+		tc.addLabelledNodes("r0-a", 1, map[string]string{
+			v1alpha1.LabelRack: tc.ns + "-rack-0", v1alpha1.LabelGPUClique: tc.ns + "-r0-a",
+		}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "4")
 		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("serve", tc.ns).MinMember(6).
 			MinMemberPerRole("prefill", 2).MinMemberPerRole("decode", 4).
 			NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).
@@ -215,6 +221,19 @@ var _ = Describe("NetworkFabric slices", func() {
 		Expect(decode).To(HaveLen(1), "decode in one NVLink domain")
 		Expect(prefillRacks).To(Equal(decodeRacks), "both in one rack")
 		Expect(prefillRacks).To(HaveKey(tc.ns + "-rack-0"))
+
+		// A decode member is lost; its replacement goes back to decode's NVLink domain,
+		// not to r0-a, which it would fill as tightly.
+		Expect(k8sClient.Delete(suiteCtx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "decode-0", Namespace: tc.ns}}, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "decode-0"}, &corev1.Pod{}))
+		}).WithTimeout(testutil.Timeout).Should(BeTrue())
+		Expect(k8sClient.Create(suiteCtx, tc.pod("decode-4").PodGroup("serve").Label(v1alpha1.LabelWorkloadRole, "decode").
+			Req("cpu", "4", "memory", "16Gi", "nvidia.com/gpu", "4").Limit("nvidia.com/gpu", "4").Obj())).To(Succeed())
+		Eventually(tc.nodeOf("decode-4")).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
+		node := &corev1.Node{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: tc.nodeOf("decode-4")()}, node)).To(Succeed())
+		Expect(decode).To(HaveKey(node.Labels[v1alpha1.LabelGPUClique]), "the replacement in decode's NVLink domain")
 	})
 
 	It("keeps roles that ask for the same in sub-groups of their own; explain names the sub-group no domain holds", func() {

@@ -325,6 +325,19 @@ func (s *Service) PlacedNodes(key gang.Key) []string {
 	return nil
 }
 
+// PlacedNodesWhere returns the nodes of the gang's placed members that keep accepts
+// (a node once per member), as PlacedNodes.
+func (s *Service) PlacedNodesWhere(key gang.Key, keep func(*corev1.Pod) bool) []string {
+	whole, part := key.Whole()
+	inPart := InPart(part)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if e := s.gangs[whole]; e != nil {
+		return e.PlacedNodes(func(p *corev1.Pod) bool { return keep(p) && (inPart == nil || inPart(p)) })
+	}
+	return nil
+}
+
 // PlacedLive counts the gang's members placed (bound, assumed or allowed at
 // Permit) that are not terminating: a member being deleted is lost to its gang
 // already, though its room frees only when it is gone.
