@@ -151,7 +151,7 @@ func (c *Cluster) RunKueueTASScenario(ctx context.Context) (*KueueTASReport, err
 		}
 		r.Complete = jobComplete(job)
 		if !r.Complete {
-			return fmt.Errorf("Kueue TAS: admitted %v (topology levels %v), check %s %q, %d/%d pods bound, Job not complete", r.Admitted, r.TopologyLevels, r.CheckState, r.CheckMessage, r.Bound, kueueTASMembers)
+			return fmt.Errorf("the Kueue TAS Job: admitted %v (topology levels %v), check %s %q, %d/%d pods bound, not complete", r.Admitted, r.TopologyLevels, r.CheckState, r.CheckMessage, r.Bound, kueueTASMembers)
 		}
 		return nil
 	})
