@@ -495,21 +495,27 @@ func (c *Cluster) kueueFleet(ctx context.Context) error {
 		return err
 	}
 	for i := range kueueNodes {
-		gpus := corev1.ResourceList{v1alpha1.ResourceNvidiaGPU: resource.MustParse("4")}
-		holder := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("holder-%d", i), Namespace: nsKueuePlain},
-			Spec: corev1.PodSpec{
-				NodeName:    fmt.Sprintf("kq-%d", i),
-				Tolerations: []corev1.Toleration{{Key: kueueTaintKey, Operator: corev1.TolerationOpExists}},
-				Containers:  []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{Requests: gpus, Limits: gpus}}},
-			},
-		}
-		if err := c.Client.Create(ctx, holder); err != nil {
+		if err := c.holdGPUs(ctx, nsKueuePlain, fmt.Sprintf("holder-%d", i), fmt.Sprintf("kq-%d", i), kueueTaintKey, "4"); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// holdGPUs binds a pod outside Kueue (name, in ns) to node, tolerating the pool's
+// taint, that holds gpus GPUs.
+func (c *Cluster) holdGPUs(ctx context.Context, ns, name, node, taintKey, gpus string) error {
+	rl := corev1.ResourceList{v1alpha1.ResourceNvidiaGPU: resource.MustParse(gpus)}
+	return c.Client.Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{
+			NodeName:    node,
+			Tolerations: []corev1.Toleration{{Key: taintKey, Operator: corev1.TolerationOpExists}},
+			Containers:  []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{Requests: rl, Limits: rl}}},
+		},
+	})
+}
+
 
 // taintedPool creates one 8-GPU node (96 CPUs, 1 TiB) named prefix-i per entry of
 // labels, with those labels and a NoSchedule taint of key taintKey that keeps the rest

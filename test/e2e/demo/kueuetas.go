@@ -91,16 +91,7 @@ func (c *Cluster) RunKueueTASScenario(ctx context.Context) (*KueueTASReport, err
 		return nil, err
 	}
 	for i := range 4 { // rack-0's nodes
-		gpus := corev1.ResourceList{v1alpha1.ResourceNvidiaGPU: resource.MustParse("2")}
-		holder := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("holder-%d", i), Namespace: kueueTASNamespace},
-			Spec: corev1.PodSpec{
-				NodeName:    fmt.Sprintf("kt-%d", i),
-				Tolerations: []corev1.Toleration{{Key: kueueTASTaintKey, Operator: corev1.TolerationOpExists}},
-				Containers:  []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{Requests: gpus, Limits: gpus}}},
-			},
-		}
-		if err := c.Client.Create(ctx, holder); err != nil {
+		if err := c.holdGPUs(ctx, kueueTASNamespace, fmt.Sprintf("holder-%d", i), fmt.Sprintf("kt-%d", i), kueueTASTaintKey, "2"); err != nil {
 			return nil, err
 		}
 	}
@@ -130,13 +121,7 @@ func (c *Cluster) RunKueueTASScenario(ctx context.Context) (*KueueTASReport, err
 		if err != nil {
 			return err
 		}
-		bound := 0
-		for _, p := range pods {
-			if p.Spec.NodeName != "" {
-				bound++
-			}
-		}
-		if bound > r.Bound {
+		if bound := countBound(pods); bound > r.Bound {
 			r.Bound = bound
 			if bound == kueueTASMembers {
 				r.BoundAfter = time.Since(created)
