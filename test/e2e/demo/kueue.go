@@ -516,7 +516,6 @@ func (c *Cluster) holdGPUs(ctx context.Context, ns, name, node, taintKey, gpus s
 	})
 }
 
-
 // taintedPool creates one 8-GPU node (96 CPUs, 1 TiB) named prefix-i per entry of
 // labels, with those labels and a NoSchedule taint of key taintKey that keeps the rest
 // of the demo off them, and waits until kwok reports them Ready.
