@@ -151,6 +151,10 @@ type state struct {
 	// (a tenant bound to kubenexus-explain-namespace): cluster is nil, pods are the
 	// namespace's, and the placement layers give way to the scheduler's own verdict.
 	namespaceView bool
+	// podGroups are KubeNexus's PodGroups by gang, and namespaceObjects the
+	// namespaces by name (listed when the start line needs the gangs queued ahead).
+	podGroups        map[gang.Key]*v1alpha1.PodGroup
+	namespaceObjects map[string]*corev1.Namespace
 }
 
 // NamespaceView is what a report read in one namespace only leaves out.
@@ -181,7 +185,7 @@ func (e *Explainer) read(ctx context.Context, namespace string) (*state, error) 
 		}
 	}
 	st := &state{cluster: c, pods: pods, reservations: rrs.Items, placementChecks: placement, now: e.now()}
-	if st.gangValue, err = e.gangValues(ctx); err != nil {
+	if st.gangValue, st.podGroups, err = e.gangValues(ctx); err != nil {
 		return nil, err
 	}
 	if c.TierFromClusterQueue {
@@ -200,15 +204,18 @@ func (e *Explainer) read(ctx context.Context, namespace string) (*state, error) 
 // gangValues returns the value of the PriorityClass each gang's PodGroup names
 // (nil: none, or the gang has no PodGroup), from KubeNexus's PodGroups listed once
 // and, for a gang without one, its PodGroup of another gang API (podGroup); each
-// gang and each class is read once.
-func (e *Explainer) gangValues(ctx context.Context) (func(gang.Key) *int32, error) {
+// gang and each class is read once. It returns KubeNexus's PodGroups by gang too.
+func (e *Explainer) gangValues(ctx context.Context) (func(gang.Key) *int32, map[gang.Key]*v1alpha1.PodGroup, error) {
 	var pgs v1alpha1.PodGroupList
 	if err := e.Client.List(ctx, &pgs); err != nil && !feasibility.NotServed(err) {
-		return nil, fmt.Errorf("reading PodGroups: %w", err)
+		return nil, nil, fmt.Errorf("reading PodGroups: %w", err)
 	}
 	classOf := map[gang.Key]string{}
+	byKey := make(map[gang.Key]*v1alpha1.PodGroup, len(pgs.Items))
 	for i := range pgs.Items {
-		classOf[gang.Key{Namespace: pgs.Items[i].Namespace, Name: pgs.Items[i].Name}] = pgs.Items[i].Spec.PriorityClassName
+		k := gang.Key{Namespace: pgs.Items[i].Namespace, Name: pgs.Items[i].Name}
+		classOf[k] = pgs.Items[i].Spec.PriorityClassName
+		byKey[k] = &pgs.Items[i]
 	}
 	values := map[string]*int32{}
 	seen := map[gang.Key]*int32{}
@@ -236,7 +243,7 @@ func (e *Explainer) gangValues(ctx context.Context) (func(gang.Key) *int32, erro
 		}
 		seen[k] = v
 		return v
-	}, nil
+	}, byKey, nil
 }
 
 // readNamespace reads what a tenant may read of its own namespace: its pods.

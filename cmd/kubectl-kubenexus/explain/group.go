@@ -31,6 +31,9 @@ type group struct {
 	finished int
 	wl       *kueue.Workload
 	ns       *corev1.Namespace
+	// forecast is when the group starts behind the gangs queued ahead (nil: none
+	// ahead, or it fits now).
+	forecast *queueForecast
 }
 
 // foreignPodGroups are the other gang APIs a gang's PodGroup may be of, in the order

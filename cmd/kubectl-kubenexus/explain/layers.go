@@ -28,7 +28,7 @@ func (e *Explainer) section(ctx context.Context, st *state, pods []corev1.Pod, w
 		return Section{}, err
 	}
 	g.min = 1
-	return e.lines(st, g), nil
+	return e.lines(ctx, st, g), nil
 }
 
 // gangSection explains one gang.
@@ -52,11 +52,11 @@ func (e *Explainer) gangSection(ctx context.Context, st *state, k gang.Key, memb
 			}
 		}
 	}
-	return e.lines(st, g), nil
+	return e.lines(ctx, st, g), nil
 }
 
 // lines builds the layers of one group.
-func (e *Explainer) lines(st *state, g *group) Section {
+func (e *Explainer) lines(ctx context.Context, st *state, g *group) Section {
 	var s Section
 	s.Lines = append(s.Lines, admission(g, st), queue(g, st.placementChecks), gangLine(g, st))
 	if st.namespaceView {
@@ -98,6 +98,7 @@ func (e *Explainer) lines(st *state, g *group) Section {
 	var preemption []Line
 	if !d.Fits && d.Eligible > 0 {
 		preemption = append(preemption, preemptionLine(g, st, w))
+		g.forecast = e.forecast(ctx, st, g, w)
 	}
 	s.Lines = append(s.Lines, placementLines(g, st, w, &d, preemption...)...)
 	return s

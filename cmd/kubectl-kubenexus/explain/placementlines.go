@@ -33,6 +33,9 @@ func placementLines(g *group, st *state, w *feasibility.Workload, d *feasibility
 	}
 	out = append(out, topologyLine(g, st, d), capacityLine(d, g, st))
 	start := startLine(d, st)
+	if g.forecast != nil {
+		start = queuedStartLine(d, st, g.forecast)
+	}
 	if name := g.schedulerName(); d.Fits && name != "" && name != v1alpha1.DefaultSchedulerName {
 		start.Text = fmt.Sprintf("they fit now: %s (not KubeNexus) decides when and where", name)
 	}
@@ -258,6 +261,29 @@ func startLine(d *feasibility.Decision, st *state) Line {
 	default:
 		l.Verdict = Unknown
 		l.Text = "no time can be given: pods in its way have no runtime bound (spec.activeDeadlineSeconds or " + v1alpha1.LabelKueueMaxExecTime + ")"
+	}
+	return l
+}
+
+// queuedStartLine is the start line counting the gangs queued ahead (f): when the
+// forecast starts the pods, how many gangs ahead start first, and what it assumes.
+func queuedStartLine(d *feasibility.Decision, st *state, f *queueForecast) Line {
+	l := Line{Layer: LayerStart}
+	assumes := "running pods end at their runtime bounds, gangs ahead run to theirs"
+	ahead := fmt.Sprintf("%s queued ahead", plural(f.queued, "gang", "gangs"))
+	switch {
+	case f.OK:
+		in := max(f.Start.Sub(st.now).Round(time.Second), 0)
+		l.Verdict = Waiting
+		l.Text = fmt.Sprintf("earliest %s (in %s), behind %s (%d of them start first); assumes %s",
+			f.Start.UTC().Format(time.RFC3339), in, ahead, f.Ahead, assumes)
+	case len(f.Unbounded) > 0:
+		l.Verdict = Unknown
+		l.Text = fmt.Sprintf("no time can be given: of the %s, %s would start first and %s no runtime bound (spec.activeDeadlineSeconds or %s)",
+			ahead, join(f.Unbounded), verb(len(f.Unbounded) == 1, "has", "have"), v1alpha1.LabelKueueMaxExecTime)
+	default:
+		l = startLine(d, st)
+		l.Text += fmt.Sprintf(" (%s)", ahead)
 	}
 	return l
 }

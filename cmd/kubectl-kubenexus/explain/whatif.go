@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -131,6 +132,16 @@ func (e *Explainer) whatIf(ctx context.Context, st *state, namespace string, obj
 	}
 	s.Lines = append(s.Lines, q)
 	d := feasibility.Decide(st.cluster, w)
+	if !d.Fits && d.Eligible > 0 && len(reps) > 0 {
+		// Created now, it would queue behind the gangs KubeNexus's queue orders
+		// before it: those of higher priority, and those of its own first seen earlier.
+		pod := &corev1.Pod{ObjectMeta: *reps[0].Template.ObjectMeta.DeepCopy(), Spec: reps[0].Template.Spec}
+		pod.Namespace, pod.Name, pod.CreationTimestamp = namespace, obj.GetName(), metav1.NewTime(st.now)
+		if pod.Spec.SchedulerName == "" {
+			pod.Spec.SchedulerName = v1alpha1.DefaultSchedulerName
+		}
+		g.forecast = e.forecast(ctx, st, &group{ns: g.ns, pending: []*corev1.Pod{pod}, members: []corev1.Pod{*pod}}, w)
+	}
 	s.Lines = append(s.Lines, placementLines(g, st, w, &d)...)
 	return s, nil
 }

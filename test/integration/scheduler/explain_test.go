@@ -10,6 +10,8 @@ import (
 	"github.com/onsi/gomega/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -182,6 +184,44 @@ var _ = Describe("kubectl kubenexus explain", func() {
 		}
 		Eventually(tc.boundFn("next")).WithTimeout(testutil.Timeout).Should(Equal(2))
 		Eventually(explained(tc, "podgroup", "next")).WithTimeout(testutil.Timeout).Should(Not(HaveKey(explain.LayerStart)))
+	})
+
+	It("start: counts the gangs queued ahead, which take the room that frees first", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		gpuNodes(tc, "n", 2, nil)
+		// Each node is full with a pod that may run 20 or 40 minutes.
+		var ends []time.Time
+		for i, minutes := range []int64{20, 40} {
+			p := gpuPod(tc, fmt.Sprintf("running-%d", i)).Node(fmt.Sprintf("%s-n-%d", tc.ns, i)).ActiveDeadline(ptr.To(minutes * 60)).Obj()
+			Expect(k8sClient.Create(suiteCtx, p)).To(Succeed())
+			ends = append(ends, p.CreationTimestamp.Add(time.Duration(minutes)*time.Minute))
+		}
+		// "early", queued first, may run 30 minutes: it takes the node freed at 20
+		// minutes; "late" starts when the second node frees, at 40.
+		for _, name := range []string{"early", "late"} {
+			Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup(name, tc.ns).MinMember(1).Obj())).To(Succeed())
+			Expect(k8sClient.Create(suiteCtx, gpuPod(tc, name+"-0").PodGroup(name).ActiveDeadline(ptr.To(int64(30*60))).Obj())).To(Succeed())
+			time.Sleep(1100 * time.Millisecond) // creation times are to the second
+		}
+		Eventually(explained(tc, "podgroup", "late")).WithTimeout(testutil.Timeout).Should(
+			HaveKeyWithValue(explain.LayerStart, And(HaveField("Verdict", explain.Waiting), HaveField("Text", And(
+				HavePrefix("earliest "+ends[1].UTC().Format(time.RFC3339)+" (in "),
+				HaveSuffix("behind 1 gang queued ahead (1 of them start first); assumes running pods end at their runtime bounds, gangs ahead run to theirs"))))))
+		// Nothing is queued ahead of "early": the first room that frees.
+		Expect(explained(tc, "podgroup", "early")()).To(HaveKeyWithValue(explain.LayerStart,
+			HaveField("Text", HavePrefix("earliest "+ends[0].UTC().Format(time.RFC3339)+" (in "))))
+		// A pod created now would queue behind both: it starts when "early" ends.
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(gpuPod(tc, "what").Obj())
+		Expect(err).NotTo(HaveOccurred())
+		u := &unstructured.Unstructured{Object: obj}
+		u.SetAPIVersion("v1")
+		u.SetKind("Pod")
+		r, err := (&explain.Explainer{Client: k8sClient}).WhatIf(suiteCtx, tc.ns, []*unstructured.Unstructured{u})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Sections).To(HaveLen(1))
+		Expect(r.Sections[0].Lines).To(ContainElement(And(HaveField("Layer", explain.LayerStart), HaveField("Text", And(
+			HavePrefix("earliest "+ends[0].Add(30*time.Minute).UTC().Format(time.RFC3339)+" (in "),
+			ContainSubstring("behind 2 gangs queued ahead (2 of them start first)"))))))
 	})
 
 	It("tier: names the HardwareTier that refuses the tenant, until it admits it", func() {

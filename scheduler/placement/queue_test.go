@@ -1,0 +1,56 @@
+package placement
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestStartInQueue(t *testing.T) {
+	const zone = 2
+	t0 := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+	// Two 8-GPU nodes, both full: rack 0's pod ends in 10 minutes, rack 1's in 20.
+	nodes := fleet(2, 1, map[string]int64{"r0-n0": 8, "r1-n0": 8})
+	free := make([]map[corev1.ResourceName]int64, len(nodes))
+	for i := range nodes {
+		free[i] = nodes[i].Free
+	}
+	releases := []Release{
+		{At: t0.Add(10 * time.Minute), Node: 0, Frees: map[corev1.ResourceName]int64{gpu: 8000, corev1.ResourceCPU: 8000, corev1.ResourcePods: 1000}},
+		{At: t0.Add(20 * time.Minute), Node: 1, Frees: map[corev1.ResourceName]int64{gpu: 8000, corev1.ResourceCPU: 8000, corev1.ResourcePods: 1000}},
+	}
+	gang := func(name string, members int, runtime time.Duration) Queued {
+		return Queued{Name: name, Nodes: nodes, Shapes: []Shape{gpuMembers(members, 8)}, MaxLevel: zone, Runtime: runtime}
+	}
+	target := gang("target", 1, time.Hour)
+	for _, tc := range []struct {
+		name          string
+		ahead         []Queued
+		ok            bool
+		start         time.Duration
+		started, held []string
+	}{
+		{"nothing ahead: the first room that frees", nil, true, 10 * time.Minute, nil, nil},
+		{"one gang ahead takes the first room for 30 minutes: the second room", []Queued{gang("a", 1, 30*time.Minute)}, true, 20 * time.Minute, []string{"a"}, nil},
+		{"two gangs ahead take both rooms: when the first of them ends",
+			[]Queued{gang("a", 1, 30*time.Minute), gang("b", 1, time.Hour)}, true, 40 * time.Minute, []string{"a", "b"}, nil},
+		{"a gang ahead that fits nowhere does not hold the queue back", []Queued{gang("huge", 3, time.Hour)}, true, 10 * time.Minute, nil, nil},
+		{"gangs ahead with no runtime bound hold the room for good: no start",
+			[]Queued{gang("a", 1, 0), gang("b", 1, 0)}, false, 0, []string{"a", "b"}, []string{"a", "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := StartInQueue(free, releases, tc.ahead, target, t0)
+			if f.OK != tc.ok || (tc.ok && !f.Start.Equal(t0.Add(tc.start))) {
+				t.Fatalf("forecast %v at %v, want %v at +%v", f.OK, f.Start.Sub(t0), tc.ok, tc.start)
+			}
+			if !slices.Equal(f.Started, tc.started) || !slices.Equal(f.Unbounded, tc.held) || f.Ahead != len(tc.started) {
+				t.Errorf("started %v (%d), unbounded %v; want %v, %v", f.Started, f.Ahead, f.Unbounded, tc.started, tc.held)
+			}
+			if free[0][gpu] != 0 || free[1][gpu] != 0 {
+				t.Errorf("the forecast changed the free room it was given: %v", free)
+			}
+		})
+	}
+}
