@@ -2,6 +2,7 @@ package placement
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,26 +45,18 @@ const maxForecastSteps = 10000
 // ones that fit start (a gang that does not fit does not hold back the ones behind
 // it, as KubeNexus's queue does not), taking the room of their plan until their
 // runtime ends. free is each node's free room now; every gang's Nodes list the same
-// nodes in the same order. Cost: each event tries every waiting gang once —
-// O(events × gangs × plan).
+// nodes in the same order. Cost: a gang is planned (Compute) only when one domain of
+// its level has the room it asks for in total, which the forecast keeps per domain
+// as room frees and is taken; otherwise each moment costs O(gangs × domains).
 func StartInQueue(free []map[corev1.ResourceName]int64, releases []Release, ahead []Queued, target Queued, now time.Time) Forecast {
-	room := make([]map[corev1.ResourceName]int64, len(free))
-	for i, f := range free {
-		room[i] = make(map[corev1.ResourceName]int64, len(f))
-		for k, v := range f {
-			room[i][k] = v
-		}
-	}
-	index := make(map[string]int, len(target.Nodes))
-	for i := range target.Nodes {
-		index[target.Nodes[i].Name] = i
-	}
-	events := append([]Release(nil), releases...)
-	waiting := make([]*Queued, 0, len(ahead)+1)
+	fc := newForecaster(free, target.Nodes)
+	waiting := make([]*queuedGang, 0, len(ahead)+1)
 	for i := range ahead {
-		waiting = append(waiting, &ahead[i])
+		waiting = append(waiting, fc.gang(&ahead[i]))
 	}
-	waiting = append(waiting, &target)
+	last := fc.gang(&target)
+	waiting = append(waiting, last)
+	events := append([]Release(nil), releases...)
 	var f Forecast
 	t := now
 	for steps := 0; steps < maxForecastSteps; steps++ {
@@ -71,23 +64,19 @@ func StartInQueue(free []map[corev1.ResourceName]int64, releases []Release, ahea
 		sort.SliceStable(events, func(i, j int) bool { return events[i].At.Before(events[j].At) })
 		k := 0
 		for k < len(events) && !events[k].At.After(t) {
-			if n := events[k].Node; n >= 0 && n < len(room) {
-				for name, v := range events[k].Frees {
-					room[n][name] += v
-				}
-			}
+			fc.add(events[k].Node, events[k].Frees, 1)
 			k++
 		}
 		events = events[k:]
 		// Try the waiting gangs in queue order.
 		left := waiting[:0]
 		for _, g := range waiting {
-			plan, fits := tryStart(g, room, index)
+			plan, fits := fc.tryStart(g)
 			if !fits {
 				left = append(left, g)
 				continue
 			}
-			if g == &target {
+			if g == last {
 				f.OK, f.Start, f.Plan = true, t, plan
 				return f
 			}
@@ -98,7 +87,7 @@ func StartInQueue(free []map[corev1.ResourceName]int64, releases []Release, ahea
 				continue
 			}
 			for name, claims := range plan.Claims {
-				if i, ok := index[name]; ok {
+				if i, ok := fc.index[name]; ok {
 					events = append(events, Release{At: t.Add(g.Runtime), Node: i, Frees: claims})
 				}
 			}
@@ -117,15 +106,142 @@ func StartInQueue(free []map[corev1.ResourceName]int64, releases []Release, ahea
 	return f
 }
 
+// forecaster is the room of a forecast: per node, and per domain of each layout of
+// domains the gangs are planned at (domainTotals).
+type forecaster struct {
+	room    []map[corev1.ResourceName]int64
+	index   map[string]int
+	layouts map[string]*domainTotals
+}
+
+// domainTotals is the free room per domain of one level, for the gangs planned at it.
+type domainTotals struct {
+	of   []int // domain of each node (-1: none)
+	free []map[corev1.ResourceName]int64
+}
+
+// queuedGang is a gang of the forecast with what it asks for in total and the
+// domains its level divides the nodes into.
+type queuedGang struct {
+	*Queued
+	need    map[corev1.ResourceName]int64
+	domains *domainTotals
+}
+
+func newForecaster(free []map[corev1.ResourceName]int64, nodes []PlanNode) *forecaster {
+	fc := &forecaster{room: make([]map[corev1.ResourceName]int64, len(free)), index: make(map[string]int, len(nodes)), layouts: map[string]*domainTotals{}}
+	for i, f := range free {
+		fc.room[i] = make(map[corev1.ResourceName]int64, len(f))
+		for k, v := range f {
+			fc.room[i][k] = v
+		}
+	}
+	for i := range nodes {
+		fc.index[nodes[i].Name] = i
+	}
+	return fc
+}
+
+// gang prepares q: its total ask and the totals of its level's domains (shared with
+// every gang whose level divides the nodes alike).
+func (fc *forecaster) gang(q *Queued) *queuedGang {
+	g := &queuedGang{Queued: q, need: map[corev1.ResourceName]int64{}}
+	for _, sh := range q.Shapes {
+		for name, v := range sh.Requests {
+			g.need[name] += v * int64(sh.Count)
+		}
+	}
+	// Each node's domain of the gang's level; where a node has none (or the level
+	// is past the last), the whole cluster is the one domain checked: its room is
+	// what any plan of the gang can use.
+	names := make([]string, len(q.Nodes))
+	for i := range q.Nodes {
+		d := q.Nodes[i].Domains
+		if q.MaxLevel >= len(d) || d[q.MaxLevel] == "" {
+			names = nil
+			break
+		}
+		names[i] = d[q.MaxLevel]
+	}
+	if names == nil {
+		names = make([]string, len(q.Nodes))
+		for i := range names {
+			names[i] = AnyDomain
+		}
+	}
+	key := strings.Join(names, "\x00")
+	if dt, ok := fc.layouts[key]; ok {
+		g.domains = dt
+		return g
+	}
+	dt := &domainTotals{of: make([]int, len(names))}
+	ids := map[string]int{}
+	for i, name := range names {
+		if i >= len(fc.room) {
+			dt.of[i] = -1
+			continue
+		}
+		id, ok := ids[name]
+		if !ok {
+			id = len(dt.free)
+			ids[name] = id
+			dt.free = append(dt.free, map[corev1.ResourceName]int64{})
+		}
+		dt.of[i] = id
+		for k, v := range fc.room[i] {
+			dt.free[id][k] += v
+		}
+	}
+	fc.layouts[key] = dt
+	g.domains = dt
+	return g
+}
+
+// add changes node n's room by sign × frees, and its domains' totals.
+func (fc *forecaster) add(n int, frees map[corev1.ResourceName]int64, sign int64) {
+	if n < 0 || n >= len(fc.room) {
+		return
+	}
+	for name, v := range frees {
+		fc.room[n][name] += sign * v
+	}
+	for _, dt := range fc.layouts {
+		if d := dt.of[n]; d >= 0 {
+			for name, v := range frees {
+				dt.free[d][name] += sign * v
+			}
+		}
+	}
+}
+
+// roomy reports whether some domain of g's level has, in total, the room g asks for.
+func (g *queuedGang) roomy() bool {
+	for _, free := range g.domains.free {
+		fits := true
+		for name, v := range g.need {
+			if v > free[name] {
+				fits = false
+				break
+			}
+		}
+		if fits {
+			return true
+		}
+	}
+	return false
+}
+
 // tryStart plans g on the room free now and, when it fits, takes its claims.
-func tryStart(g *Queued, room []map[corev1.ResourceName]int64, index map[string]int) (Plan, bool) {
+func (fc *forecaster) tryStart(g *queuedGang) (Plan, bool) {
+	if !g.roomy() {
+		return Plan{}, false
+	}
 	nodes := make([]PlanNode, len(g.Nodes))
 	copy(nodes, g.Nodes)
 	for i := range nodes {
-		if i < len(room) {
-			nodes[i].Free = room[i]
-		} else {
-			nodes[i].Free = nil
+		nodes[i].Free = nil
+		if i < len(fc.room) {
+			nodes[i].Free = fc.room[i]
 		}
 	}
 	plan, _ := Compute(nodes, g.Shapes, g.MaxLevel, false)
@@ -133,10 +249,8 @@ func tryStart(g *Queued, room []map[corev1.ResourceName]int64, index map[string]
 		return plan, false
 	}
 	for name, claims := range plan.Claims {
-		if i, ok := index[name]; ok && i < len(room) {
-			for res, v := range claims {
-				room[i][res] -= v
-			}
+		if i, ok := fc.index[name]; ok {
+			fc.add(i, claims, -1)
 		}
 	}
 	return plan, true

@@ -1,0 +1,54 @@
+package feasibility
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// forecastFleet is nodes 8-GPU nodes in racks of 8, every GPU in use by a pod that
+// ends within the next hours, and ahead gangs of 1 to 4 eight-GPU members, each
+// running an hour once started, queued ahead of a gang of four.
+func forecastFleet(nodes, ahead int, t0 time.Time) (*Cluster, *Workload, []Ahead) {
+	c := fleet(nodes, 8, func(int) int64 { return 8 })
+	eightGPUs := corev1.ResourceList{gpu: resource.MustParse("8")}
+	c.Bounded = map[string][]Bounded{}
+	for i := range nodes {
+		c.Bounded[fmt.Sprintf("n%02d", i)] = []Bounded{{Ends: t0.Add(time.Duration(7*i%240) * time.Minute), Requests: eightGPUs}}
+	}
+	queue := make([]Ahead, ahead)
+	for i := range queue {
+		queue[i] = Ahead{Name: fmt.Sprintf("g%d", i), Workload: job(1+i%4, "8", v1alpha1.LabelRack), Runtime: time.Hour}
+	}
+	return c, job(4, "8", v1alpha1.LabelRack), queue
+}
+
+func TestForecastQueuesBehindTheGangsAhead(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+	c, w, ahead := forecastFleet(16, 3, t0)
+	alone := c.Forecast(w, nil, t0)
+	behind := c.Forecast(w, ahead, t0)
+	if !alone.OK || !behind.OK || !behind.Start.After(alone.Start) || behind.Ahead != 3 {
+		t.Fatalf("alone %v at %v; behind 3 gangs %v at %v after %d of them; want a later start behind all three", alone.OK, alone.Start, behind.OK, behind.Start, behind.Ahead)
+	}
+	if d := Decide(c, w); !d.Start.Equal(alone.Start) {
+		t.Errorf("with nothing ahead the forecast says %v, Decide's earliest start %v", alone.Start, d.Start)
+	}
+}
+
+// BenchmarkForecast1000 is the forecast's cost behind 1,000 pending gangs on 512
+// nodes (go test -bench Forecast ./controllers/feasibility/).
+func BenchmarkForecast1000(b *testing.B) {
+	t0 := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+	c, w, ahead := forecastFleet(512, 1000, t0)
+	for b.Loop() {
+		if f := c.Forecast(w, ahead, t0); !f.OK {
+			b.Fatal("no start")
+		}
+	}
+}
