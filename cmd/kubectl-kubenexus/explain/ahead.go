@@ -165,9 +165,13 @@ func (e *Explainer) namespaces(ctx context.Context, st *state) (map[string]*core
 	return st.namespaceObjects, nil
 }
 
-// forecast is when the group would start behind the gangs queued ahead of it (nil
-// when none is ahead, or they cannot be read).
+// forecast is when the group would start behind the gangs queued ahead of it in
+// KubeNexus's queue (nil when none is ahead, they cannot be read, or its pods are
+// kube-scheduler's).
 func (e *Explainer) forecast(ctx context.Context, st *state, g *group, w *feasibility.Workload) *queueForecast {
+	if g.schedulerName() == corev1.DefaultSchedulerName {
+		return nil // kube-scheduler's queue is not KubeNexus's
+	}
 	ahead, err := e.aheadOf(ctx, st, g)
 	if err != nil || len(ahead) == 0 {
 		return nil

@@ -42,7 +42,7 @@ func (pl *Plugin) planGrouped(key gang.Key, policy topology.Policy, nodes []fwk.
 	}
 	planNodes, _ := pl.planNodes(nodes, roles, shapes, anchors, true)
 	if len(anchors) > 0 {
-		pl.anchorGroups(key, planNodes, groups, policy.Level)
+		pl.anchorGroups(key, planNodes, groups, policy.Level, policy.Required)
 	}
 	plan, roleNodes, short := placement.ComputeGroups(planNodes, shapes, groups, policy.Level, policy.Required)
 	if short != nil {
@@ -62,10 +62,11 @@ func (pl *Plugin) planGrouped(key gang.Key, policy topology.Policy, nodes []fwk.
 	return ap, nil
 }
 
-// anchorGroups narrows the nodes of a gang with placed members: none outside the
-// domain of level most of them run in, and, for each sub-group with members placed,
-// none of its shape outside the domain of its level most of those run in.
-func (pl *Plugin) anchorGroups(key gang.Key, nodes []placement.PlanNode, groups []placement.GroupShape, level int) {
+// anchorGroups narrows the nodes of a gang with placed members: for a required level,
+// none outside the domain of level most of them run in (a preferred gang may spread
+// when that domain is full), and, for each sub-group with members placed, none of its
+// shape outside the domain of its level most of those run in.
+func (pl *Plugin) anchorGroups(key gang.Key, nodes []placement.PlanNode, groups []placement.GroupShape, level int, required bool) {
 	byName := make(map[string]*placement.PlanNode, len(nodes))
 	for i := range nodes {
 		byName[nodes[i].Name] = &nodes[i]
@@ -86,7 +87,7 @@ func (pl *Plugin) anchorGroups(key gang.Key, nodes []placement.PlanNode, groups 
 	}
 	keep := func(l int, d string, shape int) {
 		for i := range nodes {
-			if nodes[i].Domains[l] == d {
+			if l < len(nodes[i].Domains) && nodes[i].Domains[l] == d {
 				continue
 			}
 			if shape < 0 {
@@ -99,7 +100,7 @@ func (pl *Plugin) anchorGroups(key gang.Key, nodes []placement.PlanNode, groups 
 	if pl.members == nil {
 		return
 	}
-	if d := domainOf(pl.members.PlacedNodes(key), level); d != "" {
+	if d := domainOf(pl.members.PlacedNodes(key), level); d != "" && required {
 		keep(level, d, -1)
 	}
 	for _, g := range groups {
