@@ -120,29 +120,25 @@ func verb(one bool, singular, plural string) string {
 
 func topologyLine(g *group, st *state, d *feasibility.Decision) Line {
 	l := Line{Layer: LayerTopology}
-	if d.Slices != "" {
+	// Slices and sub-groups: the layers within the gang's domain, and why none holds them.
+	layered := func(what, why, action string) Line {
 		where := "the cluster"
 		if d.Level != feasibility.Anywhere {
 			where = "one " + d.Level
 		}
-		l.Verdict, l.Text = OK, fmt.Sprintf("in %s, in %s: fits in %s now", where, d.Slices, join(d.Domains))
+		l.Verdict, l.Text = OK, fmt.Sprintf("in %s, %s: fits in %s now", where, what, join(d.Domains))
 		if !d.Fits {
-			l.Verdict, l.Text = Blocked, d.SliceWhy
-			l.Action = "wait for room in whole slices, or make the slices smaller (spec.networkTopology.slices on the PodGroup, or Kueue's podset-slice annotations)"
+			l.Verdict, l.Text, l.Action = Blocked, why, action
 		}
 		return l
 	}
+	if d.Slices != "" {
+		return layered("in "+d.Slices, d.SliceWhy,
+			"wait for room in whole slices, or make the slices smaller (spec.networkTopology.slices on the PodGroup, or Kueue's podset-slice annotations)")
+	}
 	if d.Groups != "" {
-		where := "the cluster"
-		if d.Level != feasibility.Anywhere {
-			where = "one " + d.Level
-		}
-		l.Verdict, l.Text = OK, fmt.Sprintf("in %s, %s: fits in %s now", where, d.Groups, join(d.Domains))
-		if !d.Fits {
-			l.Verdict, l.Text = Blocked, d.GroupWhy
-			l.Action = "wait for room in one domain per sub-group, or widen a sub-group's level (spec.networkTopology.subGroups on the PodGroup)"
-		}
-		return l
+		return layered(d.Groups, d.GroupWhy,
+			"wait for room in one domain per sub-group, or widen a sub-group's level (spec.networkTopology.subGroups on the PodGroup)")
 	}
 	if d.Level == feasibility.Anywhere {
 		l.Verdict, l.Text = None, "no topology domain required: the members may spread"

@@ -578,33 +578,45 @@ func (c *Cluster) kueueQueues(ctx context.Context) error {
 		name, ns string
 		checks   []kueue.AdmissionCheckReference
 	}{{"gpu-plain", nsKueuePlain, nil}, {"gpu-checked", nsKueueChecked, []kueue.AdmissionCheckReference{KueueAdmissionCheck}}} {
-		cq := &kueue.ClusterQueue{
-			ObjectMeta: metav1.ObjectMeta{Name: q.name},
-			Spec: kueue.ClusterQueueSpec{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: q.ns}},
-				ResourceGroups: []kueue.ResourceGroup{{
-					CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, v1alpha1.ResourceNvidiaGPU},
-					Flavors: []kueue.FlavorQuotas{{Name: kueuePool, Resources: []kueue.ResourceQuota{
-						{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("768")},
-						{Name: corev1.ResourceMemory, NominalQuota: resource.MustParse("8Ti")},
-						{Name: v1alpha1.ResourceNvidiaGPU, NominalQuota: resource.MustParse("64")},
-					}}},
-				}},
-				AdmissionChecksStrategy: checksStrategy(q.checks),
-			},
-		}
-		if err := c.Client.Create(ctx, cq); err != nil {
-			return err
-		}
-		lq := &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: q.ns}, Spec: kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(q.name)}}
-		if err := c.Client.Create(ctx, lq); err != nil {
+		if err := c.gpuQueue(ctx, q.name, q.ns, kueuePool, q.checks); err != nil {
 			return err
 		}
 	}
-	// Kueue admits nothing through a ClusterQueue until it is active (for the second,
-	// until the manager has marked its check Active).
+	return c.queuesActive(ctx, "gpu-plain", "gpu-checked")
+}
+
+// gpuQueue creates a ClusterQueue for namespace ns of 64 GPUs (96 CPUs and 1 TiB a
+// node's worth for each 8) of flavor, with the admission checks, and its LocalQueue
+// "gpu" in ns.
+func (c *Cluster) gpuQueue(ctx context.Context, name, ns, flavor string, checks []kueue.AdmissionCheckReference) error {
+	cq := &kueue.ClusterQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: kueue.ClusterQueueSpec{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+			ResourceGroups: []kueue.ResourceGroup{{
+				CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, v1alpha1.ResourceNvidiaGPU},
+				Flavors: []kueue.FlavorQuotas{{Name: kueue.ResourceFlavorReference(flavor), Resources: []kueue.ResourceQuota{
+					{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("768")},
+					{Name: corev1.ResourceMemory, NominalQuota: resource.MustParse("8Ti")},
+					{Name: v1alpha1.ResourceNvidiaGPU, NominalQuota: resource.MustParse("64")},
+				}}},
+			}},
+			AdmissionChecksStrategy: checksStrategy(checks),
+		},
+	}
+	if err := c.Client.Create(ctx, cq); err != nil {
+		return err
+	}
+	lq := &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: ns}, Spec: kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(name)}}
+	return c.Client.Create(ctx, lq)
+}
+
+// queuesActive waits until the ClusterQueues are active: Kueue admits nothing
+// through one before (through one with a check, before the manager has marked its
+// check Active).
+func (c *Cluster) queuesActive(ctx context.Context, names ...string) error {
 	return waitFor(ctx, time.Minute, func() error {
-		for _, name := range []string{"gpu-plain", "gpu-checked"} {
+		for _, name := range names {
 			cq := &kueue.ClusterQueue{}
 			if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, cq); err != nil {
 				return err

@@ -185,38 +185,10 @@ func (c *Cluster) kueueTASQueue(ctx context.Context) error {
 	if err := c.Client.Create(ctx, flavor); err != nil {
 		return err
 	}
-	cq := &kueue.ClusterQueue{
-		ObjectMeta: metav1.ObjectMeta{Name: kueueTASQueue},
-		Spec: kueue.ClusterQueueSpec{
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: kueueTASNamespace}},
-			ResourceGroups: []kueue.ResourceGroup{{
-				CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, v1alpha1.ResourceNvidiaGPU},
-				Flavors: []kueue.FlavorQuotas{{Name: kueueTASPool, Resources: []kueue.ResourceQuota{
-					{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("768")},
-					{Name: corev1.ResourceMemory, NominalQuota: resource.MustParse("8Ti")},
-					{Name: v1alpha1.ResourceNvidiaGPU, NominalQuota: resource.MustParse("64")},
-				}}},
-			}},
-			AdmissionChecksStrategy: checksStrategy([]kueue.AdmissionCheckReference{KueueAdmissionCheck}),
-		},
-	}
-	if err := c.Client.Create(ctx, cq); err != nil {
+	if err := c.gpuQueue(ctx, kueueTASQueue, kueueTASNamespace, kueueTASPool, []kueue.AdmissionCheckReference{KueueAdmissionCheck}); err != nil {
 		return err
 	}
-	lq := &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: kueueTASNamespace}, Spec: kueue.LocalQueueSpec{ClusterQueue: kueueTASQueue}}
-	if err := c.Client.Create(ctx, lq); err != nil {
-		return err
-	}
-	return waitFor(ctx, time.Minute, func() error {
-		cq := &kueue.ClusterQueue{}
-		if err := c.Client.Get(ctx, client.ObjectKey{Name: kueueTASQueue}, cq); err != nil {
-			return err
-		}
-		if !apimeta.IsStatusConditionTrue(cq.Status.Conditions, kueue.ClusterQueueActive) {
-			return fmt.Errorf("ClusterQueue %s is not active: %+v", kueueTASQueue, cq.Status.Conditions)
-		}
-		return nil
-	})
+	return c.queuesActive(ctx, kueueTASQueue)
 }
 
 // kueueTASJob is an indexed Job of 16 two-GPU pods for KubeNexus whose pod template

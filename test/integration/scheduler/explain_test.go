@@ -156,16 +156,23 @@ var _ = Describe("kubectl kubenexus explain", func() {
 		Expect(n.Labels[v1alpha1.LabelRack]).To(Equal(other))
 	})
 
-	It("start: gives the earliest time the gang fits from the runtime bounds of the pods in its way", func() {
+	// boundedFleet is two 8-GPU nodes, each full with a pod that may run 20 or 40
+	// minutes, and when those pods end.
+	boundedFleet := func() (*testCluster, []time.Time) {
+		GinkgoHelper()
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		gpuNodes(tc, "n", 2, nil)
-		// Each node is full with a pod that may run 20 or 40 minutes.
 		var ends []time.Time
 		for i, minutes := range []int64{20, 40} {
 			p := gpuPod(tc, fmt.Sprintf("running-%d", i)).Node(fmt.Sprintf("%s-n-%d", tc.ns, i)).ActiveDeadline(ptr.To(minutes * 60)).Obj()
 			Expect(k8sClient.Create(suiteCtx, p)).To(Succeed())
 			ends = append(ends, p.CreationTimestamp.Add(time.Duration(minutes)*time.Minute))
 		}
+		return tc, ends
+	}
+
+	It("start: gives the earliest time the gang fits from the runtime bounds of the pods in its way", func() {
+		tc, ends := boundedFleet()
 		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("next", tc.ns).MinMember(2).Obj())).To(Succeed())
 		for i := range 2 {
 			Expect(k8sClient.Create(suiteCtx, gpuPod(tc, fmt.Sprintf("next-%d", i)).PodGroup("next").Obj())).To(Succeed())
@@ -187,15 +194,7 @@ var _ = Describe("kubectl kubenexus explain", func() {
 	})
 
 	It("start: counts the gangs queued ahead, which take the room that frees first", func() {
-		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
-		gpuNodes(tc, "n", 2, nil)
-		// Each node is full with a pod that may run 20 or 40 minutes.
-		var ends []time.Time
-		for i, minutes := range []int64{20, 40} {
-			p := gpuPod(tc, fmt.Sprintf("running-%d", i)).Node(fmt.Sprintf("%s-n-%d", tc.ns, i)).ActiveDeadline(ptr.To(minutes * 60)).Obj()
-			Expect(k8sClient.Create(suiteCtx, p)).To(Succeed())
-			ends = append(ends, p.CreationTimestamp.Add(time.Duration(minutes)*time.Minute))
-		}
+		tc, ends := boundedFleet()
 		// "early", queued first, may run 30 minutes: it takes the node freed at 20
 		// minutes; "late" starts when the second node frees, at 40.
 		for _, name := range []string{"early", "late"} {
