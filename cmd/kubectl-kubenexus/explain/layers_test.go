@@ -110,6 +110,18 @@ func TestPlacementLayers(t *testing.T) {
 	}
 }
 
+func TestTopologyOfAGangKueuePlaced(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "train-0", Namespace: "ml", Annotations: map[string]string{
+		v1alpha1.AnnotationKueueWorkload: "job-train-5f2c1", v1alpha1.AnnotationKueueRequiredTopology: v1alpha1.LabelRack}}}
+	g := &group{pending: []*corev1.Pod{pod}}
+	d := feasibility.Decision{Level: feasibility.Anywhere, Fits: true}
+	check(t, "fits", topologyLine(g, &state{}, &d), OK,
+		"Kueue's topology-aware scheduling chose the domains (Workload job-train-5f2c1): the pods' node selectors hold them", "")
+	d.Fits = false
+	check(t, "does not fit", topologyLine(g, &state{}, &d), Blocked,
+		"Kueue's topology-aware scheduling chose the domains (Workload job-train-5f2c1): the pods' node selectors hold them; the nodes they name do not hold the pods now", "")
+}
+
 func TestCapacityCountsOnePod(t *testing.T) {
 	d := feasibility.Decision{Shapes: "1 × 4000m cpu", Level: feasibility.Anywhere, Eligible: 1, Resource: corev1.ResourceCPU, Free: 2000, Need: 4000,
 		Short: &placement.Shortage{Need: 1}}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/hardware"
+	"github.com/kube-nexus/kubenexus/api/topology"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/controllers/feasibility"
@@ -139,6 +140,17 @@ func topologyLine(g *group, st *state, d *feasibility.Decision) Line {
 	if d.Groups != "" {
 		return layered(d.Groups, d.GroupWhy,
 			"wait for room in one domain per sub-group, or widen a sub-group's level (spec.networkTopology.subGroups on the PodGroup)")
+	}
+	if len(g.pending) > 0 && topology.PlacedByKueue(g.pending[0]) {
+		// Kueue's TAS chose the domains; the pods' node selectors hold them, and the
+		// capacity line counts the nodes those selectors leave.
+		l.Verdict, l.Text = OK, fmt.Sprintf("Kueue's topology-aware scheduling chose the domains (Workload %s): the pods' node selectors hold them",
+			g.pending[0].Annotations[v1alpha1.AnnotationKueueWorkload])
+		if !d.Fits {
+			l.Verdict = Blocked
+			l.Text += "; the nodes they name do not hold the pods now"
+		}
+		return l
 	}
 	if d.Level == feasibility.Anywhere {
 		l.Verdict, l.Text = None, "no topology domain required: the members may spread"
