@@ -98,22 +98,14 @@ func Decide(c *Cluster, w *Workload) Decision {
 			levelName = Anywhere
 		}
 	}
-	tiers := c.tierSet()
 	d := Decision{Level: levelName, Nodes: len(c.Nodes)}
 	seenTier := map[string]bool{}
-	shapes, pods := c.shapesOf(w)
+	shapes, nodes, verdicts, vram := c.view(w, levels, c.tierSet())
 	d.Shapes = placement.DescribeShapes(shapes)
-	vram := vramOf(pods)
 	for _, v := range vram {
 		d.GPUMemory = max(d.GPUMemory, v)
 	}
-	placedOn := map[string]bool{}
-	for _, n := range w.PlacedOn {
-		placedOn[n] = true
-	}
-	nodes := make([]placement.PlanNode, 0, len(c.Nodes))
-	for i := range c.Nodes {
-		pn, v := c.planNode(&c.Nodes[i], w, pods, vram, levels, tiers, placedOn)
+	for i, v := range verdicts {
 		switch {
 		case v.eligible:
 			d.Eligible++
@@ -131,7 +123,6 @@ func Decide(c *Cluster, w *Workload) Decision {
 				d.NUMAWhy = "node " + c.Nodes[i].Name + ": " + v.numaShort
 			}
 		}
-		nodes = append(nodes, pn)
 	}
 	sort.Strings(d.RefusingTiers)
 	d.Anchored = anchoredDomain(nodes, maxLevel, levelName)
@@ -171,6 +162,24 @@ func Decide(c *Cluster, w *Workload) Decision {
 		d.Message += fmt.Sprintf("; they would fit %s by %s, %s", where(d.Domains), at.UTC().Format(time.RFC3339), d.StartWhen)
 	}
 	return d
+}
+
+// view is the workload as the planner sees it over levels: its pod sets as shapes,
+// every node as a plan node (in c.Nodes' order) with why it may or may not take the
+// pods, and the GPU memory each pod set asks for per GPU.
+func (c *Cluster) view(w *Workload, levels []topology.Level, tiers *hardware.TierSet) ([]placement.Shape, []placement.PlanNode, []nodeVerdict, []int64) {
+	shapes, pods := c.shapesOf(w)
+	vram := vramOf(pods)
+	placedOn := map[string]bool{}
+	for _, n := range w.PlacedOn {
+		placedOn[n] = true
+	}
+	nodes := make([]placement.PlanNode, len(c.Nodes))
+	verdicts := make([]nodeVerdict, len(c.Nodes))
+	for i := range c.Nodes {
+		nodes[i], verdicts[i] = c.planNode(&c.Nodes[i], w, pods, vram, levels, tiers, placedOn)
+	}
+	return shapes, nodes, verdicts, vram
 }
 
 // nodeVerdict is why a node may or may not take the workload's pods: some pod set

@@ -33,8 +33,8 @@ func TestForecastQueuesBehindTheGangsAhead(t *testing.T) {
 	c, w, ahead := forecastFleet(16, 3, t0)
 	alone := c.Forecast(w, nil, t0)
 	behind := c.Forecast(w, ahead, t0)
-	if !alone.OK || !behind.OK || !behind.Start.After(alone.Start) || behind.Ahead != 3 {
-		t.Fatalf("alone %v at %v; behind 3 gangs %v at %v after %d of them; want a later start behind all three", alone.OK, alone.Start, behind.OK, behind.Start, behind.Ahead)
+	if !alone.OK || !behind.OK || !behind.Start.After(alone.Start) || len(behind.Started) != 3 {
+		t.Fatalf("alone %v at %v; behind 3 gangs %v at %v after %d of them; want a later start behind all three", alone.OK, alone.Start, behind.OK, behind.Start, len(behind.Started))
 	}
 	if d := Decide(c, w); !d.Start.Equal(alone.Start) {
 		t.Errorf("with nothing ahead the forecast says %v, Decide's earliest start %v", alone.Start, d.Start)

@@ -2,6 +2,7 @@ package feasibility
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kube-nexus/kubenexus/api/topology"
@@ -68,7 +69,8 @@ func decideGrouped(d Decision, nodes []placement.PlanNode, shapes []placement.Sh
 		d.Fits, d.Domains = true, plan.Domains
 		where := make([]string, 0, len(groups))
 		for _, g := range groups {
-			where = append(where, fmt.Sprintf("%s on %s", g.Role, strings.Join(roles[g.Role], ", ")))
+			on := slices.Sorted(slices.Values(roles[g.Role])) // the plan lists them in map order
+			where = append(where, fmt.Sprintf("%s on %s", g.Role, strings.Join(on, ", ")))
 		}
 		d.Message = fmt.Sprintf("%s fit in %s %s, %s (%s), now", d.Shapes, levelName(levels, plan.Level), strings.Join(plan.Domains, ", "), d.Groups, strings.Join(where, "; "))
 		return d

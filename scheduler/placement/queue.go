@@ -23,13 +23,12 @@ type Queued struct {
 
 // Forecast is when a gang would start behind the gangs queued ahead of it.
 type Forecast struct {
-	// OK: it starts at Start, in Plan, after Ahead of the gangs ahead have started
-	// (Started names them, in the order they start). Not OK: it never fits in the
-	// forecast — room held with no known end stands in its way.
+	// OK: it starts at Start, in Plan, after the gangs ahead Started names have
+	// started (in the order they start). Not OK: it never fits in the forecast —
+	// room held with no known end stands in its way.
 	OK      bool
 	Start   time.Time
 	Plan    Plan
-	Ahead   int
 	Started []string
 	// Unbounded names the gangs ahead that started before it with no runtime
 	// bound: they hold their room for the rest of the forecast.
@@ -80,7 +79,6 @@ func StartInQueue(free []map[corev1.ResourceName]int64, releases []Release, ahea
 				f.OK, f.Start, f.Plan = true, t, plan
 				return f
 			}
-			f.Ahead++
 			f.Started = append(f.Started, g.Name)
 			if g.Runtime <= 0 {
 				f.Unbounded = append(f.Unbounded, g.Name)

@@ -95,10 +95,10 @@ func TestPlacementLayers(t *testing.T) {
 		{"start: unknown", func(*feasibility.Decision) {}, func(d *feasibility.Decision) Line { return startLine(d, st) }, Unknown,
 			"no time can be given: pods in its way have no runtime bound (spec.activeDeadlineSeconds or kueue.x-k8s.io/max-exec-time-seconds)", ""},
 		{"start: behind the queue", func(*feasibility.Decision) {}, func(d *feasibility.Decision) Line {
-			return queuedStartLine(d, st, &queueForecast{Forecast: placement.Forecast{OK: true, Start: now.Add(2 * time.Hour), Ahead: 2, Started: []string{"ml/a", "ml/b"}}, queued: 3})
+			return queuedStartLine(d, st, &queueForecast{Forecast: placement.Forecast{OK: true, Start: now.Add(2 * time.Hour), Started: []string{"ml/a", "ml/b"}}, queued: 3})
 		}, Waiting, "earliest 2026-11-27T03:00:00Z (in 2h0m0s), behind 3 gangs queued ahead (2 of them start first); assumes running pods end at their runtime bounds, gangs ahead run to theirs", ""},
 		{"start: gangs ahead hold the room for good", func(*feasibility.Decision) {}, func(d *feasibility.Decision) Line {
-			return queuedStartLine(d, st, &queueForecast{Forecast: placement.Forecast{Ahead: 1, Started: []string{"ml/a"}, Unbounded: []string{"ml/a"}}, queued: 1})
+			return queuedStartLine(d, st, &queueForecast{Forecast: placement.Forecast{Started: []string{"ml/a"}, Unbounded: []string{"ml/a"}}, queued: 1})
 		}, Unknown, "no time can be given: of the 1 gang queued ahead, ml/a would start first and has no runtime bound (spec.activeDeadlineSeconds or kueue.x-k8s.io/max-exec-time-seconds)", ""},
 		{"start: never, with gangs ahead", func(*feasibility.Decision) {}, func(d *feasibility.Decision) Line {
 			return queuedStartLine(d, st, &queueForecast{queued: 2})

@@ -284,7 +284,7 @@ func queuedStartLine(d *feasibility.Decision, st *state, f *queueForecast) Line 
 		in := max(f.Start.Sub(st.now).Round(time.Second), 0)
 		l.Verdict = Waiting
 		l.Text = fmt.Sprintf("earliest %s (in %s), behind %s (%d of them start first); assumes %s",
-			f.Start.UTC().Format(time.RFC3339), in, ahead, f.Ahead, assumes)
+			f.Start.UTC().Format(time.RFC3339), in, ahead, len(f.Started), assumes)
 	case len(f.Unbounded) > 0:
 		l.Verdict = Unknown
 		l.Text = fmt.Sprintf("no time can be given: of the %s, %s would start first and %s no runtime bound (spec.activeDeadlineSeconds or %s)",
