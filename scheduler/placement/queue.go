@@ -48,17 +48,84 @@ const maxForecastSteps = 10000
 // its level has the room it asks for in total, which the forecast keeps per domain
 // as room frees and is taken; otherwise each moment costs O(gangs × domains).
 func StartInQueue(free []map[corev1.ResourceName]int64, releases []Release, ahead []Queued, target Queued, now time.Time) Forecast {
-	fc := newForecaster(free, target.Nodes)
-	waiting := make([]*queuedGang, 0, len(ahead)+1)
-	for i := range ahead {
-		waiting = append(waiting, fc.gang(&ahead[i]))
-	}
-	last := fc.gang(&target)
-	waiting = append(waiting, last)
-	events := append([]Release(nil), releases...)
+	queue := make([]Queued, 0, len(ahead)+1)
+	queue = append(append(queue, ahead...), target)
 	var f Forecast
+	play(free, releases, queue, now, func(i int, at time.Time, plan Plan, bounded bool) bool {
+		if i == len(ahead) {
+			f.OK, f.Start, f.Plan = true, at, plan
+			return true
+		}
+		f.Started = append(f.Started, queue[i].Name)
+		if !bounded {
+			f.Unbounded = append(f.Unbounded, queue[i].Name)
+		}
+		return false
+	})
+	return f
+}
+
+// Start is when one gang of a queue starts in the forecast.
+type Start struct {
+	// OK: it starts At, in Plan, after Before of the gangs queued ahead of it have
+	// started. Not OK: it never starts in the forecast; Unbounded names the gangs
+	// that started with no runtime bound and hold their room for good.
+	OK        bool
+	At        time.Time
+	Plan      Plan
+	Before    int
+	Unbounded []string
+}
+
+// ForecastQueue forecasts when every gang of queue (in the scheduler's queue order)
+// starts, in one pass: StartInQueue for each gang at the cost of one.
+func ForecastQueue(free []map[corev1.ResourceName]int64, releases []Release, queue []Queued, now time.Time) []Start {
+	out := make([]Start, len(queue))
+	started := make([]bool, len(queue))
+	var unbounded []string
+	play(free, releases, queue, now, func(i int, at time.Time, plan Plan, bounded bool) bool {
+		ahead := 0
+		for j := 0; j < i; j++ {
+			if started[j] {
+				ahead++
+			}
+		}
+		started[i] = true
+		out[i] = Start{OK: true, At: at, Plan: plan, Before: ahead}
+		if !bounded {
+			unbounded = append(unbounded, queue[i].Name)
+		}
+		return false
+	})
+	for i := range out {
+		if !out[i].OK {
+			out[i].Unbounded = unbounded
+		}
+	}
+	return out
+}
+
+// play runs a forecast: from now, at each moment room frees, every gang still
+// waiting is tried in queue order; each that fits starts (started is told its index,
+// the moment, its plan and whether it has a runtime bound; it returns true to stop
+// the forecast) and holds its plan's room until its runtime ends, for good with no
+// bound.
+func play(free []map[corev1.ResourceName]int64, releases []Release, queue []Queued, now time.Time, started func(i int, at time.Time, plan Plan, bounded bool) bool) {
+	if len(queue) == 0 {
+		return
+	}
+	fc := newForecaster(free, queue[len(queue)-1].Nodes)
+	type entry struct {
+		i int
+		g *queuedGang
+	}
+	waiting := make([]entry, 0, len(queue))
+	for i := range queue {
+		waiting = append(waiting, entry{i, fc.gang(&queue[i])})
+	}
+	events := append([]Release(nil), releases...)
 	t := now
-	for steps := 0; steps < maxForecastSteps; steps++ {
+	for steps := 0; steps < maxForecastSteps && len(waiting) > 0; steps++ {
 		// Apply every release due by t.
 		sort.SliceStable(events, func(i, j int) bool { return events[i].At.Before(events[j].At) })
 		k := 0
@@ -69,30 +136,28 @@ func StartInQueue(free []map[corev1.ResourceName]int64, releases []Release, ahea
 		events = events[k:]
 		// Try the waiting gangs in queue order.
 		left := waiting[:0]
-		for _, g := range waiting {
-			plan, fits := fc.tryStart(g)
+		for _, e := range waiting {
+			plan, fits := fc.tryStart(e.g)
 			if !fits {
-				left = append(left, g)
+				left = append(left, e)
 				continue
 			}
-			if g == last {
-				f.OK, f.Start, f.Plan = true, t, plan
-				return f
+			bounded := e.g.Runtime > 0
+			if started(e.i, t, plan, bounded) {
+				return
 			}
-			f.Started = append(f.Started, g.Name)
-			if g.Runtime <= 0 {
-				f.Unbounded = append(f.Unbounded, g.Name)
+			if !bounded {
 				continue
 			}
 			for name, claims := range plan.Claims {
-				if i, ok := fc.index[name]; ok {
-					events = append(events, Release{At: t.Add(g.Runtime), Node: i, Frees: claims})
+				if n, ok := fc.index[name]; ok {
+					events = append(events, Release{At: t.Add(e.g.Runtime), Node: n, Frees: claims})
 				}
 			}
 		}
 		waiting = left
 		if len(events) == 0 {
-			return f // nothing more frees: the target never fits
+			return // nothing more frees: the gangs left never fit
 		}
 		t = events[0].At
 		for _, e := range events {
@@ -101,7 +166,6 @@ func StartInQueue(free []map[corev1.ResourceName]int64, releases []Release, ahea
 			}
 		}
 	}
-	return f
 }
 
 // forecaster is the room of a forecast: per node, and per domain of each layout of

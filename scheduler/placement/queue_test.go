@@ -54,3 +54,48 @@ func TestStartInQueue(t *testing.T) {
 		})
 	}
 }
+
+func TestForecastQueue(t *testing.T) {
+	const zone = 2
+	t0 := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+	// Two full 8-GPU nodes: one frees in 10 minutes, the other in 20.
+	nodes := fleet(2, 1, map[string]int64{"r0-n0": 8, "r1-n0": 8})
+	free := make([]map[corev1.ResourceName]int64, len(nodes))
+	for i := range nodes {
+		free[i] = nodes[i].Free
+	}
+	frees := map[corev1.ResourceName]int64{gpu: 8000, corev1.ResourceCPU: 8000, corev1.ResourcePods: 1000}
+	releases := []Release{{At: t0.Add(10 * time.Minute), Node: 0, Frees: frees}, {At: t0.Add(20 * time.Minute), Node: 1, Frees: frees}}
+	gang := func(name string, members int, runtime time.Duration) Queued {
+		return Queued{Name: name, Nodes: nodes, Shapes: []Shape{gpuMembers(members, 8)}, MaxLevel: zone, Runtime: runtime}
+	}
+	queue := []Queued{gang("a", 1, 30*time.Minute), gang("b", 1, time.Hour), gang("huge", 3, time.Hour), gang("d", 1, 0), gang("e", 1, time.Hour)}
+	got := ForecastQueue(free, releases, queue, t0)
+	want := []struct {
+		ok     bool
+		at     time.Duration
+		before int
+	}{
+		{true, 10 * time.Minute, 0},
+		{true, 20 * time.Minute, 1},
+		{false, 0, 0},
+		{true, 40 * time.Minute, 2}, // when a ends; huge, ahead, never starts
+		{true, 80 * time.Minute, 3}, // d holds a's room for good: when b ends
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.OK != w.ok || (w.ok && (!g.At.Equal(t0.Add(w.at)) || g.Before != w.before)) {
+			t.Errorf("%s: %v at +%v after %d ahead; want %v at +%v after %d", queue[i].Name, g.OK, g.At.Sub(t0), g.Before, w.ok, w.at, w.before)
+		}
+	}
+	if !slices.Equal(got[2].Unbounded, []string{"d"}) {
+		t.Errorf("huge never starts, held back by %v; want [d]", got[2].Unbounded)
+	}
+	// Each gang's start is the one StartInQueue gives it behind the gangs ahead.
+	for i := range queue {
+		f := StartInQueue(free, releases, queue[:i], queue[i], t0)
+		if f.OK != got[i].OK || !f.Start.Equal(got[i].At) {
+			t.Errorf("%s: StartInQueue says %v at +%v, ForecastQueue %v at +%v", queue[i].Name, f.OK, f.Start.Sub(t0), got[i].OK, got[i].At.Sub(t0))
+		}
+	}
+}
