@@ -38,6 +38,27 @@ func (c *Cluster) Forecast(w *Workload, ahead []Ahead, now time.Time) placement.
 	return placement.StartInQueue(free, append(ends, expiries...), queue, target, now)
 }
 
+// ForecastQueue forecasts when each workload of queue (in the scheduler's queue
+// order) starts from now, in one pass (placement.ForecastQueue), each planned as
+// Forecast plans it. The room reservations hold counts as held for every workload
+// until the reservation expires, its own gang's too (Forecast gives a gang its own).
+func (c *Cluster) ForecastQueue(queue []Ahead, now time.Time) []placement.Start {
+	tiers := c.tierSet()
+	neutral := &Workload{}
+	nodes := make([]placement.PlanNode, len(c.Nodes))
+	free := make([]map[corev1.ResourceName]int64, len(c.Nodes))
+	for i := range c.Nodes {
+		free[i] = c.freeFor(&c.Nodes[i], neutral)
+		nodes[i].Name = c.Nodes[i].Name
+	}
+	ends, expiries := c.releases(nodes, neutral)
+	gangs := make([]placement.Queued, 0, len(queue))
+	for _, a := range queue {
+		gangs = append(gangs, c.queued(a.Name, a.Workload, a.Runtime, tiers))
+	}
+	return placement.ForecastQueue(free, append(ends, expiries...), gangs, now)
+}
+
 // queued is w as the forecast plans it: the nodes as it sees them (its free room
 // included), its shapes and the level that holds it.
 func (c *Cluster) queued(name string, w *Workload, runtime time.Duration, tiers *hardware.TierSet) placement.Queued {

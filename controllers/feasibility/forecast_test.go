@@ -41,6 +41,47 @@ func TestForecastQueuesBehindTheGangsAhead(t *testing.T) {
 	}
 }
 
+func TestForecastQueueGivesEachGangItsForecast(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+	c, w, ahead := forecastFleet(16, 5, t0)
+	queue := append(ahead, Ahead{Name: "last", Workload: w, Runtime: time.Hour})
+	starts := c.ForecastQueue(queue, t0)
+	// The last gang has no gang behind it: its forecast is Forecast's.
+	last := len(queue) - 1
+	if f := c.Forecast(w, ahead, t0); !f.OK || !starts[last].OK || !f.Start.Equal(starts[last].At) || len(f.Started) != starts[last].Before {
+		t.Errorf("last: behind its queue %v at %v after %d; in the whole queue %v at %v after %d", f.OK, f.Start, len(f.Started), starts[last].OK, starts[last].At, starts[last].Before)
+	}
+	// A gang behind that fits sooner starts first and may take room: no gang starts
+	// before Forecast (which sees only the gangs ahead) says, and some start later.
+	later := 0
+	for i := range queue {
+		f := c.Forecast(queue[i].Workload, queue[:i], t0)
+		if !starts[i].OK || starts[i].At.Before(f.Start) {
+			t.Errorf("%s: %v at %v in the whole queue; behind its queue alone at %v", queue[i].Name, starts[i].OK, starts[i].At, f.Start)
+		}
+		if starts[i].At.After(f.Start) {
+			later++
+		}
+	}
+	if later == 0 {
+		t.Errorf("no gang was overtaken by a smaller one behind it: the fleet does not test the whole queue")
+	}
+}
+
+// BenchmarkForecastQueue1000 is the cost of forecasting every one of 1,000 pending
+// gangs on 512 nodes in one pass (what the manager's estimated-start annotation
+// costs per refresh).
+func BenchmarkForecastQueue1000(b *testing.B) {
+	t0 := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+	c, w, ahead := forecastFleet(512, 999, t0)
+	queue := append(ahead, Ahead{Name: "last", Workload: w, Runtime: time.Hour})
+	for b.Loop() {
+		if s := c.ForecastQueue(queue, t0); !s[len(s)-1].OK {
+			b.Fatal("no start")
+		}
+	}
+}
+
 // BenchmarkForecast1000 is the forecast's cost behind 1,000 pending gangs on 512
 // nodes (go test -bench Forecast ./controllers/feasibility/).
 func BenchmarkForecast1000(b *testing.B) {

@@ -3,14 +3,10 @@ package explain
 import (
 	"context"
 	"fmt"
-	"sort"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
-	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/controllers/feasibility"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 )
@@ -21,104 +17,35 @@ import (
 // (feasibility.Cluster.Forecast) starts each gang ahead when room frees, holding its
 // room for its runtime bound.
 
-// queueKey places a gang in KubeNexus's queue: its priority, the creation of its
-// earliest member, its key. Starvation aging is not applied.
-type queueKey struct {
-	priority int32
-	first    time.Time
-	key      gang.Key
-}
-
-func (a queueKey) before(b queueKey) bool {
-	if a.priority != b.priority {
-		return a.priority > b.priority
+// place puts the group in KubeNexus's queue (feasibility.Place) under its key: its
+// gang's, else its first pending pod's.
+func place(st *state, g *group) *feasibility.InQueue {
+	own, _ := feasibility.QueueKey(g.pending[0])
+	if g.key != nil {
+		own = *g.key
 	}
-	if !a.first.Equal(b.first) {
-		return a.first.Before(b.first)
-	}
-	return a.key.Namespace < b.key.Namespace || a.key.Namespace == b.key.Namespace && a.key.Name < b.key.Name
-}
-
-// queueKeyOf places the group in the queue: a gang whose PodGroup names a
-// PriorityClass by that class's value capped at its lowest pending member's own
-// priority, else by its first pending member's priority.
-func queueKeyOf(st *state, k gang.Key, g *group) queueKey {
-	q := queueKey{key: k, priority: corev1helpers.PodPriority(g.pending[0])}
-	for i := range g.members {
-		if c := g.members[i].CreationTimestamp.Time; q.first.IsZero() || c.Before(q.first) {
-			q.first = c
-		}
-	}
-	if st.gangValue == nil || g.key == nil {
-		return q
-	}
-	if v := st.gangValue(k); v != nil {
-		q.priority = *v
-		for _, p := range g.pending {
-			q.priority = min(q.priority, corev1helpers.PodPriority(p))
-		}
-	}
-	return q
-}
-
-// groupKeyOf is the key a pod is queued under: its gang's, else its own.
-func groupKeyOf(p *corev1.Pod) (gang.Key, bool) {
-	if m, ok, err := gang.Of(p); err == nil && ok {
-		return m.Key, true
-	}
-	return gang.Key{Namespace: p.Namespace, Name: p.Name}, false
+	return feasibility.Place(own, feasibility.Gang{Key: g.key, Members: g.members, Pending: g.pending}, st.gangValue)
 }
 
 // aheadOf returns the gangs (and pods placed one by one) waiting for the same
 // scheduler that KubeNexus's queue orders before g, in that order, each with its
-// pending members as a Workload and its runtime: the longest runtime bound of its
-// pending members, 0 when one of them has none.
+// pending members as a Workload and its runtime (feasibility.Gang.Runtime).
 func (e *Explainer) aheadOf(ctx context.Context, st *state, g *group) ([]feasibility.Ahead, error) {
-	own, _ := groupKeyOf(g.pending[0])
-	if g.key != nil {
-		own = *g.key
-	}
-	target := queueKeyOf(st, own, g)
+	target := place(st, g)
 	scheduler := g.schedulerName()
-	type waiting struct {
-		g  *group
-		qk queueKey
-	}
 	mine := make(map[gang.Key]bool, len(g.members))
 	for i := range g.members {
 		mine[gang.Key{Namespace: g.members[i].Namespace, Name: g.members[i].Name}] = true
 	}
-	byKey := map[gang.Key]*group{}
-	for i := range st.pods {
-		p := &st.pods[i]
-		if p.Spec.SchedulerName != scheduler || mine[gang.Key{Namespace: p.Namespace, Name: p.Name}] {
+	var queue []*feasibility.InQueue
+	for _, q := range feasibility.Queue(st.pods, func(s string) bool { return s == scheduler }, st.gangValue) {
+		if !q.Before(target) {
+			break
+		}
+		if q.Name == target.Name || q.Key == nil && mine[q.Name] {
 			continue
 		}
-		k, isGang := groupKeyOf(p)
-		if k == own {
-			continue
-		}
-		w := byKey[k]
-		if w == nil {
-			w = &group{}
-			if isGang {
-				w.key = &k
-			}
-			byKey[k] = w
-		}
-		w.members = append(w.members, *p)
-		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil && !workload.Finished(p) && !gang.IsGated(p) {
-			w.pending = append(w.pending, p)
-		}
-	}
-	var queue []waiting
-	for k, w := range byKey {
-		if len(w.pending) == 0 {
-			continue
-		}
-		if qk := queueKeyOf(st, k, w); qk.before(target) {
-			queue = append(queue, waiting{w, qk})
-		}
+		queue = append(queue, q)
 	}
 	if len(queue) == 0 {
 		return nil, nil
@@ -127,24 +54,13 @@ func (e *Explainer) aheadOf(ctx context.Context, st *state, g *group) ([]feasibi
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(queue, func(i, j int) bool { return queue[i].qk.before(queue[j].qk) })
 	out := make([]feasibility.Ahead, 0, len(queue))
 	for _, q := range queue {
-		w := q.g
-		w.ns = namespaces[q.qk.key.Namespace]
+		w := &group{key: q.Key, members: q.Members, pending: q.Pending, ns: namespaces[q.Name.Namespace]}
 		if w.key != nil {
 			w.pg = st.podGroups[*w.key]
 		}
-		var runtime time.Duration
-		for _, p := range w.pending {
-			d, ok := workload.RuntimeBound(p)
-			if !ok {
-				runtime = 0
-				break
-			}
-			runtime = max(runtime, d)
-		}
-		out = append(out, feasibility.Ahead{Name: q.qk.key.String(), Workload: w.workload(st, len(w.pending)), Runtime: runtime})
+		out = append(out, feasibility.Ahead{Name: q.Name.String(), Workload: w.workload(st, len(w.pending)), Runtime: q.Runtime()})
 	}
 	return out, nil
 }

@@ -2,17 +2,13 @@ package explain
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
-	"github.com/kube-nexus/kubenexus/api/topology"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/controllers/feasibility"
@@ -139,63 +135,11 @@ func (g *group) schedulerName() string {
 // workload is what Decide places: need of the pending pods, grouped by shape, with
 // the required topology the gang's policy gives.
 func (g *group) workload(st *state, need int) *feasibility.Workload {
-	w := &feasibility.Workload{Tenant: workload.TierOf(workload.Namespace{Labels: g.tierLabels(st)}, "")}
+	cq := ""
 	if g.wl != nil && g.wl.Status.Admission != nil {
-		w.ClusterQueue = string(g.wl.Status.Admission.ClusterQueue)
+		cq = string(g.wl.Status.Admission.ClusterQueue)
 	}
-	if g.key != nil {
-		// Room its own ResourceReservations hold is the gang's to use.
-		w.Gang = &types.NamespacedName{Namespace: g.key.Namespace, Name: g.key.Name}
-	}
-	var (
-		pol      topology.Policy
-		polKnown bool
-	)
-	if g.key != nil {
-		if p, ok, err := topology.PolicyOf(g.pending[0], g.pg, st.cluster.Levels); err == nil && ok {
-			pol, polKnown = p, true
-		}
-	}
-	idx := map[string]int{}
-	for _, p := range g.pending[:need] {
-		sig := signature(p)
-		if len(pol.GroupLayers()) > 0 {
-			// Sub-groups plan each role apart, as the scheduler does.
-			sig += "/" + string(workload.RoleOf(p))
-		}
-		i, ok := idx[sig]
-		if !ok {
-			i = len(w.PodSets)
-			idx[sig] = i
-			w.PodSets = append(w.PodSets, feasibility.PodSet{Name: p.Name, Template: corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}})
-		}
-		w.PodSets[i].Count++
-	}
-	if g.key != nil {
-		if polKnown {
-			for i := range w.PodSets {
-				if pol.Required {
-					w.PodSets[i].RequiredTopology = pol.LevelsWith(st.cluster.Levels)[pol.Level].NodeLabel
-				}
-				w.PodSets[i].Slices = feasibility.SliceLayers(pol, st.cluster.Levels)
-				// A role kept in one domain of its own (a sub-group), as the
-				// scheduler's plan keeps it.
-				role := string(workload.RoleOf(&corev1.Pod{ObjectMeta: w.PodSets[i].Template.ObjectMeta}))
-				for _, sg := range pol.GroupLayers() {
-					if sg.Role == role {
-						w.PodSets[i].GroupTopology, w.PodSets[i].Role = pol.LevelsWith(st.cluster.Levels)[sg.Level].NodeLabel, role
-					}
-				}
-			}
-		}
-		// Its members already running anchor the plan, as in the scheduler's.
-		for i := range g.members {
-			if p := &g.members[i]; p.Spec.NodeName != "" && !workload.Finished(p) {
-				w.PlacedOn = append(w.PlacedOn, p.Spec.NodeName)
-			}
-		}
-	}
-	return w
+	return st.cluster.WorkloadOf(&feasibility.Gang{Key: g.key, PodGroup: g.pg, Members: g.members, Pending: g.pending}, need, g.tierLabels(st), cq)
 }
 
 // units counts what is placed: a gang's members, or pods.
@@ -220,23 +164,4 @@ func (g *group) tierLabels(st *state) map[string]string {
 		return nil
 	}
 	return g.ns.Labels
-}
-
-// signature tells pods with the same placement needs apart from others: requests,
-// node selector, affinity, tolerations and whether they may borrow.
-func signature(p *corev1.Pod) string {
-	requests := map[string]string{}
-	for i, c := range p.Spec.Containers {
-		for name, q := range c.Resources.Requests {
-			requests[fmt.Sprintf("%d/%s", i, name)] = q.String()
-		}
-	}
-	raw, _ := json.Marshal(struct {
-		Requests     map[string]string
-		NodeSelector map[string]string
-		Affinity     *corev1.Affinity
-		Tolerations  []corev1.Toleration
-		Preemptible  string
-	}{requests, p.Spec.NodeSelector, p.Spec.Affinity, p.Spec.Tolerations, p.Labels[v1alpha1.LabelPreemptible]})
-	return string(raw)
 }
