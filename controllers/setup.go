@@ -24,6 +24,7 @@ import (
 	kubenexusv1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers/admissioncheck"
 	"github.com/kube-nexus/kubenexus/controllers/chartconfig"
+	"github.com/kube-nexus/kubenexus/controllers/estimatedstart"
 	"github.com/kube-nexus/kubenexus/controllers/hardwaretier"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
@@ -84,6 +85,9 @@ type Options struct {
 	// ReservationResync is the longest a held ResourceReservation goes without a
 	// re-check of its owner (expiry is scheduled exactly).
 	ReservationResync time.Duration
+	// EstimateInterval is how often the kubenexus.io/estimated-start annotations
+	// are refreshed (0: estimatedstart.DefaultInterval; negative: never).
+	EstimateInterval time.Duration
 }
 
 // Setup registers the health and readiness checks and every KubeNexus reconciler
@@ -164,6 +168,20 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	// Kueue's placement-feasibility AdmissionCheck, when Kueue's CRDs are installed
 	// when the manager starts.
 	served, ok := kueuecompat.Served(mgr.GetRESTMapper())
+	if opts.EstimateInterval >= 0 {
+		interval := opts.EstimateInterval
+		if interval == 0 {
+			interval = estimatedstart.DefaultInterval
+		}
+		estimatedstart.Register()
+		c := mgr.GetClient()
+		if ok {
+			c = kueuecompat.Client(c, served)
+		}
+		if err := mgr.Add(&estimatedstart.Estimator{Client: c, Interval: interval, Log: mgr.GetLogger().WithName("estimated-start")}); err != nil {
+			return fmt.Errorf("setting up the estimated-start annotations: %w", err)
+		}
+	}
 	if !ok {
 		mgr.GetLogger().Info("Kueue's CRDs are not installed; the placement-feasibility AdmissionCheck is off", "controllerName", admissioncheck.ControllerName)
 		return nil

@@ -259,6 +259,11 @@ const (
 	AnnotationKueueWorkload = "kueue.x-k8s.io/workload"
 )
 
+// AnnotationEstimatedStart is when the manager forecasts a waiting gang starts
+// (RFC 3339, UTC), or "unknown": set on its PodGroup and on the Kueue Workload its
+// pods were started for, removed once it no longer waits.
+const AnnotationEstimatedStart = "kubenexus.io/estimated-start"
+
 // PodConditionPreempted (True) is the pod condition kubenexus-scheduler's
 // GangPreemption sets on a victim, beside DisruptionTarget, before it evicts it: the
 // Eviction API rewrites DisruptionTarget's reason to EvictionByEvictionAPI, and a

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/cmd/internal/version"
 	"github.com/kube-nexus/kubenexus/controllers"
+	"github.com/kube-nexus/kubenexus/controllers/estimatedstart"
 	"github.com/kube-nexus/kubenexus/webhooks"
 )
 
@@ -39,6 +40,7 @@ type options struct {
 	rrResync       time.Duration
 	whInflight     int64
 	whMaxWait      time.Duration
+	estimate       time.Duration
 	tls            webhooks.TLSOptions
 	showVersion    bool
 	zap            zap.Options
@@ -64,6 +66,7 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.BoolVar(&o.webhooksOn, "enable-webhooks", true, "Serve the admission webhooks (needs a serving certificate in --webhook-cert-dir).")
 	fs.Int64Var(&o.whInflight, "webhook-max-inflight-bytes", webhooks.DefaultMaxInflightBytes, "Budget of AdmissionReview bytes read, decoded and handled at once across all webhook paths (each request counts at least 16 KiB, a chunked one its path's maximum); a request that cannot get its share is refused with 429. Bounds the webhook server's memory.")
 	fs.DurationVar(&o.whMaxWait, "webhook-max-wait", webhooks.DefaultMaxWait, "Longest an admission request waits for its share of --webhook-max-inflight-bytes (capped at half the API server's timeout for the call) before it is refused with 429.")
+	fs.DurationVar(&o.estimate, "estimated-start-interval", estimatedstart.DefaultInterval, "How often the kubenexus.io/estimated-start annotations of waiting gangs are refreshed (at least four times as long as a refresh takes); negative turns them off.")
 	fs.DurationVar(&o.rrResync, "reservation-resync", 30*time.Second, "Longest a held ResourceReservation goes without its owner being re-checked.")
 	fs.StringVar(&o.tls.MinVersion, "tls-min-version", "1.2", "Lowest TLS version the webhook and metrics servers accept: 1.2 or 1.3.")
 	fs.BoolVar(&o.tls.HTTP2, "enable-http2", false, "Let clients of the webhook and metrics servers negotiate HTTP/2 (off: HTTP/1.1 only, as the HTTP/2 rapid-reset and stream-exhaustion attacks need HTTP/2).")
@@ -98,7 +101,7 @@ func main() {
 	if err != nil {
 		fail(err, "Unable to create the manager")
 	}
-	if err := controllers.Setup(mgr, controllers.Options{PodGroupGCGrace: o.pgGCGrace, Namespace: o.namespace, SchedulerImage: o.schedImage, ReservationResync: o.rrResync}); err != nil {
+	if err := controllers.Setup(mgr, controllers.Options{PodGroupGCGrace: o.pgGCGrace, Namespace: o.namespace, SchedulerImage: o.schedImage, ReservationResync: o.rrResync, EstimateInterval: o.estimate}); err != nil {
 		fail(err, "Unable to set up the controllers")
 	}
 	if o.webhooksOn {

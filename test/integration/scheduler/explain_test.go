@@ -18,11 +18,28 @@ import (
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/cmd/kubectl-kubenexus/explain"
+	"github.com/kube-nexus/kubenexus/controllers/estimatedstart"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
 )
 
 // explained returns the lines of the only section of the report on kind/name.
+// estimatedStarts reads the kubenexus.io/estimated-start annotation of the PodGroups
+// named ("" where it is not set).
+func estimatedStarts(tc *testCluster, names ...string) func() ([]string, error) {
+	return func() ([]string, error) {
+		out := make([]string, len(names))
+		for i, name := range names {
+			pg := &v1alpha1.PodGroup{}
+			if err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: name}, pg); err != nil {
+				return nil, err
+			}
+			out[i] = pg.Annotations[v1alpha1.AnnotationEstimatedStart]
+		}
+		return out, nil
+	}
+}
+
 func explained(tc *testCluster, kind, name string) func() (map[string]explain.Line, error) {
 	return func() (map[string]explain.Line, error) {
 		r, err := (&explain.Explainer{Client: k8sClient}).Explain(suiteCtx, tc.ns, kind, name)
@@ -221,6 +238,21 @@ var _ = Describe("kubectl kubenexus explain", func() {
 		Expect(r.Sections[0].Lines).To(ContainElement(And(HaveField("Layer", explain.LayerStart), HaveField("Text", And(
 			HavePrefix("earliest "+ends[0].Add(30*time.Minute).UTC().Format(time.RFC3339)+" (in "),
 			ContainSubstring("behind 2 gangs queued ahead (2 of them start first)"))))))
+
+		// The manager keeps the same forecast on each PodGroup, for the whole queue at
+		// once; a gang no node set can hold gets "unknown".
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("huge", tc.ns).MinMember(3).Obj())).To(Succeed())
+		for i := range 3 {
+			Expect(k8sClient.Create(suiteCtx, gpuPod(tc, fmt.Sprintf("huge-%d", i)).PodGroup("huge").Obj())).To(Succeed())
+		}
+		Eventually(estimatedStarts(tc, "early", "late", "huge")).WithTimeout(testutil.Timeout).Should(Equal([]string{
+			ends[0].UTC().Format(time.RFC3339), ends[1].UTC().Format(time.RFC3339), estimatedstart.Unknown}))
+		// Once a gang starts, its PodGroup no longer carries an estimate.
+		for i := range 2 {
+			Expect(k8sClient.Delete(suiteCtx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: fmt.Sprintf("running-%d", i)}}, client.GracePeriodSeconds(0))).To(Succeed())
+		}
+		Eventually(tc.boundFn("late")).WithTimeout(testutil.Timeout).Should(Equal(1))
+		Eventually(estimatedStarts(tc, "early", "late", "huge")).WithTimeout(testutil.Timeout).Should(Equal([]string{"", "", estimatedstart.Unknown}))
 	})
 
 	It("tier: names the HardwareTier that refuses the tenant, until it admits it", func() {

@@ -99,7 +99,7 @@ var _ = BeforeSuite(func() {
 		HealthProbeBindAddress: "0",
 	})
 	Expect(err).NotTo(HaveOccurred())
-	Expect(controllers.Setup(mgr, controllers.Options{PodGroupGCGrace: 2 * time.Second, Namespace: "kubenexus-system", SchedulerImage: "kubenexus-scheduler:test"})).To(Succeed())
+	Expect(controllers.Setup(mgr, controllers.Options{PodGroupGCGrace: 2 * time.Second, Namespace: "kubenexus-system", SchedulerImage: "kubenexus-scheduler:test", EstimateInterval: time.Second})).To(Succeed())
 	go func() {
 		defer GinkgoRecover()
 		Expect(mgr.Start(suiteCtx)).To(Succeed())
