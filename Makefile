@@ -320,6 +320,12 @@ bench-placement-nvl72: ## NVLink-domain scenario: 12 domains of 18 four-GPU node
 	$(GO_BUILD) -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
 	$(STATIC) go run $(STATIC_FLAGS) ./test/benchplacement -bin $(BIN) -scenario nvl72 $(BENCH_PLACEMENT_FLAGS)
 
+.PHONY: bench-eta
+bench-eta: ## Accuracy of the estimated start: gangs of the Alibaba trace's shapes and runtimes on 8 eight-GPU nodes; each gang's kubenexus.io/estimated-start at submission, with and without the queue model, against its real start (~10 min; eta.md under .bench-placement/).
+	hack/build-tools.sh etcd kube-apiserver
+	$(GO_BUILD) -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
+	$(STATIC) go run $(STATIC_FLAGS) ./test/benchplacement -bin $(BIN) -scenario eta -pods $(TRACE)/openb_pod_list_default.csv $(BENCH_PLACEMENT_FLAGS)
+
 .PHONY: bench-webhook
 bench-webhook: ## Peak RSS of kubenexus-manager under 64 concurrent maximum-size AdmissionReviews (printed, not asserted).
 	hack/build-tools.sh etcd kube-apiserver

@@ -120,7 +120,9 @@ func main() {
 	variantSeed := flag.Int64("variant-seed", 1, "seed of the first variant (the n-th uses seed+n-1)")
 	flag.BoolVar(&wholeGPUs, "whole-gpus", false, "give nodes nvidia.com/gpu and round a fraction of a GPU up to a whole one, as before GPU sharing was modelled (default: GPUs shared through DRA)")
 	replotFlag := flag.String("replot", "", "draw allocation.png and fragmentation.png into -out from these comma-separated allocation.csv files (several runs' arms in one plot) and exit")
-	scenario := flag.String("scenario", "", "replay a built-in scenario instead of a trace: nvl72 (12 NVLink domains of 18 four-GPU nodes, a stream of single-node and CPU-only pods, then domain-sized gangs)")
+	scenario := flag.String("scenario", "", "replay a built-in scenario instead of a trace: nvl72 (12 NVLink domains of 18 four-GPU nodes, a stream of single-node and CPU-only pods, then domain-sized gangs); "+
+		"eta (gangs of the -pods trace's shapes and runtimes arrive on 8 eight-GPU nodes; the estimated start of each, with and without the queue model, against its real start)")
+	etaGangs := flag.Int("eta-gangs", 120, "gangs the eta scenario submits")
 	scenarioSeed := flag.Int64("scenario-seed", 1, "seed of the scenario's stream order")
 	flag.IntVar(&verbosity, "v", 1, "log verbosity of the schedulers (their logs are kept in the control plane's directory)")
 	flag.StringVar(&cpuProfileDir, "cpuprofile", "", "directory to write a 30s CPU profile of each arm's scheduler into, taken from its 300th task on")
@@ -139,11 +141,17 @@ func main() {
 		return
 	}
 	if *scenario != "" {
-		if *scenario != "nvl72" {
-			fmt.Fprintf(os.Stderr, "bench-placement: -scenario %q: the scenarios are nvl72\n", *scenario)
+		var err error
+		switch *scenario {
+		case "nvl72":
+			err = runDomains(*binDir, *out, strings.Split(*armsFlag, ","), *scenarioSeed)
+		case "eta":
+			err = runETA(*binDir, *out, *podsFile, *etaGangs, *scenarioSeed)
+		default:
+			fmt.Fprintf(os.Stderr, "bench-placement: -scenario %q: the scenarios are nvl72 and eta\n", *scenario)
 			os.Exit(2)
 		}
-		if err := runDomains(*binDir, *out, strings.Split(*armsFlag, ","), *scenarioSeed); err != nil {
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench-placement:", err)
 			os.Exit(1)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -57,6 +58,11 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	short := gangs.RolesShort(e, pod, pg)
 	if e != nil {
 		backoffUntil, lastRejection = e.BackoffUntil, e.LastRejection
+		if e.UntilRoom && e.RoomEpoch != pl.index.RoomEpoch() {
+			// Rejected for want of room, holding nothing: room freed since, and the
+			// gang is tried now rather than when its backoff runs out.
+			backoffUntil = time.Time{}
+		}
 		if pg != nil && len(pg.Spec.MinResources) > 0 {
 			placedReq = placedRequests(e)
 		}

@@ -86,6 +86,10 @@ func (pl *Plugin) rejectGang(ctx context.Context, key gang.Key, pg *v1alpha1.Pod
 	backoff := pl.args.Backoff()
 	e.BackoffUntil = pl.now().Add(backoff)
 	e.LastRejection = msg
+	// Refused for want of room (anywhere, or in one domain of its topology) while no
+	// member waited at Permit: room freeing ends the backoff (Gang.UntilRoom).
+	e.UntilRoom = (reason == v1alpha1.ReasonInsufficientCapacity || reason == v1alpha1.ReasonTopologyUnsatisfiable) && len(waiting) == 0
+	e.RoomEpoch = pl.index.RoomEpoch()
 	pl.index.Unlock()
 
 	for _, uid := range waiting {

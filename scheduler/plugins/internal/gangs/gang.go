@@ -56,6 +56,11 @@ type Gang struct {
 	// why it was rejected (members in backoff report it).
 	BackoffUntil  time.Time
 	LastRejection string
+	// UntilRoom is set when the backoff was for want of room and the gang held
+	// nothing when rejected: it lasts only until room frees (Service.RoomEpoch moves
+	// past RoomEpoch), as a retry then holds nothing that could thrash.
+	UntilRoom bool
+	RoomEpoch uint64
 	// Activated is set once the gang's waiting members were activated for the
 	// current attempt; a rejection clears it.
 	Activated bool

@@ -62,7 +62,16 @@ type Service struct {
 	// no deletion under way (they turned terminal), until the failed pods' watch
 	// says they failed (lost.go).
 	left map[types.UID]LostRoom
+	// roomEpoch moves each time room may have freed: a bound pod left (deleted or
+	// finished) or a node may bring room (RoomFreed).
+	roomEpoch atomic.Uint64
 }
+
+// RoomEpoch is the count of moments room may have freed (Gang.RoomEpoch).
+func (s *Service) RoomEpoch() uint64 { return s.roomEpoch.Load() }
+
+// RoomFreed notes that room may have freed.
+func (s *Service) RoomFreed() { s.roomEpoch.Add(1) }
 
 // NewService returns an empty Service for the pods of schedulerName; now is the
 // clock gangs are first seen by.
@@ -248,6 +257,9 @@ func (s *Service) Release(uid types.UID) bool {
 func (s *Service) Remove(pod *corev1.Pod) {
 	if pod == nil {
 		return
+	}
+	if pod.Spec.NodeName != "" {
+		s.RoomFreed()
 	}
 	s.mu.Lock()
 	s.noteLossLocked(pod)
