@@ -118,7 +118,7 @@ func etaStream(podsFile string, n int, seed int64) ([]etaGang, error) {
 			size /= 2
 		}
 		g := etaGang{name: fmt.Sprintf("eta-%03d", i), size: size, cpuMilli: min(t.cpu, 16000*t.gpus), mib: min(t.mib, 131072*t.gpus), gpus: t.gpus,
-			rack: size > 1 && rng.Intn(3) == 0,
+			rack:    size > 1 && rng.Intn(3) == 0,
 			runtime: etaMinRuntime + time.Duration(rankOf(t.dur)*float64(etaMaxRuntime-etaMinRuntime)).Round(time.Second)}
 		work += float64(int64(size)*t.gpus) * g.runtime.Seconds()
 		out[i] = g
@@ -298,6 +298,11 @@ func runETA(binDir, out, podsFile string, gangs int, seed int64) error {
 	kubelet.mu.Unlock()
 	if len(errs) > 0 {
 		return fmt.Errorf("the harness's kubelet: %v", errs[0])
+	}
+	// The scheduler's log goes with the results (the control plane's directory is
+	// removed).
+	if raw, err := os.ReadFile(logPath); err == nil {
+		_ = os.WriteFile(filepath.Join(env.out, "kubenexus-scheduler.log"), raw, 0o644)
 	}
 	return writeETA(env.out, podsFile, seed, records)
 }

@@ -79,6 +79,10 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangs.WaitingForMembers(m.Key, ungated, minMember, short))
 	}
 	pl.index.Release(pod.UID) // has its quorum: node events may matter to it again
+	if pl.index.YieldsForRoom(m.Key) {
+		// Refused for want of room now, it is woken with them, after them.
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %s", ErrReasonYield, m.Key))
+	}
 	if pg != nil && len(pg.Spec.MinResources) > 0 {
 		if short := placement.Shortfall(pg.Spec.MinResources, placedReq, func(name corev1.ResourceName) resource.Quantity { return freeOf(name, nodes) }); len(short) > 0 {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,

@@ -56,11 +56,15 @@ type Gang struct {
 	// why it was rejected (members in backoff report it).
 	BackoffUntil  time.Time
 	LastRejection string
-	// UntilRoom is set when the backoff was for want of room and the gang held
-	// nothing when rejected: it lasts only until room frees (Service.RoomEpoch moves
-	// past RoomEpoch), as a retry then holds nothing that could thrash.
+	// UntilRoom is set when the backoff was for want of room (a member fit no node,
+	// not a Permit timeout): it lasts only until room frees (Service.RoomEpoch moves
+	// past RoomEpoch, or the Service wakes the gang, room.go).
 	UntilRoom bool
 	RoomEpoch uint64
+	// Yielded is set when the gang let the gangs ahead of it try the room that
+	// freed first (Service.YieldsForRoom): its rejection then does not count as a
+	// try of that room.
+	Yielded bool
 	// Activated is set once the gang's waiting members were activated for the
 	// current attempt; a rejection clears it.
 	Activated bool

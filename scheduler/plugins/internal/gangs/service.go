@@ -63,15 +63,13 @@ type Service struct {
 	// says they failed (lost.go).
 	left map[types.UID]LostRoom
 	// roomEpoch moves each time room may have freed: a bound pod left (deleted or
-	// finished) or a node may bring room (RoomFreed).
-	roomEpoch atomic.Uint64
+	// finished) or a node may bring room (RoomFreed); wakeQueued is set while a
+	// wake of the gangs waiting for room is scheduled (room.go).
+	roomEpoch  atomic.Uint64
+	wakeQueued atomic.Bool
+	// wakeAfter replaces wakeDelay when set (tests).
+	wakeAfter time.Duration
 }
-
-// RoomEpoch is the count of moments room may have freed (Gang.RoomEpoch).
-func (s *Service) RoomEpoch() uint64 { return s.roomEpoch.Load() }
-
-// RoomFreed notes that room may have freed.
-func (s *Service) RoomFreed() { s.roomEpoch.Add(1) }
 
 // NewService returns an empty Service for the pods of schedulerName; now is the
 // clock gangs are first seen by.
