@@ -65,6 +65,9 @@ type Gang struct {
 	// freed first (Service.YieldsForRoom): its rejection then does not count as a
 	// try of that room.
 	Yielded bool
+	// RoomMadeUntil is when the room preemption made for the gang stops being its
+	// own (GangPreemption's grace): until then it never yields it.
+	RoomMadeUntil time.Time
 	// Activated is set once the gang's waiting members were activated for the
 	// current attempt; a rejection clears it.
 	Activated bool

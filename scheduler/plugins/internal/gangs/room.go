@@ -98,8 +98,8 @@ func (s *Service) YieldsForRoom(key gang.Key) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	me := s.gangs[key]
-	if me == nil {
-		return false
+	if me == nil || s.now().Before(me.RoomMadeUntil) {
+		return false // room freed for it by preemption is its own
 	}
 	epoch := s.RoomEpoch()
 	for _, e := range s.gangs {
@@ -140,4 +140,14 @@ func (e *Gang) ahead(o *Gang) bool {
 		return e.FirstSeen.Before(o.FirstSeen)
 	}
 	return e.Key.Namespace < o.Key.Namespace || e.Key.Namespace == o.Key.Namespace && e.Key.Name < o.Key.Name
+}
+
+// RoomMadeFor notes that preemption made room for the gang, its own until until: the
+// gang does not yield it (YieldsForRoom).
+func (s *Service) RoomMadeFor(key gang.Key, until time.Time) {
+	s.mu.Lock()
+	if e := s.gangs[key]; e != nil {
+		e.RoomMadeUntil = until
+	}
+	s.mu.Unlock()
 }

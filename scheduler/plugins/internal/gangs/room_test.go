@@ -94,6 +94,12 @@ func TestYieldsForRoom(t *testing.T) {
 	if !s.YieldsForRoom(newKey) || s.YieldsForRoom(oldKey) {
 		t.Errorf("room freed: new yields %v (want true), old yields %v (want false)", s.YieldsForRoom(newKey), s.YieldsForRoom(oldKey))
 	}
+	// Room preemption made for it is its own.
+	s.RoomMadeFor(newKey, now.Add(time.Minute))
+	if s.YieldsForRoom(newKey) {
+		t.Error("yields room preemption made for it")
+	}
+	s.RoomMadeFor(newKey, time.Time{})
 	s.Lock()
 	old.RoomEpoch = s.RoomEpoch() // old was tried since, and refused again
 	s.Unlock()
