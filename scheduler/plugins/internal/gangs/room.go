@@ -98,8 +98,13 @@ func (s *Service) YieldsForRoom(key gang.Key) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	me := s.gangs[key]
-	if me == nil || s.now().Before(me.RoomMadeUntil) {
+	switch {
+	case me == nil, s.now().Before(me.RoomMadeUntil):
 		return false // room freed for it by preemption is its own
+	case me.Placed() > 0:
+		// A running gang's replacement or extra member: it is not rejected with
+		// its gang, so no wake would bring it back after yielding.
+		return false
 	}
 	epoch := s.RoomEpoch()
 	for _, e := range s.gangs {
