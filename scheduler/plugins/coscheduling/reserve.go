@@ -86,15 +86,6 @@ func (pl *Plugin) rejectGang(ctx context.Context, key gang.Key, pg *v1alpha1.Pod
 	backoff := pl.args.Backoff()
 	e.BackoffUntil = pl.now().Add(backoff)
 	e.LastRejection = msg
-	// Refused for want of room (anywhere, or in one domain of its topology: a member
-	// fit no node, and the members waiting at Permit are released now): room
-	// freeing ends the backoff (Gang.UntilRoom). A Permit timeout does not.
-	e.UntilRoom = reason == v1alpha1.ReasonInsufficientCapacity || reason == v1alpha1.ReasonTopologyUnsatisfiable
-	e.RoomEpoch = pl.index.RoomEpoch()
-	if e.Yielded {
-		// It did not try the room that freed: the pending wake takes it.
-		e.RoomEpoch, e.Yielded = gangs.UntriedEpoch, false
-	}
 	pl.index.Unlock()
 
 	for _, uid := range waiting {
