@@ -11,16 +11,7 @@ import (
 func TestStartInQueue(t *testing.T) {
 	const zone = 2
 	t0 := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
-	// Two 8-GPU nodes, both full: rack 0's pod ends in 10 minutes, rack 1's in 20.
-	nodes := fleet(2, 1, map[string]int64{"r0-n0": 8, "r1-n0": 8})
-	free := make([]map[corev1.ResourceName]int64, len(nodes))
-	for i := range nodes {
-		free[i] = nodes[i].Free
-	}
-	releases := []Release{
-		{At: t0.Add(10 * time.Minute), Node: 0, Frees: map[corev1.ResourceName]int64{gpu: 8000, corev1.ResourceCPU: 8000, corev1.ResourcePods: 1000}},
-		{At: t0.Add(20 * time.Minute), Node: 1, Frees: map[corev1.ResourceName]int64{gpu: 8000, corev1.ResourceCPU: 8000, corev1.ResourcePods: 1000}},
-	}
+	nodes, free, releases := twoFullNodes(t0)
 	gang := func(name string, members int, runtime time.Duration) Queued {
 		return Queued{Name: name, Nodes: nodes, Shapes: []Shape{gpuMembers(members, 8)}, MaxLevel: zone, Runtime: runtime}
 	}
@@ -58,14 +49,7 @@ func TestStartInQueue(t *testing.T) {
 func TestForecastQueue(t *testing.T) {
 	const zone = 2
 	t0 := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
-	// Two full 8-GPU nodes: one frees in 10 minutes, the other in 20.
-	nodes := fleet(2, 1, map[string]int64{"r0-n0": 8, "r1-n0": 8})
-	free := make([]map[corev1.ResourceName]int64, len(nodes))
-	for i := range nodes {
-		free[i] = nodes[i].Free
-	}
-	frees := map[corev1.ResourceName]int64{gpu: 8000, corev1.ResourceCPU: 8000, corev1.ResourcePods: 1000}
-	releases := []Release{{At: t0.Add(10 * time.Minute), Node: 0, Frees: frees}, {At: t0.Add(20 * time.Minute), Node: 1, Frees: frees}}
+	nodes, free, releases := twoFullNodes(t0)
 	gang := func(name string, members int, runtime time.Duration) Queued {
 		return Queued{Name: name, Nodes: nodes, Shapes: []Shape{gpuMembers(members, 8)}, MaxLevel: zone, Runtime: runtime}
 	}
@@ -98,4 +82,16 @@ func TestForecastQueue(t *testing.T) {
 			t.Errorf("%s: StartInQueue says %v at +%v, ForecastQueue %v at +%v", queue[i].Name, f.OK, f.Start.Sub(t0), got[i].OK, got[i].At.Sub(t0))
 		}
 	}
+}
+
+// twoFullNodes is two 8-GPU nodes in two racks, both full: rack 0's pod ends 10
+// minutes after t0, rack 1's 20 minutes after; and their free room.
+func twoFullNodes(t0 time.Time) ([]PlanNode, []map[corev1.ResourceName]int64, []Release) {
+	nodes := fleet(2, 1, map[string]int64{"r0-n0": 8, "r1-n0": 8})
+	free := make([]map[corev1.ResourceName]int64, len(nodes))
+	for i := range nodes {
+		free[i] = nodes[i].Free
+	}
+	frees := map[corev1.ResourceName]int64{gpu: 8000, corev1.ResourceCPU: 8000, corev1.ResourcePods: 1000}
+	return nodes, free, []Release{{At: t0.Add(10 * time.Minute), Node: 0, Frees: frees}, {At: t0.Add(20 * time.Minute), Node: 1, Frees: frees}}
 }

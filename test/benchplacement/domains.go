@@ -93,16 +93,11 @@ func runDomains(binDir, out string, armNames []string, seed int64) error {
 	defer env.plane.Stop()
 	c, cs, plane := env.c, env.cs, env.plane
 	fmt.Printf("nvl72: %d NVLink domains of %d nodes with %d GPUs\n", domainCount, domainNodes, domainGPUs)
-	if err := testutil.Parallel(domainCount*domainNodes, func(i int) error {
+	if err := createNodes(ctx, c, domainCount*domainNodes, func(i int) *corev1.Node {
 		d, k := i/domainNodes, i%domainNodes
-		obj := testutil.MakeNode(fmt.Sprintf("nvl%02d-n%02d", d, k)).
+		return testutil.MakeNode(fmt.Sprintf("nvl%02d-n%02d", d, k)).
 			Capacity("cpu", fmt.Sprint(domainCPU), "memory", fmt.Sprintf("%dGi", domainMemGi), "pods", "110", string(gpu), fmt.Sprint(domainGPUs)).
 			Label(v1alpha1.LabelGPUClique, fmt.Sprintf("nvl%02d", d)).Label(v1alpha1.LabelGPUProduct, "NVIDIA-GB200").Obj()
-		if err := c.Create(ctx, obj); err != nil {
-			return err
-		}
-		obj.Spec.Taints = nil
-		return c.Update(ctx, obj)
 	}); err != nil {
 		return err
 	}
@@ -313,4 +308,16 @@ func writeDomains(out string, seed int64, stream []domainJob, results []domainRe
 	}
 	fmt.Print(b.String())
 	return os.WriteFile(filepath.Join(out, "summary.md"), []byte(b.String()), 0o644)
+}
+
+// createNodes creates n nodes (node(i) each), in parallel, without taints.
+func createNodes(ctx context.Context, c client.Client, n int, node func(i int) *corev1.Node) error {
+	return testutil.Parallel(n, func(i int) error {
+		obj := node(i)
+		if err := c.Create(ctx, obj); err != nil {
+			return err
+		}
+		obj.Spec.Taints = nil
+		return c.Update(ctx, obj)
+	})
 }

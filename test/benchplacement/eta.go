@@ -226,16 +226,11 @@ func runETA(binDir, out, podsFile string, gangs int, seed int64) error {
 	defer env.plane.Stop()
 	c := env.c
 	fmt.Printf("eta: %d gangs on %d racks of %d nodes × %d GPUs, seed %d\n", len(stream), etaRacks, etaNodesPerRack, etaNodeGPUs, seed)
-	if err := testutil.Parallel(etaRacks*etaNodesPerRack, func(i int) error {
+	if err := createNodes(ctx, c, etaRacks*etaNodesPerRack, func(i int) *corev1.Node {
 		r, k := i/etaNodesPerRack, i%etaNodesPerRack
-		obj := testutil.MakeNode(fmt.Sprintf("eta-r%d-n%d", r, k)).
+		return testutil.MakeNode(fmt.Sprintf("eta-r%d-n%d", r, k)).
 			Capacity("cpu", "256", "memory", "2048Gi", "pods", "110", string(gpu), fmt.Sprint(etaNodeGPUs)).
 			Label(v1alpha1.LabelRack, fmt.Sprintf("rack-%d", r)).Obj()
-		if err := c.Create(ctx, obj); err != nil {
-			return err
-		}
-		obj.Spec.Taints = nil
-		return c.Update(ctx, obj)
 	}); err != nil {
 		return err
 	}
