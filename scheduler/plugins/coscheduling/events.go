@@ -54,10 +54,13 @@ func (pl *Plugin) eventsToRegister() []fwk.ClusterEventWithHint {
 // PreEnqueue calls. kube-scheduler still calls this hint for each of them; with
 // ProfileClassifier, which gates them under its own name (no node events), it does
 // not.
+// A node that may bring room ends the backoff of gangs rejected only for want of
+// room (gangs.Service.RoomFreed; the Service notes bound pods that end itself).
 func (pl *Plugin) isSchedulableAfterNodeChange(_ klog.Logger, pod *corev1.Pod, _, _ any) (fwk.QueueingHint, error) {
 	if pl.index.IsHeld(pod.UID) || pl.index.WaitsForCache(pod) {
 		return fwk.QueueSkip, nil
 	}
+	pl.index.RoomFreed()
 	return fwk.Queue, nil
 }
 

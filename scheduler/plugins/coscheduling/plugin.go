@@ -31,6 +31,7 @@ const (
 	ErrReasonWaitingForQuorum        = gangs.ErrReasonWaitingForQuorum
 	ErrReasonPodGroupMissing         = "waiting for PodGroup"
 	ErrReasonBackoff                 = "gang is backing off after a failed attempt"
+	ErrReasonYield                   = "room freed: the gangs queued ahead that wait for room are tried first"
 	ErrReasonMinResources            = "cluster lacks the gang's minResources"
 	ErrReasonGangRejected            = "gang rejected"
 	ErrReasonWaitingForPriorityClass = gangs.ErrReasonWaitingForPriorityClass

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -57,6 +58,11 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	short := gangs.RolesShort(e, pod, pg)
 	if e != nil {
 		backoffUntil, lastRejection = e.BackoffUntil, e.LastRejection
+		if e.UntilRoom && e.RoomEpoch != pl.index.RoomEpoch() {
+			// Rejected for want of room, holding nothing: room freed since, and the
+			// gang is tried now rather than when its backoff runs out.
+			backoffUntil = time.Time{}
+		}
 		if pg != nil && len(pg.Spec.MinResources) > 0 {
 			placedReq = placedRequests(e)
 		}
@@ -73,6 +79,10 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangs.WaitingForMembers(m.Key, ungated, minMember, short))
 	}
 	pl.index.Release(pod.UID) // has its quorum: node events may matter to it again
+	if pl.index.YieldsForRoom(m.Key) {
+		// Refused for want of room now, it is woken with them, after them.
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %s", ErrReasonYield, m.Key))
+	}
 	if pg != nil && len(pg.Spec.MinResources) > 0 {
 		if short := placement.Shortfall(pg.Spec.MinResources, placedReq, func(name corev1.ResourceName) resource.Quantity { return freeOf(name, nodes) }); len(short) > 0 {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,

@@ -86,6 +86,13 @@ func (pl *Plugin) rejectGang(ctx context.Context, key gang.Key, pg *v1alpha1.Pod
 	backoff := pl.args.Backoff()
 	e.BackoffUntil = pl.now().Add(backoff)
 	e.LastRejection = msg
+	// Refused for want of room (anywhere, or in one domain of its topology: a member
+	// fit no node, and the members waiting at Permit are released now): room
+	// freeing ends the backoff (Gang.UntilRoom). A Permit timeout does not.
+	e.UntilRoom = reason == v1alpha1.ReasonInsufficientCapacity || reason == v1alpha1.ReasonTopologyUnsatisfiable
+	// A gang that yielded and was then tried (the gangs ahead were tried first) has
+	// seen the room: the wake need not bring it back.
+	e.RoomEpoch, e.Yielded = pl.index.RoomEpoch(), false
 	pl.index.Unlock()
 
 	for _, uid := range waiting {

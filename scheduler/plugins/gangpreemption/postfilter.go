@@ -205,9 +205,15 @@ func (pl *Plugin) commit(owner string, pod *corev1.Pod, s *search, nodes []int, 
 		claims = append(claims, claim{pod: m.pod, node: s.nodes[nodes[i]].obj.Name, req: m.req})
 	}
 	grace := time.Duration(*pl.args.VictimGraceSeconds) * time.Second
+	until := time.Now().Add(grace)
 	pl.mu.Lock()
-	pl.inflight[owner] = &preemption{victims: victims, claims: claims, until: time.Now().Add(grace)}
+	pl.inflight[owner] = &preemption{victims: victims, claims: claims, until: until}
 	pl.mu.Unlock()
+	// The room its victims free is the gang's: it does not yield it to gangs ahead
+	// that wait for room (Coscheduling).
+	if m, ok, err := gang.Of(pod); err == nil && ok && pl.gangs != nil {
+		pl.gangs.RoomMadeFor(m.Key, until)
+	}
 	pl.activateAfter(grace+time.Second, claims)
 	// Nominated, the room is the members' also in every other pod's Filter
 	// (kube-scheduler counts pods nominated to a node that do not rank below the

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -82,6 +83,21 @@ var _ = Describe("Coscheduling", func() {
 		Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Pod{}, client.InNamespace(tc.ns),
 			client.MatchingLabels{"scheduling.x-k8s.io/pod-group": winner}, client.GracePeriodSeconds(0))).To(Succeed())
 		Eventually(tc.boundFn(loser)).WithTimeout(testutil.Timeout).Should(Equal(8))
+	})
+
+	It("tries a gang rejected for want of room as soon as room frees, not when its backoff runs out", func() {
+		// A backoff of ten minutes: the gang binds within the test's timeout only if
+		// the room that frees ends it.
+		tc := newTestCluster(schedulertest.CoschedulingProfile(600, 10))
+		tc.addNodes("n", 2, "cpu", "4")
+		Expect(k8sClient.Create(suiteCtx, tc.pod("running").Req("cpu", "4").Node(tc.ns+"-n-0").Obj())).To(Succeed())
+		tc.gang("next", 2, "4", "")
+		// One member is refused for want of room and the gang backs off: the other
+		// says so.
+		Eventually(func() string { return tc.scheduledMessage("next-0")() + tc.scheduledMessage("next-1")() }).WithTimeout(testutil.Timeout).
+			Should(ContainSubstring(coscheduling.ErrReasonBackoff))
+		Expect(k8sClient.Delete(suiteCtx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: "running"}}, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(tc.boundFn("next")).WithTimeout(testutil.Timeout).Should(Equal(2))
 	})
 
 	It("holds a gang whose minResources exceed the cluster's free capacity, and says so", func() {

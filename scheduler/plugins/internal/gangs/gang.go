@@ -56,6 +56,18 @@ type Gang struct {
 	// why it was rejected (members in backoff report it).
 	BackoffUntil  time.Time
 	LastRejection string
+	// UntilRoom is set when the backoff was for want of room (a member fit no node,
+	// not a Permit timeout): it lasts only until room frees (Service.RoomEpoch moves
+	// past RoomEpoch, or the Service wakes the gang, room.go).
+	UntilRoom bool
+	RoomEpoch uint64
+	// Yielded is set when the gang let the gangs ahead of it try the room that
+	// freed first (Service.YieldsForRoom): its rejection then does not count as a
+	// try of that room.
+	Yielded bool
+	// RoomMadeUntil is when the room preemption made for the gang stops being its
+	// own (GangPreemption's grace): until then it never yields it.
+	RoomMadeUntil time.Time
 	// Activated is set once the gang's waiting members were activated for the
 	// current attempt; a rejection clears it.
 	Activated bool

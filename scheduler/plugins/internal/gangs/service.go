@@ -62,6 +62,13 @@ type Service struct {
 	// no deletion under way (they turned terminal), until the failed pods' watch
 	// says they failed (lost.go).
 	left map[types.UID]LostRoom
+	// roomEpoch moves each time room may have freed: a bound pod left (deleted or
+	// finished) or a node may bring room (RoomFreed); wakeQueued is set while a
+	// wake of the gangs waiting for room is scheduled (room.go).
+	roomEpoch  atomic.Uint64
+	wakeQueued atomic.Bool
+	// wakeAfter replaces wakeDelay when set (tests).
+	wakeAfter time.Duration
 }
 
 // NewService returns an empty Service for the pods of schedulerName; now is the
@@ -248,6 +255,9 @@ func (s *Service) Release(uid types.UID) bool {
 func (s *Service) Remove(pod *corev1.Pod) {
 	if pod == nil {
 		return
+	}
+	if pod.Spec.NodeName != "" {
+		s.RoomFreed()
 	}
 	s.mu.Lock()
 	s.noteLossLocked(pod)
