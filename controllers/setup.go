@@ -28,6 +28,7 @@ import (
 	"github.com/kube-nexus/kubenexus/controllers/hardwaretier"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig"
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
+	"github.com/kube-nexus/kubenexus/controllers/multikueue"
 	"github.com/kube-nexus/kubenexus/controllers/podgroup"
 	"github.com/kube-nexus/kubenexus/controllers/resourcereservation"
 
@@ -88,6 +89,11 @@ type Options struct {
 	// EstimateInterval is how often the kubenexus.io/estimated-start annotations
 	// are refreshed (0: estimatedstart.DefaultInterval; negative: never).
 	EstimateInterval time.Duration
+	// MultiKueueDispatcher runs the MultiKueue dispatcher (multikueue.DispatcherName:
+	// Kueue's multiKueue.dispatcherName must name it); KueueNamespace is where Kueue
+	// keeps the MultiKueueClusters' kubeconfig Secrets.
+	MultiKueueDispatcher bool
+	KueueNamespace       string
 }
 
 // Setup registers the health and readiness checks and every KubeNexus reconciler
@@ -190,6 +196,21 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	check := &admissioncheck.Reconciler{Client: kueuecompat.Client(mgr.GetClient(), served), Recorder: mgr.GetEventRecorder(kubenexusv1alpha1.EventReportingController)}
 	if err := check.SetupWithManager(mgr, served); err != nil {
 		return fmt.Errorf("setting up the placement-feasibility AdmissionCheck: %w", err)
+	}
+	if opts.MultiKueueDispatcher {
+		// External dispatch is Kueue 0.17's (status.nominatedClusterNames, v1beta2).
+		if served != kueuecompat.Current {
+			return fmt.Errorf("the MultiKueue dispatcher needs Kueue's %s API (Kueue 0.17 or later); the API server serves %s", kueuecompat.Current, served)
+		}
+		d := &multikueue.Dispatcher{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), KueueNamespace: opts.KueueNamespace, Scheme: NewScheme(),
+			Recorder: mgr.GetEventRecorder(kubenexusv1alpha1.EventReportingController)}
+		if d.KueueNamespace == "" {
+			d.KueueNamespace = multikueue.DefaultKueueNamespace
+		}
+		if err := d.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the MultiKueue dispatcher: %w", err)
+		}
+		mgr.GetLogger().Info("the MultiKueue dispatcher is on: set Kueue's multiKueue.dispatcherName to it", "dispatcherName", multikueue.DispatcherName, "kueueNamespace", d.KueueNamespace)
 	}
 	return nil
 }

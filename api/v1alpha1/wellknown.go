@@ -306,6 +306,13 @@ const (
 	// EventReasonPlacementRetry (Warning, on the Kueue Workload): the
 	// placement-feasibility check said Retry; the note is the check's message.
 	EventReasonPlacementRetry = "PlacementRetry"
+	// EventReasonDispatched (Normal, on the manager cluster's Kueue Workload): the
+	// MultiKueue dispatcher nominated a worker cluster; the note names it and says
+	// what every worker cluster would give the gang.
+	EventReasonDispatched = "Dispatched"
+	// EventReasonDispatchRefused (Warning, on the manager cluster's Kueue Workload):
+	// no worker cluster can hold the gang whole; the note says why for each.
+	EventReasonDispatchRefused = "DispatchRefused"
 	// EventReasonGangMembersLost (Warning, on the PodGroup): the running gang lost
 	// members; the note says which cause, where, and what the manager does.
 	EventReasonGangMembersLost = "GangMembersLost"

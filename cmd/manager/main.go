@@ -17,6 +17,7 @@ import (
 	"github.com/kube-nexus/kubenexus/cmd/internal/version"
 	"github.com/kube-nexus/kubenexus/controllers"
 	"github.com/kube-nexus/kubenexus/controllers/estimatedstart"
+	"github.com/kube-nexus/kubenexus/controllers/multikueue"
 	"github.com/kube-nexus/kubenexus/webhooks"
 )
 
@@ -41,6 +42,8 @@ type options struct {
 	whInflight     int64
 	whMaxWait      time.Duration
 	estimate       time.Duration
+	mkDispatcher   bool
+	kueueNS        string
 	tls            webhooks.TLSOptions
 	showVersion    bool
 	zap            zap.Options
@@ -67,6 +70,8 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.Int64Var(&o.whInflight, "webhook-max-inflight-bytes", webhooks.DefaultMaxInflightBytes, "Budget of AdmissionReview bytes read, decoded and handled at once across all webhook paths (each request counts at least 16 KiB, a chunked one its path's maximum); a request that cannot get its share is refused with 429. Bounds the webhook server's memory.")
 	fs.DurationVar(&o.whMaxWait, "webhook-max-wait", webhooks.DefaultMaxWait, "Longest an admission request waits for its share of --webhook-max-inflight-bytes (capped at half the API server's timeout for the call) before it is refused with 429.")
 	fs.DurationVar(&o.estimate, "estimated-start-interval", estimatedstart.DefaultInterval, "How often the kubenexus.io/estimated-start annotations of waiting gangs are refreshed (at least four times as long as a refresh takes); negative turns them off.")
+	fs.BoolVar(&o.mkDispatcher, "multikueue-dispatcher", false, "Nominate the worker cluster of each MultiKueue Workload: the one where its gang fits whole and starts first (set Kueue's multiKueue.dispatcherName to "+multikueue.DispatcherName+"). Needs Kueue 0.17 or later, and get on Secrets in --kueue-namespace.")
+	fs.StringVar(&o.kueueNS, "kueue-namespace", multikueue.DefaultKueueNamespace, "Namespace Kueue runs in, which holds the MultiKueueClusters' kubeconfig Secrets.")
 	fs.DurationVar(&o.rrResync, "reservation-resync", 30*time.Second, "Longest a held ResourceReservation goes without its owner being re-checked.")
 	fs.StringVar(&o.tls.MinVersion, "tls-min-version", "1.2", "Lowest TLS version the webhook and metrics servers accept: 1.2 or 1.3.")
 	fs.BoolVar(&o.tls.HTTP2, "enable-http2", false, "Let clients of the webhook and metrics servers negotiate HTTP/2 (off: HTTP/1.1 only, as the HTTP/2 rapid-reset and stream-exhaustion attacks need HTTP/2).")
@@ -101,7 +106,8 @@ func main() {
 	if err != nil {
 		fail(err, "Unable to create the manager")
 	}
-	if err := controllers.Setup(mgr, controllers.Options{PodGroupGCGrace: o.pgGCGrace, Namespace: o.namespace, SchedulerImage: o.schedImage, ReservationResync: o.rrResync, EstimateInterval: o.estimate}); err != nil {
+	if err := controllers.Setup(mgr, controllers.Options{PodGroupGCGrace: o.pgGCGrace, Namespace: o.namespace, SchedulerImage: o.schedImage, ReservationResync: o.rrResync, EstimateInterval: o.estimate,
+		MultiKueueDispatcher: o.mkDispatcher, KueueNamespace: o.kueueNS}); err != nil {
 		fail(err, "Unable to set up the controllers")
 	}
 	if o.webhooksOn {

@@ -7,22 +7,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
-	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/controllers/feasibility"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 )
@@ -114,95 +108,37 @@ func (e *Estimator) Refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading the cluster: %w", err)
 	}
-	scheduler, err := e.schedulerName(ctx)
+	w, err := feasibility.ReadWaiters(ctx, e.Client, c, pods)
 	if err != nil {
 		return err
 	}
-	var pgs v1alpha1.PodGroupList
-	if err := e.Client.List(ctx, &pgs); err != nil {
-		return fmt.Errorf("listing PodGroups: %w", err)
-	}
-	var wls kueue.WorkloadList
-	if err := e.Client.List(ctx, &wls); err != nil && !feasibility.NotServed(err) {
-		return fmt.Errorf("listing Kueue Workloads: %w", err)
-	}
-	gangValue, err := e.gangValues(ctx, pgs.Items)
-	if err != nil {
-		return err
-	}
-	queue := feasibility.Queue(pods, func(s string) bool { return s == scheduler }, gangValue)
-	gangsForecast.Set(float64(len(queue)))
+	gangsForecast.Set(float64(len(w.Queue)))
 	want := map[target]string{}
-	if len(queue) > 0 {
-		if want, err = e.forecast(ctx, c, queue, pgs.Items, wls.Items); err != nil {
-			return err
-		}
+	if len(w.Queue) > 0 {
+		want = e.forecast(c, w)
 	}
 	// An object that cannot be written now is left for the next refresh.
 	var errs []error
-	for i := range pgs.Items {
-		errs = append(errs, e.keep(ctx, &pgs.Items[i], want, target{key: client.ObjectKeyFromObject(&pgs.Items[i])}))
+	for i := range w.PodGroups {
+		errs = append(errs, e.keep(ctx, &w.PodGroups[i], want, target{key: client.ObjectKeyFromObject(&w.PodGroups[i])}))
 	}
-	for i := range wls.Items {
-		errs = append(errs, e.keep(ctx, &wls.Items[i], want, target{workload: true, key: client.ObjectKeyFromObject(&wls.Items[i])}))
+	for i := range w.Workloads {
+		errs = append(errs, e.keep(ctx, &w.Workloads[i], want, target{workload: true, key: client.ObjectKeyFromObject(&w.Workloads[i])}))
 	}
 	return errors.Join(errs...)
 }
 
 // forecast is the estimate each PodGroup and Workload of a waiting gang should carry.
-func (e *Estimator) forecast(ctx context.Context, c *feasibility.Cluster, queue []*feasibility.InQueue, pgs []v1alpha1.PodGroup, wls []kueue.Workload) (map[target]string, error) {
-	var nss corev1.NamespaceList
-	if err := e.Client.List(ctx, &nss); err != nil {
-		return nil, fmt.Errorf("listing namespaces: %w", err)
-	}
-	nsLabels := make(map[string]map[string]string, len(nss.Items))
-	for i := range nss.Items {
-		nsLabels[nss.Items[i].Name] = nss.Items[i].Labels
-	}
-	pgByKey := make(map[gang.Key]*v1alpha1.PodGroup, len(pgs))
-	for i := range pgs {
-		pgByKey[gang.Key{Namespace: pgs[i].Namespace, Name: pgs[i].Name}] = &pgs[i]
-	}
-	admittedBy := make(map[types.NamespacedName]string, len(wls))
-	for i := range wls {
-		if a := wls[i].Status.Admission; a != nil {
-			admittedBy[client.ObjectKeyFromObject(&wls[i])] = string(a.ClusterQueue)
-		}
-	}
-	queueLabels, err := e.queueLabels(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	ahead := make([]feasibility.Ahead, len(queue))
-	wlOf := make([]*types.NamespacedName, len(queue))
-	for i, q := range queue {
-		if q.Key != nil {
-			q.PodGroup = pgByKey[*q.Key]
-		}
-		labels := nsLabels[q.Name.Namespace]
-		cq := ""
-		if name := q.Pending[0].Annotations[v1alpha1.AnnotationKueueWorkload]; name != "" {
-			k := types.NamespacedName{Namespace: q.Name.Namespace, Name: name}
-			if by, ok := admittedBy[k]; ok {
-				wlOf[i], cq = &k, by
-				// The tier comes from the admitting ClusterQueue's label when the
-				// KubeNexusConfig says so, as the scheduler reads it.
-				if l := queueLabels[cq]; workload.HasTier(l) {
-					labels = l
-				}
-			}
-		}
-		ahead[i] = feasibility.Ahead{Name: q.Name.String(), Workload: c.WorkloadOf(&q.Gang, len(q.Pending), labels, cq), Runtime: q.Runtime()}
-	}
-	starts := c.ForecastQueue(ahead, e.now())
+func (e *Estimator) forecast(c *feasibility.Cluster, w *feasibility.Waiters) map[target]string {
+	starts := c.ForecastQueue(w.Ahead, e.now())
 	want := map[target]string{}
 	latest := map[target]placement.Start{}
-	for i, q := range queue {
+	for i, q := range w.Queue {
 		if q.Key != nil && q.PodGroup != nil {
 			want[target{key: types.NamespacedName{Namespace: q.Key.Namespace, Name: q.Key.Name}}] = Value(starts[i])
 		}
-		if wlOf[i] != nil {
-			t := target{workload: true, key: *wlOf[i]}
+		if w.Workload[i] != nil {
+			t := target{workload: true, key: *w.Workload[i]}
 			if s, seen := latest[t]; !seen || s.OK && (!starts[i].OK || starts[i].At.After(s.At)) {
 				latest[t] = starts[i]
 			}
@@ -211,7 +147,7 @@ func (e *Estimator) forecast(ctx context.Context, c *feasibility.Cluster, queue 
 	for t, s := range latest {
 		want[t] = Value(s)
 	}
-	return want, nil
+	return want
 }
 
 // Value is the annotation's value for a forecast start: the time (RFC 3339, UTC) or
@@ -261,61 +197,4 @@ func near(a, b string) bool {
 	}
 	d := ta.Sub(tb)
 	return d < slack && d > -slack
-}
-
-// schedulerName is the name KubeNexus's pods ask for: the KubeNexusConfig's.
-func (e *Estimator) schedulerName(ctx context.Context) (string, error) {
-	var configs v1alpha1.KubeNexusConfigList
-	if err := e.Client.List(ctx, &configs); err != nil {
-		return "", fmt.Errorf("reading the KubeNexusConfig: %w", err)
-	}
-	sort.Slice(configs.Items, func(i, j int) bool { return configs.Items[i].Name < configs.Items[j].Name })
-	for _, k := range configs.Items {
-		if k.Name == v1alpha1.DefaultConfigName && k.Spec.Scheduler.SchedulerName != "" {
-			return k.Spec.Scheduler.SchedulerName, nil
-		}
-	}
-	return v1alpha1.DefaultSchedulerName, nil
-}
-
-// gangValues is the value of the PriorityClass each KubeNexus PodGroup names (nil:
-// none, or the class does not exist).
-func (e *Estimator) gangValues(ctx context.Context, pgs []v1alpha1.PodGroup) (func(gang.Key) *int32, error) {
-	var classes schedulingv1.PriorityClassList
-	if err := e.Client.List(ctx, &classes); err != nil {
-		return nil, fmt.Errorf("listing PriorityClasses: %w", err)
-	}
-	value := make(map[string]int32, len(classes.Items))
-	for _, pc := range classes.Items {
-		value[pc.Name] = pc.Value
-	}
-	byGang := map[gang.Key]int32{}
-	for i := range pgs {
-		if v, ok := value[pgs[i].Spec.PriorityClassName]; ok {
-			byGang[gang.Key{Namespace: pgs[i].Namespace, Name: pgs[i].Name}] = v
-		}
-	}
-	return func(k gang.Key) *int32 {
-		if v, ok := byGang[k]; ok {
-			return &v
-		}
-		return nil
-	}, nil
-}
-
-// queueLabels are the ClusterQueues' labels by name when the KubeNexusConfig takes
-// tenant tiers from them (nil otherwise).
-func (e *Estimator) queueLabels(ctx context.Context, c *feasibility.Cluster) (map[string]map[string]string, error) {
-	if !c.TierFromClusterQueue {
-		return nil, nil
-	}
-	var cqs kueue.ClusterQueueList
-	if err := e.Client.List(ctx, &cqs); err != nil && !feasibility.NotServed(err) {
-		return nil, fmt.Errorf("listing Kueue ClusterQueues: %w", err)
-	}
-	out := make(map[string]map[string]string, len(cqs.Items))
-	for i := range cqs.Items {
-		out[cqs.Items[i].Name] = cqs.Items[i].Labels
-	}
-	return out, nil
 }

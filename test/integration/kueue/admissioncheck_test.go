@@ -147,9 +147,18 @@ type checkState struct {
 
 func (t tc) workload(name string, count int32, requiredTopology, clusterQueue string) {
 	GinkgoHelper()
+	t.reservedWorkload(name, count, requiredTopology, clusterQueue, nil)
+}
+
+// reservedWorkload creates a Workload of count 8-GPU pods (runtime bound seconds,
+// nil: none) as Kueue leaves it once clusterQueue has reserved its quota: the
+// check t.check Pending.
+func (t tc) reservedWorkload(name string, count int32, requiredTopology, clusterQueue string, seconds *int64) {
+	GinkgoHelper()
 	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), "nvidia.com/gpu": resource.MustParse("8")}
 	ps := kueue.PodSet{Name: "main", Count: count, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-		Containers: []corev1.Container{{Name: "trainer", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: rl, Limits: rl}}},
+		ActiveDeadlineSeconds: seconds,
+		Containers:            []corev1.Container{{Name: "trainer", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: rl, Limits: rl}}},
 	}}}
 	if requiredTopology != "" {
 		ps.TopologyRequest = &kueue.PodSetTopologyRequest{Required: ptr.To(requiredTopology)}

@@ -54,7 +54,8 @@ var _ = BeforeSuite(func() {
 		Cache:                  controllers.CacheOptions("kubenexus-system"),
 	})
 	Expect(err).NotTo(HaveOccurred())
-	Expect(controllers.Setup(mgr, controllers.Options{PodGroupGCGrace: 2 * time.Second, Namespace: "kubenexus-system", SchedulerImage: "kubenexus-scheduler:test"})).To(Succeed())
+	Expect(controllers.Setup(mgr, controllers.Options{PodGroupGCGrace: 2 * time.Second, Namespace: "kubenexus-system", SchedulerImage: "kubenexus-scheduler:test",
+		MultiKueueDispatcher: true})).To(Succeed())
 	go func() {
 		defer GinkgoRecover()
 		Expect(mgr.Start(suiteCtx)).To(Succeed())

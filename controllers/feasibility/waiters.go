@@ -1,0 +1,162 @@
+package feasibility
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
+)
+
+// Waiters is a cluster's queue as the forecast plays it: KubeNexus's waiting gangs
+// in queue order, each as a Workload, with the objects that describe them.
+type Waiters struct {
+	Queue []*InQueue
+	// Ahead[i] is Queue[i] as the forecast plans it; Workload[i] the admitted Kueue
+	// Workload its pods were started for (nil: none).
+	Ahead    []Ahead
+	Workload []*types.NamespacedName
+	// PodGroups are the cluster's KubeNexus PodGroups, Workloads its Kueue
+	// Workloads (none where Kueue is not installed).
+	PodGroups []v1alpha1.PodGroup
+	Workloads []kueue.Workload
+}
+
+// ReadWaiters reads what orders the queue of the pods c was read with (the
+// KubeNexusConfig's scheduler name, the PodGroups' PriorityClasses) and what each
+// waiting gang is planned as (its namespace's tenant tier, or its admitting
+// ClusterQueue's when the KubeNexusConfig says so), and returns the queue.
+func ReadWaiters(ctx context.Context, r client.Reader, c *Cluster, pods []corev1.Pod) (*Waiters, error) {
+	scheduler, err := SchedulerName(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	out := &Waiters{}
+	var pgs v1alpha1.PodGroupList
+	if err := r.List(ctx, &pgs); err != nil {
+		return nil, fmt.Errorf("listing PodGroups: %w", err)
+	}
+	out.PodGroups = pgs.Items
+	var wls kueue.WorkloadList
+	if err := r.List(ctx, &wls); err != nil && !NotServed(err) {
+		return nil, fmt.Errorf("listing Kueue Workloads: %w", err)
+	}
+	out.Workloads = wls.Items
+	gangValue, err := gangValues(ctx, r, pgs.Items)
+	if err != nil {
+		return nil, err
+	}
+	out.Queue = Queue(pods, func(s string) bool { return s == scheduler }, gangValue)
+	if len(out.Queue) == 0 {
+		return out, nil
+	}
+	var nss corev1.NamespaceList
+	if err := r.List(ctx, &nss); err != nil {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	nsLabels := make(map[string]map[string]string, len(nss.Items))
+	for i := range nss.Items {
+		nsLabels[nss.Items[i].Name] = nss.Items[i].Labels
+	}
+	pgByKey := make(map[gang.Key]*v1alpha1.PodGroup, len(pgs.Items))
+	for i := range pgs.Items {
+		pgByKey[gang.Key{Namespace: pgs.Items[i].Namespace, Name: pgs.Items[i].Name}] = &pgs.Items[i]
+	}
+	admittedBy := make(map[types.NamespacedName]string, len(wls.Items))
+	for i := range wls.Items {
+		if a := wls.Items[i].Status.Admission; a != nil {
+			admittedBy[client.ObjectKeyFromObject(&wls.Items[i])] = string(a.ClusterQueue)
+		}
+	}
+	queueLabels, err := clusterQueueLabels(ctx, r, c)
+	if err != nil {
+		return nil, err
+	}
+	out.Ahead = make([]Ahead, len(out.Queue))
+	out.Workload = make([]*types.NamespacedName, len(out.Queue))
+	for i, q := range out.Queue {
+		if q.Key != nil {
+			q.PodGroup = pgByKey[*q.Key]
+		}
+		labels := nsLabels[q.Name.Namespace]
+		cq := ""
+		if name := q.Pending[0].Annotations[v1alpha1.AnnotationKueueWorkload]; name != "" {
+			k := types.NamespacedName{Namespace: q.Name.Namespace, Name: name}
+			if by, ok := admittedBy[k]; ok {
+				out.Workload[i], cq = &k, by
+				// The tier comes from the admitting ClusterQueue's label when the
+				// KubeNexusConfig says so, as the scheduler reads it.
+				if l := queueLabels[cq]; workload.HasTier(l) {
+					labels = l
+				}
+			}
+		}
+		out.Ahead[i] = Ahead{Name: q.Name.String(), Workload: c.WorkloadOf(&q.Gang, len(q.Pending), labels, cq), Runtime: q.Runtime()}
+	}
+	return out, nil
+}
+
+// SchedulerName is the name KubeNexus's pods ask for: the default KubeNexusConfig's.
+func SchedulerName(ctx context.Context, r client.Reader) (string, error) {
+	var configs v1alpha1.KubeNexusConfigList
+	if err := r.List(ctx, &configs); err != nil {
+		return "", fmt.Errorf("reading the KubeNexusConfig: %w", err)
+	}
+	sort.Slice(configs.Items, func(i, j int) bool { return configs.Items[i].Name < configs.Items[j].Name })
+	for _, k := range configs.Items {
+		if k.Name == v1alpha1.DefaultConfigName && k.Spec.Scheduler.SchedulerName != "" {
+			return k.Spec.Scheduler.SchedulerName, nil
+		}
+	}
+	return v1alpha1.DefaultSchedulerName, nil
+}
+
+// gangValues is the value of the PriorityClass each KubeNexus PodGroup names (nil:
+// none, or the class does not exist).
+func gangValues(ctx context.Context, r client.Reader, pgs []v1alpha1.PodGroup) (func(gang.Key) *int32, error) {
+	var classes schedulingv1.PriorityClassList
+	if err := r.List(ctx, &classes); err != nil {
+		return nil, fmt.Errorf("listing PriorityClasses: %w", err)
+	}
+	value := make(map[string]int32, len(classes.Items))
+	for _, pc := range classes.Items {
+		value[pc.Name] = pc.Value
+	}
+	byGang := map[gang.Key]int32{}
+	for i := range pgs {
+		if v, ok := value[pgs[i].Spec.PriorityClassName]; ok {
+			byGang[gang.Key{Namespace: pgs[i].Namespace, Name: pgs[i].Name}] = v
+		}
+	}
+	return func(k gang.Key) *int32 {
+		if v, ok := byGang[k]; ok {
+			return &v
+		}
+		return nil
+	}, nil
+}
+
+// clusterQueueLabels are the ClusterQueues' labels by name when the KubeNexusConfig
+// takes tenant tiers from them (nil otherwise).
+func clusterQueueLabels(ctx context.Context, r client.Reader, c *Cluster) (map[string]map[string]string, error) {
+	if !c.TierFromClusterQueue {
+		return nil, nil
+	}
+	var cqs kueue.ClusterQueueList
+	if err := r.List(ctx, &cqs); err != nil && !NotServed(err) {
+		return nil, fmt.Errorf("listing Kueue ClusterQueues: %w", err)
+	}
+	out := make(map[string]map[string]string, len(cqs.Items))
+	for i := range cqs.Items {
+		out[cqs.Items[i].Name] = cqs.Items[i].Labels
+	}
+	return out, nil
+}

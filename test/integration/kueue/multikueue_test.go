@@ -1,0 +1,131 @@
+package kueue_test
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/controllers"
+	"github.com/kube-nexus/kubenexus/controllers/multikueue"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
+)
+
+// Two worker clusters, each a real API server, reached through the kubeconfig
+// Secrets of their MultiKueueClusters as Kueue's MultiKueue reaches them. north has
+// four 8-GPU nodes in two racks of two, all free; south four in one rack, two of them
+// busy for ten more minutes. Kueue's MultiKueue controllers do not run here: the
+// test leaves each Workload as Kueue does once it has reserved quota (the MultiKueue
+// check Pending, nothing nominated) and reads what the dispatcher nominated.
+var _ = Describe("The MultiKueue dispatcher", Ordered, func() {
+	const ns = "team-mk"
+	var mk tc
+
+	startWorker := func(name string, racks []string, busy int) {
+		GinkgoHelper()
+		env := &envtest.Environment{CRDDirectoryPaths: []string{testenv.CRDPath()}, ErrorIfCRDPathMissing: true}
+		cfg, err := env.Start()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
+		c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		for i, rack := range racks {
+			node := testutil.MakeNode(fmt.Sprintf("%s-gpu-%d", name, i)).Capacity("cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8").
+				Label(v1alpha1.LabelRack, rack).Obj()
+			Expect(c.Create(suiteCtx, node)).To(Succeed())
+			node.Spec.Taints = nil
+			Expect(c.Update(suiteCtx, node)).To(Succeed())
+			if i < busy {
+				p := testutil.MakePod(fmt.Sprintf("running-%d", i), ns).Req("cpu", "1", "nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").Obj()
+				p.Spec.NodeName, p.Spec.ActiveDeadlineSeconds = node.Name, ptr.To[int64](600)
+				Expect(c.Create(suiteCtx, p)).To(Succeed())
+			}
+		}
+		// Kueue's contract: the kubeconfig under the key "kubeconfig" of a Secret in
+		// Kueue's namespace, named by the MultiKueueCluster.
+		user, err := env.AddUser(envtest.User{Name: "multikueue", Groups: []string{"system:masters"}}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		kubeconfig, err := user.KubeConfig()
+		Expect(err).NotTo(HaveOccurred())
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: multikueue.DefaultKueueNamespace}, Data: map[string][]byte{"kubeconfig": kubeconfig}}
+		Expect(k8sClient.Create(suiteCtx, secret)).To(Succeed())
+		mkc := &kueue.MultiKueueCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueue.MultiKueueClusterSpec{ClusterSource: kueue.ClusterSource{
+			KubeConfig: &kueue.KubeConfig{Location: secret.Name, LocationType: kueue.SecretLocationType}}}}
+		Expect(k8sClient.Create(suiteCtx, mkc)).To(Succeed())
+		mkc.Status.Conditions = []metav1.Condition{{Type: kueue.MultiKueueClusterActive, Status: metav1.ConditionTrue, Reason: "Active", Message: "Connected", LastTransitionTime: metav1.Now()}}
+		Expect(k8sClient.Status().Update(suiteCtx, mkc)).To(Succeed())
+	}
+
+	BeforeAll(func() {
+		Expect(k8sClient.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: multikueue.DefaultKueueNamespace}})).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		startWorker("north", []string{"north-rack-0", "north-rack-0", "north-rack-1", "north-rack-1"}, 0)
+		startWorker("south", []string{"south-rack-0", "south-rack-0", "south-rack-0", "south-rack-0"}, 2)
+		Expect(k8sClient.Create(suiteCtx, &kueue.MultiKueueConfig{ObjectMeta: metav1.ObjectMeta{Name: "workers"}, Spec: kueue.MultiKueueConfigSpec{Clusters: []string{"north", "south"}}})).To(Succeed())
+		ac := &kueue.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: "multikueue"}, Spec: kueue.AdmissionCheckSpec{ControllerName: kueue.MultiKueueControllerName,
+			Parameters: &kueue.AdmissionCheckParametersReference{APIGroup: kueue.GroupVersion.Group, Kind: "MultiKueueConfig", Name: "workers"}}}
+		Expect(k8sClient.Create(suiteCtx, ac)).To(Succeed())
+		mk = tc{ns: ns, check: ac.Name, k8sClient: k8sClient}
+	})
+
+	nominated := func(name string) func() []string {
+		return func() []string {
+			wl := &kueue.Workload{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: name}, wl)).To(Succeed())
+			return wl.Status.NominatedClusterNames
+		}
+	}
+	notes := func(name, reason string) func() ([]string, error) {
+		return func() ([]string, error) { return testenv.EventNotes(suiteCtx, k8sClient, ns, name, reason) }
+	}
+
+	It("never nominates a cluster that cannot hold the gang whole, and says why", func() {
+		// Four members in one rack: north's racks hold two nodes each; south's one
+		// rack holds them once its running pods end.
+		mk.reservedWorkload("rack4", 4, v1alpha1.LabelRack, "multikueue", ptr.To[int64](300))
+		Eventually(nominated("rack4")).WithTimeout(testutil.Timeout).Should(Equal([]string{"south"}))
+		// The running pods end ten minutes after they were created (no kubelet runs
+		// here to start them): a few seconds less by now.
+		Eventually(notes("rack4", v1alpha1.EventReasonDispatched)).WithTimeout(testutil.Timeout).Should(ConsistOf(MatchRegexp(
+			`^Normal: nominated worker cluster south \(starts at \S+Z \(in 9m\d+s\); 0 gangs queued ahead there\); ` +
+				regexp.QuoteMeta("north: cannot hold it even empty: needs 4 members (4 × 8 nvidia.com/gpu) in one rack; the largest rack fits 2; 32 nvidia.com/gpu free on those nodes, but fragmented; ") +
+				`south: starts at \S+Z \(in 9m\d+s\); 0 gangs queued ahead there$`)))
+	})
+
+	It("counts the gangs it sent that have not reached their cluster yet", func() {
+		// north is empty: the first two pairs fit there now. The third would wait
+		// there behind them (their pods are not on north yet: no Kueue runs there);
+		// on south it fits now beside the running pods, ahead of rack4, which waits
+		// for the whole rack.
+		for _, name := range []string{"pair-1", "pair-2", "pair-3"} {
+			mk.reservedWorkload(name, 2, "", "multikueue", ptr.To[int64](300))
+			Eventually(nominated(name)).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
+		}
+		Expect(nominated("pair-1")()).To(Equal([]string{"north"}))
+		Expect(nominated("pair-2")()).To(Equal([]string{"north"}))
+		Expect(nominated("pair-3")()).To(Equal([]string{"south"}))
+		Eventually(notes("pair-3", v1alpha1.EventReasonDispatched)).WithTimeout(testutil.Timeout).Should(ConsistOf(
+			MatchRegexp(regexp.QuoteMeta("Normal: nominated worker cluster south (fits whole now; 1 gang queued ahead there); north: starts at ") +
+				`\S+Z \(in 5m0s\); 2 gangs queued ahead there; south: fits whole now; 1 gang queued ahead there$`)))
+	})
+
+	It("leaves a gang no worker cluster can hold un-nominated, with a warning naming each", func() {
+		mk.reservedWorkload("huge", 5, "", "multikueue", ptr.To[int64](300))
+		Eventually(notes("huge", v1alpha1.EventReasonDispatchRefused)).WithTimeout(testutil.Timeout).Should(ConsistOf(
+			"Warning: fits whole on no worker cluster: " +
+				"north: cannot hold it even empty: 5 × 8 nvidia.com/gpu: the nodes they may use hold 4 of the 5 pods now; 32 nvidia.com/gpu free on those nodes, 40 needed; " +
+				"south: cannot hold it even empty: 5 × 8 nvidia.com/gpu: the nodes they may use hold 4 of the 5 pods now; 32 nvidia.com/gpu free on those nodes, 40 needed"))
+		Consistently(nominated("huge")).WithTimeout(2 * time.Second).Should(BeEmpty())
+	})
+})
