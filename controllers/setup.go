@@ -171,6 +171,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&hardwaretier.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the HardwareTier controller: %w", err)
 	}
+	return setupKueue(mgr, opts)
+}
+
+// setupKueue starts the estimated-start annotations and, when Kueue's CRDs are
+// installed when the manager starts, the placement-feasibility AdmissionCheck and
+// the MultiKueue dispatcher.
+func setupKueue(mgr ctrl.Manager, opts Options) error {
 	// Kueue's placement-feasibility AdmissionCheck, when Kueue's CRDs are installed
 	// when the manager starts.
 	served, ok := kueuecompat.Served(mgr.GetRESTMapper())
@@ -190,6 +197,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if !ok {
 		mgr.GetLogger().Info("Kueue's CRDs are not installed; the placement-feasibility AdmissionCheck is off", "controllerName", admissioncheck.ControllerName)
+		if opts.MultiKueueDispatcher {
+			mgr.GetLogger().Info("Kueue's CRDs are not installed; the MultiKueue dispatcher is off", "dispatcherName", multikueue.DispatcherName)
+		}
 		return nil
 	}
 	mgr.GetLogger().Info("Kueue's API is served; the placement-feasibility AdmissionCheck is on", "groupVersion", served)

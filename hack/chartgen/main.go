@@ -464,7 +464,8 @@ func (g *gen) manager() error {
 		}
 		args = append(args, s)
 	}
-	args = append(args, "--webhook-service=kubenexus-webhook-service", "__CERT_ROTATION_ARG__", "__METRICS_CERT_ARG__")
+	args = append(args, "--webhook-service=kubenexus-webhook-service", "__CERT_ROTATION_ARG__", "__METRICS_CERT_ARG__",
+		"__MULTIKUEUE_ARG__", "__KUEUE_NAMESPACE_ARG__")
 	c["args"] = args
 	pod := get(dep, "spec", "template", "spec").(map[string]any)
 	pod["nodeSelector"] = "__NODE_SELECTOR__"
@@ -490,5 +491,7 @@ func (g *gen) manager() error {
 		// the metrics Service too), which the ServiceMonitor can verify.
 		"__METRICS_CERT_ARG__":    `"--metrics-cert-dir={{ if .Values.webhook.certManager.enabled }}/tmp/k8s-webhook-server/serving-certs{{ end }}"`,
 		"__SCHEDULER_IMAGE_ARG__": `{{ printf "--scheduler-image=%s" (include "kubenexus.image" (dict "image" .Values.scheduler.image "root" .)) | quote }}`,
+		"__MULTIKUEUE_ARG__":      `"--multikueue-dispatcher={{ .Values.kueue.multiKueue.dispatcher.enabled }}"`,
+		"__KUEUE_NAMESPACE_ARG__": `"--kueue-namespace={{ .Values.kueue.multiKueue.kueueNamespace }}"`,
 	}, dep)
 }

@@ -175,6 +175,7 @@ var matrix = map[string]map[string]any{
 		"from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/24"}}, map[string]any{"ipBlock": map[string]any{"cidr": "192.168.10.5/32"}}}}}},
 	"network policy, any source": {"webhook": map[string]any{"networkPolicy": map[string]any{"enabled": true}}},
 	"kueue admission check":      {"kueue": map[string]any{"admissionCheck": map[string]any{"enabled": true, "name": "gpu-placement"}}},
+	"multikueue dispatcher":      {"kueue": map[string]any{"multiKueue": map[string]any{"dispatcher": map[string]any{"enabled": true}, "kueueNamespace": "kueue"}}},
 	"own scope": {"config": map[string]any{"schedulerName": "gpu-scheduler", "namespaceSelector": map[string]any{
 		"matchLabels": map[string]any{"team": "ml", "kubenexus.io/enabled": nil},
 		"matchExpressions": []any{
@@ -284,8 +285,11 @@ func TestRenderMatrix(t *testing.T) {
 
 			for _, o := range objs {
 				ns := o.meta.Metadata.Namespace
-				if ns == "kube-system" && o.id() == "RoleBinding/kubenexus-scheduler-authentication-reader" {
-					continue // the one object outside the release namespace
+				switch {
+				case ns == "kube-system" && o.id() == "RoleBinding/kubenexus-scheduler-authentication-reader":
+					continue // outside the release namespace: kube-scheduler's reader
+				case strings.HasSuffix(o.id(), "/kubenexus-multikueue-dispatcher") && ns == get(values, "kueue", "multiKueue", "kueueNamespace"):
+					continue // Kueue's namespace: TestMultiKueueDispatcher
 				}
 				if ns != "" && ns != releaseNS {
 					t.Errorf("%s in namespace %q, want the release namespace", o.id(), ns)
@@ -1036,6 +1040,57 @@ func TestAdmissionCheckFollowsKueuesAPI(t *testing.T) {
 		}
 		if len(got) != 1 || got[0] != tc.want {
 			t.Errorf("serving %v: AdmissionChecks of %v, want one of %s", tc.served, got, tc.want)
+		}
+	}
+}
+
+// The MultiKueue dispatcher: the manager is told to run it and where Kueue keeps
+// the kubeconfig Secrets, and may get Secrets there only.
+func TestMultiKueueDispatcher(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		values := map[string]any{"kueue": map[string]any{"multiKueue": map[string]any{"dispatcher": map[string]any{"enabled": on}, "kueueNamespace": "kueue"}}}
+		objs, err := renderChart(loadChart(t), values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var args []string
+		var rules []rbacv1.PolicyRule
+		var subjects []rbacv1.Subject
+		for _, o := range objs {
+			switch o.id() {
+			case "Deployment/kubenexus-manager":
+				var d appsv1.Deployment
+				if err := yaml.Unmarshal(o.raw, &d); err != nil {
+					t.Fatal(err)
+				}
+				args = d.Spec.Template.Spec.Containers[0].Args
+			case "Role/kubenexus-multikueue-dispatcher", "RoleBinding/kubenexus-multikueue-dispatcher":
+				if o.meta.Metadata.Namespace != "kueue" {
+					t.Errorf("%s in namespace %q, want kueue", o.id(), o.meta.Metadata.Namespace)
+				}
+				var b rbacv1.RoleBinding
+				var r rbacv1.Role
+				if err := yaml.Unmarshal(o.raw, &b); err != nil {
+					t.Fatal(err)
+				}
+				if err := yaml.Unmarshal(o.raw, &r); err != nil {
+					t.Fatal(err)
+				}
+				rules, subjects = append(rules, r.Rules...), append(subjects, b.Subjects...)
+			}
+		}
+		for _, want := range []string{fmt.Sprintf("--multikueue-dispatcher=%t", on), "--kueue-namespace=kueue"} {
+			if !slices.Contains(args, want) {
+				t.Errorf("dispatcher %t: manager args %v lack %s", on, args, want)
+			}
+		}
+		wantRules, wantSubjects := []rbacv1.PolicyRule(nil), []rbacv1.Subject(nil)
+		if on {
+			wantRules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}
+			wantSubjects = []rbacv1.Subject{{Kind: "ServiceAccount", Name: "kubenexus-manager", Namespace: releaseNS}}
+		}
+		if fmt.Sprint(rules) != fmt.Sprint(wantRules) || fmt.Sprint(subjects) != fmt.Sprint(wantSubjects) {
+			t.Errorf("dispatcher %t: Role rules %+v bound to %+v; want %+v bound to %+v", on, rules, subjects, wantRules, wantSubjects)
 		}
 	}
 }
