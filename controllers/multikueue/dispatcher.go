@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/kube-nexus/kubenexus/api/topology"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/controllers/admissioncheck"
@@ -364,12 +365,21 @@ func (d *Dispatcher) destination(o *kueue.Workload) []string {
 func workloadOn(c *feasibility.Cluster, wl *kueue.Workload, nsLabels map[string]string) *feasibility.Workload {
 	w := &feasibility.Workload{PodSets: admissioncheck.PodSetsOf(wl), Tenant: workload.TierOf(workload.Namespace{Labels: nsLabels}, "")}
 	for i := range w.PodSets {
+		ps := &w.PodSets[i]
 		// The worker's Kueue assigns its own flavors: those it does not define do
 		// not restrict the nodes.
-		w.PodSets[i].Flavors = slices.DeleteFunc(w.PodSets[i].Flavors, func(f string) bool {
+		ps.Flavors = slices.DeleteFunc(ps.Flavors, func(f string) bool {
 			_, ok := c.FlavorLabels[f]
 			return !ok
 		})
+		// A required domain the pods' own annotations ask the scheduler for (KAI's,
+		// Kueue's, LeaderWorkerSet's, co-locate: strict), when Kueue's TAS did not.
+		if ps.RequiredTopology == "" && len(ps.Slices) == 0 {
+			pod := &corev1.Pod{ObjectMeta: ps.Template.ObjectMeta, Spec: ps.Template.Spec}
+			if pol, ok, err := topology.PolicyOf(pod, nil, c.Levels); err == nil && ok && pol.Required {
+				ps.RequiredTopology = pol.LevelsWith(c.Levels)[pol.Level].NodeLabel
+			}
+		}
 	}
 	return w
 }
