@@ -160,7 +160,7 @@ envtest: ## Build etcd and kube-apiserver for envtest (cached).
 	hack/build-tools.sh etcd kube-apiserver
 
 # The e2e packages but the real node's (make test-e2e-node).
-E2E_PKGS ?= $(shell go list ./test/e2e/... | grep -v -e /test/e2e/node -e /test/e2e/chaos)
+E2E_PKGS ?= $(shell go list ./test/e2e/... | grep -v -e /test/e2e/node -e /test/e2e/chaos -e /test/e2e/multikueue)
 
 # The tools the e2e needs besides etcd and kube-apiserver.
 E2E_TOOLS := kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue lws kuberay jobset trainer promql-names
@@ -219,6 +219,14 @@ test-chaos: envtest build ## Nodes fail under running gangs (kube-controller-man
 	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm
 	CHAOS_MEMBERS=$(CHAOS_MEMBERS) CHAOS_TRIALS=$(CHAOS_TRIALS) CHAOS_COMPETITORS=$(CHAOS_COMPETITORS) \
 	$(STATIC) go test -count=1 $(TEST_FLAGS) $(GO_TEST_FLAGS) -v -run TestGangChaos ./test/e2e/chaos/
+
+# MULTIKUEUE_REPORT receives make test-multikueue's table (Markdown).
+MULTIKUEUE_REPORT ?= $(ROOT)/.multikueue/table.md
+.PHONY: test-multikueue
+test-multikueue: envtest build ## MultiKueue with three local clusters (a manager and two workers: etcd, kube-apiserver, kube-controller-manager, kwok, KubeNexus and Kueue v0.17 each): 40 gangs dispatched by Kueue's own AllAtOnce, then by KubeNexus (where each fits whole); prints both arms' table (~8 min).
+	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm kueue
+	mkdir -p $(dir $(MULTIKUEUE_REPORT))
+	MULTIKUEUE_REPORT=$(MULTIKUEUE_REPORT) $(STATIC) go test -count=1 $(TEST_FLAGS) $(GO_TEST_FLAGS) -v -run TestMultiKueueDispatch ./test/e2e/multikueue/
 
 # The real node's tools (built only for it) and the images it runs, for this
 # machine's architecture.

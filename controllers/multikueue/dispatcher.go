@@ -22,6 +22,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
@@ -166,14 +168,66 @@ func (d *Dispatcher) event(wl *kueue.Workload, kind, reason, msg string) {
 	}
 }
 
-// nominate writes the Workload's status.nominatedClusterNames.
+// KueueAdmission is the field manager of Kueue's status applies.
+const KueueAdmission = "kueue-admission"
+
+// admissionConditions are the conditions Kueue's status apply carries.
+var admissionConditions = []string{kueue.WorkloadQuotaReserved, kueue.WorkloadBlockedOnPreemptionGates, kueue.WorkloadEvicted,
+	kueue.WorkloadAdmitted, kueue.WorkloadPreempted, kueue.WorkloadRequeued, kueue.WorkloadDeactivationTarget, kueue.WorkloadFinished}
+
+// nominate writes the Workload's status.nominatedClusterNames. Kueue's contract for
+// external dispatchers: the field is applied under Kueue's own field manager
+// (kueue-admission), so that Kueue drops it when it applies status.clusterName (the
+// two are mutually exclusive). An apply under that manager must carry everything
+// Kueue's applies carry, or the server would remove it (AdmissionApply).
 func (d *Dispatcher) nominate(ctx context.Context, wl *kueue.Workload, clusters []string) error {
-	patch := client.MergeFromWithOptions(wl.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	wl.Status.NominatedClusterNames = clusters
-	if err := d.Client.Status().Patch(ctx, wl, patch); err != nil {
+	next := wl.DeepCopy()
+	next.Status.NominatedClusterNames = clusters
+	obj, err := AdmissionApply(next)
+	if err != nil {
+		return err
+	}
+	if err := d.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(KueueAdmission), client.ForceOwnership); err != nil {
 		return fmt.Errorf("nominating %v for Workload %s/%s: %w", clusters, wl.Namespace, wl.Name, err)
 	}
 	return nil
+}
+
+// AdmissionApply is the status apply Kueue's admission makes of wl as it is: the
+// admission, its conditions, the checks' states, the cluster fields and the rest,
+// with wl's resource version (a stale copy fails rather than write old state).
+func AdmissionApply(wl *kueue.Workload) (*unstructured.Unstructured, error) {
+	obj := &kueue.Workload{
+		TypeMeta: metav1.TypeMeta{APIVersion: kueue.GroupVersion.String(), Kind: "Workload"},
+		ObjectMeta: metav1.ObjectMeta{UID: wl.UID, Name: wl.Name, Namespace: wl.Namespace, Generation: wl.Generation,
+			ResourceVersion: wl.ResourceVersion, Labels: wl.Labels, Annotations: wl.Annotations},
+	}
+	st, now := &obj.Status, &wl.Status
+	st.Admission = now.Admission.DeepCopy()
+	if rq := now.RequeueState; rq != nil && (rq.Count != nil || rq.RequeueAt != nil) {
+		st.RequeueState = rq.DeepCopy()
+	}
+	st.ResourceRequests = []kueue.PodSetRequest{}
+	if st.Admission == nil {
+		st.ResourceRequests = append(st.ResourceRequests, now.ResourceRequests...)
+	}
+	for _, t := range admissionConditions {
+		if c := apimeta.FindStatusCondition(now.Conditions, t); c != nil {
+			st.Conditions = append(st.Conditions, *c)
+		}
+	}
+	st.AccumulatedPastExecutionTimeSeconds = now.AccumulatedPastExecutionTimeSeconds
+	if now.SchedulingStats != nil {
+		st.SchedulingStats = &kueue.SchedulingStats{Evictions: now.SchedulingStats.Evictions}
+	}
+	st.ClusterName, st.NominatedClusterNames = now.ClusterName, now.NominatedClusterNames
+	st.UnhealthyNodes, st.PreemptionGates = now.UnhealthyNodes, now.PreemptionGates
+	st.AdmissionChecks = append([]kueue.AdmissionCheckState{}, now.AdmissionChecks...)
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: u}, nil
 }
 
 func allIn(names, in []string) bool {

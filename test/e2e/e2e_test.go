@@ -42,7 +42,7 @@ func TestDemoFlow(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	dir := testenv.LogDir(t)
-	c, err := demo.Up(ctx, demo.Options{Root: root, Bin: bin, Dir: dir, Log: testWriter{t}})
+	c, err := demo.Up(ctx, demo.Options{Root: root, Bin: bin, Dir: dir, Log: testenv.LogWriter{T: t}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +63,8 @@ func TestDemoFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	demo.Print(testWriter{t}, placements)
-	demo.PrintCapacity(testWriter{t}, c.Capacity())
+	demo.Print(testenv.LogWriter{T: t}, placements)
+	demo.PrintCapacity(testenv.LogWriter{T: t}, c.Capacity())
 	if settleErr != nil {
 		t.Fatalf("the mix did not settle: %v", settleErr)
 	}
@@ -426,10 +426,6 @@ func checkZoneSkew(t *testing.T, c *demo.Cluster, p demo.Placement) {
 	}
 }
 
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
-
 // checkLeaderWorkerSet: with LeaderWorkerSet's real controller, a set of two groups
 // of three (a leader, two workers; 8 GPUs each) that asks for each group alone in one
 // rack: LWS creates a group's workers only once its leader is bound, so each group
@@ -596,7 +592,7 @@ func checkTrainer(t *testing.T, c *demo.Cluster) {
 func checkKueue(t *testing.T, c *demo.Cluster) {
 	t.Helper()
 	r, err := c.RunKueueScenario(context.Background())
-	demo.PrintKueue(testWriter{t}, r)
+	demo.PrintKueue(testenv.LogWriter{T: t}, r)
 	if err != nil {
 		t.Fatalf("Kueue scenario: %v", err)
 	}
@@ -640,7 +636,7 @@ func checkKueue(t *testing.T, c *demo.Cluster) {
 func checkKueueTAS(t *testing.T, c *demo.Cluster) {
 	t.Helper()
 	r, err := c.RunKueueTASScenario(context.Background())
-	demo.PrintKueueTAS(testWriter{t}, r)
+	demo.PrintKueueTAS(testenv.LogWriter{T: t}, r)
 	if err != nil {
 		t.Fatalf("Kueue TAS scenario: %v", err)
 	}

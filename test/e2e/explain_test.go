@@ -20,6 +20,7 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/cmd/kubectl-kubenexus/explain"
 	"github.com/kube-nexus/kubenexus/test/e2e/demo"
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 // checkExplainAndETA: kubectl kubenexus explains the gang larger than the fleet —
@@ -28,7 +29,7 @@ import (
 // then, really binds.
 func checkExplainAndETA(ctx context.Context, t *testing.T, c *demo.Cluster, placements []demo.Placement) {
 	t.Helper()
-	if err := c.ExplainWaiting(ctx, testWriter{t}, placements); err != nil {
+	if err := c.ExplainWaiting(ctx, testenv.LogWriter{T: t}, placements); err != nil {
 		t.Error(err)
 	}
 	// What users run it as: an identity bound to the chart's kubenexus-explain only.
@@ -81,7 +82,7 @@ func checkExplainAndETA(ctx context.Context, t *testing.T, c *demo.Cluster, plac
 		t.Errorf("whatif of a Job naming a missing LocalQueue: queue line %+v", l)
 	}
 
-	res, err := c.RunETAScenario(ctx, testWriter{t})
+	res, err := c.RunETAScenario(ctx, testenv.LogWriter{T: t})
 	if err != nil {
 		t.Fatalf("what-if scenario: %v", err)
 	}
@@ -101,7 +102,7 @@ func checkExplainAndETA(ctx context.Context, t *testing.T, c *demo.Cluster, plac
 // whole GPUs then finds three.
 func checkSharedGPUs(ctx context.Context, t *testing.T, c *demo.Cluster) {
 	t.Helper()
-	res, err := c.RunSharedGPUScenario(ctx, testWriter{t})
+	res, err := c.RunSharedGPUScenario(ctx, testenv.LogWriter{T: t})
 	if err != nil {
 		t.Fatalf("shared-GPU scenario: %v", err)
 	}

@@ -53,7 +53,7 @@ func TestChartProductionMode(t *testing.T) {
 			if d := os.Getenv("E2E_LOG_DIR"); d != "" {
 				dir = filepath.Join(d, "production-"+helm)
 			}
-			c, err := demo.UpProduction(ctx, demo.Options{Root: root, Bin: bin, Dir: dir, Log: testWriter{t}}, filepath.Join(bin, "k8s", helm))
+			c, err := demo.UpProduction(ctx, demo.Options{Root: root, Bin: bin, Dir: dir, Log: testenv.LogWriter{T: t}}, filepath.Join(bin, "k8s", helm))
 			defer func() {
 				if t.Failed() {
 					t.Log(demo.LogTails(dir, 3000, "kubenexus-manager", "kubenexus-scheduler-1", "kubenexus-scheduler-2", "kube-controller-manager"))

@@ -34,10 +34,6 @@ func envInt(t *testing.T, name string, def int) int {
 	return n
 }
 
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
-
 func TestGangChaos(t *testing.T) {
 	root := testenv.RepoRoot()
 	bin := filepath.Join(root, "bin")
@@ -49,7 +45,7 @@ func TestGangChaos(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	dir := testenv.LogDir(t)
-	c, err := demo.Up(ctx, demo.Options{Root: root, Bin: bin, Dir: dir, Log: testWriter{t}, NodeLifecycle: true, WithoutFrameworks: true})
+	c, err := demo.Up(ctx, demo.Options{Root: root, Bin: bin, Dir: dir, Log: testenv.LogWriter{T: t}, NodeLifecycle: true, WithoutFrameworks: true})
 	if err != nil {
 		t.Fatal(err)
 	}

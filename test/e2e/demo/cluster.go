@@ -66,6 +66,8 @@ type Options struct {
 	NodeLifecycle bool
 	// WithoutFrameworks leaves the training-operators and Kueue out of Up.
 	WithoutFrameworks bool
+	// ManagerArgs are more flags for kubenexus-manager.
+	ManagerArgs []string
 }
 
 // Cluster is a running local cluster.
@@ -272,20 +274,20 @@ func Up(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 
 	c.logf("starting kubenexus-manager (local process, webhooks on 127.0.0.1:%d)", webhookPort)
-	if err := c.start("kubenexus-manager", filepath.Join(opts.Bin, "kubenexus-manager"),
-		"--kubeconfig="+c.Kubeconfig,
-		"--namespace="+Namespace,
+	if err := c.start("kubenexus-manager", filepath.Join(opts.Bin, "kubenexus-manager"), append([]string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--namespace=" + Namespace,
 		"--scheduler-image=ghcr.io/kube-nexus/kubenexus-scheduler:v0.1.0",
 		"--cert-rotation=false",
-		"--webhook-cert-dir="+certDir,
+		"--webhook-cert-dir=" + certDir,
 		fmt.Sprintf("--webhook-port=%d", webhookPort),
 		// Plain HTTP on the loopback: the e2e reads the metrics the dashboard charts.
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", managerMetricsPort), "--metrics-secure=false",
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probePort),
 		"--podgroup-gc-grace=10m",
 		// KUBENEXUS_MANAGER_V sets the manager's log level (2: every repair's hold).
-		"--zap-log-level="+cmp.Or(os.Getenv("KUBENEXUS_MANAGER_V"), "info"),
-	); err != nil {
+		"--zap-log-level=" + cmp.Or(os.Getenv("KUBENEXUS_MANAGER_V"), "info"),
+	}, opts.ManagerArgs...)...); err != nil {
 		return nil, err
 	}
 	c.ManagerMetricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", managerMetricsPort)

@@ -59,7 +59,10 @@ func kueueCRDFiles() ([]string, error) {
 // StartKueue runs Kueue's controller-manager with the demo's serving certificate and
 // registers its Job, Workload and queue webhooks by URL. Up calls it unless
 // Options.KueueLater is set.
-func (c *Cluster) StartKueue(ctx context.Context) error {
+func (c *Cluster) StartKueue(ctx context.Context) error { return c.startKueue(ctx, "") }
+
+// startKueue is StartKueue with more of Kueue's Configuration (top-level YAML keys).
+func (c *Cluster) startKueue(ctx context.Context, moreConfig string) error {
 	certDir, caPEM := c.certDir, c.caPEM
 	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kueueNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
@@ -94,7 +97,7 @@ webhook:
   certDir: %s
 integrations:
   frameworks: ["batch/job"]
-`, kueueNamespace, probePort, metricsPort, webhookPort, certDir)
+%s`, kueueNamespace, probePort, metricsPort, webhookPort, certDir, moreConfig)
 	path := filepath.Join(c.opts.Dir, "kueue-config.yaml")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		return err

@@ -42,13 +42,6 @@ func images(bin, version string) []string {
 // workloadImage is the test workload's image, at the chart's appVersion.
 var workloadImage string
 
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
 func TestRealNode(t *testing.T) {
 	root := testenv.RepoRoot()
 	bin := filepath.Join(root, "bin")
@@ -68,7 +61,7 @@ func TestRealNode(t *testing.T) {
 	if d := os.Getenv("E2E_LOG_DIR"); d != "" {
 		dir = filepath.Join(d, "node")
 	}
-	c, err := demo.UpNode(ctx, demo.Options{Root: root, Bin: bin, Dir: dir, Log: testWriter{t}}, version, images(bin, version))
+	c, err := demo.UpNode(ctx, demo.Options{Root: root, Bin: bin, Dir: dir, Log: testenv.LogWriter{T: t}}, version, images(bin, version))
 	defer func() {
 		if t.Failed() {
 			t.Log(demo.LogTails(dir, 4000, "kubelet", "containerd", "kube-proxy", "kube-scheduler"))

@@ -101,6 +101,20 @@ var _ = Describe("The MultiKueue dispatcher", Ordered, func() {
 			`^Normal: nominated worker cluster south \(starts at \S+Z \(in 9m\d+s\); 0 gangs queued ahead there\); ` +
 				regexp.QuoteMeta("north: cannot hold it even empty: needs 4 members (4 × 8 nvidia.com/gpu) in one rack; the largest rack fits 2; 32 nvidia.com/gpu free on those nodes, but fragmented; ") +
 				`south: starts at \S+Z \(in 9m\d+s\); 0 gangs queued ahead there$`)))
+
+		// Once south's Kueue reserves quota, MultiKueue sets status.clusterName and
+		// clears the nomination in one apply as kueue-admission (the two fields are
+		// mutually exclusive): that works only because the dispatcher wrote the
+		// nomination under that field manager, as Kueue requires.
+		wl := &kueue.Workload{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: "rack4"}, wl)).To(Succeed())
+		wl.Status.ClusterName, wl.Status.NominatedClusterNames = ptr.To("south"), nil
+		apply, err := multikueue.AdmissionApply(wl)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(k8sClient.Status().Apply(suiteCtx, client.ApplyConfigurationFromUnstructured(apply), client.FieldOwner(multikueue.KueueAdmission), client.ForceOwnership)).To(Succeed())
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: "rack4"}, wl)).To(Succeed())
+		Expect(wl.Status.ClusterName).To(Equal(ptr.To("south")))
+		Expect(wl.Status.NominatedClusterNames).To(BeEmpty())
 	})
 
 	It("counts the gangs it sent that have not reached their cluster yet", func() {

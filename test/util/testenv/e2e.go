@@ -3,6 +3,7 @@ package testenv
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -30,4 +31,13 @@ func LogDir(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// LogWriter writes each Write to the test's log (progress lines of an e2e), without
+// its final newline.
+type LogWriter struct{ T testing.TB }
+
+func (w LogWriter) Write(p []byte) (int, error) {
+	w.T.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
