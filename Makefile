@@ -223,7 +223,7 @@ test-chaos: envtest build ## Nodes fail under running gangs (kube-controller-man
 # MULTIKUEUE_REPORT receives make test-multikueue's table (Markdown).
 MULTIKUEUE_REPORT ?= $(ROOT)/.multikueue/table.md
 .PHONY: test-multikueue
-test-multikueue: envtest build ## MultiKueue with three local clusters (a manager and two workers: etcd, kube-apiserver, kube-controller-manager, kwok, KubeNexus and Kueue v0.17 each): 40 gangs dispatched by Kueue's own AllAtOnce, then by KubeNexus (where each fits whole); prints both arms' table (~8 min).
+test-multikueue: envtest build ## MultiKueue with three local clusters (a manager and two workers: etcd, kube-apiserver, kube-controller-manager, kwok, KubeNexus and Kueue v0.17 each): 40 gangs dispatched by Kueue's own AllAtOnce, then by KubeNexus (where each fits whole); prints both arms' table (~6 min).
 	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm kueue
 	mkdir -p $(dir $(MULTIKUEUE_REPORT))
 	MULTIKUEUE_REPORT=$(MULTIKUEUE_REPORT) $(STATIC) go test -count=1 $(TEST_FLAGS) $(GO_TEST_FLAGS) -v -run TestMultiKueueDispatch ./test/e2e/multikueue/
