@@ -62,11 +62,9 @@ type Gang struct {
 	UntilRoom bool
 	RoomEpoch uint64
 	// Yielded is set when the gang let the gangs ahead of it try the room that
-	// freed first (Service.YieldsForRoom): the wake brings it back after them.
-	// Woken is set then, and spent when a member next comes up: that member does
-	// not yield, so that room freeing again and again (a busy cluster) cannot keep
-	// a gang behind one that never fits from being tried.
-	Yielded, Woken bool
+	// freed first (Service.YieldsForRoom): its rejection then does not count as a
+	// try of that room.
+	Yielded bool
 	// RoomMadeUntil is when the room preemption made for the gang stops being its
 	// own (GangPreemption's grace): until then it never yields it.
 	RoomMadeUntil time.Time

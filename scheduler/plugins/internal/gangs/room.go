@@ -75,7 +75,7 @@ func (s *Service) wakeForRoom() {
 		}
 		switch {
 		case g.Yielded:
-			g.Yielded, g.Woken = false, true
+			g.Yielded = false
 		case woken < maxWoken && g.waitsForRoom(epoch):
 			woken++
 			g.BackoffUntil, g.UntilRoom = time.Time{}, false
@@ -109,10 +109,6 @@ func (s *Service) YieldsForRoom(key gang.Key) bool {
 		return false // the wake has run (or is running): nothing would bring it back
 	case me == nil, s.now().Before(me.RoomMadeUntil):
 		return false // room freed for it by preemption is its own
-	case me.Woken:
-		// Woken after yielding: it is tried now, whatever freed since.
-		me.Woken = false
-		return false
 	case me.Placed() > 0:
 		// A running gang's replacement or extra member: the room it left is its
 		// own, and members waiting at Permit would time out while it yielded.

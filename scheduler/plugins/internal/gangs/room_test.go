@@ -135,17 +135,4 @@ func TestYieldsForRoom(t *testing.T) {
 	if e := s.Get(newKey); e.Yielded {
 		t.Error("still marked as yielded after the wake")
 	}
-	// Room frees again before the woken gang comes up (a busy cluster), and the
-	// gang ahead waits for room again: the woken gang is tried this time, and
-	// yields again only on its next attempt.
-	s.Lock()
-	old.BackoffUntil, old.UntilRoom, old.RoomEpoch = now.Add(time.Hour), true, s.RoomEpoch() // refused again
-	s.Unlock()
-	s.RoomFreed()
-	if s.YieldsForRoom(newKey) {
-		t.Error("a gang woken after yielding yields again before it was tried")
-	}
-	if !s.YieldsForRoom(newKey) {
-		t.Error("does not yield on its next attempt")
-	}
 }
