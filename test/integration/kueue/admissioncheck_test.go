@@ -147,16 +147,16 @@ type checkState struct {
 
 func (t tc) workload(name string, count int32, requiredTopology, clusterQueue string) {
 	GinkgoHelper()
-	t.reservedWorkload(name, count, requiredTopology, clusterQueue, nil)
+	t.reservedWorkload(name, count, requiredTopology, clusterQueue, nil, nil)
 }
 
 // reservedWorkload creates a Workload of count 8-GPU pods (runtime bound seconds,
-// nil: none) as Kueue leaves it once clusterQueue has reserved its quota: the
-// check t.check Pending.
-func (t tc) reservedWorkload(name string, count int32, requiredTopology, clusterQueue string, seconds *int64) {
+// nil: none; the pods labelled labels) as Kueue leaves it once clusterQueue has
+// reserved its quota: the check t.check Pending.
+func (t tc) reservedWorkload(name string, count int32, requiredTopology, clusterQueue string, seconds *int64, labels map[string]string) {
 	GinkgoHelper()
 	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), "nvidia.com/gpu": resource.MustParse("8")}
-	ps := kueue.PodSet{Name: "main", Count: count, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+	ps := kueue.PodSet{Name: "main", Count: count, Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 		ActiveDeadlineSeconds: seconds,
 		Containers:            []corev1.Container{{Name: "trainer", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: rl, Limits: rl}}},
 	}}}

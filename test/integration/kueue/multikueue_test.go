@@ -28,8 +28,9 @@ import (
 // test leaves each Workload as Kueue does once it has reserved quota (the MultiKueue
 // check Pending, nothing nominated) and reads what the dispatcher nominated.
 var _ = Describe("The MultiKueue dispatcher", Ordered, func() {
-	const ns = "team-mk"
+	const ns, bronze = "team-mk", "team-mk-bronze"
 	var mk tc
+	workers := map[string]client.Client{}
 
 	startWorker := func(name string, racks []string, busy int) {
 		GinkgoHelper()
@@ -39,7 +40,9 @@ var _ = Describe("The MultiKueue dispatcher", Ordered, func() {
 		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
 		c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
 		Expect(err).NotTo(HaveOccurred())
+		workers[name] = c
 		Expect(c.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Expect(c.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bronze, Labels: map[string]string{v1alpha1.LabelTenantTier: "bronze"}}})).To(Succeed())
 		for i, rack := range racks {
 			node := testutil.MakeNode(fmt.Sprintf("%s-gpu-%d", name, i)).Capacity("cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8").
 				Label(v1alpha1.LabelRack, rack).Obj()
@@ -70,6 +73,7 @@ var _ = Describe("The MultiKueue dispatcher", Ordered, func() {
 	BeforeAll(func() {
 		Expect(k8sClient.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: multikueue.DefaultKueueNamespace}})).To(Succeed())
 		Expect(k8sClient.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bronze}})).To(Succeed())
 		startWorker("north", []string{"north-rack-0", "north-rack-0", "north-rack-1", "north-rack-1"}, 0)
 		startWorker("south", []string{"south-rack-0", "south-rack-0", "south-rack-0", "south-rack-0"}, 2)
 		Expect(k8sClient.Create(suiteCtx, &kueue.MultiKueueConfig{ObjectMeta: metav1.ObjectMeta{Name: "workers"}, Spec: kueue.MultiKueueConfigSpec{Clusters: []string{"north", "south"}}})).To(Succeed())
@@ -79,25 +83,25 @@ var _ = Describe("The MultiKueue dispatcher", Ordered, func() {
 		mk = tc{ns: ns, check: ac.Name, k8sClient: k8sClient}
 	})
 
-	nominated := func(name string) func() []string {
+	nominated := func(namespace, name string) func() []string {
 		return func() []string {
 			wl := &kueue.Workload{}
-			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: name}, wl)).To(Succeed())
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: namespace, Name: name}, wl)).To(Succeed())
 			return wl.Status.NominatedClusterNames
 		}
 	}
-	notes := func(name, reason string) func() ([]string, error) {
-		return func() ([]string, error) { return testenv.EventNotes(suiteCtx, k8sClient, ns, name, reason) }
+	notes := func(namespace, name, reason string) func() ([]string, error) {
+		return func() ([]string, error) { return testenv.EventNotes(suiteCtx, k8sClient, namespace, name, reason) }
 	}
 
 	It("never nominates a cluster that cannot hold the gang whole, and says why", func() {
 		// Four members in one rack: north's racks hold two nodes each; south's one
 		// rack holds them once its running pods end.
-		mk.reservedWorkload("rack4", 4, v1alpha1.LabelRack, "multikueue", ptr.To[int64](300))
-		Eventually(nominated("rack4")).WithTimeout(testutil.Timeout).Should(Equal([]string{"south"}))
+		mk.reservedWorkload("rack4", 4, v1alpha1.LabelRack, "multikueue", ptr.To[int64](300), nil)
+		Eventually(nominated(ns, "rack4")).WithTimeout(testutil.Timeout).Should(Equal([]string{"south"}))
 		// The running pods end ten minutes after they were created (no kubelet runs
 		// here to start them): a few seconds less by now.
-		Eventually(notes("rack4", v1alpha1.EventReasonDispatched)).WithTimeout(testutil.Timeout).Should(ConsistOf(MatchRegexp(
+		Eventually(notes(ns, "rack4", v1alpha1.EventReasonDispatched)).WithTimeout(testutil.Timeout).Should(ConsistOf(MatchRegexp(
 			`^Normal: nominated worker cluster south \(starts at \S+Z \(in 9m\d+s\); 0 gangs queued ahead there\); ` +
 				regexp.QuoteMeta("north: cannot hold it even empty: needs 4 members (4 × 8 nvidia.com/gpu) in one rack; the largest rack fits 2; 32 nvidia.com/gpu free on those nodes, but fragmented; ") +
 				`south: starts at \S+Z \(in 9m\d+s\); 0 gangs queued ahead there$`)))
@@ -123,23 +127,43 @@ var _ = Describe("The MultiKueue dispatcher", Ordered, func() {
 		// on south it fits now beside the running pods, ahead of rack4, which waits
 		// for the whole rack.
 		for _, name := range []string{"pair-1", "pair-2", "pair-3"} {
-			mk.reservedWorkload(name, 2, "", "multikueue", ptr.To[int64](300))
-			Eventually(nominated(name)).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
+			mk.reservedWorkload(name, 2, "", "multikueue", ptr.To[int64](300), nil)
+			Eventually(nominated(ns, name)).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
 		}
-		Expect(nominated("pair-1")()).To(Equal([]string{"north"}))
-		Expect(nominated("pair-2")()).To(Equal([]string{"north"}))
-		Expect(nominated("pair-3")()).To(Equal([]string{"south"}))
-		Eventually(notes("pair-3", v1alpha1.EventReasonDispatched)).WithTimeout(testutil.Timeout).Should(ConsistOf(
+		Expect(nominated(ns, "pair-1")()).To(Equal([]string{"north"}))
+		Expect(nominated(ns, "pair-2")()).To(Equal([]string{"north"}))
+		Expect(nominated(ns, "pair-3")()).To(Equal([]string{"south"}))
+		Eventually(notes(ns, "pair-3", v1alpha1.EventReasonDispatched)).WithTimeout(testutil.Timeout).Should(ConsistOf(
 			MatchRegexp(regexp.QuoteMeta("Normal: nominated worker cluster south (fits whole now; 1 gang queued ahead there); north: starts at ") +
 				`\S+Z \(in 5m0s\); 2 gangs queued ahead there; south: fits whole now; 1 gang queued ahead there$`)))
 	})
 
+	It("goes by the tenant tier of the worker's namespace, not by what the pods say", func() {
+		// On north, every node belongs to a HardwareTier for gold tenants; the
+		// namespace is bronze there. The pods claim gold: no pod label sets a tier.
+		tier := testutil.MakeHardwareTier("north-gold", 50).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/os": "linux"}}).
+			Tenants(v1alpha1.TenantTierGold).Obj()
+		Expect(workers["north"].Create(suiteCtx, tier)).To(Succeed())
+		for i := range 4 {
+			node := &corev1.Node{}
+			Expect(workers["north"].Get(suiteCtx, client.ObjectKey{Name: fmt.Sprintf("north-gpu-%d", i)}, node)).To(Succeed())
+			node.Labels["kubernetes.io/os"] = "linux"
+			Expect(workers["north"].Update(suiteCtx, node)).To(Succeed())
+		}
+		b := tc{ns: bronze, check: mk.check, k8sClient: k8sClient}
+		b.reservedWorkload("claims-gold", 1, "", "multikueue", ptr.To[int64](300), map[string]string{v1alpha1.LabelTenantTier: "gold"})
+		Eventually(nominated(bronze, "claims-gold")).WithTimeout(testutil.Timeout).Should(Equal([]string{"south"}))
+		Eventually(notes(bronze, "claims-gold", v1alpha1.EventReasonDispatched)).WithTimeout(testutil.Timeout).Should(ConsistOf(
+			ContainSubstring("north: cannot hold it even empty: 1 × 8 nvidia.com/gpu: the nodes they may use hold 0 of the 1 pods now; 0 nvidia.com/gpu free on those nodes, 8 needed;")))
+		Expect(workers["north"].Delete(suiteCtx, tier)).To(Succeed())
+	})
+
 	It("leaves a gang no worker cluster can hold un-nominated, with a warning naming each", func() {
-		mk.reservedWorkload("huge", 5, "", "multikueue", ptr.To[int64](300))
-		Eventually(notes("huge", v1alpha1.EventReasonDispatchRefused)).WithTimeout(testutil.Timeout).Should(ConsistOf(
+		mk.reservedWorkload("huge", 5, "", "multikueue", ptr.To[int64](300), nil)
+		Eventually(notes(ns, "huge", v1alpha1.EventReasonDispatchRefused)).WithTimeout(testutil.Timeout).Should(ConsistOf(
 			"Warning: fits whole on no worker cluster: " +
 				"north: cannot hold it even empty: 5 × 8 nvidia.com/gpu: the nodes they may use hold 4 of the 5 pods now; 32 nvidia.com/gpu free on those nodes, 40 needed; " +
 				"south: cannot hold it even empty: 5 × 8 nvidia.com/gpu: the nodes they may use hold 4 of the 5 pods now; 32 nvidia.com/gpu free on those nodes, 40 needed"))
-		Consistently(nominated("huge")).WithTimeout(2 * time.Second).Should(BeEmpty())
+		Consistently(nominated(ns, "huge")).WithTimeout(2 * time.Second).Should(BeEmpty())
 	})
 })
