@@ -58,9 +58,12 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	short := gangs.RolesShort(e, pod, pg)
 	if e != nil {
 		backoffUntil, lastRejection = e.BackoffUntil, e.LastRejection
-		if e.UntilRoom && e.RoomEpoch != pl.index.RoomEpoch() {
+		if e.UntilRoom && e.RoomEpoch != pl.index.RoomEpoch() && !pl.now().Before(e.RoomMadeUntil) {
 			// Rejected for want of room, holding nothing: room freed since, and the
-			// gang is tried now rather than when its backoff runs out.
+			// gang is tried now rather than when its backoff runs out. Not while
+			// preemption is making room for it: room freed elsewhere before its
+			// victims are gone would have it preempt a second time, in another
+			// domain (GangPreemption activates it once they are).
 			backoffUntil = time.Time{}
 		}
 		if pg != nil && len(pg.Spec.MinResources) > 0 {

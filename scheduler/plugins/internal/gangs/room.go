@@ -52,12 +52,12 @@ func (s *Service) wakeForRoom() {
 	s.mu.Lock()
 	s.wakeQueued.Store(false)
 	s.mu.Unlock()
-	epoch := s.RoomEpoch()
+	epoch, now := s.RoomEpoch(), s.now()
 	// Most passes find no gang waiting for room: look under the read lock first.
 	s.mu.RLock()
 	var queue []*Gang
 	for _, e := range s.gangs {
-		if e.Yielded || e.waitsForRoom(epoch) {
+		if e.Yielded || e.waitsForRoom(epoch, now) {
 			queue = append(queue, e)
 		}
 	}
@@ -76,7 +76,7 @@ func (s *Service) wakeForRoom() {
 		switch {
 		case g.Yielded:
 			g.Yielded = false
-		case woken < maxWoken && g.waitsForRoom(epoch):
+		case woken < maxWoken && g.waitsForRoom(epoch, now):
 			woken++
 			g.BackoffUntil, g.UntilRoom = time.Time{}, false
 		default:
@@ -114,9 +114,9 @@ func (s *Service) YieldsForRoom(key gang.Key) bool {
 		// own, and members waiting at Permit would time out while it yielded.
 		return false
 	}
-	epoch := s.RoomEpoch()
+	epoch, now := s.RoomEpoch(), s.now()
 	for _, e := range s.gangs {
-		if e != me && e.waitsForRoom(epoch) && e.ahead(me) {
+		if e != me && e.waitsForRoom(epoch, now) && e.ahead(me) {
 			// It has not tried the room that freed: the wake takes it too, after them.
 			me.Yielded = true
 			return true
@@ -126,9 +126,11 @@ func (s *Service) YieldsForRoom(key gang.Key) bool {
 }
 
 // waitsForRoom reports a gang backing off only until room frees, refused before room
-// last freed (epoch): one refused since has seen that room.
-func (e *Gang) waitsForRoom(epoch uint64) bool {
-	return e.UntilRoom && !e.BackoffUntil.IsZero() && e.RoomEpoch != epoch
+// last freed (epoch): one refused since has seen that room. A gang preemption is
+// making room for (RoomMadeUntil) waits for its victims, not for any room: woken
+// before they are gone, it would preempt again elsewhere.
+func (e *Gang) waitsForRoom(epoch uint64, now time.Time) bool {
+	return e.UntilRoom && !e.BackoffUntil.IsZero() && e.RoomEpoch != epoch && !now.Before(e.RoomMadeUntil)
 }
 
 // queuePriority is the priority the gang is queued at: its PodGroup's class capped
