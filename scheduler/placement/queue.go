@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -19,6 +20,31 @@ type Queued struct {
 	Shapes   []Shape
 	MaxLevel int
 	Runtime  time.Duration
+	// Held: the gang has no pods in the scheduler's queue yet — it waits for the
+	// Admission of the forecast (Kueue's quota) and joins the queue when admitted,
+	// behind every gang waiting there at its Priority or above.
+	Held     bool
+	Priority int32
+}
+
+// Admission lets held gangs into the scheduler's queue as the forecast goes
+// (Kueue's quota: feasibility.Quotas).
+type Admission interface {
+	// Admit is asked at each moment of the forecast, before the gangs waiting are
+	// tried: the held gangs it admits at that moment, in the order admitted, each
+	// planned as Gang says (its flavors are known once admitted).
+	Admit(at time.Time) []Admitted
+	// Started tells it gang i (held or not) started at that moment.
+	Started(i int, at time.Time)
+	// Next is the first moment after at when it frees room of its own (quota of
+	// running workloads ending), false when none is known.
+	Next(after time.Time) (time.Time, bool)
+}
+
+// Admitted is a held gang let into the queue: its index and how it is planned.
+type Admitted struct {
+	Index int
+	Gang  Queued
 }
 
 // Forecast is when a gang would start behind the gangs queued ahead of it.
@@ -33,6 +59,8 @@ type Forecast struct {
 	// Unbounded names the gangs ahead that started before it with no runtime
 	// bound: they hold their room for the rest of the forecast.
 	Unbounded []string
+	// Admitted is when a held gang is admitted (zero: it was not held, or never is).
+	Admitted time.Time
 }
 
 // maxForecastSteps bounds the events a forecast plays (releases and starts).
@@ -47,11 +75,11 @@ const maxForecastSteps = 10000
 // nodes in the same order. Cost: a gang is planned (Compute) only when one domain of
 // its level has the room it asks for in total, which the forecast keeps per domain
 // as room frees and is taken; otherwise each moment costs O(gangs × domains).
-func StartInQueue(free []map[corev1.ResourceName]int64, releases []Release, ahead []Queued, target Queued, now time.Time) Forecast {
+func StartInQueue(free []map[corev1.ResourceName]int64, releases []Release, ahead []Queued, target Queued, adm Admission, now time.Time) Forecast {
 	queue := make([]Queued, 0, len(ahead)+1)
 	queue = append(append(queue, ahead...), target)
 	var f Forecast
-	play(free, releases, queue, now, func(i int, at time.Time, plan Plan, bounded bool) bool {
+	admitted := play(free, releases, queue, adm, now, func(i int, at time.Time, plan Plan, bounded bool) bool {
 		if i == len(ahead) {
 			f.OK, f.Start, f.Plan = true, at, plan
 			return true
@@ -62,6 +90,7 @@ func StartInQueue(free []map[corev1.ResourceName]int64, releases []Release, ahea
 		}
 		return false
 	})
+	f.Admitted = admitted[len(ahead)]
 	return f
 }
 
@@ -75,15 +104,17 @@ type Start struct {
 	Plan      Plan
 	Before    int
 	Unbounded []string
+	// Admitted is when a held gang is admitted (zero: it was not held, or never is).
+	Admitted time.Time
 }
 
 // ForecastQueue forecasts when every gang of queue (in the scheduler's queue order)
 // starts, in one pass: StartInQueue for each gang at the cost of one.
-func ForecastQueue(free []map[corev1.ResourceName]int64, releases []Release, queue []Queued, now time.Time) []Start {
+func ForecastQueue(free []map[corev1.ResourceName]int64, releases []Release, queue []Queued, adm Admission, now time.Time) []Start {
 	out := make([]Start, len(queue))
 	started := make([]bool, len(queue))
 	var unbounded []string
-	play(free, releases, queue, now, func(i int, at time.Time, plan Plan, bounded bool) bool {
+	admitted := play(free, releases, queue, adm, now, func(i int, at time.Time, plan Plan, bounded bool) bool {
 		ahead := 0
 		for j := 0; j < i; j++ {
 			if started[j] {
@@ -98,6 +129,7 @@ func ForecastQueue(free []map[corev1.ResourceName]int64, releases []Release, que
 		return false
 	})
 	for i := range out {
+		out[i].Admitted = admitted[i]
 		if !out[i].OK {
 			out[i].Unbounded = unbounded
 		}
@@ -105,14 +137,16 @@ func ForecastQueue(free []map[corev1.ResourceName]int64, releases []Release, que
 	return out
 }
 
-// play runs a forecast: from now, at each moment room frees, every gang still
-// waiting is tried in queue order; each that fits starts (started is told its index,
-// the moment, its plan and whether it has a runtime bound; it returns true to stop
-// the forecast) and holds its plan's room until its runtime ends, for good with no
-// bound.
-func play(free []map[corev1.ResourceName]int64, releases []Release, queue []Queued, now time.Time, started func(i int, at time.Time, plan Plan, bounded bool) bool) {
+// play runs a forecast: from now, at each moment room frees, the held gangs adm
+// admits join the queue, then every gang still waiting is tried in queue order; each
+// that fits starts (started is told its index, the moment, its plan and whether it
+// has a runtime bound; it returns true to stop the forecast) and holds its plan's
+// room until its runtime ends, for good with no bound. It returns when each held gang
+// was admitted (zero: never, or not held).
+func play(free []map[corev1.ResourceName]int64, releases []Release, queue []Queued, adm Admission, now time.Time, started func(i int, at time.Time, plan Plan, bounded bool) bool) []time.Time {
+	admitted := make([]time.Time, len(queue))
 	if len(queue) == 0 {
-		return
+		return admitted
 	}
 	fc := newForecaster(free, queue[len(queue)-1].Nodes)
 	type entry struct {
@@ -120,12 +154,20 @@ func play(free []map[corev1.ResourceName]int64, releases []Release, queue []Queu
 		g *queuedGang
 	}
 	waiting := make([]entry, 0, len(queue))
+	held := 0
 	for i := range queue {
+		if queue[i].Held {
+			held++
+			continue
+		}
 		waiting = append(waiting, entry{i, fc.gang(&queue[i])})
+	}
+	if adm == nil {
+		held = 0
 	}
 	events := append([]Release(nil), releases...)
 	t := now
-	for steps := 0; steps < maxForecastSteps && len(waiting) > 0; steps++ {
+	for steps := 0; steps < maxForecastSteps && len(waiting)+held > 0; steps++ {
 		// Apply every release due by t.
 		sort.SliceStable(events, func(i, j int) bool { return events[i].At.Before(events[j].At) })
 		k := 0
@@ -134,6 +176,23 @@ func play(free []map[corev1.ResourceName]int64, releases []Release, queue []Queu
 			k++
 		}
 		events = events[k:]
+		// Held gangs admitted now join the queue behind the gangs waiting at their
+		// priority or above (their pods are created now).
+		if held > 0 {
+			for _, a := range adm.Admit(t) {
+				if a.Index < 0 || a.Index >= len(queue) || !queue[a.Index].Held || !admitted[a.Index].IsZero() {
+					continue
+				}
+				held--
+				admitted[a.Index] = t
+				g := a.Gang
+				at := len(waiting)
+				for at > 0 && queue[waiting[at-1].i].Priority < queue[a.Index].Priority {
+					at--
+				}
+				waiting = slices.Insert(waiting, at, entry{a.Index, fc.gang(&g)})
+			}
+		}
 		// Try the waiting gangs in queue order.
 		left := waiting[:0]
 		for _, e := range waiting {
@@ -143,8 +202,11 @@ func play(free []map[corev1.ResourceName]int64, releases []Release, queue []Queu
 				continue
 			}
 			bounded := e.g.Runtime > 0
+			if adm != nil {
+				adm.Started(e.i, t)
+			}
 			if started(e.i, t, plan, bounded) {
-				return
+				return admitted
 			}
 			if !bounded {
 				continue
@@ -156,16 +218,23 @@ func play(free []map[corev1.ResourceName]int64, releases []Release, queue []Queu
 			}
 		}
 		waiting = left
-		if len(events) == 0 {
-			return // nothing more frees: the gangs left never fit
-		}
-		t = events[0].At
+		next, ok := time.Time{}, false
 		for _, e := range events {
-			if e.At.Before(t) {
-				t = e.At
+			if !ok || e.At.Before(next) {
+				next, ok = e.At, true
 			}
 		}
+		if held > 0 {
+			if at, quota := adm.Next(t); quota && (!ok || at.Before(next)) {
+				next, ok = at, true
+			}
+		}
+		if !ok {
+			return admitted // nothing more frees: the gangs left never fit
+		}
+		t = next
 	}
+	return admitted
 }
 
 // forecaster is the room of a forecast: per node, and per domain of each layout of

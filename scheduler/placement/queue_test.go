@@ -32,7 +32,7 @@ func TestStartInQueue(t *testing.T) {
 			[]Queued{gang("a", 1, 0), gang("b", 1, 0)}, false, 0, []string{"a", "b"}, []string{"a", "b"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := StartInQueue(free, releases, tc.ahead, target, t0)
+			f := StartInQueue(free, releases, tc.ahead, target, nil, t0)
 			if f.OK != tc.ok || (tc.ok && !f.Start.Equal(t0.Add(tc.start))) {
 				t.Fatalf("forecast %v at %v, want %v at +%v", f.OK, f.Start.Sub(t0), tc.ok, tc.start)
 			}
@@ -54,7 +54,7 @@ func TestForecastQueue(t *testing.T) {
 		return Queued{Name: name, Nodes: nodes, Shapes: []Shape{gpuMembers(members, 8)}, MaxLevel: zone, Runtime: runtime}
 	}
 	queue := []Queued{gang("a", 1, 30*time.Minute), gang("b", 1, time.Hour), gang("huge", 3, time.Hour), gang("d", 1, 0), gang("e", 1, time.Hour)}
-	got := ForecastQueue(free, releases, queue, t0)
+	got := ForecastQueue(free, releases, queue, nil, t0)
 	want := []struct {
 		ok     bool
 		at     time.Duration
@@ -77,7 +77,7 @@ func TestForecastQueue(t *testing.T) {
 	}
 	// Each gang's start is the one StartInQueue gives it behind the gangs ahead.
 	for i := range queue {
-		f := StartInQueue(free, releases, queue[:i], queue[i], t0)
+		f := StartInQueue(free, releases, queue[:i], queue[i], nil, t0)
 		if f.OK != got[i].OK || !f.Start.Equal(got[i].At) {
 			t.Errorf("%s: StartInQueue says %v at +%v, ForecastQueue %v at +%v", queue[i].Name, f.OK, f.Start.Sub(t0), got[i].OK, got[i].At.Sub(t0))
 		}
@@ -94,4 +94,87 @@ func twoFullNodes(t0 time.Time) ([]PlanNode, []map[corev1.ResourceName]int64, []
 	}
 	frees := map[corev1.ResourceName]int64{gpu: 8000, corev1.ResourceCPU: 8000, corev1.ResourcePods: 1000}
 	return nodes, free, []Release{{At: t0.Add(10 * time.Minute), Node: 0, Frees: frees}, {At: t0.Add(20 * time.Minute), Node: 1, Frees: frees}}
+}
+
+// admitAt admits held gang i at the moment given for it.
+type admitAt struct {
+	queue   []Queued
+	at      map[int]time.Time
+	done    map[int]bool
+	started []int
+}
+
+func (a *admitAt) Admit(t time.Time) []Admitted {
+	var out []Admitted
+	for i := range a.queue {
+		if at, ok := a.at[i]; ok && !a.done[i] && !at.After(t) {
+			a.done[i] = true
+			out = append(out, Admitted{Index: i, Gang: a.gang(i)})
+		}
+	}
+	return out
+}
+
+func (a *admitAt) Started(i int, _ time.Time) { a.started = append(a.started, i) }
+
+func (a *admitAt) Next(after time.Time) (time.Time, bool) {
+	next, ok := time.Time{}, false
+	for i, at := range a.at {
+		if !a.done[i] && at.After(after) && (!ok || at.Before(next)) {
+			next, ok = at, true
+		}
+	}
+	return next, ok
+}
+
+func (a *admitAt) gang(i int) Queued { q := a.queue[i]; q.Held = false; return q }
+
+func TestForecastQueueHeldGangs(t *testing.T) {
+	const zone = 2
+	t0 := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+	nodes, free, releases := twoFullNodes(t0)
+	gang := func(name string, priority int32, held bool) Queued {
+		return Queued{Name: name, Nodes: nodes, Shapes: []Shape{gpuMembers(1, 8)}, MaxLevel: zone, Runtime: time.Hour, Held: held, Priority: priority}
+	}
+	for _, tc := range []struct {
+		name  string
+		queue []Queued
+		admit map[int]time.Duration
+		want  []time.Duration // -1: never starts
+	}{
+		{"a held gang of higher priority admitted before room frees goes first",
+			[]Queued{gang("a", 0, false), gang("h", 10, true), gang("b", 0, false)}, map[int]time.Duration{1: 5 * time.Minute},
+			[]time.Duration{20 * time.Minute, 10 * time.Minute, 70 * time.Minute}},
+		{"a held gang of the same priority joins behind the gangs waiting",
+			[]Queued{gang("h", 0, true), gang("a", 0, false), gang("b", 0, false)}, map[int]time.Duration{0: 5 * time.Minute},
+			[]time.Duration{70 * time.Minute, 10 * time.Minute, 20 * time.Minute}},
+		{"a held gang admitted only after room frees waits for its admission",
+			[]Queued{gang("h", 10, true), gang("a", 0, false)}, map[int]time.Duration{0: 15 * time.Minute},
+			[]time.Duration{20 * time.Minute, 10 * time.Minute}},
+		{"a held gang never admitted never starts",
+			[]Queued{gang("h", 10, true), gang("a", 0, false)}, nil,
+			[]time.Duration{-1, 10 * time.Minute}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			adm := &admitAt{queue: tc.queue, at: map[int]time.Time{}, done: map[int]bool{}}
+			for i, d := range tc.admit {
+				adm.at[i] = t0.Add(d)
+			}
+			got := ForecastQueue(free, releases, tc.queue, adm, t0)
+			for i, w := range tc.want {
+				if (w < 0) == got[i].OK || w >= 0 && !got[i].At.Equal(t0.Add(w)) {
+					t.Errorf("%s starts %v at +%v; want +%v", tc.queue[i].Name, got[i].OK, got[i].At.Sub(t0), w)
+				}
+				if d, held := tc.admit[i]; held && !got[i].Admitted.Equal(t0.Add(d)) {
+					t.Errorf("%s admitted at +%v, want +%v", tc.queue[i].Name, got[i].Admitted.Sub(t0), d)
+				}
+			}
+			// StartInQueue gives the last gang the same start.
+			last := len(tc.queue) - 1
+			heldAdm := &admitAt{queue: tc.queue, at: adm.at, done: map[int]bool{}}
+			if f := StartInQueue(free, releases, tc.queue[:last], tc.queue[last], heldAdm, t0); f.OK != got[last].OK || !f.Start.Equal(got[last].At) {
+				t.Errorf("StartInQueue: %v at +%v; ForecastQueue %v at +%v", f.OK, f.Start.Sub(t0), got[last].OK, got[last].At.Sub(t0))
+			}
+		})
+	}
 }
