@@ -35,7 +35,7 @@ func (c *Cluster) Forecast(w *Workload, ahead []Ahead, now time.Time) placement.
 	for _, a := range ahead {
 		queue = append(queue, c.queued(a.Name, a.Workload, a.Runtime, tiers))
 	}
-	return placement.StartInQueue(free, append(ends, expiries...), queue, target, now)
+	return placement.StartInQueue(free, append(ends, expiries...), queue, target, nil, now)
 }
 
 // ForecastQueue forecasts when each workload of queue (in the scheduler's queue
@@ -56,7 +56,7 @@ func (c *Cluster) ForecastQueue(queue []Ahead, now time.Time) []placement.Start 
 	for _, a := range queue {
 		gangs = append(gangs, c.queued(a.Name, a.Workload, a.Runtime, tiers))
 	}
-	return placement.ForecastQueue(free, append(ends, expiries...), gangs, now)
+	return placement.ForecastQueue(free, append(ends, expiries...), gangs, nil, now)
 }
 
 // queued is w as the forecast plans it: the nodes as it sees them (its free room
