@@ -1,0 +1,533 @@
+package feasibility
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kube-nexus/kubenexus/scheduler/placement"
+)
+
+// Quotas is Kueue's quota as the forecast plays it: the ClusterQueues' flavors
+// (nominal quota, borrowing and lending limits), their cohorts, queueing strategy,
+// stop policy and fair-sharing weight; the Workloads that hold quota now and when
+// each frees it; and the Workloads that wait for it, admitted in Kueue's order:
+// each ClusterQueue's queue by priority then time queued (StrictFIFO: a head that
+// does not fit blocks its queue; BestEffortFIFO: the ones behind it are tried), the
+// heads of all queues ordered as Kueue's scheduler orders them (fitting without
+// borrowing first, then priority, then time; with fair sharing, the lowest dominant
+// resource share after admission first). Not played: preemption (a Workload Kueue
+// would admit by preempting waits for the quota to free), cohort trees (a cohort's
+// parent is not read: each cohort lends only among its own queues and its own
+// quota), flavors assigned per pod set (all of a Workload's pod sets take the same
+// flavor of each resource group) and admission checks rejecting a reservation.
+type Quotas struct {
+	queues  map[string]*clusterQueue
+	cohorts map[string]*cohort
+	fair    bool
+	// waiting are the Workloads waiting for quota; holders the forecast indexes of
+	// the gangs whose Workloads hold quota, by index; frees the quota that frees at
+	// a known moment.
+	waiting []*QuotaWorkload
+	holders map[int]*QuotaWorkload
+	frees   []quotaFree
+}
+
+// QuotaWorkload is a Kueue Workload as Quotas plays it.
+type QuotaWorkload struct {
+	Name         types.NamespacedName
+	ClusterQueue string
+	Priority     int32
+	// Queued is when it entered its queue (Kueue's queue-ordering timestamp).
+	Queued time.Time
+	// Request is what it asks in total (milli-units), for one waiting; Usage what
+	// it holds by flavor and resource, for one admitted.
+	Request map[corev1.ResourceName]int64
+	Usage   map[FlavorResource]int64
+	// Runtime is how long it runs once started (0: unknown); Ends, for one admitted
+	// and running, when it frees its quota (zero: unknown).
+	Runtime time.Duration
+	Ends    time.Time
+	// Gangs are its gangs in the forecast's queue: for one admitted, those of its
+	// pods waiting for nodes; for one waiting, the one gang its pods will form. None:
+	// its pods are not KubeNexus's (or, admitted, all run): it takes quota from its
+	// admission to the end of its runtime (Ends).
+	Gangs []int
+
+	// Flavors are the flavors of each resource group it was assigned, in the
+	// order of its ClusterQueue's groups, once admitted in the forecast.
+	Flavors  []string
+	gangs    int
+	admitted bool
+}
+
+// FlavorResource is one resource of one ResourceFlavor.
+type FlavorResource struct {
+	Flavor   string
+	Resource corev1.ResourceName
+}
+
+type quotaFree struct {
+	at    time.Time
+	queue string
+	usage map[FlavorResource]int64
+}
+
+type clusterQueue struct {
+	name     string
+	cohort   *cohort
+	strict   bool
+	stopped  bool
+	weight   float64
+	groups   []resourceGroup
+	whenBorr kueue.FlavorFungibilityPolicy
+	limits   map[FlavorResource]limit
+	usage    map[FlavorResource]int64
+	waiting  []*QuotaWorkload
+}
+
+type resourceGroup struct {
+	covers  map[corev1.ResourceName]bool
+	flavors []string
+}
+
+// limit is one flavor-resource of a queue: nominal quota, borrowing limit (-1:
+// none) and what of it the queue keeps for itself (nominal less its lending limit).
+type limit struct {
+	nominal, borrowing, guaranteed int64
+}
+
+// cohort is the quota queues share: what they lend (and the cohort's own quota)
+// and what of it their usage beyond their guaranteed part takes.
+type cohort struct {
+	lendable map[FlavorResource]int64
+	used     map[FlavorResource]int64
+	// byResource is lendable summed over flavors, for fair sharing's shares.
+	byResource map[corev1.ResourceName]int64
+}
+
+// NewQuotas reads the ClusterQueues and Cohorts. Kueue runs with fair sharing when
+// it publishes the queues' shares in their status.
+func NewQuotas(cqs []kueue.ClusterQueue, cohorts []kueue.Cohort) *Quotas {
+	q := &Quotas{queues: map[string]*clusterQueue{}, cohorts: map[string]*cohort{}, holders: map[int]*QuotaWorkload{}}
+	cohortOf := func(name string) *cohort {
+		c := q.cohorts[name]
+		if c == nil {
+			c = &cohort{lendable: map[FlavorResource]int64{}, used: map[FlavorResource]int64{}, byResource: map[corev1.ResourceName]int64{}}
+			q.cohorts[name] = c
+		}
+		return c
+	}
+	for i := range cohorts {
+		co := cohortOf(cohorts[i].Name)
+		for _, rg := range cohorts[i].Spec.ResourceGroups {
+			for _, f := range rg.Flavors {
+				for _, r := range f.Resources {
+					lend := r.NominalQuota.MilliValue()
+					if r.LendingLimit != nil {
+						lend = min(lend, r.LendingLimit.MilliValue())
+					}
+					co.lendable[FlavorResource{string(f.Name), r.Name}] += lend
+					co.byResource[r.Name] += lend
+				}
+			}
+		}
+	}
+	for i := range cqs {
+		spec := &cqs[i].Spec
+		cq := &clusterQueue{name: cqs[i].Name, strict: spec.QueueingStrategy == kueue.StrictFIFO, weight: 1,
+			whenBorr: kueue.MayStopSearch, limits: map[FlavorResource]limit{}, usage: map[FlavorResource]int64{}}
+		if cqs[i].Status.FairSharing != nil {
+			q.fair = true
+		}
+		if spec.StopPolicy != nil && *spec.StopPolicy != kueue.None {
+			cq.stopped = true
+		}
+		if spec.FairSharing != nil && spec.FairSharing.Weight != nil {
+			cq.weight = spec.FairSharing.Weight.AsApproximateFloat64()
+		}
+		if spec.FlavorFungibility != nil && spec.FlavorFungibility.WhenCanBorrow != "" {
+			cq.whenBorr = spec.FlavorFungibility.WhenCanBorrow
+		}
+		if spec.CohortName != "" {
+			cq.cohort = cohortOf(string(spec.CohortName))
+		}
+		for _, rg := range spec.ResourceGroups {
+			g := resourceGroup{covers: map[corev1.ResourceName]bool{}}
+			for _, r := range rg.CoveredResources {
+				g.covers[r] = true
+			}
+			for _, f := range rg.Flavors {
+				g.flavors = append(g.flavors, string(f.Name))
+				for _, r := range f.Resources {
+					fr := FlavorResource{string(f.Name), r.Name}
+					l := limit{nominal: r.NominalQuota.MilliValue(), borrowing: -1}
+					if cq.cohort == nil {
+						l.borrowing = 0
+					} else if r.BorrowingLimit != nil {
+						l.borrowing = r.BorrowingLimit.MilliValue()
+					}
+					lend := l.nominal
+					if r.LendingLimit != nil {
+						lend = min(lend, r.LendingLimit.MilliValue())
+					}
+					l.guaranteed = l.nominal - lend
+					cq.limits[fr] = l
+					if cq.cohort != nil {
+						cq.cohort.lendable[fr] += lend
+						cq.cohort.byResource[r.Name] += lend
+					}
+				}
+			}
+			cq.groups = append(cq.groups, g)
+		}
+		q.queues[cq.name] = cq
+	}
+	return q
+}
+
+// Hold counts an admitted Workload's usage: until Ends when it is running, until
+// its runtime after its gang (w.Index) starts in the forecast when it waits for
+// nodes, for good when neither is known.
+func (q *Quotas) Hold(w *QuotaWorkload) {
+	cq := q.queues[w.ClusterQueue]
+	if cq == nil {
+		return
+	}
+	cq.add(w.Usage, 1)
+	w.admitted = true
+	switch {
+	case len(w.Gangs) > 0:
+		for _, i := range w.Gangs {
+			q.holders[i] = w
+		}
+		w.gangs = len(w.Gangs)
+	case !w.Ends.IsZero():
+		q.frees = append(q.frees, quotaFree{at: w.Ends, queue: cq.name, usage: w.Usage})
+	}
+}
+
+// Wait queues a Workload waiting for quota in its ClusterQueue (one that does not
+// exist never admits it).
+func (q *Quotas) Wait(w *QuotaWorkload) {
+	if cq := q.queues[w.ClusterQueue]; cq != nil {
+		cq.waiting = append(cq.waiting, w)
+		q.waiting = append(q.waiting, w)
+	}
+}
+
+// Admission plays the quota beside a forecast: plan is how a Workload admitted
+// with its flavors is planned (its gang's Queued). It is for one forecast only.
+func (q *Quotas) Admission(plan func(w *QuotaWorkload) placement.Queued) placement.Admission {
+	for _, cq := range q.queues {
+		sort.SliceStable(cq.waiting, func(i, j int) bool { return cq.waiting[i].before(cq.waiting[j]) })
+	}
+	return &admission{q: q, plan: plan, dirty: true}
+}
+
+func (a *QuotaWorkload) before(b *QuotaWorkload) bool {
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	if !a.Queued.Equal(b.Queued) {
+		return a.Queued.Before(b.Queued)
+	}
+	return a.Name.String() < b.Name.String()
+}
+
+type admission struct {
+	q     *Quotas
+	plan  func(w *QuotaWorkload) placement.Queued
+	dirty bool
+}
+
+// Admit frees the quota due by at and, when quota freed since the last moment,
+// admits what fits in Kueue's order.
+func (a *admission) Admit(at time.Time) []placement.Admitted {
+	q := a.q
+	left := q.frees[:0]
+	for _, f := range q.frees {
+		if f.at.After(at) {
+			left = append(left, f)
+			continue
+		}
+		q.queues[f.queue].add(f.usage, -1)
+		a.dirty = true
+	}
+	q.frees = left
+	if !a.dirty {
+		return nil
+	}
+	a.dirty = false
+	var out []placement.Admitted
+	for _, w := range q.cycles() {
+		switch {
+		case len(w.Gangs) > 0:
+			q.holders[w.Gangs[0]] = w
+			w.gangs = 1
+			out = append(out, placement.Admitted{Index: w.Gangs[0], Gang: a.plan(w)})
+		case w.Runtime > 0:
+			q.frees = append(q.frees, quotaFree{at: at.Add(w.Runtime), queue: w.ClusterQueue, usage: w.Usage})
+		}
+	}
+	return out
+}
+
+// Started: the quota of the gang's Workload frees when its runtime ends.
+func (a *admission) Started(i int, at time.Time) {
+	w := a.q.holders[i]
+	if w == nil {
+		return
+	}
+	delete(a.q.holders, i)
+	if w.gangs--; w.gangs > 0 || w.Runtime <= 0 {
+		return
+	}
+	a.q.frees = append(a.q.frees, quotaFree{at: at.Add(w.Runtime), queue: w.ClusterQueue, usage: w.Usage})
+}
+
+// Next is the first quota to free after the moment given.
+func (a *admission) Next(after time.Time) (time.Time, bool) {
+	next, ok := time.Time{}, false
+	for _, f := range a.q.frees {
+		if f.at.After(after) && (!ok || f.at.Before(next)) {
+			next, ok = f.at, true
+		}
+	}
+	return next, ok
+}
+
+// head is a queue's candidate of one scheduling cycle with its flavors.
+type head struct {
+	cq  *clusterQueue
+	w   *QuotaWorkload
+	fit fit
+}
+
+// cycles admits what fits now, as Kueue's scheduler does cycle after cycle: each
+// queue offers its head, the heads are taken in Kueue's order and each admitted if
+// it still fits. A StrictFIFO head that does not fit blocks its queue until quota
+// frees; a BestEffortFIFO one is passed over until then.
+func (q *Quotas) cycles() []*QuotaWorkload {
+	names := make([]string, 0, len(q.queues))
+	for name, cq := range q.queues {
+		// Workloads admitted at an earlier moment leave the queue.
+		cq.waiting = removeAdmitted(cq.waiting)
+		if !cq.stopped && len(cq.waiting) > 0 {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	cursor := make(map[string]int, len(names))
+	blocked := map[string]bool{}
+	var out []*QuotaWorkload
+	for {
+		var heads []head
+		for _, name := range names {
+			cq := q.queues[name]
+			for !blocked[name] && cursor[name] < len(cq.waiting) {
+				w := cq.waiting[cursor[name]]
+				if w.admitted {
+					cursor[name]++
+					continue
+				}
+				f, ok := cq.assign(w.Request)
+				if ok {
+					heads = append(heads, head{cq: cq, w: w, fit: f})
+					break
+				}
+				if cq.strict {
+					blocked[name] = true
+				} else {
+					cursor[name]++
+				}
+			}
+		}
+		if len(heads) == 0 {
+			return out
+		}
+		q.order(heads)
+		for _, h := range heads {
+			f, ok := h.cq.assign(h.w.Request)
+			if !ok {
+				continue // the next cycle passes over it or blocks on it
+			}
+			h.cq.add(f.usage, 1)
+			h.w.Usage, h.w.Flavors, h.w.admitted = f.usage, f.flavors, true
+			out = append(out, h.w)
+		}
+	}
+}
+
+func removeAdmitted(ws []*QuotaWorkload) []*QuotaWorkload {
+	out := ws[:0]
+	for _, w := range ws {
+		if !w.admitted {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// order sorts the heads of a cycle as Kueue's scheduler takes them.
+func (q *Quotas) order(heads []head) {
+	share := make([]float64, len(heads))
+	if q.fair {
+		for i := range heads {
+			share[i] = heads[i].cq.share(heads[i].fit.usage)
+		}
+	}
+	idx := make([]int, len(heads))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(x, y int) bool {
+		a, b := &heads[idx[x]], &heads[idx[y]]
+		if q.fair {
+			if share[idx[x]] != share[idx[y]] {
+				return share[idx[x]] < share[idx[y]]
+			}
+		} else if a.fit.borrows != b.fit.borrows {
+			return !a.fit.borrows
+		}
+		return a.w.before(b.w)
+	})
+	sorted := make([]head, len(heads))
+	for i, j := range idx {
+		sorted[i] = heads[j]
+	}
+	copy(heads, sorted)
+}
+
+// fit is a Workload's flavors in a queue and what it takes of each.
+type fit struct {
+	flavors []string
+	usage   map[FlavorResource]int64
+	borrows bool
+}
+
+// assign picks, for each resource group covering something asked for, the first
+// flavor (in the queue's order) that holds the whole request: with
+// whenCanBorrow MayStopSearch the first that holds it even by borrowing, with
+// TryNextFlavor the first that holds it without, else the first by borrowing.
+// A request no group covers never fits.
+func (cq *clusterQueue) assign(req map[corev1.ResourceName]int64) (fit, bool) {
+	f := fit{usage: map[FlavorResource]int64{}}
+	covered := map[corev1.ResourceName]bool{}
+	for _, g := range cq.groups {
+		var asked []corev1.ResourceName
+		for name, v := range req {
+			if g.covers[name] && v > 0 {
+				asked = append(asked, name)
+				covered[name] = true
+			}
+		}
+		if len(asked) == 0 {
+			continue
+		}
+		chosen, borrows, fallback := "", false, ""
+		for _, flavor := range g.flavors {
+			ok, borrow := cq.holds(flavor, asked, req)
+			if !ok {
+				continue
+			}
+			if !borrow || cq.whenBorr == kueue.MayStopSearch {
+				chosen, borrows = flavor, borrow
+				break
+			}
+			if fallback == "" {
+				fallback = flavor
+			}
+		}
+		if chosen == "" {
+			chosen, borrows = fallback, fallback != ""
+		}
+		if chosen == "" {
+			return fit{}, false
+		}
+		f.flavors = append(f.flavors, chosen)
+		f.borrows = f.borrows || borrows
+		for _, name := range asked {
+			f.usage[FlavorResource{chosen, name}] = req[name]
+		}
+	}
+	for name, v := range req {
+		if v > 0 && !covered[name] && name != corev1.ResourcePods {
+			return fit{}, false
+		}
+	}
+	return f, true
+}
+
+// holds reports whether the queue's flavor holds the request of the resources asked
+// now (its own room and what its cohort can lend), and whether by borrowing.
+func (cq *clusterQueue) holds(flavor string, asked []corev1.ResourceName, req map[corev1.ResourceName]int64) (ok, borrows bool) {
+	for _, name := range asked {
+		fr := FlavorResource{flavor, name}
+		l, defined := cq.limits[fr]
+		if !defined {
+			return false, false
+		}
+		used, need := cq.usage[fr], req[name]
+		if used+need > l.nominal {
+			borrows = true
+		}
+		if l.borrowing >= 0 && used+need > l.nominal+l.borrowing {
+			return false, false
+		}
+		if cq.cohort == nil {
+			continue
+		}
+		own := max(0, l.guaranteed-used)
+		pool := cq.cohort.lendable[fr] - cq.cohort.used[fr]
+		if need > own+pool {
+			return false, false
+		}
+	}
+	return true, borrows
+}
+
+// add takes (sign 1) or gives back (-1) usage, in the queue and its cohort.
+func (cq *clusterQueue) add(usage map[FlavorResource]int64, sign int64) {
+	for fr, v := range usage {
+		before := cq.usage[fr]
+		after := before + sign*v
+		cq.usage[fr] = after
+		if cq.cohort != nil {
+			g := cq.limits[fr].guaranteed
+			cq.cohort.used[fr] += max(0, after-g) - max(0, before-g)
+		}
+	}
+}
+
+// share is the queue's dominant resource share with usage added: what it would
+// borrow beyond its nominal quota, per resource, over what its cohort lends of
+// that resource, times 1000, divided by its weight (infinite at weight 0).
+func (cq *clusterQueue) share(usage map[FlavorResource]int64) float64 {
+	if cq.cohort == nil {
+		return 0
+	}
+	borrowed := map[corev1.ResourceName]int64{}
+	for fr, l := range cq.limits {
+		if b := cq.usage[fr] + usage[fr] - l.nominal; b > 0 {
+			borrowed[fr.Resource] += b
+		}
+	}
+	var ratio float64
+	for name, b := range borrowed {
+		if lend := cq.cohort.byResource[name]; lend > 0 {
+			ratio = max(ratio, float64(b)*1000/float64(lend))
+		}
+	}
+	if ratio == 0 {
+		return 0
+	}
+	if cq.weight <= 0 {
+		return math.Inf(1)
+	}
+	return ratio / cq.weight
+}

@@ -1,0 +1,232 @@
+package feasibility
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kube-nexus/kubenexus/scheduler/placement"
+)
+
+// quotaQueue is a ClusterQueue of one cpu flavor per entry of flavors (name=quota),
+// in cohort (none: ""), with the limits given.
+func quotaQueue(name, cohort string, mutate func(*kueue.ClusterQueue), flavors ...string) kueue.ClusterQueue {
+	cq := kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueue.ClusterQueueSpec{CohortName: kueue.CohortReference(cohort)}}
+	rg := kueue.ResourceGroup{CoveredResources: []corev1.ResourceName{corev1.ResourceCPU}}
+	for _, f := range flavors {
+		flavor, quota, _ := strings.Cut(f, "=")
+		rg.Flavors = append(rg.Flavors, kueue.FlavorQuotas{Name: kueue.ResourceFlavorReference(flavor),
+			Resources: []kueue.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse(quota)}}})
+	}
+	cq.Spec.ResourceGroups = []kueue.ResourceGroup{rg}
+	if mutate != nil {
+		mutate(&cq)
+	}
+	return cq
+}
+
+// quotaRun plays quota alone: each Workload's gang starts the moment it is admitted
+// and runs its runtime; it returns when each was admitted (absent: never) and with
+// which flavors.
+func quotaRun(q *Quotas, t0 time.Time) (map[string]time.Duration, map[string][]string) {
+	at, flavors := map[string]time.Duration{}, map[string][]string{}
+	adm := q.Admission(func(w *QuotaWorkload) placement.Queued {
+		flavors[w.Name.Name] = w.Flavors
+		return placement.Queued{Name: w.Name.Name}
+	})
+	t := t0
+	for steps := 0; steps < 100; steps++ {
+		for _, a := range adm.Admit(t) {
+			at[a.Gang.Name] = t.Sub(t0)
+			adm.Started(a.Index, t)
+		}
+		next, ok := adm.Next(t)
+		if !ok {
+			break
+		}
+		t = next
+	}
+	return at, flavors
+}
+
+func TestQuotas(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+	cpu := func(v string) map[corev1.ResourceName]int64 {
+		return map[corev1.ResourceName]int64{corev1.ResourceCPU: milli(v)}
+	}
+	idx := 0
+	waiting := func(name, cq string, priority int32, queued time.Duration, req string, runtime time.Duration) *QuotaWorkload {
+		idx++
+		return &QuotaWorkload{Name: types.NamespacedName{Namespace: "ns", Name: name}, ClusterQueue: cq, Priority: priority,
+			Queued: t0.Add(queued), Request: cpu(req), Runtime: runtime, Gangs: []int{idx}}
+	}
+	running := func(name, cq, flavor, uses string, ends time.Duration) *QuotaWorkload {
+		w := &QuotaWorkload{Name: types.NamespacedName{Namespace: "ns", Name: name}, ClusterQueue: cq,
+			Usage: map[FlavorResource]int64{{flavor, corev1.ResourceCPU}: milli(uses)}}
+		if ends > 0 {
+			w.Ends = t0.Add(ends)
+		}
+		return w
+	}
+	strict := func(cq *kueue.ClusterQueue) { cq.Spec.QueueingStrategy = kueue.StrictFIFO }
+	bestEffort := func(cq *kueue.ClusterQueue) { cq.Spec.QueueingStrategy = kueue.BestEffortFIFO }
+	limits := func(borrowing, lending string) func(*kueue.ClusterQueue) {
+		return func(cq *kueue.ClusterQueue) {
+			r := &cq.Spec.ResourceGroups[0].Flavors[0].Resources[0]
+			if borrowing != "" {
+				r.BorrowingLimit = ptr.To(resource.MustParse(borrowing))
+			}
+			if lending != "" {
+				r.LendingLimit = ptr.To(resource.MustParse(lending))
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		queues  []kueue.ClusterQueue
+		running []*QuotaWorkload
+		waiting []*QuotaWorkload
+		want    map[string]time.Duration
+		flavors map[string][]string
+	}{
+		{
+			name:    "quota frees when the running Workload ends: both waiting are admitted then",
+			queues:  []kueue.ClusterQueue{quotaQueue("cq", "", strict, "default=8")},
+			running: []*QuotaWorkload{running("r", "cq", "default", "8", 10*time.Minute)},
+			waiting: []*QuotaWorkload{waiting("a", "cq", 0, 1, "4", time.Hour), waiting("b", "cq", 0, 2, "4", time.Hour)},
+			want:    map[string]time.Duration{"a": 10 * time.Minute, "b": 10 * time.Minute},
+		},
+		{
+			name:    "StrictFIFO: a head that does not fit blocks the one behind it",
+			queues:  []kueue.ClusterQueue{quotaQueue("cq", "", strict, "default=8")},
+			running: []*QuotaWorkload{running("r", "cq", "default", "4", 10*time.Minute)},
+			waiting: []*QuotaWorkload{waiting("a", "cq", 0, 1, "6", time.Hour), waiting("b", "cq", 0, 2, "2", time.Hour)},
+			want:    map[string]time.Duration{"a": 10 * time.Minute, "b": 10 * time.Minute},
+		},
+		{
+			name:    "BestEffortFIFO: the one behind a head that does not fit is admitted now",
+			queues:  []kueue.ClusterQueue{quotaQueue("cq", "", bestEffort, "default=8")},
+			running: []*QuotaWorkload{running("r", "cq", "default", "4", 10*time.Minute)},
+			waiting: []*QuotaWorkload{waiting("a", "cq", 0, 1, "6", time.Hour), waiting("b", "cq", 0, 2, "2", time.Hour)},
+			want:    map[string]time.Duration{"a": 10 * time.Minute, "b": 0},
+		},
+		{
+			name:    "priority before time: the later, higher-priority Workload takes the freed quota",
+			queues:  []kueue.ClusterQueue{quotaQueue("cq", "", strict, "default=8")},
+			running: []*QuotaWorkload{running("r", "cq", "default", "8", 10*time.Minute)},
+			waiting: []*QuotaWorkload{waiting("low", "cq", 0, 1, "8", time.Hour), waiting("high", "cq", 100, 2, "8", time.Hour)},
+			want:    map[string]time.Duration{"high": 10 * time.Minute, "low": 70 * time.Minute},
+		},
+		{
+			name:    "a queue borrows the idle quota of its cohort",
+			queues:  []kueue.ClusterQueue{quotaQueue("a", "co", nil, "default=4"), quotaQueue("b", "co", nil, "default=4")},
+			waiting: []*QuotaWorkload{waiting("big", "a", 0, 1, "6", time.Hour)},
+			want:    map[string]time.Duration{"big": 0},
+		},
+		{
+			name:    "a lending limit of 0 keeps a queue's quota from its cohort",
+			queues:  []kueue.ClusterQueue{quotaQueue("a", "co", nil, "default=4"), quotaQueue("b", "co", limits("", "0"), "default=4")},
+			waiting: []*QuotaWorkload{waiting("big", "a", 0, 1, "6", time.Hour)},
+			want:    map[string]time.Duration{},
+		},
+		{
+			name:    "a borrowing limit caps what a queue borrows",
+			queues:  []kueue.ClusterQueue{quotaQueue("a", "co", limits("1", ""), "default=4"), quotaQueue("b", "co", nil, "default=4")},
+			waiting: []*QuotaWorkload{waiting("big", "a", 0, 1, "6", time.Hour), waiting("small", "a", 0, 2, "5", time.Hour)},
+			want:    map[string]time.Duration{"small": 0},
+		},
+		{
+			name:    "borrowed quota comes back when the borrower ends: the lender's Workload waits for it",
+			queues:  []kueue.ClusterQueue{quotaQueue("a", "co", nil, "default=4"), quotaQueue("b", "co", nil, "default=4")},
+			running: []*QuotaWorkload{running("borrower", "a", "default", "8", 20*time.Minute)},
+			waiting: []*QuotaWorkload{waiting("own", "b", 0, 1, "4", time.Hour)},
+			want:    map[string]time.Duration{"own": 20 * time.Minute},
+		},
+		{
+			name:    "a queue on hold admits nothing",
+			queues:  []kueue.ClusterQueue{quotaQueue("cq", "", func(cq *kueue.ClusterQueue) { cq.Spec.StopPolicy = ptr.To(kueue.Hold) }, "default=8")},
+			waiting: []*QuotaWorkload{waiting("a", "cq", 0, 1, "1", time.Hour)},
+			want:    map[string]time.Duration{},
+		},
+		{
+			name:    "a queue that does not exist admits nothing; a request no flavor covers is never admitted",
+			queues:  []kueue.ClusterQueue{quotaQueue("cq", "", nil, "default=8")},
+			waiting: []*QuotaWorkload{waiting("lost", "gone", 0, 1, "1", time.Hour), {Name: types.NamespacedName{Name: "gpu"}, ClusterQueue: "cq", Request: map[corev1.ResourceName]int64{"nvidia.com/gpu": 1000}, Gangs: []int{99}}},
+			want:    map[string]time.Duration{},
+		},
+		{
+			name:    "the first flavor that holds the request is assigned",
+			queues:  []kueue.ClusterQueue{quotaQueue("cq", "", nil, "on-demand=4", "spot=8")},
+			waiting: []*QuotaWorkload{waiting("six", "cq", 0, 1, "6", time.Hour), waiting("two", "cq", 0, 2, "2", time.Hour)},
+			want:    map[string]time.Duration{"six": 0, "two": 0},
+			flavors: map[string][]string{"six": {"spot"}, "two": {"on-demand"}},
+		},
+		{
+			name: "whenCanBorrow MayStopSearch borrows in the first flavor; TryNextFlavor takes the next one that holds it without",
+			queues: []kueue.ClusterQueue{
+				quotaQueue("may", "co", nil, "on-demand=4", "spot=8"),
+				quotaQueue("next", "co", func(cq *kueue.ClusterQueue) {
+					cq.Spec.FlavorFungibility = &kueue.FlavorFungibility{WhenCanBorrow: kueue.TryNextFlavor}
+				}, "on-demand=4", "spot=8"),
+			},
+			waiting: []*QuotaWorkload{waiting("m", "may", 0, 1, "6", time.Hour), waiting("n", "next", 0, 2, "6", time.Hour)},
+			want:    map[string]time.Duration{"m": 0, "n": 0},
+			flavors: map[string][]string{"m": {"on-demand"}, "n": {"spot"}},
+		},
+		{
+			name: "without fair sharing the earlier of two borrowers takes the last of the cohort's quota",
+			queues: []kueue.ClusterQueue{quotaQueue("lender", "co", nil, "default=6"),
+				quotaQueue("a", "co", nil, "default=0"), quotaQueue("b", "co", nil, "default=0")},
+			running: []*QuotaWorkload{running("a-running", "a", "default", "4", 0)},
+			waiting: []*QuotaWorkload{waiting("a1", "a", 0, 1, "2", 0), waiting("b1", "b", 0, 2, "2", 0)},
+			want:    map[string]time.Duration{"a1": 0},
+		},
+		{
+			name: "with fair sharing the queue that borrows least takes it",
+			queues: []kueue.ClusterQueue{quotaQueue("lender", "co", fairSharing, "default=6"),
+				quotaQueue("a", "co", fairSharing, "default=0"), quotaQueue("b", "co", fairSharing, "default=0")},
+			running: []*QuotaWorkload{running("a-running", "a", "default", "4", 0)},
+			waiting: []*QuotaWorkload{waiting("a1", "a", 0, 1, "2", 0), waiting("b1", "b", 0, 2, "2", 0)},
+			want:    map[string]time.Duration{"b1": 0},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := NewQuotas(tc.queues, nil)
+			for _, w := range tc.running {
+				q.Hold(w)
+			}
+			for _, w := range tc.waiting {
+				q.Wait(w)
+			}
+			got, flavors := quotaRun(q, t0)
+			for name, want := range tc.want {
+				if d, ok := got[name]; !ok || d != want {
+					t.Errorf("%s admitted at +%v (%v), want +%v", name, d, ok, want)
+				}
+			}
+			for name, d := range got {
+				if _, ok := tc.want[name]; !ok {
+					t.Errorf("%s admitted at +%v, want never", name, d)
+				}
+			}
+			for name, want := range tc.flavors {
+				if fmt.Sprint(flavors[name]) != fmt.Sprint(want) {
+					t.Errorf("%s assigned flavors %v, want %v", name, flavors[name], want)
+				}
+			}
+		})
+	}
+}
+
+// fairSharing marks a queue as Kueue marks them with fair sharing on.
+func fairSharing(cq *kueue.ClusterQueue) { cq.Status.FairSharing = &kueue.FairSharingStatus{} }
+
+func milli(v string) int64 { q := resource.MustParse(v); return q.MilliValue() }
