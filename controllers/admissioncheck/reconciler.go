@@ -9,7 +9,6 @@ package admissioncheck
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -192,7 +191,7 @@ func (r *Reconciler) workloadOf(ctx context.Context, wl *kueue.Workload, tierFro
 		}
 		w.Tenant = workload.TierOf(workload.Namespace{Labels: ns.Labels}, "")
 	}
-	w.PodSets = PodSetsOf(wl)
+	w.PodSets = feasibility.PodSetsOf(wl)
 	if len(gpuClasses) > 0 {
 		for i := range w.PodSets {
 			n, err := r.draGPUs(ctx, wl.Namespace, &w.PodSets[i].Template.Spec, gpuClasses)
@@ -225,47 +224,6 @@ func (r *Reconciler) draGPUs(ctx context.Context, namespace string, spec *corev1
 		n += hardware.WholeGPUs(&t.Spec.Spec.Devices, gpuClasses)
 	}
 	return n, nil
-}
-
-// PodSetsOf reads a Workload's pod sets as the check places them: the count Kueue
-// assigned (else the spec's), the ResourceFlavors it assigned, and the topology level
-// a pod set requires (Kueue's TAS).
-func PodSetsOf(wl *kueue.Workload) []feasibility.PodSet {
-	assigned := map[kueue.PodSetReference]kueue.PodSetAssignment{}
-	if wl.Status.Admission != nil {
-		for _, a := range wl.Status.Admission.PodSetAssignments {
-			assigned[a.Name] = a
-		}
-	}
-	var out []feasibility.PodSet
-	for _, ps := range wl.Spec.PodSets {
-		p := feasibility.PodSet{Name: string(ps.Name), Count: int(ps.Count), Template: ps.Template}
-		a, ok := assigned[ps.Name]
-		if ok && a.Count != nil {
-			p.Count = int(*a.Count)
-		}
-		seen := map[string]bool{}
-		for _, f := range a.Flavors {
-			if !seen[string(f)] {
-				seen[string(f)] = true
-				p.Flavors = append(p.Flavors, string(f))
-			}
-		}
-		sort.Strings(p.Flavors)
-		if tr := ps.TopologyRequest; tr != nil {
-			if tr.Required != nil {
-				p.RequiredTopology = *tr.Required
-			}
-			if tr.PodSetSliceRequiredTopology != nil && tr.PodSetSliceSize != nil {
-				p.Slices = []feasibility.SliceLayer{{Label: *tr.PodSetSliceRequiredTopology, Size: int(*tr.PodSetSliceSize)}}
-			}
-			for _, l := range tr.PodsetSliceRequiredTopologyConstraints {
-				p.Slices = append(p.Slices, feasibility.SliceLayer{Label: l.Topology, Size: int(l.Size)})
-			}
-		}
-		out = append(out, p)
-	}
-	return out
 }
 
 // SetupWithManager runs the check's two loops: Workloads (decisions) and

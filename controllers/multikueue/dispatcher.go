@@ -36,7 +36,6 @@ import (
 	"github.com/kube-nexus/kubenexus/api/topology"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
-	"github.com/kube-nexus/kubenexus/controllers/admissioncheck"
 	"github.com/kube-nexus/kubenexus/controllers/feasibility"
 )
 
@@ -391,7 +390,7 @@ func (d *Dispatcher) sentAhead(c *feasibility.Cluster, cluster string, wl *kueue
 		if o.Spec.Priority != nil && *o.Spec.Priority < priority {
 			continue
 		}
-		out = append(out, feasibility.Ahead{Name: k.String(), Workload: workloadOn(c, o, nil), Runtime: runtimeOf(o)})
+		out = append(out, feasibility.Ahead{Name: k.String(), Workload: workloadOn(c, o, nil), Runtime: feasibility.RuntimeOf(o)})
 	}
 	return out
 }
@@ -417,7 +416,7 @@ func (d *Dispatcher) destination(o *kueue.Workload) []string {
 // the manager's Kueue assigned, the flavors the worker also has, and the tenant tier
 // of the worker's namespace (nsLabels).
 func workloadOn(c *feasibility.Cluster, wl *kueue.Workload, nsLabels map[string]string) *feasibility.Workload {
-	w := &feasibility.Workload{PodSets: admissioncheck.PodSetsOf(wl), Tenant: workload.TierOf(workload.Namespace{Labels: nsLabels}, "")}
+	w := &feasibility.Workload{PodSets: feasibility.PodSetsOf(wl), Tenant: workload.TierOf(workload.Namespace{Labels: nsLabels}, "")}
 	for i := range w.PodSets {
 		ps := &w.PodSets[i]
 		// The worker's Kueue assigns its own flavors: those it does not define do
@@ -436,20 +435,6 @@ func workloadOn(c *feasibility.Cluster, wl *kueue.Workload, nsLabels map[string]
 		}
 	}
 	return w
-}
-
-// runtimeOf is the longest runtime bound of the Workload's pods (0: one has none).
-func runtimeOf(wl *kueue.Workload) time.Duration {
-	var runtime time.Duration
-	for _, ps := range wl.Spec.PodSets {
-		p := &corev1.Pod{ObjectMeta: ps.Template.ObjectMeta, Spec: ps.Template.Spec}
-		r, ok := workload.RuntimeBound(p)
-		if !ok {
-			return 0
-		}
-		runtime = max(runtime, r)
-	}
-	return runtime
 }
 
 // Best is the cluster where the Workload starts first (the one named first on a

@@ -14,7 +14,6 @@ import (
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
-	"github.com/kube-nexus/kubenexus/controllers/admissioncheck"
 	"github.com/kube-nexus/kubenexus/controllers/feasibility"
 )
 
@@ -75,7 +74,7 @@ func (e *Explainer) lines(ctx context.Context, st *state, g *group) Section {
 	}
 	if len(g.members) == 0 && g.wl != nil && len(g.wl.Spec.PodSets) > 0 {
 		// Kueue holds the job: no pod exists yet. Place what the Workload asks for.
-		w := &feasibility.Workload{Tenant: workload.TierOf(workload.Namespace{Labels: g.tierLabels(st)}, ""), PodSets: admissioncheck.PodSetsOf(g.wl)}
+		w := &feasibility.Workload{Tenant: workload.TierOf(workload.Namespace{Labels: g.tierLabels(st)}, ""), PodSets: feasibility.PodSetsOf(g.wl)}
 		if g.wl.Status.Admission != nil {
 			w.ClusterQueue = string(g.wl.Status.Admission.ClusterQueue)
 		}

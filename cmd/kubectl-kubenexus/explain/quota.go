@@ -7,31 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	resourcehelper "k8s.io/component-helpers/resource"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-
-	"github.com/kube-nexus/kubenexus/controllers/feasibility"
 )
-
-// quotaNeed is what a job's pod sets ask of a ClusterQueue's quota: the requests of
-// all their pods, with the pods resource counting them.
-func quotaNeed(sets []feasibility.PodSet) corev1.ResourceList {
-	need := corev1.ResourceList{}
-	add := func(name corev1.ResourceName, q resource.Quantity) {
-		sum := need[name]
-		sum.Add(q)
-		need[name] = sum
-	}
-	for _, ps := range sets {
-		pod := &corev1.Pod{Spec: ps.Template.Spec}
-		for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
-			q.Mul(int64(ps.Count))
-			add(name, q)
-		}
-		add(corev1.ResourcePods, *resource.NewQuantity(int64(ps.Count), resource.DecimalSI))
-	}
-	return need
-}
 
 // quotaFit is the flavors Kueue would assign a job now without borrowing: for each
 // resource group of the ClusterQueue that covers something the job asks for, the

@@ -55,7 +55,7 @@ func TestQuotaFit(t *testing.T) {
 		{"a resource no group covers", job(1, "", "1", "example.com/fpga", "1"), nil, "no resource group covers example.com/fpga, which the job asks for"},
 		{"CPU only", job(4, "", "4"), []string{"default"}, ""},
 	} {
-		flavors, short := quotaFit(cq, quotaNeed(tc.sets))
+		flavors, short := quotaFit(cq, feasibility.QuotaNeed(tc.sets))
 		if short != tc.short || len(flavors) != len(tc.flavors) || (len(flavors) > 0 && flavors[0] != tc.flavors[0]) {
 			t.Errorf("%s: flavors %v, short %q; want %v, %q", tc.name, flavors, short, tc.flavors, tc.short)
 		}

@@ -171,7 +171,7 @@ func (e *Explainer) whatIfQueue(ctx context.Context, namespace string, obj *unst
 		}
 		return Line{}, err
 	}
-	flavors, short := quotaFit(cq, quotaNeed(w.PodSets))
+	flavors, short := quotaFit(cq, feasibility.QuotaNeed(w.PodSets))
 	if short != "" {
 		return Line{Layer: LayerQueue, Verdict: Blocked,
 			Text:   fmt.Sprintf("LocalQueue %s → ClusterQueue %s has not the quota now (%s); borrowing from its cohort is not computed", lq, w.ClusterQueue, short),
