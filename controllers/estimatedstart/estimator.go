@@ -44,7 +44,7 @@ var (
 	})
 	gangsForecast = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "kubenexus_estimated_start_gangs",
-		Help: "Gangs and pods waiting in KubeNexus's queue at the last refresh of the estimated starts.",
+		Help: "Gangs and pods waiting in KubeNexus's queue, and Kueue Workloads waiting for quota whose pods KubeNexus will schedule, at the last refresh of the estimated starts.",
 	})
 )
 
@@ -112,9 +112,9 @@ func (e *Estimator) Refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	gangsForecast.Set(float64(len(w.Queue)))
+	gangsForecast.Set(float64(len(w.Ahead)))
 	want := map[target]string{}
-	if len(w.Queue) > 0 {
+	if len(w.Ahead) > 0 {
 		want = e.forecast(c, w)
 	}
 	// An object that cannot be written now is left for the next refresh.
@@ -130,12 +130,14 @@ func (e *Estimator) Refresh(ctx context.Context) error {
 
 // forecast is the estimate each PodGroup and Workload of a waiting gang should carry.
 func (e *Estimator) forecast(c *feasibility.Cluster, w *feasibility.Waiters) map[target]string {
-	starts := c.ForecastQueue(w.Ahead, e.now())
+	starts := c.ForecastQueue(w.Ahead, w.Quotas, e.now())
 	want := map[target]string{}
 	latest := map[target]placement.Start{}
-	for i, q := range w.Queue {
-		if q.Key != nil && q.PodGroup != nil {
-			want[target{key: types.NamespacedName{Namespace: q.Key.Namespace, Name: q.Key.Name}}] = Value(starts[i])
+	for i := range w.Ahead {
+		if i < len(w.Queue) {
+			if q := w.Queue[i]; q.Key != nil && q.PodGroup != nil {
+				want[target{key: types.NamespacedName{Namespace: q.Key.Namespace, Name: q.Key.Name}}] = Value(starts[i])
+			}
 		}
 		if w.Workload[i] != nil {
 			t := target{workload: true, key: *w.Workload[i]}

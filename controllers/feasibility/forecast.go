@@ -15,6 +15,11 @@ type Ahead struct {
 	Name     string
 	Workload *Workload
 	Runtime  time.Duration
+	// Priority is its place in the scheduler's queue; Quota, for a Kueue Workload
+	// waiting for quota, what it asks of Kueue (the gang joins the queue once the
+	// forecast's Quotas admit it, planned on the flavors they assign).
+	Priority int32
+	Quota    *QuotaWorkload
 }
 
 // Forecast says when w would start if it waits behind ahead (in the scheduler's
@@ -42,7 +47,10 @@ func (c *Cluster) Forecast(w *Workload, ahead []Ahead, now time.Time) placement.
 // order) starts from now, in one pass (placement.ForecastQueue), each planned as
 // Forecast plans it. The room reservations hold counts as held for every workload
 // until the reservation expires, its own gang's too (Forecast gives a gang its own).
-func (c *Cluster) ForecastQueue(queue []Ahead, now time.Time) []placement.Start {
+//
+// quotas (nil: none) plays Kueue's quota beside it: the queue's held workloads
+// (Quota set) start only once admitted.
+func (c *Cluster) ForecastQueue(queue []Ahead, quotas *Quotas, now time.Time) []placement.Start {
 	tiers := c.tierSet()
 	neutral := &Workload{}
 	nodes := make([]placement.PlanNode, len(c.Nodes))
@@ -54,9 +62,24 @@ func (c *Cluster) ForecastQueue(queue []Ahead, now time.Time) []placement.Start 
 	ends, expiries := c.releases(nodes, neutral)
 	gangs := make([]placement.Queued, 0, len(queue))
 	for _, a := range queue {
-		gangs = append(gangs, c.queued(a.Name, a.Workload, a.Runtime, tiers))
+		q := c.queued(a.Name, a.Workload, a.Runtime, tiers)
+		q.Priority, q.Held = a.Priority, a.Quota != nil && quotas != nil
+		gangs = append(gangs, q)
 	}
-	return placement.ForecastQueue(free, append(ends, expiries...), gangs, nil, now)
+	var adm placement.Admission
+	if quotas != nil {
+		byWorkload := map[*QuotaWorkload]int{}
+		for i, a := range queue {
+			if a.Quota != nil {
+				byWorkload[a.Quota] = i
+			}
+		}
+		adm = quotas.Admission(func(w *QuotaWorkload) placement.Queued {
+			a := queue[byWorkload[w]]
+			return c.queued(a.Name, a.Workload.onFlavors(w.Flavors), a.Runtime, tiers)
+		})
+	}
+	return placement.ForecastQueue(free, append(ends, expiries...), gangs, adm, now)
 }
 
 // queued is w as the forecast plans it: the nodes as it sees them (its free room
@@ -65,4 +88,14 @@ func (c *Cluster) queued(name string, w *Workload, runtime time.Duration, tiers 
 	levels, maxLevel, _ := c.levelsFor(w)
 	shapes, nodes, _, _ := c.view(w, levels, tiers)
 	return placement.Queued{Name: name, Nodes: nodes, Shapes: shapes, MaxLevel: maxLevel, Runtime: runtime}
+}
+
+// onFlavors is w with every pod set on the ResourceFlavors given.
+func (w *Workload) onFlavors(flavors []string) *Workload {
+	out := *w
+	out.PodSets = append([]PodSet(nil), w.PodSets...)
+	for i := range out.PodSets {
+		out.PodSets[i].Flavors = flavors
+	}
+	return &out
 }

@@ -45,7 +45,7 @@ func TestForecastQueueGivesEachGangItsForecast(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
 	c, w, ahead := forecastFleet(16, 5, t0)
 	queue := append(ahead, Ahead{Name: "last", Workload: w, Runtime: time.Hour})
-	starts := c.ForecastQueue(queue, t0)
+	starts := c.ForecastQueue(queue, nil, t0)
 	// The last gang has no gang behind it: its forecast is Forecast's.
 	last := len(queue) - 1
 	if f := c.Forecast(w, ahead, t0); !f.OK || !starts[last].OK || !f.Start.Equal(starts[last].At) || len(f.Started) != starts[last].Before {
@@ -76,7 +76,7 @@ func BenchmarkForecastQueue1000(b *testing.B) {
 	c, w, ahead := forecastFleet(512, 999, t0)
 	queue := append(ahead, Ahead{Name: "last", Workload: w, Runtime: time.Hour})
 	for b.Loop() {
-		if s := c.ForecastQueue(queue, t0); !s[len(s)-1].OK {
+		if s := c.ForecastQueue(queue, nil, t0); !s[len(s)-1].OK {
 			b.Fatal("no start")
 		}
 	}

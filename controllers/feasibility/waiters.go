@@ -3,7 +3,6 @@ package feasibility
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -20,10 +19,15 @@ import (
 // in queue order, each as a Workload, with the objects that describe them.
 type Waiters struct {
 	Queue []*InQueue
-	// Ahead[i] is Queue[i] as the forecast plans it; Workload[i] the admitted Kueue
-	// Workload its pods were started for (nil: none).
+	// Ahead[i] is Queue[i] as the forecast plans it, then Held[i-len(Queue)];
+	// Workload[i] the Kueue Workload its pods were (or will be) started for (nil:
+	// none).
 	Ahead    []Ahead
 	Workload []*types.NamespacedName
+	// Quotas is Kueue's quota (nil where Kueue is not installed); Held the Kueue
+	// Workloads waiting for it whose pods KubeNexus will schedule.
+	Quotas *Quotas
+	Held   []*QuotaWorkload
 	// PodGroups are the cluster's KubeNexus PodGroups, Workloads its Kueue
 	// Workloads (none where Kueue is not installed).
 	PodGroups []v1alpha1.PodGroup
@@ -35,10 +39,11 @@ type Waiters struct {
 // waiting gang is planned as (its namespace's tenant tier, or its admitting
 // ClusterQueue's when the KubeNexusConfig says so), and returns the queue.
 func ReadWaiters(ctx context.Context, r client.Reader, c *Cluster, pods []corev1.Pod) (*Waiters, error) {
-	scheduler, err := SchedulerName(ctx, r)
+	cfg, err := readConfig(ctx, r)
 	if err != nil {
 		return nil, err
 	}
+	scheduler := cfg.Spec.Scheduler.SchedulerName
 	out := &Waiters{}
 	var pgs v1alpha1.PodGroupList
 	if err := r.List(ctx, &pgs); err != nil {
@@ -50,12 +55,16 @@ func ReadWaiters(ctx context.Context, r client.Reader, c *Cluster, pods []corev1
 		return nil, fmt.Errorf("listing Kueue Workloads: %w", err)
 	}
 	out.Workloads = wls.Items
-	gangValue, err := gangValues(ctx, r, pgs.Items)
-	if err != nil {
-		return nil, err
+	var classes schedulingv1.PriorityClassList
+	if err := r.List(ctx, &classes); err != nil {
+		return nil, fmt.Errorf("listing PriorityClasses: %w", err)
 	}
-	out.Queue = Queue(pods, func(s string) bool { return s == scheduler }, gangValue)
-	if len(out.Queue) == 0 {
+	classValue := make(map[string]int32, len(classes.Items))
+	for _, pc := range classes.Items {
+		classValue[pc.Name] = pc.Value
+	}
+	out.Queue = Queue(pods, func(s string) bool { return s == scheduler }, gangValues(classValue, pgs.Items))
+	if len(out.Queue) == 0 && len(wls.Items) == 0 {
 		return out, nil
 	}
 	var nss corev1.NamespaceList
@@ -99,40 +108,51 @@ func ReadWaiters(ctx context.Context, r client.Reader, c *Cluster, pods []corev1
 				}
 			}
 		}
-		out.Ahead[i] = Ahead{Name: q.Name.String(), Workload: c.WorkloadOf(&q.Gang, len(q.Pending), labels, cq), Runtime: q.Runtime()}
+		out.Ahead[i] = Ahead{Name: q.Name.String(), Workload: c.WorkloadOf(&q.Gang, len(q.Pending), labels, cq), Runtime: q.Runtime(), Priority: q.Priority}
+	}
+	if len(wls.Items) > 0 {
+		k := kueueQueue{cfg: cfg, nsLabels: nsLabels, queueLabels: queueLabels, classValue: classValue}
+		if err := k.read(ctx, r, c, out, pods); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
 
 // SchedulerName is the name KubeNexus's pods ask for: the default KubeNexusConfig's.
 func SchedulerName(ctx context.Context, r client.Reader) (string, error) {
+	cfg, err := readConfig(ctx, r)
+	if err != nil {
+		return "", err
+	}
+	return cfg.Spec.Scheduler.SchedulerName, nil
+}
+
+// readConfig is the default KubeNexusConfig (an empty one when there is none), its
+// scheduler name filled in.
+func readConfig(ctx context.Context, r client.Reader) (*v1alpha1.KubeNexusConfig, error) {
 	var configs v1alpha1.KubeNexusConfigList
 	if err := r.List(ctx, &configs); err != nil {
-		return "", fmt.Errorf("reading the KubeNexusConfig: %w", err)
+		return nil, fmt.Errorf("reading the KubeNexusConfig: %w", err)
 	}
-	sort.Slice(configs.Items, func(i, j int) bool { return configs.Items[i].Name < configs.Items[j].Name })
-	for _, k := range configs.Items {
-		if k.Name == v1alpha1.DefaultConfigName && k.Spec.Scheduler.SchedulerName != "" {
-			return k.Spec.Scheduler.SchedulerName, nil
+	cfg := &v1alpha1.KubeNexusConfig{}
+	for i := range configs.Items {
+		if configs.Items[i].Name == v1alpha1.DefaultConfigName {
+			cfg = &configs.Items[i]
 		}
 	}
-	return v1alpha1.DefaultSchedulerName, nil
+	if cfg.Spec.Scheduler.SchedulerName == "" {
+		cfg.Spec.Scheduler.SchedulerName = v1alpha1.DefaultSchedulerName
+	}
+	return cfg, nil
 }
 
 // gangValues is the value of the PriorityClass each KubeNexus PodGroup names (nil:
 // none, or the class does not exist).
-func gangValues(ctx context.Context, r client.Reader, pgs []v1alpha1.PodGroup) (func(gang.Key) *int32, error) {
-	var classes schedulingv1.PriorityClassList
-	if err := r.List(ctx, &classes); err != nil {
-		return nil, fmt.Errorf("listing PriorityClasses: %w", err)
-	}
-	value := make(map[string]int32, len(classes.Items))
-	for _, pc := range classes.Items {
-		value[pc.Name] = pc.Value
-	}
+func gangValues(classValue map[string]int32, pgs []v1alpha1.PodGroup) func(gang.Key) *int32 {
 	byGang := map[gang.Key]int32{}
 	for i := range pgs {
-		if v, ok := value[pgs[i].Spec.PriorityClassName]; ok {
+		if v, ok := classValue[pgs[i].Spec.PriorityClassName]; ok {
 			byGang[gang.Key{Namespace: pgs[i].Namespace, Name: pgs[i].Name}] = v
 		}
 	}
@@ -141,7 +161,7 @@ func gangValues(ctx context.Context, r client.Reader, pgs []v1alpha1.PodGroup) (
 			return &v
 		}
 		return nil
-	}, nil
+	}
 }
 
 // clusterQueueLabels are the ClusterQueues' labels by name when the KubeNexusConfig
