@@ -24,6 +24,8 @@ import (
 // +kubebuilder:rbac:groups=scheduling.kubenexus.io,resources=podgroups,verbs=patch
 // Workloads are updated where Kueue serves only v1beta1 (kueuecompat.Client).
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads,verbs=patch;update
+// The forecast plays Kueue's queues.
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=clusterqueues;localqueues;cohorts,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 
 // Unknown is the annotation's value when the forecast gives no start: the gang fits
