@@ -1,0 +1,132 @@
+package kueue_test
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/controllers/estimatedstart"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+)
+
+var _ = Describe("The estimated start of Kueue Workloads waiting for quota", func() {
+	It("counts when their ClusterQueue's quota frees, what its cohort lends, and the Workloads queued ahead", func() {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "eta-"}}
+		Expect(k8sClient.Create(suiteCtx, ns)).To(Succeed())
+		pool := map[string]string{"pool": ns.Name}
+		// Two 8-CPU nodes of the namespace's own flavor.
+		for i := range 2 {
+			node := testutil.MakeNode(fmt.Sprintf("%s-%d", ns.Name, i)).Capacity("cpu", "8", "memory", "64Gi").Label("pool", ns.Name).Obj()
+			Expect(k8sClient.Create(suiteCtx, node)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, node))).To(Succeed()) })
+			node.Spec.Taints = nil
+			Expect(k8sClient.Update(suiteCtx, node)).To(Succeed())
+		}
+		flavor := &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: ns.Name}, Spec: kueue.ResourceFlavorSpec{NodeLabels: pool}}
+		Expect(k8sClient.Create(suiteCtx, flavor)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, flavor))).To(Succeed()) })
+		queue := func(name, cohort string) *kueue.ClusterQueue {
+			cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueue.ClusterQueueSpec{
+				CohortName: kueue.CohortReference(cohort), QueueingStrategy: kueue.StrictFIFO,
+				ResourceGroups: []kueue.ResourceGroup{{CoveredResources: []corev1.ResourceName{corev1.ResourceCPU}, Flavors: []kueue.FlavorQuotas{{
+					Name: kueue.ResourceFlavorReference(ns.Name), Resources: []kueue.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("8")}},
+				}}}},
+			}}
+			Expect(k8sClient.Create(suiteCtx, cq)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, cq))).To(Succeed()) })
+			return cq
+		}
+		cq := queue("eta-"+ns.Name, "")
+		Expect(k8sClient.Create(suiteCtx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "queue", Namespace: ns.Name},
+			Spec: kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(cq.Name)}})).To(Succeed())
+
+		// "running" holds the queue's 8 CPUs; its pod may run 10 minutes, and started
+		// a minute ago.
+		started := time.Now().Add(-time.Minute).Truncate(time.Second)
+		ends := started.Add(10 * time.Minute)
+		running := cpuWorkload(ns.Name, "running", nil)
+		Expect(k8sClient.Create(suiteCtx, running)).To(Succeed())
+		running.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved", LastTransitionTime: metav1.NewTime(started)}}
+		running.Status.Admission = &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(cq.Name), PodSetAssignments: []kueue.PodSetAssignment{{
+			Name: "main", Count: ptr.To[int32](1),
+			Flavors:       map[corev1.ResourceName]kueue.ResourceFlavorReference{corev1.ResourceCPU: kueue.ResourceFlavorReference(ns.Name)},
+			ResourceUsage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")},
+		}}}
+		Expect(k8sClient.Status().Update(suiteCtx, running)).To(Succeed())
+		pod := testutil.MakePod("running-0", ns.Name).Req("cpu", "8").ActiveDeadline(ptr.To[int64](600)).Obj()
+		pod.Annotations = map[string]string{v1alpha1.AnnotationKueueWorkload: "running"}
+		pod.Spec.NodeName = ns.Name + "-0"
+		Expect(k8sClient.Create(suiteCtx, pod)).To(Succeed())
+		pod.Status.StartTime = ptr.To(metav1.NewTime(started))
+		Expect(k8sClient.Status().Update(suiteCtx, pod)).To(Succeed())
+
+		// "next" and then "after" wait for quota; each runs 20 minutes. Node 1 is
+		// free now: the quota, not the nodes, holds them back.
+		Expect(k8sClient.Create(suiteCtx, cpuWorkload(ns.Name, "next", ptr.To[int32](1200)))).To(Succeed())
+		time.Sleep(1100 * time.Millisecond) // creation times are to the second
+		Expect(k8sClient.Create(suiteCtx, cpuWorkload(ns.Name, "after", ptr.To[int32](1200)))).To(Succeed())
+		// A Workload whose pods another scheduler places takes quota but has no estimate.
+		other := cpuWorkload(ns.Name, "other", ptr.To[int32](1200))
+		other.Spec.PodSets[0].Template.Spec.SchedulerName = "default-scheduler"
+		time.Sleep(1100 * time.Millisecond)
+		Expect(k8sClient.Create(suiteCtx, other)).To(Succeed())
+
+		estimates := func() (map[string]string, error) {
+			if err := (&estimatedstart.Estimator{Client: k8sClient}).Refresh(suiteCtx); err != nil {
+				return nil, err
+			}
+			var wls kueue.WorkloadList
+			if err := k8sClient.List(suiteCtx, &wls, client.InNamespace(ns.Name)); err != nil {
+				return nil, err
+			}
+			out := map[string]string{}
+			for _, wl := range wls.Items {
+				out[wl.Name] = wl.Annotations[v1alpha1.AnnotationEstimatedStart]
+			}
+			return out, nil
+		}
+		at := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+		Eventually(estimates).WithTimeout(testutil.Timeout).Should(Equal(map[string]string{
+			"running": "", "next": at(ends), "after": at(ends.Add(20 * time.Minute)), "other": "",
+		}))
+
+		// The queue joins a cohort with an idle queue of 8 CPUs: "next" borrows them
+		// now, "after" takes the quota "running" frees.
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(cq), cq)).To(Succeed())
+		cq.Spec.CohortName = kueue.CohortReference("co-" + ns.Name)
+		Expect(k8sClient.Update(suiteCtx, cq)).To(Succeed())
+		queue("lender-"+ns.Name, "co-"+ns.Name)
+		before := time.Now().Add(-time.Minute)
+		Eventually(func(g Gomega) {
+			got, err := estimates()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got["after"]).To(Equal(at(ends)))
+			next, err := time.Parse(time.RFC3339, got["next"])
+			g.Expect(err).NotTo(HaveOccurred(), "next's estimate %q", got["next"])
+			g.Expect(next).To(BeTemporally(">", before))
+			g.Expect(next).To(BeTemporally("<", time.Now().Add(time.Minute)))
+		}).WithTimeout(testutil.Timeout).Should(Succeed())
+	})
+})
+
+// cpuWorkload is a Workload of one pod asking 8 CPUs of KubeNexus, waiting in the
+// namespace's LocalQueue "queue" (runtime: Kueue's maximum execution time).
+func cpuWorkload(ns, name string, seconds *int32) *kueue.Workload {
+	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}
+	return &kueue.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: kueue.WorkloadSpec{QueueName: "queue", MaximumExecutionTimeSeconds: seconds, PodSets: []kueue.PodSet{{Name: "main", Count: 1,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{SchedulerName: v1alpha1.DefaultSchedulerName,
+				Containers: []corev1.Container{{Name: "main", Image: "main", Resources: corev1.ResourceRequirements{Requests: rl}}}}},
+		}}},
+	}
+}
