@@ -3,10 +3,15 @@ package explain
 import (
 	"context"
 	"fmt"
+	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/controllers/feasibility"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 )
@@ -100,4 +105,47 @@ func (e *Explainer) forecast(ctx context.Context, st *state, g *group, w *feasib
 type queueForecast struct {
 	placement.Forecast
 	queued int
+}
+
+// quotaStartLine is the start line of a Workload waiting for quota whose pods
+// KubeNexus will schedule: the forecast of Kueue's queues played with KubeNexus's
+// (feasibility.Quotas, Cluster.ForecastQueue), as the manager keeps it in
+// kubenexus.io/estimated-start. False when it is not in that forecast (its pods are
+// another scheduler's, or its LocalQueue leads to no ClusterQueue).
+func (e *Explainer) quotaStartLine(ctx context.Context, st *state, wl *kueue.Workload) (Line, bool) {
+	w, err := feasibility.ReadWaiters(ctx, e.Client, st.cluster, st.pods)
+	if err != nil || w.Quotas == nil {
+		return Line{}, false
+	}
+	key := client.ObjectKeyFromObject(wl)
+	i := slices.IndexFunc(w.Held, func(h *feasibility.QuotaWorkload) bool { return h.Name == key })
+	if i < 0 {
+		return Line{}, false
+	}
+	held := w.Held[i]
+	s := st.cluster.ForecastQueue(w.Ahead, w.Quotas, st.now)[len(w.Queue)+i]
+	l := Line{Layer: LayerStart, Verdict: Unknown}
+	assumes := "running workloads end at their runtime bounds, those admitted before it run to theirs; Kueue's preemption is not counted"
+	switch {
+	case s.OK:
+		l.Verdict = Waiting
+		l.Text = fmt.Sprintf("earliest %s (in %s): ClusterQueue %s admits it %s; assumes %s",
+			s.At.UTC().Format(time.RFC3339), max(s.At.Sub(st.now).Round(time.Second), 0), held.ClusterQueue, when(s.Admitted, st.now), assumes)
+	case !s.Admitted.IsZero():
+		l.Text = fmt.Sprintf("ClusterQueue %s admits it %s, but no start can be given for its pods", held.ClusterQueue, when(s.Admitted, st.now))
+		if len(s.Unbounded) > 0 {
+			l.Text += fmt.Sprintf(": %s would start first with no runtime bound (spec.activeDeadlineSeconds or %s)", join(s.Unbounded), v1alpha1.LabelKueueMaxExecTime)
+		}
+	default:
+		l.Text = fmt.Sprintf("no time can be given: ClusterQueue %s is not forecast to admit it (the quota it needs is held by workloads with no runtime bound, is more than the queue and its cohort can lend, or the queue is stopped)", held.ClusterQueue)
+	}
+	return l, true
+}
+
+// when is "now" or "at <time> (in <duration>)".
+func when(t, now time.Time) string {
+	if !t.After(now) {
+		return "now"
+	}
+	return fmt.Sprintf("at %s (in %s)", t.UTC().Format(time.RFC3339), t.Sub(now).Round(time.Second))
 }

@@ -3,6 +3,7 @@ package explain
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,6 +81,13 @@ func (e *Explainer) lines(ctx context.Context, st *state, g *group) Section {
 		}
 		d := feasibility.Decide(st.cluster, w)
 		s.Lines = append(s.Lines, placementLines(g, st, w, &d)...)
+		if g.wl.Status.Admission == nil {
+			// It waits for quota: when Kueue's queues admit it comes first.
+			if l, ok := e.quotaStartLine(ctx, st, g.wl); ok {
+				s.Lines = slices.DeleteFunc(s.Lines, func(l Line) bool { return l.Layer == LayerStart })
+				s.Lines = append(s.Lines, l)
+			}
+		}
 		return s
 	}
 	if need == 0 {

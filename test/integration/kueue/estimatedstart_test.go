@@ -14,6 +14,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/cmd/kubectl-kubenexus/explain"
 	"github.com/kube-nexus/kubenexus/controllers/estimatedstart"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
@@ -98,6 +99,14 @@ var _ = Describe("The estimated start of Kueue Workloads waiting for quota", fun
 		Eventually(estimates).WithTimeout(testutil.Timeout).Should(Equal(map[string]string{
 			"running": "", "next": at(ends), "after": at(ends.Add(20 * time.Minute)), "other": "",
 		}))
+
+		// kubectl kubenexus explain gives the same start, and says when Kueue admits it.
+		r, err := (&explain.Explainer{Client: k8sClient}).Explain(suiteCtx, ns.Name, "workload", "after")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Sections[0].Lines).To(ContainElement(And(HaveField("Layer", explain.LayerStart), HaveField("Verdict", explain.Waiting), HaveField("Text", And(
+			HavePrefix("earliest "+at(ends.Add(20*time.Minute))+" (in "),
+			ContainSubstring("ClusterQueue "+cq.Name+" admits it at "+at(ends.Add(20*time.Minute))+" (in "),
+			HaveSuffix("Kueue's preemption is not counted"))))))
 
 		// The queue joins a cohort with an idle queue of 8 CPUs: "next" borrows them
 		// now, "after" takes the quota "running" frees.
