@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
@@ -89,6 +91,40 @@ func BenchmarkForecast1000(b *testing.B) {
 	c, w, ahead := forecastFleet(512, 1000, t0)
 	for b.Loop() {
 		if f := c.Forecast(w, ahead, t0); !f.OK {
+			b.Fatal("no start")
+		}
+	}
+}
+
+// BenchmarkForecastQueue1000Kueue is that pass when the 1,000 gangs are Kueue
+// Workloads waiting for quota in 8 ClusterQueues of one cohort (512 GPUs nominal
+// each: the fleet), all of it held by the Workloads of the running pods: each is
+// admitted as they end (go test -run XXX -bench ForecastQueue1000Kueue ./controllers/feasibility/).
+func BenchmarkForecastQueue1000Kueue(b *testing.B) {
+	t0 := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+	c, w, ahead := forecastFleet(512, 999, t0)
+	queue := append(ahead, Ahead{Name: "last", Workload: w, Runtime: time.Hour})
+	var cqs []kueue.ClusterQueue
+	for i := range 8 {
+		cq := quotaQueue(fmt.Sprintf("cq%d", i), "co", nil, "gpu=512")
+		cq.Spec.ResourceGroups[0].CoveredResources = []corev1.ResourceName{gpu}
+		cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].Name = gpu
+		cqs = append(cqs, cq)
+	}
+	for b.Loop() {
+		q := NewQuotas(cqs, nil)
+		for i := range 512 {
+			q.Hold(&QuotaWorkload{ClusterQueue: fmt.Sprintf("cq%d", i%8), Usage: map[FlavorResource]int64{{"gpu", gpu}: 8000},
+				Ends: c.Bounded[fmt.Sprintf("n%02d", i)][0].Ends})
+		}
+		for i := range queue {
+			members := queue[i].Workload.PodSets[0].Count
+			queue[i].Quota = &QuotaWorkload{Name: types.NamespacedName{Name: queue[i].Name}, ClusterQueue: fmt.Sprintf("cq%d", i%8),
+				Queued: t0.Add(time.Duration(i) * time.Second), Request: map[corev1.ResourceName]int64{gpu: int64(members) * 8000},
+				Runtime: time.Hour, Gangs: []int{i}}
+			q.Wait(queue[i].Quota)
+		}
+		if s := c.ForecastQueue(queue, q, t0); !s[len(s)-1].OK {
 			b.Fatal("no start")
 		}
 	}
