@@ -13,12 +13,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
-	"math/rand"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +31,7 @@ import (
 	"github.com/kube-nexus/kubenexus/controllers/estimatedstart"
 	"github.com/kube-nexus/kubenexus/controllers/feasibility"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/etabench"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
 )
 
@@ -43,110 +40,12 @@ const (
 	etaRacks        = 2
 	etaNodesPerRack = 4
 	etaNodeGPUs     = 8
-	etaMinRuntime   = 10 * time.Second
-	etaMaxRuntime   = 120 * time.Second
 	// etaLoad is the GPU-seconds that arrive per GPU-second of the fleet while gangs
 	// arrive: above 1, so that a queue builds.
 	etaLoad = 1.5
-	// etaMinWait is the shortest real wait whose error is counted relative to it:
-	// a gang that starts at once has no wait to be wrong about.
-	etaMinWait = 5 * time.Second
 )
 
-// etaGang is one gang of the stream.
-type etaGang struct {
-	name          string
-	size          int
-	cpuMilli, mib int64
-	gpus          int64
-	rack          bool // a PodGroup that requires one rack
-	runtime       time.Duration
-	arrive        time.Duration // after the stream's start
-}
-
-// etaStream draws n gangs from the trace's whole-GPU tasks with seed: each gang's
-// members have one task's shape; the task's runtime (deletion − scheduled) becomes
-// 10–120 s by its rank among them; the gang size is 1, 2 or 4 (at most one rack's
-// GPUs); a third of the gangs of more than one member require one rack; arrivals are
-// a Poisson stream at etaLoad times the fleet's GPUs.
-func etaStream(podsFile string, n int, seed int64) ([]etaGang, error) {
-	rows, err := readCSV(podsFile)
-	if err != nil {
-		return nil, err
-	}
-	type src struct {
-		cpu, mib, gpus int64
-		dur            int64
-	}
-	var tasks []src
-	for _, row := range rows {
-		var t src
-		var milli, created, deleted, scheduled int64
-		for col, v := range map[string]*int64{"cpu_milli": &t.cpu, "memory_mib": &t.mib, "num_gpu": &t.gpus, "gpu_milli": &milli,
-			"creation_time": &created, "deletion_time": &deleted, "scheduled_time": &scheduled} {
-			if *v, err = number(podsFile, row, col); err != nil {
-				return nil, err
-			}
-		}
-		start := max(scheduled, created)
-		if t.gpus < 1 || t.gpus > etaNodeGPUs || milli != 1000 || deleted <= start {
-			continue
-		}
-		t.dur = deleted - start
-		tasks = append(tasks, t)
-	}
-	if len(tasks) < n {
-		return nil, fmt.Errorf("%s: %d whole-GPU tasks with a runtime, %d gangs asked for", podsFile, len(tasks), n)
-	}
-	// Runtimes by rank: the shortest task 10 s, the longest 120 s.
-	durs := make([]int64, len(tasks))
-	for i, t := range tasks {
-		durs[i] = t.dur
-	}
-	sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
-	rankOf := func(d int64) float64 {
-		return float64(sort.Search(len(durs), func(i int) bool { return durs[i] >= d })) / float64(len(durs)-1)
-	}
-	rng := rand.New(rand.NewSource(seed))
-	rng.Shuffle(len(tasks), func(i, j int) { tasks[i], tasks[j] = tasks[j], tasks[i] })
-	out := make([]etaGang, n)
-	var work float64 // GPU-seconds
-	for i := range out {
-		t := tasks[i]
-		size := []int{1, 1, 2, 2, 4}[rng.Intn(5)]
-		for int64(size)*t.gpus > etaNodesPerRack*etaNodeGPUs {
-			size /= 2
-		}
-		g := etaGang{name: fmt.Sprintf("eta-%03d", i), size: size, cpuMilli: min(t.cpu, 16000*t.gpus), mib: min(t.mib, 131072*t.gpus), gpus: t.gpus,
-			rack:    size > 1 && rng.Intn(3) == 0,
-			runtime: etaMinRuntime + time.Duration(rankOf(t.dur)*float64(etaMaxRuntime-etaMinRuntime)).Round(time.Second)}
-		work += float64(int64(size)*t.gpus) * g.runtime.Seconds()
-		out[i] = g
-	}
-	fleet := float64(etaRacks * etaNodesPerRack * etaNodeGPUs)
-	mean := work / (fleet * etaLoad) / float64(n) // seconds between arrivals
-	var at float64
-	for i := range out {
-		out[i].arrive = time.Duration(at * float64(time.Second))
-		at += rng.ExpFloat64() * mean
-	}
-	return out, nil
-}
-
-// etaRecord is what the harness saw of one gang.
-type etaRecord struct {
-	g         etaGang
-	submitted time.Time
-	depth     int // gangs waiting when it was submitted
-	queued    estimate
-	alone     estimate
-	started   time.Time // its last member bound (zero: never)
-}
-
-type estimate struct {
-	ok bool
-	at time.Time
-}
+var etaFleet = etabench.Fleet{Racks: etaRacks, NodesPerRack: etaNodesPerRack, NodeGPUs: etaNodeGPUs}
 
 // etaKubelet plays the kubelet for the namespace's pods: a pod bound starts then
 // (status.startTime, phase Running) and is deleted when its activeDeadlineSeconds
@@ -197,12 +96,12 @@ func (k *etaKubelet) fail(err error) {
 }
 
 // startOf is when the gang's last member was bound (zero: not all are).
-func (k *etaKubelet) startOf(g etaGang) time.Time {
+func (k *etaKubelet) startOf(g etabench.Gang) time.Time {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var last time.Time
-	for i := range g.size {
-		t, ok := k.bound[fmt.Sprintf("%s-%d", g.name, i)]
+	for i := range g.Size {
+		t, ok := k.bound[fmt.Sprintf("%s-%d", g.Name, i)]
 		if !ok {
 			return time.Time{}
 		}
@@ -215,7 +114,7 @@ func (k *etaKubelet) startOf(g etaGang) time.Time {
 
 func runETA(binDir, out, podsFile string, gangs int, seed int64) error {
 	ctx := context.Background()
-	stream, err := etaStream(podsFile, gangs, seed)
+	stream, err := etabench.Stream(podsFile, gangs, seed, etaFleet, etaFleet.GPUs(), etaLoad)
 	if err != nil {
 		return err
 	}
@@ -258,21 +157,21 @@ func runETA(binDir, out, podsFile string, gangs int, seed int64) error {
 	defer kill()
 
 	est := &estimatedstart.Estimator{Client: c}
-	records := make([]*etaRecord, len(stream))
+	records := make([]*etabench.Record, len(stream))
 	began := time.Now()
 	for i, g := range stream {
-		time.Sleep(time.Until(began.Add(g.arrive)))
+		time.Sleep(time.Until(began.Add(g.Arrive)))
 		depth := 0
 		for _, r := range records[:i] {
-			if kubelet.startOf(r.g).IsZero() {
+			if kubelet.startOf(r.Gang).IsZero() {
 				depth++
 			}
 		}
 		rec, err := submitETA(ctx, c, est, ns.Name, g)
 		if err != nil {
-			return fmt.Errorf("%s: %w (scheduler log %s)", g.name, err, logPath)
+			return fmt.Errorf("%s: %w (scheduler log %s)", g.Name, err, logPath)
 		}
-		rec.depth = depth
+		rec.Depth = depth
 		records[i] = rec
 		if (i+1)%20 == 0 {
 			fmt.Printf("eta: %d of %d gangs submitted, %d waiting\n", i+1, len(stream), depth)
@@ -281,9 +180,9 @@ func runETA(binDir, out, podsFile string, gangs int, seed int64) error {
 	// Every gang fits the fleet: wait for the last to start.
 	deadline := time.Now().Add(20 * time.Minute)
 	for _, r := range records {
-		for r.started = kubelet.startOf(r.g); r.started.IsZero(); r.started = kubelet.startOf(r.g) {
+		for r.Started = kubelet.startOf(r.Gang); r.Started.IsZero(); r.Started = kubelet.startOf(r.Gang) {
 			if time.Now().After(deadline) {
-				return fmt.Errorf("%s did not start within 20 minutes of the last arrival (scheduler log %s)", r.g.name, logPath)
+				return fmt.Errorf("%s did not start within 20 minutes of the last arrival (scheduler log %s)", r.Gang.Name, logPath)
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
@@ -299,25 +198,28 @@ func runETA(binDir, out, podsFile string, gangs int, seed int64) error {
 	if raw, err := os.ReadFile(logPath); err == nil {
 		_ = os.WriteFile(filepath.Join(env.out, "kubenexus-scheduler.log"), raw, 0o644)
 	}
-	return writeETA(env.out, podsFile, seed, records)
+	_, err = etabench.Write(env.out, fmt.Sprintf("# Estimated start against the real start\n\n%d gangs (trace %s, seed %d) on %d racks of %d nodes × %d GPUs",
+		len(records), filepath.Base(podsFile), seed, etaRacks, etaNodesPerRack, etaNodeGPUs), []string{"queue model", "alone"}, records)
+	return err
 }
 
 // submitETA creates the gang's PodGroup and pods and reads both estimates at once.
-func submitETA(ctx context.Context, c client.Client, est *estimatedstart.Estimator, ns string, g etaGang) (*etaRecord, error) {
-	pgw := testutil.MakePodGroup(g.name, ns).MinMember(int32(g.size))
-	if g.rack {
+func submitETA(ctx context.Context, c client.Client, est *estimatedstart.Estimator, ns string, g etabench.Gang) (*etabench.Record, error) {
+	pgw := testutil.MakePodGroup(g.Name, ns).MinMember(int32(g.Size))
+	if g.Rack {
 		pgw = pgw.NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack)
 	}
 	pg := pgw.Obj()
 	if err := c.Create(ctx, pg); err != nil {
 		return nil, err
 	}
-	rec := &etaRecord{g: g, submitted: time.Now()}
-	for i := range g.size {
-		req := corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(g.cpuMilli, resource.DecimalSI),
-			corev1.ResourceMemory: *resource.NewQuantity(g.mib<<20, resource.BinarySI), gpu: *resource.NewQuantity(g.gpus, resource.DecimalSI)}
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", g.name, i), Namespace: ns, Labels: map[string]string{v1alpha1.LabelPodGroup: g.name}},
-			Spec: corev1.PodSpec{SchedulerName: schedulertest.SchedulerName, ActiveDeadlineSeconds: ptr.To(int64(g.runtime.Seconds())),
+	rec := &etabench.Record{Gang: g, Submitted: time.Now(), Estimates: make([]etabench.Estimate, 2)}
+	queued, alone := &rec.Estimates[0], &rec.Estimates[1]
+	for i := range g.Size {
+		req := corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(g.CPUMilli, resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(g.MiB<<20, resource.BinarySI), gpu: *resource.NewQuantity(g.GPUs, resource.DecimalSI)}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", g.Name, i), Namespace: ns, Labels: map[string]string{v1alpha1.LabelPodGroup: g.Name}},
+			Spec: corev1.PodSpec{SchedulerName: schedulertest.SchedulerName, ActiveDeadlineSeconds: ptr.To(int64(g.Runtime.Seconds())),
 				Containers: []corev1.Container{{Name: "task", Image: "registry.k8s.io/pause:3.10",
 					Resources: corev1.ResourceRequirements{Requests: req, Limits: corev1.ResourceList{gpu: req[gpu]}}}}}}
 		if err := c.Create(ctx, pod); err != nil {
@@ -330,22 +232,22 @@ func submitETA(ctx context.Context, c client.Client, est *estimatedstart.Estimat
 	if err != nil {
 		return nil, err
 	}
-	key := gang.Key{Namespace: ns, Name: g.name}
-	alone := feasibility.Gang{Key: &key, PodGroup: pg}
+	key := gang.Key{Namespace: ns, Name: g.Name}
+	aloneGang := feasibility.Gang{Key: &key, PodGroup: pg}
 	for i := range pods {
-		if pods[i].Namespace == ns && pods[i].Labels[v1alpha1.LabelPodGroup] == g.name {
-			alone.Members = append(alone.Members, pods[i])
+		if pods[i].Namespace == ns && pods[i].Labels[v1alpha1.LabelPodGroup] == g.Name {
+			aloneGang.Members = append(aloneGang.Members, pods[i])
 		}
 	}
-	for i := range alone.Members {
-		if feasibility.Waiting(&alone.Members[i]) {
-			alone.Pending = append(alone.Pending, &alone.Members[i])
+	for i := range aloneGang.Members {
+		if feasibility.Waiting(&aloneGang.Members[i]) {
+			aloneGang.Pending = append(aloneGang.Pending, &aloneGang.Members[i])
 		}
 	}
-	if len(alone.Pending) == 0 {
-		rec.alone = estimate{true, now} // bound already
-	} else if f := cl.Forecast(cl.WorkloadOf(&alone, len(alone.Pending), nil, ""), nil, now); f.OK {
-		rec.alone = estimate{true, f.Start}
+	if len(aloneGang.Pending) == 0 {
+		*alone = etabench.Estimate{OK: true, At: now} // bound already
+	} else if f := cl.Forecast(cl.WorkloadOf(&aloneGang, len(aloneGang.Pending), nil, ""), nil, now); f.OK {
+		*alone = etabench.Estimate{OK: true, At: f.Start}
 	}
 	// With it: the annotation the manager keeps.
 	if err := est.Refresh(ctx); err != nil {
@@ -356,98 +258,14 @@ func submitETA(ctx context.Context, c client.Client, est *estimatedstart.Estimat
 	}
 	switch v := pg.Annotations[v1alpha1.AnnotationEstimatedStart]; v {
 	case "":
-		rec.queued = estimate{true, now} // no longer waiting: bound already
+		*queued = etabench.Estimate{OK: true, At: now} // no longer waiting: bound already
 	case estimatedstart.Unknown:
 	default:
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", v1alpha1.AnnotationEstimatedStart, err)
 		}
-		rec.queued = estimate{true, t}
+		*queued = etabench.Estimate{OK: true, At: t}
 	}
 	return rec, nil
-}
-
-// etaBuckets are the queue depths the report groups gangs by.
-var etaBuckets = []struct {
-	name     string
-	min, max int
-}{{"0", 0, 0}, {"1–4", 1, 4}, {"5–14", 5, 14}, {"15+", 15, math.MaxInt}}
-
-// relErr is |estimate − start| / wait; +Inf when there is no estimate.
-func relErr(e estimate, start, submitted time.Time) float64 {
-	if !e.ok {
-		return math.Inf(1)
-	}
-	return math.Abs(e.at.Sub(start).Seconds()) / start.Sub(submitted).Seconds()
-}
-
-func quantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	return s[int(math.Ceil(q*float64(len(s))))-1]
-}
-
-func writeETA(out, podsFile string, seed int64, records []*etaRecord) error {
-	var rows [][]string
-	type errs struct{ queued, alone []float64 }
-	byBucket := make([]errs, len(etaBuckets))
-	var all errs
-	atOnce := 0
-	for _, r := range records {
-		wait := r.started.Sub(r.submitted)
-		rows = append(rows, []string{r.g.name, fmt.Sprint(r.g.size), fmt.Sprint(r.g.gpus), fmt.Sprint(r.g.rack), fmt.Sprint(r.g.runtime.Seconds()),
-			fmt.Sprint(r.depth), fmt.Sprintf("%.1f", wait.Seconds()), offset(r.queued, r.submitted), offset(r.alone, r.submitted)})
-		if wait < etaMinWait {
-			atOnce++
-			continue
-		}
-		q, a := relErr(r.queued, r.started, r.submitted), relErr(r.alone, r.started, r.submitted)
-		all.queued, all.alone = append(all.queued, q), append(all.alone, a)
-		for b, bk := range etaBuckets {
-			if r.depth >= bk.min && r.depth <= bk.max {
-				byBucket[b].queued = append(byBucket[b].queued, q)
-				byBucket[b].alone = append(byBucket[b].alone, a)
-			}
-		}
-	}
-	if err := writeCSV(filepath.Join(out, "eta.csv"), []string{"gang", "members", "gpus_each", "rack", "runtime_s", "depth", "wait_s", "estimate_queue_s", "estimate_alone_s"}, rows); err != nil {
-		return err
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Estimated start against the real start\n\n%d gangs (trace %s, seed %d) on %d racks of %d nodes × %d GPUs; %d started within %v of submission (not counted).\n"+
-		"Error: |estimate − real start| / real wait, read when the gang was submitted; a gang with no estimate counts as an infinite error.\n\n",
-		len(records), filepath.Base(podsFile), seed, etaRacks, etaNodesPerRack, etaNodeGPUs, atOnce, etaMinWait)
-	b.WriteString("| queue depth at submission | gangs | median, queue model | p90, queue model | median, alone | p90, alone |\n|---|---|---|---|---|---|\n")
-	line := func(name string, e errs) {
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s |\n", name, len(e.queued), pctErr(quantile(e.queued, 0.5)), pctErr(quantile(e.queued, 0.9)),
-			pctErr(quantile(e.alone, 0.5)), pctErr(quantile(e.alone, 0.9)))
-	}
-	for i, bk := range etaBuckets {
-		line(bk.name, byBucket[i])
-	}
-	line("all", all)
-	fmt.Print(b.String())
-	return os.WriteFile(filepath.Join(out, "eta.md"), []byte(b.String()), 0o644)
-}
-
-// offset is the estimate in seconds after submission ("unknown" without one).
-func offset(e estimate, submitted time.Time) string {
-	if !e.ok {
-		return estimatedstart.Unknown
-	}
-	return fmt.Sprintf("%.1f", e.at.Sub(submitted).Seconds())
-}
-
-func pctErr(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "—"
-	case math.IsInf(v, 1):
-		return "no estimate"
-	}
-	return fmt.Sprintf("%.0f%%", 100*v)
 }

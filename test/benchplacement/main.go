@@ -26,10 +26,8 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -55,6 +53,7 @@ import (
 	"github.com/kube-nexus/kubenexus/controllers"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/adminkube"
+	"github.com/kube-nexus/kubenexus/test/util/etabench"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
 	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
@@ -582,52 +581,8 @@ func podOf(t task, ns, schedulerName string) *corev1.Pod {
 
 func pct(n, total int64) float64 { return 100 * float64(n) / float64(total) }
 
-// readCSV reads a CSV with a header into maps from column name to value.
-func readCSV(path string) ([]map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	rd := csv.NewReader(f)
-	header, err := rd.Read()
-	if err != nil {
-		return nil, fmt.Errorf("%s: reading the header: %w", path, err)
-	}
-	var rows []map[string]string
-	for line := 2; ; line++ {
-		rec, err := rd.Read()
-		if err == io.EOF {
-			return rows, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
-		}
-		row := map[string]string{"#line": strconv.Itoa(line)}
-		for i, h := range header {
-			if i < len(rec) {
-				row[h] = rec[i]
-			}
-		}
-		rows = append(rows, row)
-	}
-}
-
-// number reads an integer column, naming the file, line and column when it is not one.
-func number(path string, row map[string]string, col string) (int64, error) {
-	v := row[col]
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s:%s: column %s is %q, want a non-negative integer", path, row["#line"], col, v)
-	}
-	return n, nil
-}
-
 func readNodes(path string) ([]traceNode, error) {
-	rows, err := readCSV(path)
+	rows, err := etabench.ReadCSV(path)
 	if err != nil {
 		return nil, err
 	}
@@ -635,13 +590,13 @@ func readNodes(path string) ([]traceNode, error) {
 	for _, row := range rows {
 		n := traceNode{name: strings.ToLower(row["sn"]), model: row["model"]}
 		var err error
-		if n.cpuMilli, err = number(path, row, "cpu_milli"); err != nil {
+		if n.cpuMilli, err = etabench.Number(path, row, "cpu_milli"); err != nil {
 			return nil, err
 		}
-		if n.mib, err = number(path, row, "memory_mib"); err != nil {
+		if n.mib, err = etabench.Number(path, row, "memory_mib"); err != nil {
 			return nil, err
 		}
-		if n.gpus, err = number(path, row, "gpu"); err != nil {
+		if n.gpus, err = etabench.Number(path, row, "gpu"); err != nil {
 			return nil, err
 		}
 		if n.name == "" {
@@ -653,7 +608,7 @@ func readNodes(path string) ([]traceNode, error) {
 }
 
 func readTasks(path string) ([]task, error) {
-	rows, err := readCSV(path)
+	rows, err := etabench.ReadCSV(path)
 	if err != nil {
 		return nil, err
 	}
@@ -661,23 +616,23 @@ func readTasks(path string) ([]task, error) {
 	for _, row := range rows {
 		t := task{name: strings.ToLower(row["name"])}
 		var err error
-		if t.cpuMilli, err = number(path, row, "cpu_milli"); err != nil {
+		if t.cpuMilli, err = etabench.Number(path, row, "cpu_milli"); err != nil {
 			return nil, err
 		}
-		if t.mib, err = number(path, row, "memory_mib"); err != nil {
+		if t.mib, err = etabench.Number(path, row, "memory_mib"); err != nil {
 			return nil, err
 		}
-		if t.gpus, err = number(path, row, "num_gpu"); err != nil {
+		if t.gpus, err = etabench.Number(path, row, "num_gpu"); err != nil {
 			return nil, err
 		}
-		milli, err := number(path, row, "gpu_milli")
+		milli, err := etabench.Number(path, row, "gpu_milli")
 		if err != nil {
 			return nil, err
 		}
 		if t.gpus > 0 && milli > 0 && milli < 1000 {
 			t.fractional, t.milli = true, milli
 		}
-		if t.created, err = number(path, row, "creation_time"); err != nil {
+		if t.created, err = etabench.Number(path, row, "creation_time"); err != nil {
 			return nil, err
 		}
 		if spec := row["gpu_spec"]; spec != "" {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/csv"
 	"fmt"
 	"image/color"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/kube-nexus/kubenexus/test/util/etabench"
 )
 
 // write saves the allocation curves (CSV and PNG) and a markdown summary under out,
@@ -27,7 +28,7 @@ func write(out, nodesFile, podsFile string, totalGPUs int64, results []result) e
 			curves = append(curves, []string{r.arm, strconv.FormatFloat(p.arrived, 'f', 3, 64), strconv.FormatFloat(p.allocated, 'f', 3, 64), frag})
 		}
 	}
-	if err := writeCSV(filepath.Join(out, "allocation.csv"), []string{"arm", "arrived_gpu_demand_pct", "gpu_allocation_pct", "fragmented_gpus"}, curves); err != nil {
+	if err := etabench.WriteCSV(filepath.Join(out, "allocation.csv"), []string{"arm", "arrived_gpu_demand_pct", "gpu_allocation_pct", "fragmented_gpus"}, curves); err != nil {
 		return err
 	}
 	if err := writeFailures(filepath.Join(out, "failures.csv"), results); err != nil {
@@ -172,7 +173,7 @@ func replot(out, title string, csvs []string) error {
 	var results []result
 	index := map[string]int{}
 	for _, path := range csvs {
-		rows, err := readCSV(path)
+		rows, err := etabench.ReadCSV(path)
 		if err != nil {
 			return err
 		}
@@ -251,7 +252,7 @@ func writeNodes90(path string, results []result) error {
 			rows = append(rows, append([]string{r.arm}, row...))
 		}
 	}
-	return writeCSV(path, []string{"arm", "node", "gpus", "model", "whole_free_gpus", "partial_free_shares", "free_cpu_milli", "free_mib", "fragmented_gpus"}, rows)
+	return etabench.WriteCSV(path, []string{"arm", "node", "gpus", "model", "whole_free_gpus", "partial_free_shares", "free_cpu_milli", "free_mib", "fragmented_gpus"}, rows)
 }
 
 // writeFailures lists every refused task of every arm with its shape and the
@@ -265,21 +266,5 @@ func writeFailures(path string, results []result) error {
 				strconv.FormatInt(t.mib, 10), strings.Join(t.models, "|"), gpusText(x.unallocatedMilli), x.message})
 		}
 	}
-	return writeCSV(path, []string{"arm", "task", "gpus", "fractional", "cpu_milli", "memory_mib", "models", "unallocated_gpus", "message"}, rows)
-}
-
-// writeCSV writes a header and rows to path.
-func writeCSV(path string, header []string, rows [][]string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	_ = w.Write(header)
-	_ = w.WriteAll(rows) // flushes; the error is w.Error's
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return etabench.WriteCSV(path, []string{"arm", "task", "gpus", "fractional", "cpu_milli", "memory_mib", "models", "unallocated_gpus", "message"}, rows)
 }
