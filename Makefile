@@ -160,7 +160,7 @@ envtest: ## Build etcd and kube-apiserver for envtest (cached).
 	hack/build-tools.sh etcd kube-apiserver
 
 # The e2e packages but the real node's (make test-e2e-node).
-E2E_PKGS ?= $(shell go list ./test/e2e/... | grep -v -e /test/e2e/node -e /test/e2e/chaos -e /test/e2e/multikueue)
+E2E_PKGS ?= $(shell go list ./test/e2e/... | grep -v -e /test/e2e/node -e /test/e2e/chaos -e /test/e2e/multikueue -e /test/e2e/kueueeta)
 
 # The tools the e2e needs besides etcd and kube-apiserver.
 E2E_TOOLS := kube-controller-manager kwok kwok-stages helm helm4 training-operator kueue lws kuberay jobset trainer promql-names
@@ -333,6 +333,14 @@ bench-eta: ## Accuracy of the estimated start: gangs of the Alibaba trace's shap
 	hack/build-tools.sh etcd kube-apiserver
 	$(GO_BUILD) -o $(BIN)/kubenexus-scheduler ./cmd/scheduler
 	$(STATIC) go run $(STATIC_FLAGS) ./test/benchplacement -bin $(BIN) -scenario eta -pods $(TRACE)/openb_pod_list_default.csv $(BENCH_PLACEMENT_FLAGS)
+
+# ETA_KUEUE_OUT receives make bench-eta-kueue's report (eta.md, eta.csv).
+ETA_KUEUE_OUT ?= $(ROOT)/.bench-eta-kueue
+.PHONY: bench-eta-kueue
+bench-eta-kueue: envtest build ## Accuracy of the estimated start of Kueue Workloads waiting for quota: 120 gangs of the Alibaba trace's shapes and runtimes submitted as Workloads to a ClusterQueue of 48 GPUs on 8 eight-GPU kwok nodes, beside the real Kueue v0.17 and KubeNexus; each Workload's kubenexus.io/estimated-start at submission, with and without Kueue's queues played, against its real start (~10 min; eta.md under .bench-eta-kueue/).
+	hack/build-tools.sh kube-controller-manager kwok kwok-stages helm kueue
+	mkdir -p $(ETA_KUEUE_OUT)
+	ETA_KUEUE_OUT=$(ETA_KUEUE_OUT) ETA_KUEUE_PODS=$(abspath $(TRACE))/openb_pod_list_default.csv $(STATIC) go test -count=1 -timeout 45m $(TEST_FLAGS) $(GO_TEST_FLAGS) -v -run TestKueueETA ./test/e2e/kueueeta/
 
 .PHONY: bench-webhook
 bench-webhook: ## Peak RSS of kubenexus-manager under 64 concurrent maximum-size AdmissionReviews (printed, not asserted).

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,19 +28,27 @@ type kueueQueue struct {
 }
 
 func (k *kueueQueue) read(ctx context.Context, r client.Reader, c *Cluster, out *Waiters, pods []corev1.Pod) error {
+	// A reader that may not see Kueue's queues (a MultiKueue worker's kubeconfig
+	// may only reach its Workloads and jobs) forecasts without them.
 	var cqs kueue.ClusterQueueList
 	if err := r.List(ctx, &cqs); err != nil {
-		if NotServed(err) {
+		if NotServed(err) || apierrors.IsForbidden(err) {
 			return nil
 		}
 		return fmt.Errorf("listing Kueue ClusterQueues: %w", err)
 	}
 	var cohorts kueue.CohortList
 	if err := r.List(ctx, &cohorts); err != nil && !NotServed(err) {
+		if apierrors.IsForbidden(err) {
+			return nil
+		}
 		return fmt.Errorf("listing Kueue Cohorts: %w", err)
 	}
 	var lqs kueue.LocalQueueList
 	if err := r.List(ctx, &lqs); err != nil && !NotServed(err) {
+		if apierrors.IsForbidden(err) {
+			return nil
+		}
 		return fmt.Errorf("listing Kueue LocalQueues: %w", err)
 	}
 	queueOf := make(map[types.NamespacedName]string, len(lqs.Items))

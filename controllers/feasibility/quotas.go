@@ -29,10 +29,8 @@ type Quotas struct {
 	queues  map[string]*clusterQueue
 	cohorts map[string]*cohort
 	fair    bool
-	// waiting are the Workloads waiting for quota; holders the forecast indexes of
-	// the gangs whose Workloads hold quota, by index; frees the quota that frees at
-	// a known moment.
-	waiting []*QuotaWorkload
+	// holders are the Workloads that hold quota by the forecast index of their
+	// gangs; frees the quota that frees at a known moment.
 	holders map[int]*QuotaWorkload
 	frees   []quotaFree
 }
@@ -216,7 +214,6 @@ func (q *Quotas) Hold(w *QuotaWorkload) {
 func (q *Quotas) Wait(w *QuotaWorkload) {
 	if cq := q.queues[w.ClusterQueue]; cq != nil {
 		cq.waiting = append(cq.waiting, w)
-		q.waiting = append(q.waiting, w)
 	}
 }
 

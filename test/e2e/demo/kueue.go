@@ -523,10 +523,14 @@ func (c *Cluster) holdGPUs(ctx context.Context, ns, name, node, taintKey, gpus s
 // labels, with those labels and a NoSchedule taint of key taintKey that keeps the rest
 // of the demo off them, and waits until kwok reports them Ready.
 func (c *Cluster) taintedPool(ctx context.Context, prefix string, labels []map[string]string, taintKey string) error {
-	res := corev1.ResourceList{
+	return c.pool(ctx, prefix, labels, taintKey, corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("96"), corev1.ResourceMemory: resource.MustParse("1Ti"),
 		corev1.ResourcePods: resource.MustParse("110"), v1alpha1.ResourceNvidiaGPU: resource.MustParse("8"),
-	}
+	})
+}
+
+// pool is taintedPool's nodes with capacity res.
+func (c *Cluster) pool(ctx context.Context, prefix string, labels []map[string]string, taintKey string, res corev1.ResourceList) error {
 	taint := corev1.Taint{Key: taintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
 	names := make([]string, len(labels))
 	for i, l := range labels {
