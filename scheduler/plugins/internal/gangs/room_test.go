@@ -136,3 +136,53 @@ func TestYieldsForRoom(t *testing.T) {
 		t.Error("still marked as yielded after the wake")
 	}
 }
+
+// A gang preemption is making room for waits for its victims: room freed elsewhere
+// neither wakes it nor ends its backoff (woken early, it could preempt a second time,
+// elsewhere). Once the room made for it is no longer its own, it waits for room like
+// the others.
+func TestRoomFreedLeavesAGangWaitingForItsVictims(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
+	now := t0
+	s := NewService("kubenexus-scheduler", func() time.Time { return now })
+	woke := make(chan []string, 2)
+	s.adm.activate = func(pods map[string]*corev1.Pod) {
+		var names []string
+		for k := range pods {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		woke <- names
+	}
+	s.Upsert(member("preemptor-0", "preemptor", 100))
+	s.Upsert(member("other-0", "other", 0))
+	preemptor, other := s.Get(gang.Key{Namespace: "ns", Name: "preemptor"}), s.Get(gang.Key{Namespace: "ns", Name: "other"})
+	for _, e := range []*Gang{preemptor, other} {
+		e.BackoffUntil, e.UntilRoom = now.Add(time.Hour), true
+	}
+	s.RoomMadeFor(preemptor.Key, now.Add(time.Minute))
+	wake := func() []string {
+		t.Helper()
+		s.RoomFreed()
+		select {
+		case names := <-woke:
+			return names
+		case <-time.After(10 * time.Second):
+			t.Fatal("the wake did not run")
+			return nil
+		}
+	}
+	if got, want := wake(), []string{"ns/other-0"}; !slices.Equal(got, want) {
+		t.Errorf("room freed while preemption makes room for preemptor: woken %v, want %v", got, want)
+	}
+	s.RLock()
+	backingOff := !preemptor.BackoffUntil.IsZero()
+	s.RUnlock()
+	if !backingOff {
+		t.Error("room freed elsewhere ended the backoff of the gang waiting for its victims")
+	}
+	now = t0.Add(2 * time.Minute)
+	if got, want := wake(), []string{"ns/preemptor-0"}; !slices.Equal(got, want) {
+		t.Errorf("room freed after the room made for it lapsed: woken %v, want %v", got, want)
+	}
+}
