@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -21,12 +22,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -337,6 +340,13 @@ func (d *Dispatcher) verdict(ctx context.Context, r client.Reader, cluster strin
 	if wl.Spec.Priority != nil {
 		priority = *wl.Spec.Priority
 	}
+	queueName, err := d.workerQueue(ctx, r, waiting, wl)
+	if err != nil {
+		return v, err
+	}
+	if queueName != "" {
+		return d.quotaVerdict(ctx, r, v, c, waiting, w, wl, queueName, cluster, sent, pods), nil
+	}
 	var ahead []feasibility.Ahead
 	for i, q := range waiting.Queue {
 		if q.Priority >= priority {
@@ -357,6 +367,120 @@ func (d *Dispatcher) verdict(ctx context.Context, r client.Reader, cluster strin
 	}
 	v.Why += "; " + gangs(len(ahead)) + " queued ahead there"
 	return v, nil
+}
+
+// workerQueue is the ClusterQueue wl would wait in on the worker: its LocalQueue's
+// there ("" when the worker's Kueue queues cannot be read, or it has no such
+// LocalQueue: the verdict then weighs nodes only).
+func (d *Dispatcher) workerQueue(ctx context.Context, r client.Reader, waiting *feasibility.Waiters, wl *kueue.Workload) (string, error) {
+	if waiting.Quotas == nil || wl.Spec.QueueName == "" {
+		return "", nil
+	}
+	lq := &kueue.LocalQueue{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: string(wl.Spec.QueueName)}, lq); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || feasibility.NotServed(err) {
+			return "", nil
+		}
+		return "", err
+	}
+	return string(lq.Spec.ClusterQueue), nil
+}
+
+// quotaVerdict is the verdict where the worker's Kueue queues can be read: wl
+// arrives there waiting for quota in its ClusterQueue, behind the Workloads already
+// there and those sent there that have not arrived yet, and the worker's whole queue
+// is forecast with Kueue's quota played (feasibility.Quotas): when its ClusterQueue
+// there admits it, and when its pods start.
+func (d *Dispatcher) quotaVerdict(ctx context.Context, r client.Reader, v Verdict, c *feasibility.Cluster, waiting *feasibility.Waiters, w *feasibility.Workload,
+	wl *kueue.Workload, queueName, cluster string, sent []kueue.Workload, pods []corev1.Pod) Verdict {
+	now := d.now()
+	queue := append([]feasibility.Ahead(nil), waiting.Ahead...)
+	there := map[types.NamespacedName]bool{}
+	for i := range waiting.Workloads {
+		there[client.ObjectKeyFromObject(&waiting.Workloads[i])] = true
+	}
+	// Sent, not there yet: each arrives before wl, in its own queue.
+	arriving := 0
+	for _, a := range d.sentAhead(c, cluster, wl, sent, pods, math.MinInt32) {
+		k := a.Name
+		o := sentNamed(sent, k)
+		if o == nil || there[client.ObjectKeyFromObject(o)] {
+			continue
+		}
+		cq := queueName
+		if o.Spec.QueueName != wl.Spec.QueueName || o.Namespace != wl.Namespace {
+			lq := &kueue.LocalQueue{}
+			if err := r.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: string(o.Spec.QueueName)}, lq); err != nil {
+				continue
+			}
+			cq = string(lq.Spec.ClusterQueue)
+		}
+		a.Priority, a.Quota = ptr.Deref(o.Spec.Priority, 0), quotaOf(o, cq, now.Add(-time.Second), len(queue))
+		waiting.Quotas.Wait(a.Quota)
+		queue = append(queue, a)
+		arriving++
+	}
+	me := len(queue)
+	if i := slices.IndexFunc(waiting.Held, func(h *feasibility.QuotaWorkload) bool { return h.Name == client.ObjectKeyFromObject(wl) }); i >= 0 {
+		me = len(waiting.Queue) + i // its copy waits there already
+	} else {
+		target := feasibility.Ahead{Name: client.ObjectKeyFromObject(wl).String(), Workload: w, Runtime: feasibility.RuntimeOf(wl),
+			Priority: ptr.Deref(wl.Spec.Priority, 0), Quota: quotaOf(wl, queueName, now, me)}
+		waiting.Quotas.Wait(target.Quota)
+		queue = append(queue, target)
+	}
+	s := c.ForecastQueue(queue, waiting.Quotas, now)[me]
+	ahead := fmt.Sprintf("%s and %s there", gangs(len(waiting.Queue)), workloads(len(waiting.Held)+arriving))
+	switch {
+	case s.OK:
+		v.OK, v.Start = true, s.At
+		if !s.At.After(now) {
+			v.Why = fmt.Sprintf("fits whole now, in ClusterQueue %s's quota", queueName)
+		} else {
+			v.Why = fmt.Sprintf("starts at %s (in %s), ClusterQueue %s admitting it %s", s.At.UTC().Format(time.RFC3339), s.At.Sub(now).Round(time.Second), queueName, admitted(s.Admitted, now))
+		}
+	case !s.Admitted.IsZero():
+		v.Why = fmt.Sprintf("holds it, start unknown: ClusterQueue %s admits it %s, but %s ahead with no runtime bound hold its room", queueName, admitted(s.Admitted, now), gangs(len(s.Unbounded)))
+	default:
+		v.Why = fmt.Sprintf("holds it, start unknown: ClusterQueue %s is not forecast to admit it", queueName)
+	}
+	v.Why += "; " + ahead + " queued ahead"
+	return v
+}
+
+// quotaOf is o as it waits for quota in cq on a worker, queued at queued, its gang
+// at index gang of the forecast.
+func quotaOf(o *kueue.Workload, cq string, queued time.Time, gang int) *feasibility.QuotaWorkload {
+	need := feasibility.QuotaNeed(feasibility.PodSetsOf(o))
+	q := &feasibility.QuotaWorkload{Name: client.ObjectKeyFromObject(o), ClusterQueue: cq, Priority: ptr.Deref(o.Spec.Priority, 0), Queued: queued,
+		Request: make(map[corev1.ResourceName]int64, len(need)), Runtime: feasibility.RuntimeOf(o), Gangs: []int{gang}}
+	for name, v := range need {
+		q.Request[name] = v.MilliValue()
+	}
+	return q
+}
+
+func sentNamed(sent []kueue.Workload, name string) *kueue.Workload {
+	for i := range sent {
+		if client.ObjectKeyFromObject(&sent[i]).String() == name {
+			return &sent[i]
+		}
+	}
+	return nil
+}
+
+func admitted(at, now time.Time) string {
+	if !at.After(now) {
+		return "now"
+	}
+	return fmt.Sprintf("in %s", at.Sub(now).Round(time.Second))
+}
+
+func workloads(n int) string {
+	if n == 1 {
+		return "1 Workload waiting for quota"
+	}
+	return fmt.Sprintf("%d Workloads waiting for quota", n)
 }
 
 func gangs(n int) string {

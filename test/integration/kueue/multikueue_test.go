@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,44 +35,11 @@ var _ = Describe("The MultiKueue dispatcher", Ordered, func() {
 
 	startWorker := func(name string, racks []string, busy int) {
 		GinkgoHelper()
-		env := &envtest.Environment{CRDDirectoryPaths: []string{testenv.CRDPath()}, ErrorIfCRDPathMissing: true}
-		cfg, err := env.Start()
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
-		c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
-		Expect(err).NotTo(HaveOccurred())
-		workers[name] = c
-		Expect(c.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		Expect(c.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bronze, Labels: map[string]string{v1alpha1.LabelTenantTier: "bronze"}}})).To(Succeed())
-		for i, rack := range racks {
-			node := testutil.MakeNode(fmt.Sprintf("%s-gpu-%d", name, i)).Capacity("cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8").
-				Label(v1alpha1.LabelRack, rack).Obj()
-			Expect(c.Create(suiteCtx, node)).To(Succeed())
-			node.Spec.Taints = nil
-			Expect(c.Update(suiteCtx, node)).To(Succeed())
-			if i < busy {
-				p := testutil.MakePod(fmt.Sprintf("running-%d", i), ns).Req("cpu", "1", "nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").Obj()
-				p.Spec.NodeName, p.Spec.ActiveDeadlineSeconds = node.Name, ptr.To[int64](600)
-				Expect(c.Create(suiteCtx, p)).To(Succeed())
-			}
-		}
-		// Kueue's contract: the kubeconfig under the key "kubeconfig" of a Secret in
-		// Kueue's namespace, named by the MultiKueueCluster.
-		user, err := env.AddUser(envtest.User{Name: "multikueue", Groups: []string{"system:masters"}}, nil)
-		Expect(err).NotTo(HaveOccurred())
-		kubeconfig, err := user.KubeConfig()
-		Expect(err).NotTo(HaveOccurred())
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: multikueue.DefaultKueueNamespace}, Data: map[string][]byte{"kubeconfig": kubeconfig}}
-		Expect(k8sClient.Create(suiteCtx, secret)).To(Succeed())
-		mkc := &kueue.MultiKueueCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueue.MultiKueueClusterSpec{ClusterSource: kueue.ClusterSource{
-			KubeConfig: &kueue.KubeConfig{Location: secret.Name, LocationType: kueue.SecretLocationType}}}}
-		Expect(k8sClient.Create(suiteCtx, mkc)).To(Succeed())
-		mkc.Status.Conditions = []metav1.Condition{{Type: kueue.MultiKueueClusterActive, Status: metav1.ConditionTrue, Reason: "Active", Message: "Connected", LastTransitionTime: metav1.Now()}}
-		Expect(k8sClient.Status().Update(suiteCtx, mkc)).To(Succeed())
+		workers[name] = startMKWorker(name, racks, busy, false, ns, bronze)
 	}
 
 	BeforeAll(func() {
-		Expect(k8sClient.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: multikueue.DefaultKueueNamespace}})).To(Succeed())
+		Expect(client.IgnoreAlreadyExists(k8sClient.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: multikueue.DefaultKueueNamespace}}))).To(Succeed())
 		Expect(k8sClient.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		Expect(k8sClient.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bronze}})).To(Succeed())
 		startWorker("north", []string{"north-rack-0", "north-rack-0", "north-rack-1", "north-rack-1"}, 0)
@@ -165,5 +133,122 @@ var _ = Describe("The MultiKueue dispatcher", Ordered, func() {
 				"north: cannot hold it even empty: 5 × 8 nvidia.com/gpu: the nodes they may use hold 4 of the 5 pods now; 32 nvidia.com/gpu free on those nodes, 40 needed; " +
 				"south: cannot hold it even empty: 5 × 8 nvidia.com/gpu: the nodes they may use hold 4 of the 5 pods now; 32 nvidia.com/gpu free on those nodes, 40 needed"))
 		Consistently(nominated(ns, "huge")).WithTimeout(2 * time.Second).Should(BeEmpty())
+	})
+})
+
+// startMKWorker starts a worker cluster — a real API server with KubeNexus's CRDs,
+// and Kueue's with kueueCRDs — with the namespaces, 8-GPU nodes in racks (the first
+// busy of them running a pod of 8 GPUs for ten more minutes, in the first
+// namespace), and registers it with the manager cluster as MultiKueue reaches it
+// (its kubeconfig Secret and an active MultiKueueCluster).
+func startMKWorker(name string, racks []string, busy int, kueueCRDs bool, namespaces ...string) client.Client {
+	GinkgoHelper()
+	crds := []string{testenv.CRDPath()}
+	if kueueCRDs {
+		dir, err := testenv.KueueCRDs()
+		Expect(err).NotTo(HaveOccurred())
+		crds = append(crds, dir)
+	}
+	env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
+	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
+	Expect(err).NotTo(HaveOccurred())
+	for i, n := range namespaces {
+		labels := map[string]string{}
+		if i > 0 {
+			labels[v1alpha1.LabelTenantTier] = "bronze"
+		}
+		Expect(c.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: labels}})).To(Succeed())
+	}
+	for i, rack := range racks {
+		node := testutil.MakeNode(fmt.Sprintf("%s-gpu-%d", name, i)).Capacity("cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8").
+			Label(v1alpha1.LabelRack, rack).Obj()
+		Expect(c.Create(suiteCtx, node)).To(Succeed())
+		node.Spec.Taints = nil
+		Expect(c.Update(suiteCtx, node)).To(Succeed())
+		if i < busy {
+			p := testutil.MakePod(fmt.Sprintf("running-%d", i), namespaces[0]).Req("cpu", "1", "nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").Obj()
+			p.Spec.NodeName, p.Spec.ActiveDeadlineSeconds = node.Name, ptr.To[int64](600)
+			Expect(c.Create(suiteCtx, p)).To(Succeed())
+		}
+	}
+	// Kueue's contract: the kubeconfig under the key "kubeconfig" of a Secret in
+	// Kueue's namespace, named by the MultiKueueCluster.
+	user, err := env.AddUser(envtest.User{Name: "multikueue", Groups: []string{"system:masters"}}, nil)
+	Expect(err).NotTo(HaveOccurred())
+	kubeconfig, err := user.KubeConfig()
+	Expect(err).NotTo(HaveOccurred())
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: multikueue.DefaultKueueNamespace}, Data: map[string][]byte{"kubeconfig": kubeconfig}}
+	Expect(k8sClient.Create(suiteCtx, secret)).To(Succeed())
+	mkc := &kueue.MultiKueueCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueue.MultiKueueClusterSpec{ClusterSource: kueue.ClusterSource{
+		KubeConfig: &kueue.KubeConfig{Location: secret.Name, LocationType: kueue.SecretLocationType}}}}
+	Expect(k8sClient.Create(suiteCtx, mkc)).To(Succeed())
+	mkc.Status.Conditions = []metav1.Condition{{Type: kueue.MultiKueueClusterActive, Status: metav1.ConditionTrue, Reason: "Active", Message: "Connected", LastTransitionTime: metav1.Now()}}
+	Expect(k8sClient.Status().Update(suiteCtx, mkc)).To(Succeed())
+	return c
+}
+
+// A worker whose nodes are free but whose Kueue ClusterQueue is full: the Workload
+// would wait there for quota. Kueue's controllers do not run on the workers here;
+// the worker's queue is as Kueue leaves it.
+var _ = Describe("The MultiKueue dispatcher on workers running Kueue", Ordered, func() {
+	const ns = "team-mk-quota"
+	var mk tc
+	var alpha client.Client
+	BeforeAll(func() {
+		Expect(client.IgnoreAlreadyExists(k8sClient.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: multikueue.DefaultKueueNamespace}}))).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		// alpha: four free nodes in one rack, but its ClusterQueue's 16 GPUs are held
+		// for ten more minutes by a running Workload (its pod on a fifth node).
+		alpha = startMKWorker("alpha", []string{"alpha-rack-0", "alpha-rack-0", "alpha-rack-0", "alpha-rack-0", "alpha-rack-1"}, 0, true, ns)
+		cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "gpus"}, Spec: kueue.ClusterQueueSpec{
+			ResourceGroups: []kueue.ResourceGroup{{CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, "nvidia.com/gpu"}, Flavors: []kueue.FlavorQuotas{{
+				Name: "gpu", Resources: []kueue.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("1000")}, {Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("16")}},
+			}}}},
+		}}
+		Expect(alpha.Create(suiteCtx, cq)).To(Succeed())
+		Expect(alpha.Create(suiteCtx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "queue", Namespace: ns}, Spec: kueue.LocalQueueSpec{ClusterQueue: "gpus"}})).To(Succeed())
+		holder := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: "holder", Namespace: ns}, Spec: kueue.WorkloadSpec{QueueName: "queue", PodSets: []kueue.PodSet{{Name: "main", Count: 1,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "main"}}}}}}}}
+		Expect(alpha.Create(suiteCtx, holder)).To(Succeed())
+		started := metav1.NewTime(time.Now().Truncate(time.Second))
+		holder.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved", LastTransitionTime: started}}
+		holder.Status.Admission = &kueue.Admission{ClusterQueue: "gpus", PodSetAssignments: []kueue.PodSetAssignment{{Name: "main", Count: ptr.To[int32](1),
+			Flavors:       map[corev1.ResourceName]kueue.ResourceFlavorReference{"nvidia.com/gpu": "gpu"},
+			ResourceUsage: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("16")}}}}
+		Expect(alpha.Status().Update(suiteCtx, holder)).To(Succeed())
+		p := testutil.MakePod("holder-0", ns).Req("cpu", "1", "nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").ActiveDeadline(ptr.To[int64](600)).Obj()
+		p.Annotations = map[string]string{v1alpha1.AnnotationKueueWorkload: "holder"}
+		p.Spec.NodeName = "alpha-gpu-4"
+		Expect(alpha.Create(suiteCtx, p)).To(Succeed())
+		p.Status.StartTime = &started
+		Expect(alpha.Status().Update(suiteCtx, p)).To(Succeed())
+		// beta: no Kueue queue to read (the verdict weighs its nodes only); two of
+		// its four nodes are free now.
+		startMKWorker("beta", []string{"beta-rack-0", "beta-rack-0", "beta-rack-0", "beta-rack-0"}, 2, false, ns)
+		Expect(k8sClient.Create(suiteCtx, &kueue.MultiKueueConfig{ObjectMeta: metav1.ObjectMeta{Name: "quota-workers"}, Spec: kueue.MultiKueueConfigSpec{Clusters: []string{"alpha", "beta"}}})).To(Succeed())
+		ac := &kueue.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: "multikueue-quota"}, Spec: kueue.AdmissionCheckSpec{ControllerName: kueue.MultiKueueControllerName,
+			Parameters: &kueue.AdmissionCheckParametersReference{APIGroup: kueue.GroupVersion.Group, Kind: "MultiKueueConfig", Name: "quota-workers"}}}
+		Expect(k8sClient.Create(suiteCtx, ac)).To(Succeed())
+		mk = tc{ns: ns, check: ac.Name, k8sClient: k8sClient}
+	})
+
+	It("sends a Workload away from a worker whose ClusterQueue would make it wait for quota", func() {
+		// Without the worker's quota weighed, alpha (named first) fits the pair now.
+		mk.reservedWorkload("pair", 2, "", "multikueue", ptr.To[int64](300), nil)
+		Eventually(func() []string {
+			wl := &kueue.Workload{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: "pair"}, wl)).To(Succeed())
+			return wl.Status.NominatedClusterNames
+		}).WithTimeout(testutil.Timeout).Should(Equal([]string{"beta"}))
+		Eventually(func() ([]string, error) {
+			return testenv.EventNotes(suiteCtx, k8sClient, ns, "pair", v1alpha1.EventReasonDispatched)
+		}).
+			WithTimeout(testutil.Timeout).Should(ConsistOf(MatchRegexp(
+			regexp.QuoteMeta("Normal: nominated worker cluster beta (fits whole now; 0 gangs queued ahead there); alpha: starts at ") +
+				`\S+Z \(in (9m\d+s|10m0s)\), ClusterQueue gpus admitting it in (9m\d+s|10m0s); 0 gangs and 0 Workloads waiting for quota there queued ahead; ` +
+				regexp.QuoteMeta("beta: fits whole now; 0 gangs queued ahead there") + `$`)))
 	})
 })
