@@ -99,17 +99,7 @@ func (k *etaKubelet) fail(err error) {
 func (k *etaKubelet) startOf(g etabench.Gang) time.Time {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	var last time.Time
-	for i := range g.Size {
-		t, ok := k.bound[fmt.Sprintf("%s-%d", g.Name, i)]
-		if !ok {
-			return time.Time{}
-		}
-		if t.After(last) {
-			last = t
-		}
-	}
-	return last
+	return etabench.LastBound(k.bound, g)
 }
 
 func runETA(binDir, out, podsFile string, gangs int, seed int64) error {

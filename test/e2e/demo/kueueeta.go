@@ -317,15 +317,5 @@ func (h *etaHarness) step(ctx context.Context) error {
 func (h *etaHarness) startOf(g etabench.Gang) time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var last time.Time
-	for k := range g.Size {
-		t, ok := h.bound[fmt.Sprintf("%s-%d", g.Name, k)]
-		if !ok {
-			return time.Time{}
-		}
-		if t.After(last) {
-			last = t
-		}
-	}
-	return last
+	return etabench.LastBound(h.bound, g)
 }

@@ -131,6 +131,22 @@ type Estimate struct {
 	At time.Time
 }
 
+// LastBound is when the gang's last member was bound, by the bind times of its pods
+// (named <gang>-<i>); zero when not all are.
+func LastBound(bound map[string]time.Time, g Gang) time.Time {
+	var last time.Time
+	for i := range g.Size {
+		t, ok := bound[fmt.Sprintf("%s-%d", g.Name, i)]
+		if !ok {
+			return time.Time{}
+		}
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
 // buckets are the queue depths the report groups gangs by.
 var buckets = []struct {
 	name     string

@@ -79,15 +79,7 @@ func TestYieldsForRoom(t *testing.T) {
 	now := t0
 	s := NewService("kubenexus-scheduler", func() time.Time { return now })
 	s.wakeAfter = 2 * time.Second // the checks before the wake run well within it
-	woke := make(chan []string, 1)
-	s.adm.activate = func(pods map[string]*corev1.Pod) {
-		var names []string
-		for k := range pods {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		woke <- names
-	}
+	woke := activations(s)
 	s.Upsert(member("old-0", "old", 0))
 	now = t0.Add(time.Minute)
 	s.Upsert(member("new-0", "new", 0))
@@ -145,15 +137,7 @@ func TestRoomFreedLeavesAGangWaitingForItsVictims(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
 	now := t0
 	s := NewService("kubenexus-scheduler", func() time.Time { return now })
-	woke := make(chan []string, 2)
-	s.adm.activate = func(pods map[string]*corev1.Pod) {
-		var names []string
-		for k := range pods {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		woke <- names
-	}
+	woke := activations(s)
 	s.Upsert(member("preemptor-0", "preemptor", 100))
 	s.Upsert(member("other-0", "other", 0))
 	preemptor, other := s.Get(gang.Key{Namespace: "ns", Name: "preemptor"}), s.Get(gang.Key{Namespace: "ns", Name: "other"})
@@ -185,4 +169,18 @@ func TestRoomFreedLeavesAGangWaitingForItsVictims(t *testing.T) {
 	if got, want := wake(), []string{"ns/preemptor-0"}; !slices.Equal(got, want) {
 		t.Errorf("room freed after the room made for it lapsed: woken %v, want %v", got, want)
 	}
+}
+
+// activations receives the keys of the pods each wake activates, sorted.
+func activations(s *Service) chan []string {
+	woke := make(chan []string, 2)
+	s.adm.activate = func(pods map[string]*corev1.Pod) {
+		var names []string
+		for k := range pods {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		woke <- names
+	}
+	return woke
 }
