@@ -68,15 +68,22 @@ func (c *Cluster) ForecastQueue(queue []Ahead, quotas *Quotas, now time.Time) []
 	}
 	var adm placement.Admission
 	if quotas != nil {
-		byWorkload := map[*QuotaWorkload]int{}
-		for i, a := range queue {
-			if a.Quota != nil {
-				byWorkload[a.Quota] = i
-			}
+		index := make(map[string]int, len(nodes))
+		for i := range nodes {
+			index[nodes[i].Name] = i
 		}
-		adm = quotas.Admission(func(w *QuotaWorkload) placement.Queued {
-			a := queue[byWorkload[w]]
-			return c.queued(a.Name, a.Workload.onFlavors(w.Flavors), a.Runtime, tiers)
+		adm = quotas.Admission(func(i int, w *QuotaWorkload) placement.Queued {
+			a := queue[i]
+			planned := a.Workload
+			if len(w.Flavors) > 0 {
+				planned = planned.onFlavors(w.Flavors)
+			}
+			q := c.queued(a.Name, planned, a.Runtime, tiers)
+			q.Priority = a.Priority
+			return q
+		}, func(name string) (int, bool) {
+			i, ok := index[name]
+			return i, ok
 		})
 	}
 	return placement.ForecastQueue(free, append(ends, expiries...), gangs, adm, now)

@@ -10,6 +10,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -79,6 +80,9 @@ func (k *kueueQueue) read(ctx context.Context, r client.Reader, c *Cluster, out 
 			w.ClusterQueue, w.Usage, w.Gangs = string(a.ClusterQueue), usageOf(a), gangsOf[key]
 			if len(w.Gangs) == 0 {
 				w.Ends = admittedEnds(wl, ends[key], w.Runtime)
+			}
+			if e := ends[key]; e != nil {
+				w.Running = e.pods
 			}
 			q.Hold(w)
 			continue
@@ -192,6 +196,8 @@ type podEnds struct {
 	unbounded bool
 	running   bool
 	finished  bool
+	// pods are the running pods, with the room each holds.
+	pods []RunningPod
 }
 
 // runningEnds reads the pods started for each Kueue Workload.
@@ -214,6 +220,11 @@ func runningEnds(pods []corev1.Pod) map[types.NamespacedName]*podEnds {
 			e.finished = true
 		case p.Spec.NodeName != "":
 			e.running = true
+			room := map[corev1.ResourceName]int64{corev1.ResourcePods: 1000}
+			for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+				room[name] += q.MilliValue()
+			}
+			e.pods = append(e.pods, RunningPod{Pod: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, Node: p.Spec.NodeName, Requests: room})
 			if d, ok := workload.RuntimeBound(p); ok {
 				if end := workload.Ends(p, d); end.After(e.latest) {
 					e.latest = end

@@ -151,7 +151,7 @@ func (c *Cluster) releases(nodes []placement.PlanNode, w *Workload) (pods, held 
 			for name, q := range b.Requests {
 				frees[name] += q.MilliValue()
 			}
-			pods = append(pods, placement.Release{At: b.Ends, Node: i, Frees: frees})
+			pods = append(pods, placement.Release{At: b.Ends, Node: i, Frees: frees, Owner: b.Pod.String()})
 		}
 		for _, h := range c.heldFromOthers(nodes[i].Name, w) {
 			if h.Expires.IsZero() {

@@ -2,6 +2,7 @@ package feasibility
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -20,8 +21,13 @@ import (
 // does not fit blocks its queue; BestEffortFIFO: the ones behind it are tried), the
 // heads of all queues ordered as Kueue's scheduler orders them (fitting without
 // borrowing first, then priority, then time; with fair sharing, the lowest dominant
-// resource share after admission first). Not played: preemption (a Workload Kueue
-// would admit by preempting waits for the quota to free), cohort trees (a cohort's
+// resource share after admission first). Preemption within a ClusterQueue
+// (withinClusterQueue LowerPriority or LowerOrNewerEqualPriority) is played: a head
+// that does not fit evicts the fewest admitted Workloads of its queue it may preempt,
+// lowest priority and most recently admitted first; they give back their quota and
+// their room and wait again (one running now is not forecast to run again: its pods
+// are not in the queue). Not played: preemption across the cohort (reclaimWithinCohort,
+// borrowWithinCohort: such a Workload waits for the quota to free), cohort trees (a cohort's
 // parent is not read: each cohort lends only among its own queues and its own
 // quota), flavors assigned per pod set (all of a Workload's pod sets take the same
 // flavor of each resource group) and admission checks rejecting a reservation.
@@ -56,11 +62,25 @@ type QuotaWorkload struct {
 	// admission to the end of its runtime (Ends).
 	Gangs []int
 
+	// Running are its pods running now (for one admitted): the room a preemption
+	// gives back.
+	Running []RunningPod
+
 	// Flavors are the flavors of each resource group it was assigned, in the
 	// order of its ClusterQueue's groups, once admitted in the forecast.
 	Flavors  []string
 	gangs    int
 	admitted bool
+	// since is when it was admitted in the forecast (zero: before it).
+	since time.Time
+}
+
+// RunningPod is a pod running now on a node, with what it requests (milli-units,
+// the pods resource counting it).
+type RunningPod struct {
+	Pod      types.NamespacedName
+	Node     string
+	Requests map[corev1.ResourceName]int64
 }
 
 // FlavorResource is one resource of one ResourceFlavor.
@@ -70,9 +90,8 @@ type FlavorResource struct {
 }
 
 type quotaFree struct {
-	at    time.Time
-	queue string
-	usage map[FlavorResource]int64
+	at time.Time
+	w  *QuotaWorkload
 }
 
 type clusterQueue struct {
@@ -83,9 +102,11 @@ type clusterQueue struct {
 	weight   float64
 	groups   []resourceGroup
 	whenBorr kueue.FlavorFungibilityPolicy
+	preempt  kueue.PreemptionPolicy
 	limits   map[FlavorResource]limit
 	usage    map[FlavorResource]int64
 	waiting  []*QuotaWorkload
+	admitted []*QuotaWorkload
 }
 
 type resourceGroup struct {
@@ -148,6 +169,9 @@ func NewQuotas(cqs []kueue.ClusterQueue, cohorts []kueue.Cohort) *Quotas {
 		if spec.FairSharing != nil && spec.FairSharing.Weight != nil {
 			cq.weight = spec.FairSharing.Weight.AsApproximateFloat64()
 		}
+		if spec.Preemption != nil {
+			cq.preempt = spec.Preemption.WithinClusterQueue
+		}
 		if spec.FlavorFungibility != nil && spec.FlavorFungibility.WhenCanBorrow != "" {
 			cq.whenBorr = spec.FlavorFungibility.WhenCanBorrow
 		}
@@ -198,6 +222,7 @@ func (q *Quotas) Hold(w *QuotaWorkload) {
 	}
 	cq.add(w.Usage, 1)
 	w.admitted = true
+	cq.admitted = append(cq.admitted, w)
 	switch {
 	case len(w.Gangs) > 0:
 		for _, i := range w.Gangs {
@@ -205,8 +230,19 @@ func (q *Quotas) Hold(w *QuotaWorkload) {
 		}
 		w.gangs = len(w.Gangs)
 	case !w.Ends.IsZero():
-		q.frees = append(q.frees, quotaFree{at: w.Ends, queue: cq.name, usage: w.Usage})
+		q.frees = append(q.frees, quotaFree{at: w.Ends, w: w})
 	}
+}
+
+// release gives back w's quota.
+func (q *Quotas) release(w *QuotaWorkload) {
+	cq := q.queues[w.ClusterQueue]
+	if cq == nil || !w.admitted {
+		return
+	}
+	cq.add(w.Usage, -1)
+	w.admitted = false
+	cq.admitted = slices.DeleteFunc(cq.admitted, func(o *QuotaWorkload) bool { return o == w })
 }
 
 // Wait queues a Workload waiting for quota in its ClusterQueue (one that does not
@@ -217,13 +253,14 @@ func (q *Quotas) Wait(w *QuotaWorkload) {
 	}
 }
 
-// Admission plays the quota beside a forecast: plan is how a Workload admitted
-// with its flavors is planned (its gang's Queued). It is for one forecast only.
-func (q *Quotas) Admission(plan func(w *QuotaWorkload) placement.Queued) placement.Admission {
+// Admission plays the quota beside a forecast: plan is how gang i of a Workload
+// admitted with its flavors is planned; node is the index of a node by name (false:
+// not planned over). It is for one forecast only.
+func (q *Quotas) Admission(plan func(i int, w *QuotaWorkload) placement.Queued, node func(string) (int, bool)) placement.Admission {
 	for _, cq := range q.queues {
 		sort.SliceStable(cq.waiting, func(i, j int) bool { return cq.waiting[i].before(cq.waiting[j]) })
 	}
-	return &admission{q: q, plan: plan, dirty: true}
+	return &admission{q: q, plan: plan, node: node, dirty: true}
 }
 
 func (a *QuotaWorkload) before(b *QuotaWorkload) bool {
@@ -237,22 +274,25 @@ func (a *QuotaWorkload) before(b *QuotaWorkload) bool {
 }
 
 type admission struct {
-	q     *Quotas
-	plan  func(w *QuotaWorkload) placement.Queued
-	dirty bool
+	q       *Quotas
+	plan    func(i int, w *QuotaWorkload) placement.Queued
+	node    func(string) (int, bool)
+	dirty   bool
+	evicted placement.Eviction
 }
 
 // Admit frees the quota due by at and, when quota freed since the last moment,
 // admits what fits in Kueue's order.
 func (a *admission) Admit(at time.Time) []placement.Admitted {
 	q := a.q
+	a.evicted = placement.Eviction{}
 	left := q.frees[:0]
 	for _, f := range q.frees {
 		if f.at.After(at) {
 			left = append(left, f)
 			continue
 		}
-		q.queues[f.queue].add(f.usage, -1)
+		q.release(f.w)
 		a.dirty = true
 	}
 	q.frees = left
@@ -260,19 +300,41 @@ func (a *admission) Admit(at time.Time) []placement.Admitted {
 		return nil
 	}
 	a.dirty = false
+	admitted, victims := q.cycles(at)
+	for _, v := range victims {
+		// Its quota frees now, not at its end; its gangs wait again, its pods
+		// running now give their room back.
+		q.frees = slices.DeleteFunc(q.frees, func(f quotaFree) bool { return f.w == v })
+		for _, i := range v.Gangs {
+			delete(q.holders, i)
+		}
+		a.evicted.Gangs = append(a.evicted.Gangs, v.Gangs...)
+		for _, p := range v.Running {
+			if n, ok := a.node(p.Node); ok {
+				a.evicted.Frees = append(a.evicted.Frees, placement.Release{At: at, Node: n, Frees: p.Requests, Owner: p.Pod.String()})
+			}
+		}
+		v.Running = nil
+	}
 	var out []placement.Admitted
-	for _, w := range q.cycles() {
+	for _, w := range admitted {
+		w.since = at
 		switch {
 		case len(w.Gangs) > 0:
-			q.holders[w.Gangs[0]] = w
-			w.gangs = 1
-			out = append(out, placement.Admitted{Index: w.Gangs[0], Gang: a.plan(w)})
+			for _, i := range w.Gangs {
+				q.holders[i] = w
+				out = append(out, placement.Admitted{Index: i, Gang: a.plan(i, w)})
+			}
+			w.gangs = len(w.Gangs)
 		case w.Runtime > 0:
-			q.frees = append(q.frees, quotaFree{at: at.Add(w.Runtime), queue: w.ClusterQueue, usage: w.Usage})
+			q.frees = append(q.frees, quotaFree{at: at.Add(w.Runtime), w: w})
 		}
 	}
 	return out
 }
+
+// Evicts is what the last Admit's preemptions evicted.
+func (a *admission) Evicts() placement.Eviction { return a.evicted }
 
 // Started: the quota of the gang's Workload frees when its runtime ends.
 func (a *admission) Started(i int, at time.Time) {
@@ -284,7 +346,7 @@ func (a *admission) Started(i int, at time.Time) {
 	if w.gangs--; w.gangs > 0 || w.Runtime <= 0 {
 		return
 	}
-	a.q.frees = append(a.q.frees, quotaFree{at: at.Add(w.Runtime), queue: w.ClusterQueue, usage: w.Usage})
+	a.q.frees = append(a.q.frees, quotaFree{at: at.Add(w.Runtime), w: w})
 }
 
 // Next is the first quota to free after the moment given.
@@ -309,11 +371,9 @@ type head struct {
 // queue offers its head, the heads are taken in Kueue's order and each admitted if
 // it still fits. A StrictFIFO head that does not fit blocks its queue until quota
 // frees; a BestEffortFIFO one is passed over until then.
-func (q *Quotas) cycles() []*QuotaWorkload {
+func (q *Quotas) cycles(at time.Time) (out, victims []*QuotaWorkload) {
 	names := make([]string, 0, len(q.queues))
 	for name, cq := range q.queues {
-		// Workloads admitted at an earlier moment leave the queue.
-		cq.waiting = removeAdmitted(cq.waiting)
 		if !cq.stopped && len(cq.waiting) > 0 {
 			names = append(names, name)
 		}
@@ -321,7 +381,6 @@ func (q *Quotas) cycles() []*QuotaWorkload {
 	sort.Strings(names)
 	cursor := make(map[string]int, len(names))
 	blocked := map[string]bool{}
-	var out []*QuotaWorkload
 	for {
 		var heads []head
 		for _, name := range names {
@@ -337,6 +396,10 @@ func (q *Quotas) cycles() []*QuotaWorkload {
 					heads = append(heads, head{cq: cq, w: w, fit: f})
 					break
 				}
+				if evicted := q.preempt(cq, w, at); len(evicted) > 0 {
+					victims = append(victims, evicted...)
+					continue // it fits now
+				}
 				if cq.strict {
 					blocked[name] = true
 				} else {
@@ -345,7 +408,12 @@ func (q *Quotas) cycles() []*QuotaWorkload {
 			}
 		}
 		if len(heads) == 0 {
-			return out
+			// What was admitted leaves its queue (its quota, once freed, does not
+			// bring it back).
+			for _, name := range names {
+				q.queues[name].waiting = removeAdmitted(q.queues[name].waiting)
+			}
+			return out, victims
 		}
 		q.order(heads)
 		for _, h := range heads {
@@ -355,9 +423,76 @@ func (q *Quotas) cycles() []*QuotaWorkload {
 			}
 			h.cq.add(f.usage, 1)
 			h.w.Usage, h.w.Flavors, h.w.admitted = f.usage, f.flavors, true
+			h.cq.admitted = append(h.cq.admitted, h.w)
 			out = append(out, h.w)
 		}
 	}
+}
+
+// preempt evicts, for w, the fewest admitted Workloads of its queue that the
+// queue's withinClusterQueue policy lets it preempt, when evicting them lets it fit:
+// lowest priority first, then the most recently admitted; of those taken until it
+// fits, each that it still fits beside is spared. The victims wait in the queue
+// again, queued now (their pods not in the forecast's queue are not forecast to run
+// again).
+func (q *Quotas) preempt(cq *clusterQueue, w *QuotaWorkload, at time.Time) []*QuotaWorkload {
+	var candidates []*QuotaWorkload
+	for _, o := range cq.admitted {
+		switch cq.preempt {
+		case kueue.PreemptionPolicyLowerPriority:
+			if o.Priority < w.Priority {
+				candidates = append(candidates, o)
+			}
+		case kueue.PreemptionPolicyLowerOrNewerEqualPriority:
+			if o.Priority < w.Priority || o.Priority == w.Priority && w.Queued.Before(o.Queued) {
+				candidates = append(candidates, o)
+			}
+		}
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	sort.SliceStable(candidates, func(i, j int) bool {
+		if candidates[i].Priority != candidates[j].Priority {
+			return candidates[i].Priority < candidates[j].Priority
+		}
+		return candidates[i].since.After(candidates[j].since)
+	})
+	var taken []*QuotaWorkload
+	fits := false
+	for _, o := range candidates {
+		cq.add(o.Usage, -1)
+		taken = append(taken, o)
+		if _, fits = cq.assign(w.Request); fits {
+			break
+		}
+	}
+	if !fits {
+		for _, o := range taken {
+			cq.add(o.Usage, 1)
+		}
+		return nil
+	}
+	var victims []*QuotaWorkload
+	for i := len(taken) - 1; i >= 0; i-- {
+		o := taken[i]
+		cq.add(o.Usage, 1)
+		if _, still := cq.assign(w.Request); still {
+			continue // spared
+		}
+		cq.add(o.Usage, -1)
+		victims = append(victims, o)
+	}
+	for _, v := range victims {
+		v.admitted = false
+		cq.admitted = slices.DeleteFunc(cq.admitted, func(o *QuotaWorkload) bool { return o == v })
+		if len(v.Gangs) > 0 {
+			v.Queued, v.Usage = at, nil
+			cq.waiting = append(cq.waiting, v)
+			sort.SliceStable(cq.waiting, func(i, j int) bool { return cq.waiting[i].before(cq.waiting[j]) })
+		}
+	}
+	return victims
 }
 
 func removeAdmitted(ws []*QuotaWorkload) []*QuotaWorkload {

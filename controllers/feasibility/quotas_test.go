@@ -34,17 +34,26 @@ func quotaQueue(name, cohort string, mutate func(*kueue.ClusterQueue), flavors .
 }
 
 // quotaRun plays quota alone: each Workload's gang starts the moment it is admitted
-// and runs its runtime; it returns when each was admitted (absent: never) and with
-// which flavors.
-func quotaRun(q *Quotas, t0 time.Time) (map[string]time.Duration, map[string][]string) {
-	at, flavors := map[string]time.Duration{}, map[string][]string{}
-	adm := q.Admission(func(w *QuotaWorkload) placement.Queued {
+// and runs its runtime; it returns when each was admitted (absent: never; the last
+// admission of one admitted twice), with which flavors, and the pods and gangs
+// preemption evicted (by name: pods, and gang indexes as "#i").
+func quotaRun(q *Quotas, t0 time.Time) (map[string]time.Duration, map[string][]string, map[string]time.Duration) {
+	at, flavors, evicted := map[string]time.Duration{}, map[string][]string{}, map[string]time.Duration{}
+	adm := q.Admission(func(_ int, w *QuotaWorkload) placement.Queued {
 		flavors[w.Name.Name] = w.Flavors
 		return placement.Queued{Name: w.Name.Name}
-	})
+	}, func(string) (int, bool) { return 0, true })
 	t := t0
 	for steps := 0; steps < 100; steps++ {
-		for _, a := range adm.Admit(t) {
+		admits := adm.Admit(t)
+		ev := adm.Evicts()
+		for _, r := range ev.Frees {
+			evicted[r.Owner] = t.Sub(t0)
+		}
+		for _, i := range ev.Gangs {
+			evicted[fmt.Sprintf("#%d", i)] = t.Sub(t0)
+		}
+		for _, a := range admits {
 			at[a.Gang.Name] = t.Sub(t0)
 			adm.Started(a.Index, t)
 		}
@@ -54,7 +63,7 @@ func quotaRun(q *Quotas, t0 time.Time) (map[string]time.Duration, map[string][]s
 		}
 		t = next
 	}
-	return at, flavors
+	return at, flavors, evicted
 }
 
 func TestQuotas(t *testing.T) {
@@ -96,6 +105,7 @@ func TestQuotas(t *testing.T) {
 		waiting []*QuotaWorkload
 		want    map[string]time.Duration
 		flavors map[string][]string
+		evicted map[string]time.Duration
 	}{
 		{
 			name:    "quota frees when the running Workload ends: both waiting are admitted then",
@@ -190,6 +200,37 @@ func TestQuotas(t *testing.T) {
 			want:    map[string]time.Duration{"a1": 0},
 		},
 		{
+			name:    "withinClusterQueue Never (the default): a higher-priority Workload waits for the quota to free",
+			queues:  []kueue.ClusterQueue{quotaQueue("cq", "", nil, "default=8")},
+			running: []*QuotaWorkload{runningPod(running("low-a", "cq", "default", "4", time.Hour)), runningPod(running("low-b", "cq", "default", "4", 2*time.Hour))},
+			waiting: []*QuotaWorkload{waiting("high", "cq", 10, 1, "4", time.Hour)},
+			want:    map[string]time.Duration{"high": time.Hour},
+		},
+		{
+			name:   "withinClusterQueue LowerPriority: it preempts the fewest lower-priority Workloads, and their pods give their room back at once",
+			queues: []kueue.ClusterQueue{quotaQueue("cq", "", lowerPriority, "default=8")},
+			running: []*QuotaWorkload{runningPod(running("low-a", "cq", "default", "4", time.Hour)), runningPod(running("low-b", "cq", "default", "4", 2*time.Hour)),
+				runningPod(running("high-running", "cq", "default", "0", 2*time.Hour))},
+			waiting: []*QuotaWorkload{waiting("high", "cq", 10, 1, "4", time.Hour)},
+			want:    map[string]time.Duration{"high": 0},
+			evicted: map[string]time.Duration{"ns/low-a-0": 0},
+		},
+		{
+			name:    "a preempted Workload whose gang is in the forecast waits again, and is admitted again when the quota frees",
+			queues:  []kueue.ClusterQueue{quotaQueue("cq", "", lowerPriority, "default=8")},
+			running: []*QuotaWorkload{admittedWaiting("low", "cq", "default", "8", 7, time.Hour)},
+			waiting: []*QuotaWorkload{waiting("high", "cq", 10, 1, "8", 10*time.Minute)},
+			want:    map[string]time.Duration{"high": 0, "low": 10 * time.Minute},
+			evicted: map[string]time.Duration{"#7": 0},
+		},
+		{
+			name:    "a Workload of the same priority preempts none under LowerPriority",
+			queues:  []kueue.ClusterQueue{quotaQueue("cq", "", lowerPriority, "default=8")},
+			running: []*QuotaWorkload{runningPod(running("peer", "cq", "default", "8", time.Hour))},
+			waiting: []*QuotaWorkload{waiting("same", "cq", 0, 1, "8", time.Hour)},
+			want:    map[string]time.Duration{"same": time.Hour},
+		},
+		{
 			name: "with fair sharing the queue that borrows least takes it",
 			queues: []kueue.ClusterQueue{quotaQueue("lender", "co", fairSharing, "default=6"),
 				quotaQueue("a", "co", fairSharing, "default=0"), quotaQueue("b", "co", fairSharing, "default=0")},
@@ -206,7 +247,7 @@ func TestQuotas(t *testing.T) {
 			for _, w := range tc.waiting {
 				q.Wait(w)
 			}
-			got, flavors := quotaRun(q, t0)
+			got, flavors, evicted := quotaRun(q, t0)
 			for name, want := range tc.want {
 				if d, ok := got[name]; !ok || d != want {
 					t.Errorf("%s admitted at +%v (%v), want +%v", name, d, ok, want)
@@ -222,6 +263,9 @@ func TestQuotas(t *testing.T) {
 					t.Errorf("%s assigned flavors %v, want %v", name, flavors[name], want)
 				}
 			}
+			if fmt.Sprint(evicted) != fmt.Sprint(tc.evicted) {
+				t.Errorf("evicted %v, want %v", evicted, tc.evicted)
+			}
 		})
 	}
 }
@@ -230,3 +274,22 @@ func TestQuotas(t *testing.T) {
 func fairSharing(cq *kueue.ClusterQueue) { cq.Status.FairSharing = &kueue.FairSharingStatus{} }
 
 func milli(v string) int64 { q := resource.MustParse(v); return q.MilliValue() }
+
+// lowerPriority lets a queue's Workloads preempt those of lower priority in it.
+func lowerPriority(cq *kueue.ClusterQueue) {
+	cq.Spec.Preemption = &kueue.ClusterQueuePreemption{WithinClusterQueue: kueue.PreemptionPolicyLowerPriority}
+}
+
+// runningPod gives an admitted Workload one running pod, <name>-0.
+func runningPod(w *QuotaWorkload) *QuotaWorkload {
+	w.Running = []RunningPod{{Pod: types.NamespacedName{Namespace: "ns", Name: w.Name.Name + "-0"}, Node: "n0", Requests: map[corev1.ResourceName]int64{corev1.ResourceCPU: 1000}}}
+	return w
+}
+
+// admittedWaiting is a Workload admitted with uses of flavor whose gang (index gang
+// of the forecast) waits for nodes, running runtime once started.
+func admittedWaiting(name, cq, flavor, uses string, gang int, runtime time.Duration) *QuotaWorkload {
+	return &QuotaWorkload{Name: types.NamespacedName{Namespace: "ns", Name: name}, ClusterQueue: cq, Runtime: runtime, Gangs: []int{gang},
+		Request: map[corev1.ResourceName]int64{corev1.ResourceCPU: milli(uses)},
+		Usage:   map[FlavorResource]int64{{flavor, corev1.ResourceCPU}: milli(uses)}}
+}

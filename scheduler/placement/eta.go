@@ -15,6 +15,9 @@ type Release struct {
 	Node int
 	// Frees is what the pod requests, in milli-units (the pods resource counting it).
 	Frees map[corev1.ResourceName]int64
+	// Owner names what gives the room back (a pod), for a forecast that may evict it
+	// first ("": none).
+	Owner string
 }
 
 // EarliestStart returns the earliest time a gang that does not fit now fits (Compute

@@ -3,6 +3,7 @@ package placement
 import (
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,11 +35,24 @@ type Admission interface {
 	// tried: the held gangs it admits at that moment, in the order admitted, each
 	// planned as Gang says (its flavors are known once admitted).
 	Admit(at time.Time) []Admitted
+	// Evicts is what the preemptions of the last Admit evict: gangs of the queue
+	// (started in the forecast or waiting) that are held again, and room running
+	// pods give back at once.
+	Evicts() Eviction
 	// Started tells it gang i (held or not) started at that moment.
 	Started(i int, at time.Time)
 	// Next is the first moment after at when it frees room of its own (quota of
 	// running workloads ending), false when none is known.
 	Next(after time.Time) (time.Time, bool)
+}
+
+// Eviction is what an Admission's preemptions evict at one moment: Gangs go back to
+// being held (the room of those started frees, their own releases are dropped);
+// Frees is room of pods running now that frees at once, whose own releases (by
+// Owner) are dropped.
+type Eviction struct {
+	Gangs []int
+	Frees []Release
 }
 
 // Admitted is a held gang let into the queue: its index and how it is planned.
@@ -138,104 +152,188 @@ func ForecastQueue(free []map[corev1.ResourceName]int64, releases []Release, que
 }
 
 // play runs a forecast: from now, at each moment room frees, the held gangs adm
-// admits join the queue, then every gang still waiting is tried in queue order; each
-// that fits starts (started is told its index, the moment, its plan and whether it
-// has a runtime bound; it returns true to stop the forecast) and holds its plan's
-// room until its runtime ends, for good with no bound. It returns when each held gang
-// was admitted (zero: never, or not held).
+// admits join the queue (and the gangs and pods its preemptions evict give their
+// room back), then every gang still waiting is tried in queue order; each that fits
+// starts (started is told its index, the moment, its plan and whether it has a
+// runtime bound — once per gang; it returns true to stop the forecast) and holds its
+// plan's room until its runtime ends, for good with no bound. It returns when each
+// held gang was first admitted (zero: never, or not held).
 func play(free []map[corev1.ResourceName]int64, releases []Release, queue []Queued, adm Admission, now time.Time, started func(i int, at time.Time, plan Plan, bounded bool) bool) []time.Time {
-	admitted := make([]time.Time, len(queue))
 	if len(queue) == 0 {
-		return admitted
+		return nil
 	}
-	fc := newForecaster(free, queue[len(queue)-1].Nodes)
-	type entry struct {
-		i int
-		g *queuedGang
-	}
-	waiting := make([]entry, 0, len(queue))
-	held := 0
+	p := &player{queue: queue, adm: adm, fc: newForecaster(free, queue[len(queue)-1].Nodes), admitted: make([]time.Time, len(queue)),
+		isHeld: make([]bool, len(queue)), once: make([]bool, len(queue)), running: map[int]map[string]map[corev1.ResourceName]int64{},
+		events: append([]Release(nil), releases...)}
 	for i := range queue {
-		if queue[i].Held {
-			held++
+		if queue[i].Held && adm != nil {
+			p.held++
+			p.isHeld[i] = true
 			continue
 		}
-		waiting = append(waiting, entry{i, fc.gang(&queue[i])})
+		if !queue[i].Held {
+			p.waiting = append(p.waiting, playEntry{i, p.fc.gang(&queue[i])})
+		}
 	}
-	if adm == nil {
-		held = 0
-	}
-	events := append([]Release(nil), releases...)
 	t := now
-	for steps := 0; steps < maxForecastSteps && len(waiting)+held > 0; steps++ {
+	for steps := 0; steps < maxForecastSteps && len(p.waiting)+p.held > 0; steps++ {
 		// Apply every release due by t.
-		sort.SliceStable(events, func(i, j int) bool { return events[i].At.Before(events[j].At) })
+		sort.SliceStable(p.events, func(i, j int) bool { return p.events[i].At.Before(p.events[j].At) })
 		k := 0
-		for k < len(events) && !events[k].At.After(t) {
-			fc.add(events[k].Node, events[k].Frees, 1)
+		for k < len(p.events) && !p.events[k].At.After(t) {
+			p.fc.add(p.events[k].Node, p.events[k].Frees, 1)
 			k++
 		}
-		events = events[k:]
-		// Held gangs admitted now join the queue behind the gangs waiting at their
-		// priority or above (their pods are created now).
-		if held > 0 {
-			for _, a := range adm.Admit(t) {
-				if a.Index < 0 || a.Index >= len(queue) || !queue[a.Index].Held || !admitted[a.Index].IsZero() {
-					continue
-				}
-				held--
-				admitted[a.Index] = t
-				g := a.Gang
-				at := len(waiting)
-				for at > 0 && queue[waiting[at-1].i].Priority < queue[a.Index].Priority {
-					at--
-				}
-				waiting = slices.Insert(waiting, at, entry{a.Index, fc.gang(&g)})
-			}
+		p.events = p.events[k:]
+		if p.held > 0 {
+			admits := adm.Admit(t)
+			p.evict(adm.Evicts())
+			p.admit(admits, t)
 		}
-		// Try the waiting gangs in queue order.
-		left := waiting[:0]
-		for _, e := range waiting {
-			plan, fits := fc.tryStart(e.g)
-			if !fits {
-				left = append(left, e)
-				continue
-			}
-			bounded := e.g.Runtime > 0
-			if adm != nil {
-				adm.Started(e.i, t)
-			}
-			if started(e.i, t, plan, bounded) {
-				return admitted
-			}
-			if !bounded {
-				continue
-			}
-			for name, claims := range plan.Claims {
-				if n, ok := fc.index[name]; ok {
-					events = append(events, Release{At: t.Add(e.g.Runtime), Node: n, Frees: claims})
-				}
-			}
+		if p.tryWaiting(t, started) {
+			return p.admitted
 		}
-		waiting = left
-		next, ok := time.Time{}, false
-		for _, e := range events {
-			if !ok || e.At.Before(next) {
-				next, ok = e.At, true
-			}
-		}
-		if held > 0 {
-			if at, quota := adm.Next(t); quota && (!ok || at.Before(next)) {
-				next, ok = at, true
-			}
-		}
+		next, ok := p.next(t)
 		if !ok {
-			return admitted // nothing more frees: the gangs left never fit
+			return p.admitted // nothing more frees: the gangs left never fit
 		}
 		t = next
 	}
-	return admitted
+	return p.admitted
 }
+
+// player is the state of one forecast.
+type player struct {
+	queue []Queued
+	adm   Admission
+	fc    *forecaster
+	// waiting are the gangs waiting in queue order; held counts the gangs the
+	// Admission holds (isHeld); once marks the gangs started already (one evicted
+	// that starts again is not reported again); admitted is when each held gang was
+	// first admitted.
+	waiting  []playEntry
+	held     int
+	isHeld   []bool
+	once     []bool
+	admitted []time.Time
+	// running are the claims of the gangs started in the forecast, by index (an
+	// eviction gives them back); their own releases are owned by gangOwner.
+	running map[int]map[string]map[corev1.ResourceName]int64
+	events  []Release
+}
+
+type playEntry struct {
+	i int
+	g *queuedGang
+}
+
+// evict gives back the room of what a preemption evicted, drops the releases that
+// no longer come, and holds the evicted gangs again.
+func (p *player) evict(ev Eviction) {
+	if len(ev.Gangs)+len(ev.Frees) == 0 {
+		return
+	}
+	dropped := map[string]bool{}
+	for _, r := range ev.Frees {
+		p.fc.add(r.Node, r.Frees, 1)
+		dropped[r.Owner] = true
+	}
+	for _, i := range ev.Gangs {
+		if i < 0 || i >= len(p.queue) {
+			continue
+		}
+		if claims, ok := p.running[i]; ok {
+			for name, c := range claims {
+				if n, ok := p.fc.index[name]; ok {
+					p.fc.add(n, c, 1)
+				}
+			}
+			delete(p.running, i)
+			dropped[gangOwner(i)] = true
+		} else if k := slices.IndexFunc(p.waiting, func(e playEntry) bool { return e.i == i }); k >= 0 {
+			p.waiting = slices.Delete(p.waiting, k, k+1)
+		} else {
+			continue // held already
+		}
+		p.held++
+		p.isHeld[i] = true
+	}
+	p.events = slices.DeleteFunc(p.events, func(r Release) bool { return r.Owner != "" && dropped[r.Owner] })
+}
+
+// admit puts the held gangs admitted at t in the queue, behind the gangs waiting at
+// their priority or above (their pods are created now).
+func (p *player) admit(admits []Admitted, t time.Time) {
+	for _, a := range admits {
+		if a.Index < 0 || a.Index >= len(p.queue) || !p.isHeld[a.Index] {
+			continue
+		}
+		p.held--
+		p.isHeld[a.Index] = false
+		if p.admitted[a.Index].IsZero() {
+			p.admitted[a.Index] = t
+		}
+		g := a.Gang
+		at := len(p.waiting)
+		for at > 0 && p.queue[p.waiting[at-1].i].Priority < p.queue[a.Index].Priority {
+			at--
+		}
+		p.waiting = slices.Insert(p.waiting, at, playEntry{a.Index, p.fc.gang(&g)})
+	}
+}
+
+// tryWaiting tries the waiting gangs in queue order at t; true when started asks
+// the forecast to stop.
+func (p *player) tryWaiting(t time.Time, started func(i int, at time.Time, plan Plan, bounded bool) bool) bool {
+	left := p.waiting[:0]
+	defer func() { p.waiting = left }()
+	for _, e := range p.waiting {
+		plan, fits := p.fc.tryStart(e.g)
+		if !fits {
+			left = append(left, e)
+			continue
+		}
+		bounded := e.g.Runtime > 0
+		if p.adm != nil {
+			p.adm.Started(e.i, t)
+		}
+		if !p.once[e.i] {
+			p.once[e.i] = true
+			if started(e.i, t, plan, bounded) {
+				return true
+			}
+		}
+		p.running[e.i] = plan.Claims
+		if !bounded {
+			continue
+		}
+		for name, claims := range plan.Claims {
+			if n, ok := p.fc.index[name]; ok {
+				p.events = append(p.events, Release{At: t.Add(e.g.Runtime), Node: n, Frees: claims, Owner: gangOwner(e.i)})
+			}
+		}
+	}
+	return false
+}
+
+// next is the first moment after t when room or quota frees.
+func (p *player) next(t time.Time) (time.Time, bool) {
+	next, ok := time.Time{}, false
+	for _, e := range p.events {
+		if !ok || e.At.Before(next) {
+			next, ok = e.At, true
+		}
+	}
+	if p.held > 0 {
+		if at, quota := p.adm.Next(t); quota && (!ok || at.Before(next)) {
+			next, ok = at, true
+		}
+	}
+	return next, ok
+}
+
+// gangOwner owns the releases of gang i's room in a forecast.
+func gangOwner(i int) string { return "\x00gang/" + strconv.Itoa(i) }
 
 // forecaster is the room of a forecast: per node, and per domain of each layout of
 // domains the gangs are planned at (domainTotals).

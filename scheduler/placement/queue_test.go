@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -117,6 +118,8 @@ func (a *admitAt) Admit(t time.Time) []Admitted {
 
 func (a *admitAt) Started(i int, _ time.Time) { a.started = append(a.started, i) }
 
+func (a *admitAt) Evicts() Eviction { return Eviction{} }
+
 func (a *admitAt) Next(after time.Time) (time.Time, bool) {
 	next, ok := time.Time{}, false
 	for i, at := range a.at {
@@ -176,5 +179,69 @@ func TestForecastQueueHeldGangs(t *testing.T) {
 				t.Errorf("StartInQueue: %v at +%v; ForecastQueue %v at +%v", f.OK, f.Start.Sub(t0), got[last].OK, got[last].At.Sub(t0))
 			}
 		})
+	}
+}
+
+// evictAt admits held gang 1 at at, evicting then what evict says.
+type evictAt struct {
+	queue  []Queued
+	at     time.Time
+	evict  Eviction
+	done   bool
+	last   Eviction
+	starts []int
+}
+
+func (a *evictAt) Admit(t time.Time) []Admitted {
+	a.last = Eviction{}
+	if a.done || t.Before(a.at) {
+		return nil
+	}
+	a.done, a.last = true, a.evict
+	q := a.queue[1]
+	q.Held = false
+	return []Admitted{{Index: 1, Gang: q}}
+}
+func (a *evictAt) Evicts() Eviction           { return a.last }
+func (a *evictAt) Started(i int, _ time.Time) { a.starts = append(a.starts, i) }
+func (a *evictAt) Next(after time.Time) (time.Time, bool) {
+	return a.at, !a.done && a.at.After(after)
+}
+
+// A preemption's eviction gives its room back at once: a running pod's (its own
+// release no longer comes), or a gang started in the forecast (held again).
+func TestForecastQueueEvictions(t *testing.T) {
+	const zone = 2
+	t0 := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+	nodes, free, releases := twoFullNodes(t0)
+	for i := range releases {
+		releases[i].Owner = fmt.Sprintf("pod-%d", i)
+	}
+	gang := func(name string, priority int32, held bool, runtime time.Duration) Queued {
+		return Queued{Name: name, Nodes: nodes, Shapes: []Shape{gpuMembers(1, 8)}, MaxLevel: zone, Runtime: runtime, Held: held, Priority: priority}
+	}
+	// h is admitted at +5 minutes by evicting the pod on rack 0 (which would have
+	// ended at +10): it starts then, on its room.
+	queue := []Queued{gang("a", 0, false, time.Hour), gang("h", 10, true, time.Hour)}
+	adm := &evictAt{queue: queue, at: t0.Add(5 * time.Minute), evict: Eviction{Frees: []Release{{At: t0.Add(5 * time.Minute), Node: 0, Frees: releases[0].Frees, Owner: "pod-0"}}}}
+	got := ForecastQueue(free, releases, queue, adm, t0)
+	if !got[1].OK || !got[1].At.Equal(t0.Add(5*time.Minute)) {
+		t.Errorf("h starts %v at +%v, want +5m0s", got[1].OK, got[1].At.Sub(t0))
+	}
+	// a gets rack 1 when its pod ends at +20: rack 0's pod, evicted, gives nothing
+	// back at +10.
+	if !got[0].OK || !got[0].At.Equal(t0.Add(20*time.Minute)) {
+		t.Errorf("a starts %v at +%v, want +20m0s", got[0].OK, got[0].At.Sub(t0))
+	}
+	// a, started at +10 on rack 0, is evicted at +15 for h, which starts then; a is
+	// held again and never admitted again here.
+	queue = []Queued{gang("a", 0, false, time.Hour), gang("h", 10, true, time.Hour)}
+	adm = &evictAt{queue: queue, at: t0.Add(15 * time.Minute), evict: Eviction{Gangs: []int{0}}}
+	got = ForecastQueue(free, releases, queue, adm, t0)
+	if !got[0].OK || !got[0].At.Equal(t0.Add(10*time.Minute)) || !got[1].OK || !got[1].At.Equal(t0.Add(15*time.Minute)) {
+		t.Errorf("a starts %v at +%v (want +10m0s), h %v at +%v (want +15m0s)", got[0].OK, got[0].At.Sub(t0), got[1].OK, got[1].At.Sub(t0))
+	}
+	if !slices.Equal(adm.starts, []int{0, 1}) {
+		t.Errorf("started %v, want [0 1]: a, evicted, is not started again", adm.starts)
 	}
 }

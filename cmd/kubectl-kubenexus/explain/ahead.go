@@ -125,7 +125,7 @@ func (e *Explainer) quotaStartLine(ctx context.Context, st *state, wl *kueue.Wor
 	held := w.Held[i]
 	s := st.cluster.ForecastQueue(w.Ahead, w.Quotas, st.now)[len(w.Queue)+i]
 	l := Line{Layer: LayerStart, Verdict: Unknown}
-	assumes := "running workloads end at their runtime bounds, those admitted before it run to theirs; Kueue's preemption is not counted"
+	assumes := "running workloads end at their runtime bounds, those admitted before it run to theirs; Kueue's preemption across the cohort is not counted"
 	switch {
 	case s.OK:
 		l.Verdict = Waiting

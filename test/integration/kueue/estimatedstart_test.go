@@ -21,54 +21,7 @@ import (
 
 var _ = Describe("The estimated start of Kueue Workloads waiting for quota", func() {
 	It("counts when their ClusterQueue's quota frees, what its cohort lends, and the Workloads queued ahead", func() {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "eta-"}}
-		Expect(k8sClient.Create(suiteCtx, ns)).To(Succeed())
-		pool := map[string]string{"pool": ns.Name}
-		// Two 8-CPU nodes of the namespace's own flavor.
-		for i := range 2 {
-			node := testutil.MakeNode(fmt.Sprintf("%s-%d", ns.Name, i)).Capacity("cpu", "8", "memory", "64Gi").Label("pool", ns.Name).Obj()
-			Expect(k8sClient.Create(suiteCtx, node)).To(Succeed())
-			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, node))).To(Succeed()) })
-			node.Spec.Taints = nil
-			Expect(k8sClient.Update(suiteCtx, node)).To(Succeed())
-		}
-		flavor := &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: ns.Name}, Spec: kueue.ResourceFlavorSpec{NodeLabels: pool}}
-		Expect(k8sClient.Create(suiteCtx, flavor)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, flavor))).To(Succeed()) })
-		queue := func(name, cohort string) *kueue.ClusterQueue {
-			cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueue.ClusterQueueSpec{
-				CohortName: kueue.CohortReference(cohort), QueueingStrategy: kueue.StrictFIFO,
-				ResourceGroups: []kueue.ResourceGroup{{CoveredResources: []corev1.ResourceName{corev1.ResourceCPU}, Flavors: []kueue.FlavorQuotas{{
-					Name: kueue.ResourceFlavorReference(ns.Name), Resources: []kueue.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("8")}},
-				}}}},
-			}}
-			Expect(k8sClient.Create(suiteCtx, cq)).To(Succeed())
-			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, cq))).To(Succeed()) })
-			return cq
-		}
-		cq := queue("eta-"+ns.Name, "")
-		Expect(k8sClient.Create(suiteCtx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "queue", Namespace: ns.Name},
-			Spec: kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(cq.Name)}})).To(Succeed())
-
-		// "running" holds the queue's 8 CPUs; its pod may run 10 minutes, and started
-		// a minute ago.
-		started := time.Now().Add(-time.Minute).Truncate(time.Second)
-		ends := started.Add(10 * time.Minute)
-		running := cpuWorkload(ns.Name, "running", nil)
-		Expect(k8sClient.Create(suiteCtx, running)).To(Succeed())
-		running.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved", LastTransitionTime: metav1.NewTime(started)}}
-		running.Status.Admission = &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(cq.Name), PodSetAssignments: []kueue.PodSetAssignment{{
-			Name: "main", Count: ptr.To[int32](1),
-			Flavors:       map[corev1.ResourceName]kueue.ResourceFlavorReference{corev1.ResourceCPU: kueue.ResourceFlavorReference(ns.Name)},
-			ResourceUsage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")},
-		}}}
-		Expect(k8sClient.Status().Update(suiteCtx, running)).To(Succeed())
-		pod := testutil.MakePod("running-0", ns.Name).Req("cpu", "8").ActiveDeadline(ptr.To[int64](600)).Obj()
-		pod.Annotations = map[string]string{v1alpha1.AnnotationKueueWorkload: "running"}
-		pod.Spec.NodeName = ns.Name + "-0"
-		Expect(k8sClient.Create(suiteCtx, pod)).To(Succeed())
-		pod.Status.StartTime = ptr.To(metav1.NewTime(started))
-		Expect(k8sClient.Status().Update(suiteCtx, pod)).To(Succeed())
+		ns, cq, queue, ends := quotaFixture(nil)
 
 		// "next" and then "after" wait for quota; each runs 20 minutes. Node 1 is
 		// free now: the quota, not the nodes, holds them back.
@@ -81,20 +34,7 @@ var _ = Describe("The estimated start of Kueue Workloads waiting for quota", fun
 		time.Sleep(1100 * time.Millisecond)
 		Expect(k8sClient.Create(suiteCtx, other)).To(Succeed())
 
-		estimates := func() (map[string]string, error) {
-			if err := (&estimatedstart.Estimator{Client: k8sClient}).Refresh(suiteCtx); err != nil {
-				return nil, err
-			}
-			var wls kueue.WorkloadList
-			if err := k8sClient.List(suiteCtx, &wls, client.InNamespace(ns.Name)); err != nil {
-				return nil, err
-			}
-			out := map[string]string{}
-			for _, wl := range wls.Items {
-				out[wl.Name] = wl.Annotations[v1alpha1.AnnotationEstimatedStart]
-			}
-			return out, nil
-		}
+		estimates := estimatesIn(ns.Name)
 		at := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 		Eventually(estimates).WithTimeout(testutil.Timeout).Should(Equal(map[string]string{
 			"running": "", "next": at(ends), "after": at(ends.Add(20 * time.Minute)), "other": "",
@@ -106,7 +46,7 @@ var _ = Describe("The estimated start of Kueue Workloads waiting for quota", fun
 		Expect(r.Sections[0].Lines).To(ContainElement(And(HaveField("Layer", explain.LayerStart), HaveField("Verdict", explain.Waiting), HaveField("Text", And(
 			HavePrefix("earliest "+at(ends.Add(20*time.Minute))+" (in "),
 			ContainSubstring("ClusterQueue "+cq.Name+" admits it at "+at(ends.Add(20*time.Minute))+" (in "),
-			HaveSuffix("Kueue's preemption is not counted"))))))
+			HaveSuffix("Kueue's preemption across the cohort is not counted"))))))
 
 		// The queue joins a cohort with an idle queue of 8 CPUs: "next" borrows them
 		// now, "after" takes the quota "running" frees.
@@ -125,6 +65,32 @@ var _ = Describe("The estimated start of Kueue Workloads waiting for quota", fun
 			g.Expect(next).To(BeTemporally("<", time.Now().Add(time.Minute)))
 		}).WithTimeout(testutil.Timeout).Should(Succeed())
 	})
+
+	It("counts a preemption within the ClusterQueue: a Workload of higher priority evicts the one holding its quota", func() {
+		ns, _, _, ends := quotaFixture(func(cq *kueue.ClusterQueue) {
+			cq.Spec.Preemption = &kueue.ClusterQueuePreemption{WithinClusterQueue: kueue.PreemptionPolicyLowerPriority}
+		})
+		// "peer" (same priority as "running") waits for its quota; "urgent" preempts
+		// "running", whose pod gives node 0 back at once, and starts now.
+		Expect(k8sClient.Create(suiteCtx, cpuWorkload(ns.Name, "peer", ptr.To[int32](1200)))).To(Succeed())
+		urgent := cpuWorkload(ns.Name, "urgent", ptr.To[int32](1200))
+		urgent.Spec.Priority = ptr.To[int32](100)
+		Expect(k8sClient.Create(suiteCtx, urgent)).To(Succeed())
+		at := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+		before := time.Now().Add(-time.Minute)
+		Eventually(func(g Gomega) {
+			got, err := estimatesIn(ns.Name)()
+			g.Expect(err).NotTo(HaveOccurred())
+			urgentAt, err := time.Parse(time.RFC3339, got["urgent"])
+			g.Expect(err).NotTo(HaveOccurred(), "urgent's estimate %q", got["urgent"])
+			g.Expect(urgentAt).To(BeTemporally(">", before))
+			g.Expect(urgentAt).To(BeTemporally("<", ends.Add(-time.Minute)), "urgent waits for running's end (%s) instead of preempting it", at(ends))
+			// "peer" waits for "urgent" to end: 20 minutes after it starts.
+			peerAt, err := time.Parse(time.RFC3339, got["peer"])
+			g.Expect(err).NotTo(HaveOccurred(), "peer's estimate %q", got["peer"])
+			g.Expect(peerAt.Sub(urgentAt)).To(BeNumerically("~", 20*time.Minute, time.Minute))
+		}).WithTimeout(testutil.Timeout).Should(Succeed())
+	})
 })
 
 // cpuWorkload is a Workload of one pod asking 8 CPUs of KubeNexus, waiting in the
@@ -137,5 +103,81 @@ func cpuWorkload(ns, name string, seconds *int32) *kueue.Workload {
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{SchedulerName: v1alpha1.DefaultSchedulerName,
 				Containers: []corev1.Container{{Name: "main", Image: "main", Resources: corev1.ResourceRequirements{Requests: rl}}}}},
 		}}},
+	}
+}
+
+// quotaFixture is a namespace with two 8-CPU nodes of its own flavor, ClusterQueue
+// "eta-<namespace>" (StrictFIFO, 8 CPUs, mutated by mutate) and LocalQueue "queue",
+// and Workload "running" holding the queue's 8 CPUs: its pod, on node 0, may run 10
+// minutes and started a minute ago. It returns the namespace, the queue, a maker of
+// more queues of 8 CPUs (name, cohort) and when "running" ends.
+func quotaFixture(mutate func(*kueue.ClusterQueue)) (*corev1.Namespace, *kueue.ClusterQueue, func(name, cohort string) *kueue.ClusterQueue, time.Time) {
+	GinkgoHelper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "eta-"}}
+	Expect(k8sClient.Create(suiteCtx, ns)).To(Succeed())
+	pool := map[string]string{"pool": ns.Name}
+	for i := range 2 {
+		node := testutil.MakeNode(fmt.Sprintf("%s-%d", ns.Name, i)).Capacity("cpu", "8", "memory", "64Gi").Label("pool", ns.Name).Obj()
+		Expect(k8sClient.Create(suiteCtx, node)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, node))).To(Succeed()) })
+		node.Spec.Taints = nil
+		Expect(k8sClient.Update(suiteCtx, node)).To(Succeed())
+	}
+	flavor := &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: ns.Name}, Spec: kueue.ResourceFlavorSpec{NodeLabels: pool}}
+	Expect(k8sClient.Create(suiteCtx, flavor)).To(Succeed())
+	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, flavor))).To(Succeed()) })
+	queue := func(name, cohort string) *kueue.ClusterQueue {
+		cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueue.ClusterQueueSpec{
+			CohortName: kueue.CohortReference(cohort), QueueingStrategy: kueue.StrictFIFO,
+			ResourceGroups: []kueue.ResourceGroup{{CoveredResources: []corev1.ResourceName{corev1.ResourceCPU}, Flavors: []kueue.FlavorQuotas{{
+				Name: kueue.ResourceFlavorReference(ns.Name), Resources: []kueue.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("8")}},
+			}}}},
+		}}
+		if mutate != nil {
+			mutate(cq)
+		}
+		Expect(k8sClient.Create(suiteCtx, cq)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, cq))).To(Succeed()) })
+		return cq
+	}
+	cq := queue("eta-"+ns.Name, "")
+	Expect(k8sClient.Create(suiteCtx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "queue", Namespace: ns.Name},
+		Spec: kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(cq.Name)}})).To(Succeed())
+
+	started := time.Now().Add(-time.Minute).Truncate(time.Second)
+	running := cpuWorkload(ns.Name, "running", nil)
+	Expect(k8sClient.Create(suiteCtx, running)).To(Succeed())
+	running.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved", LastTransitionTime: metav1.NewTime(started)}}
+	running.Status.Admission = &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(cq.Name), PodSetAssignments: []kueue.PodSetAssignment{{
+		Name: "main", Count: ptr.To[int32](1),
+		Flavors:       map[corev1.ResourceName]kueue.ResourceFlavorReference{corev1.ResourceCPU: kueue.ResourceFlavorReference(ns.Name)},
+		ResourceUsage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")},
+	}}}
+	Expect(k8sClient.Status().Update(suiteCtx, running)).To(Succeed())
+	pod := testutil.MakePod("running-0", ns.Name).Req("cpu", "8").ActiveDeadline(ptr.To[int64](600)).Obj()
+	pod.Annotations = map[string]string{v1alpha1.AnnotationKueueWorkload: "running"}
+	pod.Spec.NodeName = ns.Name + "-0"
+	Expect(k8sClient.Create(suiteCtx, pod)).To(Succeed())
+	pod.Status.StartTime = ptr.To(metav1.NewTime(started))
+	Expect(k8sClient.Status().Update(suiteCtx, pod)).To(Succeed())
+	return ns, cq, queue, started.Add(10 * time.Minute)
+}
+
+// estimatesIn refreshes the estimates once and reads those of the namespace's
+// Workloads, by name.
+func estimatesIn(ns string) func() (map[string]string, error) {
+	return func() (map[string]string, error) {
+		if err := (&estimatedstart.Estimator{Client: k8sClient}).Refresh(suiteCtx); err != nil {
+			return nil, err
+		}
+		var wls kueue.WorkloadList
+		if err := k8sClient.List(suiteCtx, &wls, client.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+		out := map[string]string{}
+		for _, wl := range wls.Items {
+			out[wl.Name] = wl.Annotations[v1alpha1.AnnotationEstimatedStart]
+		}
+		return out, nil
 	}
 }
