@@ -9,9 +9,9 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
-// maxRuntimeBound is the longest runtime bound read from a pod: a week. Longer
+// MaxRuntimeBound is the longest runtime bound read from a pod or a Workload: a week. Longer
 // values (or anything unparsable) count as no bound.
-const maxRuntimeBound = 7 * 24 * time.Hour
+const MaxRuntimeBound = 7 * 24 * time.Hour
 
 // RuntimeBound returns how long the pod may run at most: its
 // spec.activeDeadlineSeconds, else Kueue's kueue.x-k8s.io/max-exec-time-seconds
@@ -19,7 +19,7 @@ const maxRuntimeBound = 7 * 24 * time.Hour
 // Labels are untrusted: a malformed value is no bound, never an error.
 func RuntimeBound(pod *corev1.Pod) (time.Duration, bool) {
 	if s := pod.Spec.ActiveDeadlineSeconds; s != nil && *s > 0 {
-		if d := time.Duration(*s) * time.Second; d <= maxRuntimeBound {
+		if d := time.Duration(*s) * time.Second; d <= MaxRuntimeBound {
 			return d, true
 		}
 		return 0, false
@@ -32,7 +32,7 @@ func RuntimeBound(pod *corev1.Pod) (time.Duration, bool) {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || n < 1 || time.Duration(n)*time.Second > maxRuntimeBound {
+	if err != nil || n < 1 || time.Duration(n)*time.Second > MaxRuntimeBound {
 		return 0, false
 	}
 	return time.Duration(n) * time.Second, true

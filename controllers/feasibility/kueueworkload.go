@@ -54,11 +54,14 @@ func PodSetsOf(wl *kueue.Workload) []PodSet {
 }
 
 // RuntimeOf is how long a Workload runs once started: Kueue's
-// spec.maximumExecutionTimeSeconds, else the longest runtime bound of its pods (0:
-// one has none).
+// spec.maximumExecutionTimeSeconds (up to workload.MaxRuntimeBound; longer is no
+// bound), else the longest runtime bound of its pods (0: one has none).
 func RuntimeOf(wl *kueue.Workload) time.Duration {
 	if s := wl.Spec.MaximumExecutionTimeSeconds; s != nil && *s > 0 {
-		return time.Duration(*s) * time.Second
+		if d := time.Duration(*s) * time.Second; d <= workload.MaxRuntimeBound {
+			return d
+		}
+		return 0
 	}
 	var runtime time.Duration
 	for _, ps := range wl.Spec.PodSets {
