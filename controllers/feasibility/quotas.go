@@ -318,6 +318,9 @@ func (a *admission) Admit(at time.Time) []placement.Admitted {
 	}
 	var out []placement.Admitted
 	for _, w := range admitted {
+		if !w.admitted {
+			continue // preempted again within the moment
+		}
 		w.since = at
 		switch {
 		case len(w.Gangs) > 0:
