@@ -293,3 +293,29 @@ func admittedWaiting(name, cq, flavor, uses string, gang int, runtime time.Durat
 		Request: map[corev1.ResourceName]int64{corev1.ResourceCPU: milli(uses)},
 		Usage:   map[FlavorResource]int64{{flavor, corev1.ResourceCPU}: milli(uses)}}
 }
+
+// A Workload's runtime is untrusted input: Kueue's maximumExecutionTimeSeconds up to a
+// week, as a pod's bound; longer is no bound, and so is a pod set without one.
+func TestRuntimeOf(t *testing.T) {
+	pod := func(deadline *int64) kueue.PodSet {
+		return kueue.PodSet{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{ActiveDeadlineSeconds: deadline}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		max     *int32
+		sets    []kueue.PodSet
+		runtime time.Duration
+	}{
+		{"Kueue's maximum execution time", ptr.To[int32](600), []kueue.PodSet{pod(nil)}, 10 * time.Minute},
+		{"a maximum beyond a week is no bound", ptr.To[int32](8 * 24 * 3600), []kueue.PodSet{pod(ptr.To[int64](60))}, 0},
+		{"a negative maximum falls back to the pods' bounds", ptr.To[int32](-5), []kueue.PodSet{pod(ptr.To[int64](60)), pod(ptr.To[int64](120))}, 2 * time.Minute},
+		{"a pod set without a bound: none", nil, []kueue.PodSet{pod(ptr.To[int64](60)), pod(nil)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wl := &kueue.Workload{Spec: kueue.WorkloadSpec{MaximumExecutionTimeSeconds: tc.max, PodSets: tc.sets}}
+			if got := RuntimeOf(wl); got != tc.runtime {
+				t.Errorf("runtime %v, want %v", got, tc.runtime)
+			}
+		})
+	}
+}
