@@ -91,6 +91,25 @@ var _ = Describe("The estimated start of Kueue Workloads waiting for quota", fun
 			g.Expect(peerAt.Sub(urgentAt)).To(BeNumerically("~", 20*time.Minute, time.Minute))
 		}).WithTimeout(testutil.Timeout).Should(Succeed())
 	})
+
+	It("plans a bronze namespace's Workload as bronze, whatever tier its pods claim", func() {
+		ns, _, _, ends := quotaFixture(nil)
+		ns.Labels = map[string]string{v1alpha1.LabelTenantTier: "bronze"}
+		Expect(k8sClient.Update(suiteCtx, ns)).To(Succeed())
+		// Every node of the namespace's flavor belongs to a HardwareTier for gold
+		// tenants only.
+		tier := testutil.MakeHardwareTier("gold-"+ns.Name, 50).Selector(metav1.LabelSelector{MatchLabels: map[string]string{"pool": ns.Name}}).
+			Tenants(v1alpha1.TenantTierGold).Obj()
+		Expect(k8sClient.Create(suiteCtx, tier)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, tier))).To(Succeed()) })
+		claims := cpuWorkload(ns.Name, "claims-gold", ptr.To[int32](1200))
+		claims.Spec.PodSets[0].Template.Labels = map[string]string{v1alpha1.LabelTenantTier: "gold"}
+		Expect(k8sClient.Create(suiteCtx, claims)).To(Succeed())
+		// Planned as gold, it would start when "running" ends; as bronze, the nodes
+		// refuse it: no start.
+		Eventually(estimatesIn(ns.Name)).WithTimeout(testutil.Timeout).Should(HaveKeyWithValue("claims-gold", estimatedstart.Unknown),
+			"planned as the gold its pods claim, it would start at %s", ends.UTC().Format(time.RFC3339))
+	})
 })
 
 // cpuWorkload is a Workload of one pod asking 8 CPUs of KubeNexus, waiting in the
