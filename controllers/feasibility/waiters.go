@@ -119,15 +119,6 @@ func ReadWaiters(ctx context.Context, r client.Reader, c *Cluster, pods []corev1
 	return out, nil
 }
 
-// SchedulerName is the name KubeNexus's pods ask for: the default KubeNexusConfig's.
-func SchedulerName(ctx context.Context, r client.Reader) (string, error) {
-	cfg, err := readConfig(ctx, r)
-	if err != nil {
-		return "", err
-	}
-	return cfg.Spec.Scheduler.SchedulerName, nil
-}
-
 // readConfig is the default KubeNexusConfig (an empty one when there is none), its
 // scheduler name filled in.
 func readConfig(ctx context.Context, r client.Reader) (*v1alpha1.KubeNexusConfig, error) {
