@@ -21,16 +21,16 @@ import (
 // does not fit blocks its queue; BestEffortFIFO: the ones behind it are tried), the
 // heads of all queues ordered as Kueue's scheduler orders them (fitting without
 // borrowing first, then priority, then time; with fair sharing, the lowest dominant
-// resource share after admission first). Preemption within a ClusterQueue
-// (withinClusterQueue LowerPriority or LowerOrNewerEqualPriority) is played: a head
-// that does not fit evicts the fewest admitted Workloads of its queue it may preempt,
-// lowest priority and most recently admitted first; they give back their quota and
-// their room and wait again (one running now is not forecast to run again: its pods
-// are not in the queue). Not played: preemption across the cohort (reclaimWithinCohort,
-// borrowWithinCohort: such a Workload waits for the quota to free), cohort trees (a cohort's
-// parent is not read: each cohort lends only among its own queues and its own
-// quota), flavors assigned per pod set (all of a Workload's pod sets take the same
-// flavor of each resource group) and admission checks rejecting a reservation.
+// resource share after admission first). Kueue's classical preemption is played
+// (preempt): a head that does not fit evicts the fewest admitted Workloads it may
+// preempt, in the other queues of its cohort (reclaimWithinCohort, borrowWithinCohort)
+// and in its own (withinClusterQueue); they give back their quota and their room and
+// wait again (one running now is not forecast to run again: its pods are not in the
+// queue). Not played: preemption across the cohort under fair sharing (its
+// preemption strategies), cohort trees (a cohort's parent is not read: each cohort
+// lends only among its own queues and its own quota), flavors assigned per pod set
+// (all of a Workload's pod sets take the same flavor of each resource group) and
+// admission checks rejecting a reservation.
 type Quotas struct {
 	queues  map[string]*clusterQueue
 	cohorts map[string]*cohort
@@ -68,8 +68,12 @@ type QuotaWorkload struct {
 
 	// Flavors are the flavors of each resource group it was assigned, in the
 	// order of its ClusterQueue's groups, once admitted in the forecast.
-	Flavors  []string
-	gangs    int
+	Flavors []string
+	// Borrows says it was admitted in the forecast borrowing from its cohort;
+	// Preempted are the Workloads it preempted to be admitted there.
+	Borrows   bool
+	Preempted []types.NamespacedName
+	gangs     int
 	admitted bool
 	// since is when it was admitted in the forecast (zero: before it).
 	since time.Time
@@ -103,6 +107,11 @@ type clusterQueue struct {
 	groups   []resourceGroup
 	whenBorr kueue.FlavorFungibilityPolicy
 	preempt  kueue.PreemptionPolicy
+	// reclaim is reclaimWithinCohort; borrowWithin whether borrowWithinCohort
+	// lets a borrowing Workload preempt in the cohort, up to threshold.
+	reclaim      kueue.PreemptionPolicy
+	borrowWithin bool
+	threshold    *int32
 	limits   map[FlavorResource]limit
 	usage    map[FlavorResource]int64
 	waiting  []*QuotaWorkload
@@ -170,7 +179,10 @@ func NewQuotas(cqs []kueue.ClusterQueue, cohorts []kueue.Cohort) *Quotas {
 			cq.weight = spec.FairSharing.Weight.AsApproximateFloat64()
 		}
 		if spec.Preemption != nil {
-			cq.preempt = spec.Preemption.WithinClusterQueue
+			cq.preempt, cq.reclaim = spec.Preemption.WithinClusterQueue, spec.Preemption.ReclaimWithinCohort
+			if b := spec.Preemption.BorrowWithinCohort; b != nil && b.Policy == kueue.BorrowWithinCohortPolicyLowerPriority {
+				cq.borrowWithin, cq.threshold = true, b.MaxPriorityThreshold
+			}
 		}
 		if spec.FlavorFungibility != nil && spec.FlavorFungibility.WhenCanBorrow != "" {
 			cq.whenBorr = spec.FlavorFungibility.WhenCanBorrow
@@ -401,6 +413,9 @@ func (q *Quotas) cycles(at time.Time) (out, victims []*QuotaWorkload) {
 				}
 				if evicted := q.preempt(cq, w, at); len(evicted) > 0 {
 					victims = append(victims, evicted...)
+					for _, v := range evicted {
+						w.Preempted = append(w.Preempted, v.Name)
+					}
 					continue // it fits now
 				}
 				if cq.strict {
@@ -425,77 +440,265 @@ func (q *Quotas) cycles(at time.Time) (out, victims []*QuotaWorkload) {
 				continue // the next cycle passes over it or blocks on it
 			}
 			h.cq.add(f.usage, 1)
-			h.w.Usage, h.w.Flavors, h.w.admitted = f.usage, f.flavors, true
+			h.w.Usage, h.w.Flavors, h.w.Borrows, h.w.admitted = f.usage, f.flavors, f.borrows, true
 			h.cq.admitted = append(h.cq.admitted, h.w)
 			out = append(out, h.w)
 		}
 	}
 }
 
-// preempt evicts, for w, the fewest admitted Workloads of its queue that the
-// queue's withinClusterQueue policy lets it preempt, when evicting them lets it fit:
-// lowest priority first, then the most recently admitted; of those taken until it
-// fits, each that it still fits beside is spared. The victims wait in the queue
-// again, queued now (their pods not in the forecast's queue are not forecast to run
-// again).
+// preempt evicts, for w, the fewest admitted Workloads that its queue's
+// preemption policies let it preempt, when evicting them lets it fit, as Kueue's
+// classical preemption chooses them. The candidates are, first, Workloads of the
+// other queues of its cohort that borrow what w asks for (reclaimWithinCohort:
+// Any, or LowerPriority than w), then those of its own queue (withinClusterQueue:
+// LowerPriority, or LowerOrNewerEqualPriority), each lot lowest priority first,
+// then the most recently admitted. A candidate of another queue is taken only
+// while its queue still borrows, and, unless w then fits within its queue's
+// nominal quota, only when borrowWithinCohort lets w preempt it while borrowing
+// (lower priority than w, at or below maxPriorityThreshold). Of those taken until
+// w fits, each that it still fits beside is spared. The victims wait in their
+// queues again, queued now (their pods not in the forecast's queue are not
+// forecast to run again). Under fair sharing only preemption within the queue is
+// played.
 func (q *Quotas) preempt(cq *clusterQueue, w *QuotaWorkload, at time.Time) []*QuotaWorkload {
-	var candidates []*QuotaWorkload
-	for _, o := range cq.admitted {
-		switch cq.preempt {
-		case kueue.PreemptionPolicyLowerPriority:
-			if o.Priority < w.Priority {
-				candidates = append(candidates, o)
-			}
-		case kueue.PreemptionPolicyLowerOrNewerEqualPriority:
-			if o.Priority < w.Priority || o.Priority == w.Priority && w.Queued.Before(o.Queued) {
-				candidates = append(candidates, o)
-			}
-		}
-	}
-	if len(candidates) == 0 {
+	frs := cq.preemptionFlavors(w.Request)
+	if len(frs) == 0 {
 		return nil
 	}
-	sort.SliceStable(candidates, func(i, j int) bool {
-		if candidates[i].Priority != candidates[j].Priority {
-			return candidates[i].Priority < candidates[j].Priority
+	own, hierarchy, priority := q.candidates(cq, w, frs)
+	others := append(hierarchy, priority...)
+	all := append(append([]candidate(nil), others...), own...)
+	if len(all) == 0 {
+		return nil
+	}
+	// Which attempts, in order: with w borrowing (true) or within its nominal
+	// quota (false), as Kueue tries them.
+	var attempts []bool
+	forbidden := !cq.borrowWithin
+	switch {
+	case len(others) == 0 || forbidden && !cq.under(frs):
+		attempts = []bool{true}
+	case forbidden && len(hierarchy) == 0:
+		attempts = []bool{false, true}
+	default:
+		attempts = []bool{true, false}
+	}
+	for _, borrow := range attempts {
+		if victims := q.tryPreempt(cq, w, all, frs, borrow); len(victims) > 0 {
+			for _, v := range victims {
+				q.requeue(v, at)
+			}
+			return victims
 		}
-		return candidates[i].since.After(candidates[j].since)
-	})
-	var taken []*QuotaWorkload
-	fits := false
-	for _, o := range candidates {
-		cq.add(o.Usage, -1)
-		taken = append(taken, o)
-		if _, fits = cq.assign(w.Request); fits {
+	}
+	return nil
+}
+
+// candidate is a Workload w may preempt; withoutBorrowing: only if w then fits
+// within its queue's nominal quota.
+type candidate struct {
+	w                *QuotaWorkload
+	cq               *clusterQueue
+	withoutBorrowing bool
+}
+
+// candidates are the Workloads holding frs that w may preempt: those of its own
+// queue, those of the other queues of its cohort it may reclaim from whatever it
+// borrows (hierarchy: w fits within its queue's nominal quota), and those it may
+// reclaim from by priority. Each lot is in the order they are taken.
+func (q *Quotas) candidates(cq *clusterQueue, w *QuotaWorkload, frs map[FlavorResource]int64) (own, hierarchy, priority []candidate) {
+	for _, o := range cq.admitted {
+		if uses(o, frs) && mayPreempt(cq.preempt, w, o) {
+			own = append(own, candidate{w: o, cq: cq})
+		}
+	}
+	if cq.cohort != nil && !q.fair && cq.reclaim != "" && cq.reclaim != kueue.PreemptionPolicyNever {
+		advantage := cq.within(frs)
+		names := make([]string, 0, len(q.queues))
+		for name, other := range q.queues {
+			if other != cq && other.cohort == cq.cohort {
+				names = append(names, name)
+			}
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			other := q.queues[name]
+			for _, o := range other.admitted {
+				if !uses(o, frs) || !mayPreempt(cq.reclaim, w, o) {
+					continue
+				}
+				c := candidate{w: o, cq: other}
+				switch {
+				case advantage:
+					hierarchy = append(hierarchy, c)
+					continue
+				case !cq.borrowWithin || o.Priority >= w.Priority || cq.threshold != nil && o.Priority > *cq.threshold:
+					c.withoutBorrowing = true
+				}
+				priority = append(priority, c)
+			}
+		}
+	}
+	for _, lot := range [][]candidate{own, hierarchy, priority} {
+		sort.SliceStable(lot, func(i, j int) bool {
+			if lot[i].w.Priority != lot[j].w.Priority {
+				return lot[i].w.Priority < lot[j].w.Priority
+			}
+			return lot[i].w.since.After(lot[j].w.since)
+		})
+	}
+	return own, hierarchy, priority
+}
+
+// mayPreempt reports whether policy lets w preempt o.
+func mayPreempt(policy kueue.PreemptionPolicy, w, o *QuotaWorkload) bool {
+	switch policy {
+	case kueue.PreemptionPolicyAny:
+		return true
+	case kueue.PreemptionPolicyLowerPriority:
+		return o.Priority < w.Priority
+	case kueue.PreemptionPolicyLowerOrNewerEqualPriority:
+		return o.Priority < w.Priority || o.Priority == w.Priority && w.Queued.Before(o.Queued)
+	}
+	return false
+}
+
+// uses reports whether o holds any of the flavors' resources frs.
+func uses(o *QuotaWorkload, frs map[FlavorResource]int64) bool {
+	for fr, v := range o.Usage {
+		if _, ok := frs[fr]; ok && v > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// tryPreempt takes candidates in order until w fits (borrowing or not), then
+// spares each it still fits beside, the last taken but one first. Nil when w
+// does not fit even with all taken; the usage is as before then.
+func (q *Quotas) tryPreempt(cq *clusterQueue, w *QuotaWorkload, all []candidate, frs map[FlavorResource]int64, borrow bool) []*QuotaWorkload {
+	fits := func() bool {
+		f, ok := cq.assign(w.Request)
+		return ok && (borrow || !f.borrows)
+	}
+	var taken []candidate
+	ok := false
+	for _, c := range all {
+		if c.cq != cq && (borrow && c.withoutBorrowing || !c.cq.borrowing(frs)) {
+			continue
+		}
+		c.cq.add(c.w.Usage, -1)
+		taken = append(taken, c)
+		if ok = fits(); ok {
 			break
 		}
 	}
-	if !fits {
-		for _, o := range taken {
-			cq.add(o.Usage, 1)
+	if !ok {
+		for _, c := range taken {
+			c.cq.add(c.w.Usage, 1)
 		}
 		return nil
 	}
 	var victims []*QuotaWorkload
-	for i := len(taken) - 1; i >= 0; i-- {
-		o := taken[i]
-		cq.add(o.Usage, 1)
-		if _, still := cq.assign(w.Request); still {
+	for i := len(taken) - 2; i >= 0; i-- {
+		c := taken[i]
+		c.cq.add(c.w.Usage, 1)
+		if fits() {
 			continue // spared
 		}
-		cq.add(o.Usage, -1)
-		victims = append(victims, o)
+		c.cq.add(c.w.Usage, -1)
+		victims = append(victims, c.w)
 	}
-	for _, v := range victims {
-		v.admitted = false
-		cq.admitted = slices.DeleteFunc(cq.admitted, func(o *QuotaWorkload) bool { return o == v })
-		if len(v.Gangs) > 0 {
-			v.Queued, v.Usage = at, nil
-			cq.waiting = append(cq.waiting, v)
-			sort.SliceStable(cq.waiting, func(i, j int) bool { return cq.waiting[i].before(cq.waiting[j]) })
+	return append(victims, taken[len(taken)-1].w)
+}
+
+// requeue takes v (its usage already given back) out of its queue's admitted
+// Workloads and, when its pods are in the forecast's queue, queues it again now.
+func (q *Quotas) requeue(v *QuotaWorkload, at time.Time) {
+	cq := q.queues[v.ClusterQueue]
+	v.admitted = false
+	cq.admitted = slices.DeleteFunc(cq.admitted, func(o *QuotaWorkload) bool { return o == v })
+	if len(v.Gangs) > 0 {
+		v.Queued, v.Usage = at, nil
+		cq.waiting = append(cq.waiting, v)
+		sort.SliceStable(cq.waiting, func(i, j int) bool { return cq.waiting[i].before(cq.waiting[j]) })
+	}
+}
+
+// preemptionFlavors is, for each resource group covering something req asks
+// for, what it would take of the first flavor whose nominal quota holds it (else
+// the first that defines every resource asked): where preemption is to make room.
+// Nil when no flavor can.
+func (cq *clusterQueue) preemptionFlavors(req map[corev1.ResourceName]int64) map[FlavorResource]int64 {
+	out := map[FlavorResource]int64{}
+	for _, g := range cq.groups {
+		var asked []corev1.ResourceName
+		for name, v := range req {
+			if g.covers[name] && v > 0 {
+				asked = append(asked, name)
+			}
+		}
+		if len(asked) == 0 {
+			continue
+		}
+		chosen := ""
+		for _, flavor := range g.flavors {
+			defined, holds := true, true
+			for _, name := range asked {
+				l, ok := cq.limits[FlavorResource{flavor, name}]
+				defined = defined && ok
+				holds = holds && ok && req[name] <= l.nominal
+			}
+			if holds {
+				chosen = flavor
+				break
+			}
+			if defined && chosen == "" {
+				chosen = flavor
+			}
+		}
+		if chosen == "" {
+			return nil
+		}
+		for _, name := range asked {
+			out[FlavorResource{chosen, name}] = req[name]
 		}
 	}
-	return victims
+	return out
+}
+
+// within reports whether the queue holds what frs asks beside its usage within
+// its nominal quota (w would not borrow: it may reclaim what others borrow).
+func (cq *clusterQueue) within(frs map[FlavorResource]int64) bool {
+	for fr, v := range frs {
+		if cq.usage[fr]+v > cq.limits[fr].nominal {
+			return false
+		}
+	}
+	return true
+}
+
+// under reports whether the queue uses less than its nominal quota of each of
+// frs now.
+func (cq *clusterQueue) under(frs map[FlavorResource]int64) bool {
+	for fr := range frs {
+		if cq.usage[fr] >= cq.limits[fr].nominal {
+			return false
+		}
+	}
+	return true
+}
+
+// borrowing reports whether the queue uses more than its nominal quota of any of
+// frs.
+func (cq *clusterQueue) borrowing(frs map[FlavorResource]int64) bool {
+	for fr := range frs {
+		if l, ok := cq.limits[fr]; ok && cq.usage[fr] > l.nominal {
+			return true
+		}
+	}
+	return false
 }
 
 func removeAdmitted(ws []*QuotaWorkload) []*QuotaWorkload {

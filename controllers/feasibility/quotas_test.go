@@ -231,6 +231,80 @@ func TestQuotas(t *testing.T) {
 			want:    map[string]time.Duration{"same": time.Hour},
 		},
 		{
+			name:    "reclaimWithinCohort Never (the default): quota another queue borrows is waited for",
+			queues:  []kueue.ClusterQueue{quotaQueue("mine", "co", nil, "default=8"), quotaQueue("other", "co", nil, "default=0")},
+			running: []*QuotaWorkload{runningPod(running("borrower", "other", "default", "8", time.Hour))},
+			waiting: []*QuotaWorkload{waiting("w", "mine", 0, 1, "8", time.Hour)},
+			want:    map[string]time.Duration{"w": time.Hour},
+		},
+		{
+			name:    "reclaimWithinCohort Any: a Workload within its queue's nominal quota takes it back from a borrower of any priority",
+			queues:  []kueue.ClusterQueue{quotaQueue("mine", "co", reclaim(kueue.PreemptionPolicyAny, nil), "default=8"), quotaQueue("other", "co", nil, "default=0")},
+			running: []*QuotaWorkload{withPriority(runningPod(running("borrower", "other", "default", "8", time.Hour)), 100)},
+			waiting: []*QuotaWorkload{waiting("w", "mine", 0, 1, "8", time.Hour)},
+			want:    map[string]time.Duration{"w": 0},
+			evicted: map[string]time.Duration{"ns/borrower-0": 0},
+		},
+		{
+			name:   "reclaimWithinCohort LowerPriority: only the lower-priority borrower goes",
+			queues: []kueue.ClusterQueue{quotaQueue("mine", "co", reclaim(kueue.PreemptionPolicyLowerPriority, nil), "default=8"), quotaQueue("other", "co", nil, "default=0")},
+			running: []*QuotaWorkload{withPriority(runningPod(running("high-borrower", "other", "default", "4", time.Hour)), 100),
+				withPriority(runningPod(running("low-borrower", "other", "default", "4", 2*time.Hour)), -1)},
+			waiting: []*QuotaWorkload{waiting("w", "mine", 0, 1, "4", time.Hour)},
+			want:    map[string]time.Duration{"w": 0},
+			evicted: map[string]time.Duration{"ns/low-borrower-0": 0},
+		},
+		{
+			name:    "a queue within its nominal quota is not reclaimed from: its quota is borrowed once it frees",
+			queues:  []kueue.ClusterQueue{quotaQueue("mine", "co", reclaim(kueue.PreemptionPolicyAny, nil), "default=4"), quotaQueue("other", "co", nil, "default=4")},
+			running: []*QuotaWorkload{runningPod(running("owner", "other", "default", "4", time.Hour)), running("mine-running", "mine", "default", "4", 2*time.Hour)},
+			waiting: []*QuotaWorkload{waiting("w", "mine", 0, 1, "4", time.Hour)},
+			want:    map[string]time.Duration{"w": time.Hour},
+		},
+		{
+			name: "a queue is reclaimed from only while it borrows: the next borrower is taken instead",
+			queues: []kueue.ClusterQueue{quotaQueue("mine", "co", reclaim(kueue.PreemptionPolicyAny, nil), "default=12"),
+				quotaQueue("one", "co", nil, "default=0"), quotaQueue("two", "co", nil, "default=4")},
+			running: []*QuotaWorkload{withPriority(runningPod(running("two-b1", "two", "default", "4", time.Hour)), -2),
+				withPriority(runningPod(running("two-b2", "two", "default", "4", time.Hour)), -1), runningPod(running("one-a", "one", "default", "4", time.Hour))},
+			waiting: []*QuotaWorkload{waiting("w", "mine", 0, 1, "12", time.Hour)},
+			want:    map[string]time.Duration{"w": 0},
+			evicted: map[string]time.Duration{"ns/two-b1-0": 0, "ns/one-a-0": 0},
+		},
+		{
+			name:    "a Workload that must borrow reclaims nothing without borrowWithinCohort",
+			queues:  borrowCohort(reclaim(kueue.PreemptionPolicyAny, nil)),
+			running: borrowCohortRunning(running),
+			waiting: []*QuotaWorkload{withPriority(waiting("w", "mine", 0, 1, "4", time.Hour), 10)},
+			want:    map[string]time.Duration{"w": time.Hour},
+		},
+		{
+			name:    "borrowWithinCohort LowerPriority: a borrowing Workload preempts a lower-priority borrower of another queue",
+			queues:  borrowCohort(reclaim(kueue.PreemptionPolicyLowerPriority, ptr.To[int32](0))),
+			running: borrowCohortRunning(running),
+			waiting: []*QuotaWorkload{withPriority(waiting("w", "mine", 0, 1, "4", time.Hour), 10)},
+			want:    map[string]time.Duration{"w": 0},
+			evicted: map[string]time.Duration{"ns/other-a-0": 0},
+		},
+		{
+			name:    "borrowWithinCohort's maxPriorityThreshold spares a borrower above it",
+			queues:  borrowCohort(reclaim(kueue.PreemptionPolicyLowerPriority, ptr.To[int32](-5))),
+			running: borrowCohortRunning(running),
+			waiting: []*QuotaWorkload{withPriority(waiting("w", "mine", 0, 1, "4", time.Hour), 10)},
+			want:    map[string]time.Duration{"w": time.Hour},
+		},
+		{
+			name: "the borrower of another queue goes before the queue's own lower-priority Workload",
+			queues: []kueue.ClusterQueue{quotaQueue("mine", "co", func(cq *kueue.ClusterQueue) {
+				reclaim(kueue.PreemptionPolicyAny, nil)(cq)
+				cq.Spec.Preemption.WithinClusterQueue = kueue.PreemptionPolicyLowerPriority
+			}, "default=8"), quotaQueue("other", "co", nil, "default=0")},
+			running: []*QuotaWorkload{runningPod(running("mine-low", "mine", "default", "4", time.Hour)), runningPod(running("borrower", "other", "default", "4", time.Hour))},
+			waiting: []*QuotaWorkload{withPriority(waiting("w", "mine", 0, 1, "4", time.Hour), 10)},
+			want:    map[string]time.Duration{"w": 0},
+			evicted: map[string]time.Duration{"ns/borrower-0": 0},
+		},
+		{
 			name: "with fair sharing the queue that borrows least takes it",
 			queues: []kueue.ClusterQueue{quotaQueue("lender", "co", fairSharing, "default=6"),
 				quotaQueue("a", "co", fairSharing, "default=0"), quotaQueue("b", "co", fairSharing, "default=0")},
@@ -279,6 +353,32 @@ func milli(v string) int64 { q := resource.MustParse(v); return q.MilliValue() }
 func lowerPriority(cq *kueue.ClusterQueue) {
 	cq.Spec.Preemption = &kueue.ClusterQueuePreemption{WithinClusterQueue: kueue.PreemptionPolicyLowerPriority}
 }
+
+// reclaim sets a queue's reclaimWithinCohort and, with a threshold, lets its
+// borrowing Workloads preempt lower-priority ones of the cohort up to it.
+func reclaim(policy kueue.PreemptionPolicy, threshold *int32) func(*kueue.ClusterQueue) {
+	return func(cq *kueue.ClusterQueue) {
+		cq.Spec.Preemption = &kueue.ClusterQueuePreemption{ReclaimWithinCohort: policy}
+		if threshold != nil {
+			cq.Spec.Preemption.BorrowWithinCohort = &kueue.BorrowWithinCohort{Policy: kueue.BorrowWithinCohortPolicyLowerPriority, MaxPriorityThreshold: threshold}
+		}
+	}
+}
+
+// borrowCohort is a cohort of 12 cpus in three queues of 4, "mine" (with
+// mutate), "other" and "lender"; borrowCohortRunning fills it: "mine" uses its
+// 4 for 2 hours, "other" its 4 and the lender's 4 (other-a for an hour, other-b
+// for 3). A Workload of "mine" asking for more must borrow.
+func borrowCohort(mutate func(*kueue.ClusterQueue)) []kueue.ClusterQueue {
+	return []kueue.ClusterQueue{quotaQueue("mine", "co", mutate, "default=4"), quotaQueue("other", "co", nil, "default=4"), quotaQueue("lender", "co", nil, "default=4")}
+}
+
+func borrowCohortRunning(running func(name, cq, flavor, uses string, ends time.Duration) *QuotaWorkload) []*QuotaWorkload {
+	return []*QuotaWorkload{running("mine-running", "mine", "default", "4", 2*time.Hour),
+		runningPod(running("other-a", "other", "default", "4", time.Hour)), runningPod(running("other-b", "other", "default", "4", 3*time.Hour))}
+}
+
+func withPriority(w *QuotaWorkload, p int32) *QuotaWorkload { w.Priority = p; return w }
 
 // runningPod gives an admitted Workload one running pod, <name>-0.
 func runningPod(w *QuotaWorkload) *QuotaWorkload {
