@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sort"
 	"testing"
 	"time"
 
@@ -149,6 +150,9 @@ func (tc *testCluster) stopScheduler() {
 }
 
 func (tc *testCluster) cleanup() {
+	if CurrentSpecReport().Failed() {
+		tc.dump()
+	}
 	tc.stopScheduler()
 	// The PodGroups first, then the reservations: a gang repairing when the test ends
 	// would have its repair reservation made again, and with no garbage collector
@@ -158,6 +162,28 @@ func (tc *testCluster) cleanup() {
 	Expect(k8sClient.DeleteAllOf(suiteCtx, &v1alpha1.ResourceReservation{}, client.InNamespace(tc.ns))).To(Succeed())
 	Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Pod{}, client.InNamespace(tc.ns), client.GracePeriodSeconds(0))).To(Succeed())
 	Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Node{}, client.MatchingLabels{"kubenexus.io/test": tc.nodeLabel})).To(Succeed())
+}
+
+// dump writes what a failed spec's namespace holds to the spec's output: each pod
+// with its node, phase and conditions, and the events, oldest first. A spec that
+// fails once under load leaves what the scheduler said.
+func (tc *testCluster) dump() {
+	pods := &corev1.PodList{}
+	if err := k8sClient.List(suiteCtx, pods, client.InNamespace(tc.ns)); err == nil {
+		for _, p := range pods.Items {
+			GinkgoWriter.Printf("pod %s node=%q phase=%s deleting=%v nominated=%q\n", p.Name, p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp != nil, p.Status.NominatedNodeName)
+			for _, c := range p.Status.Conditions {
+				GinkgoWriter.Printf("  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+			}
+		}
+	}
+	evs := &corev1.EventList{}
+	if err := k8sClient.List(suiteCtx, evs, client.InNamespace(tc.ns)); err == nil {
+		sort.Slice(evs.Items, func(i, j int) bool { return evs.Items[i].CreationTimestamp.Before(&evs.Items[j].CreationTimestamp) })
+		for _, e := range evs.Items {
+			GinkgoWriter.Printf("event %s %s/%s %s: %s\n", e.CreationTimestamp.Format(time.RFC3339), e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+		}
+	}
 }
 
 // addNodes creates n nodes with the given capacity pairs.
