@@ -290,6 +290,9 @@ const (
 	// seconds, as a label on the job and its pods: a bound on the pod's runtime that
 	// Backfill trusts like activeDeadlineSeconds.
 	LabelKueueMaxExecTime = "kueue.x-k8s.io/max-exec-time-seconds"
+	// LabelKueuePriorityClass names the WorkloadPriorityClass of a job queued by
+	// Kueue: its Workload's priority in Kueue's queues (whatif reads it).
+	LabelKueuePriorityClass = "kueue.x-k8s.io/priority-class"
 )
 
 // Reasons of the events the manager writes where it decides (kubectl describe and

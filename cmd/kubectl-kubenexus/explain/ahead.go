@@ -122,24 +122,29 @@ func (e *Explainer) quotaStartLine(ctx context.Context, st *state, wl *kueue.Wor
 	if i < 0 {
 		return Line{}, false
 	}
-	held := w.Held[i]
 	s := st.cluster.ForecastQueue(w.Ahead, w.Quotas, st.now)[len(w.Queue)+i]
+	return quotaStart(s, w.Held[i].ClusterQueue, st.now), true
+}
+
+// quotaStart is the start line of a Workload waiting for quota in ClusterQueue cq
+// from its forecast (s).
+func quotaStart(s placement.Start, cq string, now time.Time) Line {
 	l := Line{Layer: LayerStart, Verdict: Unknown}
-	assumes := "running workloads end at their runtime bounds, those admitted before it run to theirs; Kueue's preemption across the cohort is not counted"
+	assumes := "running workloads end at their runtime bounds, those admitted before it run to theirs"
 	switch {
 	case s.OK:
 		l.Verdict = Waiting
 		l.Text = fmt.Sprintf("earliest %s (in %s): ClusterQueue %s admits it %s; assumes %s",
-			s.At.UTC().Format(time.RFC3339), max(s.At.Sub(st.now).Round(time.Second), 0), held.ClusterQueue, when(s.Admitted, st.now), assumes)
+			s.At.UTC().Format(time.RFC3339), max(s.At.Sub(now).Round(time.Second), 0), cq, when(s.Admitted, now), assumes)
 	case !s.Admitted.IsZero():
-		l.Text = fmt.Sprintf("ClusterQueue %s admits it %s, but no start can be given for its pods", held.ClusterQueue, when(s.Admitted, st.now))
+		l.Text = fmt.Sprintf("ClusterQueue %s admits it %s, but no start can be given for its pods", cq, when(s.Admitted, now))
 		if len(s.Unbounded) > 0 {
 			l.Text += fmt.Sprintf(": %s would start first with no runtime bound (spec.activeDeadlineSeconds or %s)", join(s.Unbounded), v1alpha1.LabelKueueMaxExecTime)
 		}
 	default:
-		l.Text = fmt.Sprintf("no time can be given: ClusterQueue %s is not forecast to admit it (the quota it needs is held by workloads with no runtime bound, is more than the queue and its cohort can lend, or the queue is stopped)", held.ClusterQueue)
+		l.Text = fmt.Sprintf("no time can be given: ClusterQueue %s is not forecast to admit it (the quota it needs is held by workloads with no runtime bound, is more than the queue and its cohort can lend, or the queue is stopped)", cq)
 	}
-	return l, true
+	return l
 }
 
 // when is "now" or "at <time> (in <duration>)".

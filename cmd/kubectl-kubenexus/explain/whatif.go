@@ -6,13 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -126,7 +132,7 @@ func (e *Explainer) whatIf(ctx context.Context, st *state, namespace string, obj
 		adm.Text = fmt.Sprintf("1 pod, tenant tier %s", w.Tenant)
 	}
 	s.Lines = append(s.Lines, adm)
-	q, err := e.whatIfQueue(ctx, namespace, obj, w)
+	q, quotaStart, err := e.whatIfQueue(ctx, st, namespace, obj, w, reps)
 	if err != nil {
 		return Section{}, err
 	}
@@ -143,48 +149,159 @@ func (e *Explainer) whatIf(ctx context.Context, st *state, namespace string, obj
 		g.forecast = e.forecast(ctx, st, &group{ns: g.ns, pending: []*corev1.Pod{pod}, members: []corev1.Pod{*pod}}, w)
 	}
 	s.Lines = append(s.Lines, placementLines(g, st, w, &d)...)
+	if quotaStart != nil && d.Eligible > 0 {
+		// Queued by Kueue: when its queues admit it comes first.
+		s.Lines = slices.DeleteFunc(s.Lines, func(l Line) bool { return l.Layer == LayerStart })
+		s.Lines = append(s.Lines, *quotaStart)
+	}
 	return s, nil
 }
 
-// whatIfQueue says whether the ClusterQueue the object's LocalQueue names has the
-// quota for all its pods now, without borrowing (quotaFit), and gives the pod sets
-// the flavors Kueue would assign, whose node labels the placement lines then honour.
-func (e *Explainer) whatIfQueue(ctx context.Context, namespace string, obj *unstructured.Unstructured, w *feasibility.Workload) (Line, error) {
+// whatIfQueue says when the ClusterQueue the object's LocalQueue names would admit
+// all its pods: the object is played as one more Workload queued now in the
+// forecast of Kueue's queues (feasibility.Quotas: the queue's order, cohort
+// borrowing and lending limits, fair sharing, preemption), and the pod sets get
+// the flavors it is admitted with, whose node labels the placement lines then
+// honour. The start line it returns replaces the placement's. A reader that may
+// not list Kueue's queues gets what the ClusterQueue's nominal quota holds now
+// (quotaFit) and no start line.
+func (e *Explainer) whatIfQueue(ctx context.Context, st *state, namespace string, obj *unstructured.Unstructured, w *feasibility.Workload, reps []workload.Replicas) (Line, *Line, error) {
 	lq := obj.GetLabels()[v1alpha1.LabelKueueQueueName]
 	if lq == "" {
-		return Line{Layer: LayerQueue, Verdict: None, Text: "not queued by Kueue (no " + v1alpha1.LabelKueueQueueName + " label)"}, nil
+		return Line{Layer: LayerQueue, Verdict: None, Text: "not queued by Kueue (no " + v1alpha1.LabelKueueQueueName + " label)"}, nil, nil
 	}
 	q := &kueue.LocalQueue{}
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: lq}, q); err != nil {
 		if notFound(err) || feasibility.NotServed(err) {
 			return Line{Layer: LayerQueue, Verdict: Blocked, Text: fmt.Sprintf("LocalQueue %s/%s does not exist: Kueue would hold the job", namespace, lq),
-				Action: "create the LocalQueue, or name one that exists"}, nil
+				Action: "create the LocalQueue, or name one that exists"}, nil, nil
 		}
-		return Line{}, err
+		return Line{}, nil, err
 	}
 	w.ClusterQueue = string(q.Spec.ClusterQueue)
 	cq := &kueue.ClusterQueue{}
 	if err := e.Client.Get(ctx, client.ObjectKey{Name: w.ClusterQueue}, cq); err != nil {
 		if notFound(err) {
 			return Line{Layer: LayerQueue, Verdict: Blocked, Text: fmt.Sprintf("LocalQueue %s names ClusterQueue %s, which does not exist: Kueue would hold the job", lq, w.ClusterQueue),
-				Action: "create the ClusterQueue, or point the LocalQueue at one that exists"}, nil
+				Action: "create the ClusterQueue, or point the LocalQueue at one that exists"}, nil, nil
 		}
-		return Line{}, err
+		return Line{}, nil, err
 	}
 	flavors, short := quotaFit(cq, feasibility.QuotaNeed(w.PodSets))
+	route := fmt.Sprintf("LocalQueue %s → ClusterQueue %s", lq, w.ClusterQueue)
+	if l, start, ok := e.whatIfAdmission(ctx, st, namespace, obj, w, reps, route, short); ok {
+		return l, start, nil
+	}
 	if short != "" {
 		return Line{Layer: LayerQueue, Verdict: Blocked,
-			Text:   fmt.Sprintf("LocalQueue %s → ClusterQueue %s has not the quota now (%s); borrowing from its cohort is not computed", lq, w.ClusterQueue, short),
-			Action: "wait for the queue's admitted workloads to finish, or raise its nominal quota"}, nil
+			Text:   fmt.Sprintf("%s has not the quota now (%s); borrowing from its cohort is not computed (Kueue's queues cannot be listed)", route, short),
+			Action: "wait for the queue's admitted workloads to finish, or raise its nominal quota"}, nil, nil
 	}
 	for i := range w.PodSets {
 		w.PodSets[i].Flavors = flavors
 	}
-	where := "no quota it covers is asked for"
-	if len(flavors) > 0 {
-		where = "flavor " + strings.Join(flavors, ", ")
+	return Line{Layer: LayerQueue, Verdict: OK, Text: fmt.Sprintf("%s has the quota now, without borrowing: %s", route, flavorText(flavors))}, nil, nil
+}
+
+// whatIfAdmission plays the object in the forecast of Kueue's queues (false when
+// they cannot be read): the queue line says when its ClusterQueue admits it, with
+// which flavors, borrowing or preempting; the start line when its pods start.
+// short is why the queue's nominal quota does not hold it now ("" when it does).
+func (e *Explainer) whatIfAdmission(ctx context.Context, st *state, namespace string, obj *unstructured.Unstructured, w *feasibility.Workload, reps []workload.Replicas, route, short string) (Line, *Line, bool) {
+	waiters, err := feasibility.ReadWaiters(ctx, e.Client, st.cluster, st.pods)
+	if err != nil || waiters.Quotas == nil {
+		return Line{}, nil, false
 	}
-	return Line{Layer: LayerQueue, Verdict: OK, Text: fmt.Sprintf("LocalQueue %s → ClusterQueue %s has the quota now, without borrowing: %s", lq, w.ClusterQueue, where)}, nil
+	kueuePriority, podPriority := e.whatIfPriorities(ctx, obj, reps)
+	qw := &feasibility.QuotaWorkload{Name: types.NamespacedName{Namespace: namespace, Name: obj.GetName()}, ClusterQueue: w.ClusterQueue,
+		Priority: kueuePriority, Queued: st.now, Request: map[corev1.ResourceName]int64{}, Runtime: whatIfRuntime(obj, reps), Gangs: []int{len(waiters.Ahead)}}
+	for name, v := range feasibility.QuotaNeed(w.PodSets) {
+		qw.Request[name] = v.MilliValue()
+	}
+	waiters.Quotas.Wait(qw)
+	ahead := append(waiters.Ahead, feasibility.Ahead{Name: qw.Name.String(), Workload: w, Runtime: qw.Runtime, Priority: podPriority, Quota: qw})
+	s := st.cluster.ForecastQueue(ahead, waiters.Quotas, st.now)[len(ahead)-1]
+	if s.Admitted.IsZero() {
+		why := "the quota it needs is held by workloads with no runtime bound, is more than the queue and its cohort can lend, or the queue is stopped"
+		if short != "" {
+			why += "; now: " + short
+		}
+		return Line{Layer: LayerQueue, Verdict: Blocked, Text: fmt.Sprintf("%s is not forecast to admit it (%s)", route, why),
+			Action: "raise the queue's nominal quota, or ask for less"}, nil, true
+	}
+	for i := range w.PodSets {
+		w.PodSets[i].Flavors = qw.Flavors
+	}
+	how := flavorText(qw.Flavors)
+	if qw.Borrows {
+		how += ", borrowing from its cohort"
+	}
+	if len(qw.Preempted) > 0 {
+		names := make([]string, len(qw.Preempted))
+		for i, n := range qw.Preempted {
+			names[i] = n.String()
+		}
+		how += fmt.Sprintf(", preempting %s (Kueue's preemption)", join(names))
+	}
+	l := Line{Layer: LayerQueue, Verdict: OK, Text: fmt.Sprintf("%s admits it now: %s", route, how)}
+	if s.Admitted.After(st.now) {
+		l.Verdict = Waiting
+		l.Text = fmt.Sprintf("%s admits it %s, when the quota it needs frees: %s", route, when(s.Admitted, st.now), how)
+	}
+	start := quotaStart(s, w.ClusterQueue, st.now)
+	return l, &start, true
+}
+
+// flavorText names the flavors a Workload is admitted with.
+func flavorText(flavors []string) string {
+	if len(flavors) == 0 {
+		return "no quota it covers is asked for"
+	}
+	return "flavor " + strings.Join(flavors, ", ")
+}
+
+// whatIfPriorities are the object's priority in Kueue's queue (its
+// WorkloadPriorityClass, else its pods' PriorityClass) and its pods' in
+// KubeNexus's (the lowest PriorityClass value of its pod templates). A class that
+// cannot be read counts as 0.
+func (e *Explainer) whatIfPriorities(ctx context.Context, obj *unstructured.Unstructured, reps []workload.Replicas) (kueuePriority, podPriority int32) {
+	for i, rep := range reps {
+		var v int32
+		switch {
+		case rep.Template.Spec.Priority != nil:
+			v = *rep.Template.Spec.Priority
+		case rep.Template.Spec.PriorityClassName != "":
+			pc := &schedulingv1.PriorityClass{}
+			if err := e.Client.Get(ctx, client.ObjectKey{Name: rep.Template.Spec.PriorityClassName}, pc); err == nil {
+				v = pc.Value
+			}
+		}
+		if i == 0 || v < podPriority {
+			podPriority = v
+		}
+	}
+	kueuePriority = podPriority
+	if name := obj.GetLabels()[v1alpha1.LabelKueuePriorityClass]; name != "" {
+		wpc := &kueue.WorkloadPriorityClass{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, wpc); err == nil {
+			kueuePriority = wpc.Value
+		}
+	}
+	return kueuePriority, podPriority
+}
+
+// whatIfRuntime is how long the object's pods run once started, as Kueue's
+// Workload would say (feasibility.RuntimeOf): its maximum execution time label,
+// else every pod template's bound; 0 when unknown.
+func whatIfRuntime(obj *unstructured.Unstructured, reps []workload.Replicas) time.Duration {
+	wl := &kueue.Workload{}
+	if v, err := strconv.ParseInt(obj.GetLabels()[v1alpha1.LabelKueueMaxExecTime], 10, 32); err == nil {
+		wl.Spec.MaximumExecutionTimeSeconds = ptr.To(int32(v))
+	}
+	for _, rep := range reps {
+		wl.Spec.PodSets = append(wl.Spec.PodSets, kueue.PodSet{Template: rep.Template})
+	}
+	return feasibility.RuntimeOf(wl)
 }
 
 // DecodeBytes is Decode over a byte slice.

@@ -7,8 +7,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -46,7 +48,7 @@ var _ = Describe("The estimated start of Kueue Workloads waiting for quota", fun
 		Expect(r.Sections[0].Lines).To(ContainElement(And(HaveField("Layer", explain.LayerStart), HaveField("Verdict", explain.Waiting), HaveField("Text", And(
 			HavePrefix("earliest "+at(ends.Add(20*time.Minute))+" (in "),
 			ContainSubstring("ClusterQueue "+cq.Name+" admits it at "+at(ends.Add(20*time.Minute))+" (in "),
-			HaveSuffix("Kueue's preemption across the cohort is not counted"))))))
+			HaveSuffix("those admitted before it run to theirs"))))))
 
 		// The queue joins a cohort with an idle queue of 8 CPUs: "next" borrows them
 		// now, "after" takes the quota "running" frees.
@@ -90,6 +92,90 @@ var _ = Describe("The estimated start of Kueue Workloads waiting for quota", fun
 			g.Expect(err).NotTo(HaveOccurred(), "peer's estimate %q", got["peer"])
 			g.Expect(peerAt.Sub(urgentAt)).To(BeNumerically("~", 20*time.Minute, time.Minute))
 		}).WithTimeout(testutil.Timeout).Should(Succeed())
+	})
+
+	It("counts Kueue's preemption across the cohort: a queue takes back the quota another borrows (reclaimWithinCohort)", func() {
+		policy := kueue.PreemptionPolicyNever
+		ns, cq, queue, ends := quotaFixture(func(cq *kueue.ClusterQueue) {
+			cq.Spec.Preemption = &kueue.ClusterQueuePreemption{ReclaimWithinCohort: policy}
+		})
+		// Queue "eta" borrows the lender's 8 CPUs for "borrowing", whose pod runs on
+		// node 1 for another hour. A Workload of the lender's own queue waits for them.
+		cohort := "co-" + ns.Name
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(cq), cq)).To(Succeed())
+		cq.Spec.CohortName = kueue.CohortReference(cohort)
+		Expect(k8sClient.Update(suiteCtx, cq)).To(Succeed())
+		admitted(ns.Name, "borrowing", cq.Name, ns.Name+"-1", time.Now().Add(-time.Minute).Truncate(time.Second), 3600)
+		lenderQueue := func() {
+			lender := queue("lender-"+ns.Name, cohort)
+			Expect(k8sClient.Create(suiteCtx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "lender", Namespace: ns.Name},
+				Spec: kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(lender.Name)}})).To(Succeed())
+			reclaimer := cpuWorkload(ns.Name, "reclaimer", ptr.To[int32](1200))
+			reclaimer.Spec.QueueName = "lender"
+			Expect(k8sClient.Create(suiteCtx, reclaimer)).To(Succeed())
+		}
+		at := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+		// Never: "reclaimer" waits until "running" ends and "eta" no longer borrows.
+		lenderQueue()
+		Eventually(estimatesIn(ns.Name)).WithTimeout(testutil.Timeout).Should(HaveKeyWithValue("reclaimer", at(ends)))
+
+		// Any: it preempts "borrowing", whose pod gives node 1 back at once.
+		Expect(k8sClient.Delete(suiteCtx, &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "lender-" + ns.Name}})).To(Succeed())
+		Expect(k8sClient.Delete(suiteCtx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "lender", Namespace: ns.Name}})).To(Succeed())
+		Expect(k8sClient.Delete(suiteCtx, &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: "reclaimer", Namespace: ns.Name}})).To(Succeed())
+		Eventually(func() error {
+			return k8sClient.Get(suiteCtx, client.ObjectKey{Name: "lender-" + ns.Name}, &kueue.ClusterQueue{})
+		}).WithTimeout(testutil.Timeout).Should(Satisfy(apierrors.IsNotFound))
+		policy = kueue.PreemptionPolicyAny
+		lenderQueue()
+		before := time.Now().Add(-time.Minute)
+		Eventually(func(g Gomega) {
+			got, err := estimatesIn(ns.Name)()
+			g.Expect(err).NotTo(HaveOccurred())
+			t, err := time.Parse(time.RFC3339, got["reclaimer"])
+			g.Expect(err).NotTo(HaveOccurred(), "reclaimer's estimate %q", got["reclaimer"])
+			g.Expect(t).To(BeTemporally(">", before))
+			g.Expect(t).To(BeTemporally("<", ends.Add(-time.Minute)), "reclaimer waits for running's end (%s) instead of reclaiming its quota", at(ends))
+		}).WithTimeout(testutil.Timeout).Should(Succeed())
+	})
+
+	It("whatif: plays a job as one more Workload in its ClusterQueue: when the quota frees, then borrowing once the cohort lends", func() {
+		ns, cq, queue, ends := quotaFixture(nil)
+		job := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "batch/v1", "kind": "Job",
+			"metadata": map[string]any{"name": "try", "labels": map[string]any{v1alpha1.LabelKueueQueueName: "queue"}},
+			"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+				"schedulerName": v1alpha1.DefaultSchedulerName, "restartPolicy": "Never", "activeDeadlineSeconds": int64(1200),
+				"containers": []any{map[string]any{"name": "main", "image": "main", "resources": map[string]any{"requests": map[string]any{"cpu": "8"}}}},
+			}}},
+		}}
+		at := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+		whatif := func() map[string]explain.Line {
+			GinkgoHelper()
+			r, err := (&explain.Explainer{Client: k8sClient}).WhatIf(suiteCtx, ns.Name, []*unstructured.Unstructured{job})
+			Expect(err).NotTo(HaveOccurred())
+			out := map[string]explain.Line{}
+			for _, l := range r.Sections[0].Lines {
+				out[l.Layer] = l
+			}
+			return out
+		}
+		route := "LocalQueue queue → ClusterQueue " + cq.Name
+		lines := whatif()
+		Expect(lines[explain.LayerQueue]).To(And(HaveField("Verdict", explain.Waiting), HaveField("Text", And(
+			HavePrefix(route+" admits it at "+at(ends)+" (in "), HaveSuffix("when the quota it needs frees: flavor "+ns.Name)))))
+		Expect(lines[explain.LayerStart]).To(HaveField("Text", And(HavePrefix("earliest "+at(ends)+" (in "),
+			ContainSubstring("ClusterQueue "+cq.Name+" admits it at "+at(ends)))))
+
+		// Its queue joins a cohort with an idle queue of 8 CPUs: it borrows them now,
+		// and node 1 is free.
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(cq), cq)).To(Succeed())
+		cq.Spec.CohortName = kueue.CohortReference("co-" + ns.Name)
+		Expect(k8sClient.Update(suiteCtx, cq)).To(Succeed())
+		queue("lender-"+ns.Name, "co-"+ns.Name)
+		Eventually(whatif).WithTimeout(testutil.Timeout).Should(HaveKeyWithValue(explain.LayerQueue, And(HaveField("Verdict", explain.OK),
+			HaveField("Text", Equal(route+" admits it now: flavor "+ns.Name+", borrowing from its cohort")))))
+		Expect(whatif()[explain.LayerStart]).To(HaveField("Text", ContainSubstring("ClusterQueue "+cq.Name+" admits it now")))
 	})
 
 	It("plans a bronze namespace's Workload as bronze, whatever tier its pods claim", func() {
@@ -164,22 +250,30 @@ func quotaFixture(mutate func(*kueue.ClusterQueue)) (*corev1.Namespace, *kueue.C
 		Spec: kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(cq.Name)}})).To(Succeed())
 
 	started := time.Now().Add(-time.Minute).Truncate(time.Second)
-	running := cpuWorkload(ns.Name, "running", nil)
-	Expect(k8sClient.Create(suiteCtx, running)).To(Succeed())
-	running.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved", LastTransitionTime: metav1.NewTime(started)}}
-	running.Status.Admission = &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(cq.Name), PodSetAssignments: []kueue.PodSetAssignment{{
+	admitted(ns.Name, "running", cq.Name, ns.Name+"-0", started, 600)
+	return ns, cq, queue, started.Add(10 * time.Minute)
+}
+
+// admitted creates a Workload of 8 CPUs that ClusterQueue cq admitted on the
+// namespace's flavor, and its pod <name>-0, bound to node, which started at started
+// and may run deadline seconds.
+func admitted(ns, name, cq, node string, started time.Time, deadline int64) {
+	GinkgoHelper()
+	wl := cpuWorkload(ns, name, nil)
+	Expect(k8sClient.Create(suiteCtx, wl)).To(Succeed())
+	wl.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved", LastTransitionTime: metav1.NewTime(started)}}
+	wl.Status.Admission = &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(cq), PodSetAssignments: []kueue.PodSetAssignment{{
 		Name: "main", Count: ptr.To[int32](1),
-		Flavors:       map[corev1.ResourceName]kueue.ResourceFlavorReference{corev1.ResourceCPU: kueue.ResourceFlavorReference(ns.Name)},
+		Flavors:       map[corev1.ResourceName]kueue.ResourceFlavorReference{corev1.ResourceCPU: kueue.ResourceFlavorReference(ns)},
 		ResourceUsage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")},
 	}}}
-	Expect(k8sClient.Status().Update(suiteCtx, running)).To(Succeed())
-	pod := testutil.MakePod("running-0", ns.Name).Req("cpu", "8").ActiveDeadline(ptr.To[int64](600)).Obj()
-	pod.Annotations = map[string]string{v1alpha1.AnnotationKueueWorkload: "running"}
-	pod.Spec.NodeName = ns.Name + "-0"
+	Expect(k8sClient.Status().Update(suiteCtx, wl)).To(Succeed())
+	pod := testutil.MakePod(name+"-0", ns).Req("cpu", "8").ActiveDeadline(ptr.To(deadline)).Obj()
+	pod.Annotations = map[string]string{v1alpha1.AnnotationKueueWorkload: name}
+	pod.Spec.NodeName = node
 	Expect(k8sClient.Create(suiteCtx, pod)).To(Succeed())
 	pod.Status.StartTime = ptr.To(metav1.NewTime(started))
 	Expect(k8sClient.Status().Update(suiteCtx, pod)).To(Succeed())
-	return ns, cq, queue, started.Add(10 * time.Minute)
 }
 
 // estimatesIn refreshes the estimates once and reads those of the namespace's
