@@ -64,6 +64,7 @@ func Read(ctx context.Context, r client.Reader) (*Cluster, []corev1.Pod, error) 
 		return nil, nil, err
 	}
 	c.Held = heldBy(rrs.Items, time.Now())
+	c.Accumulating = accumulating(rrs.Items, time.Now())
 	var configs v1alpha1.KubeNexusConfigList
 	if err := r.List(ctx, &configs); err != nil {
 		return nil, nil, err
@@ -169,9 +170,42 @@ func NotServed(err error) bool {
 	return apimeta.IsNoMatchError(err) || runtime.IsNotRegisteredError(err)
 }
 
+// accumulating are the PodGroups whose accumulating reservation (label
+// scheduling.kubenexus.io/accumulate) is not placed on a node yet and not expired,
+// with when it expires (its expireTime, else its creation plus its TTL).
+func accumulating(rrs []v1alpha1.ResourceReservation, now time.Time) map[types.NamespacedName]time.Time {
+	out := map[types.NamespacedName]time.Time{}
+	for i := range rrs {
+		rr := &rrs[i]
+		if rr.Labels[v1alpha1.LabelReservationAccumulate] != "true" || rr.Spec.Owner.Kind != v1alpha1.ReservationOwnerPodGroup {
+			continue
+		}
+		if rr.Status.Phase != "" && rr.Status.Phase != v1alpha1.ReservationPending {
+			continue
+		}
+		ttl := rr.Spec.TTLSeconds
+		if ttl <= 0 {
+			ttl = 600
+		}
+		expires := rr.CreationTimestamp.Add(time.Duration(ttl) * time.Second)
+		if rr.Status.ExpireTime != nil {
+			expires = rr.Status.ExpireTime.Time
+		}
+		if !expires.After(now) {
+			continue
+		}
+		key := types.NamespacedName{Namespace: rr.Namespace, Name: rr.Spec.Owner.Name}
+		if expires.After(out[key]) {
+			out[key] = expires
+		}
+	}
+	return out
+}
+
 // heldBy is the room reservations hold on their nodes at now: the unconsumed slots of
 // those Reserved on a node and not expired. Reservations still accumulating (no node
-// yet) are the scheduler's to place and are not counted.
+// yet) hold no node's room: the forecast lets their gang keep room as it frees
+// (accumulating).
 func heldBy(rrs []v1alpha1.ResourceReservation, now time.Time) []Held {
 	var out []Held
 	for i := range rrs {

@@ -66,6 +66,10 @@ type Cluster struct {
 	// Held is the room ResourceReservations hold on nodes for their owners' pods
 	// (unconsumed slots of reservations in phase Reserved, not expired).
 	Held []Held
+	// Accumulating are the PodGroups whose accumulating ResourceReservation
+	// (spec.reserveCapacity, a repair) holds room for them as it frees, with when
+	// it lapses: the forecast lets them keep that room (placement.Queued.Accumulates).
+	Accumulating map[types.NamespacedName]time.Time
 	// NUMA are the nodes' NUMA cells as their NodeResourceTopologies report them,
 	// by node name (nil: none); GPUResources the GPU resource names, for the cells
 	// of nodes that publish them only as labels.

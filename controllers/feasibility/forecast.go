@@ -94,7 +94,11 @@ func (c *Cluster) ForecastQueue(queue []Ahead, quotas *Quotas, now time.Time) []
 func (c *Cluster) queued(name string, w *Workload, runtime time.Duration, tiers *hardware.TierSet) placement.Queued {
 	levels, maxLevel, _ := c.levelsFor(w)
 	shapes, nodes, _, _ := c.view(w, levels, tiers)
-	return placement.Queued{Name: name, Nodes: nodes, Shapes: shapes, MaxLevel: maxLevel, Runtime: runtime}
+	q := placement.Queued{Name: name, Nodes: nodes, Shapes: shapes, MaxLevel: maxLevel, Runtime: runtime}
+	if w.Gang != nil {
+		q.Accumulates = c.Accumulating[*w.Gang]
+	}
+	return q
 }
 
 // onFlavors is w with every pod set on the ResourceFlavors given.

@@ -7,7 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -127,5 +129,54 @@ func BenchmarkForecastQueue1000Kueue(b *testing.B) {
 		if s := c.ForecastQueue(queue, q, t0); !s[len(s)-1].OK {
 			b.Fatal("no start")
 		}
+	}
+}
+
+// A gang whose accumulating reservation is not placed yet keeps the room that frees
+// for it until the reservation expires: the gang ahead that would take the first
+// node freed waits, and the gang starts when the second frees.
+func TestForecastCountsAnAccumulatingReservation(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+	c := fleet(2, 8, func(int) int64 { return 8 })
+	eightGPUs := corev1.ResourceList{gpu: resource.MustParse("8")}
+	c.Bounded = map[string][]Bounded{"n00": {{Ends: t0.Add(10 * time.Minute), Requests: eightGPUs}}, "n01": {{Ends: t0.Add(20 * time.Minute), Requests: eightGPUs}}}
+	ahead := []Ahead{{Name: "small", Workload: job(1, "4", ""), Runtime: time.Hour}}
+	big := job(2, "8", "")
+	big.Gang = &types.NamespacedName{Namespace: "ns", Name: "big"}
+	rr := func(name, owner string, phase v1alpha1.ReservationPhase, accumulate bool, expires time.Duration) v1alpha1.ResourceReservation {
+		r := v1alpha1.ResourceReservation{Spec: v1alpha1.ResourceReservationSpec{Owner: v1alpha1.ReservationOwner{Kind: v1alpha1.ReservationOwnerPodGroup, Name: owner}, TTLSeconds: 600},
+			Status: v1alpha1.ResourceReservationStatus{Phase: phase}}
+		r.Name, r.Namespace, r.CreationTimestamp = name, "ns", metav1.NewTime(t0)
+		if accumulate {
+			r.Labels = map[string]string{v1alpha1.LabelReservationAccumulate: "true"}
+		}
+		if expires != 0 {
+			r.Status.ExpireTime = ptr.To(metav1.NewTime(t0.Add(expires)))
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		rrs  []v1alpha1.ResourceReservation
+		want time.Duration
+	}{
+		{"without a reservation it waits for the gang ahead to end", nil, 70 * time.Minute},
+		{"its accumulating reservation (TTL 10 minutes) lapses when the first node frees", []v1alpha1.ResourceReservation{rr("big-accumulate", "big", v1alpha1.ReservationPending, true, 0)}, 70 * time.Minute},
+		{"its accumulating reservation keeps the first node for it", []v1alpha1.ResourceReservation{rr("big-accumulate", "big", v1alpha1.ReservationPending, true, time.Hour)}, 20 * time.Minute},
+		{"a reservation that does not accumulate is not one", []v1alpha1.ResourceReservation{rr("big-hold", "big", v1alpha1.ReservationPending, false, time.Hour)}, 70 * time.Minute},
+		{"another gang's accumulating reservation is not its own", []v1alpha1.ResourceReservation{rr("other-accumulate", "other", v1alpha1.ReservationPending, true, time.Hour)}, 70 * time.Minute},
+		{"an expired one is not counted", []v1alpha1.ResourceReservation{rr("big-accumulate", "big", v1alpha1.ReservationExpired, true, time.Hour)}, 70 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.Accumulating = accumulating(tc.rrs, t0)
+			f := c.Forecast(big, ahead, t0)
+			if !f.OK || !f.Start.Equal(t0.Add(tc.want)) {
+				t.Errorf("starts %v at +%v, want +%v", f.OK, f.Start.Sub(t0), tc.want)
+			}
+			starts := c.ForecastQueue(append(ahead, Ahead{Name: "big", Workload: big, Runtime: time.Hour}), nil, t0)
+			if !starts[1].OK || !starts[1].At.Equal(f.Start) {
+				t.Errorf("in the whole queue it starts %v at +%v; Forecast says +%v", starts[1].OK, starts[1].At.Sub(t0), f.Start.Sub(t0))
+			}
+		})
 	}
 }

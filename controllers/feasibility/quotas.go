@@ -462,6 +462,11 @@ func (q *Quotas) cycles(at time.Time) (out, victims []*QuotaWorkload) {
 // forecast to run again). Under fair sharing only preemption within the queue is
 // played.
 func (q *Quotas) preempt(cq *clusterQueue, w *QuotaWorkload, at time.Time) []*QuotaWorkload {
+	within := cq.preempt != "" && cq.preempt != kueue.PreemptionPolicyNever
+	reclaims := cq.cohort != nil && !q.fair && cq.reclaim != "" && cq.reclaim != kueue.PreemptionPolicyNever
+	if !within && !reclaims {
+		return nil // the usual case: nothing to look at
+	}
 	frs := cq.preemptionFlavors(w.Request)
 	if len(frs) == 0 {
 		return nil

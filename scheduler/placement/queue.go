@@ -26,6 +26,12 @@ type Queued struct {
 	// behind every gang waiting there at its Priority or above.
 	Held     bool
 	Priority int32
+	// Accumulates, when after the moment, is until when the gang's accumulating
+	// ResourceReservation holds room for it as room frees (its TTL): at each
+	// moment before then it is tried before every other gang and, when it does not
+	// fit yet, keeps what free room its members could take, node by node, so that
+	// the gangs tried after it do not take it.
+	Accumulates time.Time
 }
 
 // Admission lets held gangs into the scheduler's queue as the forecast goes
@@ -164,8 +170,13 @@ func play(free []map[corev1.ResourceName]int64, releases []Release, queue []Queu
 	}
 	p := &player{queue: queue, adm: adm, fc: newForecaster(free, queue[len(queue)-1].Nodes), admitted: make([]time.Time, len(queue)),
 		isHeld: make([]bool, len(queue)), once: make([]bool, len(queue)), running: map[int]map[string]map[corev1.ResourceName]int64{},
-		events: append([]Release(nil), releases...)}
+		events: append([]Release(nil), releases...), holds: map[int]map[int]map[corev1.ResourceName]int64{}}
 	for i := range queue {
+		if queue[i].Accumulates.After(now) {
+			// The moment its hold lapses is one to play: the room goes back.
+			p.events = append(p.events, Release{At: queue[i].Accumulates, Node: -1})
+			p.accumulates = true
+		}
 		if queue[i].Held && adm != nil {
 			p.held++
 			p.isHeld[i] = true
@@ -220,6 +231,10 @@ type player struct {
 	// eviction gives them back); their own releases are owned by gangOwner.
 	running map[int]map[string]map[corev1.ResourceName]int64
 	events  []Release
+	// holds are the room accumulating gangs keep (gang index → node → room);
+	// accumulates says some gang of the queue has a reservation accumulating.
+	holds       map[int]map[int]map[corev1.ResourceName]int64
+	accumulates bool
 }
 
 type playEntry struct {
@@ -251,6 +266,7 @@ func (p *player) evict(ev Eviction) {
 			delete(p.running, i)
 			dropped[gangOwner(i)] = true
 		} else if k := slices.IndexFunc(p.waiting, func(e playEntry) bool { return e.i == i }); k >= 0 {
+			p.release(i)
 			p.waiting = slices.Delete(p.waiting, k, k+1)
 		} else {
 			continue // held already
@@ -282,38 +298,126 @@ func (p *player) admit(admits []Admitted, t time.Time) {
 	}
 }
 
-// tryWaiting tries the waiting gangs in queue order at t; true when started asks
-// the forecast to stop.
+// tryWaiting tries the waiting gangs at t — those whose reservation accumulates
+// first, then the rest in queue order; true when started asks the forecast to stop.
 func (p *player) tryWaiting(t time.Time, started func(i int, at time.Time, plan Plan, bounded bool) bool) bool {
-	left := p.waiting[:0]
-	defer func() { p.waiting = left }()
-	for _, e := range p.waiting {
-		plan, fits := p.fc.tryStart(e.g)
-		if !fits {
-			left = append(left, e)
-			continue
-		}
-		bounded := e.g.Runtime > 0
-		if p.adm != nil {
-			p.adm.Started(e.i, t)
-		}
-		if !p.once[e.i] {
-			p.once[e.i] = true
-			if started(e.i, t, plan, bounded) {
+	if !p.accumulates {
+		left := p.waiting[:0]
+		defer func() { p.waiting = left }()
+		for _, e := range p.waiting {
+			began, stop := p.try(e, t, started)
+			if stop {
 				return true
 			}
+			if !began {
+				left = append(left, e)
+			}
 		}
-		p.running[e.i] = plan.Claims
-		if !bounded {
-			continue
-		}
-		for name, claims := range plan.Claims {
-			if n, ok := p.fc.index[name]; ok {
-				p.events = append(p.events, Release{At: t.Add(e.g.Runtime), Node: n, Frees: claims, Owner: gangOwner(e.i)})
+		return false
+	}
+	order := make([]playEntry, 0, len(p.waiting))
+	for _, first := range []bool{true, false} {
+		for _, e := range p.waiting {
+			if e.g.Accumulates.After(t) == first {
+				order = append(order, e)
 			}
 		}
 	}
+	// The holds are made again in this pass: a gang whose reservation lapsed
+	// gives its room back before any gang is tried.
+	for i := range p.holds {
+		p.release(i)
+	}
+	began := map[int]bool{}
+	defer func() {
+		p.waiting = slices.DeleteFunc(p.waiting, func(e playEntry) bool { return began[e.i] })
+	}()
+	for _, e := range order {
+		ok, stop := p.try(e, t, started)
+		if stop {
+			return true
+		}
+		began[e.i] = ok
+		if !ok && e.g.Accumulates.After(t) {
+			p.hold(e)
+		}
+	}
 	return false
+}
+
+// try starts gang e at t when it fits (began); stop when started asks the
+// forecast to stop.
+func (p *player) try(e playEntry, t time.Time, started func(i int, at time.Time, plan Plan, bounded bool) bool) (began, stop bool) {
+	plan, fits := p.fc.tryStart(e.g)
+	if !fits {
+		return false, false
+	}
+	bounded := e.g.Runtime > 0
+	if p.adm != nil {
+		p.adm.Started(e.i, t)
+	}
+	if !p.once[e.i] {
+		p.once[e.i] = true
+		if started(e.i, t, plan, bounded) {
+			return true, true
+		}
+	}
+	p.running[e.i] = plan.Claims
+	if !bounded {
+		return true, false
+	}
+	for name, claims := range plan.Claims {
+		if n, ok := p.fc.index[name]; ok {
+			p.events = append(p.events, Release{At: t.Add(e.g.Runtime), Node: n, Frees: claims, Owner: gangOwner(e.i)})
+		}
+	}
+	return true, false
+}
+
+// hold keeps, for an accumulating gang that does not fit yet, the free room its
+// members could take: member by member, on the first node (in the gang's node
+// order) that may run it and has the room, as the reservation's slots are assigned.
+func (p *player) hold(e playEntry) {
+	held := map[int]map[corev1.ResourceName]int64{}
+	for s, sh := range e.g.Shapes {
+		for range sh.Count {
+			for n := range e.g.Nodes {
+				node := &e.g.Nodes[n]
+				if n >= len(p.fc.room) || s < len(node.Eligible) && !node.Eligible[s] || !covers(p.fc.room[n], sh.Requests) {
+					continue
+				}
+				p.fc.add(n, sh.Requests, -1)
+				if held[n] == nil {
+					held[n] = map[corev1.ResourceName]int64{}
+				}
+				for name, v := range sh.Requests {
+					held[n][name] += v
+				}
+				break
+			}
+		}
+	}
+	if len(held) > 0 {
+		p.holds[e.i] = held
+	}
+}
+
+// release gives back the room gang i holds.
+func (p *player) release(i int) {
+	for n, r := range p.holds[i] {
+		p.fc.add(n, r, 1)
+	}
+	delete(p.holds, i)
+}
+
+// covers reports whether free holds every request.
+func covers(free, req map[corev1.ResourceName]int64) bool {
+	for name, v := range req {
+		if free[name] < v {
+			return false
+		}
+	}
+	return true
 }
 
 // next is the first moment after t when room or quota frees.

@@ -245,3 +245,36 @@ func TestForecastQueueEvictions(t *testing.T) {
 		t.Errorf("started %v, want [0 1]: a, evicted, is not started again", adm.starts)
 	}
 }
+
+// A gang whose reservation accumulates keeps the room its members could take as it
+// frees, until its TTL: a gang ahead of it that fits that room no longer takes it.
+func TestForecastQueueAccumulates(t *testing.T) {
+	const zone = 2
+	t0 := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+	nodes, free, releases := twoFullNodes(t0)
+	for _, tc := range []struct {
+		name        string
+		accumulates time.Duration // 0: no reservation
+		small, big  time.Duration
+	}{
+		{"without a reservation the gang ahead takes the first node that frees", 0, 10 * time.Minute, 70 * time.Minute},
+		{"its reservation keeps the first node for it: it starts when the second frees", time.Hour, 50 * time.Minute, 20 * time.Minute},
+		{"its reservation lapses before the second node frees: the gang ahead takes the first then", 15 * time.Minute, 15 * time.Minute, 75 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			small := Queued{Name: "small", Nodes: nodes, Shapes: []Shape{gpuMembers(1, 4)}, MaxLevel: zone, Runtime: time.Hour}
+			big := Queued{Name: "big", Nodes: nodes, Shapes: []Shape{gpuMembers(2, 8)}, MaxLevel: zone, Runtime: 30 * time.Minute}
+			if tc.accumulates > 0 {
+				big.Accumulates = t0.Add(tc.accumulates)
+			}
+			got := ForecastQueue(free, releases, []Queued{small, big}, nil, t0)
+			if !got[0].OK || !got[0].At.Equal(t0.Add(tc.small)) || !got[1].OK || !got[1].At.Equal(t0.Add(tc.big)) {
+				t.Errorf("small starts at +%v (%v), big at +%v (%v); want +%v and +%v", got[0].At.Sub(t0), got[0].OK, got[1].At.Sub(t0), got[1].OK, tc.small, tc.big)
+			}
+			// StartInQueue gives the last gang the same start.
+			if f := StartInQueue(free, releases, []Queued{small}, big, nil, t0); !f.OK || !f.Start.Equal(got[1].At) {
+				t.Errorf("StartInQueue: big at +%v (%v); ForecastQueue +%v", f.Start.Sub(t0), f.OK, got[1].At.Sub(t0))
+			}
+		})
+	}
+}
