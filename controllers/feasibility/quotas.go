@@ -74,7 +74,7 @@ type QuotaWorkload struct {
 	Borrows   bool
 	Preempted []types.NamespacedName
 	gangs     int
-	admitted bool
+	admitted  bool
 	// since is when it was admitted in the forecast (zero: before it).
 	since time.Time
 }
@@ -112,10 +112,10 @@ type clusterQueue struct {
 	reclaim      kueue.PreemptionPolicy
 	borrowWithin bool
 	threshold    *int32
-	limits   map[FlavorResource]limit
-	usage    map[FlavorResource]int64
-	waiting  []*QuotaWorkload
-	admitted []*QuotaWorkload
+	limits       map[FlavorResource]limit
+	usage        map[FlavorResource]int64
+	waiting      []*QuotaWorkload
+	admitted     []*QuotaWorkload
 }
 
 type resourceGroup struct {
