@@ -135,7 +135,7 @@ func (c *Cluster) addPod(p *corev1.Pod) {
 	}
 }
 
-// configure takes the Kueue and preemption settings of the KubeNexusConfig (the
+// configure takes the Kueue, queue and preemption settings of the KubeNexusConfig (the
 // first listed; the defaults without one).
 func (c *Cluster) configure(configs []v1alpha1.KubeNexusConfig) {
 	c.RetryAfterSeconds = v1alpha1.DefaultKueueRetryAfterSeconds
@@ -145,6 +145,7 @@ func (c *Cluster) configure(configs []v1alpha1.KubeNexusConfig) {
 	}
 	spec := &configs[0].Spec
 	c.TierFromClusterQueue = spec.Kueue.TenantTierFrom == v1alpha1.TenantTierFromClusterQueue
+	c.StarvationAgingSeconds = spec.Plugins.Coscheduling.StarvationAgingSeconds
 	if spec.Kueue.RetryAfterSeconds != nil {
 		c.RetryAfterSeconds = *spec.Kueue.RetryAfterSeconds
 	}

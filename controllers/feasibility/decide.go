@@ -58,6 +58,9 @@ type Cluster struct {
 	// TierFromClusterQueue: tenant tiers come from the admitting ClusterQueue's label
 	// (the KubeNexusConfig's spec.kueue.tenantTierFrom).
 	TierFromClusterQueue bool
+	// StarvationAgingSeconds is the KubeNexusConfig's
+	// spec.plugins.coscheduling.starvationAgingSeconds: the queue's aging (0: none).
+	StarvationAgingSeconds int32
 	// RetryAfterSeconds is the KubeNexusConfig's spec.kueue.retryAfterSeconds.
 	RetryAfterSeconds int32
 	// Bounded are the running pods whose runtime is bounded, by node: when each

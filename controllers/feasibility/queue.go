@@ -130,19 +130,24 @@ func signature(p *corev1.Pod) string {
 }
 
 // InQueue is a gang where KubeNexus's queue (Coscheduling's QueueSort) places it:
-// by priority, then by when its earliest member was created, then by key. Starvation
-// aging is not applied.
+// by priority — aged, with starvation aging on, by one point per Aging seconds
+// between when its earliest member was created and a fixed epoch, as the queue
+// sort ages a gang by when it first saw it —, then by that creation, then by key.
 type InQueue struct {
 	Gang
 	Name     gang.Key
 	Priority int32
 	First    time.Time
+	Aging    int32
 }
+
+// effective is the priority the queue compares.
+func (a *InQueue) effective() float64 { return workload.AgedPriority(a.Priority, a.First, a.Aging) }
 
 // Before reports whether a is queued ahead of b.
 func (a *InQueue) Before(b *InQueue) bool {
-	if a.Priority != b.Priority {
-		return a.Priority > b.Priority
+	if pa, pb := a.effective(), b.effective(); pa != pb {
+		return pa > pb
 	}
 	if !a.First.Equal(b.First) {
 		return a.First.Before(b.First)
@@ -152,10 +157,10 @@ func (a *InQueue) Before(b *InQueue) bool {
 
 // Place puts g in the queue under name: a gang whose PodGroup names a PriorityClass
 // (gangValue: that class's value, nil for none) at that value capped at its lowest
-// pending member's own priority, else at its first pending member's priority. g must
-// have a pending member.
-func Place(name gang.Key, g Gang, gangValue func(gang.Key) *int32) *InQueue {
-	q := &InQueue{Gang: g, Name: name, Priority: corev1helpers.PodPriority(g.Pending[0])}
+// pending member's own priority, else at its first pending member's priority, aged
+// by aging seconds a point (0: no aging). g must have a pending member.
+func Place(name gang.Key, g Gang, gangValue func(gang.Key) *int32, aging int32) *InQueue {
+	q := &InQueue{Gang: g, Name: name, Priority: corev1helpers.PodPriority(g.Pending[0]), Aging: aging}
 	for i := range g.Members {
 		if c := g.Members[i].CreationTimestamp.Time; q.First.IsZero() || c.Before(q.First) {
 			q.First = c
@@ -185,7 +190,7 @@ func QueueKey(p *corev1.Pod) (gang.Key, bool) {
 // Queue is the queue of the scheduler ours names, in its order: the pods listed
 // grouped under their queue keys, each group with a member waiting for a node.
 // PodGroup of a gang is left for the caller to fill.
-func Queue(pods []corev1.Pod, ours func(scheduler string) bool, gangValue func(gang.Key) *int32) []*InQueue {
+func Queue(pods []corev1.Pod, ours func(scheduler string) bool, gangValue func(gang.Key) *int32, aging int32) []*InQueue {
 	byKey := map[gang.Key]*Gang{}
 	for i := range pods {
 		p := &pods[i]
@@ -209,7 +214,7 @@ func Queue(pods []corev1.Pod, ours func(scheduler string) bool, gangValue func(g
 	out := make([]*InQueue, 0, len(byKey))
 	for k, g := range byKey {
 		if len(g.Pending) > 0 {
-			out = append(out, Place(k, *g, gangValue))
+			out = append(out, Place(k, *g, gangValue, aging))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })

@@ -63,7 +63,7 @@ func ReadWaiters(ctx context.Context, r client.Reader, c *Cluster, pods []corev1
 	for _, pc := range classes.Items {
 		classValue[pc.Name] = pc.Value
 	}
-	out.Queue = Queue(pods, func(s string) bool { return s == scheduler }, gangValues(classValue, pgs.Items))
+	out.Queue = Queue(pods, func(s string) bool { return s == scheduler }, gangValues(classValue, pgs.Items), c.StarvationAgingSeconds)
 	if len(out.Queue) == 0 && len(wls.Items) == 0 {
 		return out, nil
 	}

@@ -29,7 +29,7 @@ func place(st *state, g *group) *feasibility.InQueue {
 	if g.key != nil {
 		own = *g.key
 	}
-	return feasibility.Place(own, feasibility.Gang{Key: g.key, Members: g.members, Pending: g.pending}, st.gangValue)
+	return feasibility.Place(own, feasibility.Gang{Key: g.key, Members: g.members, Pending: g.pending}, st.gangValue, st.cluster.StarvationAgingSeconds)
 }
 
 // aheadOf returns the gangs (and pods placed one by one) waiting for the same
@@ -43,7 +43,7 @@ func (e *Explainer) aheadOf(ctx context.Context, st *state, g *group) ([]feasibi
 		mine[gang.Key{Namespace: g.members[i].Namespace, Name: g.members[i].Name}] = true
 	}
 	var queue []*feasibility.InQueue
-	for _, q := range feasibility.Queue(st.pods, func(s string) bool { return s == scheduler }, st.gangValue) {
+	for _, q := range feasibility.Queue(st.pods, func(s string) bool { return s == scheduler }, st.gangValue, st.cluster.StarvationAgingSeconds) {
 		if !q.Before(target) {
 			break
 		}

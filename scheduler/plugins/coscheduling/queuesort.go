@@ -7,6 +7,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
+	"github.com/kube-nexus/kubenexus/api/workload"
 )
 
 // Less orders the queue by priority (higher first), then by the time the pod's gang
@@ -78,15 +79,12 @@ func (pl *Plugin) groupKey(e fwk.QueuedEntityInfo) queueGroup {
 	return g
 }
 
-// agingEpoch is the fixed reference aging is measured from.
-var agingEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
 // effectivePriority is the group's priority, aged by how early it was queued: a
 // group queued agingSeconds earlier than another ranks one priority point higher.
 func (pl *Plugin) effectivePriority(g queueGroup) float64 {
-	p := float64(g.priority)
-	if pl.args == nil || *pl.args.StarvationAgingSeconds == 0 {
-		return p
+	var aging int32
+	if pl.args != nil {
+		aging = *pl.args.StarvationAgingSeconds
 	}
-	return p - g.time.Sub(agingEpoch).Seconds()/float64(*pl.args.StarvationAgingSeconds)
+	return workload.AgedPriority(g.priority, g.time, aging)
 }
