@@ -62,8 +62,13 @@ func (c *Cluster) ForecastQueue(queue []Ahead, quotas *Quotas, now time.Time) []
 	ends, expiries := c.releases(nodes, neutral)
 	gangs := make([]placement.Queued, 0, len(queue))
 	for _, a := range queue {
+		if a.Quota != nil && quotas != nil {
+			// Held until Kueue admits it: planned then, on the flavors assigned.
+			gangs = append(gangs, placement.Queued{Name: a.Name, Nodes: nodes, Held: true, Priority: a.Priority})
+			continue
+		}
 		q := c.queued(a.Name, a.Workload, a.Runtime, tiers)
-		q.Priority, q.Held = a.Priority, a.Quota != nil && quotas != nil
+		q.Priority = a.Priority
 		gangs = append(gangs, q)
 	}
 	var adm placement.Admission

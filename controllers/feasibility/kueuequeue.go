@@ -69,6 +69,11 @@ func (k *kueueQueue) read(ctx context.Context, r client.Reader, c *Cluster, out 
 	if err != nil {
 		scope = v1alpha1.DefaultWebhookScope()
 	}
+	// Admitted Workloads whose pods all run are forecast to run again if preempted:
+	// their gangs are held after the queue and the Workloads waiting for quota.
+	var again []*kueue.Workload
+	var againW []*QuotaWorkload
+	preempts := q.Preempts()
 	for i := range out.Workloads {
 		wl := &out.Workloads[i]
 		key := client.ObjectKeyFromObject(wl)
@@ -85,6 +90,9 @@ func (k *kueueQueue) read(ctx context.Context, r client.Reader, c *Cluster, out 
 				w.Running = e.pods
 			}
 			q.Hold(w)
+			if preempts && len(w.Gangs) == 0 && len(w.Running) > 0 && k.ours(wl, scope) {
+				again, againW = append(again, wl), append(againW, w)
+			}
 			continue
 		}
 		if wl.Spec.Active != nil && !*wl.Spec.Active {
@@ -105,6 +113,13 @@ func (k *kueueQueue) read(ctx context.Context, r client.Reader, c *Cluster, out 
 				Runtime: w.Runtime, Priority: k.podPriority(wl), Quota: w})
 		}
 		q.Wait(w)
+	}
+	for i, wl := range again {
+		w := againW[i]
+		w.Again = []int{len(out.Ahead)}
+		out.Workload = append(out.Workload, nil) // running: it carries no estimate
+		out.Ahead = append(out.Ahead, Ahead{Name: w.Name.String(), Workload: k.workloadOf(wl, PodSetsOf(wl), w.ClusterQueue, c),
+			Runtime: w.Runtime, Priority: k.podPriority(wl), Quota: w})
 	}
 	return nil
 }

@@ -63,8 +63,11 @@ type QuotaWorkload struct {
 	Gangs []int
 
 	// Running are its pods running now (for one admitted): the room a preemption
-	// gives back.
+	// gives back. Again, for one admitted whose pods all run, is the gang (held in
+	// the forecast) its pods form again if the forecast preempts it: it then waits
+	// for quota again, and its pods for nodes once admitted.
 	Running []RunningPod
+	Again   []int
 
 	// Flavors are the flavors of each resource group it was assigned, in the
 	// order of its ClusterQueue's groups, once admitted in the forecast.
@@ -624,11 +627,35 @@ func (q *Quotas) requeue(v *QuotaWorkload, at time.Time) {
 	cq := q.queues[v.ClusterQueue]
 	v.admitted = false
 	cq.admitted = slices.DeleteFunc(cq.admitted, func(o *QuotaWorkload) bool { return o == v })
+	if len(v.Gangs) == 0 && len(v.Again) > 0 {
+		v.Gangs, v.Again, v.Request = v.Again, nil, requestOf(v.Usage)
+	}
 	if len(v.Gangs) > 0 {
 		v.Queued, v.Usage = at, nil
 		cq.waiting = append(cq.waiting, v)
 		sort.SliceStable(cq.waiting, func(i, j int) bool { return cq.waiting[i].before(cq.waiting[j]) })
 	}
+}
+
+// requestOf is what usage asks in total, by resource.
+func requestOf(usage map[FlavorResource]int64) map[corev1.ResourceName]int64 {
+	out := map[corev1.ResourceName]int64{}
+	for fr, v := range usage {
+		out[fr.Resource] += v
+	}
+	return out
+}
+
+// Preempts reports whether some ClusterQueue may preempt admitted Workloads
+// (within itself, or across its cohort without fair sharing).
+func (q *Quotas) Preempts() bool {
+	for _, cq := range q.queues {
+		if cq.preempt != "" && cq.preempt != kueue.PreemptionPolicyNever ||
+			cq.cohort != nil && !q.fair && cq.reclaim != "" && cq.reclaim != kueue.PreemptionPolicyNever {
+			return true
+		}
+	}
+	return false
 }
 
 // preemptionFlavors is, for each resource group covering something req asks

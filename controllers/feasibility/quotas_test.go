@@ -224,6 +224,14 @@ func TestQuotas(t *testing.T) {
 			evicted: map[string]time.Duration{"#7": 0},
 		},
 		{
+			name:    "a running Workload preempted in the forecast waits for quota again, and its pods run again once it is admitted",
+			queues:  []kueue.ClusterQueue{quotaQueue("cq", "", lowerPriority, "default=8")},
+			running: []*QuotaWorkload{runsAgain(runningPod(running("low", "cq", "default", "8", time.Hour)), 7)},
+			waiting: []*QuotaWorkload{waiting("high", "cq", 10, 1, "8", 10*time.Minute)},
+			want:    map[string]time.Duration{"high": 0, "low": 10 * time.Minute},
+			evicted: map[string]time.Duration{"ns/low-0": 0, "#7": 0},
+		},
+		{
 			name:    "a Workload of the same priority preempts none under LowerPriority",
 			queues:  []kueue.ClusterQueue{quotaQueue("cq", "", lowerPriority, "default=8")},
 			running: []*QuotaWorkload{runningPod(running("peer", "cq", "default", "8", time.Hour))},
@@ -377,6 +385,10 @@ func borrowCohortRunning(running func(name, cq, flavor, uses string, ends time.D
 	return []*QuotaWorkload{running("mine-running", "mine", "default", "4", 2*time.Hour),
 		runningPod(running("other-a", "other", "default", "4", time.Hour)), runningPod(running("other-b", "other", "default", "4", 3*time.Hour))}
 }
+
+// runsAgain gives a running Workload the held gang (index gang) its pods form
+// again if preempted.
+func runsAgain(w *QuotaWorkload, gang int) *QuotaWorkload { w.Again = []int{gang}; return w }
 
 func withPriority(w *QuotaWorkload, p int32) *QuotaWorkload { w.Priority = p; return w }
 

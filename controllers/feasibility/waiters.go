@@ -19,7 +19,9 @@ import (
 // in queue order, each as a Workload, with the objects that describe them.
 type Waiters struct {
 	Queue []*InQueue
-	// Ahead[i] is Queue[i] as the forecast plans it, then Held[i-len(Queue)];
+	// Ahead[i] is Queue[i] as the forecast plans it, then Held[i-len(Queue)],
+	// then the gangs of admitted Workloads whose pods run, held in case the
+	// forecast preempts them (QuotaWorkload.Again; no Workload[i]);
 	// Workload[i] the Kueue Workload its pods were (or will be) started for (nil:
 	// none).
 	Ahead    []Ahead

@@ -94,6 +94,30 @@ var _ = Describe("The estimated start of Kueue Workloads waiting for quota", fun
 		}).WithTimeout(testutil.Timeout).Should(Succeed())
 	})
 
+	It("forecasts a running Workload that Kueue's preemption evicts to run again, before a Workload of lower priority", func() {
+		ns, _, _, _ := quotaFixture(func(cq *kueue.ClusterQueue) {
+			cq.Spec.Preemption = &kueue.ClusterQueuePreemption{WithinClusterQueue: kueue.PreemptionPolicyLowerPriority}
+		})
+		// "urgent" preempts "running" (priority 0, 10 minutes); "running" waits again
+		// and, once "urgent" ends, is admitted before "meek" (priority -5), which
+		// starts only when "running" has run its 10 minutes again.
+		meek := cpuWorkload(ns.Name, "meek", ptr.To[int32](1200))
+		meek.Spec.Priority = ptr.To[int32](-5)
+		Expect(k8sClient.Create(suiteCtx, meek)).To(Succeed())
+		urgent := cpuWorkload(ns.Name, "urgent", ptr.To[int32](1200))
+		urgent.Spec.Priority = ptr.To[int32](100)
+		Expect(k8sClient.Create(suiteCtx, urgent)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got, err := estimatesIn(ns.Name)()
+			g.Expect(err).NotTo(HaveOccurred())
+			urgentAt, err := time.Parse(time.RFC3339, got["urgent"])
+			g.Expect(err).NotTo(HaveOccurred(), "urgent's estimate %q", got["urgent"])
+			meekAt, err := time.Parse(time.RFC3339, got["meek"])
+			g.Expect(err).NotTo(HaveOccurred(), "meek's estimate %q", got["meek"])
+			g.Expect(meekAt.Sub(urgentAt)).To(BeNumerically("~", 30*time.Minute, time.Minute), "meek at %s, urgent at %s: running is not forecast to run again between them", meekAt, urgentAt)
+		}).WithTimeout(testutil.Timeout).Should(Succeed())
+	})
+
 	It("counts Kueue's preemption across the cohort: a queue takes back the quota another borrows (reclaimWithinCohort)", func() {
 		policy := kueue.PreemptionPolicyNever
 		ns, cq, queue, ends := quotaFixture(func(cq *kueue.ClusterQueue) {
@@ -255,11 +279,11 @@ func quotaFixture(mutate func(*kueue.ClusterQueue)) (*corev1.Namespace, *kueue.C
 }
 
 // admitted creates a Workload of 8 CPUs that ClusterQueue cq admitted on the
-// namespace's flavor, and its pod <name>-0, bound to node, which started at started
-// and may run deadline seconds.
+// namespace's flavor, and its pod <name>-0, bound to node, which started at started;
+// both may run deadline seconds.
 func admitted(ns, name, cq, node string, started time.Time, deadline int64) {
 	GinkgoHelper()
-	wl := cpuWorkload(ns, name, nil)
+	wl := cpuWorkload(ns, name, ptr.To(int32(deadline)))
 	Expect(k8sClient.Create(suiteCtx, wl)).To(Succeed())
 	wl.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved", LastTransitionTime: metav1.NewTime(started)}}
 	wl.Status.Admission = &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(cq), PodSetAssignments: []kueue.PodSetAssignment{{
