@@ -1,6 +1,7 @@
 package gangpreemption
 
 import (
+	"fmt"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,24 +16,32 @@ import (
 )
 
 // members returns the pods to make room for: the pod, and for a gang member the
-// gang's other members that still need a node, up to its quorum.
-func (pl *Plugin) members(pod *corev1.Pod, prof workload.Profile) []*corev1.Pod {
-	out := []*corev1.Pod{pod}
+// gang's other members that still need a node, up to its quorum. short says why
+// none should be evicted for them yet ("" when they are all there): the gang's size
+// is not known (no PodGroup seen, no size on the pod), or fewer of its members than
+// its quorum still needs exist. Room made for part of a gang was held for members
+// that could not start without the rest, while the rest had none.
+func (pl *Plugin) members(pod *corev1.Pod, prof workload.Profile) (out []*corev1.Pod, short string) {
+	out = []*corev1.Pod{pod}
 	if prof.Gang == nil || pl.gangs == nil {
-		return out
+		return out, ""
 	}
 	key := prof.Gang.Key
 	minMember := prof.Gang.MinMember
 	var roles map[string]int32
-	if pg := pl.crds.PodGroup(key); pg != nil {
+	pg := pl.crds.PodGroup(key)
+	if pg != nil {
 		if minMember == 0 {
 			minMember = pg.Spec.MinMember
 		}
 		roles = pg.Spec.MinMemberPerRole
 	}
+	if minMember == 0 {
+		return out, fmt.Sprintf("the size of gang %s is not known yet (no PodGroup seen): nothing is evicted for part of a gang", key)
+	}
 	need := int(minMember) - len(pl.gangs.PlacedNodes(key))
 	if need <= 1 {
-		return out
+		return out, ""
 	}
 	others := rolesFirst(pl.gangs.Pending(key), roles)
 	for _, p := range others {
@@ -43,7 +52,10 @@ func (pl *Plugin) members(pod *corev1.Pod, prof workload.Profile) []*corev1.Pod 
 			out = append(out, p)
 		}
 	}
-	return out
+	if len(out) < need {
+		return out, fmt.Sprintf("%d of the %d members gang %s still needs exist: nothing is evicted for part of a gang", len(out), need, key)
+	}
+	return out, ""
 }
 
 // rolesFirst orders a gang's pending members by name, except that for each role of

@@ -52,6 +52,12 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 		return nominate(node), fwk.NewStatus(fwk.Success, msg)
 	}
 
+	// The members to make room for; none while part of the gang is not known.
+	members, short := pl.members(pod, prof)
+	if short != "" {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: "+short)
+	}
+
 	// 2. Candidates: with none (every pod of equal or higher priority, the usual
 	// case) the search over nodes is not built at all.
 	infos, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
@@ -88,7 +94,6 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	// 3. The choice: the members still without a node are placed on the room the
 	// cheapest set of candidates frees (select.go), else on the room moving pods
 	// makes (consolidate.go).
-	members := pl.members(pod, prof)
 	claimed, evicting, expired := pl.claimed(owner)
 	pl.unnominate(expired)
 	// A gang whose policy requires one domain gets room inside one: the domain

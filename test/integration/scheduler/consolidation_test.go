@@ -81,6 +81,26 @@ var _ = Describe("GangPreemption consolidation", func() {
 			fmt.Sprintf("KubeNexus GangPreemption: moved to make one whole place for gang %s/train (priority 0); pod %s/%s (priority 0), whose replacement fits on", tc.ns, tc.ns, moved[0]))))
 	})
 
+	// The pods arrive before their PodGroup: until it is seen the gang's size is not
+	// known, and nothing is moved for the one member the scheduler knows of (the room
+	// made for it was held while the other member had none, and the gang stalled).
+	It("moves nothing for a gang whose PodGroup it has not seen yet, then makes room for the whole gang", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		fragment(tc, 4, true)
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("train-%d", i)).PodGroup("train").Label(v1alpha1.LabelWorkloadType, "training").
+				Req("cpu", "8", "memory", "32Gi").GPUs(8).Obj())).To(Succeed())
+		}
+		Eventually(tc.scheduledMessage("train-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring("no PodGroup \"train\" exists"))
+		Consistently(gone(tc, 4)).WithTimeout(2*time.Second).Should(BeEmpty(), "pods were moved for a gang of unknown size")
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("train", tc.ns).MinMember(2).Obj())).To(Succeed())
+		Eventually(gone(tc, 4)).WithTimeout(testutil.Timeout).Should(HaveLen(4))
+		for _, name := range gone(tc, 4)() {
+			Expect(k8sClient.Create(suiteCtx, tc.filler(name+"-r", true).Obj())).To(Succeed())
+		}
+		Eventually(tc.boundFn("train")).WithTimeout(testutil.Timeout).Should(Equal(2))
+	})
+
 	// Racks interleaved by name (r0, r2 in rack a; r1, r3 in rack b), every node
 	// fragmented: a gang required in one rack gets both nodes of one rack emptied,
 	// not the first two by name, which straddle the racks.
