@@ -27,8 +27,8 @@ import (
 // and in its own (withinClusterQueue); they give back their quota and their room and
 // wait again (one running now is not forecast to run again: its pods are not in the
 // queue). Not played: preemption across the cohort under fair sharing (its
-// preemption strategies), cohort trees (a cohort's parent is not read: each cohort
-// lends only among its own queues and its own quota), flavors assigned per pod set
+// preemption strategies), the limits of the cohorts inside a cohort tree (a tree is
+// played as one pool, its root's), flavors assigned per pod set
 // (all of a Workload's pod sets take the same flavor of each resource group) and
 // admission checks rejecting a reservation.
 type Quotas struct {
@@ -145,7 +145,12 @@ type cohort struct {
 // it publishes the queues' shares in their status.
 func NewQuotas(cqs []kueue.ClusterQueue, cohorts []kueue.Cohort) *Quotas {
 	q := &Quotas{queues: map[string]*clusterQueue{}, cohorts: map[string]*cohort{}, holders: map[int]*QuotaWorkload{}}
+	// A cohort tree is played as one pool, its root's: every queue under it lends
+	// to and borrows from every other (the limits of the cohorts between them are
+	// not applied).
+	root := rootsOf(cohorts)
 	cohortOf := func(name string) *cohort {
+		name = root(name)
 		c := q.cohorts[name]
 		if c == nil {
 			c = &cohort{lendable: map[FlavorResource]int64{}, used: map[FlavorResource]int64{}, byResource: map[corev1.ResourceName]int64{}}
@@ -225,6 +230,28 @@ func NewQuotas(cqs []kueue.ClusterQueue, cohorts []kueue.Cohort) *Quotas {
 		q.queues[cq.name] = cq
 	}
 	return q
+}
+
+// rootsOf gives the root of each cohort's tree, following spec.parentName (a cycle
+// or a missing parent ends the walk where it is).
+func rootsOf(cohorts []kueue.Cohort) func(string) string {
+	parent := make(map[string]string, len(cohorts))
+	for i := range cohorts {
+		if p := string(cohorts[i].Spec.ParentName); p != "" {
+			parent[cohorts[i].Name] = p
+		}
+	}
+	return func(name string) string {
+		seen := map[string]bool{name: true}
+		for {
+			p, ok := parent[name]
+			if !ok || seen[p] {
+				return name
+			}
+			seen[p] = true
+			name = p
+		}
+	}
 }
 
 // Hold counts an admitted Workload's usage: until Ends when it is running, until

@@ -101,6 +101,7 @@ func TestQuotas(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		queues  []kueue.ClusterQueue
+		cohorts []kueue.Cohort
 		running []*QuotaWorkload
 		waiting []*QuotaWorkload
 		want    map[string]time.Duration
@@ -239,6 +240,20 @@ func TestQuotas(t *testing.T) {
 			want:    map[string]time.Duration{"same": time.Hour},
 		},
 		{
+			name:    "a cohort tree is one pool: a queue borrows what a queue of a sibling cohort lends through their parent",
+			queues:  []kueue.ClusterQueue{quotaQueue("a", "left", nil, "default=0"), quotaQueue("lender", "right", nil, "default=8")},
+			cohorts: []kueue.Cohort{childCohort("left", "root"), childCohort("right", "root"), childCohort("root", "")},
+			waiting: []*QuotaWorkload{waiting("w", "a", 0, 1, "8", time.Hour)},
+			want:    map[string]time.Duration{"w": 0},
+		},
+		{
+			name:    "cohorts of no common root lend nothing to each other (a parent loop ends the walk)",
+			queues:  []kueue.ClusterQueue{quotaQueue("a", "left", nil, "default=0"), quotaQueue("lender", "right", nil, "default=8")},
+			cohorts: []kueue.Cohort{childCohort("left", "loop"), childCohort("loop", "left"), childCohort("right", "")},
+			waiting: []*QuotaWorkload{waiting("w", "a", 0, 1, "8", time.Hour)},
+			want:    map[string]time.Duration{},
+		},
+		{
 			name:    "reclaimWithinCohort Never (the default): quota another queue borrows is waited for",
 			queues:  []kueue.ClusterQueue{quotaQueue("mine", "co", nil, "default=8"), quotaQueue("other", "co", nil, "default=0")},
 			running: []*QuotaWorkload{runningPod(running("borrower", "other", "default", "8", time.Hour))},
@@ -322,7 +337,7 @@ func TestQuotas(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := NewQuotas(tc.queues, nil)
+			q := NewQuotas(tc.queues, tc.cohorts)
 			for _, w := range tc.running {
 				q.Hold(w)
 			}
@@ -389,6 +404,11 @@ func borrowCohortRunning(running func(name, cq, flavor, uses string, ends time.D
 // runsAgain gives a running Workload the held gang (index gang) its pods form
 // again if preempted.
 func runsAgain(w *QuotaWorkload, gang int) *QuotaWorkload { w.Again = []int{gang}; return w }
+
+// childCohort is a Cohort of no quota of its own under parent ("" for a root).
+func childCohort(name, parent string) kueue.Cohort {
+	return kueue.Cohort{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueue.CohortSpec{ParentName: kueue.CohortReference(parent)}}
+}
 
 func withPriority(w *QuotaWorkload, p int32) *QuotaWorkload { w.Priority = p; return w }
 
