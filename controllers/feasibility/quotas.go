@@ -25,8 +25,8 @@ import (
 // (preempt): a head that does not fit evicts the fewest admitted Workloads it may
 // preempt, in the other queues of its cohort (reclaimWithinCohort, borrowWithinCohort)
 // and in its own (withinClusterQueue); they give back their quota and their room and
-// wait again (one running now is not forecast to run again: its pods are not in the
-// queue). Not played: preemption across the cohort under fair sharing (its
+// wait again (one running now runs again once readmitted when its gang is held in
+// the forecast for that: QuotaWorkload.Again). Not played: preemption across the cohort under fair sharing (its
 // preemption strategies), the limits of the cohorts inside a cohort tree (a tree is
 // played as one pool, its root's), flavors assigned per pod set
 // (all of a Workload's pod sets take the same flavor of each resource group) and
@@ -488,8 +488,8 @@ func (q *Quotas) cycles(at time.Time) (out, victims []*QuotaWorkload) {
 // nominal quota, only when borrowWithinCohort lets w preempt it while borrowing
 // (lower priority than w, at or below maxPriorityThreshold). Of those taken until
 // w fits, each that it still fits beside is spared. The victims wait in their
-// queues again, queued now (their pods not in the forecast's queue are not
-// forecast to run again). Under fair sharing only preemption within the queue is
+// queues again, queued now (one whose pods run now, with no gang held for them
+// again, only frees its quota). Under fair sharing only preemption within the queue is
 // played.
 func (q *Quotas) preempt(cq *clusterQueue, w *QuotaWorkload, at time.Time) []*QuotaWorkload {
 	within := cq.preempt != "" && cq.preempt != kueue.PreemptionPolicyNever
