@@ -42,7 +42,9 @@ const (
 type Plugin struct {
 	handle fwk.Handle
 	args   *config.CoschedulingArgs
-	pgs    *crdcache.Cache
+	// aging is args.StarvationAgingSeconds (0: none), read once for the queue sort.
+	aging int32
+	pgs   *crdcache.Cache
 	// index is the profile's gang record (members, progress, priority).
 	index *gangs.Service
 	now   func() time.Time
@@ -76,6 +78,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 	}
 	RegisterMetrics()
 	pl := &Plugin{handle: h, args: args, pgs: pgs, now: time.Now, reservations: reservations, index: svc}
+	if args != nil && args.StarvationAgingSeconds != nil {
+		pl.aging = *args.StarvationAgingSeconds
+	}
 	svc.ScheduleWhole()
 	return pl, nil
 }

@@ -82,8 +82,8 @@ func (pl *Plugin) groupKey(e fwk.QueuedEntityInfo) queueGroup {
 // effectivePriority is the group's priority, aged by how early it was queued: a
 // group queued agingSeconds earlier than another ranks one priority point higher.
 func (pl *Plugin) effectivePriority(g queueGroup) float64 {
-	if pl.args == nil || *pl.args.StarvationAgingSeconds == 0 {
+	if pl.aging == 0 {
 		return float64(g.priority) // the usual case, inlined in Less
 	}
-	return workload.AgedPriority(g.priority, g.time, *pl.args.StarvationAgingSeconds)
+	return workload.AgedPriority(g.priority, g.time, pl.aging)
 }
