@@ -272,4 +272,7 @@ func checkLeaderWorkerSetRepair(t *testing.T, c *demo.Cluster) {
 	if len(r.After) == 3 && r.After[2].Bound != 0 {
 		t.Errorf("the pending third group bound %d pod(s) while group 0 was recreated (racks %v): it took the room group 0 left", r.After[2].Bound, r.After[2].Racks)
 	}
+	if t.Failed() {
+		t.Logf("events in the namespace from the eviction on:\n%s", strings.Join(r.Events, "\n"))
+	}
 }

@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,10 @@ type LWSRepairReport struct {
 	Took    time.Duration
 	// Repairing is group 0's PodGroup's Repairing condition at the end (nil: none).
 	Repairing *metav1.Condition
+	// Events are the namespace's events from the eviction on, oldest first ("time
+	// kind/name reason: message"): who deleted, evicted or placed which pod when a
+	// check fails.
+	Events []string
 }
 
 // RunLWSRepairScenario follows RunLWSScenario (two groups running, each alone in a
@@ -75,6 +80,16 @@ func (c *Cluster) RunLWSRepairScenario(ctx context.Context) (*LWSRepairReport, e
 			r.After = groups
 		}
 	}
+	var evs corev1.EventList
+	if lerr := c.Client.List(ctx, &evs, client.InNamespace(lwsNamespace)); lerr == nil {
+		sort.SliceStable(evs.Items, func(i, j int) bool { return eventTime(&evs.Items[i]).Before(eventTime(&evs.Items[j])) })
+		for i := range evs.Items {
+			e := &evs.Items[i]
+			if at := eventTime(e); !at.Before(evicted.Add(-time.Second)) {
+				r.Events = append(r.Events, fmt.Sprintf("%s %s/%s %s: %s", at.Format("15:04:05.000"), e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message))
+			}
+		}
+	}
 	if len(r.After) > 0 && r.After[0].Gang != "" {
 		pg := &v1alpha1.PodGroup{}
 		if gerr := c.Client.Get(ctx, client.ObjectKey{Namespace: lwsNamespace, Name: r.After[0].Gang}, pg); gerr == nil {
@@ -82,4 +97,15 @@ func (c *Cluster) RunLWSRepairScenario(ctx context.Context) (*LWSRepairReport, e
 		}
 	}
 	return r, err
+}
+
+// eventTime is when an event last happened, to the best precision it carries.
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	}
+	return e.CreationTimestamp.Time
 }
