@@ -155,6 +155,7 @@ func TestForecastCountsAnAccumulatingReservation(t *testing.T) {
 		}
 		return r
 	}
+	inNamespace := func(r v1alpha1.ResourceReservation, ns string) v1alpha1.ResourceReservation { r.Namespace = ns; return r }
 	for _, tc := range []struct {
 		name string
 		rrs  []v1alpha1.ResourceReservation
@@ -166,6 +167,9 @@ func TestForecastCountsAnAccumulatingReservation(t *testing.T) {
 		{"a reservation that does not accumulate is not one", []v1alpha1.ResourceReservation{rr("big-hold", "big", v1alpha1.ReservationPending, false, time.Hour)}, 70 * time.Minute},
 		{"another gang's accumulating reservation is not its own", []v1alpha1.ResourceReservation{rr("other-accumulate", "other", v1alpha1.ReservationPending, true, time.Hour)}, 70 * time.Minute},
 		{"an expired one is not counted", []v1alpha1.ResourceReservation{rr("big-accumulate", "big", v1alpha1.ReservationExpired, true, time.Hour)}, 70 * time.Minute},
+		// A tenant writes reservations in its own namespace only: one there naming
+		// PodGroup "big" is not for ns/big.
+		{"another namespace's reservation naming a PodGroup of the same name is not its own", []v1alpha1.ResourceReservation{inNamespace(rr("big-accumulate", "big", v1alpha1.ReservationPending, true, time.Hour), "other")}, 70 * time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c.Accumulating = accumulating(tc.rrs, t0)
