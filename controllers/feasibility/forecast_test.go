@@ -155,7 +155,10 @@ func TestForecastCountsAnAccumulatingReservation(t *testing.T) {
 		}
 		return r
 	}
-	inNamespace := func(r v1alpha1.ResourceReservation, ns string) v1alpha1.ResourceReservation { r.Namespace = ns; return r }
+	inNamespace := func(r v1alpha1.ResourceReservation, ns string) v1alpha1.ResourceReservation {
+		r.Namespace = ns
+		return r
+	}
 	for _, tc := range []struct {
 		name string
 		rrs  []v1alpha1.ResourceReservation
