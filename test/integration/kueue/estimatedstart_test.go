@@ -202,6 +202,24 @@ var _ = Describe("The estimated start of Kueue Workloads waiting for quota", fun
 		Expect(whatif()[explain.LayerStart]).To(HaveField("Text", ContainSubstring("ClusterQueue "+cq.Name+" admits it now")))
 	})
 
+	It("whatif: names the Workload a job of higher priority would preempt in its ClusterQueue", func() {
+		ns, cq, _, _ := quotaFixture(func(cq *kueue.ClusterQueue) {
+			cq.Spec.Preemption = &kueue.ClusterQueuePreemption{WithinClusterQueue: kueue.PreemptionPolicyLowerPriority}
+		})
+		job := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "batch/v1", "kind": "Job",
+			"metadata": map[string]any{"name": "urgent", "labels": map[string]any{v1alpha1.LabelKueueQueueName: "queue"}},
+			"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+				"schedulerName": v1alpha1.DefaultSchedulerName, "restartPolicy": "Never", "activeDeadlineSeconds": int64(1200), "priority": int64(100),
+				"containers": []any{map[string]any{"name": "main", "image": "main", "resources": map[string]any{"requests": map[string]any{"cpu": "8"}}}},
+			}}},
+		}}
+		r, err := (&explain.Explainer{Client: k8sClient}).WhatIf(suiteCtx, ns.Name, []*unstructured.Unstructured{job})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Sections[0].Lines).To(ContainElement(And(HaveField("Layer", explain.LayerQueue), HaveField("Verdict", explain.OK),
+			HaveField("Text", Equal("LocalQueue queue → ClusterQueue "+cq.Name+" admits it now: flavor "+ns.Name+", preempting "+ns.Name+"/running (Kueue's preemption)")))))
+	})
+
 	It("plans a bronze namespace's Workload as bronze, whatever tier its pods claim", func() {
 		ns, _, _, ends := quotaFixture(nil)
 		ns.Labels = map[string]string{v1alpha1.LabelTenantTier: "bronze"}
