@@ -39,10 +39,13 @@ const (
 	DialectKueue Dialect = "Kueue"
 )
 
-// Key identifies a gang: the name of its PodGroup in the pods' namespace.
+// Key identifies a gang: the name of its PodGroup in the pods' namespace, or of
+// its CompositePodGroup (a gang of Kubernetes PodGroups; a PodGroup may share its
+// name).
 type Key struct {
 	Namespace string
 	Name      string
+	Composite bool
 }
 
 func (k Key) String() string { return k.Namespace + "/" + k.Name }
@@ -50,13 +53,15 @@ func (k Key) String() string { return k.Namespace + "/" + k.Name }
 // Part is the key of a part of the gang that is planned on its own (a
 // LeaderWorkerSet group inside a larger PodGroup): the gang's name and the part's
 // joined by "/", which no gang name holds.
-func (k Key) Part(name string) Key { return Key{Namespace: k.Namespace, Name: k.Name + "/" + name} }
+func (k Key) Part(name string) Key {
+	return Key{Namespace: k.Namespace, Name: k.Name + "/" + name, Composite: k.Composite}
+}
 
 // Whole splits a part's key into its gang's key and the part's name ("" for the key
 // of a whole gang).
 func (k Key) Whole() (Key, string) {
 	if gangName, part, ok := strings.Cut(k.Name, "/"); ok {
-		return Key{Namespace: k.Namespace, Name: gangName}, part
+		return Key{Namespace: k.Namespace, Name: gangName, Composite: k.Composite}, part
 	}
 	return k, ""
 }

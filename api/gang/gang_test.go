@@ -26,35 +26,35 @@ func TestOf(t *testing.T) {
 		},
 		"PodGroup label": {
 			labels: map[string]string{"scheduling.x-k8s.io/pod-group": "train"},
-			want:   Membership{Key: Key{"ns", "train"}, Dialect: DialectPodGroup}, wantOK: true,
+			want:   Membership{Key: Key{Namespace: "ns", Name: "train"}, Dialect: DialectPodGroup}, wantOK: true,
 		},
 		"KubeNexus labels": {
 			labels: map[string]string{"pod-group.scheduling.kubenexus.io/name": "etl", "pod-group.scheduling.kubenexus.io/min-available": "5"},
-			want:   Membership{Key: Key{"ns", "etl"}, Dialect: DialectKubeNexus, MinMember: 5}, wantOK: true,
+			want:   Membership{Key: Key{Namespace: "ns", Name: "etl"}, Dialect: DialectKubeNexus, MinMember: 5}, wantOK: true,
 		},
 		"sigs labels": {
 			labels: map[string]string{"pod-group.scheduling.sigs.k8s.io/name": "etl", "pod-group.scheduling.sigs.k8s.io/min-available": "3"},
-			want:   Membership{Key: Key{"ns", "etl"}, Dialect: DialectSigs, MinMember: 3}, wantOK: true,
+			want:   Membership{Key: Key{Namespace: "ns", Name: "etl"}, Dialect: DialectSigs, MinMember: 3}, wantOK: true,
 		},
 		"Volcano annotation": {
 			annotations: map[string]string{"scheduling.k8s.io/group-name": "vc-job"},
-			want:        Membership{Key: Key{"ns", "vc-job"}, Dialect: DialectVolcano}, wantOK: true,
+			want:        Membership{Key: Key{Namespace: "ns", Name: "vc-job"}, Dialect: DialectVolcano}, wantOK: true,
 		},
 		"Kueue pod group": {
 			labels:      map[string]string{"kueue.x-k8s.io/pod-group-name": "kq"},
 			annotations: map[string]string{"kueue.x-k8s.io/pod-group-total-count": "4"},
-			want:        Membership{Key: Key{"ns", "kq"}, Dialect: DialectKueue, MinMember: 4}, wantOK: true,
+			want:        Membership{Key: Key{Namespace: "ns", Name: "kq"}, Dialect: DialectKueue, MinMember: 4}, wantOK: true,
 		},
 		"PodGroup label wins over KubeNexus labels": {
 			labels: map[string]string{"scheduling.x-k8s.io/pod-group": "a", "pod-group.scheduling.kubenexus.io/name": "b", "pod-group.scheduling.kubenexus.io/min-available": "2"},
-			want:   Membership{Key: Key{"ns", "a"}, Dialect: DialectPodGroup}, wantOK: true,
+			want:   Membership{Key: Key{Namespace: "ns", Name: "a"}, Dialect: DialectPodGroup}, wantOK: true,
 		},
 		"KubeNexus labels win over sigs labels": {
 			labels: map[string]string{
 				"pod-group.scheduling.kubenexus.io/name": "a", "pod-group.scheduling.kubenexus.io/min-available": "2",
 				"pod-group.scheduling.sigs.k8s.io/name": "b", "pod-group.scheduling.sigs.k8s.io/min-available": "9",
 			},
-			want: Membership{Key: Key{"ns", "a"}, Dialect: DialectKubeNexus, MinMember: 2}, wantOK: true,
+			want: Membership{Key: Key{Namespace: "ns", Name: "a"}, Dialect: DialectKubeNexus, MinMember: 2}, wantOK: true,
 		},
 		"min-available missing": {
 			labels:  map[string]string{"pod-group.scheduling.kubenexus.io/name": "etl"},
@@ -172,7 +172,7 @@ func TestOfNativeSchedulingGroup(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("Of: ok=%v err=%v", ok, err)
 	}
-	if want := (Membership{Key: Key{"ns", "serving"}, Dialect: DialectNative}); m != want {
+	if want := (Membership{Key: Key{Namespace: "ns", Name: "serving"}, Dialect: DialectNative}); m != want {
 		t.Errorf("membership %+v, want %+v", m, want)
 	}
 	if !m.NeedsPodGroupObject() {

@@ -44,7 +44,31 @@ func TestPolicyOfSlices(t *testing.T) {
 	native.Spec.MinMember, native.Spec.NativeTopologyKey = 4, v1alpha1.LabelRack
 	nativeBad := native.DeepCopy()
 	nativeBad.Spec.NativeTopologyKey = "cloud.example.com/block"
+	composite := &v1alpha1.PodGroup{}
+	composite.Name, composite.Kind = "serve", "CompositePodGroup"
+	composite.Spec.MinMember, composite.Spec.NativeTopologyKey = 4, v1alpha1.LabelRack
+	composite.Spec.NativeGroupKeys = []v1alpha1.NativeGroupKey{{Role: "decode", Key: v1alpha1.LabelGPUClique}, {Role: "prefill", Key: v1alpha1.LabelGPUClique}}
+	compositeOwnKey := composite.DeepCopy()
+	compositeOwnKey.Spec.NativeTopologyKey = "cloud.example.com/block"
+	compositeOwnKey.Spec.NativeGroupKeys = []v1alpha1.NativeGroupKey{{Role: "decode", Key: "cloud.example.com/block"}, {Role: "prefill", Key: v1alpha1.LabelGPUClique}}
+	compositeLoose := composite.DeepCopy()
+	compositeLoose.Spec.NativeTopologyKey = ""
+	compositeUnknown := composite.DeepCopy()
+	compositeUnknown.Spec.NativeGroupKeys[1].Key = "cloud.example.com/pod"
+	compositeWide := composite.DeepCopy()
+	compositeWide.Spec.NativeGroupKeys[0].Key = v1alpha1.LabelTopologyZone
+	compositeSource := "CompositePodGroup serve spec.schedulingConstraints.topology"
 	tests := map[string]policyCase{
+		"CompositePodGroup: required rack, each child in one nvlink": {pod(), composite,
+			withGroups(Policy{Required: true, Native: true, Level: 2, Source: compositeSource}, Group{"decode", 0}, Group{"prefill", 0}), true, ""},
+		"CompositePodGroup: a child may use the composite's own label": {pod(), compositeOwnKey,
+			withGroups(Policy{Required: true, Native: true, Level: 4, Label: "cloud.example.com/block", Source: compositeSource}, Group{"decode", 4}, Group{"prefill", 0}), true, ""},
+		"CompositePodGroup without a key: children anywhere": {pod(), compositeLoose,
+			withGroups(Policy{Native: true, Level: 3, Source: compositeSource}, Group{"decode", 0}, Group{"prefill", 0}), true, ""},
+		"CompositePodGroup: a child's key of no level": {pod(), compositeUnknown, Policy{}, false,
+			`CompositePodGroup serve: child PodGroup prefill: spec.schedulingConstraints.topology key "cloud.example.com/pod" is the node label of no topology level; the levels are nvlink, tor, rack, zone`},
+		"CompositePodGroup: a child's key above the composite's": {pod(), compositeWide, Policy{}, false,
+			"CompositePodGroup serve: child PodGroup decode: spec.schedulingConstraints.topology key topology.kubernetes.io/zone is above the composite's (network.kubenexus.io/rack): a child must fit in the composite's domain"},
 		"native PodGroup topology: required rack": {pod(v1alpha1.AnnotationKueuePreferredTopology, v1alpha1.LabelTopologyZone), native,
 			Policy{Required: true, Native: true, Level: 2, Source: "PodGroup g spec.schedulingConstraints.topology"}, true, ""},
 		"native PodGroup topology key of no level: a level of its own": {pod(), nativeBad,

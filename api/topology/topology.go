@@ -143,13 +143,8 @@ func PolicyOf(pod *corev1.Pod, pg *v1alpha1.PodGroup, levels []Level) (p Policy,
 		}
 		return p, true, nil
 	}
-	if pg != nil && pg.Spec.NativeTopologyKey != "" {
-		p := Policy{Required: true, Native: true, Level: levelByLabel(levels, pg.Spec.NativeTopologyKey), Source: "PodGroup " + pg.Name + " spec.schedulingConstraints.topology"}
-		if p.Level < 0 {
-			// A label the KubeNexusConfig declares no level for: a level of its own.
-			p.Level, p.Label = len(levels), pg.Spec.NativeTopologyKey
-		}
-		return p, true, nil
+	if pg != nil && (pg.Spec.NativeTopologyKey != "" || len(pg.Spec.NativeGroupKeys) > 0) {
+		return nativePolicy(pg, levels)
 	}
 	if PlacedByKueue(pod) {
 		return Policy{}, false, nil
@@ -305,6 +300,46 @@ func levelByName(levels []Level, name string) int {
 		}
 	}
 	return -1
+}
+
+// nativePolicy is the policy of a Kubernetes PodGroup's or CompositePodGroup's
+// spec.schedulingConstraints.topology (required), with a CompositePodGroup's
+// children's keys as sub-groups. A key the KubeNexusConfig declares no level for is
+// a level of its own over that label; a child's key must be a declared level or
+// the composite's own key, at or below the composite's level. A composite with no
+// key of its own keeps its children's sub-groups anywhere in the cluster.
+func nativePolicy(pg *v1alpha1.PodGroup, levels []Level) (Policy, bool, error) {
+	kind := "PodGroup"
+	if pg.Kind != "" {
+		kind = pg.Kind
+	}
+	p := Policy{Level: len(levels) - 1, Native: true, Source: kind + " " + pg.Name + " spec.schedulingConstraints.topology"}
+	if key := pg.Spec.NativeTopologyKey; key != "" {
+		p.Required, p.Level = true, levelByLabel(levels, key)
+		if p.Level < 0 {
+			// A label the KubeNexusConfig declares no level for: a level of its own.
+			p.Level, p.Label = len(levels), key
+		}
+	}
+	if len(pg.Spec.NativeGroupKeys) > MaxGroups {
+		return Policy{}, false, fmt.Errorf("%s %s: %d child PodGroups ask for a topology of their own, at most %d", kind, pg.Name, len(pg.Spec.NativeGroupKeys), MaxGroups)
+	}
+	for i, g := range pg.Spec.NativeGroupKeys {
+		l := levelByLabel(levels, g.Key)
+		if l < 0 && p.Label != "" && g.Key == p.Label {
+			l = p.Level
+		}
+		switch {
+		case l < 0:
+			return Policy{}, false, fmt.Errorf("%s %s: child PodGroup %s: spec.schedulingConstraints.topology key %q is the node label of no topology level; the levels are %s",
+				kind, pg.Name, g.Role, untrusted.Truncate(g.Key), names(levels))
+		case l > p.Level:
+			return Policy{}, false, fmt.Errorf("%s %s: child PodGroup %s: spec.schedulingConstraints.topology key %s is above the composite's (%s): a child must fit in the composite's domain",
+				kind, pg.Name, g.Role, g.Key, pg.Spec.NativeTopologyKey)
+		}
+		p.Groups[i] = Group{Role: g.Role, Level: l}
+	}
+	return p, true, nil
 }
 
 func levelByLabel(levels []Level, label string) int {

@@ -11,8 +11,11 @@ package v1alpha1
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +28,12 @@ var NativePodGroupGVK = schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup"
 
 // NativePodGroupResource is its resource name, for discovery.
 const NativePodGroupResource = "podgroups"
+
+// CompositePodGroupGVK is Kubernetes' CompositePodGroup kind
+// (scheduling.k8s.io/v1alpha3, served from 1.37 with the CompositePodGroup feature
+// gate and --runtime-config=scheduling.k8s.io/v1alpha3=true): PodGroups whose
+// spec.parentCompositePodGroupName names it are its children.
+var CompositePodGroupGVK = schedulingv1alpha3.SchemeGroupVersion.WithKind("CompositePodGroup")
 
 // NewNativePodGroup returns an empty native PodGroup to read into.
 func NewNativePodGroup() *unstructured.Unstructured {
@@ -69,8 +78,96 @@ func FromNativePodGroup(u *unstructured.Unstructured) (*PodGroup, error) {
 		pg.Spec.NativeTopologyKey = c.Topology[0].Key
 	}
 	pg.Spec.DisruptWhole = in.Spec.DisruptionMode != nil && in.Spec.DisruptionMode.All != nil
+	if in.Spec.ParentCompositePodGroupName != nil {
+		pg.Spec.NativeParent = *in.Spec.ParentCompositePodGroupName
+	}
 	return pg, nil
 }
+
+// CompositeGang is what decides whether a CompositePodGroup gangs its children:
+// its parent (a CompositePodGroup of its own, "" for a root) and whether its
+// scheduling policy is gang (all-or-nothing over its children) rather than basic.
+type CompositeGang struct {
+	Parent string
+	Gang   bool
+}
+
+// CompositeGangOf reads those two fields of a CompositePodGroup.
+func CompositeGangOf(u *unstructured.Unstructured) CompositeGang {
+	parent, _, _ := unstructured.NestedString(u.Object, "spec", "parentCompositePodGroupName")
+	_, gang, _ := unstructured.NestedMap(u.Object, "spec", "schedulingPolicy", "gang")
+	return CompositeGang{Parent: parent, Gang: gang}
+}
+
+// FromCompositePodGroup reads a root CompositePodGroup whose policy is gang, with
+// its child PodGroups (read by FromNativePodGroup), into one KubeNexus gang: its
+// members are the children's pods and each child is a role (a member's role is the
+// PodGroup its spec.schedulingGroup names, workload.RoleOf) whose minimum is the
+// child's minCount. minGroupCount children must meet their minimum: when it covers
+// every child, minMember is the sum of the children's minimums and each child's
+// minimum is a per-role minimum; when it is smaller, minMember is the sum of the
+// minGroupCount smallest minimums and no child has a minimum of its own (any
+// members of that number start the gang). While fewer children exist than
+// minGroupCount, each missing one counts one member, so that the gang waits for it.
+// The composite's topology key is the gang's required level (NativeTopologyKey),
+// each child's its role's (NativeGroupKeys); disruptionMode All keeps preemption
+// from shrinking the gang; priorityClassName is copied. The result's APIVersion is
+// scheduling.k8s.io/v1alpha3 and Kind CompositePodGroup.
+func FromCompositePodGroup(u *unstructured.Unstructured, children []*PodGroup) (*PodGroup, error) {
+	in := &schedulingv1alpha3.CompositePodGroup{}
+	what := func() string {
+		return fmt.Sprintf("CompositePodGroup %s/%s (%s)", u.GetNamespace(), u.GetName(), CompositePodGroupGVK.GroupVersion())
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, in); err != nil {
+		return nil, fmt.Errorf("%s: %w", what(), err)
+	}
+	g := in.Spec.SchedulingPolicy.Gang
+	switch {
+	case g == nil:
+		return nil, fmt.Errorf("%s: spec.schedulingPolicy is basic: its children are scheduled each on its own, not as one gang", what())
+	case g.MinGroupCount < 1:
+		return nil, fmt.Errorf("%s: spec.schedulingPolicy.gang.minGroupCount is %d; it must be at least 1", what(), g.MinGroupCount)
+	}
+	pg := &PodGroup{ObjectMeta: in.ObjectMeta}
+	pg.APIVersion, pg.Kind = CompositePodGroupGVK.GroupVersion().String(), CompositePodGroupGVK.Kind
+	pg.Spec.PriorityClassName = in.Spec.PriorityClassName
+	pg.Spec.DisruptWhole = in.Spec.DisruptionMode != nil && in.Spec.DisruptionMode.All != nil
+	if c := in.Spec.SchedulingConstraints; c != nil && len(c.Topology) > 0 {
+		pg.Spec.NativeTopologyKey = c.Topology[0].Key
+	}
+	kids := slices.Clone(children)
+	slices.SortFunc(kids, func(a, b *PodGroup) int { return strings.Compare(a.Name, b.Name) })
+	need := int(g.MinGroupCount)
+	mins := make([]int32, 0, len(kids))
+	for _, c := range kids {
+		mins = append(mins, c.Spec.MinMember)
+		if c.Spec.NativeTopologyKey != "" {
+			pg.Spec.NativeGroupKeys = append(pg.Spec.NativeGroupKeys, NativeGroupKey{Role: c.Name, Key: c.Spec.NativeTopologyKey})
+		}
+	}
+	if need >= len(kids) {
+		pg.Spec.MinMemberPerRole = make(map[string]int32, len(kids))
+		for _, c := range kids {
+			pg.Spec.MinMemberPerRole[c.Name] = c.Spec.MinMember
+		}
+	} else {
+		slices.Sort(mins)
+		mins = mins[:need]
+	}
+	total := int64(max(need-len(kids), 0))
+	for _, m := range mins {
+		total += int64(m)
+	}
+	if total > MaxCompositeMembers {
+		return nil, fmt.Errorf("%s: its children's minCounts add up to %d members; at most %d", what(), total, MaxCompositeMembers)
+	}
+	pg.Spec.MinMember = int32(total)
+	return pg, nil
+}
+
+// MaxCompositeMembers is the largest quorum a CompositePodGroup's children may add
+// up to (a PodGroup's minMember limit).
+const MaxCompositeMembers = 100000
 
 // NativePodGroupStatus returns the status u (a native PodGroup) should have for a
 // gang whose KubeNexus status is st: its own, with the PodGroupInitiallyScheduled

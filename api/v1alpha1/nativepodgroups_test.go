@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,7 +51,7 @@ func TestFromNativePodGroup(t *testing.T) {
 	if _, err := FromNativePodGroup(nativeUnstructured(t, zero)); err == nil || !strings.Contains(err.Error(), "spec.schedulingPolicy.gang.minCount is 0") {
 		t.Errorf("minCount 0: error %v, want one naming spec.schedulingPolicy.gang.minCount", err)
 	}
-	if pg.Spec.NativeTopologyKey != "" || pg.Spec.DisruptWhole {
+	if pg.Spec.NativeTopologyKey != "" || pg.Spec.DisruptWhole || pg.Spec.NativeParent != "" {
 		t.Errorf("no constraints: topology key %q, disrupt whole %v; want none", pg.Spec.NativeTopologyKey, pg.Spec.DisruptWhole)
 	}
 
@@ -58,6 +60,12 @@ func TestFromNativePodGroup(t *testing.T) {
 	constrained.Spec.DisruptionMode = &schedulingv1beta1.DisruptionMode{All: &schedulingv1beta1.AllDisruptionMode{}}
 	if pg, err := FromNativePodGroup(nativeUnstructured(t, constrained)); err != nil || pg.Spec.NativeTopologyKey != LabelRack || !pg.Spec.DisruptWhole {
 		t.Errorf("topology and disruptionMode All: %+v, %v; want key %s, disrupted whole", pg, err, LabelRack)
+	}
+	child := gang.DeepCopy()
+	parent := "serve"
+	child.Spec.ParentCompositePodGroupName = &parent
+	if pg, err := FromNativePodGroup(nativeUnstructured(t, child)); err != nil || pg.Spec.NativeParent != "serve" {
+		t.Errorf("a composite's child: %+v, %v; want parent serve", pg, err)
 	}
 	single := constrained.DeepCopy()
 	single.Spec.DisruptionMode = &schedulingv1beta1.DisruptionMode{Single: &schedulingv1beta1.SingleDisruptionMode{}}
@@ -97,5 +105,120 @@ func TestNativePodGroupConditions(t *testing.T) {
 	later := NativePodGroupConditions(scheduled, status(metav1.ConditionFalse, "MembersFailed", "2 members failed"))
 	if c := initially(later); c.Status != metav1.ConditionTrue || c.Reason != NativeScheduledReason {
 		t.Errorf("after members failed: %+v, want it to stay True", c)
+	}
+}
+
+func compositeUnstructured(t *testing.T, c *schedulingv1alpha3.CompositePodGroup) *unstructured.Unstructured {
+	t.Helper()
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetGroupVersionKind(CompositePodGroupGVK)
+	return u
+}
+
+func TestFromCompositePodGroup(t *testing.T) {
+	child := func(name string, min int32, key string) *PodGroup {
+		pg := &PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name}}
+		pg.Spec.MinMember, pg.Spec.NativeTopologyKey, pg.Spec.NativeParent = min, key, "serve"
+		return pg
+	}
+	composite := func(minGroups int32, key string) *schedulingv1alpha3.CompositePodGroup {
+		c := &schedulingv1alpha3.CompositePodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "serve", UID: "c1"},
+			Spec: schedulingv1alpha3.CompositePodGroupSpec{
+				PriorityClassName: "high",
+				SchedulingPolicy:  schedulingv1alpha3.CompositePodGroupSchedulingPolicy{Gang: &schedulingv1alpha3.CompositeGangSchedulingPolicy{MinGroupCount: minGroups}},
+			},
+		}
+		if key != "" {
+			c.Spec.SchedulingConstraints = &schedulingv1alpha3.CompositePodGroupSchedulingConstraints{Topology: []schedulingv1alpha3.TopologyConstraint{{Key: key}}}
+		}
+		return c
+	}
+	tests := map[string]struct {
+		composite *schedulingv1alpha3.CompositePodGroup
+		children  []*PodGroup
+		wantMin   int32
+		wantRoles map[string]int32
+		wantKey   string
+		wantGroup []NativeGroupKey
+		wantErr   string
+	}{
+		"every child: the sum, a minimum per child, each child's key a sub-group": {
+			composite: composite(2, LabelRack),
+			children:  []*PodGroup{child("prefill", 2, LabelGPUClique), child("decode", 4, LabelGPUClique)},
+			wantMin:   6, wantRoles: map[string]int32{"decode": 4, "prefill": 2}, wantKey: LabelRack,
+			wantGroup: []NativeGroupKey{{Role: "decode", Key: LabelGPUClique}, {Role: "prefill", Key: LabelGPUClique}},
+		},
+		"one of three: the smallest minimum, no per-child minimum": {
+			composite: composite(1, ""),
+			children:  []*PodGroup{child("a", 3, ""), child("b", 2, ""), child("c", 5, "")},
+			wantMin:   2,
+		},
+		"two of three: the two smallest": {
+			composite: composite(2, ""),
+			children:  []*PodGroup{child("a", 3, ""), child("b", 2, ""), child("c", 5, "")},
+			wantMin:   5,
+		},
+		"a child not created yet counts one member, so that the gang waits for it": {
+			composite: composite(3, ""),
+			children:  []*PodGroup{child("a", 3, ""), child("b", 2, "")},
+			wantMin:   6, wantRoles: map[string]int32{"a": 3, "b": 2},
+		},
+		"basic policy: no gang": {
+			composite: func() *schedulingv1alpha3.CompositePodGroup {
+				c := composite(1, "")
+				c.Spec.SchedulingPolicy = schedulingv1alpha3.CompositePodGroupSchedulingPolicy{Basic: &schedulingv1alpha3.CompositeBasicSchedulingPolicy{}}
+				return c
+			}(),
+			wantErr: "spec.schedulingPolicy is basic",
+		},
+		"minGroupCount 0": {composite: composite(0, ""), wantErr: "spec.schedulingPolicy.gang.minGroupCount is 0; it must be at least 1"},
+		"too many members": {
+			composite: composite(2, ""),
+			children:  []*PodGroup{child("a", 60000, ""), child("b", 60000, "")},
+			wantErr:   "add up to 120000 members; at most 100000",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pg, err := FromCompositePodGroup(compositeUnstructured(t, tc.composite), tc.children)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "CompositePodGroup ml/serve") {
+					t.Fatalf("error %v, want one naming ml/serve and %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pg.Spec.MinMember != tc.wantMin || pg.Spec.NativeTopologyKey != tc.wantKey || pg.Spec.PriorityClassName != "high" || pg.UID != "c1" || pg.Kind != "CompositePodGroup" || pg.APIVersion != "scheduling.k8s.io/v1alpha3" {
+				t.Errorf("read as minMember %d, key %q, priorityClassName %q, uid %q, %s %s", pg.Spec.MinMember, pg.Spec.NativeTopologyKey, pg.Spec.PriorityClassName, pg.UID, pg.APIVersion, pg.Kind)
+			}
+			if diff := cmp.Diff(tc.wantRoles, pg.Spec.MinMemberPerRole); diff != "" {
+				t.Errorf("minMemberPerRole (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantGroup, pg.Spec.NativeGroupKeys); diff != "" {
+				t.Errorf("group keys (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCompositeGangOf(t *testing.T) {
+	c := &schedulingv1alpha3.CompositePodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "inner"}}
+	c.Spec.SchedulingPolicy.Gang = &schedulingv1alpha3.CompositeGangSchedulingPolicy{MinGroupCount: 1}
+	parent := "outer"
+	c.Spec.ParentCompositePodGroupName = &parent
+	if got := CompositeGangOf(compositeUnstructured(t, c)); got != (CompositeGang{Parent: "outer", Gang: true}) {
+		t.Errorf("got %+v", got)
+	}
+	c.Spec.SchedulingPolicy = schedulingv1alpha3.CompositePodGroupSchedulingPolicy{Basic: &schedulingv1alpha3.CompositeBasicSchedulingPolicy{}}
+	c.Spec.ParentCompositePodGroupName = nil
+	if got := CompositeGangOf(compositeUnstructured(t, c)); got != (CompositeGang{}) {
+		t.Errorf("basic root: got %+v", got)
 	}
 }

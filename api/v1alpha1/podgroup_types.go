@@ -100,6 +100,20 @@ type PodGroupSpec struct {
 	// DisruptWhole is, for a native PodGroup whose spec.disruptionMode is All, that
 	// it is disrupted only as a whole: preemption never shrinks it. Never stored.
 	DisruptWhole bool `json:"-"`
+	// NativeParent is, for a native PodGroup, the CompositePodGroup its
+	// spec.parentCompositePodGroupName names ("" for none). Never stored.
+	NativeParent string `json:"-"`
+	// NativeGroupKeys are, for a gang read from a Kubernetes CompositePodGroup
+	// (FromCompositePodGroup), its child PodGroups that ask for a topology of their
+	// own: each child's members (its role) in one domain of the node label Key,
+	// within the gang's. Never stored.
+	NativeGroupKeys []NativeGroupKey `json:"-"`
+}
+
+// NativeGroupKey keeps the members of Role in one domain of the node label Key.
+type NativeGroupKey struct {
+	Role string
+	Key  string
 }
 
 // GangRecovery is how a running gang that lost members is made whole again.

@@ -113,12 +113,17 @@ func fallbackClass(pod *corev1.Pod, inGang bool) v1alpha1.WorkloadClass {
 	return v1alpha1.WorkloadClassService
 }
 
-// RoleOf is the pod's role inside its workload: its own workload.kubenexus.io/role
-// label when that is a lower-case DNS label (a PodGroup's minMemberPerRole names
-// roles such as prefill or decode freely, and two LeaderWorkerSets serving one model
-// are prefill and decode rather than leader and worker), else the role its
-// framework's labels give it, else "".
+// RoleOf is the pod's role inside its workload: the Kubernetes PodGroup its
+// spec.schedulingGroup names (the children of a CompositePodGroup are its roles;
+// the API server validates the name, and it is immutable); else its own
+// workload.kubenexus.io/role label when that is a lower-case DNS label (a PodGroup's
+// minMemberPerRole names roles such as prefill or decode freely, and two
+// LeaderWorkerSets serving one model are prefill and decode rather than leader and
+// worker), else the role its framework's labels give it, else "".
 func RoleOf(pod *corev1.Pod) v1alpha1.WorkloadRole {
+	if name, ok := v1alpha1.NativeGroupOf(pod); ok {
+		return v1alpha1.WorkloadRole(name)
+	}
 	if own := ownRole(pod); own != "" {
 		return own
 	}

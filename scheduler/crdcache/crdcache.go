@@ -31,6 +31,9 @@ type Cache struct {
 	// foreign are the other schedulers' PodGroup APIs whose CRDs were served when the
 	// cache started; their PodGroups are watched too.
 	foreign []foreignPodGroups
+	// composites: Kubernetes' CompositePodGroups were served (beside its PodGroups)
+	// when the cache started, and are watched (composite.go).
+	composites bool
 	// nrt: the NodeResourceTopology API (topology.node.k8s.io/v1alpha2) was served
 	// when the cache started, and its objects are watched.
 	nrt bool
@@ -112,6 +115,9 @@ var foreignAPIs = []foreignPodGroups{
 // The result's APIVersion says which it is.
 func (c *Cache) PodGroup(key gang.Key) *v1alpha1.PodGroup {
 	c.wait()
+	if key.Composite {
+		return c.composite(key)
+	}
 	ctx, objKey := context.Background(), client.ObjectKey{Namespace: key.Namespace, Name: key.Name}
 	pg := &v1alpha1.PodGroup{}
 	if err := c.cache.Get(ctx, objKey, pg); err == nil {
@@ -141,10 +147,20 @@ func (c *Cache) ForeignPodGroupKinds() []schema.GroupVersionKind {
 
 // OnPodGroupChange calls f with the key of every PodGroup (of any watched API)
 // added, or whose spec changed (its generation); status updates are not reported.
+// A CompositePodGroup's change is reported under its gang's key and each of its
+// children's, a child PodGroup's under its own and its composite's.
 func (c *Cache) OnPodGroupChange(f func(gang.Key)) error {
 	notify := func(obj any) {
-		if m, err := meta.Accessor(obj); err == nil {
-			f(gang.Key{Namespace: m.GetNamespace(), Name: m.GetName()})
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return
+		}
+		f(gang.Key{Namespace: m.GetNamespace(), Name: m.GetName()})
+		if u, ok := obj.(*unstructured.Unstructured); ok && c.composites && u.GroupVersionKind() == v1alpha1.NativePodGroupGVK {
+			// A composite's child: the composite's gang gains a role.
+			if parent, _, _ := unstructured.NestedString(u.Object, "spec", "parentCompositePodGroupName"); parent != "" {
+				f(gang.Key{Namespace: m.GetNamespace(), Name: parent, Composite: true})
+			}
 		}
 	}
 	if err := c.onSpecChange(&v1alpha1.PodGroup{}, false, notify); err != nil {
@@ -155,7 +171,7 @@ func (c *Cache) OnPodGroupChange(f func(gang.Key)) error {
 			return err
 		}
 	}
-	return nil
+	return c.onCompositeChange(f)
 }
 
 // onSpecChange calls f with every object of obj's kind that is added, whose spec

@@ -67,6 +67,10 @@ func (p *Provider) start(ctx context.Context, cfg *rest.Config) (*Cache, error) 
 	if err != nil {
 		return nil, err
 	}
+	composites, err := watchComposites(ctx, c, cfg, foreign)
+	if err != nil {
+		return nil, err
+	}
 	// NUMA facts, where an exporter (NFD's topology updater, RTE) publishes them.
 	nrt, err := served(cfg, nrtv1alpha2.SchemeGroupVersion, "noderesourcetopologies")
 	if err != nil {
@@ -92,7 +96,7 @@ func (p *Provider) start(ctx context.Context, cfg *rest.Config) (*Cache, error) 
 	// ready).
 	synced := make(chan struct{})
 	go p.waitForSync(ctx, c, synced)
-	return &Cache{cache: c, foreign: foreign, nrt: nrt, kueue: kueueServed, kueueAPI: kueueAPI,
+	return &Cache{cache: c, foreign: foreign, composites: composites, nrt: nrt, kueue: kueueServed, kueueAPI: kueueAPI,
 		kueueReader: kueuecompat.Reader(c, kueueAPI), synced: synced}, nil
 }
 

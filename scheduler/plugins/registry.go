@@ -38,7 +38,7 @@ import (
 // are installed.
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=podgroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=podgroups,verbs=get;list;watch
-// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses;podgroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses;podgroups;compositepodgroups,verbs=get;list;watch
 // TenantHardware reads which Kueue ClusterQueue admitted a pod, and ProfileClassifier
 // its tier label, when Kueue is installed.
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads;clusterqueues,verbs=get;list;watch

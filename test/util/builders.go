@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -361,6 +362,35 @@ func NativeGangPodGroup(namespace, name string, minCount int32) *schedulingv1bet
 			SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: minCount}},
 		},
 	}
+}
+
+// CompositePodGroup is a Kubernetes CompositePodGroup (scheduling.k8s.io/v1alpha3)
+// whose gang policy needs minGroupCount of its children, with an optional topology
+// key ("" for none).
+func CompositePodGroup(namespace, name string, minGroupCount int32, topologyKey string) *schedulingv1alpha3.CompositePodGroup {
+	c := &schedulingv1alpha3.CompositePodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: schedulingv1alpha3.CompositePodGroupSpec{
+			WorkloadRef:      &schedulingv1alpha3.WorkloadReference{WorkloadName: name, TemplateName: name},
+			SchedulingPolicy: schedulingv1alpha3.CompositePodGroupSchedulingPolicy{Gang: &schedulingv1alpha3.CompositeGangSchedulingPolicy{MinGroupCount: minGroupCount}},
+		},
+	}
+	if topologyKey != "" {
+		c.Spec.SchedulingConstraints = &schedulingv1alpha3.CompositePodGroupSchedulingConstraints{Topology: []schedulingv1alpha3.TopologyConstraint{{Key: topologyKey}}}
+	}
+	return c
+}
+
+// CompositeChild is NativeGangPodGroup as a child of the CompositePodGroup parent,
+// with an optional topology key ("" for none).
+func CompositeChild(namespace, name, parent string, minCount int32, topologyKey string) *schedulingv1beta1.PodGroup {
+	pg := NativeGangPodGroup(namespace, name, minCount)
+	pg.Spec.ParentCompositePodGroupName = &parent
+	pg.Spec.WorkloadRef = &schedulingv1beta1.WorkloadReference{WorkloadName: parent, TemplateName: name}
+	if topologyKey != "" {
+		pg.Spec.SchedulingConstraints = &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: topologyKey}}}
+	}
+	return pg
 }
 
 // ForeignPodGroup is another scheduler's PodGroup (scheduler-plugins' or Volcano's:

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/scheduler/apis/config"
 	"github.com/kube-nexus/kubenexus/scheduler/crdcache"
@@ -99,7 +98,7 @@ func (pl *Plugin) scheduleTimeout(pg *v1alpha1.PodGroup) time.Duration {
 // SignPod keeps pods of different gangs apart in the scheduler's opportunistic
 // batching; Coscheduling filters no node, so plain pods add nothing.
 func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	m, ok, err := gang.Of(pod)
+	m, ok, err := pl.index.Of(pod)
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "invalid gang labels")
 	}

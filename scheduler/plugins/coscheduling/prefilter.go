@@ -36,7 +36,7 @@ func gangState(cs fwk.CycleState) *stateData { return cyclestate.Read[*stateData
 // PreFilter refuses members of a gang that is backing off, that lost its quorum, or
 // whose minResources exceed what the cluster has free.
 func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	m, ok, err := gang.Of(pod)
+	m, ok, err := pl.index.Of(pod)
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %v", ErrReasonInvalidGangLabels, err))
 	}

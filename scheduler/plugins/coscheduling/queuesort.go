@@ -66,7 +66,7 @@ func (pl *Plugin) groupKey(e fwk.QueuedEntityInfo) queueGroup {
 	}
 	pod := qp.GetPodInfo().GetPod()
 	g.key, g.priority = gang.Key{Namespace: pod.Namespace, Name: pod.Name}, corev1helpers.PodPriority(pod)
-	if m, ok, err := gang.Of(pod); err == nil && ok {
+	if m, ok, err := pl.index.Of(pod); err == nil && ok {
 		pl.index.RLock()
 		if e := pl.index.Get(m.Key); e != nil {
 			g.time, g.key = e.FirstSeen, m.Key

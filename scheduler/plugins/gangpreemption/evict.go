@@ -23,6 +23,7 @@ import (
 	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/podobj"
 )
 
@@ -61,6 +62,8 @@ const evictionWorkers = 16
 
 // evictor marks victims and evicts the marked pods through the Eviction API.
 type evictor struct {
+	// gangs files pods under their gang (a CompositePodGroup's for its PodGroups').
+	gangs  *gangs.Service
 	cs     kubernetes.Interface
 	pods   corelisters.PodLister
 	handle fwk.Handle
@@ -86,9 +89,10 @@ func marked(p *corev1.Pod) bool {
 	return false
 }
 
-func startEvictor(ctx context.Context, h fwk.Handle) (*evictor, error) {
+func startEvictor(ctx context.Context, h fwk.Handle, members *gangs.Service) (*evictor, error) {
 	informers := h.SharedInformerFactory()
 	e := &evictor{
+		gangs:  members,
 		cs:     h.ClientSet(),
 		pods:   informers.Core().V1().Pods().Lister(),
 		handle: h,
@@ -139,7 +143,7 @@ func startEvictor(ctx context.Context, h fwk.Handle) (*evictor, error) {
 // members were marked.
 func (e *evictor) enqueueUnit(p *corev1.Pod) {
 	e.queue.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
-	key, ok := gangOf(p)
+	key, ok := e.gangOf(p)
 	if !ok || shedMark(p) {
 		return
 	}
@@ -148,7 +152,7 @@ func (e *evictor) enqueueUnit(p *corev1.Pod) {
 		return
 	}
 	for _, m := range pods {
-		if k, ok := gangOf(m); ok && k == key && m.Spec.NodeName != "" && m.DeletionTimestamp == nil {
+		if k, ok := e.gangOf(m); ok && k == key && m.Spec.NodeName != "" && m.DeletionTimestamp == nil {
 			e.queue.Add(types.NamespacedName{Namespace: m.Namespace, Name: m.Name})
 		}
 	}

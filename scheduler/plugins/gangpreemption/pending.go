@@ -33,8 +33,8 @@ func ownerOf(pod *corev1.Pod, g *gang.Key) string {
 
 // podOwner is ownerOf for a pod read from its labels (a gang label that does not
 // parse names no gang here, as in ProfileClassifier's classification).
-func podOwner(pod *corev1.Pod) string {
-	if m, ok, err := gang.Of(pod); err == nil && ok {
+func (pl *Plugin) podOwner(pod *corev1.Pod) string {
+	if m, ok, err := pl.gangs.Of(pod); err == nil && ok {
 		return ownerOf(pod, &m.Key)
 	}
 	return ownerOf(pod, nil)
@@ -88,7 +88,7 @@ func (pl *Plugin) victimsLeft(pod *corev1.Pod) int {
 // live is the preemption in flight for the pod (its gang, or itself) within its
 // grace, or nil. The caller holds pl.mu.
 func (pl *Plugin) live(pod *corev1.Pod) *preemption {
-	p := pl.inflight[podOwner(pod)]
+	p := pl.inflight[pl.podOwner(pod)]
 	if p == nil || time.Now().After(p.until) {
 		return nil
 	}

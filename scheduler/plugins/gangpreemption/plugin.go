@@ -89,7 +89,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	informers := h.SharedInformerFactory()
-	ev, err := startEvictor(ctx, h)
+	ev, err := startEvictor(ctx, h, members)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
@@ -106,6 +106,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		gpuNames: args.GPUResources,
 		inflight: map[string]*preemption{},
 		reserved: reservations,
+		profiles: profiles{gangs: members},
 	}, nil
 }
 

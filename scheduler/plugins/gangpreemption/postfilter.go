@@ -35,6 +35,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	prof, ok := profileclassifier.ProfileOf(cs)
 	if !ok {
 		prof = workload.Classify(pod, workload.Namespace{}, "")
+		pl.gangs.FileProfile(&prof, pod)
 	}
 	var gk *gang.Key
 	if prof.Gang != nil {
@@ -216,7 +217,7 @@ func (pl *Plugin) commit(owner string, pod *corev1.Pod, s *search, nodes []int, 
 	pl.mu.Unlock()
 	// The room its victims free is the gang's: it does not yield it to gangs ahead
 	// that wait for room (Coscheduling).
-	if m, ok, err := gang.Of(pod); err == nil && ok && pl.gangs != nil {
+	if m, ok, err := pl.gangs.Of(pod); err == nil && ok && pl.gangs != nil {
 		pl.gangs.RoomMadeFor(m.Key, until)
 	}
 	pl.activateAfter(grace+time.Second, claims)

@@ -45,7 +45,7 @@ func (pl *Plugin) gangPriority(g gang.Key) *int32 {
 }
 
 // gangOf returns a pod's gang, if it is in one.
-func gangOf(p *corev1.Pod) (gang.Key, bool) {
-	m, ok, err := gang.Of(p)
+func (e *evictor) gangOf(p *corev1.Pod) (gang.Key, bool) {
+	m, ok, err := e.gangs.Of(p)
 	return m.Key, ok && err == nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/workload"
+	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 )
 
 // victim is what the search reads of a running pod, kept between preemptions (see
@@ -45,6 +46,8 @@ func newVictim(p *corev1.Pod, prof workload.Profile, gpuNames []corev1.ResourceN
 // while the snapshot holds the same pod object (an update makes a new one); entries
 // of pods not seen for a while are dropped.
 type profiles struct {
+	// gangs files each pod's gang (a CompositePodGroup's for its PodGroups' pods).
+	gangs *gangs.Service
 	mu    sync.Mutex
 	epoch uint64
 	byUID map[types.UID]*classified
@@ -81,7 +84,9 @@ func (c *profiles) scan(gpuNames []corev1.ResourceName) (describe func(*corev1.P
 			e.seen = epoch
 			return e.v
 		}
-		v := newVictim(p, workload.Classify(p, workload.Namespace{}, ""), gpuNames)
+		prof := workload.Classify(p, workload.Namespace{}, "")
+		c.gangs.FileProfile(&prof, p)
+		v := newVictim(p, prof, gpuNames)
 		c.byUID[p.UID] = &classified{pod: p, v: v, seen: epoch}
 		return v
 	}, c.mu.Unlock

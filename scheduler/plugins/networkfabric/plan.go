@@ -12,7 +12,6 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/topology"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
@@ -87,7 +86,7 @@ func (pl *Plugin) nominatedAwayNow(node string, pod *corev1.Pod) map[corev1.Reso
 	if len(nominated) == 0 {
 		return nil
 	}
-	own, _, _ := gang.Of(pod)
+	own, _, _ := pl.members.Of(pod)
 	prio := corev1helpers.PodPriority(pod)
 	var away map[corev1.ResourceName]int64
 	for _, pi := range nominated {
@@ -95,7 +94,7 @@ func (pl *Plugin) nominatedAwayNow(node string, pod *corev1.Pod) map[corev1.Reso
 		if np.UID == pod.UID || corev1helpers.PodPriority(np) < prio {
 			continue
 		}
-		if m, ok, err := gang.Of(np); err == nil && ok && m.Key == own.Key {
+		if m, ok, err := pl.members.Of(np); err == nil && ok && m.Key == own.Key {
 			continue
 		}
 		if away == nil {

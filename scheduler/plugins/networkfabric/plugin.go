@@ -188,7 +188,7 @@ func readState(cs fwk.CycleState) *stateData { return cyclestate.Read[*stateData
 // ask for a plan, whose members must not share a ranking with another gang's) —
 // unless domains are kept whole (signsKeepWhole).
 func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	m, ok, err := gang.Of(pod)
+	m, ok, err := pl.members.Of(pod)
 	if err != nil || !ok {
 		if !pl.signsKeepWhole(pod) {
 			return nil, fwk.NewStatus(fwk.Unschedulable, "pods are kept off whole domains of the level kept whole, which the previous pod's placement can break")

@@ -26,7 +26,7 @@ import (
 // scores a sample of the feasible nodes in large clusters
 // (percentageOfNodesToScore), which need not include the plan's.
 func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	m, ok, err := gang.Of(pod)
+	m, ok, err := pl.members.Of(pod)
 	if err != nil || !ok {
 		return nil, fwk.NewStatus(fwk.Skip) // malformed labels are Coscheduling's to refuse
 	}

@@ -76,7 +76,9 @@ func (s *stateData) Clone() fwk.StateData { return s }
 func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	var ns workload.Namespace
 	ns.Labels, _ = pl.tenants.Source(pod)
-	cs.Write(stateKey, &stateData{profile: workload.Classify(pod, ns, pl.defaultTier)})
+	prof := workload.Classify(pod, ns, pl.defaultTier)
+	pl.gangs.FileProfile(&prof, pod)
+	cs.Write(stateKey, &stateData{profile: prof})
 	return nil, fwk.NewStatus(fwk.Skip)
 }
 

@@ -36,7 +36,7 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 		}
 		s.accumulated, s.accumulators, s.lent = pl.accumulated(idx, nodes, now, s.isMine, bound)
 		if lost {
-			s.accumulated, s.accumulators = holdLost(idx, pl.tenantMayHold(nodes), pl.gangs.LostRooms(now), pod, now, s.accumulated, s.accumulators)
+			s.accumulated, s.accumulators = holdLost(idx, pl.tenantMayHold(nodes), pl.gangs.LostRooms(now), pl.gangOf(pod), now, s.accumulated, s.accumulators)
 		}
 	}
 	cs.Write(stateKey, s)
@@ -67,16 +67,13 @@ func (pl *Plugin) tenantMayHold(nodes []fwk.NodeInfo) func(namespace, node strin
 
 // holdLost adds to held the rooms of whole gangs' lost members (gangs.LostRoom),
 // on the node each left where its tenant may hold room, for every pod but the
-// gang's own — until the manager's repair reservation of that gang holds its room
+// members of own (the pod's gang; the zero Key for none) — until the manager's repair reservation of that gang holds its room
 // instead.
-func holdLost(idx *index, mayHold func(namespace, node string) bool, rooms []gangs.LostRoom, pod *corev1.Pod, now time.Time, held nodefree.Tally[string], names map[string][]string) (nodefree.Tally[string], map[string][]string) {
+func holdLost(idx *index, mayHold func(namespace, node string) bool, rooms []gangs.LostRoom, own gang.Key, now time.Time, held nodefree.Tally[string], names map[string][]string) (nodefree.Tally[string], map[string][]string) {
 	if len(rooms) == 0 {
 		return held, names
 	}
-	own := gang.Key{}
-	if m, ok, err := gang.Of(pod); err == nil && ok {
-		own, _ = m.Key.Whole()
-	}
+	own, _ = own.Whole()
 	for _, l := range rooms {
 		if l.Key == own || repairHeld(idx, l.Key, now) || !mayHold(l.Key.Namespace, l.Node) {
 			continue
@@ -236,3 +233,11 @@ func shadow(r *reservation, missing int, nodes []fwk.NodeInfo, held nodefree.Tal
 
 // PreFilterExtensions is nil: what other pods hold is read from the node's pods.
 func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// gangOf is the pod's gang as the gang Service files it (the zero Key for none).
+func (pl *Plugin) gangOf(pod *corev1.Pod) gang.Key {
+	if m, ok, err := pl.gangs.Of(pod); err == nil && ok {
+		return m.Key
+	}
+	return gang.Key{}
+}

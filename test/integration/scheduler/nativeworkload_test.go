@@ -149,4 +149,54 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 			Not(BeNil()), HaveField("Status", metav1.ConditionFalse)))
 		Consistently(initiallyScheduled(tc, "theirs")).WithTimeout(3 * time.Second).Should(BeNil())
 	})
+
+	It("gangs the PodGroups of a CompositePodGroup all-or-nothing: each child in one domain of its own key, all in one of the composite's", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		// rack-0: NVLink domains d0 and d1 of two 8-GPU nodes, d2 of two 4-GPU nodes;
+		// rack-1: one NVLink domain of two 8-GPU nodes (too small for the pair).
+		for d, gpus := range []string{"8", "8", "4"} {
+			tc.addLabelledNodes(fmt.Sprintf("r0-d%d", d), 2, map[string]string{
+				v1alpha1.LabelRack: tc.ns + "-rack-0", v1alpha1.LabelGPUClique: fmt.Sprintf("%s-r0-d%d", tc.ns, d),
+			}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", gpus)
+		}
+		tc.addLabelledNodes("r1-d0", 2, map[string]string{
+			v1alpha1.LabelRack: tc.ns + "-rack-1", v1alpha1.LabelGPUClique: tc.ns + "-r1-d0",
+		}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+		Expect(k8sClient.Create(suiteCtx, testutil.CompositePodGroup(tc.ns, "serve", 2, v1alpha1.LabelRack))).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, testutil.CompositeChild(tc.ns, "prefill", "serve", 2, v1alpha1.LabelGPUClique))).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, testutil.CompositeChild(tc.ns, "decode", "serve", 4, v1alpha1.LabelGPUClique))).To(Succeed())
+		create := func(role string, n int, gpus string) []string {
+			var names []string
+			for i := range n {
+				names = append(names, fmt.Sprintf("%s-%d", role, i))
+				Expect(k8sClient.Create(suiteCtx, tc.pod(names[i]).SchedulingGroup(role).
+					Req("cpu", "4", "memory", "16Gi", "nvidia.com/gpu", gpus).Limit("nvidia.com/gpu", gpus).Obj())).To(Succeed())
+			}
+			return names
+		}
+		// decode has its quorum, the composite does not (prefill has no pod): none binds.
+		decode := create("decode", 4, "4")
+		Consistently(boundOf(tc, decode...)).WithTimeout(4*time.Second).Should(Equal(0), "decode started without prefill")
+		prefill := create("prefill", 2, "8")
+		Eventually(boundOf(tc, append(decode, prefill...)...)).WithTimeout(testutil.Timeout).Should(Equal(6), "the composite should start whole")
+		domains := func(names []string) (cliques, racks map[string]bool) {
+			cliques, racks = map[string]bool{}, map[string]bool{}
+			for _, name := range names {
+				node := &corev1.Node{}
+				Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: tc.nodeOf(name)()}, node)).To(Succeed())
+				cliques[node.Labels[v1alpha1.LabelGPUClique]] = true
+				racks[node.Labels[v1alpha1.LabelRack]] = true
+			}
+			return cliques, racks
+		}
+		prefillCliques, prefillRacks := domains(prefill)
+		decodeCliques, decodeRacks := domains(decode)
+		Expect(prefillCliques).To(HaveLen(1), "prefill in one NVLink domain")
+		Expect(decodeCliques).To(HaveLen(1), "decode in one NVLink domain")
+		Expect(prefillRacks).To(Equal(decodeRacks), "both in one rack")
+		Expect(prefillRacks).To(HaveKey(tc.ns + "-rack-0"))
+		// Each child's PodGroupInitiallyScheduled condition is kept as a PodGroup's.
+		Eventually(initiallyScheduled(tc, "decode")).WithTimeout(testutil.Timeout).Should(And(
+			Not(BeNil()), HaveField("Status", metav1.ConditionTrue)))
+	})
 })

@@ -221,8 +221,9 @@ func moduleFile(toolsModule, module, file string) (string, error) {
 
 // EnableNativeWorkloads turns on Kubernetes' own Workload and PodGroup API
 // (scheduling.k8s.io/v1beta1, feature gate GenericWorkload, and
-// TopologyAwareWorkloadScheduling for their spec.schedulingConstraints) in env's API
-// server when
+// TopologyAwareWorkloadScheduling for their spec.schedulingConstraints), with its
+// CompositePodGroups (scheduling.k8s.io/v1alpha3, feature gate CompositePodGroup),
+// in env's API server when
 // that server serves it (1.37 and later; an older one, as make test-skew runs, is
 // left as it is), and reports whether it did. Call before env.Start.
 func EnableNativeWorkloads(env *envtest.Environment) (bool, error) {
@@ -235,8 +236,8 @@ func EnableNativeWorkloads(env *envtest.Environment) (bool, error) {
 		return false, err
 	}
 	args := env.ControlPlane.GetAPIServer().Configure()
-	args.Append("feature-gates", "GenericWorkload=true,TopologyAwareWorkloadScheduling=true")
-	args.Append("runtime-config", "scheduling.k8s.io/v1beta1=true")
+	args.Append("feature-gates", "GenericWorkload=true,TopologyAwareWorkloadScheduling=true,CompositePodGroup=true")
+	args.Append("runtime-config", "scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true")
 	return true, nil
 }
 

@@ -74,6 +74,9 @@ type admission struct {
 type podGroups interface {
 	PodGroup(gang.Key) *v1alpha1.PodGroup
 	Synced() bool
+	// CompositeOf is the gang of the root CompositePodGroup that holds a Kubernetes
+	// PodGroup, if any.
+	CompositeOf(namespace, podGroup string) (gang.Key, bool)
 }
 
 // Quorum returns the gang's minMember and its PodGroup, if any. known is false when
@@ -123,7 +126,7 @@ func (s *Service) admit(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	if !s.adm.wholeGangs.Load() {
 		return nil
 	}
-	m, ok, err := gang.Of(pod)
+	m, ok, err := s.Of(pod)
 	if err != nil || !ok {
 		// Malformed gang labels are refused in PreFilter, where the reason reaches the
 		// pod's PodScheduled condition and events; PreEnqueue results do not.
@@ -299,13 +302,13 @@ func (s *Service) IsSchedulableAfterMemberAdded(logger klog.Logger, pod *corev1.
 	// pod's gang is read from the Service. Parsing both pods' labels and counting the
 	// quorum per pair made the arrival of a gang of n members O(n²) label parses
 	// and index walks (one second of start-up for a gang of 1000).
-	key, completes, member := s.adm.added.of(added, s.completesQuorum)
+	key, completes, member := s.adm.added.of(added, s.Of, s.completesQuorum)
 	if !member {
 		return fwk.QueueSkip, nil
 	}
 	own, known := s.GangOf(pod.UID)
 	if !known {
-		m, ok, _ := gang.Of(pod)
+		m, ok, _ := s.Of(pod)
 		if !ok {
 			return fwk.QueueSkip, nil
 		}
@@ -334,14 +337,14 @@ type addedMemo struct {
 	completes bool
 }
 
-// of returns the added pod's gang, whether it completes that gang's quorum (by
+// of returns the added pod's gang (by membership), whether it completes that gang's quorum (by
 // completes), and whether it is a gang member at all; worked out once per pod
 // object.
-func (a *addedMemo) of(added *corev1.Pod, completes func(gang.Membership, *corev1.Pod) bool) (gang.Key, bool, bool) {
+func (a *addedMemo) of(added *corev1.Pod, membership func(*corev1.Pod) (gang.Membership, bool, error), completes func(gang.Membership, *corev1.Pod) bool) (gang.Key, bool, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.pod != added {
-		m, ok, err := gang.Of(added)
+		m, ok, err := membership(added)
 		a.pod, a.key, a.member = added, m.Key, ok && err == nil
 		a.completes = a.member && completes(m, added)
 	}

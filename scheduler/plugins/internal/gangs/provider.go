@@ -59,6 +59,7 @@ func (p *Provider) For(ctx context.Context, h fwk.Handle, pgs *crdcache.Cache) (
 	// A PodGroup or PriorityClass change re-resolves the gang's queue priority, then
 	// wakes the gang's members if the change completes it, then tells the subscribers.
 	if err := pgs.OnPodGroupChange(func(key gang.Key) {
+		s.Refile(key)
 		s.RefreshPriority(key)
 		s.ActivateIfQuorum(key)
 		s.mu.RLock()

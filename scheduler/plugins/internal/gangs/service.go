@@ -122,13 +122,59 @@ func (s *Service) Handler() toolscache.ResourceEventHandler {
 	}
 }
 
+// Of is the pod's gang membership (gang.Of), with a Kubernetes PodGroup that a
+// root CompositePodGroup of gang policy holds read as a member of the composite's
+// gang (crdcache.Cache.CompositeOf): every plugin files a pod under the same gang.
+func (s *Service) Of(pod *corev1.Pod) (gang.Membership, bool, error) {
+	m, ok, err := gang.Of(pod)
+	if err != nil || !ok || m.Dialect != gang.DialectNative || s == nil || s.adm.pgs == nil {
+		return m, ok, err
+	}
+	if k, found := s.adm.pgs.CompositeOf(m.Key.Namespace, m.Key.Name); found {
+		m.Key = k
+	}
+	return m, ok, err
+}
+
+// FileProfile sets the gang of prof, the profile workload.Classify made for pod, to
+// the key the Service files the pod under (a CompositePodGroup's gang for the pods
+// of its PodGroups).
+func (s *Service) FileProfile(prof *workload.Profile, pod *corev1.Pod) {
+	if prof.Gang == nil || prof.Gang.Dialect != gang.DialectNative {
+		return
+	}
+	if m, ok, err := s.Of(pod); err == nil && ok {
+		prof.Gang.Key = m.Key
+	}
+}
+
+// Refile files the members of gang key again: a PodGroup or CompositePodGroup
+// change may have moved them into a composite's gang (or out of one).
+func (s *Service) Refile(key gang.Key) {
+	s.mu.RLock()
+	e := s.gangs[key]
+	var members []*corev1.Pod
+	if e != nil {
+		members = make([]*corev1.Pod, 0, len(e.Members))
+		for _, p := range e.Members {
+			members = append(members, p)
+		}
+	}
+	s.mu.RUnlock()
+	for _, p := range members {
+		if m, ok, err := s.Of(p); err == nil && ok && m.Key != key {
+			s.Upsert(p)
+		}
+	}
+}
+
 // Upsert files a pod added or updated: under its gang when it is a non-terminal
 // member of this profile, nowhere otherwise.
 func (s *Service) Upsert(pod *corev1.Pod) {
 	if pod == nil {
 		return
 	}
-	m, ok, err := gang.Of(pod)
+	m, ok, err := s.Of(pod)
 	if pod.Spec.SchedulerName != s.schedulerName || err != nil || !ok || workload.Finished(pod) {
 		s.mu.Lock()
 		s.noteLossLocked(pod)

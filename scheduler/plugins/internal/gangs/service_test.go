@@ -119,7 +119,7 @@ func TestAddedMemoJudgesEachAddedPodOnce(t *testing.T) {
 	}
 	first := member("a-9", "a", 0)
 	for range 1000 {
-		key, done, isMember := memo.of(first, completes)
+		key, done, isMember := memo.of(first, gang.Of, completes)
 		if key != (gang.Key{Namespace: "ns", Name: "a"}) || !done || !isMember {
 			t.Fatalf("a-9: gang %v completes %v member %v, want ns/a, true, true", key, done, isMember)
 		}
@@ -128,11 +128,11 @@ func TestAddedMemoJudgesEachAddedPodOnce(t *testing.T) {
 		t.Errorf("quorum judged %d times for one added pod, want once", calls)
 	}
 	updated := first.DeepCopy() // an update is a new object: judged again
-	if _, _, _ = memo.of(updated, completes); calls != 2 {
+	if _, _, _ = memo.of(updated, gang.Of, completes); calls != 2 {
 		t.Errorf("quorum judged %d times after an update, want 2", calls)
 	}
 	solo := testutil.MakePod("solo", "ns").Obj()
-	if _, done, isMember := memo.of(solo, completes); isMember || done || calls != 2 {
+	if _, done, isMember := memo.of(solo, gang.Of, completes); isMember || done || calls != 2 {
 		t.Errorf("a pod of no gang: member %v completes %v (%d judgements), want neither and no judgement", isMember, done, calls)
 	}
 }
@@ -140,8 +140,9 @@ func TestAddedMemoJudgesEachAddedPodOnce(t *testing.T) {
 // fakePodGroups is an object cache that has or has not synced, with no PodGroups.
 type fakePodGroups struct{ synced bool }
 
-func (fakePodGroups) PodGroup(gang.Key) *v1alpha1.PodGroup { return nil }
-func (f *fakePodGroups) Synced() bool                      { return f.synced }
+func (fakePodGroups) PodGroup(gang.Key) *v1alpha1.PodGroup        { return nil }
+func (f *fakePodGroups) Synced() bool                             { return f.synced }
+func (fakePodGroups) CompositeOf(string, string) (gang.Key, bool) { return gang.Key{}, false }
 
 // Until the object cache has synced, Admit holds every member (it must not read
 // PodGroups on the queue's path) and says why; the sync lets them all in.

@@ -1,0 +1,147 @@
+package crdcache
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// compositeChildIndex indexes Kubernetes' PodGroups by the CompositePodGroup their
+// spec.parentCompositePodGroupName names.
+const compositeChildIndex = "kubenexus.parentComposite"
+
+// watchComposites watches Kubernetes' CompositePodGroups (scheduling.k8s.io/v1alpha3)
+// when the API server serves them beside its PodGroups, and indexes the PodGroups
+// by their parent. It reports whether they are watched.
+func watchComposites(ctx context.Context, c cache.Cache, cfg *rest.Config, foreign []foreignPodGroups) (bool, error) {
+	native := false
+	for _, f := range foreign {
+		native = native || f.gvk == v1alpha1.NativePodGroupGVK
+	}
+	if !native {
+		return false, nil
+	}
+	ok, err := served(cfg, v1alpha1.CompositePodGroupGVK.GroupVersion(), "compositepodgroups")
+	if err != nil {
+		return false, fmt.Errorf("discovering %s: %w", v1alpha1.CompositePodGroupGVK.GroupVersion(), err)
+	}
+	if !ok {
+		return false, nil
+	}
+	if err := c.IndexField(ctx, v1alpha1.NewNativePodGroup(), compositeChildIndex, func(o client.Object) []string {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			return nil
+		}
+		if parent, _, _ := unstructured.NestedString(u.Object, "spec", "parentCompositePodGroupName"); parent != "" {
+			return []string{parent}
+		}
+		return nil
+	}); err != nil {
+		return false, fmt.Errorf("indexing PodGroups by their CompositePodGroup: %w", err)
+	}
+	if _, err := c.GetInformer(ctx, newComposite()); err != nil {
+		return false, fmt.Errorf("watching CompositePodGroups: %w", err)
+	}
+	return true, nil
+}
+
+func newComposite() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(v1alpha1.CompositePodGroupGVK)
+	return u
+}
+
+// CompositeOf returns the key of the gang a Kubernetes PodGroup belongs to when
+// that is a CompositePodGroup: the root CompositePodGroup (it has no parent) whose
+// scheduling policy is gang and that the PodGroup names as its parent. ok is false
+// for a PodGroup of no composite, of a basic one, of one not seen yet, and of a
+// composite nested in another (trees deeper than one composite are not read: each
+// PodGroup of such a tree stays a gang of its own).
+//
+// It does not wait for the cache to sync (it is asked where the scheduling queue's
+// lock is held): before then, no PodGroup is in a composite, and the sync's events
+// (OnPodGroupChange) re-file the members.
+func (c *Cache) CompositeOf(namespace, podGroup string) (gang.Key, bool) {
+	if c == nil || !c.composites || !c.Synced() {
+		return gang.Key{}, false
+	}
+	ctx := context.Background()
+	pg := v1alpha1.NewNativePodGroup()
+	if err := c.cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: podGroup}, pg); err != nil {
+		return gang.Key{}, false
+	}
+	parent, _, _ := unstructured.NestedString(pg.Object, "spec", "parentCompositePodGroupName")
+	if parent == "" {
+		return gang.Key{}, false
+	}
+	cpg := newComposite()
+	if err := c.cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: parent}, cpg); err != nil {
+		return gang.Key{}, false
+	}
+	if g := v1alpha1.CompositeGangOf(cpg); !g.Gang || g.Parent != "" {
+		return gang.Key{}, false
+	}
+	return gang.Key{Namespace: namespace, Name: parent, Composite: true}, true
+}
+
+// composite reads the gang of a root CompositePodGroup with its child PodGroups
+// (v1alpha1.FromCompositePodGroup), or nil when it does not exist or cannot be read.
+func (c *Cache) composite(key gang.Key) *v1alpha1.PodGroup {
+	if !c.composites {
+		return nil
+	}
+	ctx := context.Background()
+	cpg := newComposite()
+	if err := c.cache.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, cpg); err != nil {
+		return nil
+	}
+	children := &unstructured.UnstructuredList{}
+	children.SetGroupVersionKind(v1alpha1.NativePodGroupGVK.GroupVersion().WithKind("PodGroupList"))
+	if err := c.cache.List(ctx, children, client.InNamespace(key.Namespace), client.MatchingFields{compositeChildIndex: key.Name}); err != nil {
+		return nil
+	}
+	kids := make([]*v1alpha1.PodGroup, 0, len(children.Items))
+	for i := range children.Items {
+		if kid, err := v1alpha1.FromNativePodGroup(&children.Items[i]); err == nil {
+			kids = append(kids, kid)
+		}
+	}
+	out, err := v1alpha1.FromCompositePodGroup(cpg, kids)
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// onCompositeChange calls f with the keys a CompositePodGroup's change concerns:
+// its own gang's, and each of its child PodGroups' (their pods join the composite's
+// gang once it is seen). A child PodGroup's change (onSpecChange of the PodGroups)
+// also concerns its parent's gang.
+func (c *Cache) onCompositeChange(f func(gang.Key)) error {
+	if !c.composites {
+		return nil
+	}
+	return c.onSpecChange(newComposite(), false, func(obj any) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		f(gang.Key{Namespace: u.GetNamespace(), Name: u.GetName(), Composite: true})
+		children := &unstructured.UnstructuredList{}
+		children.SetGroupVersionKind(v1alpha1.NativePodGroupGVK.GroupVersion().WithKind("PodGroupList"))
+		if err := c.cache.List(context.Background(), children, client.InNamespace(u.GetNamespace()), client.MatchingFields{compositeChildIndex: u.GetName()}); err != nil {
+			return
+		}
+		for _, kid := range children.Items {
+			f(gang.Key{Namespace: kid.GetNamespace(), Name: kid.GetName()})
+		}
+	})
+}
