@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,23 +18,31 @@ import (
 // spec.parentCompositePodGroupName names.
 const compositeChildIndex = "kubenexus.parentComposite"
 
+// composites are the informers' stores of Kubernetes' PodGroups and
+// CompositePodGroups, read without copying: CompositeOf runs for each pod of a
+// PodGroup in the queue's comparator and hints, where the cache's copying Get of
+// two objects per call would cost more than the rest of the comparison.
+type composites struct {
+	podGroups, composites toolscache.Indexer
+}
+
 // watchComposites watches Kubernetes' CompositePodGroups (scheduling.k8s.io/v1alpha3)
 // when the API server serves them beside its PodGroups, and indexes the PodGroups
-// by their parent. It reports whether they are watched.
-func watchComposites(ctx context.Context, c cache.Cache, cfg *rest.Config, foreign []foreignPodGroups) (bool, error) {
+// by their parent. It returns nil when they are not watched.
+func watchComposites(ctx context.Context, c cache.Cache, cfg *rest.Config, foreign []foreignPodGroups) (*composites, error) {
 	native := false
 	for _, f := range foreign {
 		native = native || f.gvk == v1alpha1.NativePodGroupGVK
 	}
 	if !native {
-		return false, nil
+		return nil, nil
 	}
 	ok, err := served(cfg, v1alpha1.CompositePodGroupGVK.GroupVersion(), "compositepodgroups")
 	if err != nil {
-		return false, fmt.Errorf("discovering %s: %w", v1alpha1.CompositePodGroupGVK.GroupVersion(), err)
+		return nil, fmt.Errorf("discovering %s: %w", v1alpha1.CompositePodGroupGVK.GroupVersion(), err)
 	}
 	if !ok {
-		return false, nil
+		return nil, nil
 	}
 	if err := c.IndexField(ctx, v1alpha1.NewNativePodGroup(), compositeChildIndex, func(o client.Object) []string {
 		u, ok := o.(*unstructured.Unstructured)
@@ -45,12 +54,35 @@ func watchComposites(ctx context.Context, c cache.Cache, cfg *rest.Config, forei
 		}
 		return nil
 	}); err != nil {
-		return false, fmt.Errorf("indexing PodGroups by their CompositePodGroup: %w", err)
+		return nil, fmt.Errorf("indexing PodGroups by their CompositePodGroup: %w", err)
 	}
-	if _, err := c.GetInformer(ctx, newComposite()); err != nil {
-		return false, fmt.Errorf("watching CompositePodGroups: %w", err)
+	out := &composites{}
+	for _, w := range []struct {
+		obj   client.Object
+		store *toolscache.Indexer
+	}{{v1alpha1.NewNativePodGroup(), &out.podGroups}, {newComposite(), &out.composites}} {
+		inf, err := c.GetInformer(ctx, w.obj)
+		if err != nil {
+			return nil, fmt.Errorf("watching %s: %w", w.obj.GetObjectKind().GroupVersionKind().Kind, err)
+		}
+		withStore, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
+		if !ok {
+			return nil, fmt.Errorf("watching %s: the informer %T keeps no store", w.obj.GetObjectKind().GroupVersionKind().Kind, inf)
+		}
+		*w.store = withStore.GetIndexer()
 	}
-	return true, nil
+	return out, nil
+}
+
+// get returns the object of store at namespace/name, not a copy (not to be
+// changed), or nil.
+func get(store toolscache.Indexer, namespace, name string) *unstructured.Unstructured {
+	obj, found, err := store.GetByKey(namespace + "/" + name)
+	if err != nil || !found {
+		return nil
+	}
+	u, _ := obj.(*unstructured.Unstructured)
+	return u
 }
 
 func newComposite() *unstructured.Unstructured {
@@ -61,41 +93,44 @@ func newComposite() *unstructured.Unstructured {
 
 // CompositeOf returns the key of the gang a Kubernetes PodGroup belongs to when
 // that is a CompositePodGroup: the root CompositePodGroup (it has no parent) whose
-// scheduling policy is gang and that the PodGroup names as its parent. ok is false
-// for a PodGroup of no composite, of a basic one, of one not seen yet, and of a
-// composite nested in another (trees deeper than one composite are not read: each
-// PodGroup of such a tree stays a gang of its own).
+// scheduling policy is gang and that the PodGroup names as its parent, or the one
+// it names that is not seen yet (the gang waits for it). ok is false for a
+// PodGroup of no composite, of a basic one, and of a composite nested in another
+// (trees deeper than one composite are not read: each PodGroup of such a tree stays
+// a gang of its own).
 //
 // It does not wait for the cache to sync (it is asked where the scheduling queue's
 // lock is held): before then, no PodGroup is in a composite, and the sync's events
 // (OnPodGroupChange) re-file the members.
 func (c *Cache) CompositeOf(namespace, podGroup string) (gang.Key, bool) {
-	if c == nil || !c.composites || !c.Synced() {
+	if c == nil || c.composites == nil || !c.Synced() {
 		return gang.Key{}, false
 	}
-	ctx := context.Background()
-	pg := v1alpha1.NewNativePodGroup()
-	if err := c.cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: podGroup}, pg); err != nil {
+	pg := get(c.composites.podGroups, namespace, podGroup)
+	if pg == nil {
 		return gang.Key{}, false
 	}
 	parent, _, _ := unstructured.NestedString(pg.Object, "spec", "parentCompositePodGroupName")
 	if parent == "" {
 		return gang.Key{}, false
 	}
-	cpg := newComposite()
-	if err := c.cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: parent}, cpg); err != nil {
-		return gang.Key{}, false
+	key := gang.Key{Namespace: namespace, Name: parent, Composite: true}
+	cpg := get(c.composites.composites, namespace, parent)
+	if cpg == nil {
+		// Not seen yet: its gang waits for it (its policy is not known), as a
+		// gang waits for its PodGroup, rather than each child starting on its own.
+		return key, true
 	}
 	if g := v1alpha1.CompositeGangOf(cpg); !g.Gang || g.Parent != "" {
 		return gang.Key{}, false
 	}
-	return gang.Key{Namespace: namespace, Name: parent, Composite: true}, true
+	return key, true
 }
 
 // composite reads the gang of a root CompositePodGroup with its child PodGroups
 // (v1alpha1.FromCompositePodGroup), or nil when it does not exist or cannot be read.
 func (c *Cache) composite(key gang.Key) *v1alpha1.PodGroup {
-	if !c.composites {
+	if c.composites == nil {
 		return nil
 	}
 	ctx := context.Background()
@@ -126,7 +161,7 @@ func (c *Cache) composite(key gang.Key) *v1alpha1.PodGroup {
 // gang once it is seen). A child PodGroup's change (onSpecChange of the PodGroups)
 // also concerns its parent's gang.
 func (c *Cache) onCompositeChange(f func(gang.Key)) error {
-	if !c.composites {
+	if c.composites == nil {
 		return nil
 	}
 	return c.onSpecChange(newComposite(), false, func(obj any) {

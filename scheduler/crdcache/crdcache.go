@@ -32,8 +32,8 @@ type Cache struct {
 	// cache started; their PodGroups are watched too.
 	foreign []foreignPodGroups
 	// composites: Kubernetes' CompositePodGroups were served (beside its PodGroups)
-	// when the cache started, and are watched (composite.go).
-	composites bool
+	// when the cache started, and are watched (composite.go); nil otherwise.
+	composites *composites
 	// nrt: the NodeResourceTopology API (topology.node.k8s.io/v1alpha2) was served
 	// when the cache started, and its objects are watched.
 	nrt bool
@@ -156,7 +156,7 @@ func (c *Cache) OnPodGroupChange(f func(gang.Key)) error {
 			return
 		}
 		f(gang.Key{Namespace: m.GetNamespace(), Name: m.GetName()})
-		if u, ok := obj.(*unstructured.Unstructured); ok && c.composites && u.GroupVersionKind() == v1alpha1.NativePodGroupGVK {
+		if u, ok := obj.(*unstructured.Unstructured); ok && c.composites != nil && u.GroupVersionKind() == v1alpha1.NativePodGroupGVK {
 			// A composite's child: the composite's gang gains a role.
 			if parent, _, _ := unstructured.NestedString(u.Object, "spec", "parentCompositePodGroupName"); parent != "" {
 				f(gang.Key{Namespace: m.GetNamespace(), Name: parent, Composite: true})

@@ -135,6 +135,11 @@ func freeOf(name corev1.ResourceName, nodes []fwk.NodeInfo) resource.Quantity {
 // missingPodGroupMessage says which PodGroup a member waits for, the key that named
 // it, and how to create it.
 func missingPodGroupMessage(m gang.Membership) string {
+	if m.Key.Composite {
+		return fmt.Sprintf("%s %s: no CompositePodGroup %q (%s) exists in namespace %s (named by the spec.parentCompositePodGroupName of the pod's PodGroup); "+
+			"the pod's workload controller creates it from its Workload, or create one with spec.schedulingPolicy.gang.minGroupCount: how many of its PodGroups must start",
+			ErrReasonPodGroupMissing, m.Key, m.Key.Name, v1alpha1.CompositePodGroupGVK.GroupVersion(), m.Key.Namespace)
+	}
 	if m.Dialect == gang.DialectNative {
 		return fmt.Sprintf("%s %s: no PodGroup %q (%s) exists in namespace %s (named by the pod's spec.schedulingGroup.podGroupName); "+
 			"the pod's workload controller creates it from its Workload, or create one with spec.schedulingPolicy.gang.minCount: the gang's size",

@@ -199,4 +199,22 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 		Eventually(initiallyScheduled(tc, "decode")).WithTimeout(testutil.Timeout).Should(And(
 			Not(BeNil()), HaveField("Status", metav1.ConditionTrue)))
 	})
+
+	It("holds the pods of a composite's PodGroup until the CompositePodGroup it names exists, then starts one needing one of its two children with either", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		tc.addNodes("n", 2, "cpu", "2")
+		Expect(k8sClient.Create(suiteCtx, testutil.CompositeChild(tc.ns, "a", "either", 2, ""))).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, testutil.CompositeChild(tc.ns, "b", "either", 2, ""))).To(Succeed())
+		for i := range 2 {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("a-%d", i)).SchedulingGroup("a").Req("cpu", "1").Obj())).To(Succeed())
+		}
+		// a has its minCount, but its composite is not there to say whether that is
+		// enough: the pods say what they wait for, and none binds.
+		Eventually(tc.scheduledMessage("a-0")).WithTimeout(testutil.Timeout).Should(
+			ContainSubstring(`no CompositePodGroup "either" (scheduling.k8s.io/v1alpha3) exists in namespace ` + tc.ns))
+		Consistently(boundOf(tc, "a-0", "a-1")).WithTimeout(3*time.Second).Should(Equal(0), "a started before its composite was seen")
+		// One of the two children is enough: a starts though b has no pod.
+		Expect(k8sClient.Create(suiteCtx, testutil.CompositePodGroup(tc.ns, "either", 1, ""))).To(Succeed())
+		Eventually(boundOf(tc, "a-0", "a-1")).WithTimeout(testutil.Timeout).Should(Equal(2))
+	})
 })
