@@ -120,6 +120,17 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if err := (&podgroup.NativeReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the Kubernetes PodGroup controller: %w", err)
 		}
+		// Their CompositePodGroups (scheduling.k8s.io/v1alpha3), where served too.
+		switch _, err := mgr.GetRESTMapper().RESTMapping(kubenexusv1alpha1.CompositePodGroupGVK.GroupKind(), kubenexusv1alpha1.CompositePodGroupGVK.Version); {
+		case meta.IsNoMatchError(err):
+			mgr.GetLogger().Info("the API server does not serve Kubernetes' CompositePodGroups; they are not managed", "groupVersion", kubenexusv1alpha1.CompositePodGroupGVK.GroupVersion())
+		case err != nil:
+			return fmt.Errorf("discovering %s CompositePodGroups: %w", kubenexusv1alpha1.CompositePodGroupGVK.GroupVersion(), err)
+		default:
+			if err := (&podgroup.CompositeReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+				return fmt.Errorf("setting up the Kubernetes CompositePodGroup controller: %w", err)
+			}
+		}
 	}
 	// scheduler-plugins' PodGroups get their status kept when that CRD is installed
 	// when the manager starts (installing it later needs a manager restart).

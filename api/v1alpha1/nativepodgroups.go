@@ -193,8 +193,31 @@ const NativeScheduledReason = "Scheduled"
 // says why, as on the KubeNexus PodGroup), or WaitingForMembers while fewer than
 // minMember exist. Other conditions (DisruptionTarget) are kept as they are.
 func NativePodGroupConditions(current []metav1.Condition, st PodGroupStatus) []metav1.Condition {
+	return initiallyScheduled(current, st, schedulingv1beta1.PodGroupInitiallyScheduled)
+}
+
+// CompositeInitiallyScheduled is the condition of a CompositePodGroup whose subtree
+// was placed (kube-scheduler's name for it).
+const CompositeInitiallyScheduled = "CompositePodGroupInitiallyScheduled"
+
+// CompositePodGroupStatus returns the status u (a CompositePodGroup) should have
+// for its gang's KubeNexus status st: its own, with the
+// CompositePodGroupInitiallyScheduled condition kept as NativePodGroupConditions
+// keeps a PodGroup's PodGroupInitiallyScheduled.
+func CompositePodGroupStatus(u *unstructured.Unstructured, st PodGroupStatus) (map[string]any, error) {
+	in := &schedulingv1alpha3.CompositePodGroup{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, in); err != nil {
+		return nil, fmt.Errorf("CompositePodGroup %s/%s (%s): %w", u.GetNamespace(), u.GetName(), CompositePodGroupGVK.GroupVersion(), err)
+	}
+	in.Status.Conditions = initiallyScheduled(in.Status.Conditions, st, CompositeInitiallyScheduled)
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(&in.Status)
+}
+
+// initiallyScheduled keeps the condition condType of Kubernetes' group APIs in
+// current from the gang's KubeNexus status st (see NativePodGroupConditions).
+func initiallyScheduled(current []metav1.Condition, st PodGroupStatus, condType string) []metav1.Condition {
 	out := append([]metav1.Condition(nil), current...)
-	if c := meta.FindStatusCondition(out, schedulingv1beta1.PodGroupInitiallyScheduled); c != nil && c.Status == metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(out, condType); c != nil && c.Status == metav1.ConditionTrue {
 		return out
 	}
 	ours := meta.FindStatusCondition(st.Conditions, PodGroupConditionScheduled)
@@ -202,7 +225,7 @@ func NativePodGroupConditions(current []metav1.Condition, st PodGroupStatus) []m
 		return out
 	}
 	want := metav1.Condition{
-		Type:               schedulingv1beta1.PodGroupInitiallyScheduled,
+		Type:               condType,
 		Status:             ours.Status,
 		ObservedGeneration: ours.ObservedGeneration,
 		Reason:             ours.Reason,

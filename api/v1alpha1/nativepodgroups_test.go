@@ -222,3 +222,25 @@ func TestCompositeGangOf(t *testing.T) {
 		t.Errorf("basic root: got %+v", got)
 	}
 }
+
+func TestCompositePodGroupStatus(t *testing.T) {
+	c := &schedulingv1alpha3.CompositePodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "serve"}}
+	c.Spec.SchedulingPolicy.Gang = &schedulingv1alpha3.CompositeGangSchedulingPolicy{MinGroupCount: 2}
+	u := compositeUnstructured(t, c)
+	st := PodGroupStatus{Conditions: []metav1.Condition{{Type: PodGroupConditionScheduled, Status: metav1.ConditionFalse, Reason: ReasonInsufficientCapacity, Message: "InsufficientCapacity: 3 of 6 fit"}}}
+	out, err := CompositePodGroupStatus(u, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &schedulingv1alpha3.CompositePodGroupStatus{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(out, got); err != nil {
+		t.Fatal(err)
+	}
+	cond := meta.FindStatusCondition(got.Conditions, CompositeInitiallyScheduled)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != schedulingv1beta1.PodGroupReasonUnschedulable || cond.Message != "InsufficientCapacity: 3 of 6 fit" {
+		t.Errorf("condition %+v, want %s False/Unschedulable with KubeNexus's message", cond, CompositeInitiallyScheduled)
+	}
+	if meta.FindStatusCondition(got.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled) != nil {
+		t.Errorf("a composite got a PodGroup's condition: %+v", got.Conditions)
+	}
+}

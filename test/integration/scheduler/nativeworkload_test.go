@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,14 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 			pg := &schedulingv1beta1.PodGroup{}
 			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: name}, pg)).To(Succeed())
 			return meta.FindStatusCondition(pg.Status.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled)
+		}
+	}
+	// compositeScheduled returns the composite's CompositePodGroupInitiallyScheduled condition.
+	compositeScheduled := func(tc *testCluster, name string) func() *metav1.Condition {
+		return func() *metav1.Condition {
+			c := &schedulingv1alpha3.CompositePodGroup{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: name}, c)).To(Succeed())
+			return meta.FindStatusCondition(c.Status.Conditions, v1alpha1.CompositeInitiallyScheduled)
 		}
 	}
 	boundOf := func(tc *testCluster, names ...string) func() int {
@@ -177,6 +186,11 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 		// decode has its quorum, the composite does not (prefill has no pod): none binds.
 		decode := create("decode", 4, "4")
 		Consistently(boundOf(tc, decode...)).WithTimeout(4*time.Second).Should(Equal(0), "decode started without prefill")
+		Eventually(compositeScheduled(tc, "serve")).WithTimeout(testutil.Timeout).Should(And(
+			Not(BeNil()),
+			HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", v1alpha1.ReasonWaitingForMembers),
+			HaveField("Message", ContainSubstring("prefill 0/2"))))
 		prefill := create("prefill", 2, "8")
 		Eventually(boundOf(tc, append(decode, prefill...)...)).WithTimeout(testutil.Timeout).Should(Equal(6), "the composite should start whole")
 		domains := func(names []string) (cliques, racks map[string]bool) {
@@ -195,7 +209,12 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 		Expect(decodeCliques).To(HaveLen(1), "decode in one NVLink domain")
 		Expect(prefillRacks).To(Equal(decodeRacks), "both in one rack")
 		Expect(prefillRacks).To(HaveKey(tc.ns + "-rack-0"))
-		// Each child's PodGroupInitiallyScheduled condition is kept as a PodGroup's.
+		// The composite's condition says it started; each child's PodGroupInitiallyScheduled
+		// condition is kept as a PodGroup's.
+		Eventually(compositeScheduled(tc, "serve")).WithTimeout(testutil.Timeout).Should(And(
+			Not(BeNil()),
+			HaveField("Status", metav1.ConditionTrue),
+			HaveField("Reason", v1alpha1.NativeScheduledReason)))
 		Eventually(initiallyScheduled(tc, "decode")).WithTimeout(testutil.Timeout).Should(And(
 			Not(BeNil()), HaveField("Status", metav1.ConditionTrue)))
 	})

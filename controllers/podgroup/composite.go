@@ -1,0 +1,134 @@
+package podgroup
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=compositepodgroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=compositepodgroups/status,verbs=get;update;patch
+
+// CompositeReconciler keeps the CompositePodGroupInitiallyScheduled condition of
+// Kubernetes' root CompositePodGroups of gang policy (scheduling.k8s.io/v1alpha3),
+// which kubenexus-scheduler places as one gang of their child PodGroups
+// (v1alpha1.FromCompositePodGroup), computed by the same ComputeStatus as a
+// KubeNexus PodGroup's from the children's members. It is set up only when the API
+// server serves the API; it leaves basic and nested composites alone, and those none
+// of whose members asks for kubenexus-scheduler.
+type CompositeReconciler struct {
+	Client client.Client
+	// Now is the clock (tests replace it).
+	Now func() time.Time
+}
+
+// SetupWithManager registers the controller. The pod index IndexGangKey must be
+// registered (Reconciler.SetupWithManager does).
+func (r *CompositeReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("podgroup-composite").
+		For(newComposite()).
+		Watches(v1alpha1.NewNativePodGroup(), handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return parentRequest(o)
+		})).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podComposite)).
+		Complete(r)
+}
+
+func newComposite() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(v1alpha1.CompositePodGroupGVK)
+	return u
+}
+
+// parentRequest is the request of the composite a PodGroup names, if any.
+func parentRequest(o client.Object) []reconcile.Request {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	parent, _, _ := unstructured.NestedString(u.Object, "spec", "parentCompositePodGroupName")
+	if parent == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: u.GetNamespace(), Name: parent}}}
+}
+
+// podComposite is the request of the composite of the PodGroup a pod names.
+func (r *CompositeReconciler) podComposite(ctx context.Context, o client.Object) []reconcile.Request {
+	pod, ok := o.(*corev1.Pod)
+	if !ok {
+		return nil
+	}
+	name, ok := v1alpha1.NativeGroupOf(pod)
+	if !ok {
+		return nil
+	}
+	pg := v1alpha1.NewNativePodGroup()
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, pg); err != nil {
+		return nil
+	}
+	return parentRequest(pg)
+}
+
+// Reconcile writes the composite's status from its children's members.
+func (r *CompositeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	u := newComposite()
+	if err := r.Client.Get(ctx, req.NamespacedName, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if g := v1alpha1.CompositeGangOf(u); !g.Gang || g.Parent != "" {
+		return ctrl.Result{}, nil
+	}
+	all := &unstructured.UnstructuredList{}
+	all.SetGroupVersionKind(v1alpha1.NativePodGroupGVK.GroupVersion().WithKind("PodGroupList"))
+	if err := r.Client.List(ctx, all, client.InNamespace(req.Namespace)); err != nil {
+		return ctrl.Result{}, err
+	}
+	var children []*v1alpha1.PodGroup
+	var members []corev1.Pod
+	for i := range all.Items {
+		kid, err := v1alpha1.FromNativePodGroup(&all.Items[i])
+		if err != nil || kid.Spec.NativeParent != req.Name {
+			continue
+		}
+		children = append(children, kid)
+		pods, err := listMembers(ctx, r.Client, gang.Key{Namespace: req.Namespace, Name: kid.Name})
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		members = append(members, pods...)
+	}
+	pg, err := v1alpha1.FromCompositePodGroup(u, children)
+	if err != nil {
+		// Its quorum is out of range: nothing to report, and retrying changes nothing.
+		ctrl.LoggerFrom(ctx).Info("CompositePodGroup not read", "reason", err.Error())
+		return ctrl.Result{}, nil
+	}
+	if ok, err := (&NativeReconciler{Client: r.Client}).ours(ctx, members); err != nil || !ok {
+		return ctrl.Result{}, err
+	}
+	want, err := v1alpha1.CompositePodGroupStatus(u, ComputeStatus(pg, members, metav1.NewTime(r.Now())))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, patchForeignStatus(ctx, r.Client, u, want)
+}
