@@ -35,6 +35,20 @@ const NativePodGroupResource = "podgroups"
 // spec.parentCompositePodGroupName names it are its children.
 var CompositePodGroupGVK = schedulingv1alpha3.SchemeGroupVersion.WithKind("CompositePodGroup")
 
+// NewCompositePodGroup returns an empty CompositePodGroup to read into.
+func NewCompositePodGroup() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(CompositePodGroupGVK)
+	return u
+}
+
+// NewNativePodGroupList returns an empty list of Kubernetes PodGroups to read into.
+func NewNativePodGroupList() *unstructured.UnstructuredList {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(NativePodGroupGVK.GroupVersion().WithKind("PodGroupList"))
+	return l
+}
+
 // NewNativePodGroup returns an empty native PodGroup to read into.
 func NewNativePodGroup() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
@@ -94,9 +108,35 @@ type CompositeGang struct {
 
 // CompositeGangOf reads those two fields of a CompositePodGroup.
 func CompositeGangOf(u *unstructured.Unstructured) CompositeGang {
-	parent, _, _ := unstructured.NestedString(u.Object, "spec", "parentCompositePodGroupName")
 	_, gang, _ := unstructured.NestedMap(u.Object, "spec", "schedulingPolicy", "gang")
-	return CompositeGang{Parent: parent, Gang: gang}
+	return CompositeGang{Parent: ParentCompositeOf(u), Gang: gang}
+}
+
+// ParentCompositeOf is the CompositePodGroup a Kubernetes PodGroup's (or
+// CompositePodGroup's) spec.parentCompositePodGroupName names ("" for none).
+func ParentCompositeOf(pg *unstructured.Unstructured) string {
+	parent, _, _ := unstructured.NestedString(pg.Object, "spec", "parentCompositePodGroupName")
+	return parent
+}
+
+// CompositeGangName is the gang a Kubernetes PodGroup pg belongs to through the
+// CompositePodGroup it names, parent (nil: not seen yet): the composite's name when
+// it is a root of gang policy, or not seen yet (its gang waits for it rather than
+// each child starting on its own). ok is false for a PodGroup of no composite, of a
+// basic one, and of a composite nested in another (trees deeper than one composite
+// are not read: each PodGroup of such a tree is a gang of its own).
+func CompositeGangName(pg, parent *unstructured.Unstructured) (string, bool) {
+	name := ParentCompositeOf(pg)
+	if name == "" {
+		return "", false
+	}
+	if parent == nil {
+		return name, true
+	}
+	if g := CompositeGangOf(parent); !g.Gang || g.Parent != "" {
+		return "", false
+	}
+	return name, true
 }
 
 // FromCompositePodGroup reads a root CompositePodGroup whose policy is gang, with

@@ -42,18 +42,12 @@ func (r *CompositeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("podgroup-composite").
-		For(newComposite()).
+		For(v1alpha1.NewCompositePodGroup()).
 		Watches(v1alpha1.NewNativePodGroup(), handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return parentRequest(o)
 		})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podComposite)).
 		Complete(r)
-}
-
-func newComposite() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(v1alpha1.CompositePodGroupGVK)
-	return u
 }
 
 // parentRequest is the request of the composite a PodGroup names, if any.
@@ -62,7 +56,7 @@ func parentRequest(o client.Object) []reconcile.Request {
 	if !ok {
 		return nil
 	}
-	parent, _, _ := unstructured.NestedString(u.Object, "spec", "parentCompositePodGroupName")
+	parent := v1alpha1.ParentCompositeOf(u)
 	if parent == "" {
 		return nil
 	}
@@ -88,7 +82,7 @@ func (r *CompositeReconciler) podComposite(ctx context.Context, o client.Object)
 
 // Reconcile writes the composite's status from its children's members.
 func (r *CompositeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	u := newComposite()
+	u := v1alpha1.NewCompositePodGroup()
 	if err := r.Client.Get(ctx, req.NamespacedName, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil
@@ -98,8 +92,7 @@ func (r *CompositeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if g := v1alpha1.CompositeGangOf(u); !g.Gang || g.Parent != "" {
 		return ctrl.Result{}, nil
 	}
-	all := &unstructured.UnstructuredList{}
-	all.SetGroupVersionKind(v1alpha1.NativePodGroupGVK.GroupVersion().WithKind("PodGroupList"))
+	all := v1alpha1.NewNativePodGroupList()
 	if err := r.Client.List(ctx, all, client.InNamespace(req.Namespace)); err != nil {
 		return ctrl.Result{}, err
 	}

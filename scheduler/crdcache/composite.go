@@ -49,7 +49,7 @@ func watchComposites(ctx context.Context, c cache.Cache, cfg *rest.Config, forei
 		if !ok {
 			return nil
 		}
-		if parent, _, _ := unstructured.NestedString(u.Object, "spec", "parentCompositePodGroupName"); parent != "" {
+		if parent := v1alpha1.ParentCompositeOf(u); parent != "" {
 			return []string{parent}
 		}
 		return nil
@@ -60,7 +60,7 @@ func watchComposites(ctx context.Context, c cache.Cache, cfg *rest.Config, forei
 	for _, w := range []struct {
 		obj   client.Object
 		store *toolscache.Indexer
-	}{{v1alpha1.NewNativePodGroup(), &out.podGroups}, {newComposite(), &out.composites}} {
+	}{{v1alpha1.NewNativePodGroup(), &out.podGroups}, {v1alpha1.NewCompositePodGroup(), &out.composites}} {
 		inf, err := c.GetInformer(ctx, w.obj)
 		if err != nil {
 			return nil, fmt.Errorf("watching %s: %w", w.obj.GetObjectKind().GroupVersionKind().Kind, err)
@@ -85,12 +85,6 @@ func get(store toolscache.Indexer, namespace, name string) *unstructured.Unstruc
 	return u
 }
 
-func newComposite() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(v1alpha1.CompositePodGroupGVK)
-	return u
-}
-
 // CompositeOf returns the key of the gang a Kubernetes PodGroup belongs to when
 // that is a CompositePodGroup: the root CompositePodGroup (it has no parent) whose
 // scheduling policy is gang and that the PodGroup names as its parent, or the one
@@ -110,21 +104,15 @@ func (c *Cache) CompositeOf(namespace, podGroup string) (gang.Key, bool) {
 	if pg == nil {
 		return gang.Key{}, false
 	}
-	parent, _, _ := unstructured.NestedString(pg.Object, "spec", "parentCompositePodGroupName")
+	parent := v1alpha1.ParentCompositeOf(pg)
 	if parent == "" {
 		return gang.Key{}, false
 	}
-	key := gang.Key{Namespace: namespace, Name: parent, Composite: true}
-	cpg := get(c.composites.composites, namespace, parent)
-	if cpg == nil {
-		// Not seen yet: its gang waits for it (its policy is not known), as a
-		// gang waits for its PodGroup, rather than each child starting on its own.
-		return key, true
-	}
-	if g := v1alpha1.CompositeGangOf(cpg); !g.Gang || g.Parent != "" {
+	name, ok := v1alpha1.CompositeGangName(pg, get(c.composites.composites, namespace, parent))
+	if !ok {
 		return gang.Key{}, false
 	}
-	return key, true
+	return gang.Key{Namespace: namespace, Name: name, Composite: true}, true
 }
 
 // composite reads the gang of a root CompositePodGroup with its child PodGroups
@@ -134,12 +122,11 @@ func (c *Cache) composite(key gang.Key) *v1alpha1.PodGroup {
 		return nil
 	}
 	ctx := context.Background()
-	cpg := newComposite()
+	cpg := v1alpha1.NewCompositePodGroup()
 	if err := c.cache.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, cpg); err != nil {
 		return nil
 	}
-	children := &unstructured.UnstructuredList{}
-	children.SetGroupVersionKind(v1alpha1.NativePodGroupGVK.GroupVersion().WithKind("PodGroupList"))
+	children := v1alpha1.NewNativePodGroupList()
 	if err := c.cache.List(ctx, children, client.InNamespace(key.Namespace), client.MatchingFields{compositeChildIndex: key.Name}); err != nil {
 		return nil
 	}
@@ -164,14 +151,13 @@ func (c *Cache) onCompositeChange(f func(gang.Key)) error {
 	if c.composites == nil {
 		return nil
 	}
-	return c.onSpecChange(newComposite(), false, func(obj any) {
+	return c.onSpecChange(v1alpha1.NewCompositePodGroup(), false, func(obj any) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
 			return
 		}
 		f(gang.Key{Namespace: u.GetNamespace(), Name: u.GetName(), Composite: true})
-		children := &unstructured.UnstructuredList{}
-		children.SetGroupVersionKind(v1alpha1.NativePodGroupGVK.GroupVersion().WithKind("PodGroupList"))
+		children := v1alpha1.NewNativePodGroupList()
 		if err := c.cache.List(context.Background(), children, client.InNamespace(u.GetNamespace()), client.MatchingFields{compositeChildIndex: u.GetName()}); err != nil {
 			return
 		}

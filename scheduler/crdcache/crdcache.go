@@ -158,7 +158,7 @@ func (c *Cache) OnPodGroupChange(f func(gang.Key)) error {
 		f(gang.Key{Namespace: m.GetNamespace(), Name: m.GetName()})
 		if u, ok := obj.(*unstructured.Unstructured); ok && c.composites != nil && u.GroupVersionKind() == v1alpha1.NativePodGroupGVK {
 			// A composite's child: the composite's gang gains a role.
-			if parent, _, _ := unstructured.NestedString(u.Object, "spec", "parentCompositePodGroupName"); parent != "" {
+			if parent := v1alpha1.ParentCompositeOf(u); parent != "" {
 				f(gang.Key{Namespace: m.GetNamespace(), Name: parent, Composite: true})
 			}
 		}

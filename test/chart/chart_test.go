@@ -866,7 +866,7 @@ func auditRBAC(t *testing.T, objs []object) {
 			if o.id() == "ClusterRole/kubenexus-explain-namespace" {
 				for _, res := range r.Resources {
 					switch res {
-					case "pods", "podgroups", "workloads", "rayclusters":
+					case "pods", "podgroups", "compositepodgroups", "workloads", "rayclusters":
 					case "namespaces":
 						if !slices.Equal(r.Verbs, []string{"get"}) {
 							t.Errorf("%s: %+v may list namespaces", o.id(), r)

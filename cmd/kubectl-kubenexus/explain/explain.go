@@ -155,6 +155,22 @@ type state struct {
 	// namespaces by name (listed when the start line needs the gangs queued ahead).
 	podGroups        map[gang.Key]*v1alpha1.PodGroup
 	namespaceObjects map[string]*corev1.Namespace
+	// composites are the gangs of the CompositePodGroups that hold the Kubernetes
+	// PodGroups the pods name (Explainer.composites).
+	composites map[gang.Key]gang.Key
+}
+
+// gangOf is the pod's gang as the scheduler files it: gang.Of, with a Kubernetes
+// PodGroup of a CompositePodGroup read as the composite's gang.
+func (st *state) gangOf(p *corev1.Pod) (gang.Membership, bool) {
+	m, ok, err := gang.Of(p)
+	if err != nil || !ok {
+		return m, false
+	}
+	if k, in := st.composites[m.Key]; in && m.Dialect == gang.DialectNative {
+		m.Key = k
+	}
+	return m, true
 }
 
 // NamespaceView is what a report read in one namespace only leaves out.
@@ -184,7 +200,7 @@ func (e *Explainer) read(ctx context.Context, namespace string) (*state, error) 
 			placement[ac.Name] = true
 		}
 	}
-	st := &state{cluster: c, pods: pods, reservations: rrs.Items, placementChecks: placement, now: e.now()}
+	st := &state{cluster: c, pods: pods, reservations: rrs.Items, placementChecks: placement, now: e.now(), composites: e.composites(ctx, pods)}
 	if st.gangValue, st.podGroups, err = e.gangValues(ctx); err != nil {
 		return nil, err
 	}
@@ -252,7 +268,7 @@ func (e *Explainer) readNamespace(ctx context.Context, namespace string) (*state
 	if err := e.Client.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("reading the pods of namespace %s: %w", namespace, err)
 	}
-	return &state{pods: pods.Items, now: e.now(), namespaceView: true}, nil
+	return &state{pods: pods.Items, now: e.now(), namespaceView: true, composites: e.composites(ctx, pods.Items)}, nil
 }
 
 // Explain explains the object kind/name (kind as kubectl takes it: pod, podgroup,
@@ -270,8 +286,8 @@ func (e *Explainer) Explain(ctx context.Context, namespace, kind, name string) (
 	switch t.kind {
 	case "Pod":
 		r, err = e.explainPod(ctx, st, namespace, name)
-	case "PodGroup":
-		r, err = e.explainPodGroup(ctx, st, namespace, name)
+	case "PodGroup", "CompositePodGroup":
+		r, err = e.explainPodGroup(ctx, st, namespace, name, t.kind == "CompositePodGroup")
 	case "Workload":
 		r, err = e.explainWorkload(ctx, st, namespace, name)
 	default:

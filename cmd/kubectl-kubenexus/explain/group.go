@@ -48,6 +48,9 @@ var foreignPodGroups = []struct {
 // cluster serves, as the scheduler would. NotFound when there is none.
 func (e *Explainer) podGroup(ctx context.Context, k gang.Key) (*v1alpha1.PodGroup, error) {
 	key := client.ObjectKey{Namespace: k.Namespace, Name: k.Name}
+	if k.Composite {
+		return e.compositeGroup(ctx, key)
+	}
 	pg := &v1alpha1.PodGroup{}
 	err := e.Client.Get(ctx, key, pg)
 	if err == nil {
@@ -164,4 +167,59 @@ func (g *group) tierLabels(st *state) map[string]string {
 		return nil
 	}
 	return g.ns.Labels
+}
+
+// compositeGroup reads the gang of a root CompositePodGroup with its child
+// PodGroups, as the scheduler does (v1alpha1.FromCompositePodGroup).
+func (e *Explainer) compositeGroup(ctx context.Context, key client.ObjectKey) (*v1alpha1.PodGroup, error) {
+	u := v1alpha1.NewCompositePodGroup()
+	if err := e.Client.Get(ctx, key, u); err != nil {
+		return nil, err
+	}
+	all := v1alpha1.NewNativePodGroupList()
+	if err := e.Client.List(ctx, all, client.InNamespace(key.Namespace)); err != nil {
+		return nil, err
+	}
+	var children []*v1alpha1.PodGroup
+	for i := range all.Items {
+		if kid, err := v1alpha1.FromNativePodGroup(&all.Items[i]); err == nil && kid.Spec.NativeParent == key.Name {
+			children = append(children, kid)
+		}
+	}
+	return v1alpha1.FromCompositePodGroup(u, children)
+}
+
+// composites maps the Kubernetes PodGroups the pods name to the gang of the
+// CompositePodGroup each belongs to (v1alpha1.CompositeGangName), as the scheduler
+// files their pods. A group or composite the reader may not read, or an API the
+// cluster does not serve, leaves the group a gang of its own.
+func (e *Explainer) composites(ctx context.Context, pods []corev1.Pod) map[gang.Key]gang.Key {
+	out := map[gang.Key]gang.Key{}
+	seen := map[gang.Key]bool{}
+	for i := range pods {
+		m, ok, err := gang.Of(&pods[i])
+		if err != nil || !ok || m.Dialect != gang.DialectNative || seen[m.Key] {
+			continue
+		}
+		seen[m.Key] = true
+		pg := v1alpha1.NewNativePodGroup()
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: m.Key.Namespace, Name: m.Key.Name}, pg); err != nil {
+			continue
+		}
+		parentName := v1alpha1.ParentCompositeOf(pg)
+		if parentName == "" {
+			continue
+		}
+		parent := v1alpha1.NewCompositePodGroup()
+		switch err := e.Client.Get(ctx, client.ObjectKey{Namespace: m.Key.Namespace, Name: parentName}, parent); {
+		case notFound(err):
+			parent = nil
+		case err != nil:
+			continue
+		}
+		if name, ok := v1alpha1.CompositeGangName(pg, parent); ok {
+			out[m.Key] = gang.Key{Namespace: m.Key.Namespace, Name: name, Composite: true}
+		}
+	}
+	return out
 }

@@ -218,6 +218,12 @@ func gangLine(g *group, st *state) Line {
 	if g.key == nil {
 		return l
 	}
+	if g.pg == nil && g.min == 0 && g.key.Composite {
+		l.Verdict = Blocked
+		l.Text = fmt.Sprintf("its pods' PodGroups name CompositePodGroup %s, which does not exist: they wait for it", g.key.Name)
+		l.Action = fmt.Sprintf("create CompositePodGroup %s in %s with spec.schedulingPolicy.gang.minGroupCount", g.key.Name, g.key.Namespace)
+		return l
+	}
 	if g.pg == nil && g.min == 0 {
 		l.Verdict = Blocked
 		l.Text = fmt.Sprintf("its pods name PodGroup %s, which does not exist", g.key.Name)
@@ -226,7 +232,11 @@ func gangLine(g *group, st *state) Line {
 	}
 	counts := fmt.Sprintf("%d of its quorum of %d bound, %d waiting for a node", g.bound, g.min, len(g.pending))
 	if g.pg != nil && g.pg.APIVersion != "" && g.pg.APIVersion != v1alpha1.GroupVersion.String() {
-		counts = fmt.Sprintf("PodGroup of %s: ", g.pg.APIVersion) + counts
+		kind := "PodGroup"
+		if g.pg.Kind != "" {
+			kind = g.pg.Kind
+		}
+		counts = fmt.Sprintf("%s of %s: ", kind, g.pg.APIVersion) + counts
 	}
 	if g.gated > 0 {
 		counts += fmt.Sprintf(", %d gated", g.gated)

@@ -38,6 +38,7 @@ func init() {
 	}
 	add(target{kind: "Pod"}, "pod", "pods", "po")
 	add(target{kind: "PodGroup"}, "podgroup", "podgroups", "pg")
+	add(target{kind: "CompositePodGroup"}, "compositepodgroup", "compositepodgroups", "cpg")
 	add(target{kind: "Workload", group: "kueue.x-k8s.io"}, "workload", "workloads", "wl", "workloads.kueue.x-k8s.io")
 	add(target{kind: "Job", group: "batch"}, "job", "jobs", "jobs.batch")
 	add(target{kind: "PyTorchJob", group: "kubeflow.org"}, "pytorchjob", "pytorchjobs")
@@ -80,7 +81,7 @@ func (e *Explainer) explainPod(ctx context.Context, st *state, namespace, name s
 	}
 	r := &Report{Subject: fmt.Sprintf("Pod %s/%s", namespace, name)}
 	members := []corev1.Pod{*pod}
-	m, ok, _ := gang.Of(pod)
+	m, ok := st.gangOf(pod)
 	if ok {
 		members = st.membersOf(m.Key)
 	}
@@ -101,14 +102,24 @@ func (e *Explainer) explainPod(ctx context.Context, st *state, namespace, name s
 	return r, nil
 }
 
-func (e *Explainer) explainPodGroup(ctx context.Context, st *state, namespace, name string) (*Report, error) {
-	members := st.membersOf(gang.Key{Namespace: namespace, Name: name})
+// explainPodGroup explains a PodGroup's gang (of any gang API), or with composite a
+// CompositePodGroup's. A Kubernetes PodGroup of a composite is explained as the
+// composite's gang, which it starts with.
+func (e *Explainer) explainPodGroup(ctx context.Context, st *state, namespace, name string, composite bool) (*Report, error) {
+	key := gang.Key{Namespace: namespace, Name: name, Composite: composite}
+	subject := fmt.Sprintf("PodGroup %s/%s", namespace, name)
+	if composite {
+		subject = "Composite" + subject
+	} else if k, in := st.composites[key]; in {
+		key, subject = k, subject+" (one of CompositePodGroup "+k.Name+")"
+	}
+	members := st.membersOf(key)
 	if len(members) == 0 {
-		if _, err := e.podGroup(ctx, gang.Key{Namespace: namespace, Name: name}); err != nil {
+		if _, err := e.podGroup(ctx, key); err != nil {
 			return nil, err
 		}
 	}
-	r := &Report{Subject: fmt.Sprintf("PodGroup %s/%s", namespace, name)}
+	r := &Report{Subject: subject}
 	var wl *kueue.Workload
 	if len(members) > 0 {
 		var err error
@@ -116,7 +127,7 @@ func (e *Explainer) explainPodGroup(ctx context.Context, st *state, namespace, n
 			return nil, err
 		}
 	}
-	s, err := e.gangSection(ctx, st, gang.Key{Namespace: namespace, Name: name}, members, wl)
+	s, err := e.gangSection(ctx, st, key, members, wl)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +189,7 @@ func (e *Explainer) sections(ctx context.Context, st *state, r *Report, pods []c
 	var keys []gang.Key
 	var loose []corev1.Pod
 	for _, p := range pods {
-		if m, ok, _ := gang.Of(&p); ok {
+		if m, ok := st.gangOf(&p); ok {
 			if _, seen := byGang[m.Key]; !seen {
 				keys = append(keys, m.Key)
 			}
@@ -218,7 +229,7 @@ func (st *state) membersOf(k gang.Key) []corev1.Pod {
 		if p.Namespace != k.Namespace {
 			continue
 		}
-		if m, ok, _ := gang.Of(&p); ok && m.Key == k {
+		if m, ok := st.gangOf(&p); ok && m.Key == k {
 			out = append(out, p)
 		}
 	}

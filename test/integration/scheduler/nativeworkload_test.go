@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/cmd/kubectl-kubenexus/explain"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
 )
@@ -191,6 +192,13 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 			HaveField("Status", metav1.ConditionFalse),
 			HaveField("Reason", v1alpha1.ReasonWaitingForMembers),
 			HaveField("Message", ContainSubstring("prefill 0/2"))))
+		// explain tells the same of a decode pod, of its PodGroup and of the composite.
+		waiting := HaveKeyWithValue(explain.LayerGang, And(
+			HaveField("Verdict", explain.Waiting),
+			HaveField("Text", HavePrefix("4 of 6 members exist (CompositePodGroup of scheduling.k8s.io/v1alpha3: 0 of its quorum of 6 bound, 4 waiting for a node)"))))
+		for _, subject := range [][2]string{{"pod", "decode-0"}, {"podgroup", "decode"}, {"compositepodgroup", "serve"}} {
+			Eventually(explained(tc, subject[0], subject[1])).WithTimeout(testutil.Timeout).Should(waiting, "explain %s/%s", subject[0], subject[1])
+		}
 		prefill := create("prefill", 2, "8")
 		Eventually(boundOf(tc, append(decode, prefill...)...)).WithTimeout(testutil.Timeout).Should(Equal(6), "the composite should start whole")
 		domains := func(names []string) (cliques, racks map[string]bool) {
