@@ -30,25 +30,62 @@ type LostRoom struct {
 	// Requests are the lost member's, in milli-units.
 	Requests map[corev1.ResourceName]int64
 	At       time.Time
+	// Whole is how many placed members make the gang whole (wholeSize), as it was
+	// when the member was lost: the gang may have no member left to read it from.
+	Whole int
 }
 
 // noteLossLocked records pod as a lost member when it was placed in its gang,
 // failed or was disrupted (evicted, its node or a device lost: the DisruptionTarget
-// condition), not preempted, and its gang was whole before the loss (counting the
-// members lost with it). Callers hold Lock.
+// condition) — or was deleted while its gang is losing members so — not preempted,
+// and its gang was whole before the loss (counting the members lost with it).
+// Callers hold Lock.
 func (s *Service) noteLossLocked(pod *corev1.Pod) {
 	// Only a failure or a disruption other than preemption (a preemptor needs that
 	// room) is a loss whose room is held: a pod deleted with neither shown was
-	// deleted by a user or by its workload's controller or deletion.
+	// deleted by a user or by its workload's controller or deletion. Unless its gang
+	// lost a member so a moment ago: a workload's controller recreating the group
+	// (LeaderWorkerSet's RecreateGroupOnPodRestart deletes the leader and the other
+	// workers of a group whose worker failed) deletes the rest, and their
+	// replacements come with the new group; holding only the first member's room let
+	// a pending group take the rest of the domain (the e2e's LeaderWorkerSet repair).
 	_, c := podv1.GetPodCondition(&pod.Status, corev1.DisruptionTarget)
 	disrupted := c != nil && c.Status == corev1.ConditionTrue
-	if workload.Preempted(pod) || !disrupted && pod.Status.Phase != corev1.PodFailed {
+	if workload.Preempted(pod) || !disrupted && pod.Status.Phase != corev1.PodFailed && !s.losingLocked(pod) {
 		return
 	}
 	if room, ok := s.roomLocked(pod); ok {
 		s.lost[pod.UID] = room
 		s.lostCount.Store(int32(len(s.lost)))
 	}
+}
+
+// losingLocked reports whether pod's gang lost a member (a failure or a
+// disruption) less than LostHoldWindow ago. Callers hold Lock.
+func (s *Service) losingLocked(pod *corev1.Pod) bool {
+	key, found := s.podGang[pod.UID]
+	if !found || pod.DeletionTimestamp == nil {
+		return false
+	}
+	now := s.now()
+	for _, l := range s.lost {
+		if l.Key == key && now.Sub(l.At) < LostHoldWindow {
+			return true
+		}
+	}
+	return false
+}
+
+// wholeSize is how many placed members make gang e whole: its quorum, or the size
+// of the LeaderWorkerSet group it is when that is more (a group created leader
+// first is a gang of its leader, minMember 1, whose workers are created once the
+// leader is; it runs whole only with them). Callers hold the lock.
+func wholeSize(e *Gang, quorum int32) int {
+	n := int(quorum)
+	for _, p := range e.Members {
+		n = max(n, workload.LeaderFirstGroupSize(p))
+	}
+	return n
 }
 
 // noteLeftLocked keeps, for LostHoldWindow, the room of a member that left
@@ -125,14 +162,15 @@ func (s *Service) roomLocked(pod *corev1.Pod) (LostRoom, bool) {
 		}
 	}
 	quorum, pg, known := s.Quorum(key, e.LabelMin)
-	if !known || live+lostWith+1 < int(quorum) || live >= int(quorum) {
+	whole := wholeSize(e, quorum)
+	if !known || live+lostWith+1 < whole || live >= whole {
 		return LostRoom{}, false // not whole before, or still whole after
 	}
 	if pg != nil && pg.Spec.Recovery != nil && pg.Spec.Recovery.Policy == v1alpha1.RecoveryNone {
 		return LostRoom{}, false
 	}
 	// The member as filed: the failed pods' watch keeps no containers.
-	return LostRoom{Key: key, UID: pod.UID, Node: pod.Spec.NodeName, Requests: nodefree.Requests(e.Members[pod.UID]), At: s.now()}, true
+	return LostRoom{Key: key, UID: pod.UID, Node: pod.Spec.NodeName, Requests: nodefree.Requests(e.Members[pod.UID]), At: s.now(), Whole: whole}, true
 }
 
 // HasLost reports, without locking, whether any lost member's room is recorded.
@@ -140,7 +178,7 @@ func (s *Service) HasLost() bool { return s.lostCount.Load() > 0 }
 
 // LostRooms returns the rooms of lost members held now: seen less than
 // LostHoldWindow ago, of gangs not whole again (fewer live members placed than
-// their quorum). Cheap when there are none.
+// make them whole) and not deleted. Cheap when there are none.
 func (s *Service) LostRooms(now time.Time) []LostRoom {
 	if s.lostCount.Load() == 0 {
 		return nil
@@ -154,12 +192,22 @@ func (s *Service) LostRooms(now time.Time) []LostRoom {
 			continue
 		}
 		e := s.gangs[l.Key]
-		if e == nil {
-			delete(s.lost, uid) // every member gone: the workload was deleted
+		var labelMin int32
+		if e != nil {
+			labelMin = e.LabelMin
+		}
+		quorum, _, known := s.Quorum(l.Key, labelMin)
+		if e == nil && !known {
+			// Every member gone, and no PodGroup left: the workload was deleted. (A
+			// group its controller recreates has none for a moment; its PodGroup stays.)
+			delete(s.lost, uid)
 			continue
 		}
-		quorum, _, _ := s.Quorum(l.Key, e.LabelMin)
-		if len(e.PlacedNodes(liveMember)) >= int(quorum) {
+		placed := 0
+		if e != nil {
+			placed = len(e.PlacedNodes(liveMember))
+		}
+		if placed >= max(int(quorum), l.Whole) {
 			delete(s.lost, uid) // whole again
 			continue
 		}

@@ -1,6 +1,8 @@
 package gangs
 
 import (
+	"slices"
+	"sort"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload/frameworks/lws"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
@@ -127,5 +130,80 @@ func TestLostRoomsOfAMemberThatLeftTheInformer(t *testing.T) {
 				t.Fatalf("rooms %+v, want n1's 8 CPUs (the requests of the member as filed)", rooms)
 			}
 		})
+	}
+}
+
+// A LeaderWorkerSet group created leader first is a gang of its leader (minMember
+// 1) that runs whole only with its workers. When a worker is evicted, LWS
+// recreates the group: it deletes the leader and the other workers, with nothing
+// shown on them. Every member's room is held for the new group until it is whole
+// again, also while none of its members exists (its PodGroup stays).
+func TestLostRoomsOfALeaderWorkerSetGroup(t *testing.T) {
+	now := time.Date(2026, 11, 30, 18, 0, 0, 0, time.UTC)
+	key := gang.Key{Namespace: "ns", Name: "vllm-0"}
+	x := NewService("kubenexus-scheduler", func() time.Time { return now })
+	x.adm.pgs = &fakePodGroups{synced: true, pgs: map[gang.Key]*v1alpha1.PodGroup{key: testutil.MakePodGroup("vllm-0", "ns").MinMember(1).Obj()}}
+	member := func(name, node string) *corev1.Pod {
+		return testutil.MakePod(name, "ns").UID(name).SchedulerName("kubenexus-scheduler").Label(v1alpha1.LabelPodGroup, "vllm-0").
+			Label(lws.LabelName, "vllm").Label(lws.LabelGroupIndex, "0").
+			Annotation(lws.AnnotationSize, "3").Annotation(v1alpha1.AnnotationLWSExclusiveTopology, v1alpha1.LabelRack).
+			Req("cpu", "8").Node(node).Phase(corev1.PodRunning).Obj()
+	}
+	pods := []*corev1.Pod{member("vllm-0", "n0"), member("vllm-0-1", "n1"), member("vllm-0-2", "n2")}
+	for _, p := range pods {
+		x.Upsert(p)
+	}
+	held := func() []string {
+		var nodes []string
+		for _, r := range x.LostRooms(now) {
+			if r.Key != key {
+				t.Errorf("a room of %v", r.Key)
+			}
+			nodes = append(nodes, r.Node)
+		}
+		sort.Strings(nodes)
+		return nodes
+	}
+	evicted := pods[1].DeepCopy()
+	evicted.DeletionTimestamp = &metav1.Time{Time: now}
+	evicted.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"}}
+	x.Upsert(evicted)
+	if got := held(); !slices.Equal(got, []string{"n1"}) {
+		t.Fatalf("after the eviction: rooms on %v, want n1's (the leader alone is not the whole group)", got)
+	}
+	for _, p := range []*corev1.Pod{pods[0], pods[2]} {
+		deleted := p.DeepCopy()
+		deleted.DeletionTimestamp = &metav1.Time{Time: now}
+		x.Upsert(deleted)
+		x.Remove(deleted)
+	}
+	x.Remove(evicted)
+	if got := held(); !slices.Equal(got, []string{"n0", "n1", "n2"}) {
+		t.Fatalf("after LWS deleted the group: rooms on %v, want every member's", got)
+	}
+	// The new group: its leader alone is not whole; with its workers it is.
+	newGroup := []*corev1.Pod{member("vllm-0-new", "n0"), member("vllm-0-1-new", "n1")}
+	for _, p := range newGroup {
+		x.Upsert(p)
+	}
+	if got := held(); len(got) == 0 {
+		t.Fatal("rooms dropped before the new group was whole")
+	}
+	x.Upsert(member("vllm-0-2-new", "n2"))
+	if got := held(); len(got) != 0 {
+		t.Errorf("the new group is whole, rooms still held on %v", got)
+	}
+
+	// A member deleted with nothing shown while its gang loses nothing is no loss.
+	y := NewService("kubenexus-scheduler", func() time.Time { return now })
+	y.adm.pgs = x.adm.pgs
+	for _, p := range pods {
+		y.Upsert(p)
+	}
+	deleted := pods[0].DeepCopy()
+	deleted.DeletionTimestamp = &metav1.Time{Time: now}
+	y.Upsert(deleted)
+	if rooms := y.LostRooms(now); len(rooms) != 0 {
+		t.Errorf("a deletion alone held %+v", rooms)
 	}
 }

@@ -138,9 +138,13 @@ func TestAddedMemoJudgesEachAddedPodOnce(t *testing.T) {
 }
 
 // fakePodGroups is an object cache that has or has not synced, with no PodGroups.
-type fakePodGroups struct{ synced bool }
+// fakePodGroups is the KubeNexus object cache: the PodGroups of pgs.
+type fakePodGroups struct {
+	synced bool
+	pgs    map[gang.Key]*v1alpha1.PodGroup
+}
 
-func (fakePodGroups) PodGroup(gang.Key) *v1alpha1.PodGroup        { return nil }
+func (f *fakePodGroups) PodGroup(k gang.Key) *v1alpha1.PodGroup   { return f.pgs[k] }
 func (f *fakePodGroups) Synced() bool                             { return f.synced }
 func (fakePodGroups) CompositeOf(string, string) (gang.Key, bool) { return gang.Key{}, false }
 
