@@ -162,16 +162,7 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 
 	It("gangs the PodGroups of a CompositePodGroup all-or-nothing: each child in one domain of its own key, all in one of the composite's", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
-		// rack-0: NVLink domains d0 and d1 of two 8-GPU nodes, d2 of two 4-GPU nodes;
-		// rack-1: one NVLink domain of two 8-GPU nodes (too small for the pair).
-		for d, gpus := range []string{"8", "8", "4"} {
-			tc.addLabelledNodes(fmt.Sprintf("r0-d%d", d), 2, map[string]string{
-				v1alpha1.LabelRack: tc.ns + "-rack-0", v1alpha1.LabelGPUClique: fmt.Sprintf("%s-r0-d%d", tc.ns, d),
-			}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", gpus)
-		}
-		tc.addLabelledNodes("r1-d0", 2, map[string]string{
-			v1alpha1.LabelRack: tc.ns + "-rack-1", v1alpha1.LabelGPUClique: tc.ns + "-r1-d0",
-		}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+		tc.addPrefillDecodeFleet()
 		Expect(k8sClient.Create(suiteCtx, testutil.CompositePodGroup(tc.ns, "serve", 2, v1alpha1.LabelRack))).To(Succeed())
 		Expect(k8sClient.Create(suiteCtx, testutil.CompositeChild(tc.ns, "prefill", "serve", 2, v1alpha1.LabelGPUClique))).To(Succeed())
 		Expect(k8sClient.Create(suiteCtx, testutil.CompositeChild(tc.ns, "decode", "serve", 4, v1alpha1.LabelGPUClique))).To(Succeed())
@@ -201,18 +192,8 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 		}
 		prefill := create("prefill", 2, "8")
 		Eventually(boundOf(tc, append(decode, prefill...)...)).WithTimeout(testutil.Timeout).Should(Equal(6), "the composite should start whole")
-		domains := func(names []string) (cliques, racks map[string]bool) {
-			cliques, racks = map[string]bool{}, map[string]bool{}
-			for _, name := range names {
-				node := &corev1.Node{}
-				Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: tc.nodeOf(name)()}, node)).To(Succeed())
-				cliques[node.Labels[v1alpha1.LabelGPUClique]] = true
-				racks[node.Labels[v1alpha1.LabelRack]] = true
-			}
-			return cliques, racks
-		}
-		prefillCliques, prefillRacks := domains(prefill)
-		decodeCliques, decodeRacks := domains(decode)
+		prefillCliques, prefillRacks := tc.domainsOf(prefill...)
+		decodeCliques, decodeRacks := tc.domainsOf(decode...)
 		Expect(prefillCliques).To(HaveLen(1), "prefill in one NVLink domain")
 		Expect(decodeCliques).To(HaveLen(1), "decode in one NVLink domain")
 		Expect(prefillRacks).To(Equal(decodeRacks), "both in one rack")

@@ -176,18 +176,9 @@ var _ = Describe("NetworkFabric slices", func() {
 
 	It("starts KAI's prefill/decode pair together, each role in one NVLink domain of its own, both in one rack", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
-		// rack-0: NVLink domains d0 and d1 of two 8-GPU nodes, d2 of two 4-GPU nodes;
-		// rack-1: one NVLink domain of two 8-GPU nodes (too small for the pair). A
-		// compact plan without sub-groups puts decode members on d2's small nodes
+		// A compact plan without sub-groups puts decode members on d2's small nodes
 		// first and the rest beside prefill: two NVLink domains.
-		for d, gpus := range []string{"8", "8", "4"} {
-			tc.addLabelledNodes(fmt.Sprintf("r0-d%d", d), 2, map[string]string{
-				v1alpha1.LabelRack: tc.ns + "-rack-0", v1alpha1.LabelGPUClique: fmt.Sprintf("%s-r0-d%d", tc.ns, d),
-			}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", gpus)
-		}
-		tc.addLabelledNodes("r1-d0", 2, map[string]string{
-			v1alpha1.LabelRack: tc.ns + "-rack-1", v1alpha1.LabelGPUClique: tc.ns + "-r1-d0",
-		}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+		tc.addPrefillDecodeFleet()
 		// And in rack-0 an NVLink domain of one 4-GPU node: a lost decode member's room
 		// fits there as tightly as in the hole it left (and its domain's name comes first).
 		tc.addLabelledNodes("r0-a", 1, map[string]string{
@@ -205,18 +196,8 @@ var _ = Describe("NetworkFabric slices", func() {
 			}
 		}
 		Eventually(tc.boundFn("serve")).WithTimeout(testutil.Timeout).Should(Equal(6), "the pair should start together")
-		domains := func(role string, n int) (cliques, racks map[string]bool) {
-			cliques, racks = map[string]bool{}, map[string]bool{}
-			for i := range n {
-				node := &corev1.Node{}
-				Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: tc.nodeOf(fmt.Sprintf("%s-%d", role, i))()}, node)).To(Succeed())
-				cliques[node.Labels[v1alpha1.LabelGPUClique]] = true
-				racks[node.Labels[v1alpha1.LabelRack]] = true
-			}
-			return cliques, racks
-		}
-		prefill, prefillRacks := domains("prefill", 2)
-		decode, decodeRacks := domains("decode", 4)
+		prefill, prefillRacks := tc.domainsOf("prefill-0", "prefill-1")
+		decode, decodeRacks := tc.domainsOf("decode-0", "decode-1", "decode-2", "decode-3")
 		Expect(prefill).To(HaveLen(1), "prefill in one NVLink domain")
 		Expect(decode).To(HaveLen(1), "decode in one NVLink domain")
 		Expect(prefillRacks).To(Equal(decodeRacks), "both in one rack")
@@ -322,3 +303,29 @@ var _ = Describe("NetworkFabric slices", func() {
 		Expect(bronze.boundCount("bronze-train-")()).To(BeZero())
 	})
 })
+
+// addPrefillDecodeFleet adds the fleet of the prefill/decode specs. rack-0: NVLink
+// domains d0 and d1 of two 8-GPU nodes, d2 of two 4-GPU nodes; rack-1: one NVLink
+// domain of two 8-GPU nodes (too small for a pair of 2 × 8 and 4 × 4 GPUs).
+func (tc *testCluster) addPrefillDecodeFleet() {
+	for d, gpus := range []string{"8", "8", "4"} {
+		tc.addLabelledNodes(fmt.Sprintf("r0-d%d", d), 2, map[string]string{
+			v1alpha1.LabelRack: tc.ns + "-rack-0", v1alpha1.LabelGPUClique: fmt.Sprintf("%s-r0-d%d", tc.ns, d),
+		}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", gpus)
+	}
+	tc.addLabelledNodes("r1-d0", 2, map[string]string{
+		v1alpha1.LabelRack: tc.ns + "-rack-1", v1alpha1.LabelGPUClique: tc.ns + "-r1-d0",
+	}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+}
+
+// domainsOf returns the NVLink domains and the racks of the nodes the pods run on.
+func (tc *testCluster) domainsOf(pods ...string) (cliques, racks map[string]bool) {
+	cliques, racks = map[string]bool{}, map[string]bool{}
+	for _, name := range pods {
+		node := &corev1.Node{}
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: tc.nodeOf(name)()}, node)).To(Succeed())
+		cliques[node.Labels[v1alpha1.LabelGPUClique]] = true
+		racks[node.Labels[v1alpha1.LabelRack]] = true
+	}
+	return cliques, racks
+}
