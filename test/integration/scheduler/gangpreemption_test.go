@@ -325,6 +325,52 @@ var _ = Describe("GangPreemption", func() {
 		Expect(tc.podEvents("low-a-0", "Preempted")).To(BeEmpty())
 	})
 
+	It("gives a tenant's CompositePodGroup that names a higher class only its pods' own priority: it evicts nothing", func() {
+		if !nativeWorkloads {
+			Skip("this kube-apiserver is older than 1.37: it does not serve CompositePodGroups")
+		}
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		fill(tc)
+		// The pods carry no class (priority 0); their composite names batch-high (1000),
+		// above the running gangs' 10, as any tenant could write it.
+		composite := testutil.CompositePodGroup(tc.ns, "lift", 2, "")
+		composite.Spec.PriorityClassName = "batch-high"
+		Expect(k8sClient.Create(suiteCtx, composite)).To(Succeed())
+		for _, child := range []string{"lift-a", "lift-b"} {
+			Expect(k8sClient.Create(suiteCtx, testutil.CompositeChild(tc.ns, child, "lift", 2, ""))).To(Succeed())
+			for i := range 2 {
+				Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("%s-%d", child, i)).SchedulingGroup(child).Label("app", "lift").Req("cpu", "2").Obj())).To(Succeed())
+			}
+		}
+		Eventually(tc.scheduledMessage("lift-a-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring("preemption: no running pod or gang of lower priority may be evicted for it"))
+		Consistently(func() int { return left(tc, "low-a")() + left(tc, "low-b")() }).WithTimeout(3 * time.Second).Should(Equal(8))
+		Expect(tc.podEvents("low-a-0", "Preempted")).To(BeEmpty())
+
+		// The same composite whose pods are of batch-high themselves evicts one gang.
+		Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Pod{}, client.InNamespace(tc.ns), client.MatchingLabels{"app": "lift"}, client.GracePeriodSeconds(0))).To(Succeed())
+		own := testutil.CompositePodGroup(tc.ns, "own", 2, "")
+		own.Spec.PriorityClassName = "batch-high"
+		Expect(k8sClient.Create(suiteCtx, own)).To(Succeed())
+		var names []string
+		for _, child := range []string{"own-a", "own-b"} {
+			Expect(k8sClient.Create(suiteCtx, testutil.CompositeChild(tc.ns, child, "own", 2, ""))).To(Succeed())
+			for i := range 2 {
+				names = append(names, fmt.Sprintf("%s-%d", child, i))
+				Expect(k8sClient.Create(suiteCtx, tc.pod(names[len(names)-1]).SchedulingGroup(child).PriorityClass("batch-high").Req("cpu", "2").Obj())).To(Succeed())
+			}
+		}
+		Eventually(func() int {
+			n := 0
+			for _, name := range names {
+				if tc.nodeOf(name)() != "" {
+					n++
+				}
+			}
+			return n
+		}).WithTimeout(testutil.Timeout).Should(Equal(4))
+		Expect(left(tc, "low-a")()+left(tc, "low-b")()).To(Equal(4), "one whole low gang evicted")
+	})
+
 	It("keeps plain pods' preemption: a high-priority pod evicts the lowest-priority pod on one node, never a service for batch", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		priorityClass("batch-low", 10)
