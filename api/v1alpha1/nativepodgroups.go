@@ -139,6 +139,19 @@ func CompositeGangName(pg, parent *unstructured.Unstructured) (string, bool) {
 	return name, true
 }
 
+// CompositeChildren reads the Kubernetes PodGroups of list whose
+// spec.parentCompositePodGroupName is composite (PodGroups that do not read are
+// left out, as everywhere they are read).
+func CompositeChildren(list *unstructured.UnstructuredList, composite string) []*PodGroup {
+	var out []*PodGroup
+	for i := range list.Items {
+		if kid, err := FromNativePodGroup(&list.Items[i]); err == nil && kid.Spec.NativeParent == composite {
+			out = append(out, kid)
+		}
+	}
+	return out
+}
+
 // FromCompositePodGroup reads a root CompositePodGroup whose policy is gang, with
 // its child PodGroups (read by FromNativePodGroup), into one KubeNexus gang: its
 // members are the children's pods and each child is a role (a member's role is the

@@ -244,3 +244,22 @@ func TestCompositePodGroupStatus(t *testing.T) {
 		t.Errorf("a composite got a PodGroup's condition: %+v", got.Conditions)
 	}
 }
+
+func TestCompositeChildren(t *testing.T) {
+	parent, other := "serve", "other"
+	child := func(name string, p *string) unstructured.Unstructured {
+		pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name}}
+		pg.Spec.SchedulingPolicy.Gang = &schedulingv1beta1.GangSchedulingPolicy{MinCount: 2}
+		pg.Spec.ParentCompositePodGroupName = p
+		return *nativeUnstructured(t, pg)
+	}
+	list := NewNativePodGroupList()
+	list.Items = []unstructured.Unstructured{child("prefill", &parent), child("lone", nil), child("elsewhere", &other), child("decode", &parent)}
+	var names []string
+	for _, kid := range CompositeChildren(list, "serve") {
+		names = append(names, kid.Name)
+	}
+	if diff := cmp.Diff([]string{"prefill", "decode"}, names); diff != "" {
+		t.Errorf("children of serve (-want +got):\n%s", diff)
+	}
+}

@@ -96,14 +96,9 @@ func (r *CompositeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Client.List(ctx, all, client.InNamespace(req.Namespace)); err != nil {
 		return ctrl.Result{}, err
 	}
-	var children []*v1alpha1.PodGroup
+	children := v1alpha1.CompositeChildren(all, req.Name)
 	var members []corev1.Pod
-	for i := range all.Items {
-		kid, err := v1alpha1.FromNativePodGroup(&all.Items[i])
-		if err != nil || kid.Spec.NativeParent != req.Name {
-			continue
-		}
-		children = append(children, kid)
+	for _, kid := range children {
 		pods, err := listMembers(ctx, r.Client, gang.Key{Namespace: req.Namespace, Name: kid.Name})
 		if err != nil {
 			return ctrl.Result{}, err

@@ -130,13 +130,7 @@ func (c *Cache) composite(key gang.Key) *v1alpha1.PodGroup {
 	if err := c.cache.List(ctx, children, client.InNamespace(key.Namespace), client.MatchingFields{compositeChildIndex: key.Name}); err != nil {
 		return nil
 	}
-	kids := make([]*v1alpha1.PodGroup, 0, len(children.Items))
-	for i := range children.Items {
-		if kid, err := v1alpha1.FromNativePodGroup(&children.Items[i]); err == nil {
-			kids = append(kids, kid)
-		}
-	}
-	out, err := v1alpha1.FromCompositePodGroup(cpg, kids)
+	out, err := v1alpha1.FromCompositePodGroup(cpg, v1alpha1.CompositeChildren(children, key.Name))
 	if err != nil {
 		return nil
 	}

@@ -180,13 +180,7 @@ func (e *Explainer) compositeGroup(ctx context.Context, key client.ObjectKey) (*
 	if err := e.Client.List(ctx, all, client.InNamespace(key.Namespace)); err != nil {
 		return nil, err
 	}
-	var children []*v1alpha1.PodGroup
-	for i := range all.Items {
-		if kid, err := v1alpha1.FromNativePodGroup(&all.Items[i]); err == nil && kid.Spec.NativeParent == key.Name {
-			children = append(children, kid)
-		}
-	}
-	return v1alpha1.FromCompositePodGroup(u, children)
+	return v1alpha1.FromCompositePodGroup(u, v1alpha1.CompositeChildren(all, key.Name))
 }
 
 // composites maps the Kubernetes PodGroups the pods name to the gang of the
