@@ -34,6 +34,9 @@ const (
 	DialectSigs Dialect = "SigsLabels"
 	// DialectVolcano: annotation scheduling.k8s.io/group-name naming a PodGroup object.
 	DialectVolcano Dialect = "Volcano"
+	// DialectKAI: annotation pod-group-name naming a KAI-Scheduler PodGroup
+	// (scheduling.run.ai/v2alpha2).
+	DialectKAI Dialect = "KAI"
 	// DialectKueue: label kueue.x-k8s.io/pod-group-name with annotation
 	// kueue.x-k8s.io/pod-group-total-count.
 	DialectKueue Dialect = "Kueue"
@@ -71,7 +74,8 @@ type Membership struct {
 	Key     Key
 	Dialect Dialect
 	// MinMember is the quorum the labels state; 0 for object dialects
-	// (DialectNative, DialectPodGroup, DialectVolcano), where the PodGroup object decides.
+	// (DialectNative, DialectPodGroup, DialectVolcano, DialectKAI), where the PodGroup
+	// object decides.
 	MinMember int32
 }
 
@@ -81,7 +85,7 @@ func (m Membership) NeedsPodGroupObject() bool { return m.MinMember == 0 }
 // Of returns the pod's gang membership. ok is false when the pod belongs to no gang.
 // When several dialects are present, the first in this order wins: the pod's
 // spec.schedulingGroup (validated by the API server, and immutable), PodGroup label,
-// KubeNexus labels, sigs labels, Volcano annotation, Kueue labels.
+// KubeNexus labels, sigs labels, Volcano annotation, KAI annotation, Kueue labels.
 func Of(pod *corev1.Pod) (m Membership, ok bool, err error) {
 	labels, annotations := pod.Labels, pod.Annotations
 	key := func(name string) Key { return Key{Namespace: pod.Namespace, Name: name} }
@@ -128,6 +132,12 @@ func Of(pod *corev1.Pod) (m Membership, ok bool, err error) {
 			return Membership{}, false, err
 		}
 		return Membership{Key: key(name), Dialect: DialectVolcano}, true, nil
+	}
+	if name, found := annotations[v1alpha1.AnnotationKAIPodGroupName]; found {
+		if err := validName(v1alpha1.AnnotationKAIPodGroupName, name); err != nil {
+			return Membership{}, false, err
+		}
+		return Membership{Key: key(name), Dialect: DialectKAI}, true, nil
 	}
 	if name, found := labels[v1alpha1.LabelKueuePodGroupName]; found {
 		if err := validName(v1alpha1.LabelKueuePodGroupName, name); err != nil {

@@ -40,6 +40,19 @@ func TestOf(t *testing.T) {
 			annotations: map[string]string{"scheduling.k8s.io/group-name": "vc-job"},
 			want:        Membership{Key: Key{Namespace: "ns", Name: "vc-job"}, Dialect: DialectVolcano}, wantOK: true,
 		},
+		"KAI annotation": {
+			annotations: map[string]string{"pod-group-name": "pg-serve-0"},
+			labels:      map[string]string{"kai.scheduler/subgroup-name": "decode"},
+			want:        Membership{Key: Key{Namespace: "ns", Name: "pg-serve-0"}, Dialect: DialectKAI}, wantOK: true,
+		},
+		"Volcano annotation wins over KAI's": {
+			annotations: map[string]string{"scheduling.k8s.io/group-name": "vc-job", "pod-group-name": "kai"},
+			want:        Membership{Key: Key{Namespace: "ns", Name: "vc-job"}, Dialect: DialectVolcano}, wantOK: true,
+		},
+		"KAI annotation not a PodGroup name": {
+			annotations: map[string]string{"pod-group-name": "Serve Me"},
+			wantErr:     `pod-group-name="Serve Me" is not a valid PodGroup name`,
+		},
 		"Kueue pod group": {
 			labels:      map[string]string{"kueue.x-k8s.io/pod-group-name": "kq"},
 			annotations: map[string]string{"kueue.x-k8s.io/pod-group-total-count": "4"},

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
@@ -58,7 +59,39 @@ func TestPolicyOfSlices(t *testing.T) {
 	compositeWide := composite.DeepCopy()
 	compositeWide.Spec.NativeGroupKeys[0].Key = v1alpha1.LabelTopologyZone
 	compositeSource := "CompositePodGroup serve spec.schedulingConstraints.topology"
+	kai := func(u *unstructured.Unstructured) *v1alpha1.PodGroup {
+		pg, err := v1alpha1.FromKAIPodGroup(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pg
+	}
+	kaiPreferred := testutil.KAIPodGroup("ns", "serve", 0, "")
+	kaiPreferred.Object["spec"] = map[string]any{"topologyConstraint": map[string]any{"preferredTopologyLevel": v1alpha1.LabelTopologyZone}}
+	sub := func(name, parent, required string) testutil.KAISubGroup {
+		return testutil.KAISubGroup{Name: name, Parent: parent, Required: required, MinMember: 2}
+	}
+	kaiSource := "PodGroup serve spec.topologyConstraint"
 	tests := map[string]policyCase{
+		"KAI PodGroup: required rack, each leaf sub-group in one nvlink": {pod(), kai(testutil.KAIPodGroup("ns", "serve", 0, v1alpha1.LabelRack, sub("prefill", "", v1alpha1.LabelGPUClique), sub("decode", "", v1alpha1.LabelGPUClique))),
+			withGroups(Policy{Required: true, Level: 2, Source: kaiSource}, Group{"prefill", 0}, Group{"decode", 0}), true, ""},
+		"KAI PodGroup: preferred zone only": {pod(), kai(kaiPreferred),
+			Policy{Level: 3, Source: kaiSource}, true, ""},
+		"KAI PodGroup: a set within the PodGroup's required level is implied": {pod(), kai(testutil.KAIPodGroup("ns", "serve", 0, v1alpha1.LabelRack,
+			sub("decode", "", v1alpha1.LabelTopologyZone), sub("decode-workers", "decode", v1alpha1.LabelGPUClique), sub("decode-leaders", "decode", ""))),
+			withGroups(Policy{Required: true, Level: 2, Source: kaiSource}, Group{"decode-workers", 0}), true, ""},
+		"KAI PodGroup: a set below the PodGroup's level is refused": {pod(), kai(testutil.KAIPodGroup("ns", "serve", 0, "",
+			sub("decode", "", v1alpha1.LabelRack), sub("decode-workers", "decode", v1alpha1.LabelGPUClique), sub("decode-leaders", "decode", v1alpha1.LabelGPUClique))),
+			Policy{}, false,
+			"PodGroup serve: sub-group decode: topologyConstraint.requiredTopologyLevel network.kubenexus.io/rack would keep its sub-groups decode-leaders, decode-workers in one domain together; " +
+				"KubeNexus keeps each leaf sub-group in one domain of its own level, and all of them in one of the PodGroup's required level: " +
+				"require network.kubenexus.io/rack for the PodGroup (spec.topologyConstraint.requiredTopologyLevel) or for each of them"},
+		"KAI PodGroup: a leaf's level of no topology level": {pod(), kai(testutil.KAIPodGroup("ns", "serve", 0, v1alpha1.LabelRack, sub("prefill", "", "cloud.example.com/pod"))),
+			Policy{}, false,
+			`PodGroup serve: sub-group prefill: topologyConstraint.requiredTopologyLevel "cloud.example.com/pod" is the node label of no topology level; the levels are nvlink, tor, rack, zone`},
+		"KAI PodGroup: a leaf's level above the PodGroup's": {pod(), kai(testutil.KAIPodGroup("ns", "serve", 0, v1alpha1.LabelRack, sub("prefill", "", v1alpha1.LabelTopologyZone))),
+			Policy{}, false,
+			"PodGroup serve: sub-group prefill: topologyConstraint.requiredTopologyLevel topology.kubernetes.io/zone is above the PodGroup's (network.kubenexus.io/rack): a sub-group must fit in the PodGroup's domain"},
 		"CompositePodGroup: required rack, each child in one nvlink": {pod(), composite,
 			withGroups(Policy{Required: true, Native: true, Level: 2, Source: compositeSource}, Group{"decode", 0}, Group{"prefill", 0}), true, ""},
 		"CompositePodGroup: a child may use the composite's own label": {pod(), compositeOwnKey,

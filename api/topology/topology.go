@@ -143,7 +143,7 @@ func PolicyOf(pod *corev1.Pod, pg *v1alpha1.PodGroup, levels []Level) (p Policy,
 		}
 		return p, true, nil
 	}
-	if pg != nil && (pg.Spec.NativeTopologyKey != "" || len(pg.Spec.NativeGroupKeys) > 0) {
+	if pg != nil && (pg.Spec.NativeTopologyKey != "" || len(pg.Spec.NativeGroupKeys) > 0 || len(pg.Spec.NativeSetKeys) > 0) {
 		return nativePolicy(pg, levels)
 	}
 	if PlacedByKueue(pod) {
@@ -304,43 +304,84 @@ func levelByName(levels []Level, name string) int {
 
 // nativePolicy is the policy of a Kubernetes PodGroup's or CompositePodGroup's
 // spec.schedulingConstraints.topology (required), with a CompositePodGroup's
-// children's keys as sub-groups. A key the KubeNexusConfig declares no level for is
-// a level of its own over that label; a child's key must be a declared level or
-// the composite's own key, at or below the composite's level. A composite with no
-// key of its own keeps its children's sub-groups anywhere in the cluster.
+// children's keys as sub-groups; or of a KAI PodGroup's spec.topologyConstraint
+// (required, or preferred), with its leaf sub-groups' required levels as sub-groups
+// and its sub-group sets' checked. A key the KubeNexusConfig declares no level for
+// is a level of its own over that label; a child's key must be a declared level or
+// the gang's own key, at or below the gang's level. A gang with no key of its own
+// keeps its children's sub-groups anywhere in the cluster.
 func nativePolicy(pg *v1alpha1.PodGroup, levels []Level) (Policy, bool, error) {
+	w := nativeWords
+	if pg.APIVersion == v1alpha1.KAIPodGroupGVK.GroupVersion().String() {
+		w = kaiWords
+	}
 	kind := "PodGroup"
 	if pg.Kind != "" {
 		kind = pg.Kind
 	}
-	p := Policy{Level: len(levels) - 1, Native: true, Source: kind + " " + pg.Name + " spec.schedulingConstraints.topology"}
+	p := Policy{Level: len(levels) - 1, Native: w.native, Source: kind + " " + pg.Name + " " + w.field}
 	if key := pg.Spec.NativeTopologyKey; key != "" {
-		p.Required, p.Level = true, levelByLabel(levels, key)
+		p.Required, p.Level = !pg.Spec.NativeTopologyPreferred, levelByLabel(levels, key)
 		if p.Level < 0 {
 			// A label the KubeNexusConfig declares no level for: a level of its own.
 			p.Level, p.Label = len(levels), key
 		}
 	}
 	if len(pg.Spec.NativeGroupKeys) > MaxGroups {
-		return Policy{}, false, fmt.Errorf("%s %s: %d child PodGroups ask for a topology of their own, at most %d", kind, pg.Name, len(pg.Spec.NativeGroupKeys), MaxGroups)
+		return Policy{}, false, fmt.Errorf("%s %s: %d %ss ask for a topology of their own, at most %d", kind, pg.Name, len(pg.Spec.NativeGroupKeys), w.child, MaxGroups)
 	}
-	for i, g := range pg.Spec.NativeGroupKeys {
-		l := levelByLabel(levels, g.Key)
-		if l < 0 && p.Label != "" && g.Key == p.Label {
+	levelOf := func(what, key string, mayBeAbove bool) (int, error) {
+		l := levelByLabel(levels, key)
+		if l < 0 && p.Label != "" && key == p.Label {
 			l = p.Level
 		}
 		switch {
 		case l < 0:
-			return Policy{}, false, fmt.Errorf("%s %s: child PodGroup %s: spec.schedulingConstraints.topology key %q is the node label of no topology level; the levels are %s",
-				kind, pg.Name, g.Role, untrusted.Truncate(g.Key), names(levels))
-		case l > p.Level:
-			return Policy{}, false, fmt.Errorf("%s %s: child PodGroup %s: spec.schedulingConstraints.topology key %s is above the composite's (%s): a child must fit in the composite's domain",
-				kind, pg.Name, g.Role, g.Key, pg.Spec.NativeTopologyKey)
+			return 0, fmt.Errorf("%s %s: %s: %s %q is the node label of no topology level; the levels are %s",
+				kind, pg.Name, what, w.childField, untrusted.Truncate(key), names(levels))
+		case l > p.Level && !mayBeAbove:
+			return 0, fmt.Errorf("%s %s: %s: %s %s is above the %s's (%s): a %s must fit in the %s's domain",
+				kind, pg.Name, what, w.childField, key, w.whole, pg.Spec.NativeTopologyKey, w.short, w.whole)
+		}
+		return l, nil
+	}
+	for i, g := range pg.Spec.NativeGroupKeys {
+		l, err := levelOf(w.child+" "+g.Role, g.Key, false)
+		if err != nil {
+			return Policy{}, false, err
 		}
 		p.Groups[i] = Group{Role: g.Role, Level: l}
 	}
+	for _, set := range pg.Spec.NativeSetKeys {
+		l, err := levelOf(w.child+" "+set.Name, set.Key, true)
+		if err != nil {
+			return Policy{}, false, err
+		}
+		if !p.Required || l < p.Level {
+			// One domain for several roles together is not in the model: only the
+			// gang's own required level (or one above it) holds them all.
+			return Policy{}, false, fmt.Errorf("%s %s: %s %s: %s %s would keep its sub-groups %s in one domain together; "+
+				"KubeNexus keeps each leaf sub-group in one domain of its own level, and all of them in one of the PodGroup's required level: "+
+				"require %s for the PodGroup (spec.topologyConstraint.requiredTopologyLevel) or for each of them",
+				kind, pg.Name, w.child, set.Name, w.childField, set.Key, strings.Join(set.Roles, ", "), set.Key)
+		}
+	}
 	return p, true, nil
 }
+
+// nativeWording names a gang's topology fields in its own API, for messages.
+type nativeWording struct {
+	field, child, short, childField, whole string
+	// native: kube-scheduler's own placement algorithm enforces the constraint too.
+	native bool
+}
+
+var (
+	nativeWords = nativeWording{field: "spec.schedulingConstraints.topology", child: "child PodGroup", short: "child",
+		childField: "spec.schedulingConstraints.topology key", whole: "composite", native: true}
+	kaiWords = nativeWording{field: "spec.topologyConstraint", child: "sub-group", short: "sub-group",
+		childField: "topologyConstraint.requiredTopologyLevel", whole: "PodGroup"}
+)
 
 func levelByLabel(levels []Level, label string) int {
 	for i, l := range levels {

@@ -97,6 +97,10 @@ type PodGroupSpec struct {
 	// (FromNativePodGroup), the node label its spec.schedulingConstraints.topology
 	// names: all its pods in one domain of it. Never stored.
 	NativeTopologyKey string `json:"-"`
+	// NativeTopologyPreferred is, for a KAI PodGroup whose
+	// spec.topologyConstraint names only a preferredTopologyLevel
+	// (FromKAIPodGroup), that NativeTopologyKey is a preference. Never stored.
+	NativeTopologyPreferred bool `json:"-"`
 	// DisruptWhole is, for a native PodGroup whose spec.disruptionMode is All, that
 	// it is disrupted only as a whole: preemption never shrinks it. Never stored.
 	DisruptWhole bool `json:"-"`
@@ -108,12 +112,24 @@ type PodGroupSpec struct {
 	// own: each child's members (its role) in one domain of the node label Key,
 	// within the gang's. Never stored.
 	NativeGroupKeys []NativeGroupKey `json:"-"`
+	// NativeSetKeys are, for a KAI PodGroup, its sub-groups that hold several leaf
+	// sub-groups (roles) and require one domain of the node label Key for all of
+	// them together. Never stored.
+	NativeSetKeys []NativeSetKey `json:"-"`
 }
 
 // NativeGroupKey keeps the members of Role in one domain of the node label Key.
 type NativeGroupKey struct {
 	Role string
 	Key  string
+}
+
+// NativeSetKey asks for the members of Roles (the leaves under the sub-group Name)
+// in one domain of the node label Key together.
+type NativeSetKey struct {
+	Name  string
+	Key   string
+	Roles []string
 }
 
 // GangRecovery is how a running gang that lost members is made whole again.

@@ -231,6 +231,16 @@ const (
 	VolcanoPodGroupVersion = "v1beta1"
 )
 
+// KAI-Scheduler's PodGroup API (scheduling.run.ai). Pods name their PodGroup with
+// the unprefixed pod-group-name annotation (AnnotationKAIPodGroupName) and the leaf
+// sub-group of its spec.subGroups they belong to with LabelKAISubGroupName.
+const (
+	KAIPodGroupGroup          = "scheduling.run.ai"
+	KAIPodGroupVersion        = "v2alpha2"
+	AnnotationKAIPodGroupName = "pod-group-name"
+	LabelKAISubGroupName      = "kai.scheduler/subgroup-name"
+)
+
 // Topology annotations of other systems that KubeNexus honours on gang members. Their
 // values are node label keys, mapped to the KubeNexusConfig's topology levels.
 const (

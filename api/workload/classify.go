@@ -115,14 +115,18 @@ func fallbackClass(pod *corev1.Pod, inGang bool) v1alpha1.WorkloadClass {
 
 // RoleOf is the pod's role inside its workload: the Kubernetes PodGroup its
 // spec.schedulingGroup names (the children of a CompositePodGroup are its roles;
-// the API server validates the name, and it is immutable); else its own
-// workload.kubenexus.io/role label when that is a lower-case DNS label (a PodGroup's
+// the API server validates the name, and it is immutable); else the KAI sub-group
+// its kai.scheduler/subgroup-name label names (the leaf sub-groups of a KAI
+// PodGroup are its roles); else its own workload.kubenexus.io/role label when that is a lower-case DNS label (a PodGroup's
 // minMemberPerRole names roles such as prefill or decode freely, and two
 // LeaderWorkerSets serving one model are prefill and decode rather than leader and
 // worker), else the role its framework's labels give it, else "".
 func RoleOf(pod *corev1.Pod) v1alpha1.WorkloadRole {
 	if name, ok := v1alpha1.NativeGroupOf(pod); ok {
 		return v1alpha1.WorkloadRole(name)
+	}
+	if sub := pod.Labels[v1alpha1.LabelKAISubGroupName]; sub != "" {
+		return v1alpha1.WorkloadRole(sub)
 	}
 	if own := ownRole(pod); own != "" {
 		return own

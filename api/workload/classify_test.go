@@ -195,3 +195,34 @@ func TestHeldGPUs(t *testing.T) {
 		t.Errorf("two GPU resources: %d, want 5", got)
 	}
 }
+
+func TestRoleOf(t *testing.T) {
+	tests := map[string]struct {
+		pod  *corev1.Pod
+		want v1alpha1.WorkloadRole
+	}{
+		"the Kubernetes PodGroup the pod's spec.schedulingGroup names": {
+			pod:  testutil.MakePod("p", "ns").SchedulingGroup("decode").Label("kai.scheduler/subgroup-name", "x").Obj(),
+			want: "decode",
+		},
+		"a KAI pod's leaf sub-group, over its own role label": {
+			pod:  testutil.MakePod("p", "ns").Annotation("pod-group-name", "serve").Label("kai.scheduler/subgroup-name", "decode-workers").Label("workload.kubenexus.io/role", "prefill").Obj(),
+			want: "decode-workers",
+		},
+		"its own role label": {
+			pod:  testutil.MakePod("p", "ns").Label("workload.kubenexus.io/role", "prefill").Label("spark-role", "driver").Obj(),
+			want: "prefill",
+		},
+		"its framework's": {
+			pod:  testutil.MakePod("p", "ns").Label("spark-role", "driver").Obj(),
+			want: "driver",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := RoleOf(tc.pod); got != tc.want {
+				t.Errorf("RoleOf = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

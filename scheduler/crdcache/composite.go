@@ -118,23 +118,26 @@ func (c *Cache) CompositeOf(namespace, podGroup string) (gang.Key, bool) {
 // composite reads the gang of a root CompositePodGroup with its child PodGroups
 // (v1alpha1.FromCompositePodGroup), or nil when it does not exist or cannot be read.
 func (c *Cache) composite(key gang.Key) *v1alpha1.PodGroup {
+	out, _ := c.readComposite(key)
+	return out
+}
+
+// readComposite is composite with the reason one that exists cannot be read (nil,
+// nil: there is none).
+func (c *Cache) readComposite(key gang.Key) (*v1alpha1.PodGroup, error) {
 	if c.composites == nil {
-		return nil
+		return nil, nil
 	}
 	ctx := context.Background()
 	cpg := v1alpha1.NewCompositePodGroup()
 	if err := c.cache.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, cpg); err != nil {
-		return nil
+		return nil, nil
 	}
 	children := v1alpha1.NewNativePodGroupList()
 	if err := c.cache.List(ctx, children, client.InNamespace(key.Namespace), client.MatchingFields{compositeChildIndex: key.Name}); err != nil {
-		return nil
+		return nil, err
 	}
-	out, err := v1alpha1.FromCompositePodGroup(cpg, v1alpha1.CompositeChildren(children, key.Name))
-	if err != nil {
-		return nil
-	}
-	return out
+	return v1alpha1.FromCompositePodGroup(cpg, v1alpha1.CompositeChildren(children, key.Name))
 }
 
 // onCompositeChange calls f with the keys a CompositePodGroup's change concerns:

@@ -100,18 +100,20 @@ func (f foreignPodGroups) newObject() *unstructured.Unstructured {
 }
 
 // foreignAPIs are the PodGroup APIs of Kubernetes itself (scheduling.k8s.io/v1beta1,
-// where the API server serves it), scheduler-plugins and Volcano, in the order a
+// where the API server serves it), scheduler-plugins, Volcano and KAI, in the order a
 // gang's PodGroup is looked up after KubeNexus's own.
 var foreignAPIs = []foreignPodGroups{
 	{gvk: v1alpha1.NativePodGroupGVK, read: v1alpha1.FromNativePodGroup},
 	{gvk: v1alpha1.SigsPodGroupGVK, read: v1alpha1.FromSigsPodGroup},
 	{gvk: v1alpha1.VolcanoPodGroupGVK, read: v1alpha1.FromVolcanoPodGroup},
+	{gvk: v1alpha1.KAIPodGroupGVK, read: v1alpha1.FromKAIPodGroup},
 }
 
 // PodGroup returns the PodGroup named by key, or nil when it does not exist: a
-// KubeNexus PodGroup, else (when served) Kubernetes', scheduler-plugins' or
-// Volcano's PodGroup of that name, read into the KubeNexus type (the fields they
-// share: minMember, minResources, and scheduleTimeoutSeconds or priorityClassName).
+// KubeNexus PodGroup, else (when served) Kubernetes', scheduler-plugins', Volcano's
+// or KAI's PodGroup of that name, read into the KubeNexus type (the fields they
+// share: minMember, minResources, and scheduleTimeoutSeconds or priorityClassName;
+// a KAI PodGroup's sub-groups and topology, FromKAIPodGroup).
 // The result's APIVersion says which it is.
 func (c *Cache) PodGroup(key gang.Key) *v1alpha1.PodGroup {
 	c.wait()
@@ -131,6 +133,29 @@ func (c *Cache) PodGroup(key gang.Key) *v1alpha1.PodGroup {
 		}
 		if out, err := f.read(u); err == nil {
 			return out
+		}
+	}
+	return nil
+}
+
+// ReadError is why the PodGroup (or CompositePodGroup) named by key, which exists in
+// another API than KubeNexus's own, is no gang PodGroup returns: its spec says what
+// KubeNexus cannot read as a gang (e.g. a basic CompositePodGroup, a KAI PodGroup
+// whose sub-groups form a cycle). nil when there is none or it reads.
+func (c *Cache) ReadError(key gang.Key) error {
+	c.wait()
+	if key.Composite {
+		_, err := c.readComposite(key)
+		return err
+	}
+	objKey := client.ObjectKey{Namespace: key.Namespace, Name: key.Name}
+	for _, f := range c.foreign {
+		u := f.newObject()
+		if err := c.cache.Get(context.Background(), objKey, u); err != nil {
+			continue
+		}
+		if _, err := f.read(u); err != nil {
+			return err
 		}
 	}
 	return nil

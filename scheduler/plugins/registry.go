@@ -34,10 +34,11 @@ import (
 // before its claims are made.
 // +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaimtemplates,verbs=get;list;watch
 // Coscheduling honours Kubernetes' own PodGroups (scheduling.k8s.io/v1beta1) where
-// the API server serves them, and scheduler-plugins' and Volcano's when their CRDs
-// are installed.
+// the API server serves them, and scheduler-plugins', Volcano's and KAI's when their
+// CRDs are installed.
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=podgroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=podgroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.run.ai,resources=podgroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses;podgroups;compositepodgroups,verbs=get;list;watch
 // TenantHardware reads which Kueue ClusterQueue admitted a pod, and ProfileClassifier
 // its tier label, when Kueue is installed.

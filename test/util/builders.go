@@ -295,6 +295,16 @@ func (w *PodWrapper) SchedulingGroup(name string) *PodWrapper {
 	return w
 }
 
+// KAIGroup makes the pod a member of the KAI PodGroup name (annotation
+// pod-group-name) in its leaf sub-group subGroup ("" for none).
+func (w *PodWrapper) KAIGroup(name, subGroup string) *PodWrapper {
+	w.Annotation(v1alpha1.AnnotationKAIPodGroupName, name)
+	if subGroup != "" {
+		w.Label(v1alpha1.LabelKAISubGroupName, subGroup)
+	}
+	return w
+}
+
 // UID sets the pod's UID (the API server would; unit tests that index pods by UID
 // need one).
 func (w *PodWrapper) UID(uid string) *PodWrapper { w.Pod.UID = types.UID(uid); return w }
@@ -400,4 +410,47 @@ func ForeignPodGroup(empty *unstructured.Unstructured, namespace, name string, s
 	empty.SetName(name)
 	empty.Object["spec"] = spec
 	return empty
+}
+
+// KAISubGroup is an entry of a KAI PodGroup's spec.subGroups: Parent and Required
+// (its topologyConstraint.requiredTopologyLevel) are left out when "", MinMember
+// when 0.
+type KAISubGroup struct {
+	Name, Parent, Required string
+	MinMember              int32
+}
+
+// KAIPodGroup is a KAI-Scheduler PodGroup (scheduling.run.ai/v2alpha2) of minMember
+// (left out when 0), its spec.topologyConstraint.requiredTopologyLevel required ("" for
+// none), and subGroups.
+func KAIPodGroup(namespace, name string, minMember int32, required string, subGroups ...KAISubGroup) *unstructured.Unstructured {
+	u := v1alpha1.NewKAIPodGroup()
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	spec := map[string]any{}
+	if minMember > 0 {
+		spec["minMember"] = int64(minMember)
+	}
+	if required != "" {
+		spec["topologyConstraint"] = map[string]any{"requiredTopologyLevel": required}
+	}
+	var list []any
+	for _, sg := range subGroups {
+		entry := map[string]any{"name": sg.Name}
+		if sg.MinMember > 0 {
+			entry["minMember"] = int64(sg.MinMember)
+		}
+		if sg.Parent != "" {
+			entry["parent"] = sg.Parent
+		}
+		if sg.Required != "" {
+			entry["topologyConstraint"] = map[string]any{"requiredTopologyLevel": sg.Required}
+		}
+		list = append(list, entry)
+	}
+	if len(list) > 0 {
+		spec["subGroups"] = list
+	}
+	u.Object["spec"] = spec
+	return u
 }

@@ -33,15 +33,16 @@ type group struct {
 }
 
 // foreignPodGroups are the other gang APIs a gang's PodGroup may be of, in the order
-// the scheduler looks them up (scheduler/crdcache): scheduler-plugins', Volcano's,
-// Kubernetes' own.
+// the scheduler looks them up (scheduler/crdcache): Kubernetes' own,
+// scheduler-plugins', Volcano's, KAI's.
 var foreignPodGroups = []struct {
 	newObject func() *unstructured.Unstructured
 	read      func(*unstructured.Unstructured) (*v1alpha1.PodGroup, error)
 }{
+	{v1alpha1.NewNativePodGroup, v1alpha1.FromNativePodGroup},
 	{v1alpha1.NewSigsPodGroup, v1alpha1.FromSigsPodGroup},
 	{v1alpha1.NewVolcanoPodGroup, v1alpha1.FromVolcanoPodGroup},
-	{v1alpha1.NewNativePodGroup, v1alpha1.FromNativePodGroup},
+	{v1alpha1.NewKAIPodGroup, v1alpha1.FromKAIPodGroup},
 }
 
 // podGroup reads the gang's PodGroup: KubeNexus's, else one of another gang API the

@@ -29,6 +29,7 @@ const (
 	ErrReasonInvalidGangLabels       = "invalid gang membership"
 	ErrReasonWaitingForQuorum        = gangs.ErrReasonWaitingForQuorum
 	ErrReasonPodGroupMissing         = "waiting for PodGroup"
+	ErrReasonPodGroupUnreadable      = "PodGroup cannot be read as a gang"
 	ErrReasonBackoff                 = "gang is backing off after a failed attempt"
 	ErrReasonYield                   = "room freed: the gangs queued ahead that wait for room are tried first"
 	ErrReasonMinResources            = "cluster lacks the gang's minResources"

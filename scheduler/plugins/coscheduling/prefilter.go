@@ -45,6 +45,11 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	}
 	minMember, pg, known := pl.index.Quorum(m.Key, m.MinMember)
 	if !known {
+		if pl.pgs != nil {
+			if err := pl.pgs.ReadError(m.Key); err != nil {
+				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s %s: %v", ErrReasonPodGroupUnreadable, m.Key, err))
+			}
+		}
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, missingPodGroupMessage(m))
 	}
 
@@ -146,8 +151,11 @@ func missingPodGroupMessage(m gang.Membership) string {
 			ErrReasonPodGroupMissing, m.Key, m.Key.Name, v1alpha1.NativePodGroupGVK.GroupVersion(), m.Key.Namespace)
 	}
 	named := "label " + v1alpha1.LabelPodGroup
-	if m.Dialect == gang.DialectVolcano {
+	switch m.Dialect {
+	case gang.DialectVolcano:
 		named = "annotation " + v1alpha1.AnnotationVolcanoGroupName
+	case gang.DialectKAI:
+		named = "annotation " + v1alpha1.AnnotationKAIPodGroupName
 	}
 	return fmt.Sprintf("%s %s: no PodGroup %q exists in namespace %s (named by the pod's %s); create one "+
 		"(apiVersion %s, kind PodGroup, spec.minMember: the gang's size), or label the pods %s and %s instead",

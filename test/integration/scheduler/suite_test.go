@@ -70,13 +70,17 @@ var _ = BeforeSuite(func() {
 	// And Volcano's, for its compatibility mode.
 	volcanoCRD, err := testenv.VolcanoPodGroupCRD()
 	Expect(err).NotTo(HaveOccurred())
+	// And KAI-Scheduler's, whose PodGroups' sub-groups are roles with their own
+	// minimums and domains.
+	kaiCRD, err := testenv.KAIPodGroupCRD()
+	Expect(err).NotTo(HaveOccurred())
 	// And the kubelet's NUMA reports (NodeResourceTopology), for NUMATopology.
 	nrtCRD, err := testenv.NodeResourceTopologyCRD()
 	Expect(err).NotTo(HaveOccurred())
 	// And Kueue's: pods admitted through a ClusterQueue.
 	kueueCRDs, err := testenv.KueueCRDs()
 	Expect(err).NotTo(HaveOccurred())
-	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testenv.CRDPath(), sigsCRD, volcanoCRD, nrtCRD, kueueCRDs}, ErrorIfCRDPathMissing: true}
+	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testenv.CRDPath(), sigsCRD, volcanoCRD, kaiCRD, nrtCRD, kueueCRDs}, ErrorIfCRDPathMissing: true}
 	nativeWorkloads, err = testenv.EnableNativeWorkloads(testEnv)
 	Expect(err).NotTo(HaveOccurred())
 	apiServerMinor, err = testenv.APIServerMinor(os.Getenv("KUBEBUILDER_ASSETS"))

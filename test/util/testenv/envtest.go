@@ -99,6 +99,12 @@ func VolcanoPodGroupCRD() (string, error) {
 	return moduleFile("volcano", "volcano.sh/volcano", "config/crd/volcano/bases/scheduling.volcano.sh_podgroups.yaml")
 }
 
+// KAIPodGroupCRD is the path of KAI-Scheduler's own PodGroup CRD
+// (scheduling.run.ai), from the module pinned in hack/tools/kai.
+func KAIPodGroupCRD() (string, error) {
+	return moduleFile("kai", "github.com/NVIDIA/KAI-scheduler", "deployments/kai-scheduler/crds/scheduling.run.ai_podgroups.yaml")
+}
+
 // TrainingOperatorCRDs are the paths of Kubeflow training-operator's own CRDs
 // (kubeflow.org/v1: PyTorchJob, MPIJob, TFJob, ...), from the module pinned in
 // hack/tools/trainingoperator (v1.8.1), whose binary hack/build-tools.sh builds.

@@ -1,0 +1,110 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/cmd/kubectl-kubenexus/explain"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
+	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
+)
+
+// KAI-Scheduler's own PodGroup CRD (scheduling.run.ai/v2alpha2, from the module
+// pinned in hack/tools/kai) is installed in the suite's API server: these PodGroups
+// pass its real validation.
+var _ = Describe("KAI-Scheduler's PodGroups (scheduling.run.ai/v2alpha2)", func() {
+	// kaiPods creates n pods of the KAI PodGroup group in its leaf sub-group role,
+	// each asking for gpus GPUs, and returns their names.
+	kaiPods := func(tc *testCluster, group, role string, n int, gpus string) []string {
+		var names []string
+		for i := range n {
+			name := fmt.Sprintf("%s-%d", role, i)
+			names = append(names, name)
+			Expect(k8sClient.Create(suiteCtx, tc.pod(name).KAIGroup(group, role).
+				Req("cpu", "4", "memory", "16Gi", "nvidia.com/gpu", gpus).Limit("nvidia.com/gpu", gpus).Obj())).To(Succeed())
+		}
+		return names
+	}
+	bound := func(tc *testCluster, names ...string) func() int {
+		return func() int {
+			n := 0
+			for _, name := range names {
+				if tc.nodeOf(name)() != "" {
+					n++
+				}
+			}
+			return n
+		}
+	}
+
+	It("gangs a KAI PodGroup's leaf sub-groups all-or-nothing: each in one NVLink domain of its own, all in one rack", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		tc.addPrefillDecodeFleet()
+		// KAI's hierarchical shape: the sub-groups are roles with their own minimums
+		// and levels; spec.minMember is not what counts once there are sub-groups.
+		Expect(k8sClient.Create(suiteCtx, testutil.KAIPodGroup(tc.ns, "serve", 2, v1alpha1.LabelRack,
+			testutil.KAISubGroup{Name: "prefill", MinMember: 2, Required: v1alpha1.LabelGPUClique},
+			testutil.KAISubGroup{Name: "decode", MinMember: 4, Required: v1alpha1.LabelGPUClique}))).To(Succeed())
+
+		// decode alone: the gang's count of 2 is met, its prefill sub-group is not.
+		decode := kaiPods(tc, "serve", "decode", 4, "4")
+		Consistently(bound(tc, decode...)).WithTimeout(4*time.Second).Should(Equal(0), "decode started without prefill")
+		Eventually(explained(tc, "pod", "decode-0")).WithTimeout(testutil.Timeout).Should(HaveKeyWithValue(explain.LayerGang, And(
+			HaveField("Verdict", explain.Waiting),
+			HaveField("Text", HavePrefix("4 of 6 members exist (PodGroup of scheduling.run.ai/v2alpha2: 0 of its quorum of 6 bound, 4 waiting for a node)")))))
+
+		prefill := kaiPods(tc, "serve", "prefill", 2, "8")
+		Eventually(bound(tc, append(decode, prefill...)...)).WithTimeout(testutil.Timeout).Should(Equal(6), "the PodGroup should start whole")
+		prefillCliques, prefillRacks := tc.domainsOf(prefill...)
+		decodeCliques, decodeRacks := tc.domainsOf(decode...)
+		Expect(prefillCliques).To(HaveLen(1), "prefill in one NVLink domain")
+		Expect(decodeCliques).To(HaveLen(1), "decode in one NVLink domain")
+		Expect(prefillRacks).To(Equal(decodeRacks), "both in one rack")
+		Expect(prefillRacks).To(HaveKey(tc.ns + "-rack-0"))
+	})
+
+	It("says why a KAI PodGroup cannot be read or placed, naming the field, and starts its pods once it is mended", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		tc.addPrefillDecodeFleet()
+		// KAI's CRD lets sub-groups name each other as parents (its webhook, not
+		// installed here, would refuse it): KubeNexus says so on the pods.
+		loop := testutil.KAIPodGroup(tc.ns, "loop", 0, "",
+			testutil.KAISubGroup{Name: "a", Parent: "b", MinMember: 1}, testutil.KAISubGroup{Name: "b", Parent: "a", MinMember: 1})
+		Expect(k8sClient.Create(suiteCtx, loop)).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, tc.pod("a-0").KAIGroup("loop", "a").Req("cpu", "1").Obj())).To(Succeed())
+		Eventually(tc.scheduledMessage("a-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
+			fmt.Sprintf(`PodGroup cannot be read as a gang %s/loop: PodGroup %s/loop (scheduling.run.ai/v2alpha2): spec.subGroups: sub-group "a" is its own ancestor`, tc.ns, tc.ns)))
+
+		// One rack for two leaves together below the PodGroup's own level is not in
+		// KubeNexus's model: refused naming the sub-group, not placed looser.
+		Expect(k8sClient.Create(suiteCtx, testutil.KAIPodGroup(tc.ns, "split", 0, "",
+			testutil.KAISubGroup{Name: "decode", Required: v1alpha1.LabelRack},
+			testutil.KAISubGroup{Name: "leaders", Parent: "decode", MinMember: 1},
+			testutil.KAISubGroup{Name: "workers", Parent: "decode", MinMember: 1}))).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, tc.pod("leaders-0").KAIGroup("split", "leaders").Req("cpu", "1").Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, tc.pod("workers-0").KAIGroup("split", "workers").Req("cpu", "1").Obj())).To(Succeed())
+		Eventually(tc.scheduledMessage("leaders-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
+			"PodGroup split: sub-group decode: topologyConstraint.requiredTopologyLevel network.kubenexus.io/rack would keep its sub-groups leaders, workers in one domain together"))
+		Consistently(bound(tc, "a-0", "leaders-0", "workers-0")).WithTimeout(2 * time.Second).Should(Equal(0))
+
+		// Mended: the loop's sub-groups are leaves, the set's level is the PodGroup's.
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(loop), loop)).To(Succeed())
+		loop.Object["spec"] = testutil.KAIPodGroup(tc.ns, "loop", 0, "", testutil.KAISubGroup{Name: "a", MinMember: 1}).Object["spec"]
+		Expect(k8sClient.Update(suiteCtx, loop)).To(Succeed())
+		split := v1alpha1.NewKAIPodGroup()
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "split"}, split)).To(Succeed())
+		split.Object["spec"] = testutil.KAIPodGroup(tc.ns, "split", 0, v1alpha1.LabelRack,
+			testutil.KAISubGroup{Name: "decode", Required: v1alpha1.LabelRack},
+			testutil.KAISubGroup{Name: "leaders", Parent: "decode", MinMember: 1},
+			testutil.KAISubGroup{Name: "workers", Parent: "decode", MinMember: 1}).Object["spec"]
+		Expect(k8sClient.Update(suiteCtx, split)).To(Succeed())
+		Eventually(bound(tc, "a-0", "leaders-0", "workers-0")).WithTimeout(testutil.Timeout).Should(Equal(3))
+		_, racks := tc.domainsOf("leaders-0", "workers-0")
+		Expect(racks).To(HaveLen(1), "the set's members in one rack")
+	})
+})
