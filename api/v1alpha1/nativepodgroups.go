@@ -198,12 +198,14 @@ func FromCompositePodGroup(u *unstructured.Unstructured, children []*PodGroup) (
 			pg.Spec.NativeGroupKeys = append(pg.Spec.NativeGroupKeys, NativeGroupKey{Role: c.Name, Key: c.Spec.NativeTopologyKey})
 		}
 	}
-	if need >= len(kids) {
-		pg.Spec.MinMemberPerRole = make(map[string]int32, len(kids))
-		for _, c := range kids {
-			pg.Spec.MinMemberPerRole[c.Name] = c.Spec.MinMember
-		}
-	} else {
+	pg.Spec.MinMemberPerRole = make(map[string]int32, len(kids))
+	for _, c := range kids {
+		pg.Spec.MinMemberPerRole[c.Name] = c.Spec.MinMember
+	}
+	if need < len(kids) {
+		// Any need of the children, each with its minimum: the quorum is the sum of
+		// the need smallest minimums.
+		pg.Spec.MinRolesMet = int32(need)
 		slices.Sort(mins)
 		mins = mins[:need]
 	}

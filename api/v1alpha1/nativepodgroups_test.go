@@ -143,6 +143,7 @@ func TestFromCompositePodGroup(t *testing.T) {
 		children  []*PodGroup
 		wantMin   int32
 		wantRoles map[string]int32
+		wantNeed  int32
 		wantKey   string
 		wantGroup []NativeGroupKey
 		wantErr   string
@@ -153,15 +154,15 @@ func TestFromCompositePodGroup(t *testing.T) {
 			wantMin:   6, wantRoles: map[string]int32{"decode": 4, "prefill": 2}, wantKey: LabelRack,
 			wantGroup: []NativeGroupKey{{Role: "decode", Key: LabelGPUClique}, {Role: "prefill", Key: LabelGPUClique}},
 		},
-		"one of three: the smallest minimum, no per-child minimum": {
+		"one of three: the smallest minimum, any one child at its minimum": {
 			composite: composite(1, ""),
 			children:  []*PodGroup{child("a", 3, ""), child("b", 2, ""), child("c", 5, "")},
-			wantMin:   2,
+			wantMin:   2, wantRoles: map[string]int32{"a": 3, "b": 2, "c": 5}, wantNeed: 1,
 		},
 		"two of three: the two smallest": {
 			composite: composite(2, ""),
 			children:  []*PodGroup{child("a", 3, ""), child("b", 2, ""), child("c", 5, "")},
-			wantMin:   5,
+			wantMin:   5, wantRoles: map[string]int32{"a": 3, "b": 2, "c": 5}, wantNeed: 2,
 		},
 		"a child not created yet counts one member, so that the gang waits for it": {
 			composite: composite(3, ""),
@@ -200,6 +201,9 @@ func TestFromCompositePodGroup(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantRoles, pg.Spec.MinMemberPerRole); diff != "" {
 				t.Errorf("minMemberPerRole (-want +got):\n%s", diff)
+			}
+			if pg.Spec.MinRolesMet != tc.wantNeed {
+				t.Errorf("minRolesMet %d, want %d", pg.Spec.MinRolesMet, tc.wantNeed)
 			}
 			if diff := cmp.Diff(tc.wantGroup, pg.Spec.NativeGroupKeys); diff != "" {
 				t.Errorf("group keys (-want +got):\n%s", diff)

@@ -93,6 +93,12 @@ type PodGroupSpec struct {
 	// +optional
 	Recovery *GangRecovery `json:"recovery,omitempty"`
 
+	// MinRolesMet is, for a gang read from a Kubernetes CompositePodGroup whose
+	// minGroupCount is below its number of children, how many of the roles of
+	// MinMemberPerRole (one per child) must meet their minimum; 0: every one.
+	// Never stored.
+	MinRolesMet int32 `json:"-"`
+
 	// NativeTopologyKey is, for a PodGroup read from Kubernetes' own API
 	// (FromNativePodGroup), the node label its spec.schedulingConstraints.topology
 	// names: all its pods in one domain of it. Never stored.

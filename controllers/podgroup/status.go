@@ -29,7 +29,7 @@ func ComputeStatus(pg *v1alpha1.PodGroup, members []corev1.Pod, now metav1.Time)
 	var scheduled, running, succeeded, failed, waiting int
 	var unschedulableMsg string
 	// With per-role minimums: present and scheduled members by role.
-	roles := pg.Spec.MinMemberPerRole
+	roles := gang.RolesOf(pg)
 	presentRoles, scheduledRoles := map[string]int{}, map[string]int{}
 	for i := range members {
 		p := &members[i]
@@ -91,15 +91,19 @@ func ComputeStatus(pg *v1alpha1.PodGroup, members []corev1.Pod, now metav1.Time)
 		cond.Status = metav1.ConditionFalse
 		cond.Reason, cond.Message = schedulingReason(unschedulableMsg, scheduled, min)
 		if unschedulableMsg == "" && scheduled >= min {
-			cond.Message += "; " + gang.DescribeShortfall(gang.RoleShortfall(roles, scheduledRoles))
+			cond.Message += "; " + gang.DescribeShortfall(roles, gang.RoleShortfall(roles, scheduledRoles))
 		}
 	default:
 		st.Phase = v1alpha1.PodGroupPending
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonWaitingForMembers
 		cond.Message = fmt.Sprintf("WaitingForMembers %d/%d: the gang starts when %d members exist", present, min, min)
 		if short := gang.RoleShortfall(roles, presentRoles); len(short) > 0 {
-			cond.Message = fmt.Sprintf("WaitingForMembers %d/%d: the gang starts when %d members exist, with every role's minimum; %s",
-				present, min, min, gang.DescribeShortfall(short))
+			which := "every role's minimum"
+			if roles.Need > 0 && roles.Need < len(roles.Min) {
+				which = fmt.Sprintf("the minimums of %d of its roles", roles.Need)
+			}
+			cond.Message = fmt.Sprintf("WaitingForMembers %d/%d: the gang starts when %d members exist, with %s; %s",
+				present, min, min, which, gang.DescribeShortfall(roles, short))
 		}
 		if set := leaderFirstSet(members); set != "" {
 			cond.Message += fmt.Sprintf("; LeaderWorkerSet %s asks for exclusive-topology, so LWS creates a group's workers only once its leader is bound, "+

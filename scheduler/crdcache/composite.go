@@ -131,7 +131,7 @@ func (c *Cache) readComposite(key gang.Key) (*v1alpha1.PodGroup, error) {
 	ctx := context.Background()
 	cpg := v1alpha1.NewCompositePodGroup()
 	if err := c.cache.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, cpg); err != nil {
-		return nil, nil
+		return nil, client.IgnoreNotFound(err)
 	}
 	children := v1alpha1.NewNativePodGroupList()
 	if err := c.cache.List(ctx, children, client.InNamespace(key.Namespace), client.MatchingFields{compositeChildIndex: key.Name}); err != nil {

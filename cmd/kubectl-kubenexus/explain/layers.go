@@ -245,10 +245,7 @@ func gangLine(g *group, st *state) Line {
 		counts += fmt.Sprintf(", %d finished", g.finished)
 	}
 	present := len(g.members) - g.finished
-	var roles map[string]int32
-	if g.pg != nil {
-		roles = g.pg.Spec.MinMemberPerRole
-	}
+	roles := gang.RolesOf(g.pg)
 	boundRoles, presentRoles := g.roleCounts()
 	switch {
 	case g.bound >= g.min && gang.RolesMet(roles, boundRoles):
@@ -260,12 +257,12 @@ func gangLine(g *group, st *state) Line {
 	case !gang.RolesMet(roles, presentRoles):
 		l.Verdict = Waiting
 		l.Text = fmt.Sprintf("%s: the gang waits for members of every role its PodGroup requires (%s)", counts,
-			gang.DescribeShortfall(gang.RoleShortfall(roles, presentRoles)))
+			gang.DescribeShortfall(roles, gang.RoleShortfall(roles, presentRoles)))
 		l.Action = fmt.Sprintf("check that the job's controller creates the pods of each role (label %s names a pod's role), or lower spec.minMemberPerRole",
 			v1alpha1.LabelWorkloadRole)
 	case g.bound >= g.min:
 		l.Verdict = Waiting
-		l.Text = fmt.Sprintf("%s; %s bound", counts, gang.DescribeShortfall(gang.RoleShortfall(roles, boundRoles)))
+		l.Text = fmt.Sprintf("%s; %s bound", counts, gang.DescribeShortfall(roles, gang.RoleShortfall(roles, boundRoles)))
 	default:
 		l.Verdict, l.Text = Waiting, counts
 	}

@@ -37,7 +37,7 @@ func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 	placed := e.Placed()
 	var short []string
 	complete, completedNow := placed >= int(s.minMember), placed-1 < int(s.minMember)
-	roles := gangs.MinPerRole(s.podGroup)
+	roles := gang.RolesOf(s.podGroup)
 	var groups *progress // with subgroups: what counts, and the groups not placed whole
 	switch {
 	case e.Subgrouped > 0 || gangs.InSubgroup(pod):
@@ -52,7 +52,7 @@ func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 		if with.placed >= int(s.minMember) {
 			short = gang.RoleShortfall(roles, with.roles)
 		}
-	case complete && len(roles) > 0:
+	case complete && len(roles.Min) > 0:
 		// Per-role minimums: the gang is released once every role has its members
 		// placed too, and this member completed it if its role was short without it.
 		have := e.PlacedRoles(pod)
@@ -112,7 +112,7 @@ func (pl *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 	}
 	msg := fmt.Sprintf("%s: %d/%d members of %s placed", ErrReasonWaitingForQuorum, placed, s.minMember, s.key)
 	if len(short) > 0 {
-		msg += "; " + gang.DescribeShortfall(short)
+		msg += "; " + gang.DescribeShortfall(roles, short)
 	}
 	if groups != nil && len(groups.short) > 0 {
 		msg += "; " + groups.describe()

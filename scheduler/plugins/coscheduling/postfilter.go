@@ -10,7 +10,6 @@ import (
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
-	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/gangs"
 )
 
 // PostFilter runs when a gang member fits no node. Unless the gang already has its
@@ -26,14 +25,14 @@ func (pl *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1
 	if e := pl.index.Get(s.key); e != nil {
 		placed = e.Placed()
 		complete = placed >= int(s.minMember)
-		roles := gangs.MinPerRole(s.podGroup)
+		roles := gang.RolesOf(s.podGroup)
 		switch {
 		case e.Subgrouped > 0:
 			// Subgroups count only when placed whole.
 			p := subgroupProgress(e, pod, true)
 			placed = p.placed
 			complete = placed >= int(s.minMember) && gang.RolesMet(roles, p.roles)
-		case complete && len(roles) > 0:
+		case complete && len(roles.Min) > 0:
 			complete = gang.RolesMet(roles, e.PlacedRoles(nil))
 		}
 	}

@@ -84,7 +84,7 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	}
 	if ungated < int(minMember) || len(short) > 0 {
 		pl.index.Hold(pod.UID)
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangs.WaitingForMembers(m.Key, ungated, minMember, short))
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangs.WaitingForMembers(m.Key, ungated, minMember, gang.RolesOf(pg), short))
 	}
 	pl.index.Release(pod.UID) // has its quorum: node events may matter to it again
 	if pl.index.YieldsForRoom(m.Key) {

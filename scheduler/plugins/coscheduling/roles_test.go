@@ -22,7 +22,7 @@ func withRole(p *corev1.Pod, role string) *corev1.Pod {
 // gang with per-role minimums: the one whose role (or count) was the last short,
 // whichever order the members come in.
 func TestRoleQuorumCompletedOnce(t *testing.T) {
-	roles := map[string]int32{"driver": 1, "executor": 2}
+	roles := gang.Roles{Min: map[string]int32{"driver": 1, "executor": 2}}
 	orders := map[string]struct {
 		roles []string
 		at    int // members counted when the gang completed

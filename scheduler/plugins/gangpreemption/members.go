@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 	"github.com/kube-nexus/kubenexus/scheduler/plugins/internal/nodefree"
@@ -34,7 +35,7 @@ func (pl *Plugin) members(pod *corev1.Pod, prof workload.Profile) (out []*corev1
 		if minMember == 0 {
 			minMember = pg.Spec.MinMember
 		}
-		roles = pg.Spec.MinMemberPerRole
+		roles = gang.RolesOf(pg).Required()
 	}
 	if minMember == 0 {
 		return out, fmt.Sprintf("the size of gang %s is not known yet (no PodGroup seen): nothing is evicted for part of a gang", key)

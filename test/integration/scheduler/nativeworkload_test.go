@@ -225,4 +225,26 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 		Expect(k8sClient.Create(suiteCtx, testutil.CompositePodGroup(tc.ns, "either", 1, ""))).To(Succeed())
 		Eventually(boundOf(tc, "a-0", "a-1")).WithTimeout(testutil.Timeout).Should(Equal(2))
 	})
+
+	It("starts a composite needing one of its two children only when one child has its minCount: a member of each, meeting neither, waits", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		tc.addNodes("n", 2, "cpu", "4")
+		Expect(k8sClient.Create(suiteCtx, testutil.CompositePodGroup(tc.ns, "either", 1, ""))).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, testutil.CompositeChild(tc.ns, "a", "either", 2, ""))).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, testutil.CompositeChild(tc.ns, "b", "either", 2, ""))).To(Succeed())
+		// Two members: the quorum's count (the smaller minCount), but neither child's.
+		for _, name := range []string{"a-0", "b-0"} {
+			Expect(k8sClient.Create(suiteCtx, tc.pod(name).SchedulingGroup(name[:1]).Req("cpu", "1").Obj())).To(Succeed())
+		}
+		// The pods are held before the queue (no message reaches them); the
+		// composite's condition says what the gang waits for.
+		Eventually(compositeScheduled(tc, "either")).WithTimeout(testutil.Timeout).Should(And(
+			Not(BeNil()),
+			HaveField("Reason", v1alpha1.ReasonWaitingForMembers),
+			HaveField("Message", ContainSubstring("with the minimums of 1 of its roles; roles short (any 1 of 2 would do): a 1/2, b 1/2"))))
+		Consistently(boundOf(tc, "a-0", "b-0")).WithTimeout(3*time.Second).Should(Equal(0), "started with no child at its minCount")
+		// a's second member: a has its minCount, and the gang starts.
+		Expect(k8sClient.Create(suiteCtx, tc.pod("a-1").SchedulingGroup("a").Req("cpu", "1").Obj())).To(Succeed())
+		Eventually(boundOf(tc, "a-0", "a-1")).WithTimeout(testutil.Timeout).Should(Equal(2))
+	})
 })

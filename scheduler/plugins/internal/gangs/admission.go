@@ -152,7 +152,7 @@ func (s *Service) admit(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	s.mu.RUnlock()
 	if present < int(minMember) || len(short) > 0 {
 		s.Hold(pod.UID)
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, WaitingForMembers(m.Key, present, minMember, short))
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, WaitingForMembers(m.Key, present, minMember, gang.RolesOf(pg), short))
 	}
 	s.Release(pod.UID) // has its quorum: node events may matter to it again
 	// The queue orders the gang by its PodGroup's PriorityClass: the member enters the
@@ -232,7 +232,7 @@ func (s *Service) ActivateIfQuorum(key gang.Key) {
 	s.mu.RUnlock()
 
 	minMember, pg, known := s.Quorum(key, labelMin)
-	if !known || !QuorumMet(minMember, MinPerRole(pg), ungated, have) {
+	if !known || !QuorumMet(minMember, gang.RolesOf(pg), ungated, have) {
 		return
 	}
 	s.ActivatePending(key)
@@ -274,7 +274,7 @@ func (s *Service) memberArrived(c MemberChange) {
 		return
 	}
 	minMember, pg, known := s.Quorum(c.Key, c.LabelMin)
-	roles := MinPerRole(pg)
+	roles := gang.RolesOf(pg)
 	switch {
 	case !known || !QuorumMet(minMember, roles, c.Ungated, c.Roles):
 	case c.RoleChanged || CompletedBy(c.Pod, minMember, roles, c.Ungated, c.Roles):
@@ -371,21 +371,11 @@ func (s *Service) completesQuorum(m gang.Membership, added *corev1.Pod) bool {
 	if e == nil {
 		return false
 	}
-	roles := MinPerRole(pg)
-	if len(roles) == 0 {
+	roles := gang.RolesOf(pg)
+	if len(roles.Min) == 0 {
 		return PresentMembers(e, added) == int(minMember)
 	}
 	return CompletedBy(added, minMember, roles, PresentMembers(e, added), PresentRoles(e, added))
-}
-
-// MinPerRole is the PodGroup's spec.minMemberPerRole (nil without a PodGroup): the
-// gang is complete only when, on top of minMember, every role named there has its
-// minimum.
-func MinPerRole(pg *v1alpha1.PodGroup) map[string]int32 {
-	if pg == nil {
-		return nil
-	}
-	return pg.Spec.MinMemberPerRole
 }
 
 // PresentRoles counts the gang's ungated members by role, counting pod when the
@@ -421,8 +411,8 @@ func PresentMembers(e *Gang, pod *corev1.Pod) int {
 // RolesShort lists the per-role minimums of pg the gang's present members (pod
 // among them) do not meet. Callers hold the lock.
 func RolesShort(e *Gang, pod *corev1.Pod, pg *v1alpha1.PodGroup) []string {
-	roles := MinPerRole(pg)
-	if len(roles) == 0 {
+	roles := gang.RolesOf(pg)
+	if len(roles.Min) == 0 {
 		return nil
 	}
 	return gang.RoleShortfall(roles, PresentRoles(e, pod))
@@ -430,26 +420,26 @@ func RolesShort(e *Gang, pod *corev1.Pod, pg *v1alpha1.PodGroup) []string {
 
 // WaitingForMembers says how many members of the gang exist against its quorum,
 // and which roles lack members.
-func WaitingForMembers(key gang.Key, present int, minMember int32, short []string) string {
+func WaitingForMembers(key gang.Key, present int, minMember int32, roles gang.Roles, short []string) string {
 	msg := fmt.Sprintf("%s: %d/%d members of %s exist", ErrReasonWaitingForQuorum, present, minMember, key)
 	if len(short) > 0 {
-		msg += "; " + gang.DescribeShortfall(short)
+		msg += "; " + gang.DescribeShortfall(roles, short)
 	}
 	return msg
 }
 
 // QuorumMet reports whether ungated members, have by role, complete the gang.
-func QuorumMet(minMember int32, roles map[string]int32, ungated int, have map[string]int) bool {
+func QuorumMet(minMember int32, roles gang.Roles, ungated int, have map[string]int) bool {
 	return ungated >= int(minMember) && gang.RolesMet(roles, have)
 }
 
 // CompletedBy reports whether pod, counted in ungated and have, is the member that
 // completed the gang: the gang is complete with it and was not without it.
-func CompletedBy(pod *corev1.Pod, minMember int32, roles map[string]int32, ungated int, have map[string]int) bool {
+func CompletedBy(pod *corev1.Pod, minMember int32, roles gang.Roles, ungated int, have map[string]int) bool {
 	if !QuorumMet(minMember, roles, ungated, have) {
 		return false
 	}
-	if len(roles) == 0 {
+	if len(roles.Min) == 0 {
 		return ungated == int(minMember)
 	}
 	role := string(workload.RoleOf(pod))
