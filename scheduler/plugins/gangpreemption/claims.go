@@ -57,16 +57,25 @@ func (pl *Plugin) waiting(owner string, pod *corev1.Pod) (msg, node string, drop
 	return "", "", p.claims
 }
 
-// victimsThere counts the preemption's victims the informer or this cycle's
-// snapshot still holds.
+// victimsThere counts the preemption's victims that still hold their room: bound
+// to the node they were chosen on in the informer, or on it in this cycle's
+// snapshot. A victim that was waiting at Permit is rejected, not deleted: it goes
+// back to the queue unbound and holds no room.
 func (pl *Plugin) victimsThere(p *preemption) int {
 	left := 0
 	for _, v := range p.victims {
-		if pl.exists(v) || pl.inSnapshot(v) {
+		if pl.boundOn(v) || pl.inSnapshot(v) {
 			left++
 		}
 	}
 	return left
+}
+
+// boundOn reports whether the informer has the pod (that incarnation) bound to the
+// node it names.
+func (pl *Plugin) boundOn(p *corev1.Pod) bool {
+	cur, err := pl.handle.SharedInformerFactory().Core().V1().Pods().Lister().Pods(p.Namespace).Get(p.Name)
+	return err == nil && cur.UID == p.UID && cur.Spec.NodeName != "" && cur.Spec.NodeName == p.Spec.NodeName
 }
 
 // placedOnClaimed reports whether the pod is in the snapshot (assumed or waiting at

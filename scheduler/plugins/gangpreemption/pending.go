@@ -105,8 +105,10 @@ func (pl *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHin
 }
 
 // isSchedulableAfterVictimGone queues the pod when the deleted pod was the last
-// victim of its preemption still in the informer, or when that preemption is no
-// longer in flight (done, given up, or another process's).
+// victim of its preemption still bound, or when that preemption is no longer in
+// flight (done, given up, or another process's). A victim rejected at Permit comes
+// here too: the scheduler reports an assumed pod it forgets as an assigned pod's
+// deletion.
 func (pl *Plugin) isSchedulableAfterVictimGone(logger klog.Logger, pod *corev1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
 	deleted := podobj.From(oldObj)
 	if deleted == nil {
@@ -123,7 +125,7 @@ func (pl *Plugin) isSchedulableAfterVictimGone(logger klog.Logger, pod *corev1.P
 		switch {
 		case v.UID == deleted.UID:
 			victim = true
-		case pl.exists(v):
+		case pl.boundOn(v):
 			return fwk.QueueSkip, nil
 		}
 	}

@@ -58,6 +58,29 @@ func TestWaitingUntilTheSnapshotLetsTheVictimsGo(t *testing.T) {
 	}
 }
 
+// A victim that was waiting at Permit (assumed on n1, never bound) is rejected, not
+// deleted: it goes back to the queue unbound. It holds no room, so the members must
+// not wait for it to terminate — it never will (the preemptor waited out its whole
+// grace, seen on a loaded machine when the lower gang was tried first).
+func TestWaitingNotForAVictimRejectedAtPermit(t *testing.T) {
+	node := testutil.MakeNode("n1").Capacity("cpu", "4").Obj()
+	pending := testutil.MakePod("low-0", "ns").UID("low-0").Req("cpu", "4").Obj()
+	member := testutil.MakePod("high-0", "ns").UID("high-0").Req("cpu", "4").Obj()
+	pl, _ := newPlugin(t, "", []runtime.Object{node, pending, member})
+	assumed := pending.DeepCopy()
+	assumed.Spec.NodeName = "n1" // as the snapshot held it when it was chosen
+	preempted(t, pl, "gang ns/high", []*corev1.Pod{member}, []string{"n1"}, []*corev1.Pod{assumed})
+	msg, node1, _ := pl.waiting("gang ns/high", member)
+	if want := "waiting for 1 member(s) to take the room preemption made"; msg != want || node1 != "n1" {
+		t.Errorf("waiting: %q on %q, want %q on n1", msg, node1, want)
+	}
+	// The hint that brings the members back: the scheduler reports the forgotten
+	// assumed pod as an assigned pod's deletion.
+	if hint, err := pl.isSchedulableAfterVictimGone(klog.Background(), member, assumed, nil); err != nil || hint != fwk.Queue {
+		t.Errorf("hint after the victim was rejected at Permit: %v %v, want Queue", hint, err)
+	}
+}
+
 // nominated lists the pods the scheduler's nominator holds on nodes, by name.
 func nominated(s *plugintest.Services, nodes ...string) map[string]string {
 	out := map[string]string{}
