@@ -54,9 +54,13 @@ var _ = Describe("KAI-Scheduler's PodGroups (scheduling.run.ai/v2alpha2)", func(
 		// decode alone: the gang's count of 2 is met, its prefill sub-group is not.
 		decode := kaiPods(tc, "serve", "decode", 4, "4")
 		Consistently(bound(tc, decode...)).WithTimeout(4*time.Second).Should(Equal(0), "decode started without prefill")
-		Eventually(explained(tc, "pod", "decode-0")).WithTimeout(testutil.Timeout).Should(HaveKeyWithValue(explain.LayerGang, And(
+		// explain says the same of a decode pod and of the PodGroup.
+		waiting := HaveKeyWithValue(explain.LayerGang, And(
 			HaveField("Verdict", explain.Waiting),
-			HaveField("Text", HavePrefix("4 of 6 members exist (PodGroup of scheduling.run.ai/v2alpha2: 0 of its quorum of 6 bound, 4 waiting for a node)")))))
+			HaveField("Text", HavePrefix("4 of 6 members exist (PodGroup of scheduling.run.ai/v2alpha2: 0 of its quorum of 6 bound, 4 waiting for a node)"))))
+		for _, subject := range [][2]string{{"pod", "decode-0"}, {"podgroup", "serve"}} {
+			Eventually(explained(tc, subject[0], subject[1])).WithTimeout(testutil.Timeout).Should(waiting, "explain %s/%s", subject[0], subject[1])
+		}
 
 		prefill := kaiPods(tc, "serve", "prefill", 2, "8")
 		Eventually(bound(tc, append(decode, prefill...)...)).WithTimeout(testutil.Timeout).Should(Equal(6), "the PodGroup should start whole")
