@@ -30,17 +30,6 @@ var _ = Describe("KAI-Scheduler's PodGroups (scheduling.run.ai/v2alpha2)", func(
 		}
 		return names
 	}
-	bound := func(tc *testCluster, names ...string) func() int {
-		return func() int {
-			n := 0
-			for _, name := range names {
-				if tc.nodeOf(name)() != "" {
-					n++
-				}
-			}
-			return n
-		}
-	}
 
 	It("gangs a KAI PodGroup's leaf sub-groups all-or-nothing: each in one NVLink domain of its own, all in one rack", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
@@ -53,13 +42,17 @@ var _ = Describe("KAI-Scheduler's PodGroups (scheduling.run.ai/v2alpha2)", func(
 
 		// decode alone: the gang's count of 2 is met, its prefill sub-group is not.
 		decode := kaiPods(tc, "serve", "decode", 4, "4")
-		Consistently(bound(tc, decode...)).WithTimeout(4*time.Second).Should(Equal(0), "decode started without prefill")
-		Eventually(explained(tc, "pod", "decode-0")).WithTimeout(testutil.Timeout).Should(HaveKeyWithValue(explain.LayerGang, And(
+		Consistently(tc.boundOf(decode...)).WithTimeout(4*time.Second).Should(Equal(0), "decode started without prefill")
+		// explain says the same of a decode pod and of the PodGroup.
+		waiting := HaveKeyWithValue(explain.LayerGang, And(
 			HaveField("Verdict", explain.Waiting),
-			HaveField("Text", HavePrefix("4 of 6 members exist (PodGroup of scheduling.run.ai/v2alpha2: 0 of its quorum of 6 bound, 4 waiting for a node)")))))
+			HaveField("Text", HavePrefix("4 of 6 members exist (PodGroup of scheduling.run.ai/v2alpha2: 0 of its quorum of 6 bound, 4 waiting for a node)"))))
+		for _, subject := range [][2]string{{"pod", "decode-0"}, {"podgroup", "serve"}} {
+			Eventually(explained(tc, subject[0], subject[1])).WithTimeout(testutil.Timeout).Should(waiting, "explain %s/%s", subject[0], subject[1])
+		}
 
 		prefill := kaiPods(tc, "serve", "prefill", 2, "8")
-		Eventually(bound(tc, append(decode, prefill...)...)).WithTimeout(testutil.Timeout).Should(Equal(6), "the PodGroup should start whole")
+		Eventually(tc.boundOf(append(decode, prefill...)...)).WithTimeout(testutil.Timeout).Should(Equal(6), "the PodGroup should start whole")
 		prefillCliques, prefillRacks := tc.domainsOf(prefill...)
 		decodeCliques, decodeRacks := tc.domainsOf(decode...)
 		Expect(prefillCliques).To(HaveLen(1), "prefill in one NVLink domain")
@@ -90,7 +83,7 @@ var _ = Describe("KAI-Scheduler's PodGroups (scheduling.run.ai/v2alpha2)", func(
 		Expect(k8sClient.Create(suiteCtx, tc.pod("workers-0").KAIGroup("split", "workers").Req("cpu", "1").Obj())).To(Succeed())
 		Eventually(tc.scheduledMessage("leaders-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
 			"PodGroup split: sub-group decode: topologyConstraint.requiredTopologyLevel network.kubenexus.io/rack would keep its sub-groups leaders, workers in one domain together"))
-		Consistently(bound(tc, "a-0", "leaders-0", "workers-0")).WithTimeout(2 * time.Second).Should(Equal(0))
+		Consistently(tc.boundOf("a-0", "leaders-0", "workers-0")).WithTimeout(2 * time.Second).Should(Equal(0))
 
 		// Mended: the loop's sub-groups are leaves, the set's level is the PodGroup's.
 		Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(loop), loop)).To(Succeed())
@@ -103,7 +96,7 @@ var _ = Describe("KAI-Scheduler's PodGroups (scheduling.run.ai/v2alpha2)", func(
 			testutil.KAISubGroup{Name: "leaders", Parent: "decode", MinMember: 1},
 			testutil.KAISubGroup{Name: "workers", Parent: "decode", MinMember: 1}).Object["spec"]
 		Expect(k8sClient.Update(suiteCtx, split)).To(Succeed())
-		Eventually(bound(tc, "a-0", "leaders-0", "workers-0")).WithTimeout(testutil.Timeout).Should(Equal(3))
+		Eventually(tc.boundOf("a-0", "leaders-0", "workers-0")).WithTimeout(testutil.Timeout).Should(Equal(3))
 		_, racks := tc.domainsOf("leaders-0", "workers-0")
 		Expect(racks).To(HaveLen(1), "the set's members in one rack")
 	})

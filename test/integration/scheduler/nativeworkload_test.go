@@ -42,17 +42,6 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 			return meta.FindStatusCondition(c.Status.Conditions, v1alpha1.CompositeInitiallyScheduled)
 		}
 	}
-	boundOf := func(tc *testCluster, names ...string) func() int {
-		return func() int {
-			n := 0
-			for _, name := range names {
-				if tc.nodeOf(name)() != "" {
-					n++
-				}
-			}
-			return n
-		}
-	}
 
 	It("gangs pods that name one in spec.schedulingGroup with its minCount, all-or-nothing, and keeps its PodGroupInitiallyScheduled condition", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
@@ -75,11 +64,11 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 			HaveField("Status", metav1.ConditionFalse),
 			HaveField("Reason", schedulingv1beta1.PodGroupReasonUnschedulable),
 			HaveField("Message", ContainSubstring(v1alpha1.ReasonInsufficientCapacity))))
-		Consistently(boundOf(tc, names...)).WithTimeout(3 * time.Second).Should(Equal(0))
+		Consistently(tc.boundOf(names...)).WithTimeout(3 * time.Second).Should(Equal(0))
 
 		// Room for the fifth: all five together.
 		tc.addNodes("more", 1, "cpu", "1")
-		Eventually(boundOf(tc, names...)).WithTimeout(testutil.Timeout).Should(Equal(5))
+		Eventually(tc.boundOf(names...)).WithTimeout(testutil.Timeout).Should(Equal(5))
 		Eventually(initiallyScheduled(tc, "native")).WithTimeout(testutil.Timeout).Should(And(
 			Not(BeNil()),
 			HaveField("Status", metav1.ConditionTrue),
@@ -113,11 +102,11 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 		Eventually(tc.scheduledMessage(wide[0])).WithTimeout(testutil.Timeout).Should(And(
 			ContainSubstring("TopologyUnsatisfiable: gang "+tc.ns+"/wide needs 3 members (3 × 8 nvidia.com/gpu) in one "+rackKey+"; the largest "+rackKey+" fits 2"),
 			ContainSubstring("spec.schedulingConstraints.topology")))
-		Consistently(boundOf(tc, wide...)).WithTimeout(3 * time.Second).Should(Equal(0))
+		Consistently(tc.boundOf(wide...)).WithTimeout(3 * time.Second).Should(Equal(0))
 		Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Pod{}, client.InNamespace(tc.ns), client.GracePeriodSeconds(0))).To(Succeed())
 		// Two members: one rack.
 		pair := group("pair", 2)
-		Eventually(boundOf(tc, pair...)).WithTimeout(testutil.Timeout).Should(Equal(2))
+		Eventually(tc.boundOf(pair...)).WithTimeout(testutil.Timeout).Should(Equal(2))
 		racks := map[string]bool{}
 		for _, p := range pair {
 			node := &corev1.Node{}
@@ -137,8 +126,8 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 			Expect(k8sClient.Create(suiteCtx, tc.pod(fmt.Sprintf("basic-%d", i)).SchedulingGroup("basic").Req("cpu", "1").Obj())).To(Succeed())
 		}
 		// Two fit, the third does not: two are placed, not none.
-		Eventually(boundOf(tc, "basic-0", "basic-1", "basic-2")).WithTimeout(testutil.Timeout).Should(Equal(2))
-		Consistently(boundOf(tc, "basic-0", "basic-1", "basic-2")).WithTimeout(2 * time.Second).Should(Equal(2))
+		Eventually(tc.boundOf("basic-0", "basic-1", "basic-2")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		Consistently(tc.boundOf("basic-0", "basic-1", "basic-2")).WithTimeout(2 * time.Second).Should(Equal(2))
 	})
 
 	It("leaves a group whose pods ask for another scheduler alone", func() {
@@ -177,7 +166,7 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 		}
 		// decode has its quorum, the composite does not (prefill has no pod): none binds.
 		decode := create("decode", 4, "4")
-		Consistently(boundOf(tc, decode...)).WithTimeout(4*time.Second).Should(Equal(0), "decode started without prefill")
+		Consistently(tc.boundOf(decode...)).WithTimeout(4*time.Second).Should(Equal(0), "decode started without prefill")
 		Eventually(compositeScheduled(tc, "serve")).WithTimeout(testutil.Timeout).Should(And(
 			Not(BeNil()),
 			HaveField("Status", metav1.ConditionFalse),
@@ -191,7 +180,7 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 			Eventually(explained(tc, subject[0], subject[1])).WithTimeout(testutil.Timeout).Should(waiting, "explain %s/%s", subject[0], subject[1])
 		}
 		prefill := create("prefill", 2, "8")
-		Eventually(boundOf(tc, append(decode, prefill...)...)).WithTimeout(testutil.Timeout).Should(Equal(6), "the composite should start whole")
+		Eventually(tc.boundOf(append(decode, prefill...)...)).WithTimeout(testutil.Timeout).Should(Equal(6), "the composite should start whole")
 		prefillCliques, prefillRacks := tc.domainsOf(prefill...)
 		decodeCliques, decodeRacks := tc.domainsOf(decode...)
 		Expect(prefillCliques).To(HaveLen(1), "prefill in one NVLink domain")
@@ -220,10 +209,10 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 		// enough: the pods say what they wait for, and none binds.
 		Eventually(tc.scheduledMessage("a-0")).WithTimeout(testutil.Timeout).Should(
 			ContainSubstring(`no CompositePodGroup "either" (scheduling.k8s.io/v1alpha3) exists in namespace ` + tc.ns))
-		Consistently(boundOf(tc, "a-0", "a-1")).WithTimeout(3*time.Second).Should(Equal(0), "a started before its composite was seen")
+		Consistently(tc.boundOf("a-0", "a-1")).WithTimeout(3*time.Second).Should(Equal(0), "a started before its composite was seen")
 		// One of the two children is enough: a starts though b has no pod.
 		Expect(k8sClient.Create(suiteCtx, testutil.CompositePodGroup(tc.ns, "either", 1, ""))).To(Succeed())
-		Eventually(boundOf(tc, "a-0", "a-1")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		Eventually(tc.boundOf("a-0", "a-1")).WithTimeout(testutil.Timeout).Should(Equal(2))
 	})
 
 	It("starts a composite needing one of its two children only when one child has its minCount: a member of each, meeting neither, waits", func() {
@@ -242,9 +231,9 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 			Not(BeNil()),
 			HaveField("Reason", v1alpha1.ReasonWaitingForMembers),
 			HaveField("Message", ContainSubstring("with the minimums of 1 of its roles; roles short (any 1 of 2 would do): a 1/2, b 1/2"))))
-		Consistently(boundOf(tc, "a-0", "b-0")).WithTimeout(3*time.Second).Should(Equal(0), "started with no child at its minCount")
+		Consistently(tc.boundOf("a-0", "b-0")).WithTimeout(3*time.Second).Should(Equal(0), "started with no child at its minCount")
 		// a's second member: a has its minCount, and the gang starts.
 		Expect(k8sClient.Create(suiteCtx, tc.pod("a-1").SchedulingGroup("a").Req("cpu", "1").Obj())).To(Succeed())
-		Eventually(boundOf(tc, "a-0", "a-1")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		Eventually(tc.boundOf("a-0", "a-1")).WithTimeout(testutil.Timeout).Should(Equal(2))
 	})
 })

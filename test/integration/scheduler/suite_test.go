@@ -282,6 +282,19 @@ func (tc *testCluster) scheduledReason(name string) func() string {
 }
 
 // scheduledMessage returns the message of the pod's PodScheduled condition ("" if none).
+// boundOf counts the named pods that are bound.
+func (tc *testCluster) boundOf(names ...string) func() int {
+	return func() int {
+		n := 0
+		for _, name := range names {
+			if tc.nodeOf(name)() != "" {
+				n++
+			}
+		}
+		return n
+	}
+}
+
 func (tc *testCluster) scheduledMessage(pod string) func() string {
 	return func() string {
 		p := &corev1.Pod{}
