@@ -53,12 +53,7 @@ var _ = Describe("KAI-Scheduler's PodGroups (scheduling.run.ai/v2alpha2)", func(
 
 		prefill := kaiPods(tc, "serve", "prefill", 2, "8")
 		Eventually(tc.boundOf(append(decode, prefill...)...)).WithTimeout(testutil.Timeout).Should(Equal(6), "the PodGroup should start whole")
-		prefillCliques, prefillRacks := tc.domainsOf(prefill...)
-		decodeCliques, decodeRacks := tc.domainsOf(decode...)
-		Expect(prefillCliques).To(HaveLen(1), "prefill in one NVLink domain")
-		Expect(decodeCliques).To(HaveLen(1), "decode in one NVLink domain")
-		Expect(prefillRacks).To(Equal(decodeRacks), "both in one rack")
-		Expect(prefillRacks).To(HaveKey(tc.ns + "-rack-0"))
+		tc.expectPairPlaced(prefill, decode)
 	})
 
 	It("says why a KAI PodGroup cannot be read or placed, naming the field, and starts its pods once it is mended", func() {

@@ -181,12 +181,7 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 		}
 		prefill := create("prefill", 2, "8")
 		Eventually(tc.boundOf(append(decode, prefill...)...)).WithTimeout(testutil.Timeout).Should(Equal(6), "the composite should start whole")
-		prefillCliques, prefillRacks := tc.domainsOf(prefill...)
-		decodeCliques, decodeRacks := tc.domainsOf(decode...)
-		Expect(prefillCliques).To(HaveLen(1), "prefill in one NVLink domain")
-		Expect(decodeCliques).To(HaveLen(1), "decode in one NVLink domain")
-		Expect(prefillRacks).To(Equal(decodeRacks), "both in one rack")
-		Expect(prefillRacks).To(HaveKey(tc.ns + "-rack-0"))
+		tc.expectPairPlaced(prefill, decode)
 		// The composite's condition says it started; each child's PodGroupInitiallyScheduled
 		// condition is kept as a PodGroup's.
 		Eventually(compositeScheduled(tc, "serve")).WithTimeout(testutil.Timeout).Should(And(

@@ -196,12 +196,9 @@ var _ = Describe("NetworkFabric slices", func() {
 			}
 		}
 		Eventually(tc.boundFn("serve")).WithTimeout(testutil.Timeout).Should(Equal(6), "the pair should start together")
-		prefill, prefillRacks := tc.domainsOf("prefill-0", "prefill-1")
-		decode, decodeRacks := tc.domainsOf("decode-0", "decode-1", "decode-2", "decode-3")
-		Expect(prefill).To(HaveLen(1), "prefill in one NVLink domain")
-		Expect(decode).To(HaveLen(1), "decode in one NVLink domain")
-		Expect(prefillRacks).To(Equal(decodeRacks), "both in one rack")
-		Expect(prefillRacks).To(HaveKey(tc.ns + "-rack-0"))
+		decodePods := []string{"decode-0", "decode-1", "decode-2", "decode-3"}
+		tc.expectPairPlaced([]string{"prefill-0", "prefill-1"}, decodePods)
+		decode, _ := tc.domainsOf(decodePods...)
 
 		// A decode member is lost; its replacement goes back to decode's NVLink domain,
 		// not to r0-a, which it would fill as tightly.
@@ -316,6 +313,18 @@ func (tc *testCluster) addPrefillDecodeFleet() {
 	tc.addLabelledNodes("r1-d0", 2, map[string]string{
 		v1alpha1.LabelRack: tc.ns + "-rack-1", v1alpha1.LabelGPUClique: tc.ns + "-r1-d0",
 	}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+}
+
+// expectPairPlaced checks the prefill/decode pair's placement on
+// addPrefillDecodeFleet: prefill in one NVLink domain, decode in one, both in rack-0.
+func (tc *testCluster) expectPairPlaced(prefill, decode []string) {
+	GinkgoHelper()
+	prefillCliques, prefillRacks := tc.domainsOf(prefill...)
+	decodeCliques, decodeRacks := tc.domainsOf(decode...)
+	Expect(prefillCliques).To(HaveLen(1), "prefill in one NVLink domain")
+	Expect(decodeCliques).To(HaveLen(1), "decode in one NVLink domain")
+	Expect(prefillRacks).To(Equal(decodeRacks), "both in one rack")
+	Expect(prefillRacks).To(HaveKey(tc.ns + "-rack-0"))
 }
 
 // domainsOf returns the NVLink domains and the racks of the nodes the pods run on.
