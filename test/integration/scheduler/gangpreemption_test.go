@@ -371,6 +371,42 @@ var _ = Describe("GangPreemption", func() {
 		Expect(left(tc, "low-a")()+left(tc, "low-b")()).To(Equal(4), "one whole low gang evicted")
 	})
 
+	It("gives a tenant's KAI PodGroup that names a higher class and non-preemptible only its pods' own priority: it evicts nothing", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		fill(tc)
+		// The pods carry no class (priority 0); their KAI PodGroup names batch-high
+		// (1000), above the running gangs' 10, as any tenant could write it.
+		kaiGang := func(name, podClass string) []string {
+			pg := testutil.KAIPodGroup(tc.ns, name, 0, "",
+				testutil.KAISubGroup{Name: "a", MinMember: 2}, testutil.KAISubGroup{Name: "b", MinMember: 2})
+			pg.Object["spec"].(map[string]any)["priorityClassName"] = "batch-high"
+			pg.Object["spec"].(map[string]any)["preemptibility"] = "non-preemptible"
+			Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+			var names []string
+			for _, sub := range []string{"a", "b"} {
+				for i := range 2 {
+					names = append(names, fmt.Sprintf("%s-%s-%d", name, sub, i))
+					w := tc.pod(names[len(names)-1]).KAIGroup(name, sub).Label("app", name).Req("cpu", "2")
+					if podClass != "" {
+						w = w.PriorityClass(podClass)
+					}
+					Expect(k8sClient.Create(suiteCtx, w.Obj())).To(Succeed())
+				}
+			}
+			return names
+		}
+		lift := kaiGang("lift", "")
+		Eventually(tc.scheduledMessage(lift[0])).WithTimeout(testutil.Timeout).Should(ContainSubstring("preemption: no running pod or gang of lower priority may be evicted for it"))
+		Consistently(func() int { return left(tc, "low-a")() + left(tc, "low-b")() }).WithTimeout(3 * time.Second).Should(Equal(8))
+		Expect(tc.podEvents("low-a-0", "Preempted")).To(BeEmpty())
+
+		// The same PodGroup whose pods are of batch-high themselves evicts one gang.
+		Expect(k8sClient.DeleteAllOf(suiteCtx, &corev1.Pod{}, client.InNamespace(tc.ns), client.MatchingLabels{"app": "lift"}, client.GracePeriodSeconds(0))).To(Succeed())
+		own := kaiGang("own", "batch-high")
+		Eventually(tc.boundOf(own...)).WithTimeout(testutil.Timeout).Should(Equal(4))
+		Expect(left(tc, "low-a")()+left(tc, "low-b")()).To(Equal(4), "one whole low gang evicted")
+	})
+
 	It("keeps plain pods' preemption: a high-priority pod evicts the lowest-priority pod on one node, never a service for batch", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		priorityClass("batch-low", 10)
