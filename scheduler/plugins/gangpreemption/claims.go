@@ -74,8 +74,8 @@ func (pl *Plugin) victimsThere(p *preemption) int {
 // boundOn reports whether the informer has the pod (that incarnation) bound to the
 // node it names.
 func (pl *Plugin) boundOn(p *corev1.Pod) bool {
-	cur, err := pl.handle.SharedInformerFactory().Core().V1().Pods().Lister().Pods(p.Namespace).Get(p.Name)
-	return err == nil && cur.UID == p.UID && cur.Spec.NodeName != "" && cur.Spec.NodeName == p.Spec.NodeName
+	cur := pl.current(p)
+	return cur != nil && cur.Spec.NodeName != "" && cur.Spec.NodeName == p.Spec.NodeName
 }
 
 // placedOnClaimed reports whether the pod is in the snapshot (assumed or waiting at
@@ -145,8 +145,8 @@ func (pl *Plugin) roomHolds(unplaced, claims []claim) bool {
 
 // bound reports whether the pod is bound, by the informer cache.
 func (pl *Plugin) bound(p *corev1.Pod) bool {
-	cur, err := pl.handle.SharedInformerFactory().Core().V1().Pods().Lister().Pods(p.Namespace).Get(p.Name)
-	return err == nil && cur.UID == p.UID && cur.Spec.NodeName != ""
+	cur := pl.current(p)
+	return cur != nil && cur.Spec.NodeName != ""
 }
 
 // chosen returns the victims of the preemptions in flight.
@@ -178,9 +178,15 @@ func (pl *Plugin) inSnapshot(p *corev1.Pod) bool {
 }
 
 // exists reports whether the pod (that incarnation) is in the informer cache.
-func (pl *Plugin) exists(p *corev1.Pod) bool {
+func (pl *Plugin) exists(p *corev1.Pod) bool { return pl.current(p) != nil }
+
+// current is the informer cache's copy of the pod (that incarnation), or nil.
+func (pl *Plugin) current(p *corev1.Pod) *corev1.Pod {
 	cur, err := pl.handle.SharedInformerFactory().Core().V1().Pods().Lister().Pods(p.Namespace).Get(p.Name)
-	return err == nil && cur.UID == p.UID
+	if err != nil || cur.UID != p.UID {
+		return nil
+	}
+	return cur
 }
 
 // claimed is the room other preemptors made and their members have not taken yet,
