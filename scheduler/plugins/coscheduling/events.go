@@ -42,6 +42,8 @@ func (pl *Plugin) eventsToRegister() []fwk.ClusterEventWithHint {
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeTaint | fwk.UpdateNodeLabel}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
 		// The gang's PodGroup appeared or changed (minMember, minResources, timeout).
 		{Event: fwk.ClusterEvent{Resource: gangs.PodGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: gangs.IsSchedulableAfterPodGroupChange},
+		// A claim members share was allocated or deleted (sharedclaims.go).
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Update | fwk.Delete}, QueueingHintFn: isSchedulableAfterClaimChange},
 	}
 }
 

@@ -61,6 +61,10 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	var placedReq corev1.ResourceList
 	ungated = gangs.PresentMembers(e, pod)
 	short := gangs.RolesShort(e, pod, pg)
+	sharedClaim := ""
+	if ungated >= int(minMember) && len(short) == 0 {
+		sharedClaim = pl.sharedClaimShortfall(e, pod, ungated, minMember)
+	}
 	if e != nil {
 		backoffUntil, lastRejection = e.BackoffUntil, e.LastRejection
 		if e.UntilRoom && e.RoomEpoch != pl.index.RoomEpoch() && !pl.now().Before(e.RoomMadeUntil) {
@@ -87,6 +91,9 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangs.WaitingForMembers(m.Key, ungated, minMember, gang.RolesOf(pg), short))
 	}
 	pl.index.Release(pod.UID) // has its quorum: node events may matter to it again
+	if sharedClaim != "" {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, sharedClaim)
+	}
 	if pl.index.YieldsForRoom(m.Key) {
 		// Refused for want of room now, it is woken with them, after them.
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %s", ErrReasonYield, m.Key))

@@ -20,21 +20,24 @@ import (
 
 // draGPUs is what the plugin reads of GPUs published through DRA (dragpus.View).
 type draGPUs interface {
-	// Asks is what the pod's claims ask of GPU devices: whole GPUs, or a share of
-	// one in thousandths.
-	Asks(pod *corev1.Pod) (gpus, share int64)
+	// AsksOnce is what the pod's claims ask of GPU devices: whole GPUs, or a share
+	// of one in thousandths. The claims in counted (by name) were counted for
+	// another member and are left out; the pod's others are added to it.
+	AsksOnce(pod *corev1.Pod, counted map[string]bool) (gpus, share int64)
 	// FreeCards reads the allocated state once and returns each GPU node's whole
 	// free cards and the free capacity of its cards in thousandths (ok false: the
 	// node publishes none).
 	FreeCards() (func(node string) (whole, milli int64, ok bool), error)
 }
 
-// draAsks adds what the pod's claims ask of DRA GPUs to into, in milli-units.
-func (pl *Plugin) draAsks(pod *corev1.Pod, into map[corev1.ResourceName]int64) {
+// draAsks adds what the pod's claims ask of DRA GPUs to into, in milli-units. A
+// claim several members share asks once for the gang: counted holds the claims
+// counted for its other members (draGPUs.AsksOnce).
+func (pl *Plugin) draAsks(pod *corev1.Pod, counted map[string]bool, into map[corev1.ResourceName]int64) {
 	if len(pod.Spec.ResourceClaims) == 0 || pl.gpus == nil {
 		return
 	}
-	switch gpus, share := pl.gpus.Asks(pod); {
+	switch gpus, share := pl.gpus.AsksOnce(pod, counted); {
 	case gpus > 0:
 		into[placement.DRAWholeGPUs] += gpus * 1000
 		into[placement.DRAGPUCapacity] += gpus * 1000

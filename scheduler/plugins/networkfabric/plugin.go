@@ -159,6 +159,9 @@ type activePlan struct {
 	// groupNodes are, for a plan of sub-groups, the nodes claimed for each role
 	// (grouped.go); nil otherwise.
 	groupNodes map[string]sets.Set[string]
+	// released are the claims whose DRA GPUs members' Reserve took off the
+	// claims: a claim members share is released once, as the plan counted it.
+	released map[string]bool
 	// fits: every member found a node in the plan's domains.
 	fits     bool
 	need     int

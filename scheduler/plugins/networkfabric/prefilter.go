@@ -216,7 +216,7 @@ func (pl *Plugin) membersOf(key gang.Key, pod *corev1.Pod) (members []*corev1.Po
 // activate makes the active plan of plan, made over the nodes planned: its claims
 // and the rank of each node for scoring.
 func (pl *Plugin) activate(plan placement.Plan, planned []fwk.NodeInfo, shapes []placement.Shape, policy topology.Policy, now time.Time) *activePlan {
-	ap := &activePlan{policy: policy, rank: map[string]int{}, claimed: map[string]bool{}, claims: plan.Claims, fits: plan.Fits, created: now}
+	ap := &activePlan{policy: policy, rank: map[string]int{}, claimed: map[string]bool{}, claims: plan.Claims, fits: plan.Fits, created: now, released: map[string]bool{}}
 	for n := range plan.Claims {
 		ap.claimed[n] = true
 	}

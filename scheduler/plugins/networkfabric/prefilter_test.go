@@ -2,6 +2,7 @@ package networkfabric
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -228,6 +230,56 @@ func TestShapesOfCountsDRAGPUs(t *testing.T) {
 	}
 	if !asksDRA(shapes) {
 		t.Errorf("asksDRA = false, want true")
+	}
+}
+
+// A claim several members name asks the plan once, for the first of them by name;
+// one a running pod (another consumer) holds asks nothing: its devices are not free.
+func TestShapesOfCountsASharedClaimOnce(t *testing.T) {
+	const driver = "gpu.example.com"
+	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.nvidia.com"},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}}}}
+	slice := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "n-gpus"}, Spec: resourceapi.ResourceSliceSpec{
+		Driver: driver, Pool: resourceapi.ResourcePool{Name: "n", Generation: 1, ResourceSliceCount: 1}, NodeName: ptr.To("n"),
+		Devices: []resourceapi.Device{{Name: "gpu-0"}, {Name: "gpu-1"}, {Name: "gpu-2"}, {Name: "gpu-3"}},
+	}}
+	claim := func(name string, holder types.UID) *resourceapi.ResourceClaim {
+		c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml"},
+			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "gpu",
+				Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class.Name, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2}}}}}}
+		if holder != "" {
+			c.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "runs", UID: holder}}
+		}
+		return c
+	}
+	pl, s := newPlugin(t, []runtime.Object{testutil.MakeNode("n").Obj(), class, slice, claim("pair", ""), claim("held", "uid-of-runs")})
+	member := func(name, claim string) *corev1.Pod {
+		p := &corev1.Pod{}
+		p.Name, p.Namespace, p.UID = name, "ml", types.UID("uid-"+name)
+		p.Spec.Containers = []corev1.Container{{Name: "w", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}
+		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(claim)}}
+		return p
+	}
+	schedtest.WaitFor(t, "the DRA GPU view to read the class, the slice and the claims", func() bool {
+		gpus, _ := s.GPUs().Asks(member("x", "pair"))
+		return gpus > 0
+	})
+	shapes, _ := shapesOf([]*corev1.Pod{member("b", "pair"), member("a", "pair"), member("c", "held")}, pl.draAsks, false)
+	got := map[int64]int{}
+	for _, s := range shapes {
+		got[s.Requests[placement.DRAWholeGPUs]] += s.Count
+	}
+	if want := map[int64]int{2000: 1, 0: 2}; !maps.Equal(got, want) {
+		t.Errorf("members by whole DRA GPUs asked (milli) = %v, want %v: the shared claim once, the held one not at all", got, want)
+	}
+	// Reserve releases a shared claim once, as the plan counted it.
+	released := map[string]bool{}
+	for _, name := range []string{"b", "a"} {
+		dra := map[corev1.ResourceName]int64{}
+		pl.draAsks(member(name, "pair"), released, dra)
+		if want := map[bool]int64{true: 2000, false: 0}[name == "b"]; dra[placement.DRAWholeGPUs] != want {
+			t.Errorf("member %s releases %d milli whole GPUs, want %d", name, dra[placement.DRAWholeGPUs], want)
+		}
 	}
 }
 

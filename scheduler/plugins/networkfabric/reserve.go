@@ -27,7 +27,7 @@ func (pl *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod,
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	reqs[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI) // the plan counts the pod slot too
 	dra := map[corev1.ResourceName]int64{}
-	pl.draAsks(pod, dra)
+	pl.draAsks(pod, ap.released, dra)
 	for name, v := range dra {
 		reqs[name] = *resource.NewMilliQuantity(v, resource.DecimalSI)
 	}

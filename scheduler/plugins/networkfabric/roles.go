@@ -53,20 +53,19 @@ func (r role) fitsBesidePods(ni fwk.NodeInfo) bool {
 // (requests in milli-units; one member per node for roles whose members keep one
 // another off a node) and one role per shape. Anti-affinity over a wider topology
 // (a zone, a rack) is left to the InterPodAffinity filter: the plan does not model it.
-// draAsks adds what a member's ResourceClaims ask of DRA GPUs (nil: not read).
+// draAsks adds what a member's ResourceClaims ask of DRA GPUs (nil: not read); a
+// claim several members share is counted for the first of them by name.
 // byRole keeps members of different roles (workload.RoleOf) in shapes of their own
 // even when they ask for the same: a gang with sub-groups plans each role apart.
-func shapesOf(members []*corev1.Pod, draAsks func(*corev1.Pod, map[corev1.ResourceName]int64), byRole bool) ([]placement.Shape, []role) {
-	index := map[string]int{}
-	var shapes []placement.Shape
-	var roles []role
+func shapesOf(members []*corev1.Pod, draAsks func(*corev1.Pod, map[string]bool, map[corev1.ResourceName]int64), byRole bool) (shapes []placement.Shape, roles []role) {
+	index, counted := map[string]int{}, map[string]bool{}
 	sorted := append([]*corev1.Pod(nil), members...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, p := range sorted {
 		reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
 		dra := map[corev1.ResourceName]int64{}
 		if draAsks != nil {
-			draAsks(p, dra)
+			draAsks(p, counted, dra)
 		}
 		key := shapeKey(reqs, dra, p)
 		if byRole {

@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -173,6 +174,53 @@ var _ = Describe("Shared GPUs through DRA", func() {
 			perNode[tc.nodeOf(fmt.Sprintf("train-%d", i))()]++
 		}
 		Expect(perNode).To(Equal(map[string]int{tc.ns + "-gpu-0": 2, tc.ns + "-gpu-1": 2}))
+	})
+
+	It("refuses a gang whose quorum needs members that share an unallocated claim, and plans one that can start with each shared claim's GPUs once, its sharers on one node", func() {
+		tc := newTestCluster(profile)
+		driver := "gpus." + tc.ns + ".example.com"
+		tc.gpuClass(sharedGPUClass, driver)
+		// One rack of two nodes with two GPUs each: four GPUs in all.
+		tc.addLabelledNodes("gpu", 2, map[string]string{v1alpha1.LabelRack: tc.ns + "-b"}, "cpu", "32", "memory", "128Gi")
+		for i := range 2 {
+			tc.resourceSlice(fmt.Sprintf("%s-gpu-%d", tc.ns, i), driver, "80Gi", 2)
+		}
+		// Four members in pairs, each pair sharing one claim of two GPUs.
+		pg := testutil.MakePodGroup("pairs", tc.ns).MinMember(4).NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelRack).Obj()
+		Expect(k8sClient.Create(suiteCtx, pg)).To(Succeed())
+		for pair := range 2 {
+			claim := fmt.Sprintf("pair-%d", pair)
+			Expect(k8sClient.Create(suiteCtx, &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: tc.ns},
+				Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "gpu",
+					Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: sharedGPUClass, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2}}}}}})).To(Succeed())
+			for i := range 2 {
+				p := tc.pod(fmt.Sprintf("pairs-%d%d", pair, i)).PodGroup("pairs").Req("cpu", "1").Obj()
+				p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(claim)}}
+				p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+				Expect(k8sClient.Create(suiteCtx, p)).To(Succeed())
+			}
+		}
+		// kube-scheduler's DRA plugin allocates a claim for one pod at a time, when it
+		// binds: all four cannot start together. Refused before any member is
+		// reserved, naming the claim, rather than holding nodes until a timeout.
+		for _, member := range []string{"pairs-00", "pairs-11"} {
+			Eventually(tc.scheduledMessage(member)).WithTimeout(testutil.Timeout).Should(ContainSubstring(
+				"members share an unallocated ResourceClaim: gang " + tc.ns + "/pairs: members pairs-00, pairs-01 share ResourceClaim " + tc.ns + "/pair-0, which is not allocated"))
+		}
+		Eventually(tc.scheduledMessage("pairs-00")).Should(ContainSubstring("2 of its 4 present members can start and it needs 4"))
+		Consistently(tc.boundFn("pairs")).WithTimeout(3 * time.Second).Should(BeZero())
+
+		// With a quorum of two, one member per claim starts the gang; the claims'
+		// other users follow where their devices are. The plan counts each claim's
+		// two GPUs once: four in the rack, not eight.
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(pg), pg)).To(Succeed())
+		pg.Spec.MinMember = 2
+		Expect(k8sClient.Update(suiteCtx, pg)).To(Succeed())
+		Eventually(tc.boundFn("pairs")).WithTimeout(testutil.Timeout).Should(Equal(4), tc.scheduledMessage("pairs-01"))
+		for pair := range 2 {
+			Expect(tc.nodeOf(fmt.Sprintf("pairs-%d1", pair))()).To(Equal(tc.nodeOf(fmt.Sprintf("pairs-%d0", pair))()), "a claim's users run where its devices are")
+		}
+		Expect(tc.nodeOf("pairs-00")()).NotTo(Equal(tc.nodeOf("pairs-10")()))
 	})
 })
 

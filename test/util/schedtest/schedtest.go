@@ -17,12 +17,15 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	"k8s.io/dynamic-resource-allocation/resourceslice/tracker"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
 )
 
 // SchedulerName is the profile's name, the scheduler the tests' pods name.
@@ -50,8 +53,9 @@ type nomination struct {
 }
 
 // New returns a handle whose clientset and informers hold objs, and whose snapshot
-// holds the nodes among objs and the pods among them bound to one of them. Build
-// the plugins with it, then call Start.
+// holds the nodes among objs and the pods among them bound to one of them, with
+// kube-scheduler's own DRA manager over those informers (the ResourceClaims among
+// objs, assumed allocations included). Build the plugins with it, then call Start.
 func New(t testing.TB, objs ...runtime.Object) *Env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -72,6 +76,11 @@ func New(t testing.TB, objs ...runtime.Object) *Env {
 		}
 	}
 	e := &Env{Client: cs, ctx: ctx, informers: f, snapshot: snapshotOf(pods, nodes)}
+	slices, err := tracker.StartTracker(ctx, tracker.Options{SliceInformer: f.Resource().V1().ResourceSlices(), KubeClient: cs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := assumecache.NewAssumeCache(klog.FromContext(ctx), f.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
 	h, err := frameworkruntime.NewFramework(ctx, frameworkruntime.Registry{}, &config.KubeSchedulerProfile{SchedulerName: SchedulerName},
 		frameworkruntime.WithClientSet(cs),
 		frameworkruntime.WithKubeConfig(&rest.Config{}),
@@ -79,6 +88,7 @@ func New(t testing.TB, objs ...runtime.Object) *Env {
 		frameworkruntime.WithSnapshotSharedLister(e.snapshot),
 		frameworkruntime.WithPodActivator(activator{e}),
 		frameworkruntime.WithPodNominator(nominator{e}),
+		frameworkruntime.WithSharedDRAManager(dynamicresources.NewDRAManager(ctx, claims, slices, f)),
 	)
 	if err != nil {
 		t.Fatal(err)

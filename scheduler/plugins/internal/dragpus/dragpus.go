@@ -145,7 +145,16 @@ func (d *View) AsksForGPUs(pod *corev1.Pod) bool {
 // asks is what the pod's claims ask of GPU devices, allocated or not: whole GPUs,
 // or a share of one .
 func (d *View) Asks(pod *corev1.Pod) (gpus, share int64) {
-	reqs, _ := d.Requests(pod, true)
+	return d.AsksOnce(pod, nil)
+}
+
+// AsksOnce is Asks for one of several pods that may share claims (a gang's
+// members): the claims counted holds (by name) were counted for another of them
+// and are left out, the pod's others are added to it (nil: every claim counts). A
+// claim reserved for a consumer other than the pod (a member that runs, a
+// PodGroup) asks nothing: its devices are held already.
+func (d *View) AsksOnce(pod *corev1.Pod, counted map[string]bool) (gpus, share int64) {
+	reqs, _, _ := d.claimRequests(pod, true, counted)
 	if len(reqs) == 0 {
 		return 0, 0
 	}

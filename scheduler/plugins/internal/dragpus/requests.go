@@ -28,6 +28,14 @@ func (d *View) Requests(pod *corev1.Pod, allocated bool) (out []hardware.GPURequ
 // alternatives (a prioritized list), asks for administrative access (which
 // allocated devices do not refuse) or was not found.
 func (d *View) ClaimRequests(pod *corev1.Pod, allocated bool) (out []hardware.GPURequest, found, exact bool) {
+	return d.claimRequests(pod, allocated, nil)
+}
+
+// claimRequests is ClaimRequests over the claims counted (by name) does not hold;
+// it adds the pod's to counted (nil: every claim, none recorded). A claim already
+// reserved for a consumer other than the pod (a pod that runs, a PodGroup) asks
+// nothing there: its devices are held.
+func (d *View) claimRequests(pod *corev1.Pod, allocated bool, counted map[string]bool) (out []hardware.GPURequest, found, exact bool) {
 	if len(pod.Spec.ResourceClaims) == 0 {
 		return nil, true, true
 	}
@@ -37,8 +45,14 @@ func (d *View) ClaimRequests(pod *corev1.Pod, allocated bool) (out []hardware.GP
 	}
 	found, exact = true, true
 	for _, pc := range pod.Spec.ResourceClaims {
-		spec, ok := d.claimSpec(pod, pc, allocated)
+		spec, name, held, ok := d.claimSpec(pod, pc, allocated)
 		found = found && ok
+		if counted != nil && name != "" {
+			if counted[name] || held {
+				continue
+			}
+			counted[name] = true
+		}
 		if spec == nil {
 			continue
 		}
@@ -85,9 +99,9 @@ func (d *View) ClaimRequests(pod *corev1.Pod, allocated bool) (out []hardware.GP
 
 // claimSpec is the spec of one of the pod's claims: the claim's, or its template's
 // while the claim is not made; nil when the claim is allocated (unless allocated is
-// set) or neither is found (found false).
-func (d *View) claimSpec(pod *corev1.Pod, pc corev1.PodResourceClaim, allocated bool) (spec *resourceapi.DeviceClaim, found bool) {
-	name := ""
+// set) or neither is found (found false). name is the claim's name ("" while it is
+// not made); held says it is reserved for a consumer other than the pod.
+func (d *View) claimSpec(pod *corev1.Pod, pc corev1.PodResourceClaim, allocated bool) (spec *resourceapi.DeviceClaim, name string, held, found bool) {
 	if pc.ResourceClaimName != nil {
 		name = *pc.ResourceClaimName
 	}
@@ -98,18 +112,21 @@ func (d *View) claimSpec(pod *corev1.Pod, pc corev1.PodResourceClaim, allocated 
 	}
 	if name != "" && d.claims != nil {
 		if c, err := d.claims.Get(pod.Namespace, name); err == nil {
-			if c.Status.Allocation != nil && !allocated {
-				return nil, true
+			for _, r := range c.Status.ReservedFor {
+				held = held || r.UID != pod.UID
 			}
-			return &c.Spec.Devices, true
+			if c.Status.Allocation != nil && !allocated {
+				return nil, name, held, true
+			}
+			return &c.Spec.Devices, name, held, true
 		}
 	}
 	if pc.ResourceClaimTemplateName != nil {
 		if t, err := d.templates.ResourceClaimTemplates(pod.Namespace).Get(*pc.ResourceClaimTemplateName); err == nil {
-			return &t.Spec.Spec.Devices, true
+			return &t.Spec.Spec.Devices, name, held, true
 		}
 	}
-	return nil, false
+	return nil, name, held, false
 }
 
 // shape is the GPUs the requests take: a share of one GPU (thousandths) when they
