@@ -72,6 +72,19 @@ type Plan struct {
 	// Stranded is the free capacity of the gang's dominant resource the plan leaves
 	// in the domains kept whole that it breaks (whole before, not after).
 	Stranded int64
+	// Ranked are, for a sliced plan made with no member placed, the domains of the
+	// innermost slice level it claimed slices in, in the order it claimed them:
+	// nested, so that members taken in that order fill the slices of one outer slice
+	// before the next. Members in rank order fill them one after another, and
+	// neighbouring ranks share their slices (nil for other plans).
+	Ranked []RankedDomain
+}
+
+// RankedDomain is one domain of a sliced plan's innermost level: its nodes (by name)
+// and how many members the plan claimed room for there.
+type RankedDomain struct {
+	Nodes   []string
+	Members int
 }
 
 // Shortage says why no domain of a level holds the gang.

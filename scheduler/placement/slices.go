@@ -116,7 +116,7 @@ func slicedAt(nodes []PlanNode, shape Shape, level int, slices []Slice) (Plan, *
 		if len(anchored) == 1 && !anchored[d.name] {
 			continue
 		}
-		claims, spare, layer, need, got := sliceInto(d.nodes, shape, slices)
+		claims, ranked, spare, layer, need, got := sliceInto(d.nodes, shape, slices)
 		if claims == nil {
 			if layer < short.Layer || (layer == short.Layer && got > short.Best) || short.BestDomain == "" {
 				short.Layer, short.Need, short.Best, short.BestDomain = layer, need, got, d.name
@@ -125,7 +125,7 @@ func slicedAt(nodes []PlanNode, shape Shape, level int, slices []Slice) (Plan, *
 		}
 		pref := preference(d.nodes, claims)
 		if best == nil || pref > bestPref || (pref == bestPref && (spare < bestSpare || (spare == bestSpare && d.name < bestDomain))) {
-			best = &Plan{Level: max(level, 0), Domains: []string{d.name}, Fits: true, Placed: shape.Count, Claims: claims}
+			best = &Plan{Level: max(level, 0), Domains: []string{d.name}, Fits: true, Placed: shape.Count, Claims: claims, Ranked: ranked}
 			bestPref, bestSpare, bestDomain = pref, spare, d.name
 		}
 	}
@@ -139,11 +139,12 @@ func slicedAt(nodes []PlanNode, shape Shape, level int, slices []Slice) (Plan, *
 }
 
 // sliceInto places the gang's members in slices within one domain's nodes. It
-// returns the claims, how many outermost slices the domain holds beyond the gang's
-// — or, when it cannot hold the gang (claims nil), the layer short (the innermost
-// layer whose slices the domain holds too few of), how many slices of it the gang
-// needs and how many the domain holds.
-func sliceInto(nodes []*PlanNode, shape Shape, slices []Slice) (claims map[string]map[corev1.ResourceName]int64, spare, layer, need, got int) {
+// returns the claims, the innermost domains claimed, in the order claimed (none
+// when members were placed before), how many outermost slices the domain holds
+// beyond the gang's — or, when it cannot hold the gang (claims nil), the layer
+// short (the innermost layer whose slices the domain holds too few of), how many
+// slices of it the gang needs and how many the domain holds.
+func sliceInto(nodes []*PlanNode, shape Shape, slices []Slice) (claims map[string]map[corev1.ResourceName]int64, ranked []RankedDomain, spare, layer, need, got int) {
 	claims = map[string]map[corev1.ResourceName]int64{}
 	count := shape.Count
 	inner := slices[len(slices)-1]
@@ -169,7 +170,7 @@ func sliceInto(nodes []*PlanNode, shape Shape, slices []Slice) (claims map[strin
 			s := shape
 			s.Count = missing
 			if fitInto(d.nodes, []Shape{s}, claims) < missing {
-				return nil, 0, len(slices) - 1, 1, 0
+				return nil, nil, 0, len(slices) - 1, 1, 0
 			}
 			count -= missing
 		}
@@ -178,22 +179,25 @@ func sliceInto(nodes []*PlanNode, shape Shape, slices []Slice) (claims map[strin
 			s := shape
 			s.Count = count
 			if fitInto(nodes, []Shape{s}, claims) < count {
-				return nil, 0, len(slices) - 1, count, 0
+				return nil, nil, 0, len(slices) - 1, count, 0
 			}
-			return claims, 0, 0, 0, 0
+			return claims, nil, 0, 0, 0, 0
 		}
 		slices = []Slice{inner} // outer layers are not re-checked around placed members
 	}
 	for k := len(slices) - 1; k >= 0; k-- {
 		n := count / slices[k].Size
 		if c := sliceCount(nodes, shape, claims, slices, k); c < n {
-			return nil, 0, k, n, c
+			return nil, nil, 0, k, n, c
 		}
 	}
 	n := count / slices[0].Size
 	spare = sliceCount(nodes, shape, claims, slices, 0) - n
-	assignSlices(nodes, shape, claims, slices, 0, n)
-	return claims, spare, 0, 0, 0
+	if !placed {
+		ranked = []RankedDomain{}
+	}
+	assignSlices(nodes, shape, claims, slices, 0, n, &ranked)
+	return claims, ranked, spare, 0, 0, 0
 }
 
 // sliceCount is how many slices of layer k the nodes hold (beyond claims), each in
@@ -222,8 +226,10 @@ func sliceCountIn(nodes []*PlanNode, shape Shape, claims map[string]map[corev1.R
 }
 
 // assignSlices claims n slices of layer k on nodes: in the domains of its level that
-// hold the most first, the last ones in the domain that holds them most tightly.
-func assignSlices(nodes []*PlanNode, shape Shape, claims map[string]map[corev1.ResourceName]int64, slices []Slice, k, n int) {
+// hold the most first, the last ones in the domain that holds them most tightly. It
+// appends the innermost domains to ranked, in the order it claims them (unless
+// *ranked is nil).
+func assignSlices(nodes []*PlanNode, shape Shape, claims map[string]map[corev1.ResourceName]int64, slices []Slice, k, n int, ranked *[]RankedDomain) {
 	type held struct {
 		d domain
 		c int
@@ -250,9 +256,16 @@ func assignSlices(nodes []*PlanNode, shape Shape, claims map[string]map[corev1.R
 			s := shape
 			s.Count = take * slices[k].Size
 			fitInto(g.d.nodes, []Shape{s}, claims)
+			if *ranked != nil {
+				names := make([]string, len(g.d.nodes))
+				for i, n := range g.d.nodes {
+					names[i] = n.Name
+				}
+				*ranked = append(*ranked, RankedDomain{Nodes: names, Members: s.Count})
+			}
 			continue
 		}
-		assignSlices(g.d.nodes, shape, claims, slices, k+1, take*(slices[k].Size/slices[k+1].Size))
+		assignSlices(g.d.nodes, shape, claims, slices, k+1, take*(slices[k].Size/slices[k+1].Size), ranked)
 	}
 }
 

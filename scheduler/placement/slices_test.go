@@ -85,6 +85,49 @@ func TestComputeSliced(t *testing.T) {
 		}
 		checkSlices(t, nodes, plan, 2000, 96, sliceZone, kueue9046)
 	})
+	t.Run("Kueue #9046: the innermost slices in nested order, for ranks", func(t *testing.T) {
+		nodes := layeredFleet(4, none)
+		plan, short := ComputeSliced(nodes, gpuMembers(96, 2), sliceZone, true, kueue9046)
+		if short != nil {
+			t.Fatalf("refused: %+v", short)
+		}
+		// Members taken in the plan's order: ranks 0–15, 16–31, … each in one NVLink
+		// domain, and ranks 0–47 and 48–95 each in one block.
+		domainOf := map[string][]string{}
+		for _, n := range nodes {
+			domainOf[n.Name] = n.Domains
+		}
+		rank := 0
+		inner, outer := map[int]map[string]bool{}, map[int]map[string]bool{}
+		for _, d := range plan.Ranked {
+			for range d.Members {
+				if inner[rank/16] == nil {
+					inner[rank/16] = map[string]bool{}
+				}
+				if outer[rank/48] == nil {
+					outer[rank/48] = map[string]bool{}
+				}
+				for _, n := range d.Nodes {
+					inner[rank/16][domainOf[n][sliceNVLink]] = true
+					outer[rank/48][domainOf[n][sliceBlock]] = true
+				}
+				rank++
+			}
+		}
+		if rank != 96 {
+			t.Fatalf("the ranked domains hold %d members, want 96", rank)
+		}
+		for r, ds := range inner {
+			if len(ds) != 1 {
+				t.Errorf("ranks %d–%d span NVLink domains %v, want one", r*16, r*16+15, ds)
+			}
+		}
+		for r, ds := range outer {
+			if len(ds) != 1 {
+				t.Errorf("ranks %d–%d span blocks %v, want one", r*48, r*48+47, ds)
+			}
+		}
+	})
 	t.Run("half-used NVLink domains: slices still whole", func(t *testing.T) {
 		// In every NVLink domain, two nodes are full: 8 members fit, half a slice.
 		// Only zone z3 has whole ones.

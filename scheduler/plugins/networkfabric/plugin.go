@@ -20,6 +20,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -159,6 +160,9 @@ type activePlan struct {
 	// groupNodes are, for a plan of sub-groups, the nodes claimed for each role
 	// (grouped.go); nil otherwise.
 	groupNodes map[string]sets.Set[string]
+	// rankNodes are, for a sliced plan of ranked members, the nodes of each member's
+	// innermost slice domain (sliced.go); nil otherwise.
+	rankNodes map[types.UID]sets.Set[string]
 	// released are the claims whose DRA GPUs members' Reserve took off the
 	// claims: a claim members share is released once, as the plan counted it.
 	released map[string]bool

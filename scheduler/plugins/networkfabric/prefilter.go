@@ -64,9 +64,10 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 	// snapshot does not show all nodes yet) only scores: the gang needs other nodes too.
 	if len(policy.SliceLayers()) > 0 {
 		// Slices hold whatever the mode: only the nodes the plan claims keep every
-		// domain of every layer to whole slices.
+		// domain of every layer to whole slices; a ranked member only those of its
+		// slice.
 		cs.Write(stateKey, &stateData{key: key, plan: ap, restricted: true})
-		return &fwk.PreFilterResult{NodeNames: pl.claimedNodes(ap)}, nil
+		return &fwk.PreFilterResult{NodeNames: pl.claimedNodes(ap, pod)}, nil
 	}
 	if ap.groupNodes != nil {
 		// Sub-groups too: each member on the nodes claimed for its role.
@@ -109,7 +110,7 @@ func (pl *Plugin) planFor(key gang.Key, pod *corev1.Pod, policy topology.Policy,
 	shapes, roles := shapesOf(members, pl.draAsks, grouped)
 	pl.planDRA = asksDRA(shapes)
 	if sliced {
-		return pl.planSliced(key, policy, nodes, roles, shapes, anchors, placedMembers, now)
+		return pl.planSliced(key, policy, nodes, members, roles, shapes, anchors, placedMembers, now)
 	}
 	if grouped {
 		return pl.planGrouped(key, policy, nodes, roles, shapes, anchors, now)

@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/topology"
+	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/scheduler/placement"
 )
 
@@ -19,8 +22,11 @@ import (
 // a refusal must count every domain). Its members are held to the nodes the plan
 // claims (sliced.go, claimedNodes), so that each domain of each layer ends with whole
 // slices; members already placed keep the plan in their domain, and those missing
-// from a slice go back to it. Callers hold pl.mu.
-func (pl *Plugin) planSliced(key gang.Key, policy topology.Policy, nodes []fwk.NodeInfo, roles []role, shapes []placement.Shape, anchors sets.Set[string], placed int, now time.Time) (*activePlan, *fwk.Status) {
+// from a slice go back to it. A gang whose pending members all carry distinct ranks
+// (workload.RankOrder) and none placed has them in rank order over the plan's slices:
+// neighbouring ranks share the innermost slice, and the innermost slices of one
+// outer slice hold consecutive ranks (rankNodes). Callers hold pl.mu.
+func (pl *Plugin) planSliced(key gang.Key, policy topology.Policy, nodes []fwk.NodeInfo, members []*corev1.Pod, roles []role, shapes []placement.Shape, anchors sets.Set[string], placed int, now time.Time) (*activePlan, *fwk.Status) {
 	slices := policy.SliceLayers()
 	if len(shapes) != 1 {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: gang %s asks for %s (%s), but its pending members are not alike (%s): slices are planned for members of one shape",
@@ -50,15 +56,46 @@ func (pl *Plugin) planSliced(key gang.Key, policy topology.Policy, nodes []fwk.N
 		return nil, fwk.NewStatus(code, fmt.Sprintf("%s: gang %s %s (%s)", reason, key, short.Describe(pl.levels, slices, shapes[0]), policy.Source))
 	}
 	ap := pl.activate(plan, nodes, shapes, policy, now)
+	if placed == 0 {
+		ap.rankNodes = rankNodes(workload.RankOrder(members), plan.Ranked)
+	}
 	pl.plans[key] = ap
 	klog.V(4).InfoS("Planned gang in slices", "gang", key, "domains", plan.Domains, "slices", topology.DescribeSlices(slices, pl.levels), "members", ap.need)
 	return ap, nil
 }
 
 // claimedNodes is the nodes where the plan still sets room aside: a sliced plan's
-// members go only there.
-func (pl *Plugin) claimedNodes(ap *activePlan) sets.Set[string] {
+// members go only there, a ranked member only to those of its slice.
+func (pl *Plugin) claimedNodes(ap *activePlan, pod *corev1.Pod) sets.Set[string] {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	return sets.KeySet(ap.claims)
+	claimed := sets.KeySet(ap.claims)
+	if mine, ok := ap.rankNodes[pod.UID]; ok {
+		return claimed.Intersection(mine)
+	}
+	return claimed
+}
+
+// rankNodes gives each member, in rank order, the nodes of the innermost domain
+// its rank falls in: the domains in the plan's order, each taking as many members
+// as the plan claimed there. nil when the members have no order or the counts
+// differ.
+func rankNodes(ordered []*corev1.Pod, ranked []placement.RankedDomain) map[types.UID]sets.Set[string] {
+	total := 0
+	for _, d := range ranked {
+		total += d.Members
+	}
+	if len(ordered) == 0 || total != len(ordered) {
+		return nil
+	}
+	out := make(map[types.UID]sets.Set[string], len(ordered))
+	i := 0
+	for _, d := range ranked {
+		nodes := sets.New(d.Nodes...)
+		for range d.Members {
+			out[ordered[i].UID] = nodes
+			i++
+		}
+	}
+	return out
 }

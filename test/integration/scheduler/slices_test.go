@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
+	"github.com/kube-nexus/kubenexus/api/workload"
 	"github.com/kube-nexus/kubenexus/cmd/kubectl-kubenexus/explain"
 	testutil "github.com/kube-nexus/kubenexus/test/util"
 	"github.com/kube-nexus/kubenexus/test/util/schedulertest"
@@ -118,6 +119,52 @@ var _ = Describe("NetworkFabric slices", func() {
 			Expect(zone).To(Equal(tc.ns+"-z3"), g+" should be in the only zone with whole NVLink domains")
 		}
 		GinkgoWriter.Printf("two gangs of 96 in slices bound %.1fs after the first was created\n", time.Since(start).Seconds())
+	})
+
+	It("keeps neighbouring ranks in one slice: an Indexed Job's pods 0–7, 8–15, … each in one NVLink domain, 0–15 and 16–31 each in one rack", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		// One zone of 2 racks × 2 NVLink domains × 2 nodes of 8 GPUs: 4 members per
+		// node, a slice of 8 per NVLink domain.
+		for r := range 2 {
+			for d := range 2 {
+				tc.addLabelledNodes(fmt.Sprintf("r%d-d%d", r, d), 2, map[string]string{
+					v1alpha1.LabelTopologyZone: tc.ns + "-z0",
+					v1alpha1.LabelRack:         fmt.Sprintf("%s-r%d", tc.ns, r),
+					v1alpha1.LabelGPUClique:    fmt.Sprintf("%s-r%d-d%d", tc.ns, r, d),
+				}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+			}
+		}
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("ranked", tc.ns).MinMember(32).
+			NetworkTopology(v1alpha1.NetworkTopologyRequired, v1alpha1.NetworkLevelZone).
+			Slices(v1alpha1.NetworkLevelRack, 16, v1alpha1.NetworkLevelNVLink, 8).Obj())).To(Succeed())
+		// Pod names do not follow the ranks: pod i has completion index 5i mod 32.
+		rankOf := map[string]int{}
+		for i := range 32 {
+			name := fmt.Sprintf("ranked-%02d", i)
+			rankOf[name] = i * 5 % 32
+			Expect(k8sClient.Create(suiteCtx, tc.pod(name).PodGroup("ranked").Label(workload.LabelCompletionIndex, fmt.Sprint(rankOf[name])).
+				Req("cpu", "4", "memory", "16Gi", "nvidia.com/gpu", "2").Limit("nvidia.com/gpu", "2").Obj())).To(Succeed())
+		}
+		Eventually(tc.boundFn("ranked")).WithTimeout(2 * time.Minute).Should(Equal(32))
+		cliques, racks := map[int]map[string]bool{}, map[int]map[string]bool{}
+		for name, rank := range rankOf {
+			node := &corev1.Node{}
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: tc.nodeOf(name)()}, node)).To(Succeed())
+			if cliques[rank/8] == nil {
+				cliques[rank/8] = map[string]bool{}
+			}
+			if racks[rank/16] == nil {
+				racks[rank/16] = map[string]bool{}
+			}
+			cliques[rank/8][node.Labels[v1alpha1.LabelGPUClique]] = true
+			racks[rank/16][node.Labels[v1alpha1.LabelRack]] = true
+		}
+		for r, ds := range cliques {
+			Expect(ds).To(HaveLen(1), fmt.Sprintf("ranks %d–%d should share one NVLink domain", r*8, r*8+7))
+		}
+		for r, ds := range racks {
+			Expect(ds).To(HaveLen(1), fmt.Sprintf("ranks %d–%d should share one rack", r*16, r*16+15))
+		}
 	})
 
 	It("refuses a sliced gang on a fragmented fleet before any member binds, naming the layer no domain holds", func() {
