@@ -144,6 +144,17 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("setting up the scheduler-plugins PodGroup controller: %w", err)
 		}
 	}
+	// KAI-Scheduler's PodGroups likewise, for the groups kubenexus-scheduler places.
+	switch _, err := mgr.GetRESTMapper().RESTMapping(kubenexusv1alpha1.KAIPodGroupGVK.GroupKind(), kubenexusv1alpha1.KAIPodGroupVersion); {
+	case meta.IsNoMatchError(err):
+		mgr.GetLogger().Info("KAI-Scheduler's PodGroup CRD is not installed; its PodGroups are not managed", "group", kubenexusv1alpha1.KAIPodGroupGroup)
+	case err != nil:
+		return fmt.Errorf("discovering %s PodGroups: %w", kubenexusv1alpha1.KAIPodGroupGroup, err)
+	default:
+		if err := (&podgroup.KAIReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the KAI PodGroup controller: %w", err)
+		}
+	}
 	// Volcano's PodGroups likewise, when that CRD is installed; the controller acts
 	// only while the KubeNexusConfig's spec.volcano.enabled is set.
 	switch _, err := mgr.GetRESTMapper().RESTMapping(kubenexusv1alpha1.VolcanoPodGroupGVK.GroupKind(), kubenexusv1alpha1.VolcanoPodGroupVersion); {

@@ -3,7 +3,11 @@ package v1alpha1
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -199,4 +203,76 @@ func (t kaiTree) leavesUnder(name string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// KAI's scheduling-condition words (scheduling.run.ai/v2alpha2 SchedulingCondition),
+// and the pod-group label that names its node pool.
+const (
+	KAIUnschedulableOnNodePool = "UnschedulableOnNodePool"
+	KAIReasonUnschedulable     = "Unschedulable"
+	LabelKAINodePool           = "kai.scheduler/node-pool"
+	kaiDefaultNodePool         = "default"
+)
+
+// KAIPodGroupStatus returns the status u (a KAI PodGroup) should have for its gang's
+// KubeNexus status st, as KAI's own scheduler keeps it: the running, succeeded and
+// failed counts, and in schedulingConditions one UnschedulableOnNodePool entry for
+// the PodGroup's node pool (its kai.scheduler/node-pool label, else "default") while
+// the gang is not placed — reason Unschedulable, the gang's reason and message as
+// its one explanation — dropped once it is. An unchanged entry keeps its
+// transitionID and time; a changed one counts its transitionID up. Everything else
+// in the status (phase, conditions, resourcesStatus, other node pools' entries) is
+// kept as it is.
+func KAIPodGroupStatus(u *unstructured.Unstructured, st PodGroupStatus, now metav1.Time) (map[string]any, error) {
+	out := map[string]any{}
+	if current, ok := u.Object["status"].(map[string]any); ok {
+		out = runtime.DeepCopyJSON(current)
+	}
+	for k, v := range map[string]int32{"running": st.Running, "succeeded": st.Succeeded, "failed": st.Failed} {
+		if v > 0 {
+			out[k] = int64(v)
+		} else {
+			delete(out, k)
+		}
+	}
+	pool := u.GetLabels()[LabelKAINodePool]
+	if pool == "" {
+		pool = kaiDefaultNodePool
+	}
+	var kept []any
+	var last map[string]any
+	entries, _ := out["schedulingConditions"].([]any)
+	for _, e := range entries {
+		c, ok := e.(map[string]any)
+		if ok && c["type"] == KAIUnschedulableOnNodePool && (c["nodePool"] == pool || c["nodePool"] == nil && pool == kaiDefaultNodePool) {
+			last = c
+			continue
+		}
+		kept = append(kept, e)
+	}
+	ours := meta.FindStatusCondition(st.Conditions, PodGroupConditionScheduled)
+	if ours != nil && ours.Status != metav1.ConditionTrue {
+		want := map[string]any{
+			"type": KAIUnschedulableOnNodePool, "nodePool": pool, "reason": KAIReasonUnschedulable, "message": ours.Message, "status": string(metav1.ConditionTrue),
+			"reasons": []any{map[string]any{"reason": ours.Reason, "message": ours.Message}},
+		}
+		id := int64(1)
+		if last != nil {
+			if last["message"] == want["message"] && last["reason"] == want["reason"] && last["status"] == want["status"] {
+				want["transitionID"], want["lastTransitionTime"] = last["transitionID"], last["lastTransitionTime"]
+			} else if prev, err := strconv.ParseInt(fmt.Sprint(last["transitionID"]), 10, 64); err == nil {
+				id = prev + 1
+			}
+		}
+		if want["transitionID"] == nil {
+			want["transitionID"], want["lastTransitionTime"] = strconv.FormatInt(id, 10), now.UTC().Format(time.RFC3339)
+		}
+		kept = append(kept, want)
+	}
+	if len(kept) > 0 {
+		out["schedulingConditions"] = kept
+	} else {
+		delete(out, "schedulingConditions")
+	}
+	return out, nil
 }

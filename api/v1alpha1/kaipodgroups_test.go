@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -141,6 +143,59 @@ func TestFromKAIPodGroup(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantSets, pg.Spec.NativeSetKeys); diff != "" {
 				t.Errorf("set keys (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The status KubeNexus keeps on a KAI PodGroup: counts, and one scheduling
+// condition for its node pool while the gang waits, whose transitionID counts its
+// changes; what others wrote stays.
+func TestKAIPodGroupStatus(t *testing.T) {
+	then, now := metav1.NewTime(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)), metav1.NewTime(time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC))
+	waiting := func(reason, msg string) PodGroupStatus {
+		return PodGroupStatus{Conditions: []metav1.Condition{{Type: PodGroupConditionScheduled, Status: metav1.ConditionFalse, Reason: reason, Message: msg}}}
+	}
+	entry := func(pool, msg, reason, id, at string) map[string]any {
+		return map[string]any{"type": KAIUnschedulableOnNodePool, "nodePool": pool, "reason": KAIReasonUnschedulable, "message": msg, "status": "True",
+			"reasons": []any{map[string]any{"reason": reason, "message": msg}}, "transitionID": id, "lastTransitionTime": at}
+	}
+	other := map[string]any{"type": KAIUnschedulableOnNodePool, "nodePool": "a100", "reason": KAIReasonUnschedulable, "message": "theirs", "status": "True"}
+	thenS, nowS := then.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)
+	tests := map[string]struct {
+		current map[string]any
+		labels  map[string]string
+		st      PodGroupStatus
+		want    map[string]any
+	}{
+		"first wait": {nil, nil, waiting(ReasonWaitingForMembers, "WaitingForMembers 4/6"),
+			map[string]any{"schedulingConditions": []any{entry("default", "WaitingForMembers 4/6", ReasonWaitingForMembers, "1", nowS)}}},
+		"the same wait keeps its transition": {map[string]any{"phase": "Pending", "schedulingConditions": []any{other, entry("default", "WaitingForMembers 4/6", ReasonWaitingForMembers, "1", thenS)}}, nil,
+			waiting(ReasonWaitingForMembers, "WaitingForMembers 4/6"),
+			map[string]any{"phase": "Pending", "schedulingConditions": []any{other, entry("default", "WaitingForMembers 4/6", ReasonWaitingForMembers, "1", thenS)}}},
+		"a new reason counts up": {map[string]any{"schedulingConditions": []any{entry("default", "WaitingForMembers 4/6", ReasonWaitingForMembers, "1", thenS)}}, nil,
+			waiting(ReasonInsufficientCapacity, "no room"),
+			map[string]any{"schedulingConditions": []any{entry("default", "no room", ReasonInsufficientCapacity, "2", nowS)}}},
+		"its node pool's label": {nil, map[string]string{LabelKAINodePool: "h100"}, waiting(ReasonInsufficientCapacity, "no room"),
+			map[string]any{"schedulingConditions": []any{entry("h100", "no room", ReasonInsufficientCapacity, "1", nowS)}}},
+		"placed: the entry goes, others stay, counts come": {map[string]any{"resourcesStatus": map[string]any{"allocated": map[string]any{"cpu": "4"}},
+			"schedulingConditions": []any{other, entry("default", "no room", ReasonInsufficientCapacity, "2", thenS)}}, nil,
+			PodGroupStatus{Running: 5, Failed: 1, Conditions: []metav1.Condition{{Type: PodGroupConditionScheduled, Status: metav1.ConditionTrue, Reason: ReasonGangScheduled}}},
+			map[string]any{"resourcesStatus": map[string]any{"allocated": map[string]any{"cpu": "4"}}, "schedulingConditions": []any{other}, "running": int64(5), "failed": int64(1)}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			u := kaiPodGroup(map[string]any{"minMember": int64(1)})
+			u.SetLabels(tc.labels)
+			if tc.current != nil {
+				u.Object["status"] = tc.current
+			}
+			got, err := KAIPodGroupStatus(u, tc.st, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -43,13 +43,18 @@ func (r *NativeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}).setup(mgr)
 }
 
-// ours reports whether any member asks for kubenexus-scheduler (the name the
-// KubeNexusConfig gives it): a group placed by kube-scheduler keeps the conditions
-// kube-scheduler writes.
+// ours reports whether any member asks for kubenexus-scheduler (asksKubeNexus): a
+// group placed by kube-scheduler keeps the conditions kube-scheduler writes.
 func (r *NativeReconciler) ours(ctx context.Context, members []corev1.Pod) (bool, error) {
+	return asksKubeNexus(ctx, r.Client, members)
+}
+
+// asksKubeNexus reports whether any member asks for kubenexus-scheduler (the name
+// the KubeNexusConfig gives it).
+func asksKubeNexus(ctx context.Context, c client.Client, members []corev1.Pod) (bool, error) {
 	name := v1alpha1.DefaultSchedulerName
 	knc := &v1alpha1.KubeNexusConfig{}
-	switch err := r.Client.Get(ctx, types.NamespacedName{Name: v1alpha1.DefaultConfigName}, knc); {
+	switch err := c.Get(ctx, types.NamespacedName{Name: v1alpha1.DefaultConfigName}, knc); {
 	case err == nil && knc.Spec.Scheduler.SchedulerName != "":
 		name = knc.Spec.Scheduler.SchedulerName
 	case err != nil && !apierrors.IsNotFound(err):

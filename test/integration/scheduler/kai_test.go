@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -51,9 +52,18 @@ var _ = Describe("KAI-Scheduler's PodGroups (scheduling.run.ai/v2alpha2)", func(
 			Eventually(explained(tc, subject[0], subject[1])).WithTimeout(testutil.Timeout).Should(waiting, "explain %s/%s", subject[0], subject[1])
 		}
 
+		// The PodGroup's own status says it too, as KAI's scheduler writes it.
+		Eventually(kaiSchedulingConditions(tc, "serve")).WithTimeout(testutil.Timeout).Should(ConsistOf(And(
+			HaveKeyWithValue("type", v1alpha1.KAIUnschedulableOnNodePool), HaveKeyWithValue("nodePool", "default"),
+			HaveKeyWithValue("reason", v1alpha1.KAIReasonUnschedulable), HaveKeyWithValue("status", "True"), HaveKeyWithValue("transitionID", "1"),
+			HaveKeyWithValue("message", "WaitingForMembers 4/6: the gang starts when 6 members exist, with every role's minimum; roles short: prefill 0/2"),
+			HaveKeyWithValue("reasons", ConsistOf(HaveKeyWithValue("reason", v1alpha1.ReasonWaitingForMembers))))))
+
 		prefill := kaiPods(tc, "serve", "prefill", 2, "8")
 		Eventually(tc.boundOf(append(decode, prefill...)...)).WithTimeout(testutil.Timeout).Should(Equal(6), "the PodGroup should start whole")
 		tc.expectPairPlaced(prefill, decode)
+		// Placed: the condition goes.
+		Eventually(kaiSchedulingConditions(tc, "serve")).WithTimeout(testutil.Timeout).Should(BeEmpty())
 	})
 
 	It("says why a KAI PodGroup cannot be read or placed, naming the field, and starts its pods once it is mended", func() {
@@ -96,3 +106,22 @@ var _ = Describe("KAI-Scheduler's PodGroups (scheduling.run.ai/v2alpha2)", func(
 		Expect(racks).To(HaveLen(1), "the set's members in one rack")
 	})
 })
+
+// kaiSchedulingConditions returns the status.schedulingConditions of the KAI PodGroup
+// name.
+func kaiSchedulingConditions(tc *testCluster, name string) func() []map[string]any {
+	return func() []map[string]any {
+		u := v1alpha1.NewKAIPodGroup()
+		if err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: name}, u); err != nil {
+			return nil
+		}
+		entries, _, _ := unstructured.NestedSlice(u.Object, "status", "schedulingConditions")
+		var out []map[string]any
+		for _, e := range entries {
+			if m, ok := e.(map[string]any); ok {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+}
