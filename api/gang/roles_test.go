@@ -4,6 +4,10 @@ import (
 	"maps"
 	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
 func TestRoleShortfall(t *testing.T) {
@@ -59,5 +63,43 @@ func TestRolesAnyOf(t *testing.T) {
 	}
 	if got := (Roles{Min: oneOf.Min}).Required(); !maps.Equal(got, oneOf.Min) {
 		t.Errorf("Required of every role = %v", got)
+	}
+}
+
+// A nested composite: serve needs one of its replicas, each replica both of its
+// PodGroups.
+func TestRolesSets(t *testing.T) {
+	r := Roles{
+		Min: map[string]int32{"r0-prefill": 2, "r0-decode": 4, "r1-prefill": 1, "r1-decode": 2},
+		Sets: []v1alpha1.RoleSet{{Name: "serve", Need: 1, Sets: []int{1, 2}},
+			{Name: "r0", Need: 2, Roles: []string{"r0-decode", "r0-prefill"}}, {Name: "r1", Need: 2, Roles: []string{"r1-decode", "r1-prefill"}}},
+	}
+	tests := map[string]struct {
+		have map[string]int
+		met  bool
+	}{
+		"one whole replica":               {map[string]int{"r1-prefill": 1, "r1-decode": 2}, true},
+		"the other whole replica":         {map[string]int{"r0-prefill": 2, "r0-decode": 4}, true},
+		"half of each replica":            {map[string]int{"r0-prefill": 2, "r1-decode": 2}, false},
+		"one replica short of one member": {map[string]int{"r0-prefill": 2, "r0-decode": 3}, false},
+		"nothing":                         {nil, false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := RolesMet(r, tc.have); got != tc.met {
+				t.Errorf("RolesMet = %v, want %v", got, tc.met)
+			}
+			if short := RoleShortfall(r, tc.have); (len(short) == 0) != tc.met {
+				t.Errorf("RoleShortfall = %v, met %v", short, tc.met)
+			}
+		})
+	}
+	if diff := cmp.Diff(map[string]int32{"r1-prefill": 1, "r1-decode": 2}, r.Required()); diff != "" {
+		t.Errorf("Required (-want +got):\n%s", diff)
+	}
+	got := DescribeShortfall(r, RoleShortfall(r, map[string]int{"r0-prefill": 2, "r1-decode": 2}))
+	want := "roles short (serve needs 1 of r0, r1; r0 needs 2 of r0-decode, r0-prefill; r1 needs 2 of r1-decode, r1-prefill): r0-decode 0/4, r1-prefill 0/1"
+	if got != want {
+		t.Errorf("DescribeShortfall:\n got %s\nwant %s", got, want)
 	}
 }

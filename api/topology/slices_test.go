@@ -52,6 +52,10 @@ func TestPolicyOfSlices(t *testing.T) {
 	compositeOwnKey := composite.DeepCopy()
 	compositeOwnKey.Spec.NativeTopologyKey = "cloud.example.com/block"
 	compositeOwnKey.Spec.NativeGroupKeys = []v1alpha1.NativeGroupKey{{Role: "decode", Key: "cloud.example.com/block"}, {Role: "prefill", Key: v1alpha1.LabelGPUClique}}
+	nestedBelow := composite.DeepCopy()
+	nestedBelow.Spec.NativeSetKeys = []v1alpha1.NativeSetKey{{Name: "r0", Key: v1alpha1.LabelGPUClique, Roles: []string{"decode", "prefill"}}}
+	nestedAt := composite.DeepCopy()
+	nestedAt.Spec.NativeSetKeys = []v1alpha1.NativeSetKey{{Name: "r0", Key: v1alpha1.LabelRack, Roles: []string{"decode", "prefill"}}}
 	compositeLoose := composite.DeepCopy()
 	compositeLoose.Spec.NativeTopologyKey = ""
 	compositeUnknown := composite.DeepCopy()
@@ -96,6 +100,12 @@ func TestPolicyOfSlices(t *testing.T) {
 			withGroups(Policy{Required: true, Native: true, Level: 2, Source: compositeSource}, Group{"decode", 0}, Group{"prefill", 0}), true, ""},
 		"CompositePodGroup: a child may use the composite's own label": {pod(), compositeOwnKey,
 			withGroups(Policy{Required: true, Native: true, Level: 4, Label: "cloud.example.com/block", Source: compositeSource}, Group{"decode", 4}, Group{"prefill", 0}), true, ""},
+		"CompositePodGroup: a nested composite at the root's level is implied": {pod(), nestedAt,
+			withGroups(Policy{Required: true, Native: true, Level: 2, Source: compositeSource}, Group{"decode", 0}, Group{"prefill", 0}), true, ""},
+		"CompositePodGroup: a nested composite below the root's level is refused": {pod(), nestedBelow, Policy{}, false,
+			"CompositePodGroup serve: nested CompositePodGroup r0: spec.schedulingConstraints.topology key nvidia.com/gpu.clique would keep its PodGroups decode, prefill in one domain together; " +
+				"KubeNexus keeps each PodGroup in one domain of its own level, and all of them in one of the composite's required level: " +
+				"require nvidia.com/gpu.clique for the composite (spec.schedulingConstraints.topology) or for each of them"},
 		"CompositePodGroup without a key: children anywhere": {pod(), compositeLoose,
 			withGroups(Policy{Native: true, Level: 3, Source: compositeSource}, Group{"decode", 0}, Group{"prefill", 0}), true, ""},
 		"CompositePodGroup: a child's key of no level": {pod(), compositeUnknown, Policy{}, false,

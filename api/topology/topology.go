@@ -360,10 +360,10 @@ func nativePolicy(pg *v1alpha1.PodGroup, levels []Level) (Policy, bool, error) {
 		if !p.Required || l < p.Level {
 			// One domain for several roles together is not in the model: only the
 			// gang's own required level (or one above it) holds them all.
-			return Policy{}, false, fmt.Errorf("%s %s: %s %s: %s %s would keep its sub-groups %s in one domain together; "+
-				"KubeNexus keeps each leaf sub-group in one domain of its own level, and all of them in one of the PodGroup's required level: "+
-				"require %s for the PodGroup (spec.topologyConstraint.requiredTopologyLevel) or for each of them",
-				kind, pg.Name, w.child, set.Name, w.childField, set.Key, strings.Join(set.Roles, ", "), set.Key)
+			return Policy{}, false, fmt.Errorf("%s %s: %s %s: %s %s would keep its %s %s in one domain together; "+
+				"KubeNexus keeps each %s in one domain of its own level, and all of them in one of the %s's required level: "+
+				"require %s for the %s (%s) or for each of them",
+				kind, pg.Name, w.set, set.Name, w.childField, set.Key, w.members, strings.Join(set.Roles, ", "), w.leaf, w.whole, set.Key, w.whole, w.require)
 		}
 	}
 	return p, true, nil
@@ -372,15 +372,21 @@ func nativePolicy(pg *v1alpha1.PodGroup, levels []Level) (Policy, bool, error) {
 // nativeWording names a gang's topology fields in its own API, for messages.
 type nativeWording struct {
 	field, child, short, childField, whole string
+	// require is the field that requires a level of the whole.
+	require string
+	// set names a node that holds several leaves, members those leaves, leaf one.
+	set, members, leaf string
 	// native: kube-scheduler's own placement algorithm enforces the constraint too.
 	native bool
 }
 
 var (
-	nativeWords = nativeWording{field: "spec.schedulingConstraints.topology", child: "child PodGroup", short: "child",
-		childField: "spec.schedulingConstraints.topology key", whole: "composite", native: true}
-	kaiWords = nativeWording{field: "spec.topologyConstraint", child: "sub-group", short: "sub-group",
-		childField: "topologyConstraint.requiredTopologyLevel", whole: "PodGroup"}
+	nativeWords = nativeWording{field: "spec.schedulingConstraints.topology", require: "spec.schedulingConstraints.topology", child: "child PodGroup", short: "child",
+		childField: "spec.schedulingConstraints.topology key", whole: "composite", native: true,
+		set: "nested CompositePodGroup", members: "PodGroups", leaf: "PodGroup"}
+	kaiWords = nativeWording{field: "spec.topologyConstraint", require: "spec.topologyConstraint.requiredTopologyLevel", child: "sub-group", short: "sub-group",
+		childField: "topologyConstraint.requiredTopologyLevel", whole: "PodGroup",
+		set: "sub-group", members: "sub-groups", leaf: "leaf sub-group"}
 )
 
 func levelByLabel(levels []Level, label string) int {

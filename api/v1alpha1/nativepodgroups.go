@@ -119,33 +119,13 @@ func ParentCompositeOf(pg *unstructured.Unstructured) string {
 	return parent
 }
 
-// CompositeGangName is the gang a Kubernetes PodGroup pg belongs to through the
-// CompositePodGroup it names, parent (nil: not seen yet): the composite's name when
-// it is a root of gang policy, or not seen yet (its gang waits for it rather than
-// each child starting on its own). ok is false for a PodGroup of no composite, of a
-// basic one, and of a composite nested in another (trees deeper than one composite
-// are not read: each PodGroup of such a tree is a gang of its own).
-func CompositeGangName(pg, parent *unstructured.Unstructured) (string, bool) {
-	name := ParentCompositeOf(pg)
-	if name == "" {
-		return "", false
-	}
-	if parent == nil {
-		return name, true
-	}
-	if g := CompositeGangOf(parent); !g.Gang || g.Parent != "" {
-		return "", false
-	}
-	return name, true
-}
-
-// CompositeChildren reads the Kubernetes PodGroups of list whose
+// CompositeChildren reads the Kubernetes PodGroups of groups whose
 // spec.parentCompositePodGroupName is composite (PodGroups that do not read are
 // left out, as everywhere they are read).
-func CompositeChildren(list *unstructured.UnstructuredList, composite string) []*PodGroup {
+func CompositeChildren(groups []*unstructured.Unstructured, composite string) []*PodGroup {
 	var out []*PodGroup
-	for i := range list.Items {
-		if kid, err := FromNativePodGroup(&list.Items[i]); err == nil && kid.Spec.NativeParent == composite {
+	for _, g := range groups {
+		if kid, err := FromNativePodGroup(g); err == nil && kid.Spec.NativeParent == composite {
 			out = append(out, kid)
 		}
 	}

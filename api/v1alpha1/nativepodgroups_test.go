@@ -257,8 +257,10 @@ func TestCompositeChildren(t *testing.T) {
 		pg.Spec.ParentCompositePodGroupName = p
 		return *nativeUnstructured(t, pg)
 	}
-	list := NewNativePodGroupList()
-	list.Items = []unstructured.Unstructured{child("prefill", &parent), child("lone", nil), child("elsewhere", &other), child("decode", &parent)}
+	var list []*unstructured.Unstructured
+	for _, u := range []unstructured.Unstructured{child("prefill", &parent), child("lone", nil), child("elsewhere", &other), child("decode", &parent)} {
+		list = append(list, &u)
+	}
 	var names []string
 	for _, kid := range CompositeChildren(list, "serve") {
 		names = append(names, kid.Name)

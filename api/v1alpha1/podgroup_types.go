@@ -122,6 +122,19 @@ type PodGroupSpec struct {
 	// sub-groups (roles) and require one domain of the node label Key for all of
 	// them together. Never stored.
 	NativeSetKeys []NativeSetKey `json:"-"`
+	// RoleSets are, for a gang read from a tree of CompositePodGroups (one nested
+	// in another), its composites, the root first: of each, Need of its members
+	// must meet their minimums — child PodGroups (roles of MinMemberPerRole) and
+	// nested composites (Sets, indexes into RoleSets). Never stored.
+	RoleSets []RoleSet `json:"-"`
+}
+
+// RoleSet is one CompositePodGroup of a nested gang (PodGroupSpec.RoleSets).
+type RoleSet struct {
+	Name  string
+	Need  int32
+	Roles []string
+	Sets  []int
 }
 
 // NativeGroupKey keeps the members of Role in one domain of the node label Key.

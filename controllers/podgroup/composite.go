@@ -2,6 +2,8 @@ package podgroup
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,24 +45,31 @@ func (r *CompositeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("podgroup-composite").
 		For(v1alpha1.NewCompositePodGroup()).
-		Watches(v1alpha1.NewNativePodGroup(), handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			return parentRequest(o)
-		})).
+		Watches(v1alpha1.NewNativePodGroup(), handler.EnqueueRequestsFromMapFunc(r.rootRequest)).
+		// A nested composite's change is its root's.
+		Watches(v1alpha1.NewCompositePodGroup(), handler.EnqueueRequestsFromMapFunc(r.rootRequest)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podComposite)).
 		Complete(r)
 }
 
-// parentRequest is the request of the composite a PodGroup names, if any.
-func parentRequest(o client.Object) []reconcile.Request {
+// rootRequest is the request of the root composite above a PodGroup or a nested
+// composite (v1alpha1.CompositeRoot), if any.
+func (r *CompositeReconciler) rootRequest(ctx context.Context, o client.Object) []reconcile.Request {
 	u, ok := o.(*unstructured.Unstructured)
 	if !ok {
 		return nil
 	}
-	parent := v1alpha1.ParentCompositeOf(u)
-	if parent == "" {
+	root, ok := v1alpha1.CompositeRoot(u, func(name string) *unstructured.Unstructured {
+		c := v1alpha1.NewCompositePodGroup()
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: u.GetNamespace(), Name: name}, c); err != nil {
+			return nil
+		}
+		return c
+	})
+	if !ok {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: u.GetNamespace(), Name: parent}}}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: u.GetNamespace(), Name: root}}}
 }
 
 // podComposite is the request of the composite of the PodGroup a pod names.
@@ -77,7 +86,7 @@ func (r *CompositeReconciler) podComposite(ctx context.Context, o client.Object)
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, pg); err != nil {
 		return nil
 	}
-	return parentRequest(pg)
+	return r.rootRequest(ctx, pg)
 }
 
 // Reconcile writes the composite's status from its children's members.
@@ -92,24 +101,24 @@ func (r *CompositeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if g := v1alpha1.CompositeGangOf(u); !g.Gang || g.Parent != "" {
 		return ctrl.Result{}, nil
 	}
-	all := v1alpha1.NewNativePodGroupList()
-	if err := r.Client.List(ctx, all, client.InNamespace(req.Namespace)); err != nil {
+	tree, err := listCompositeTree(ctx, r.Client, req.Namespace)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	children := v1alpha1.CompositeChildren(all, req.Name)
+	pg, err := v1alpha1.ReadCompositeTree(u, tree)
+	if err != nil {
+		// Its quorum is out of range, or its tree does not read: nothing to report,
+		// and retrying changes nothing until an object changes.
+		ctrl.LoggerFrom(ctx).Info("CompositePodGroup not read", "reason", err.Error())
+		return ctrl.Result{}, nil
+	}
 	var members []corev1.Pod
-	for _, kid := range children {
-		pods, err := listMembers(ctx, r.Client, gang.Key{Namespace: req.Namespace, Name: kid.Name})
+	for _, kid := range slices.Sorted(maps.Keys(pg.Spec.MinMemberPerRole)) {
+		pods, err := listMembers(ctx, r.Client, gang.Key{Namespace: req.Namespace, Name: kid})
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		members = append(members, pods...)
-	}
-	pg, err := v1alpha1.FromCompositePodGroup(u, children)
-	if err != nil {
-		// Its quorum is out of range: nothing to report, and retrying changes nothing.
-		ctrl.LoggerFrom(ctx).Info("CompositePodGroup not read", "reason", err.Error())
-		return ctrl.Result{}, nil
 	}
 	if ok, err := (&NativeReconciler{Client: r.Client}).ours(ctx, members); err != nil || !ok {
 		return ctrl.Result{}, err
@@ -119,4 +128,18 @@ func (r *CompositeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, patchForeignStatus(ctx, r.Client, u, want)
+}
+
+// listCompositeTree lists namespace's CompositePodGroups and PodGroups once and
+// returns them by parent (v1alpha1.CompositeTree).
+func listCompositeTree(ctx context.Context, c client.Reader, namespace string) (v1alpha1.CompositeTree, error) {
+	groups := v1alpha1.NewNativePodGroupList()
+	if err := c.List(ctx, groups, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	composites := v1alpha1.NewCompositePodGroupList()
+	if err := c.List(ctx, composites, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	return v1alpha1.TreeOf(composites, groups), nil
 }

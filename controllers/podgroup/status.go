@@ -99,7 +99,10 @@ func ComputeStatus(pg *v1alpha1.PodGroup, members []corev1.Pod, now metav1.Time)
 		cond.Message = fmt.Sprintf("WaitingForMembers %d/%d: the gang starts when %d members exist", present, min, min)
 		if short := gang.RoleShortfall(roles, presentRoles); len(short) > 0 {
 			which := "every role's minimum"
-			if roles.Need > 0 && roles.Need < len(roles.Min) {
+			switch {
+			case len(roles.Sets) > 0:
+				which = "the minimums its composites need"
+			case roles.Need > 0 && roles.Need < len(roles.Min):
 				which = fmt.Sprintf("the minimums of %d of its roles", roles.Need)
 			}
 			cond.Message = fmt.Sprintf("WaitingForMembers %d/%d: the gang starts when %d members exist, with %s; %s",

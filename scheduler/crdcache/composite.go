@@ -14,8 +14,8 @@ import (
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 )
 
-// compositeChildIndex indexes Kubernetes' PodGroups by the CompositePodGroup their
-// spec.parentCompositePodGroupName names.
+// compositeChildIndex indexes Kubernetes' PodGroups and CompositePodGroups by the
+// CompositePodGroup their spec.parentCompositePodGroupName names.
 const compositeChildIndex = "kubenexus.parentComposite"
 
 // composites are the informers' stores of Kubernetes' PodGroups and
@@ -44,7 +44,7 @@ func watchComposites(ctx context.Context, c cache.Cache, cfg *rest.Config, forei
 	if !ok {
 		return nil, nil
 	}
-	if err := c.IndexField(ctx, v1alpha1.NewNativePodGroup(), compositeChildIndex, func(o client.Object) []string {
+	byParent := func(o client.Object) []string {
 		u, ok := o.(*unstructured.Unstructured)
 		if !ok {
 			return nil
@@ -53,8 +53,11 @@ func watchComposites(ctx context.Context, c cache.Cache, cfg *rest.Config, forei
 			return []string{parent}
 		}
 		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("indexing PodGroups by their CompositePodGroup: %w", err)
+	}
+	for _, obj := range []client.Object{v1alpha1.NewNativePodGroup(), v1alpha1.NewCompositePodGroup()} {
+		if err := c.IndexField(ctx, obj, compositeChildIndex, byParent); err != nil {
+			return nil, fmt.Errorf("indexing %ss by their CompositePodGroup: %w", obj.GetObjectKind().GroupVersionKind().Kind, err)
+		}
 	}
 	out := &composites{}
 	for _, w := range []struct {
@@ -86,12 +89,10 @@ func get(store toolscache.Indexer, namespace, name string) *unstructured.Unstruc
 }
 
 // CompositeOf returns the key of the gang a Kubernetes PodGroup belongs to when
-// that is a CompositePodGroup: the root CompositePodGroup (it has no parent) whose
-// scheduling policy is gang and that the PodGroup names as its parent, or the one
-// it names that is not seen yet (the gang waits for it). ok is false for a
-// PodGroup of no composite, of a basic one, and of a composite nested in another
-// (trees deeper than one composite are not read: each PodGroup of such a tree stays
-// a gang of its own).
+// that is a CompositePodGroup: the highest composite of gang policy on its chain
+// of parents, or one of them not seen yet (the gang waits for it;
+// v1alpha1.CompositeRoot). ok is false for a PodGroup of no composite or of a basic
+// one.
 //
 // It does not wait for the cache to sync (it is asked where the scheduling queue's
 // lock is held): before then, no PodGroup is in a composite, and the sync's events
@@ -104,19 +105,15 @@ func (c *Cache) CompositeOf(namespace, podGroup string) (gang.Key, bool) {
 	if pg == nil {
 		return gang.Key{}, false
 	}
-	parent := v1alpha1.ParentCompositeOf(pg)
-	if parent == "" {
-		return gang.Key{}, false
-	}
-	name, ok := v1alpha1.CompositeGangName(pg, get(c.composites.composites, namespace, parent))
+	name, ok := v1alpha1.CompositeRoot(pg, func(name string) *unstructured.Unstructured { return get(c.composites.composites, namespace, name) })
 	if !ok {
 		return gang.Key{}, false
 	}
 	return gang.Key{Namespace: namespace, Name: name, Composite: true}, true
 }
 
-// composite reads the gang of a root CompositePodGroup with its child PodGroups
-// (v1alpha1.FromCompositePodGroup), or nil when it does not exist or cannot be read.
+// composite reads the gang of a root CompositePodGroup with everything under it
+// (v1alpha1.ReadCompositeTree), or nil when it does not exist or cannot be read.
 func (c *Cache) composite(key gang.Key) *v1alpha1.PodGroup {
 	out, _ := c.readComposite(key)
 	return out
@@ -133,17 +130,46 @@ func (c *Cache) readComposite(key gang.Key) (*v1alpha1.PodGroup, error) {
 	if err := c.cache.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, cpg); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	children := v1alpha1.NewNativePodGroupList()
-	if err := c.cache.List(ctx, children, client.InNamespace(key.Namespace), client.MatchingFields{compositeChildIndex: key.Name}); err != nil {
-		return nil, err
+	var listErr error
+	pg, err := v1alpha1.ReadCompositeTree(cpg, func(composite string) (kids, groups []*unstructured.Unstructured) {
+		kids, groups, err := c.childrenOf(key.Namespace, composite)
+		if err != nil {
+			listErr = err
+		}
+		return kids, groups
+	})
+	if listErr != nil {
+		return nil, listErr
 	}
-	return v1alpha1.FromCompositePodGroup(cpg, v1alpha1.CompositeChildren(children, key.Name))
+	return pg, err
+}
+
+// childrenOf lists the CompositePodGroups and PodGroups of namespace whose parent is
+// composite, from the informers' indexes.
+func (c *Cache) childrenOf(namespace, composite string) (kids, groups []*unstructured.Unstructured, err error) {
+	ctx := context.Background()
+	cl := v1alpha1.NewCompositePodGroupList()
+	if err := c.cache.List(ctx, cl, client.InNamespace(namespace), client.MatchingFields{compositeChildIndex: composite}); err != nil {
+		return nil, nil, err
+	}
+	pl := v1alpha1.NewNativePodGroupList()
+	if err := c.cache.List(ctx, pl, client.InNamespace(namespace), client.MatchingFields{compositeChildIndex: composite}); err != nil {
+		return nil, nil, err
+	}
+	for i := range cl.Items {
+		kids = append(kids, &cl.Items[i])
+	}
+	for i := range pl.Items {
+		groups = append(groups, &pl.Items[i])
+	}
+	return kids, groups, nil
 }
 
 // onCompositeChange calls f with the keys a CompositePodGroup's change concerns:
-// its own gang's, and each of its child PodGroups' (their pods join the composite's
-// gang once it is seen). A child PodGroup's change (onSpecChange of the PodGroups)
-// also concerns its parent's gang.
+// its own gang's, its ancestors' (a nested composite's change is the root's), and
+// those of every PodGroup and composite under it (their pods join the root's gang
+// once it is seen). A child PodGroup's change (onSpecChange of the PodGroups) also
+// concerns its parent's gang.
 func (c *Cache) onCompositeChange(f func(gang.Key)) error {
 	if c.composites == nil {
 		return nil
@@ -153,13 +179,36 @@ func (c *Cache) onCompositeChange(f func(gang.Key)) error {
 		if !ok {
 			return
 		}
-		f(gang.Key{Namespace: u.GetNamespace(), Name: u.GetName(), Composite: true})
-		children := v1alpha1.NewNativePodGroupList()
-		if err := c.cache.List(context.Background(), children, client.InNamespace(u.GetNamespace()), client.MatchingFields{compositeChildIndex: u.GetName()}); err != nil {
-			return
+		ns := u.GetNamespace()
+		f(gang.Key{Namespace: ns, Name: u.GetName(), Composite: true})
+		up := v1alpha1.ParentCompositeOf(u)
+		for depth := 0; up != "" && depth < v1alpha1.MaxCompositeDepth; depth++ {
+			f(gang.Key{Namespace: ns, Name: up, Composite: true})
+			p := get(c.composites.composites, ns, up)
+			if p == nil {
+				break
+			}
+			up = v1alpha1.ParentCompositeOf(p)
 		}
-		for _, kid := range children.Items {
-			f(gang.Key{Namespace: kid.GetNamespace(), Name: kid.GetName()})
-		}
+		c.walkDown(ns, u.GetName(), 1, f)
 	})
+}
+
+// walkDown calls f with the keys of everything under composite: its PodGroups' and
+// its nested composites', to MaxCompositeDepth.
+func (c *Cache) walkDown(namespace, composite string, depth int, f func(gang.Key)) {
+	kids, groups, err := c.childrenOf(namespace, composite)
+	if err != nil {
+		return
+	}
+	for _, g := range groups {
+		f(gang.Key{Namespace: namespace, Name: g.GetName()})
+	}
+	if depth >= v1alpha1.MaxCompositeDepth {
+		return
+	}
+	for _, k := range kids {
+		f(gang.Key{Namespace: namespace, Name: k.GetName(), Composite: true})
+		c.walkDown(namespace, k.GetName(), depth+1, f)
+	}
 }

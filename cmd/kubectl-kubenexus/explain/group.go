@@ -170,8 +170,8 @@ func (g *group) tierLabels(st *state) map[string]string {
 	return g.ns.Labels
 }
 
-// compositeGroup reads the gang of a root CompositePodGroup with its child
-// PodGroups, as the scheduler does (v1alpha1.FromCompositePodGroup).
+// compositeGroup reads the gang of a root CompositePodGroup with everything under
+// it, as the scheduler does (v1alpha1.ReadCompositeTree).
 func (e *Explainer) compositeGroup(ctx context.Context, key client.ObjectKey) (*v1alpha1.PodGroup, error) {
 	u := v1alpha1.NewCompositePodGroup()
 	if err := e.Client.Get(ctx, key, u); err != nil {
@@ -181,11 +181,15 @@ func (e *Explainer) compositeGroup(ctx context.Context, key client.ObjectKey) (*
 	if err := e.Client.List(ctx, all, client.InNamespace(key.Namespace)); err != nil {
 		return nil, err
 	}
-	return v1alpha1.FromCompositePodGroup(u, v1alpha1.CompositeChildren(all, key.Name))
+	composites := v1alpha1.NewCompositePodGroupList()
+	if err := e.Client.List(ctx, composites, client.InNamespace(key.Namespace)); err != nil {
+		return nil, err
+	}
+	return v1alpha1.ReadCompositeTree(u, v1alpha1.TreeOf(composites, all))
 }
 
 // composites maps the Kubernetes PodGroups the pods name to the gang of the
-// CompositePodGroup each belongs to (v1alpha1.CompositeGangName), as the scheduler
+// CompositePodGroup tree each belongs to (v1alpha1.CompositeRoot), as the scheduler
 // files their pods. A group or composite the reader may not read, or an API the
 // cluster does not serve, leaves the group a gang of its own.
 func (e *Explainer) composites(ctx context.Context, pods []corev1.Pod) map[gang.Key]gang.Key {
@@ -201,18 +205,22 @@ func (e *Explainer) composites(ctx context.Context, pods []corev1.Pod) map[gang.
 		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: m.Key.Namespace, Name: m.Key.Name}, pg); err != nil {
 			continue
 		}
-		parentName := v1alpha1.ParentCompositeOf(pg)
-		if parentName == "" {
+		if v1alpha1.ParentCompositeOf(pg) == "" {
 			continue
 		}
-		parent := v1alpha1.NewCompositePodGroup()
-		switch err := e.Client.Get(ctx, client.ObjectKey{Namespace: m.Key.Namespace, Name: parentName}, parent); {
-		case notFound(err):
-			parent = nil
-		case err != nil:
-			continue
-		}
-		if name, ok := v1alpha1.CompositeGangName(pg, parent); ok {
+		unreadable := false
+		name, ok := v1alpha1.CompositeRoot(pg, func(name string) *unstructured.Unstructured {
+			c := v1alpha1.NewCompositePodGroup()
+			switch err := e.Client.Get(ctx, client.ObjectKey{Namespace: m.Key.Namespace, Name: name}, c); {
+			case notFound(err):
+				return nil
+			case err != nil:
+				unreadable = true
+				return nil
+			}
+			return c
+		})
+		if ok && !unreadable {
 			out[m.Key] = gang.Key{Namespace: m.Key.Namespace, Name: name, Composite: true}
 		}
 	}

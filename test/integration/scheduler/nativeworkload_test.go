@@ -11,6 +11,7 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -230,5 +231,33 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 		// a's second member: a has its minCount, and the gang starts.
 		Expect(k8sClient.Create(suiteCtx, tc.pod("a-1").SchedulingGroup("a").Req("cpu", "1").Obj())).To(Succeed())
 		Eventually(tc.boundOf("a-0", "a-1")).WithTimeout(testutil.Timeout).Should(Equal(2))
+	})
+
+	It("gangs a tree of composites under its root: a deployment needing one of two replicas, each replica both its prefill and its decode", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		tc.addNodes("n", 2, "cpu", "4")
+		Expect(k8sClient.Create(suiteCtx, testutil.CompositePodGroup(tc.ns, "serve", 1, ""))).To(Succeed())
+		for _, r := range []string{"r0", "r1"} {
+			replica := testutil.CompositePodGroup(tc.ns, r, 2, "")
+			replica.Spec.ParentCompositePodGroupName = ptr.To("serve")
+			Expect(k8sClient.Create(suiteCtx, replica)).To(Succeed())
+			for _, part := range []string{"prefill", "decode"} {
+				Expect(k8sClient.Create(suiteCtx, testutil.CompositeChild(tc.ns, r+"-"+part, r, 1, ""))).To(Succeed())
+			}
+		}
+		// r0's prefill and r1's decode: two members, the quorum's count, but no
+		// replica whole.
+		Expect(k8sClient.Create(suiteCtx, tc.pod("r0-prefill-0").SchedulingGroup("r0-prefill").Req("cpu", "1").Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, tc.pod("r1-decode-0").SchedulingGroup("r1-decode").Req("cpu", "1").Obj())).To(Succeed())
+		Eventually(compositeScheduled(tc, "serve")).WithTimeout(testutil.Timeout).Should(And(
+			Not(BeNil()),
+			HaveField("Reason", v1alpha1.ReasonWaitingForMembers),
+			HaveField("Message", ContainSubstring("with the minimums its composites need; roles short (serve needs 1 of r0, r1; r0 needs 2 of r0-decode, r0-prefill; "+
+				"r1 needs 2 of r1-decode, r1-prefill): r0-decode 0/1, r1-prefill 0/1"))))
+		Consistently(tc.boundOf("r0-prefill-0", "r1-decode-0")).WithTimeout(3*time.Second).Should(Equal(0), "started with no replica whole")
+		// r0's decode makes r0 whole: the gang starts.
+		Expect(k8sClient.Create(suiteCtx, tc.pod("r0-decode-0").SchedulingGroup("r0-decode").Req("cpu", "1").Obj())).To(Succeed())
+		Eventually(tc.boundOf("r0-prefill-0", "r0-decode-0")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		Eventually(compositeScheduled(tc, "serve")).WithTimeout(testutil.Timeout).Should(HaveField("Status", metav1.ConditionTrue))
 	})
 })
