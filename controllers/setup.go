@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -108,63 +109,43 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&podgroup.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), GCGrace: opts.PodGroupGCGrace, Recorder: mgr.GetEventRecorder(kubenexusv1alpha1.EventReportingController)}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PodGroup controller: %w", err)
 	}
-	// Kubernetes' own PodGroups (scheduling.k8s.io/v1beta1) get their
-	// PodGroupInitiallyScheduled condition kept where the API server serves them when
-	// the manager starts (turning the API on later needs a manager restart).
-	switch _, err := mgr.GetRESTMapper().RESTMapping(kubenexusv1alpha1.NativePodGroupGVK.GroupKind(), kubenexusv1alpha1.NativePodGroupGVK.Version); {
-	case meta.IsNoMatchError(err):
-		mgr.GetLogger().Info("the API server does not serve Kubernetes' PodGroups; they are not managed", "groupVersion", kubenexusv1alpha1.NativePodGroupGVK.GroupVersion())
-	case err != nil:
-		return fmt.Errorf("discovering %s PodGroups: %w", kubenexusv1alpha1.NativePodGroupGVK.GroupVersion(), err)
-	default:
-		if err := (&podgroup.NativeReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("setting up the Kubernetes PodGroup controller: %w", err)
-		}
-		// Their CompositePodGroups (scheduling.k8s.io/v1alpha3), where served too.
-		switch _, err := mgr.GetRESTMapper().RESTMapping(kubenexusv1alpha1.CompositePodGroupGVK.GroupKind(), kubenexusv1alpha1.CompositePodGroupGVK.Version); {
-		case meta.IsNoMatchError(err):
-			mgr.GetLogger().Info("the API server does not serve Kubernetes' CompositePodGroups; they are not managed", "groupVersion", kubenexusv1alpha1.CompositePodGroupGVK.GroupVersion())
-		case err != nil:
-			return fmt.Errorf("discovering %s CompositePodGroups: %w", kubenexusv1alpha1.CompositePodGroupGVK.GroupVersion(), err)
-		default:
-			if err := (&podgroup.CompositeReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-				return fmt.Errorf("setting up the Kubernetes CompositePodGroup controller: %w", err)
-			}
+	// Other APIs' PodGroups get their status kept where the API server serves them
+	// when the manager starts (serving one later needs a manager restart).
+	// Kubernetes' own PodGroups (scheduling.k8s.io/v1beta1): their
+	// PodGroupInitiallyScheduled condition; their CompositePodGroups
+	// (scheduling.k8s.io/v1alpha3), where served too.
+	native, err := whereServed(mgr, kubenexusv1alpha1.NativePodGroupGVK.GroupKind(), kubenexusv1alpha1.NativePodGroupGVK.Version,
+		"Kubernetes' PodGroups", func() error { return (&podgroup.NativeReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr) })
+	if err != nil {
+		return err
+	}
+	if native {
+		if _, err := whereServed(mgr, kubenexusv1alpha1.CompositePodGroupGVK.GroupKind(), kubenexusv1alpha1.CompositePodGroupGVK.Version,
+			"Kubernetes' CompositePodGroups", func() error { return (&podgroup.CompositeReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr) }); err != nil {
+			return err
 		}
 	}
-	// scheduler-plugins' PodGroups get their status kept when that CRD is installed
-	// when the manager starts (installing it later needs a manager restart).
-	switch _, err := mgr.GetRESTMapper().RESTMapping(kubenexusv1alpha1.SigsPodGroupGVK.GroupKind(), kubenexusv1alpha1.SigsPodGroupVersion); {
-	case meta.IsNoMatchError(err):
-		mgr.GetLogger().Info("scheduler-plugins' PodGroup CRD is not installed; its PodGroups are not managed", "group", kubenexusv1alpha1.SigsPodGroupGroup)
-	case err != nil:
-		return fmt.Errorf("discovering %s PodGroups: %w", kubenexusv1alpha1.SigsPodGroupGroup, err)
-	default:
-		if err := (&podgroup.SigsReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("setting up the scheduler-plugins PodGroup controller: %w", err)
-		}
-	}
-	// KAI-Scheduler's PodGroups likewise, for the groups kubenexus-scheduler places.
-	switch _, err := mgr.GetRESTMapper().RESTMapping(kubenexusv1alpha1.KAIPodGroupGVK.GroupKind(), kubenexusv1alpha1.KAIPodGroupVersion); {
-	case meta.IsNoMatchError(err):
-		mgr.GetLogger().Info("KAI-Scheduler's PodGroup CRD is not installed; its PodGroups are not managed", "group", kubenexusv1alpha1.KAIPodGroupGroup)
-	case err != nil:
-		return fmt.Errorf("discovering %s PodGroups: %w", kubenexusv1alpha1.KAIPodGroupGroup, err)
-	default:
-		if err := (&podgroup.KAIReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("setting up the KAI PodGroup controller: %w", err)
-		}
-	}
-	// Volcano's PodGroups likewise, when that CRD is installed; the controller acts
-	// only while the KubeNexusConfig's spec.volcano.enabled is set.
-	switch _, err := mgr.GetRESTMapper().RESTMapping(kubenexusv1alpha1.VolcanoPodGroupGVK.GroupKind(), kubenexusv1alpha1.VolcanoPodGroupVersion); {
-	case meta.IsNoMatchError(err):
-		mgr.GetLogger().Info("Volcano's PodGroup CRD is not installed; its PodGroups are not managed", "group", kubenexusv1alpha1.VolcanoPodGroupGroup)
-	case err != nil:
-		return fmt.Errorf("discovering %s PodGroups: %w", kubenexusv1alpha1.VolcanoPodGroupGroup, err)
-	default:
-		if err := (&podgroup.VolcanoReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("setting up the Volcano PodGroup controller: %w", err)
+	for _, f := range []struct {
+		gk      schema.GroupKind
+		version string
+		what    string
+		setup   func() error
+	}{
+		// scheduler-plugins' PodGroups: the status its controller would write.
+		{kubenexusv1alpha1.SigsPodGroupGVK.GroupKind(), kubenexusv1alpha1.SigsPodGroupVersion, "scheduler-plugins' PodGroups",
+			func() error { return (&podgroup.SigsReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr) }},
+		// KAI-Scheduler's PodGroups, for the groups kubenexus-scheduler places.
+		{kubenexusv1alpha1.KAIPodGroupGVK.GroupKind(), kubenexusv1alpha1.KAIPodGroupVersion, "KAI-Scheduler's PodGroups",
+			func() error { return (&podgroup.KAIReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr) }},
+		// Volcano's PodGroups; the controller acts only while the KubeNexusConfig's
+		// spec.volcano.enabled is set.
+		{kubenexusv1alpha1.VolcanoPodGroupGVK.GroupKind(), kubenexusv1alpha1.VolcanoPodGroupVersion, "Volcano's PodGroups",
+			func() error {
+				return (&podgroup.VolcanoReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
+			}},
+	} {
+		if _, err := whereServed(mgr, f.gk, f.version, f.what, f.setup); err != nil {
+			return err
 		}
 	}
 	if opts.Namespace == "" {
@@ -245,4 +226,21 @@ func setupKueue(mgr ctrl.Manager, opts Options) error {
 		mgr.GetLogger().Info("the MultiKueue dispatcher is on: set Kueue's multiKueue.dispatcherName to it", "dispatcherName", multikueue.DispatcherName, "kueueNamespace", d.KueueNamespace)
 	}
 	return nil
+}
+
+// whereServed runs setup, the controller of what (a kind of another API), when the
+// API server serves gk at version, and says whether it did; a kind not served is
+// logged and left alone.
+func whereServed(mgr ctrl.Manager, gk schema.GroupKind, version, what string, setup func() error) (bool, error) {
+	switch _, err := mgr.GetRESTMapper().RESTMapping(gk, version); {
+	case meta.IsNoMatchError(err):
+		mgr.GetLogger().Info("the API server does not serve "+what+"; they are not managed", "group", gk.Group, "version", version)
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("discovering %s (%s/%s): %w", what, gk.Group, version, err)
+	}
+	if err := setup(); err != nil {
+		return false, fmt.Errorf("setting up the controller of %s: %w", what, err)
+	}
+	return true, nil
 }

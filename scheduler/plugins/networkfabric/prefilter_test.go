@@ -188,8 +188,7 @@ func TestShapesOfCountsDRAGPUs(t *testing.T) {
 	// publishes a GPU of 80Gi that claims share; claims made from template "two"
 	// ask for two GPUs, from "quarter" for 20Gi of one: a quarter of the card.
 	const driver = "gpu.example.com"
-	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.nvidia.com"},
-		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}}}}
+	class := gpuClass(driver)
 	slice := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "n-gpus"}, Spec: resourceapi.ResourceSliceSpec{
 		Driver: driver, Pool: resourceapi.ResourcePool{Name: "n", Generation: 1, ResourceSliceCount: 1}, NodeName: ptr.To("n"),
 		Devices: []resourceapi.Device{{Name: "gpu-0", AllowMultipleAllocations: ptr.To(true),
@@ -206,11 +205,7 @@ func TestShapesOfCountsDRAGPUs(t *testing.T) {
 		Capacity: &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse("20Gi")}}})
 	pl, s := newPlugin(t, []runtime.Object{testutil.MakeNode("n").Obj(), class, slice, two, quarter})
 	member := func(name, asks string) *corev1.Pod {
-		p := &corev1.Pod{}
-		p.Name, p.Namespace = name, "ml"
-		p.Spec.Containers = []corev1.Container{{Name: "w", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}
-		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To(asks)}}
-		return p
+		return claimMember(name, corev1.PodResourceClaim{Name: "gpu", ResourceClaimTemplateName: ptr.To(asks)})
 	}
 	schedtest.WaitFor(t, "the DRA GPU view to read the class, the slice and the templates", func() bool {
 		_, share := s.GPUs().Asks(member("c", "quarter"))
@@ -237,8 +232,7 @@ func TestShapesOfCountsDRAGPUs(t *testing.T) {
 // one a running pod (another consumer) holds asks nothing: its devices are not free.
 func TestShapesOfCountsASharedClaimOnce(t *testing.T) {
 	const driver = "gpu.example.com"
-	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.nvidia.com"},
-		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}}}}
+	class := gpuClass(driver)
 	slice := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "n-gpus"}, Spec: resourceapi.ResourceSliceSpec{
 		Driver: driver, Pool: resourceapi.ResourcePool{Name: "n", Generation: 1, ResourceSliceCount: 1}, NodeName: ptr.To("n"),
 		Devices: []resourceapi.Device{{Name: "gpu-0"}, {Name: "gpu-1"}, {Name: "gpu-2"}, {Name: "gpu-3"}},
@@ -254,11 +248,7 @@ func TestShapesOfCountsASharedClaimOnce(t *testing.T) {
 	}
 	pl, s := newPlugin(t, []runtime.Object{testutil.MakeNode("n").Obj(), class, slice, claim("pair", ""), claim("held", "uid-of-runs")})
 	member := func(name, claim string) *corev1.Pod {
-		p := &corev1.Pod{}
-		p.Name, p.Namespace, p.UID = name, "ml", types.UID("uid-"+name)
-		p.Spec.Containers = []corev1.Container{{Name: "w", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}
-		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(claim)}}
-		return p
+		return claimMember(name, corev1.PodResourceClaim{Name: "gpu", ResourceClaimName: ptr.To(claim)})
 	}
 	schedtest.WaitFor(t, "the DRA GPU view to read the class, the slice and the claims", func() bool {
 		gpus, _ := s.GPUs().Asks(member("x", "pair"))
@@ -725,3 +715,19 @@ func withoutInformers(h fwk.Handle) fwk.Handle { return noInformers{h} }
 type noInformers struct{ fwk.Handle }
 
 func (noInformers) SharedInformerFactory() informers.SharedInformerFactory { return nil }
+
+// gpuClass is a GPU DeviceClass (NVIDIA's name, a default GPU class) of driver's
+// devices.
+func gpuClass(driver string) *resourceapi.DeviceClass {
+	return &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.nvidia.com"},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}}}}
+}
+
+// claimMember is a member in namespace ml asking for one CPU, with the one claim pc.
+func claimMember(name string, pc corev1.PodResourceClaim) *corev1.Pod {
+	p := &corev1.Pod{}
+	p.Name, p.Namespace, p.UID = name, "ml", types.UID("uid-"+name)
+	p.Spec.Containers = []corev1.Container{{Name: "w", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{pc}
+	return p
+}
