@@ -444,7 +444,11 @@ func (q *Quotas) cycles(at time.Time) (out, victims []*QuotaWorkload) {
 				if evicted := q.preempt(cq, w, at); len(evicted) > 0 {
 					victims = append(victims, evicted...)
 					for _, v := range evicted {
-						w.Preempted = append(w.Preempted, v.Name)
+						// Named once: a victim admitted again and preempted again by w
+						// within the simulation is one Workload it displaces.
+						if !slices.Contains(w.Preempted, v.Name) {
+							w.Preempted = append(w.Preempted, v.Name)
+						}
 					}
 					continue // it fits now
 				}
