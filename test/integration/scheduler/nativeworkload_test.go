@@ -260,4 +260,33 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 		Eventually(tc.boundOf("r0-prefill-0", "r0-decode-0")).WithTimeout(testutil.Timeout).Should(Equal(2))
 		Eventually(compositeScheduled(tc, "serve")).WithTimeout(testutil.Timeout).Should(HaveField("Status", metav1.ConditionTrue))
 	})
+
+	It("refuses, as a tenant may write them, a cycle of composites and one nested deeper than four, naming the composite; nothing of theirs binds", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		tc.addNodes("n", 1, "cpu", "4")
+		nestedUnder := func(name, parent string) {
+			GinkgoHelper()
+			c := testutil.CompositePodGroup(tc.ns, name, 1, "")
+			c.Spec.ParentCompositePodGroupName = ptr.To(parent)
+			Expect(k8sClient.Create(suiteCtx, c)).To(Succeed())
+		}
+		// loop-a's parent is loop-b, loop-b's is loop-a.
+		nestedUnder("loop-a", "loop-b")
+		nestedUnder("loop-b", "loop-a")
+		Expect(k8sClient.Create(suiteCtx, testutil.CompositeChild(tc.ns, "in-loop", "loop-a", 1, ""))).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, tc.pod("in-loop-0").SchedulingGroup("in-loop").Req("cpu", "1").Obj())).To(Succeed())
+		// deep-1 (a root) … deep-5: five composites deep.
+		Expect(k8sClient.Create(suiteCtx, testutil.CompositePodGroup(tc.ns, "deep-1", 1, ""))).To(Succeed())
+		for i := 2; i <= 5; i++ {
+			nestedUnder(fmt.Sprintf("deep-%d", i), fmt.Sprintf("deep-%d", i-1))
+		}
+		Expect(k8sClient.Create(suiteCtx, testutil.CompositeChild(tc.ns, "in-deep", "deep-5", 1, ""))).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, tc.pod("in-deep-0").SchedulingGroup("in-deep").Req("cpu", "1").Obj())).To(Succeed())
+
+		Eventually(tc.scheduledMessage("in-loop-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
+			"PodGroup cannot be read as a gang " + tc.ns + "/loop-a: CompositePodGroup " + tc.ns + "/loop-a (scheduling.k8s.io/v1alpha3): spec.parentCompositePodGroupName: it is its own ancestor"))
+		Eventually(tc.scheduledMessage("in-deep-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
+			"CompositePodGroup " + tc.ns + "/deep-5 (scheduling.k8s.io/v1alpha3): nested 5 CompositePodGroups deep; at most 4 are read"))
+		Consistently(tc.boundOf("in-loop-0", "in-deep-0")).WithTimeout(2 * time.Second).Should(Equal(0))
+	})
 })
