@@ -24,12 +24,12 @@ import (
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=compositepodgroups/status,verbs=get;update;patch
 
 // CompositeReconciler keeps the CompositePodGroupInitiallyScheduled condition of
-// Kubernetes' root CompositePodGroups of gang policy (scheduling.k8s.io/v1alpha3),
-// which kubenexus-scheduler places as one gang of their child PodGroups
-// (v1alpha1.FromCompositePodGroup), computed by the same ComputeStatus as a
-// KubeNexus PodGroup's from the children's members. It is set up only when the API
-// server serves the API; it leaves basic and nested composites alone, and those none
-// of whose members asks for kubenexus-scheduler.
+// the CompositePodGroups (scheduling.k8s.io/v1alpha3) that are the root of a gang
+// — of gang policy, with no parent or a basic one — which kubenexus-scheduler
+// places as one gang of the PodGroups under them (v1alpha1.ReadCompositeTree),
+// computed by the same ComputeStatus as a KubeNexus PodGroup's from their members. It is set up only when the API
+// server serves the API; it leaves basic composites, those nested in a gang and
+// those none of whose members asks for kubenexus-scheduler alone.
 type CompositeReconciler struct {
 	Client client.Client
 	// Now is the clock (tests replace it).
@@ -98,8 +98,8 @@ func (r *CompositeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		return ctrl.Result{}, err
 	}
-	if g := v1alpha1.CompositeGangOf(u); !g.Gang || g.Parent != "" {
-		return ctrl.Result{}, nil
+	if root, err := r.gangRoot(ctx, u); err != nil || !root {
+		return ctrl.Result{}, err
 	}
 	tree, err := listCompositeTree(ctx, r.Client, req.Namespace)
 	if err != nil {
@@ -142,4 +142,25 @@ func listCompositeTree(ctx context.Context, c client.Reader, namespace string) (
 		return nil, err
 	}
 	return v1alpha1.TreeOf(composites, groups), nil
+}
+
+// gangRoot reports whether u is the root of a gang: of gang policy, and with no
+// parent or a basic one (whose children are scheduled each on its own, as
+// v1alpha1.CompositeRoot files them).
+func (r *CompositeReconciler) gangRoot(ctx context.Context, u *unstructured.Unstructured) (bool, error) {
+	g := v1alpha1.CompositeGangOf(u)
+	if !g.Gang {
+		return false, nil
+	}
+	if g.Parent == "" {
+		return true, nil
+	}
+	parent := v1alpha1.NewCompositePodGroup()
+	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: u.GetNamespace(), Name: g.Parent}, parent); {
+	case apierrors.IsNotFound(err):
+		return false, nil // the gang is the parent's, once it exists
+	case err != nil:
+		return false, err
+	}
+	return !v1alpha1.CompositeGangOf(parent).Gang, nil
 }

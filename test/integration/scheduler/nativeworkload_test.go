@@ -261,6 +261,26 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 		Eventually(compositeScheduled(tc, "serve")).WithTimeout(testutil.Timeout).Should(HaveField("Status", metav1.ConditionTrue))
 	})
 
+	It("gangs a composite under a basic one as a root of its own, and keeps its condition", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
+		tc.addNodes("n", 1, "cpu", "4")
+		fleet := testutil.CompositePodGroup(tc.ns, "fleet", 1, "")
+		fleet.Spec.SchedulingPolicy = schedulingv1alpha3.CompositePodGroupSchedulingPolicy{Basic: &schedulingv1alpha3.CompositeBasicSchedulingPolicy{}}
+		Expect(k8sClient.Create(suiteCtx, fleet)).To(Succeed())
+		serve := testutil.CompositePodGroup(tc.ns, "serve", 1, "")
+		serve.Spec.ParentCompositePodGroupName = ptr.To("fleet")
+		Expect(k8sClient.Create(suiteCtx, serve)).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, testutil.CompositeChild(tc.ns, "serve-a", "serve", 2, ""))).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, tc.pod("serve-a-0").SchedulingGroup("serve-a").Req("cpu", "1").Obj())).To(Succeed())
+		// One member of serve-a's two: serve's gang waits, and says so.
+		Eventually(compositeScheduled(tc, "serve")).WithTimeout(testutil.Timeout).Should(And(Not(BeNil()), HaveField("Reason", v1alpha1.ReasonWaitingForMembers)))
+		Consistently(tc.boundOf("serve-a-0")).WithTimeout(2 * time.Second).Should(Equal(0))
+		Expect(k8sClient.Create(suiteCtx, tc.pod("serve-a-1").SchedulingGroup("serve-a").Req("cpu", "1").Obj())).To(Succeed())
+		Eventually(tc.boundOf("serve-a-0", "serve-a-1")).WithTimeout(testutil.Timeout).Should(Equal(2))
+		Eventually(compositeScheduled(tc, "serve")).WithTimeout(testutil.Timeout).Should(HaveField("Status", metav1.ConditionTrue))
+		Expect(compositeScheduled(tc, "fleet")()).To(BeNil(), "a basic composite gangs nothing and gets no condition")
+	})
+
 	It("refuses, as a tenant may write them, a cycle of composites and one nested deeper than four, naming the composite; nothing of theirs binds", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
 		tc.addNodes("n", 1, "cpu", "4")
