@@ -131,26 +131,31 @@ func causeOf(lost []*corev1.Pod) (cause string, ok bool) {
 // decideRepair decides, from the gang's previous status (pg.Status) and its
 // members now, whether a repair starts, goes on, restarts the gang or ends. A
 // repair starts when a gang that was Scheduled or Running has fewer live members
-// (with the succeeded ones) than minMember — not when every member goes at once
+// (with the succeeded ones) than minMember — or, once a member of a
+// LeaderWorkerSet group created leader first is seen disrupted or failed, than
+// the group's size (groupSize) — not when every member goes at once
 // with no disruption or failure shown (the workload was deleted, or its
 // controller restarts it) — and ends when the gang is whole again. domain gives the
 // domain the room is held in ("": any node), asked only when a repair starts.
 func decideRepair(pg *v1alpha1.PodGroup, members []corev1.Pod, now time.Time, domain func() string) repairDecision {
 	policy, timeout := recoveryOf(pg)
-	minMember := int(pg.Spec.MinMember)
 	live, succeeded, lost := tally(members)
-	whole := live+succeeded >= minMember
 	cur := pg.Status.Repair
+	cause, shown := causeOf(lost)
+	minMember := int(pg.Spec.MinMember)
+	if shown || cur != nil {
+		minMember = max(minMember, groupSize(members))
+	}
+	whole := live+succeeded >= minMember
 	if cur == nil {
 		wasPlaced := pg.Status.Phase == v1alpha1.PodGroupRunning || pg.Status.Phase == v1alpha1.PodGroupScheduled
 		if !wasPlaced || whole {
 			return repairDecision{}
 		}
-		cause, shown := causeOf(lost)
 		if !shown && live == 0 {
 			return repairDecision{}
 		}
-		return startRepair(pg, policy, timeout, cause, minMember-live-succeeded, lost, now, domain())
+		return startRepair(pg, policy, timeout, cause, minMember, minMember-live-succeeded, lost, now, domain())
 	}
 	if whole {
 		outcome := v1alpha1.RepairOutcomeRepaired
@@ -184,10 +189,25 @@ func decideRepair(pg *v1alpha1.PodGroup, members []corev1.Pod, now time.Time, do
 		return repairDecision{repair: cur, restart: true, requeue: cur.RestartTime.Add(restartWindow(timeout)).Sub(now)}
 	default:
 		if missing := minMember - live - succeeded; missing > int(cur.LostMembers) {
-			return grownRepair(pg, policy, timeout, cur, missing, lost, now)
+			return grownRepair(pg, policy, timeout, cur, minMember, missing, lost, now)
 		}
 		return repairDecision{repair: cur, hold: cur.Reservation != "", requeue: cur.StartTime.Add(timeout).Sub(now)}
 	}
+}
+
+// groupSize is the size of the LeaderWorkerSet group the members are, when it is
+// created leader first (workload.LeaderFirstGroupSize): its PodGroup asks for the
+// leader alone, for LWS creates the workers once the leader is bound, but the
+// group runs whole only with all of them — a worker lost is a loss to repair. 0
+// for other gangs. Read only once a member is seen disrupted or failed, or a
+// repair is under way: a group whose workers are not created yet has lost
+// nothing, and one scaled away goes with no disruption shown.
+func groupSize(members []corev1.Pod) int {
+	n := 0
+	for i := range members {
+		n = max(n, workload.LeaderFirstGroupSize(&members[i]))
+	}
+	return n
 }
 
 // minRestartWindow is the least time a restarted gang has to be whole again before
@@ -204,8 +224,8 @@ func restartWindow(timeout time.Duration) time.Duration { return max(timeout, mi
 // the repair counted — members lost one after another, or a workload's controller
 // deleting the rest to start the gang anew: the count, the nodes and the room held
 // grow; the repair keeps its start, cause and domain.
-func grownRepair(pg *v1alpha1.PodGroup, policy v1alpha1.RecoveryPolicy, timeout time.Duration, cur *v1alpha1.GangRepairStatus, missing int, lost []*corev1.Pod, now time.Time) repairDecision {
-	d := startRepair(pg, policy, timeout, cur.Cause, missing, lost, now, cur.Domain)
+func grownRepair(pg *v1alpha1.PodGroup, policy v1alpha1.RecoveryPolicy, timeout time.Duration, cur *v1alpha1.GangRepairStatus, needs, missing int, lost []*corev1.Pod, now time.Time) repairDecision {
+	d := startRepair(pg, policy, timeout, cur.Cause, needs, missing, lost, now, cur.Domain)
 	d.started = false
 	d.repair.StartTime = cur.StartTime
 	for _, n := range cur.Nodes {
@@ -218,8 +238,9 @@ func grownRepair(pg *v1alpha1.PodGroup, policy v1alpha1.RecoveryPolicy, timeout 
 	return d
 }
 
-// startRepair is the decision of the reconcile that sees the loss.
-func startRepair(pg *v1alpha1.PodGroup, policy v1alpha1.RecoveryPolicy, timeout time.Duration, cause string, missing int, lost []*corev1.Pod, now time.Time, domain string) repairDecision {
+// startRepair is the decision of the reconcile that sees the loss of missing of
+// the needs members that make the gang whole.
+func startRepair(pg *v1alpha1.PodGroup, policy v1alpha1.RecoveryPolicy, timeout time.Duration, cause string, needs, missing int, lost []*corev1.Pod, now time.Time, domain string) repairDecision {
 	rs := &v1alpha1.GangRepairStatus{StartTime: metav1.Time{Time: now}, Cause: cause, LostMembers: int32(missing), Domain: domain}
 	for _, p := range lost {
 		if len(rs.Nodes) < maxListedNodes && !slices.Contains(rs.Nodes, p.Spec.NodeName) {
@@ -232,7 +253,7 @@ func startRepair(pg *v1alpha1.PodGroup, policy v1alpha1.RecoveryPolicy, timeout 
 		where = " on " + strings.Join(rs.Nodes, ", ")
 	}
 	d := repairDecision{repair: rs, started: true, requeue: timeout}
-	lostMsg := fmt.Sprintf("Lost %d member(s) of the %d it needs (%s%s)", missing, pg.Spec.MinMember, cause, where)
+	lostMsg := fmt.Sprintf("Lost %d member(s) of the %d it needs (%s%s)", missing, needs, cause, where)
 	switch policy {
 	case v1alpha1.RecoveryRestartGang:
 		rs.RestartTime = &metav1.Time{Time: now}

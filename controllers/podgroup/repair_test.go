@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -316,5 +317,66 @@ func TestHoldFor(t *testing.T) {
 	}
 	if _, ok := rr.Spec.Resources[corev1.ResourcePods]; ok {
 		t.Error("the pod count is held")
+	}
+}
+
+// A LeaderWorkerSet group created leader first is a gang of its leader (minMember
+// 1), whole only with its workers: a worker evicted starts a repair of the group,
+// which grows when LWS then deletes the rest to recreate it. Its workers not
+// created yet, or the group scaled away with no disruption shown, are no loss.
+func TestRepairOfALeaderFirstGroup(t *testing.T) {
+	group := func() (*v1alpha1.PodGroup, []corev1.Pod) {
+		pg, pods := runningGang(nil)
+		pg.Spec.MinMember = 1
+		pods = pods[:3]
+		for i := range pods {
+			pods[i].Labels["leaderworkerset.sigs.k8s.io/name"] = "vllm"
+			pods[i].Annotations = map[string]string{v1alpha1.AnnotationLWSExclusiveTopology: "topology.kubenexus.io/rack", "leaderworkerset.sigs.k8s.io/size": "3"}
+		}
+		return pg, pods
+	}
+	pg, pods := group()
+	if d := decideRepair(pg, pods[:1], t0, in("")); d.repair != nil || d.cond != nil {
+		t.Errorf("the leader alone, its workers not created yet: %+v", d)
+	}
+	lose(&pods[0], "", false)
+	if d := decideRepair(pg, pods, t0, in("")); d.repair != nil || d.cond != nil {
+		t.Errorf("the leader deleted with no disruption shown (scaled away): %+v", d)
+	}
+
+	pg, pods = group()
+	lose(&pods[1], "EvictionByEvictionAPI", false)
+	d := decideRepair(pg, pods, t0, in("topology.kubenexus.io/rack=r1"))
+	if d.repair == nil || d.repair.LostMembers != 1 || !d.hold || d.repair.Cause != v1alpha1.RepairCauseEvicted {
+		t.Fatalf("a worker evicted: %+v", d)
+	}
+	if !strings.Contains(d.cond.Message, "Lost 1 member(s) of the 3 it needs") {
+		t.Errorf("condition message %q, want it to count the group's 3", d.cond.Message)
+	}
+	if rr := holdFor(pg, d.repair, pods, t0, 300*time.Second); rr.Spec.Slots != 1 {
+		t.Errorf("reservation of %d slots, want 1", rr.Spec.Slots)
+	}
+	// LWS deletes the leader and the other worker; the evicted one is gone.
+	pg.Status.Repair = d.repair
+	lose(&pods[0], "", false)
+	lose(&pods[2], "", false)
+	d = decideRepair(pg, pods[0:1:1], t0.Add(time.Second), in(""))
+	if d.repair == nil || d.repair.LostMembers != 3 || !d.hold {
+		t.Fatalf("the group deleted to be recreated: %+v", d)
+	}
+	if rr := holdFor(pg, d.repair, pods[0:1:1], t0, 300*time.Second); rr.Spec.Slots != 3 {
+		t.Errorf("reservation of %d slots, want 3", rr.Spec.Slots)
+	}
+	// The new group's leader alone bound is not whole yet; all three are.
+	pg.Status.Repair = d.repair
+	_, next := group()
+	for i := range next {
+		next[i].UID = types.UID("new-" + next[i].Name)
+	}
+	if d := decideRepair(pg, next[:1], t0.Add(5*time.Second), in("")); d.ended != "" {
+		t.Errorf("the new leader alone: repair ended %q", d.ended)
+	}
+	if d := decideRepair(pg, next, t0.Add(9*time.Second), in("")); d.ended != v1alpha1.RepairOutcomeRepaired {
+		t.Errorf("the new group bound whole: %+v", d)
 	}
 }

@@ -74,6 +74,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, crds *crdcache.P
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	pl := &Plugin{handle: h, shared: shared, gangs: members, refused: refusedPods}
+	if members != nil {
+		shared.sizedBy(members.WholeSize)
+	}
 	shared.whenReleased(func() { pl.refused.Activate(klog.FromContext(ctx), "Reserved capacity was released") })
 	if err := pl.watchNodesBack(klog.FromContext(ctx)); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)

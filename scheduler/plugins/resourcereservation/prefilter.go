@@ -3,6 +3,7 @@ package resourcereservation
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,9 +35,10 @@ func (pl *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Po
 				bound = b
 			}
 		}
-		s.accumulated, s.accumulators, s.lent = pl.accumulated(idx, nodes, now, s.isMine, bound)
+		var repairs map[gang.Key]map[string]int
+		s.accumulated, s.accumulators, s.lent, repairs = pl.accumulated(idx, nodes, now, s.isMine, bound)
 		if lost {
-			s.accumulated, s.accumulators = holdLost(idx, pl.tenantMayHold(nodes), pl.gangs.LostRooms(now), pl.gangOf(pod), now, s.accumulated, s.accumulators)
+			s.accumulated, s.accumulators = holdLost(pl.tenantMayHold(nodes), pl.gangs.LostRooms(now), pl.gangOf(pod), repairs, s.accumulated, s.accumulators)
 		}
 	}
 	cs.Write(stateKey, s)
@@ -66,16 +68,22 @@ func (pl *Plugin) tenantMayHold(nodes []fwk.NodeInfo) func(namespace, node strin
 }
 
 // holdLost adds to held the rooms of whole gangs' lost members (gangs.LostRoom),
-// on the node each left where its tenant may hold room, for every pod but the
-// members of own (the pod's gang; the zero Key for none) — until the manager's repair reservation of that gang holds its room
-// instead.
-func holdLost(idx *index, mayHold func(namespace, node string) bool, rooms []gangs.LostRoom, own gang.Key, now time.Time, held nodefree.Tally[string], names map[string][]string) (nodefree.Tally[string], map[string][]string) {
+// but for the pod's own gang's and those the gang's repair reservation covers in
+// this cycle (repairs: the slots it holds per node), on nodes whose HardwareTier
+// lets the gang's tenant hold room. The manager's reservation lags the losses — it
+// is created once the manager sees the first, and grows as it sees more — so it
+// covers only as many rooms as it holds slots now: first those on the nodes it
+// holds them on, then any; the rest stay held (a LeaderWorkerSet group whose
+// controller deletes it whole after a worker failed loses the rest once the
+// reservation exists, and a pending group took their room).
+func holdLost(mayHold func(namespace, node string) bool, rooms []gangs.LostRoom, own gang.Key, repairs map[gang.Key]map[string]int, held nodefree.Tally[string], names map[string][]string) (nodefree.Tally[string], map[string][]string) {
 	if len(rooms) == 0 {
 		return held, names
 	}
 	own, _ = own.Whole()
-	for _, l := range rooms {
-		if l.Key == own || repairHeld(idx, l.Key, now) || !mayHold(l.Key.Namespace, l.Node) {
+	covered := coveredRooms(rooms, repairs)
+	for i, l := range rooms {
+		if l.Key == own || covered[i] || !mayHold(l.Key.Namespace, l.Node) {
 			continue
 		}
 		if held == nil {
@@ -87,15 +95,36 @@ func holdLost(idx *index, mayHold func(namespace, node string) bool, rooms []gan
 	return held, names
 }
 
-// repairHeld reports whether the manager's repair reservation of the gang holds
-// room now.
-func repairHeld(idx *index, key gang.Key, now time.Time) bool {
-	for _, r := range idx.byOwner[ownerOf(v1alpha1.ReservationOwnerPodGroup, key.Namespace, key.Name)] {
-		if r.accumulate && r.repair && r.holds(now) {
-			return true
+// coveredRooms marks the lost rooms their gang's repair reservation holds slots
+// for in this cycle: one room per slot, those on a node the reservation holds a
+// slot on first.
+func coveredRooms(rooms []gangs.LostRoom, repairs map[gang.Key]map[string]int) []bool {
+	covered := make([]bool, len(rooms))
+	if len(repairs) == 0 {
+		return covered
+	}
+	left := map[gang.Key]int{}
+	onNode := map[gang.Key]map[string]int{}
+	for key, slots := range repairs {
+		onNode[key] = maps.Clone(slots)
+		for _, n := range slots {
+			left[key] += n
 		}
 	}
-	return false
+	for i, l := range rooms {
+		if onNode[l.Key][l.Node] > 0 {
+			onNode[l.Key][l.Node]--
+			left[l.Key]--
+			covered[i] = true
+		}
+	}
+	for i, l := range rooms {
+		if !covered[i] && left[l.Key] > 0 {
+			left[l.Key]--
+			covered[i] = true
+		}
+	}
+	return covered
 }
 
 // accumulated assigns the room accumulating reservations hold in this cycle: for
@@ -108,13 +137,11 @@ func repairHeld(idx *index, key gang.Key, now time.Time) bool {
 // when it ends, with the safety margin, before the gang can start: when the room
 // held now is short of the gang's need and the pods that free the rest end later
 // (EASY backfill's rule: never delay the waiting gang's earliest start).
-func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, mine func(*reservation) bool, bound time.Duration) (nodefree.Tally[string], map[string][]string, map[types.NamespacedName]map[string]int) {
+func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, mine func(*reservation) bool, bound time.Duration) (held nodefree.Tally[string], names map[string][]string, lent map[types.NamespacedName]map[string]int, repairs map[gang.Key]map[string]int) {
 	if len(idx.accumulating) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
-	held := nodefree.Tally[string]{}
-	names := map[string][]string{}
-	lent := map[types.NamespacedName]map[string]int{}
+	held, names, lent = nodefree.Tally[string]{}, map[string][]string{}, map[types.NamespacedName]map[string]int{}
 	// Room lent to bounded pods still counts toward the slot it was lent from.
 	borrowed := pl.shared.borrowed()
 	for _, r := range idx.accumulating {
@@ -158,6 +185,12 @@ func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, m
 				missing -= k
 			}
 		}
+		if r.repair && len(slots) > 0 {
+			if repairs == nil {
+				repairs = map[gang.Key]map[string]int{}
+			}
+			repairs[key] = slots // lent or held, the lost members' room is in it
+		}
 		note := ""
 		if bound > 0 && missing > 0 {
 			start := shadow(r, missing, nodes, held, slots, member, pl.shared.borrows)
@@ -177,7 +210,7 @@ func (pl *Plugin) accumulated(idx *index, nodes []fwk.NodeInfo, now time.Time, m
 			names[name] = append(names[name], fmt.Sprintf("%s (PodGroup %s, %d slot(s) accumulating%s)", r.key, r.ownerName, k, note))
 		}
 	}
-	return held, names, lent
+	return held, names, lent, repairs
 }
 
 // mayHold reports whether room on node may be held for member: a node member may

@@ -19,6 +19,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kube-nexus/kubenexus/api/gang"
 	"github.com/kube-nexus/kubenexus/api/hardware"
 	v1alpha1 "github.com/kube-nexus/kubenexus/api/v1alpha1"
 	"github.com/kube-nexus/kubenexus/api/workload"
@@ -75,6 +76,11 @@ type Shared struct {
 
 	mu        sync.Mutex
 	onRelease []func()
+	// sizers give how many placed members make a gang whole as each profile's gang
+	// Service sees it (gangs.Service.WholeSize): more than its PodGroup's minMember
+	// for a LeaderWorkerSet group created leader first, whose PodGroup asks for the
+	// leader alone. Guarded by mu.
+	sizers []func(gang.Key) int
 }
 
 type assumedPod struct {

@@ -304,15 +304,35 @@ func (s *Shared) consumedOn(r *reservation, node string, upTo int, live bool) in
 // base is how many members of its gang an accumulating reservation holds no room
 // for: its PodGroup's minMember less its slots. 0 for the reservation of a gang
 // waiting to start (slots: the members missing then, all of them); the number of
-// members still running for a repairing gang's, whose slots are the lost members'.
+// members still running for a repairing gang's, whose slots are the lost members' —
+// counted against the size that makes the gang whole, when the gang Service knows
+// a larger one than minMember (a LeaderWorkerSet group's PodGroup asks for its
+// leader alone; the manager's repair holds room for the members the group lacks).
 // Its missing slots are slots less the members placed beyond base.
 func (s *Shared) base(r *reservation) int {
 	if !r.accumulate || s.cache == nil {
 		return 0
 	}
-	pg := s.cache.PodGroup(gang.Key{Namespace: r.key.Namespace, Name: r.ownerName})
+	key := gang.Key{Namespace: r.key.Namespace, Name: r.ownerName}
+	pg := s.cache.PodGroup(key)
 	if pg == nil {
 		return 0
 	}
-	return max(0, int(pg.Spec.MinMember)-r.slots)
+	whole := int(pg.Spec.MinMember)
+	if r.repair {
+		s.mu.Lock()
+		sizers := s.sizers
+		s.mu.Unlock()
+		for _, size := range sizers {
+			whole = max(whole, size(key))
+		}
+	}
+	return max(0, whole-r.slots)
+}
+
+// sizedBy adds a profile's gang Service's whole sizes to base's reading.
+func (s *Shared) sizedBy(size func(gang.Key) int) {
+	s.mu.Lock()
+	s.sizers = append(s.sizers, size)
+	s.mu.Unlock()
 }

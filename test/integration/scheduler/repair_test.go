@@ -246,6 +246,105 @@ var _ = Describe("Gang repair", func() {
 		Expect(nodeOf(tc, "outsider")()).To(BeEmpty())
 	})
 
+	// A LeaderWorkerSet group created leader first (exclusive-topology) is a gang of
+	// its leader whose PodGroup asks for one member; it runs whole only with its
+	// workers. A worker is evicted: its room is held for the group — then LWS
+	// (RecreateGroupOnPodRestart) deletes the leader and the other worker and
+	// creates the group anew. The hold grows to the whole group: a pending group
+	// of the same set, and a pod of no gang, do not get the rack; the new group
+	// binds whole there (the e2e's LeaderWorkerSet repair).
+	It("holds a LeaderWorkerSet group's rack from a worker's eviction through the group's recreation, then places the new group there", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		twoRacks(tc)
+		tc.addLabelledNodes("rack-c", 2, map[string]string{v1alpha1.LabelRack: tc.ns + "-c"}, gpus...)
+		// The pods LWS v0.7 makes for a group of three with exclusive-topology on the
+		// rack label: the gang labels the pod webhook adds to a leader-first group,
+		// and LWS's affinity (its own group's rack, no other group's).
+		lwsPod := func(group, worker int, suffix string) *corev1.Pod {
+			key := fmt.Sprintf("vllm-%d", group)
+			p := wholeNode(tc, fmt.Sprintf("%s-%d%s", key, worker, suffix)).
+				Label("leaderworkerset.sigs.k8s.io/name", "vllm").Label("leaderworkerset.sigs.k8s.io/group-index", fmt.Sprint(group)).
+				Label("leaderworkerset.sigs.k8s.io/worker-index", fmt.Sprint(worker)).Label("leaderworkerset.sigs.k8s.io/group-key", key).
+				Label(v1alpha1.LabelKubeNexusGangName, key).Label(v1alpha1.LabelKubeNexusGangMinAvailable, "1").
+				Annotation("leaderworkerset.sigs.k8s.io/size", "3").Annotation(v1alpha1.AnnotationLWSExclusiveTopology, v1alpha1.LabelRack).Obj()
+			p.Spec.Affinity = &corev1.Affinity{
+				PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: v1alpha1.LabelRack,
+					LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "leaderworkerset.sigs.k8s.io/group-key", Operator: metav1.LabelSelectorOpIn, Values: []string{key}}}}}}},
+				PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: v1alpha1.LabelRack,
+					LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+						{Key: "leaderworkerset.sigs.k8s.io/group-key", Operator: metav1.LabelSelectorOpExists},
+						{Key: "leaderworkerset.sigs.k8s.io/group-key", Operator: metav1.LabelSelectorOpNotIn, Values: []string{key}}}}}}},
+			}
+			return p
+		}
+		// group creates the leader, then, once it is bound, the workers, as LWS does.
+		group := func(g int, suffix string) string {
+			GinkgoHelper()
+			Expect(k8sClient.Create(suiteCtx, lwsPod(g, 0, suffix))).To(Succeed())
+			leader := fmt.Sprintf("vllm-%d-0%s", g, suffix)
+			running(tc, leader)
+			for w := 1; w < 3; w++ {
+				Expect(k8sClient.Create(suiteCtx, lwsPod(g, w, suffix))).To(Succeed())
+			}
+			running(tc, fmt.Sprintf("vllm-%d-1%s", g, suffix), fmt.Sprintf("vllm-%d-2%s", g, suffix))
+			rack := rackOf(get(tc, leader).Spec.NodeName)
+			for w := 1; w < 3; w++ {
+				Expect(rackOf(get(tc, fmt.Sprintf("vllm-%d-%d%s", g, w, suffix)).Spec.NodeName)).To(Equal(rack))
+			}
+			return rack
+		}
+		rack := group(0, "")
+		other := group(1, "")
+		Expect(other).NotTo(Equal(rack))
+		Eventually(func() (v1alpha1.PodGroupPhase, error) {
+			pg := &v1alpha1.PodGroup{}
+			err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "vllm-0"}, pg)
+			return pg.Status.Phase, err
+		}).WithTimeout(testutil.Timeout).Should(Equal(v1alpha1.PodGroupRunning))
+		// The third group's leader waits: no rack has three free nodes.
+		Expect(k8sClient.Create(suiteCtx, lwsPod(2, 0, ""))).To(Succeed())
+		Eventually(tc.scheduledMessage("vllm-2-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring("in one rack; the largest rack fits 2"))
+		time.Sleep(3 * time.Second) // past the suite's 2 s GC grace of an auto-created PodGroup
+
+		// A worker of group 0 is evicted: the group lacks one of its three.
+		w1 := get(tc, "vllm-0-1")
+		w1.Status.Conditions = append(w1.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+			Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting"})
+		Expect(k8sClient.Status().Update(suiteCtx, w1)).To(Succeed())
+		Expect(k8sClient.Delete(suiteCtx, w1)).To(Succeed())
+		Eventually(repairing(tc, "vllm-0")).WithTimeout(testutil.Timeout).Should(And(Not(BeNil()),
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", v1alpha1.RepairCauseEvicted),
+			HaveField("Message", ContainSubstring("Lost 1 member(s) of the 3 it needs"))))
+		slots := func() (int32, error) {
+			hold := &v1alpha1.ResourceReservation{}
+			err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "vllm-0-repair"}, hold)
+			return hold.Spec.Slots, err
+		}
+		Eventually(slots).WithTimeout(testutil.Timeout).Should(BeEquivalentTo(1))
+		// The kubelet confirms the eviction: the worker's node is free, and held.
+		Expect(k8sClient.Delete(suiteCtx, get(tc, "vllm-0-1"), client.GracePeriodSeconds(0))).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, wholeNode(tc, "outsider").NodeSelector(v1alpha1.LabelRack, rack).Obj())).To(Succeed())
+		Eventually(tc.scheduledMessage("outsider")).WithTimeout(testutil.Timeout).Should(ContainSubstring("vllm-0-repair"))
+
+		// LWS deletes the leader and the other worker; the kubelet confirms.
+		for _, name := range []string{"vllm-0-0", "vllm-0-2"} {
+			Expect(k8sClient.Delete(suiteCtx, get(tc, name))).To(Succeed())
+		}
+		for _, name := range []string{"vllm-0-0", "vllm-0-2"} {
+			Expect(k8sClient.Delete(suiteCtx, get(tc, name), client.GracePeriodSeconds(0))).To(Succeed())
+		}
+		Eventually(slots).WithTimeout(testutil.Timeout).Should(BeEquivalentTo(3))
+		Consistently(func() string { return nodeOf(tc, "vllm-2-0")() + nodeOf(tc, "outsider")() }).WithTimeout(3 * time.Second).Should(BeEmpty(),
+			"the rack group 0 left is held for it: neither the pending group nor a pod of no gang may take it")
+
+		// The group anew: its leader, then its workers, whole in its rack again.
+		Expect(group(0, "b")).To(Equal(rack))
+		Eventually(repairing(tc, "vllm-0")).WithTimeout(testutil.Timeout).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1alpha1.RepairOutcomeRepaired)))
+		Expect(nodeOf(tc, "vllm-2-0")()).To(BeEmpty())
+		Expect(nodeOf(tc, "outsider")()).To(BeEmpty())
+	})
+
 	// No room is left in the gang's rack but a pod of lower priority's: the
 	// replacement preempts it there, inside the gang's domain, and nothing in the
 	// other rack (whose pods are of the same low priority) is touched.

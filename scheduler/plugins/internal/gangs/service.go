@@ -411,6 +411,21 @@ func (s *Service) PlacedLive(key gang.Key) int {
 	}))
 }
 
+// WholeSize is how many placed members make gang key whole as the Service sees
+// it (wholeSize: its quorum, or the size of the LeaderWorkerSet group it is when
+// that is more); 0 when it files no member of the gang.
+func (s *Service) WholeSize(key gang.Key) int {
+	whole, _ := key.Whole()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e := s.gangs[whole]
+	if e == nil {
+		return 0
+	}
+	quorum, _, _ := s.Quorum(whole, e.LabelMin)
+	return wholeSize(e, quorum)
+}
+
 // liveMember reports whether a placed member still holds its room: neither
 // terminating nor failed (a failed member's room is free, and it needs a
 // replacement as one lost with its node does).
