@@ -28,7 +28,7 @@ func TestHoldLostBesideARepairReservation(t *testing.T) {
 		repairs map[gang.Key]map[string]int
 		// heldA is how many of a's rooms stay held; held and free are nodes that
 		// must be held, must not be.
-		heldA       int
+		heldA      int
 		held, free []string
 	}{
 		{"no reservation: every room", gang.Key{}, nil, 3, []string{"n1", "n2", "n3", "n4"}, nil},

@@ -334,7 +334,7 @@ var _ = Describe("Gang repair", func() {
 			Expect(k8sClient.Delete(suiteCtx, get(tc, name), client.GracePeriodSeconds(0))).To(Succeed())
 		}
 		Eventually(slots).WithTimeout(testutil.Timeout).Should(BeEquivalentTo(3))
-		Consistently(func() string { return nodeOf(tc, "vllm-2-0")() + nodeOf(tc, "outsider")() }).WithTimeout(3 * time.Second).Should(BeEmpty(),
+		Consistently(func() string { return nodeOf(tc, "vllm-2-0")() + nodeOf(tc, "outsider")() }).WithTimeout(3*time.Second).Should(BeEmpty(),
 			"the rack group 0 left is held for it: neither the pending group nor a pod of no gang may take it")
 
 		// The group anew: its leader, then its workers, whole in its rack again.
