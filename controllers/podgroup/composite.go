@@ -27,9 +27,11 @@ import (
 // the CompositePodGroups (scheduling.k8s.io/v1alpha3) that are the root of a gang
 // — of gang policy, with no parent or a basic one — which kubenexus-scheduler
 // places as one gang of the PodGroups under them (v1alpha1.ReadCompositeTree),
-// computed by the same ComputeStatus as a KubeNexus PodGroup's from their members. It is set up only when the API
-// server serves the API; it leaves basic composites, those nested in a gang and
-// those none of whose members asks for kubenexus-scheduler alone.
+// computed by the same ComputeStatus as a KubeNexus PodGroup's from their members,
+// and of the composites nested under such a root, each from the members under it
+// (nestedStatus). It is set up only when the API server serves the API; it leaves
+// basic composites and those none of whose members asks for kubenexus-scheduler
+// alone.
 type CompositeReconciler struct {
 	Client client.Client
 	// Now is the clock (tests replace it).
@@ -123,11 +125,50 @@ func (r *CompositeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if ok, err := (&NativeReconciler{Client: r.Client}).ours(ctx, members); err != nil || !ok {
 		return ctrl.Result{}, err
 	}
-	want, err := v1alpha1.CompositePodGroupStatus(u, ComputeStatus(pg, members, metav1.NewTime(r.Now())))
+	now := metav1.NewTime(r.Now())
+	want, err := v1alpha1.CompositePodGroupStatus(u, ComputeStatus(pg, members, now))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, patchForeignStatus(ctx, r.Client, u, want)
+	if err := patchForeignStatus(ctx, r.Client, u, want); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.nestedStatus(ctx, u.GetName(), tree, members, now)
+}
+
+// nestedStatus keeps the condition of every composite nested under the gang's
+// composite parent, from the members of the PodGroups under it: such a composite
+// is initially scheduled once its placed members meet its own sets (a replica of
+// a serving tree the root needs one of stays unscheduled while another replica
+// runs). The root's tree has read, so it has no cycle and at most
+// v1alpha1.MaxCompositeNodes composites.
+func (r *CompositeReconciler) nestedStatus(ctx context.Context, parent string, tree v1alpha1.CompositeTree, members []corev1.Pod, now metav1.Time) error {
+	kids, _ := tree(parent)
+	for _, kid := range kids {
+		sub, err := v1alpha1.ReadCompositeTree(kid, tree)
+		if err != nil {
+			continue // the root's reading refuses what this one would
+		}
+		var mine []corev1.Pod
+		for i := range members {
+			if name, ok := v1alpha1.NativeGroupOf(&members[i]); ok {
+				if _, under := sub.Spec.MinMemberPerRole[name]; under {
+					mine = append(mine, members[i])
+				}
+			}
+		}
+		want, err := v1alpha1.CompositePodGroupStatus(kid, ComputeStatus(sub, mine, now))
+		if err != nil {
+			return err
+		}
+		if err := patchForeignStatus(ctx, r.Client, kid, want); err != nil {
+			return err
+		}
+		if err := r.nestedStatus(ctx, kid.GetName(), tree, members, now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // listCompositeTree lists namespace's CompositePodGroups and PodGroups once and

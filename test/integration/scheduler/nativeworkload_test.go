@@ -259,6 +259,11 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 		Expect(k8sClient.Create(suiteCtx, tc.pod("r0-decode-0").SchedulingGroup("r0-decode").Req("cpu", "1").Obj())).To(Succeed())
 		Eventually(tc.boundOf("r0-prefill-0", "r0-decode-0")).WithTimeout(testutil.Timeout).Should(Equal(2))
 		Eventually(compositeScheduled(tc, "serve")).WithTimeout(testutil.Timeout).Should(HaveField("Status", metav1.ConditionTrue))
+		// Each replica has its own condition: r0 is placed, r1 (which the root
+		// did not need) is not.
+		Eventually(compositeScheduled(tc, "r0")).WithTimeout(testutil.Timeout).Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionTrue)))
+		Eventually(compositeScheduled(tc, "r1")).WithTimeout(testutil.Timeout).Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionFalse),
+			HaveField("Message", ContainSubstring("r1-prefill 0/1"))))
 	})
 
 	It("gangs a composite under a basic one as a root of its own, and keeps its condition", func() {
