@@ -188,9 +188,11 @@ func QueueKey(p *corev1.Pod) (gang.Key, bool) {
 }
 
 // Queue is the queue of the scheduler ours names, in its order: the pods listed
-// grouped under their queue keys, each group with a member waiting for a node.
-// PodGroup of a gang is left for the caller to fill.
-func Queue(pods []corev1.Pod, ours func(scheduler string) bool, gangValue func(gang.Key) *int32, aging int32) []*InQueue {
+// grouped under their queue keys, each group with a member waiting for a node —
+// the members of a Kubernetes PodGroup that composites maps to its
+// CompositePodGroup tree's gang (CompositeGangs) under that gang's key. PodGroup of
+// a gang is left for the caller to fill.
+func Queue(pods []corev1.Pod, ours func(scheduler string) bool, gangValue func(gang.Key) *int32, aging int32, composites map[gang.Key]gang.Key) []*InQueue {
 	byKey := map[gang.Key]*Gang{}
 	for i := range pods {
 		p := &pods[i]
@@ -198,6 +200,9 @@ func Queue(pods []corev1.Pod, ours func(scheduler string) bool, gangValue func(g
 			continue
 		}
 		k, isGang := QueueKey(p)
+		if root, in := composites[k]; in && isGang {
+			k = root
+		}
 		g := byKey[k]
 		if g == nil {
 			g = &Gang{}

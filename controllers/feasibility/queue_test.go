@@ -1,12 +1,16 @@
 package feasibility
 
 import (
+	"maps"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kube-nexus/kubenexus/api/gang"
+	testutil "github.com/kube-nexus/kubenexus/test/util"
 )
 
 // With starvation aging on, a gang that has waited long enough goes ahead of a
@@ -31,7 +35,7 @@ func TestQueueAgesGangsAsTheQueueSortDoes(t *testing.T) {
 		{86400, []string{"young-high", "older-low", "old-low"}},
 	} {
 		var got []string
-		for _, q := range Queue(pods, ours, nil, tc.aging) {
+		for _, q := range Queue(pods, ours, nil, tc.aging, nil) {
 			got = append(got, q.Name.Name)
 		}
 		if len(got) != len(tc.want) {
@@ -43,5 +47,30 @@ func TestQueueAgesGangsAsTheQueueSortDoes(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// The members of a CompositePodGroup tree's Kubernetes PodGroups queue as the
+// tree's one gang, under its root's key, as the scheduler files them; a PodGroup of
+// no tree stays a gang of its own.
+func TestQueueFilesACompositeTreeAsOneGang(t *testing.T) {
+	pod := func(name, group string) corev1.Pod {
+		return *testutil.MakePod(name, "ns").SchedulingGroup(group).SchedulerName("kubenexus-scheduler").Obj()
+	}
+	pods := []corev1.Pod{pod("p0", "r0-prefill"), pod("d0", "r0-decode"), pod("d1", "r1-decode"), pod("alone-0", "alone")}
+	serve := gang.Key{Namespace: "ns", Name: "serve", Composite: true}
+	composites := map[gang.Key]gang.Key{
+		{Namespace: "ns", Name: "r0-prefill"}: serve, {Namespace: "ns", Name: "r0-decode"}: serve, {Namespace: "ns", Name: "r1-decode"}: serve,
+	}
+	got := map[string]int{}
+	for _, q := range Queue(pods, func(string) bool { return true }, nil, 0, composites) {
+		if q.Key == nil || *q.Key != q.Name {
+			t.Errorf("%s queued with gang key %v", q.Name, q.Key)
+		}
+		got[q.Name.String()+map[bool]string{true: " (composite)"}[q.Name.Composite]] = len(q.Pending)
+	}
+	want := map[string]int{"ns/serve (composite)": 3, "ns/alone": 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("queue %v, want %v", got, want)
 	}
 }

@@ -65,7 +65,21 @@ func ReadWaiters(ctx context.Context, r client.Reader, c *Cluster, pods []corev1
 	for _, pc := range classes.Items {
 		classValue[pc.Name] = pc.Value
 	}
-	out.Queue = Queue(pods, func(s string) bool { return s == scheduler }, gangValues(classValue, pgs.Items), c.StarvationAgingSeconds)
+	// A Kubernetes PodGroup of a CompositePodGroup tree is queued as the tree's one
+	// gang, read as one PodGroup (its quorum, topology and priority class).
+	composites := CompositeGangs(ctx, r, pods)
+	trees := map[gang.Key]*v1alpha1.PodGroup{}
+	for _, root := range composites {
+		if _, read := trees[root]; read {
+			continue
+		}
+		pg, err := CompositeGang(ctx, r, client.ObjectKey{Namespace: root.Namespace, Name: root.Name})
+		if err != nil {
+			pg = nil // queued by its pods alone
+		}
+		trees[root] = pg
+	}
+	out.Queue = Queue(pods, func(s string) bool { return s == scheduler }, gangValues(classValue, pgs.Items, trees), c.StarvationAgingSeconds, composites)
 	if len(out.Queue) == 0 && len(wls.Items) == 0 {
 		return out, nil
 	}
@@ -77,9 +91,14 @@ func ReadWaiters(ctx context.Context, r client.Reader, c *Cluster, pods []corev1
 	for i := range nss.Items {
 		nsLabels[nss.Items[i].Name] = nss.Items[i].Labels
 	}
-	pgByKey := make(map[gang.Key]*v1alpha1.PodGroup, len(pgs.Items))
+	pgByKey := make(map[gang.Key]*v1alpha1.PodGroup, len(pgs.Items)+len(trees))
 	for i := range pgs.Items {
 		pgByKey[gang.Key{Namespace: pgs.Items[i].Namespace, Name: pgs.Items[i].Name}] = &pgs.Items[i]
+	}
+	for k, pg := range trees {
+		if pg != nil {
+			pgByKey[k] = pg
+		}
 	}
 	admittedBy := make(map[types.NamespacedName]string, len(wls.Items))
 	for i := range wls.Items {
@@ -140,13 +159,22 @@ func readConfig(ctx context.Context, r client.Reader) (*v1alpha1.KubeNexusConfig
 	return cfg, nil
 }
 
-// gangValues is the value of the PriorityClass each KubeNexus PodGroup names (nil:
+// gangValues is the value of the PriorityClass each KubeNexus PodGroup, and each
+// CompositePodGroup tree read as one (trees, by its gang; nil: unread), names (nil:
 // none, or the class does not exist).
-func gangValues(classValue map[string]int32, pgs []v1alpha1.PodGroup) func(gang.Key) *int32 {
+func gangValues(classValue map[string]int32, pgs []v1alpha1.PodGroup, trees map[gang.Key]*v1alpha1.PodGroup) func(gang.Key) *int32 {
 	byGang := map[gang.Key]int32{}
 	for i := range pgs {
 		if v, ok := classValue[pgs[i].Spec.PriorityClassName]; ok {
 			byGang[gang.Key{Namespace: pgs[i].Namespace, Name: pgs[i].Name}] = v
+		}
+	}
+	for k, pg := range trees {
+		if pg == nil {
+			continue
+		}
+		if v, ok := classValue[pg.Spec.PriorityClassName]; ok {
+			byGang[k] = v
 		}
 	}
 	return func(k gang.Key) *int32 {

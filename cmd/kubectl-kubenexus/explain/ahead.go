@@ -43,7 +43,7 @@ func (e *Explainer) aheadOf(ctx context.Context, st *state, g *group) ([]feasibi
 		mine[gang.Key{Namespace: g.members[i].Namespace, Name: g.members[i].Name}] = true
 	}
 	var queue []*feasibility.InQueue
-	for _, q := range feasibility.Queue(st.pods, func(s string) bool { return s == scheduler }, st.gangValue, st.cluster.StarvationAgingSeconds) {
+	for _, q := range feasibility.Queue(st.pods, func(s string) bool { return s == scheduler }, st.gangValue, st.cluster.StarvationAgingSeconds, st.composites) {
 		if !q.Before(target) {
 			break
 		}
@@ -64,6 +64,11 @@ func (e *Explainer) aheadOf(ctx context.Context, st *state, g *group) ([]feasibi
 		w := &group{key: q.Key, members: q.Members, pending: q.Pending, ns: namespaces[q.Name.Namespace]}
 		if w.key != nil {
 			w.pg = st.podGroups[*w.key]
+			if w.pg == nil && w.key.Composite {
+				if pg, err := e.podGroup(ctx, *w.key); err == nil {
+					w.pg = pg // the tree read as one gang
+				}
+			}
 		}
 		out = append(out, feasibility.Ahead{Name: q.Name.String(), Workload: w.workload(st, len(w.pending)), Runtime: q.Runtime()})
 	}

@@ -171,58 +171,13 @@ func (g *group) tierLabels(st *state) map[string]string {
 }
 
 // compositeGroup reads the gang of a root CompositePodGroup with everything under
-// it, as the scheduler does (v1alpha1.ReadCompositeTree).
+// it, as the scheduler does (feasibility.CompositeGang).
 func (e *Explainer) compositeGroup(ctx context.Context, key client.ObjectKey) (*v1alpha1.PodGroup, error) {
-	u := v1alpha1.NewCompositePodGroup()
-	if err := e.Client.Get(ctx, key, u); err != nil {
-		return nil, err
-	}
-	all := v1alpha1.NewNativePodGroupList()
-	if err := e.Client.List(ctx, all, client.InNamespace(key.Namespace)); err != nil {
-		return nil, err
-	}
-	composites := v1alpha1.NewCompositePodGroupList()
-	if err := e.Client.List(ctx, composites, client.InNamespace(key.Namespace)); err != nil {
-		return nil, err
-	}
-	return v1alpha1.ReadCompositeTree(u, v1alpha1.TreeOf(composites, all))
+	return feasibility.CompositeGang(ctx, e.Client, key)
 }
 
 // composites maps the Kubernetes PodGroups the pods name to the gang of the
-// CompositePodGroup tree each belongs to (v1alpha1.CompositeRoot), as the scheduler
-// files their pods. A group or composite the reader may not read, or an API the
-// cluster does not serve, leaves the group a gang of its own.
+// CompositePodGroup tree each belongs to (feasibility.CompositeGangs).
 func (e *Explainer) composites(ctx context.Context, pods []corev1.Pod) map[gang.Key]gang.Key {
-	out := map[gang.Key]gang.Key{}
-	seen := map[gang.Key]bool{}
-	for i := range pods {
-		m, ok, err := gang.Of(&pods[i])
-		if err != nil || !ok || m.Dialect != gang.DialectNative || seen[m.Key] {
-			continue
-		}
-		seen[m.Key] = true
-		pg := v1alpha1.NewNativePodGroup()
-		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: m.Key.Namespace, Name: m.Key.Name}, pg); err != nil {
-			continue
-		}
-		if v1alpha1.ParentCompositeOf(pg) == "" {
-			continue
-		}
-		unreadable := false
-		name, ok := v1alpha1.CompositeRoot(pg, func(name string) *unstructured.Unstructured {
-			c := v1alpha1.NewCompositePodGroup()
-			switch err := e.Client.Get(ctx, client.ObjectKey{Namespace: m.Key.Namespace, Name: name}, c); {
-			case notFound(err):
-				return nil
-			case err != nil:
-				unreadable = true
-				return nil
-			}
-			return c
-		})
-		if ok && !unreadable {
-			out[m.Key] = gang.Key{Namespace: m.Key.Namespace, Name: name, Composite: true}
-		}
-	}
-	return out
+	return feasibility.CompositeGangs(ctx, e.Client, pods)
 }

@@ -255,6 +255,27 @@ var _ = Describe("kubectl kubenexus explain", func() {
 		Eventually(estimatedStarts(tc, "early", "late", "huge")).WithTimeout(testutil.Timeout).Should(Equal([]string{"", "", estimatedstart.Unknown}))
 	})
 
+	It("start: counts a CompositePodGroup tree queued ahead as one gang, as the scheduler queues it", func() {
+		tc, ends := boundedFleet()
+		// "serve" needs both of its PodGroups, a member each: one gang of two,
+		// queued first; "late" after it.
+		Expect(k8sClient.Create(suiteCtx, testutil.CompositePodGroup(tc.ns, "serve", 2, ""))).To(Succeed())
+		for _, part := range []string{"serve-a", "serve-b"} {
+			Expect(k8sClient.Create(suiteCtx, testutil.CompositeChild(tc.ns, part, "serve", 1, ""))).To(Succeed())
+			Expect(k8sClient.Create(suiteCtx, gpuPod(tc, part+"-0").SchedulingGroup(part).ActiveDeadline(ptr.To(int64(30*60))).Obj())).To(Succeed())
+		}
+		time.Sleep(1100 * time.Millisecond) // creation times are to the second
+		Expect(k8sClient.Create(suiteCtx, testutil.MakePodGroup("late", tc.ns).MinMember(1).Obj())).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, gpuPod(tc, "late-0").PodGroup("late").Obj())).To(Succeed())
+		// The tree waits for both nodes (at 40 minutes); "late" needs one and takes
+		// the first that frees, at 20, behind one gang that does not start first. (As
+		// two gangs of one member, the PodGroups would take both nodes first.)
+		Eventually(explained(tc, "podgroup", "late")).WithTimeout(testutil.Timeout).Should(
+			HaveKeyWithValue(explain.LayerStart, And(HaveField("Verdict", explain.Waiting), HaveField("Text", And(
+				HavePrefix("earliest "+ends[0].UTC().Format(time.RFC3339)+" (in "),
+				ContainSubstring("behind 1 gang queued ahead (0 of them start first)"))))))
+	})
+
 	It("tier: names the HardwareTier that refuses the tenant, until it admits it", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
 		tc.setTier(v1alpha1.TenantTierGold)
