@@ -68,11 +68,12 @@ func (p Policy) LevelsWith(levels []Level) []Level {
 // MaxGroups is how many roles a gang may keep each in a domain of its own.
 const MaxGroups = 8
 
-// Group keeps the members of Role in one domain of Level. A Group with no Role ends
-// the list.
+// Group keeps the members of Role in one domain of Level — or, Preferred, prefers
+// to. A Group with no Role ends the list.
 type Group struct {
-	Role  string
-	Level int
+	Role      string
+	Level     int
+	Preferred bool
 }
 
 // GroupLayers returns the policy's sub-groups.
@@ -345,12 +346,17 @@ func nativePolicy(pg *v1alpha1.PodGroup, levels []Level) (Policy, bool, error) {
 		}
 		return l, nil
 	}
-	for i, g := range pg.Spec.NativeGroupKeys {
+	n := 0
+	for _, g := range pg.Spec.NativeGroupKeys {
 		l, err := levelOf(w.child+" "+g.Role, g.Key, false)
-		if err != nil {
+		switch {
+		case err != nil && g.Preferred:
+			continue // a preference no level can honour asks nothing
+		case err != nil:
 			return Policy{}, false, err
 		}
-		p.Groups[i] = Group{Role: g.Role, Level: l}
+		p.Groups[n] = Group{Role: g.Role, Level: l, Preferred: g.Preferred}
+		n++
 	}
 	for _, set := range pg.Spec.NativeSetKeys {
 		l, err := levelOf(w.child+" "+set.Name, set.Key, true)

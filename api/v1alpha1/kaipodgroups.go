@@ -58,7 +58,9 @@ type kaiConstraint struct {
 //     domain of that label. A sub-group holding others passes its required level to
 //     a single leaf below it without one of its own; over several leaves it is kept
 //     as a set (NativeSetKeys) that topology checks against the gang's level.
-//     Preferred levels of sub-groups are not read (preferences only).
+//     A leaf with no required level but a preferredTopologyLevel of its own
+//     prefers one domain of that label (NativeGroupKey.Preferred); a preferred
+//     level of a sub-group that holds others is not read.
 //
 // spec.queue, preemptibility and the Topology's name are not read. The result's
 // APIVersion is KAI's.
@@ -105,6 +107,8 @@ func FromKAIPodGroup(u *unstructured.Unstructured) (*PodGroup, error) {
 		}
 		if key := tree.keyOf(sg); key != "" {
 			pg.Spec.NativeGroupKeys = append(pg.Spec.NativeGroupKeys, NativeGroupKey{Role: sg.Name, Key: key})
+		} else if c := sg.TopologyConstraint; c != nil && c.PreferredTopologyLevel != "" {
+			pg.Spec.NativeGroupKeys = append(pg.Spec.NativeGroupKeys, NativeGroupKey{Role: sg.Name, Key: c.PreferredTopologyLevel, Preferred: true})
 		}
 	}
 	for _, sg := range spec.SubGroups {

@@ -137,10 +137,13 @@ type RoleSet struct {
 	Sets  []int
 }
 
-// NativeGroupKey keeps the members of Role in one domain of the node label Key.
+// NativeGroupKey keeps the members of Role in one domain of the node label Key —
+// or, Preferred, prefers to: a plan that cannot keep them so places them anywhere
+// in the gang's domain.
 type NativeGroupKey struct {
-	Role string
-	Key  string
+	Role      string
+	Key       string
+	Preferred bool
 }
 
 // NativeSetKey asks for the members of Roles (the leaves under the sub-group Name)

@@ -17,12 +17,14 @@ import (
 // are alike (one shape); roles without a sub-group go anywhere in the gang's domain.
 
 // GroupShape is the members of one role: their shape (the index of its Eligible
-// entry on the nodes) and the level whose one domain must hold them (-1: none, the
-// gang's domain only).
+// entry on the nodes) and the level whose one domain must hold them — or,
+// Preferred, should: a gang no plan holds with it is planned with the role's
+// members anywhere in its domain.
 type GroupShape struct {
-	Role  string
-	Shape int
-	Level int
+	Role      string
+	Shape     int
+	Level     int
+	Preferred bool
 }
 
 // GroupShortage says why no domain of Level (the gang's) holds the gang: in the best
@@ -61,8 +63,26 @@ func (s *GroupShortage) Describe(levels []topology.Level) string {
 // shapes anywhere in it. Of the domains that hold the gang, the one whose claimed
 // nodes the tenant prefers most, then the one left with the least free room of the
 // dominant resource, then by name. RoleNodes in the plan name, per role, the nodes
-// claimed for its members. Cost: O(levels × nodes × shapes × resources).
+// claimed for its members. When no plan holds the gang with its preferred
+// sub-groups, it is planned without them (their members anywhere in its domain);
+// the shortage returned is the one with them. Cost: O(levels × nodes × shapes ×
+// resources), twice with preferred sub-groups that do not fit.
 func ComputeGroups(nodes []PlanNode, shapes []Shape, groups []GroupShape, level int, required bool) (Plan, map[string][]string, *GroupShortage) {
+	plan, roles, short := computeGroups(nodes, shapes, groups, level, required)
+	if short == nil {
+		return plan, roles, nil
+	}
+	strict := slices.DeleteFunc(slices.Clone(groups), func(g GroupShape) bool { return g.Preferred })
+	if len(strict) == len(groups) {
+		return plan, roles, short
+	}
+	if plan, roles, s := computeGroups(nodes, shapes, strict, level, required); s == nil {
+		return plan, roles, nil
+	}
+	return Plan{}, nil, short
+}
+
+func computeGroups(nodes []PlanNode, shapes []Shape, groups []GroupShape, level int, required bool) (Plan, map[string][]string, *GroupShortage) {
 	lowest := level
 	if !required {
 		lowest = 0

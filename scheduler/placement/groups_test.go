@@ -86,3 +86,47 @@ func TestComputeGroupsNoNodes(t *testing.T) {
 		t.Fatal("sliced plan on no nodes")
 	}
 }
+
+// A preferred sub-group is kept in one domain of its level when one holds it, and
+// placed anywhere in the gang's domain when none does; a required one is refused.
+func TestComputeGroupsPreferred(t *testing.T) {
+	levels := []topology.Level{{Name: "nvlink"}, {Name: "rack"}}
+	const nvlink, rack = 0, 1
+	var nodes []PlanNode
+	for d := range 2 {
+		for i := range 2 {
+			nodes = append(nodes, PlanNode{Name: fmt.Sprintf("d%d-n%d", d, i), Domains: []string{fmt.Sprintf("d%d", d), "rack-0"}, Eligible: []bool{true},
+				Free: map[corev1.ResourceName]int64{gpu: 8000, corev1.ResourceCPU: 64000, corev1.ResourcePods: 110000}})
+		}
+	}
+	nvlinksOf := func(claims map[string]map[corev1.ResourceName]int64) map[string]bool {
+		out := map[string]bool{}
+		for i := range nodes {
+			if claims[nodes[i].Name][gpu] > 0 {
+				out[nodes[i].Domain(nvlink)] = true
+			}
+		}
+		return out
+	}
+	// Two whole-node members fit one NVLink domain: kept there.
+	plan, _, short := ComputeGroups(nodes, []Shape{gpuMembers(2, 8)}, []GroupShape{{Role: "prefill", Level: nvlink, Preferred: true}}, rack, true)
+	if short != nil || len(nvlinksOf(plan.Claims)) != 1 {
+		t.Fatalf("two members: shortage %v, NVLink domains %v; want one", short, nvlinksOf(plan.Claims))
+	}
+	// Three do not: required, refused; preferred, planned over both domains.
+	three := []Shape{gpuMembers(3, 8)}
+	_, _, short = ComputeGroups(nodes, three, []GroupShape{{Role: "prefill", Level: nvlink}}, rack, true)
+	if short == nil {
+		t.Fatal("a required sub-group of three planned; no NVLink domain holds it")
+	}
+	if got, want := short.Describe(levels), "needs its prefill members (3 × 8 nvidia.com/gpu) in one nvlink within one rack; rack-0 holds 2 of the 3 in one nvlink"; got != want {
+		t.Errorf("shortage:\n got %s\nwant %s", got, want)
+	}
+	plan, _, short = ComputeGroups(nodes, three, []GroupShape{{Role: "prefill", Level: nvlink, Preferred: true}}, rack, true)
+	if short != nil {
+		t.Fatalf("a preferred sub-group of three refused: %s", short.Describe(levels))
+	}
+	if plan.Domains[0] != "rack-0" || plan.Placed != 3 || len(nvlinksOf(plan.Claims)) != 2 {
+		t.Errorf("planned in %v, %d placed over NVLink domains %v; want all 3 in rack-0 over both", plan.Domains, plan.Placed, nvlinksOf(plan.Claims))
+	}
+}

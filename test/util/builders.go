@@ -417,7 +417,9 @@ func ForeignPodGroup(empty *unstructured.Unstructured, namespace, name string, s
 // when 0.
 type KAISubGroup struct {
 	Name, Parent, Required string
-	MinMember              int32
+	// Preferred is its topologyConstraint.preferredTopologyLevel.
+	Preferred string
+	MinMember int32
 }
 
 // KAIPodGroup is a KAI-Scheduler PodGroup (scheduling.run.ai/v2alpha2) of minMember
@@ -443,8 +445,15 @@ func KAIPodGroup(namespace, name string, minMember int32, required string, subGr
 		if sg.Parent != "" {
 			entry["parent"] = sg.Parent
 		}
+		c := map[string]any{}
 		if sg.Required != "" {
-			entry["topologyConstraint"] = map[string]any{"requiredTopologyLevel": sg.Required}
+			c["requiredTopologyLevel"] = sg.Required
+		}
+		if sg.Preferred != "" {
+			c["preferredTopologyLevel"] = sg.Preferred
+		}
+		if len(c) > 0 {
+			entry["topologyConstraint"] = c
 		}
 		list = append(list, entry)
 	}

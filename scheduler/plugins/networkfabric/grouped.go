@@ -37,7 +37,7 @@ func (pl *Plugin) planGrouped(key gang.Key, policy topology.Policy, nodes []fwk.
 	var groups []placement.GroupShape
 	for _, g := range policy.GroupLayers() {
 		if i, ok := byRole[g.Role]; ok {
-			groups = append(groups, placement.GroupShape{Role: g.Role, Shape: i, Level: g.Level})
+			groups = append(groups, placement.GroupShape{Role: g.Role, Shape: i, Level: g.Level, Preferred: g.Preferred})
 		}
 	}
 	planNodes, _ := pl.planNodes(nodes, roles, shapes, anchors, true)
@@ -104,6 +104,9 @@ func (pl *Plugin) anchorGroups(key gang.Key, nodes []placement.PlanNode, groups 
 		keep(level, d, -1)
 	}
 	for _, g := range groups {
+		if g.Preferred {
+			continue // a replacement may go where there is room
+		}
 		on := pl.members.PlacedNodesWhere(key, func(p *corev1.Pod) bool { return string(workload.RoleOf(p)) == g.Role })
 		if d := domainOf(on, g.Level); d != "" {
 			keep(g.Level, d, g.Shape)

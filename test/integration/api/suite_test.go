@@ -41,6 +41,7 @@ var _ = BeforeSuite(func() {
 	testEnv = &envtest.Environment{
 		CRDDirectoryPaths:     []string{testenv.CRDPath()},
 		ErrorIfCRDPathMissing: true,
+		CRDInstallOptions:     testenv.CRDInstall(),
 	}
 	cfg, err := testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())

@@ -149,7 +149,7 @@ func startMKWorker(name string, racks []string, busy int, kueueCRDs bool, namesp
 		Expect(err).NotTo(HaveOccurred())
 		crds = append(crds, dir)
 	}
-	env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
+	env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true, CRDInstallOptions: testenv.CRDInstall()}
 	cfg, err := env.Start()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })

@@ -42,7 +42,7 @@ var _ = BeforeSuite(func() {
 	Expect(testenv.RequireAssets()).To(Succeed())
 	kueueCRDs, err := testenv.KueueCRDs()
 	Expect(err).NotTo(HaveOccurred())
-	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testenv.CRDPath(), kueueCRDs}, ErrorIfCRDPathMissing: true}
+	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testenv.CRDPath(), kueueCRDs}, ErrorIfCRDPathMissing: true, CRDInstallOptions: testenv.CRDInstall()}
 	cfg, err := testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	k8sClient, err = client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
@@ -69,7 +69,7 @@ func startLegacy() client.Client {
 	GinkgoHelper()
 	crds, err := testenv.LegacyKueueCRDs()
 	Expect(err).NotTo(HaveOccurred())
-	env := &envtest.Environment{CRDDirectoryPaths: []string{testenv.CRDPath(), crds}, ErrorIfCRDPathMissing: true}
+	env := &envtest.Environment{CRDDirectoryPaths: []string{testenv.CRDPath(), crds}, ErrorIfCRDPathMissing: true, CRDInstallOptions: testenv.CRDInstall()}
 	cfg, err := env.Start()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })

@@ -76,6 +76,7 @@ var _ = BeforeSuite(func() {
 	testEnv = &envtest.Environment{
 		CRDDirectoryPaths:     append([]string{testenv.CRDPath(), filepath.Join(testenv.RepoRoot(), "test", "testdata", "crds"), sigsCRD, lwsCRD, jobSetCRD}, rayCRDs...),
 		ErrorIfCRDPathMissing: true,
+		CRDInstallOptions:     testenv.CRDInstall(),
 		// The webhook configurations `make manifests` generates, pointed at the
 		// manager's webhook server in this process.
 		WebhookInstallOptions: envtest.WebhookInstallOptions{

@@ -68,6 +68,55 @@ var _ = Describe("KAI-Scheduler's PodGroups (scheduling.run.ai/v2alpha2)", func(
 		Eventually(kaiSchedulingConditions(tc, "serve")).WithTimeout(testutil.Timeout).Should(BeEmpty())
 	})
 
+	It("keeps each sub-group that prefers an NVLink domain in one where the rack holds it so, and spreads one where it does not", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		// rack-a: four 8-GPU nodes whose names alternate between NVLink domains a0
+		// and a1 (a plan that fills nodes in name order mixes them); rack-b: two
+		// nodes, each a domain of its own.
+		for i := range 4 {
+			tc.addLabelledNodes(fmt.Sprintf("a-%d", i), 1, map[string]string{v1alpha1.LabelRack: tc.ns + "-rack-a", v1alpha1.LabelGPUClique: fmt.Sprintf("%s-a%d", tc.ns, i%2)},
+				"cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+		}
+		for i := range 2 {
+			tc.addLabelledNodes(fmt.Sprintf("b-%d", i), 1, map[string]string{v1alpha1.LabelRack: tc.ns + "-rack-b", v1alpha1.LabelGPUClique: fmt.Sprintf("%s-b%d", tc.ns, i)},
+				"cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+		}
+		// members creates n whole-node members of the KAI PodGroup group in role.
+		members := func(group, role string, n int, cpu string) []string {
+			var pods []string
+			for i := range n {
+				name := fmt.Sprintf("%s-%s-%d", group, role, i)
+				pods = append(pods, name)
+				Expect(k8sClient.Create(suiteCtx, tc.pod(name).KAIGroup(group, role).
+					Req("cpu", cpu, "memory", "16Gi", "nvidia.com/gpu", "8").Limit("nvidia.com/gpu", "8").Obj())).To(Succeed())
+			}
+			return pods
+		}
+		// Prefill and decode, two each, required in one rack, each preferring one
+		// NVLink domain: rack-a holds them so.
+		Expect(k8sClient.Create(suiteCtx, testutil.KAIPodGroup(tc.ns, "serve", 0, v1alpha1.LabelRack,
+			testutil.KAISubGroup{Name: "prefill", MinMember: 2, Preferred: v1alpha1.LabelGPUClique},
+			testutil.KAISubGroup{Name: "decode", MinMember: 2, Preferred: v1alpha1.LabelGPUClique}))).To(Succeed())
+		prefill, decode := members("serve", "prefill", 2, "4"), members("serve", "decode", 2, "8")
+		Eventually(tc.boundOf(append(prefill, decode...)...)).WithTimeout(testutil.Timeout).Should(Equal(4), "serve should start whole")
+		prefillCliques, prefillRacks := tc.domainsOf(prefill...)
+		decodeCliques, decodeRacks := tc.domainsOf(decode...)
+		Expect(prefillRacks).To(Equal(map[string]bool{tc.ns + "-rack-a": true}))
+		Expect(decodeRacks).To(Equal(prefillRacks))
+		Expect(prefillCliques).To(HaveLen(1), "prefill in one NVLink domain, as it prefers")
+		Expect(decodeCliques).To(HaveLen(1), "decode in one NVLink domain, as it prefers")
+
+		// rack-b has no domain of two nodes: a pair that prefers one is spread over
+		// two — a preference, not a requirement.
+		Expect(k8sClient.Create(suiteCtx, testutil.KAIPodGroup(tc.ns, "spill", 0, v1alpha1.LabelRack,
+			testutil.KAISubGroup{Name: "prefill", MinMember: 2, Preferred: v1alpha1.LabelGPUClique}))).To(Succeed())
+		spill := members("spill", "prefill", 2, "4")
+		Eventually(tc.boundOf(spill...)).WithTimeout(testutil.Timeout).Should(Equal(2), "spill should start whole")
+		cliques, racks := tc.domainsOf(spill...)
+		Expect(racks).To(Equal(map[string]bool{tc.ns + "-rack-b": true}))
+		Expect(cliques).To(HaveLen(2))
+	})
+
 	It("says why a KAI PodGroup cannot be read or placed, naming the field, and starts its pods once it is mended", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
 		tc.addPrefillDecodeFleet()

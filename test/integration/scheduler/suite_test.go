@@ -80,7 +80,7 @@ var _ = BeforeSuite(func() {
 	// And Kueue's: pods admitted through a ClusterQueue.
 	kueueCRDs, err := testenv.KueueCRDs()
 	Expect(err).NotTo(HaveOccurred())
-	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testenv.CRDPath(), sigsCRD, volcanoCRD, kaiCRD, nrtCRD, kueueCRDs}, ErrorIfCRDPathMissing: true}
+	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{testenv.CRDPath(), sigsCRD, volcanoCRD, kaiCRD, nrtCRD, kueueCRDs}, ErrorIfCRDPathMissing: true, CRDInstallOptions: testenv.CRDInstall()}
 	nativeWorkloads, err = testenv.EnableNativeWorkloads(testEnv)
 	Expect(err).NotTo(HaveOccurred())
 	apiServerMinor, err = testenv.APIServerMinor(os.Getenv("KUBEBUILDER_ASSETS"))

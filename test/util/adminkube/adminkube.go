@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
 
 // Write adds a system:masters user named user to a started envtest environment and
@@ -43,7 +45,7 @@ type ControlPlane struct {
 // configure, when given, adjusts the environment before it starts (API server
 // flags). Stop undoes both.
 func Start(crdDirs []string, prefix, user string, configure ...func(*envtest.Environment) error) (*ControlPlane, error) {
-	env := &envtest.Environment{CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: true}
+	env := &envtest.Environment{CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: true, CRDInstallOptions: testenv.CRDInstall()}
 	for _, f := range configure {
 		if err := f(env); err != nil {
 			return nil, err

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -260,4 +261,12 @@ func APIServerMinor(dir string) (int, error) {
 		return 0, fmt.Errorf("%s --version printed %q: %w", bin, out, err)
 	}
 	return minor, nil
+}
+
+// CRDInstall is how the suites install CRDs: envtest waits 10 s by default for
+// them to be served, which a loaded 2-core machine does not always meet with the
+// dozens of CRDs the operator suite installs (its BeforeSuite failed so beside a
+// compile); they wait up to two minutes.
+func CRDInstall() envtest.CRDInstallOptions {
+	return envtest.CRDInstallOptions{MaxTime: 2 * time.Minute}
 }
