@@ -33,8 +33,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-nexus/kubenexus/api/v1alpha1"
@@ -42,6 +44,12 @@ import (
 	"github.com/kube-nexus/kubenexus/controllers/kubenexusconfig/render"
 	"github.com/kube-nexus/kubenexus/test/util/testenv"
 )
+
+// The clients of this package (controller-runtime's) log through klog, as the
+// manager and the scheduler do: without a logger, controller-runtime prints a stack
+// trace to stderr 30 s after its first log line, which reads like a failure in a
+// test's output.
+func init() { ctrllog.SetLogger(klog.NewKlogr()) }
 
 // Namespace is where KubeNexus is installed.
 const Namespace = "kubenexus-system"
