@@ -53,7 +53,10 @@ func TestPolicyOfSlices(t *testing.T) {
 	compositeOwnKey.Spec.NativeTopologyKey = "cloud.example.com/block"
 	compositeOwnKey.Spec.NativeGroupKeys = []v1alpha1.NativeGroupKey{{Role: "decode", Key: "cloud.example.com/block"}, {Role: "prefill", Key: v1alpha1.LabelGPUClique}}
 	nestedBelow := composite.DeepCopy()
-	nestedBelow.Spec.NativeSetKeys = []v1alpha1.NativeSetKey{{Name: "r0", Key: v1alpha1.LabelGPUClique, Roles: []string{"decode", "prefill"}}}
+	nestedBelow.Spec.NativeSetKeys = []v1alpha1.NativeSetKey{{Name: "r0", Key: v1alpha1.LabelToR, Roles: []string{"decode", "prefill"}}}
+	nestedTwice := nestedBelow.DeepCopy()
+	nestedTwice.Spec.NativeTopologyKey = v1alpha1.LabelTopologyZone
+	nestedTwice.Spec.NativeSetKeys = append(nestedTwice.Spec.NativeSetKeys, v1alpha1.NativeSetKey{Name: "outer", Key: v1alpha1.LabelRack, Roles: []string{"decode", "prefill"}})
 	nestedAt := composite.DeepCopy()
 	nestedAt.Spec.NativeSetKeys = []v1alpha1.NativeSetKey{{Name: "r0", Key: v1alpha1.LabelRack, Roles: []string{"decode", "prefill"}}}
 	compositeLoose := composite.DeepCopy()
@@ -87,12 +90,25 @@ func TestPolicyOfSlices(t *testing.T) {
 		"KAI PodGroup: a set within the PodGroup's required level is implied": {pod(), kai(testutil.KAIPodGroup("ns", "serve", 0, v1alpha1.LabelRack,
 			sub("decode", "", v1alpha1.LabelTopologyZone), sub("decode-workers", "decode", v1alpha1.LabelGPUClique), sub("decode-leaders", "decode", ""))),
 			withGroups(Policy{Required: true, Level: 2, Source: kaiSource}, Group{Role: "decode-workers", Level: 0}), true, ""},
-		"KAI PodGroup: a set below the PodGroup's level is refused": {pod(), kai(testutil.KAIPodGroup("ns", "serve", 0, "",
+		"KAI PodGroup: a set below the PodGroup's level keeps its leaves in one domain together": {pod(), kai(testutil.KAIPodGroup("ns", "serve", 0, v1alpha1.LabelTopologyZone,
+			sub("decode", "", v1alpha1.LabelRack), sub("decode-workers", "decode", v1alpha1.LabelGPUClique), sub("decode-leaders", "decode", ""))),
+			withGroups(Policy{Required: true, Level: 3, Source: kaiSource},
+				Group{Role: "decode-workers", Level: 0, Set: "decode", SetLevel: 2}, Group{Role: "decode-leaders", Level: NoLevel, Set: "decode", SetLevel: 2}), true, ""},
+		"KAI PodGroup: a set without a level of the PodGroup": {pod(), kai(testutil.KAIPodGroup("ns", "serve", 0, "",
 			sub("decode", "", v1alpha1.LabelRack), sub("decode-workers", "decode", v1alpha1.LabelGPUClique), sub("decode-leaders", "decode", v1alpha1.LabelGPUClique))),
+			withGroups(Policy{Level: 3, Source: kaiSource},
+				Group{Role: "decode-workers", Level: 0, Set: "decode", SetLevel: 2}, Group{Role: "decode-leaders", Level: 0, Set: "decode", SetLevel: 2}), true, ""},
+		"KAI PodGroup: a leaf in two sets below the PodGroup's level is refused": {pod(), kai(testutil.KAIPodGroup("ns", "serve", 0, v1alpha1.LabelTopologyZone,
+			sub("inference", "", v1alpha1.LabelRack), sub("decode", "inference", v1alpha1.LabelToR),
+			sub("decode-workers", "decode", v1alpha1.LabelGPUClique), sub("decode-leaders", "decode", ""), sub("prefill", "inference", v1alpha1.LabelGPUClique))),
 			Policy{}, false,
-			"PodGroup serve: sub-group decode: topologyConstraint.requiredTopologyLevel network.kubenexus.io/rack would keep its sub-groups decode-leaders, decode-workers in one domain together; " +
-				"KubeNexus keeps each leaf sub-group in one domain of its own level, and all of them in one of the PodGroup's required level: " +
-				"require network.kubenexus.io/rack for the PodGroup (spec.topologyConstraint.requiredTopologyLevel) or for each of them"},
+			"PodGroup serve: leaf sub-group decode-leaders is in sub-group inference (topologyConstraint.requiredTopologyLevel network.kubenexus.io/rack) and in sub-group decode " +
+				"(topologyConstraint.requiredTopologyLevel network.kubenexus.io/tor), both below the PodGroup's level: KubeNexus keeps a leaf sub-group in one sub-group below the PodGroup's level; " +
+				"require the outer one's level for the PodGroup (spec.topologyConstraint.requiredTopologyLevel)"},
+		"KAI PodGroup: a leaf's level above its set's is refused": {pod(), kai(testutil.KAIPodGroup("ns", "serve", 0, v1alpha1.LabelTopologyZone,
+			sub("decode", "", v1alpha1.LabelToR), sub("decode-workers", "decode", v1alpha1.LabelRack), sub("decode-leaders", "decode", ""))),
+			Policy{}, false,
+			"PodGroup serve: leaf sub-group decode-workers: topologyConstraint.requiredTopologyLevel network.kubenexus.io/rack is above its sub-group decode's (network.kubenexus.io/tor): a leaf sub-group must fit in its sub-group's domain"},
 		"KAI PodGroup: a leaf's level of no topology level": {pod(), kai(testutil.KAIPodGroup("ns", "serve", 0, v1alpha1.LabelRack, sub("prefill", "", "cloud.example.com/pod"))),
 			Policy{}, false,
 			`PodGroup serve: sub-group prefill: topologyConstraint.requiredTopologyLevel "cloud.example.com/pod" is the node label of no topology level; the levels are nvlink, tor, rack, zone`},
@@ -105,10 +121,13 @@ func TestPolicyOfSlices(t *testing.T) {
 			withGroups(Policy{Required: true, Native: true, Level: 4, Label: "cloud.example.com/block", Source: compositeSource}, Group{Role: "decode", Level: 4}, Group{Role: "prefill", Level: 0}), true, ""},
 		"CompositePodGroup: a nested composite at the root's level is implied": {pod(), nestedAt,
 			withGroups(Policy{Required: true, Native: true, Level: 2, Source: compositeSource}, Group{Role: "decode", Level: 0}, Group{Role: "prefill", Level: 0}), true, ""},
-		"CompositePodGroup: a nested composite below the root's level is refused": {pod(), nestedBelow, Policy{}, false,
-			"CompositePodGroup serve: nested CompositePodGroup r0: spec.schedulingConstraints.topology key nvidia.com/gpu.clique would keep its PodGroups decode, prefill in one domain together; " +
-				"KubeNexus keeps each PodGroup in one domain of its own level, and all of them in one of the composite's required level: " +
-				"require nvidia.com/gpu.clique for the composite (spec.schedulingConstraints.topology) or for each of them"},
+		"CompositePodGroup: a nested composite below the root's level is a set": {pod(), nestedBelow,
+			withGroups(Policy{Required: true, Native: true, Level: 2, Source: compositeSource},
+				Group{Role: "decode", Level: 0, Set: "r0", SetLevel: 1}, Group{Role: "prefill", Level: 0, Set: "r0", SetLevel: 1}), true, ""},
+		"CompositePodGroup: two nested composites below the root's level are refused": {pod(), nestedTwice, Policy{}, false,
+			"CompositePodGroup serve: PodGroup decode is in nested CompositePodGroup r0 (spec.schedulingConstraints.topology key network.kubenexus.io/tor) and in nested CompositePodGroup outer " +
+				"(spec.schedulingConstraints.topology key network.kubenexus.io/rack), both below the composite's level: KubeNexus keeps a PodGroup in one nested CompositePodGroup below the composite's level; " +
+				"require the outer one's level for the composite (spec.schedulingConstraints.topology)"},
 		"CompositePodGroup without a key: children anywhere": {pod(), compositeLoose,
 			withGroups(Policy{Native: true, Level: 3, Source: compositeSource}, Group{Role: "decode", Level: 0}, Group{Role: "prefill", Level: 0}), true, ""},
 		"CompositePodGroup: a child's key of no level": {pod(), compositeUnknown, Policy{}, false,

@@ -8,6 +8,7 @@ package topology
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,12 +70,21 @@ func (p Policy) LevelsWith(levels []Level) []Level {
 const MaxGroups = 8
 
 // Group keeps the members of Role in one domain of Level — or, Preferred, prefers
-// to. A Group with no Role ends the list.
+// to; NoLevel: no domain of its own. Set, when not "", names a set of roles (a KAI
+// sub-group over several leaves, a CompositePodGroup nested in another) kept
+// together in one domain of SetLevel, between their own levels and the gang's. A
+// Group with no Role ends the list.
 type Group struct {
 	Role      string
 	Level     int
 	Preferred bool
+	Set       string
+	SetLevel  int
 }
+
+// NoLevel is the Level of a Group whose role has no domain of its own, only its
+// set's.
+const NoLevel = -1
 
 // GroupLayers returns the policy's sub-groups.
 func (p Policy) GroupLayers() []Group {
@@ -307,7 +317,9 @@ func levelByName(levels []Level, name string) int {
 // spec.schedulingConstraints.topology (required), with a CompositePodGroup's
 // children's keys as sub-groups; or of a KAI PodGroup's spec.topologyConstraint
 // (required, or preferred), with its leaf sub-groups' required levels as sub-groups
-// and its sub-group sets' checked. A key the KubeNexusConfig declares no level for
+// and its sub-groups over several leaves (and a tree's nested composites) as sets:
+// their roles together in one domain of the set's level, one set per role below the
+// gang's level. A key the KubeNexusConfig declares no level for
 // is a level of its own over that label; a child's key must be a declared level or
 // the gang's own key, at or below the gang's level. A gang with no key of its own
 // keeps its children's sub-groups anywhere in the cluster.
@@ -363,13 +375,33 @@ func nativePolicy(pg *v1alpha1.PodGroup, levels []Level) (Policy, bool, error) {
 		if err != nil {
 			return Policy{}, false, err
 		}
-		if !p.Required || l < p.Level {
-			// One domain for several roles together is not in the model: only the
-			// gang's own required level (or one above it) holds them all.
-			return Policy{}, false, fmt.Errorf("%s %s: %s %s: %s %s would keep its %s %s in one domain together; "+
-				"KubeNexus keeps each %s in one domain of its own level, and all of them in one of the %s's required level: "+
-				"require %s for the %s (%s) or for each of them",
-				kind, pg.Name, w.set, set.Name, w.childField, set.Key, w.members, strings.Join(set.Roles, ", "), w.leaf, w.whole, set.Key, w.whole, w.require)
+		if p.Required && l >= p.Level {
+			continue // the gang's own domain holds them all
+		}
+		for _, role := range set.Roles {
+			i := slices.IndexFunc(p.Groups[:n], func(g Group) bool { return g.Role == role })
+			if i < 0 {
+				if n == MaxGroups {
+					return Policy{}, false, fmt.Errorf("%s %s: %s %s: more than %d %ss ask for a topology of their own or their %s's",
+						kind, pg.Name, w.set, set.Name, MaxGroups, w.leaf, w.set)
+				}
+				i = n
+				p.Groups[i] = Group{Role: role, Level: NoLevel}
+				n++
+			}
+			g := &p.Groups[i]
+			switch {
+			case g.Set != "":
+				// One set per role below the gang's level: the planner nests no deeper.
+				return Policy{}, false, fmt.Errorf("%s %s: %s %s is in %s %s (%s %s) and in %s %s (%s %s), both below the %s's level: "+
+					"KubeNexus keeps a %s in one %s below the %s's level; require the outer one's level for the %s (%s)",
+					kind, pg.Name, w.leaf, role, w.set, g.Set, w.childField, p.LevelsWith(levels)[g.SetLevel].NodeLabel, w.set, set.Name, w.childField, set.Key,
+					w.whole, w.leaf, w.set, w.whole, w.whole, w.require)
+			case g.Level > l:
+				return Policy{}, false, fmt.Errorf("%s %s: %s %s: %s %s is above its %s %s's (%s): a %s must fit in its %s's domain",
+					kind, pg.Name, w.leaf, role, w.childField, p.LevelsWith(levels)[g.Level].NodeLabel, w.set, set.Name, set.Key, w.leaf, w.set)
+			}
+			g.Set, g.SetLevel = set.Name, l
 		}
 	}
 	return p, true, nil
@@ -380,8 +412,8 @@ type nativeWording struct {
 	field, child, short, childField, whole string
 	// require is the field that requires a level of the whole.
 	require string
-	// set names a node that holds several leaves, members those leaves, leaf one.
-	set, members, leaf string
+	// set names a node that holds several leaves, leaf one.
+	set, leaf string
 	// native: kube-scheduler's own placement algorithm enforces the constraint too.
 	native bool
 }
@@ -389,10 +421,10 @@ type nativeWording struct {
 var (
 	nativeWords = nativeWording{field: "spec.schedulingConstraints.topology", require: "spec.schedulingConstraints.topology", child: "child PodGroup", short: "child",
 		childField: "spec.schedulingConstraints.topology key", whole: "composite", native: true,
-		set: "nested CompositePodGroup", members: "PodGroups", leaf: "PodGroup"}
+		set: "nested CompositePodGroup", leaf: "PodGroup"}
 	kaiWords = nativeWording{field: "spec.topologyConstraint", require: "spec.topologyConstraint.requiredTopologyLevel", child: "sub-group", short: "sub-group",
 		childField: "topologyConstraint.requiredTopologyLevel", whole: "PodGroup",
-		set: "sub-group", members: "sub-groups", leaf: "leaf sub-group"}
+		set: "sub-group", leaf: "leaf sub-group"}
 )
 
 func levelByLabel(levels []Level, label string) int {

@@ -56,8 +56,8 @@ type kaiConstraint struct {
 //   - spec.topologyConstraint's requiredTopologyLevel (else preferredTopologyLevel)
 //     is the gang's level; a leaf's requiredTopologyLevel keeps its members in one
 //     domain of that label. A sub-group holding others passes its required level to
-//     a single leaf below it without one of its own; over several leaves it is kept
-//     as a set (NativeSetKeys) that topology checks against the gang's level.
+//     a single leaf below it without one of its own; over several leaves it keeps
+//     them together in one domain of its label (NativeSetKeys: a set of roles).
 //     A leaf with no required level but a preferredTopologyLevel of its own
 //     prefers one domain of that label (NativeGroupKey.Preferred); a preferred
 //     level of a sub-group that holds others is not read.

@@ -67,6 +67,10 @@ type PodSet struct {
 	// spec.networkTopology.subGroups for the pods' role); "" for none. Role names
 	// the sub-group (else Name).
 	GroupTopology, Role string
+	// Set names the roles' set the pod set's role is kept with in one domain of the
+	// node label SetTopology, inside the workload's (a KAI sub-group over several
+	// leaves, a CompositePodGroup nested in another); "" for none.
+	Set, SetTopology string
 	// DRAGPUs are the whole GPUs each pod asks for through its ResourceClaim
 	// templates (hardware.WholeGPUs; a share of a GPU is not counted).
 	DRAGPUs int64

@@ -1,6 +1,7 @@
 package feasibility
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,11 +11,11 @@ import (
 )
 
 // groupedLevels returns, for a workload some of whose pod sets are sub-groups
-// (PodSet.GroupTopology), the levels to plan it over — the KubeNexusConfig's, and
-// its required label as one more when they do not declare it — the index of the
-// level whose one domain holds it, whether that is required (else the planner also
-// tries the whole cluster), and one GroupShape per sub-group pod set whose label is
-// a level below it. ok is false when no pod set is a sub-group.
+// (PodSet.GroupTopology) or in sets (PodSet.SetTopology), the levels to plan it over —
+// the KubeNexusConfig's, and its required label as one more when they do not declare
+// it — the index of the level whose one domain holds it, whether that is required
+// (else the planner also tries the whole cluster), and one GroupShape per such pod
+// set whose labels are levels below it. ok is false when no pod set is either.
 func (c *Cluster) groupedLevels(w *Workload) (levels []topology.Level, level int, required bool, groups []placement.GroupShape, ok bool) {
 	levels = c.Levels
 	if len(levels) == 0 {
@@ -34,27 +35,49 @@ func (c *Cluster) groupedLevels(w *Workload) (levels []topology.Level, level int
 		}
 	}
 	for i, ps := range w.PodSets {
-		if ps.GroupTopology == "" {
+		if ps.GroupTopology == "" && ps.Set == "" {
 			continue
 		}
 		ok = true
-		if l := c.levelIndex(ps.GroupTopology); l <= level && l < len(c.Levels) {
-			role := ps.Role
-			if role == "" {
-				role = ps.Name
-			}
-			groups = append(groups, placement.GroupShape{Role: role, Shape: i, Level: l})
+		g := placement.GroupShape{Role: cmp.Or(ps.Role, ps.Name), Shape: i, Level: placement.NoLevel}
+		if l := c.levelIndex(ps.GroupTopology); ps.GroupTopology != "" && l <= level && l < len(c.Levels) {
+			g.Level = l
+		}
+		if l := c.levelIndex(ps.SetTopology); ps.Set != "" && l < len(c.Levels) {
+			g.Set, g.SetLevel = ps.Set, l
+		}
+		if g.Level != placement.NoLevel || g.Set != "" {
+			groups = append(groups, g)
 		}
 	}
 	return levels, level, required, groups, ok
 }
 
-// describeGroups says what the sub-groups ask ("prefill in one nvlink, decode in one
-// nvlink").
+// describeGroups says what the sub-groups and sets ask ("prefill in one nvlink,
+// decode-workers in one nvlink, decode (decode-leader, decode-workers) in one rack").
 func describeGroups(groups []placement.GroupShape, levels []topology.Level) string {
-	parts := make([]string, len(groups))
-	for i, g := range groups {
-		parts[i] = fmt.Sprintf("%s in one %s", g.Role, levels[g.Level].Name)
+	var parts []string
+	sets := map[string][]string{}
+	var setOrder []string
+	for _, g := range groups {
+		if g.Level != placement.NoLevel {
+			parts = append(parts, fmt.Sprintf("%s in one %s", g.Role, levels[g.Level].Name))
+		}
+		if g.Set != "" {
+			if _, seen := sets[g.Set]; !seen {
+				setOrder = append(setOrder, g.Set)
+			}
+			sets[g.Set] = append(sets[g.Set], g.Role)
+		}
+	}
+	for _, set := range setOrder {
+		var level int
+		for _, g := range groups {
+			if g.Set == set {
+				level = g.SetLevel
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s) in one %s", set, strings.Join(sets[set], ", "), levels[level].Name))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -91,12 +91,19 @@ func (c *Cluster) WorkloadOf(g *Gang, need int, tierLabels map[string]string, cl
 				w.PodSets[i].RequiredTopology = levels[pol.Level].NodeLabel
 			}
 			w.PodSets[i].Slices = SliceLayers(pol, c.Levels)
-			// A role kept in one domain of its own (a sub-group), as the scheduler's
-			// plan keeps it.
+			// A role kept in one domain of its own (a sub-group) or of its set's, as
+			// the scheduler's plan keeps it.
 			role := string(workload.RoleOf(&corev1.Pod{ObjectMeta: w.PodSets[i].Template.ObjectMeta}))
 			for _, sg := range pol.GroupLayers() {
-				if sg.Role == role {
-					w.PodSets[i].GroupTopology, w.PodSets[i].Role = levels[sg.Level].NodeLabel, role
+				if sg.Role != role {
+					continue
+				}
+				w.PodSets[i].Role = role
+				if sg.Level != topology.NoLevel {
+					w.PodSets[i].GroupTopology = levels[sg.Level].NodeLabel
+				}
+				if sg.Set != "" {
+					w.PodSets[i].Set, w.PodSets[i].SetTopology = sg.Set, levels[sg.SetLevel].NodeLabel
 				}
 			}
 		}

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -128,5 +129,75 @@ func TestComputeGroupsPreferred(t *testing.T) {
 	}
 	if plan.Domains[0] != "rack-0" || plan.Placed != 3 || len(nvlinksOf(plan.Claims)) != 2 {
 		t.Errorf("planned in %v, %d placed over NVLink domains %v; want all 3 in rack-0 over both", plan.Domains, plan.Placed, nvlinksOf(plan.Claims))
+	}
+}
+
+// A set keeps several roles in one domain together, between their own levels and
+// the gang's: decode's leader (CPU only, no domain of its own) and its workers (one
+// NVLink domain) in one rack, within one zone.
+func TestComputeGroupsSet(t *testing.T) {
+	levels := []topology.Level{{Name: "nvlink"}, {Name: "rack"}, {Name: "zone"}}
+	const nvlink, rack, zone = 0, 1, 2
+	// node makes a node of NVLink domain d in rack r of zone-0.
+	node := func(name, d, r string, gpus, cpu int64) PlanNode {
+		return PlanNode{Name: name, Domains: []string{d, r, "zone-0"}, Eligible: []bool{true, true},
+			Free: map[corev1.ResourceName]int64{gpu: gpus * 1000, corev1.ResourceCPU: cpu * 1000, corev1.ResourcePods: 110000}}
+	}
+	leader := Shape{Requests: map[corev1.ResourceName]int64{corev1.ResourceCPU: 32000, corev1.ResourcePods: 1000}, Count: 1}
+	shapes := []Shape{leader, gpuMembers(4, 4)}
+	groups := []GroupShape{
+		{Role: "decode-leader", Shape: 0, Level: NoLevel, Set: "decode", SetLevel: rack},
+		{Role: "decode-workers", Shape: 1, Level: nvlink, Set: "decode", SetLevel: rack},
+	}
+	rackOf := func(nodes []PlanNode, names []string) map[string]bool {
+		out := map[string]bool{}
+		for _, name := range names {
+			for i := range nodes {
+				if nodes[i].Name == name {
+					out[nodes[i].Domain(rack)] = true
+				}
+			}
+		}
+		return out
+	}
+
+	// rack-0's NVLink domain comes first and holds the workers as tightly as
+	// rack-1's, but its CPUs are taken: the leader fits only rack-1, so the whole
+	// set goes there (a plan of the workers alone would take rack-0).
+	nodes := []PlanNode{
+		node("r0-n0", "r0-d0", "rack-0", 8, 16), node("r0-n1", "r0-d0", "rack-0", 8, 16),
+		node("r1-n0", "r1-d0", "rack-1", 8, 64), node("r1-n1", "r1-d0", "rack-1", 8, 64),
+	}
+	plan, roles, short := ComputeGroups(nodes, shapes, groups, zone, true)
+	if short != nil {
+		t.Fatalf("refused: %s", short.Describe(levels))
+	}
+	if got := rackOf(nodes, append(slices.Clone(roles["decode-leader"]), roles["decode-workers"]...)); len(got) != 1 || !got["rack-1"] {
+		t.Errorf("leader on %v, workers on %v: racks %v, want rack-1 alone", roles["decode-leader"], roles["decode-workers"], got)
+	}
+	if plan.Domains[0] != "zone-0" || plan.Placed != 5 {
+		t.Errorf("planned in %v with %d placed, want zone-0 with 5", plan.Domains, plan.Placed)
+	}
+
+	// No rack has room for the leader beside the workers: refused, naming the set,
+	// its rack and the most of it one rack holds.
+	nodes = append(nodes[:2:2], node("r1-n0", "r1-d0", "rack-1", 8, 16), node("r1-n1", "r1-d0", "rack-1", 8, 16), node("cpu-0", "r2-d0", "rack-2", 0, 64))
+	if _, _, short = ComputeGroups(nodes, shapes, groups, zone, true); short == nil {
+		t.Fatal("planned, want refused: the leader fits only rack-2, which has no GPU")
+	}
+	if got, want := short.Describe(levels), "needs its decode members (1 × 32000m cpu + 4 × 4 nvidia.com/gpu) in one rack within one zone; zone-0 holds 4 of the 5 in one rack"; got != want {
+		t.Errorf("shortage:\n got %s\nwant %s", got, want)
+	}
+
+	// A rack holds all of decode, but not its workers in one NVLink domain: the
+	// workers' shortage is told, within the set's rack.
+	nodes = []PlanNode{
+		node("r0-n0", "r0-d0", "rack-0", 8, 64), node("r0-n1", "r0-d1", "rack-0", 8, 64),
+	}
+	if _, _, short = ComputeGroups(nodes, shapes, groups, zone, true); short == nil {
+		t.Fatal("planned, want refused: no NVLink domain holds the four workers")
+	}
+	if got, want := short.Describe(levels), "needs its decode-workers members (4 × 4 nvidia.com/gpu) in one nvlink within one rack; rack-0 holds 2 of the 4 in one nvlink"; got != want {
+		t.Errorf("shortage:\n got %s\nwant %s", got, want)
 	}
 }

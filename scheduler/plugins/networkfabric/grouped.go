@@ -2,6 +2,7 @@ package networkfabric
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,7 +38,7 @@ func (pl *Plugin) planGrouped(key gang.Key, policy topology.Policy, nodes []fwk.
 	var groups []placement.GroupShape
 	for _, g := range policy.GroupLayers() {
 		if i, ok := byRole[g.Role]; ok {
-			groups = append(groups, placement.GroupShape{Role: g.Role, Shape: i, Level: g.Level, Preferred: g.Preferred})
+			groups = append(groups, placement.GroupShape{Role: g.Role, Shape: i, Level: g.Level, Preferred: g.Preferred, Set: g.Set, SetLevel: g.SetLevel})
 		}
 	}
 	planNodes, _ := pl.planNodes(nodes, roles, shapes, anchors, true)
@@ -64,8 +65,8 @@ func (pl *Plugin) planGrouped(key gang.Key, policy topology.Policy, nodes []fwk.
 
 // anchorGroups narrows the nodes of a gang with placed members: for a required level,
 // none outside the domain of level most of them run in (a preferred gang may spread
-// when that domain is full), and, for each sub-group with members placed, none of its
-// shape outside the domain of its level most of those run in.
+// when that domain is full), and, for each sub-group or set with members placed, none
+// of its shapes outside the domain of its level most of those run in.
 func (pl *Plugin) anchorGroups(key gang.Key, nodes []placement.PlanNode, groups []placement.GroupShape, level int, required bool) {
 	byName := make(map[string]*placement.PlanNode, len(nodes))
 	for i := range nodes {
@@ -103,13 +104,30 @@ func (pl *Plugin) anchorGroups(key gang.Key, nodes []placement.PlanNode, groups 
 	if d := domainOf(pl.members.PlacedNodes(key), level); d != "" && required {
 		keep(level, d, -1)
 	}
+	sets := map[string][]placement.GroupShape{}
 	for _, g := range groups {
-		if g.Preferred {
+		if g.Set != "" {
+			sets[g.Set] = append(sets[g.Set], g)
+		}
+		if g.Preferred || g.Level == placement.NoLevel {
 			continue // a replacement may go where there is room
 		}
 		on := pl.members.PlacedNodesWhere(key, func(p *corev1.Pod) bool { return string(workload.RoleOf(p)) == g.Role })
 		if d := domainOf(on, g.Level); d != "" {
 			keep(g.Level, d, g.Shape)
+		}
+	}
+	// A set's pending members go only to the domain of its level where its placed
+	// members run.
+	for _, set := range sets {
+		on := pl.members.PlacedNodesWhere(key, func(p *corev1.Pod) bool {
+			role := string(workload.RoleOf(p))
+			return slices.ContainsFunc(set, func(g placement.GroupShape) bool { return g.Role == role })
+		})
+		if d := domainOf(on, set[0].SetLevel); d != "" {
+			for _, g := range set {
+				keep(g.SetLevel, d, g.Shape)
+			}
 		}
 	}
 }

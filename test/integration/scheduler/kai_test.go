@@ -117,6 +117,32 @@ var _ = Describe("KAI-Scheduler's PodGroups (scheduling.run.ai/v2alpha2)", func(
 		Expect(cliques).To(HaveLen(2))
 	})
 
+	It("keeps a sub-group's leaves together in one rack, its workers in one NVLink domain, within the PodGroup's zone", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		// rack-0: one NVLink domain of two 8-GPU nodes whose 8 CPUs the four workers
+		// fill — the tightest domain for them, with no room left for their leader;
+		// rack-1: one NVLink domain of three such nodes with CPUs to spare.
+		zone := tc.ns + "-zone-0"
+		tc.addLabelledNodes("r0", 2, map[string]string{v1alpha1.LabelTopologyZone: zone,
+			v1alpha1.LabelRack: tc.ns + "-rack-0", v1alpha1.LabelGPUClique: tc.ns + "-r0-d0"}, "cpu", "8", "memory", "512Gi", "nvidia.com/gpu", "8")
+		tc.addLabelledNodes("r1", 3, map[string]string{v1alpha1.LabelTopologyZone: zone,
+			v1alpha1.LabelRack: tc.ns + "-rack-1", v1alpha1.LabelGPUClique: tc.ns + "-r1-d0"}, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+		// KAI's decode as a sub-group over two leaves: its leader (CPU only) and its
+		// workers (each in one NVLink domain), both in one rack.
+		Expect(k8sClient.Create(suiteCtx, testutil.KAIPodGroup(tc.ns, "serve", 0, v1alpha1.LabelTopologyZone,
+			testutil.KAISubGroup{Name: "decode", Required: v1alpha1.LabelRack},
+			testutil.KAISubGroup{Name: "decode-leader", Parent: "decode", MinMember: 1},
+			testutil.KAISubGroup{Name: "decode-workers", Parent: "decode", MinMember: 4, Required: v1alpha1.LabelGPUClique}))).To(Succeed())
+		workers := kaiPods(tc, "serve", "decode-workers", 4, "4")
+		Expect(k8sClient.Create(suiteCtx, tc.pod("decode-leader-0").KAIGroup("serve", "decode-leader").Req("cpu", "16", "memory", "16Gi").Obj())).To(Succeed())
+		all := append([]string{"decode-leader-0"}, workers...)
+		Eventually(tc.boundOf(all...)).WithTimeout(testutil.Timeout).Should(Equal(5), "serve should start whole")
+		cliques, _ := tc.domainsOf(workers...)
+		Expect(cliques).To(HaveLen(1), "the workers in one NVLink domain")
+		_, racks := tc.domainsOf(all...)
+		Expect(racks).To(Equal(map[string]bool{tc.ns + "-rack-1": true}), "the leader and its workers in one rack: rack-1, the one with room for both")
+	})
+
 	It("says why a KAI PodGroup cannot be read or placed, naming the field, and starts its pods once it is mended", func() {
 		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 10))
 		tc.addPrefillDecodeFleet()
@@ -129,25 +155,27 @@ var _ = Describe("KAI-Scheduler's PodGroups (scheduling.run.ai/v2alpha2)", func(
 		Eventually(tc.scheduledMessage("a-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
 			fmt.Sprintf(`PodGroup cannot be read as a gang %s/loop: PodGroup %s/loop (scheduling.run.ai/v2alpha2): spec.subGroups: sub-group "a" is its own ancestor`, tc.ns, tc.ns)))
 
-		// One rack for two leaves together below the PodGroup's own level is not in
-		// KubeNexus's model: refused naming the sub-group, not placed looser.
+		// A leaf in two sets below the PodGroup's own level (a rack for inference, a
+		// ToR for decode within it) nests deeper than KubeNexus plans: refused naming
+		// both sub-groups, not placed looser.
 		Expect(k8sClient.Create(suiteCtx, testutil.KAIPodGroup(tc.ns, "split", 0, "",
-			testutil.KAISubGroup{Name: "decode", Required: v1alpha1.LabelRack},
+			testutil.KAISubGroup{Name: "inference", Required: v1alpha1.LabelRack},
+			testutil.KAISubGroup{Name: "decode", Parent: "inference", Required: v1alpha1.LabelToR},
 			testutil.KAISubGroup{Name: "leaders", Parent: "decode", MinMember: 1},
 			testutil.KAISubGroup{Name: "workers", Parent: "decode", MinMember: 1}))).To(Succeed())
 		Expect(k8sClient.Create(suiteCtx, tc.pod("leaders-0").KAIGroup("split", "leaders").Req("cpu", "1").Obj())).To(Succeed())
 		Expect(k8sClient.Create(suiteCtx, tc.pod("workers-0").KAIGroup("split", "workers").Req("cpu", "1").Obj())).To(Succeed())
 		Eventually(tc.scheduledMessage("leaders-0")).WithTimeout(testutil.Timeout).Should(ContainSubstring(
-			"PodGroup split: sub-group decode: topologyConstraint.requiredTopologyLevel network.kubenexus.io/rack would keep its sub-groups leaders, workers in one domain together"))
+			"PodGroup split: leaf sub-group leaders is in sub-group inference (topologyConstraint.requiredTopologyLevel network.kubenexus.io/rack) and in sub-group decode (topologyConstraint.requiredTopologyLevel network.kubenexus.io/tor), both below the PodGroup's level"))
 		Consistently(tc.boundOf("a-0", "leaders-0", "workers-0")).WithTimeout(2 * time.Second).Should(Equal(0))
 
-		// Mended: the loop's sub-groups are leaves, the set's level is the PodGroup's.
+		// Mended: the loop's sub-groups are leaves, and one set holds the leaves.
 		Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(loop), loop)).To(Succeed())
 		loop.Object["spec"] = testutil.KAIPodGroup(tc.ns, "loop", 0, "", testutil.KAISubGroup{Name: "a", MinMember: 1}).Object["spec"]
 		Expect(k8sClient.Update(suiteCtx, loop)).To(Succeed())
 		split := v1alpha1.NewKAIPodGroup()
 		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "split"}, split)).To(Succeed())
-		split.Object["spec"] = testutil.KAIPodGroup(tc.ns, "split", 0, v1alpha1.LabelRack,
+		split.Object["spec"] = testutil.KAIPodGroup(tc.ns, "split", 0, "",
 			testutil.KAISubGroup{Name: "decode", Required: v1alpha1.LabelRack},
 			testutil.KAISubGroup{Name: "leaders", Parent: "decode", MinMember: 1},
 			testutil.KAISubGroup{Name: "workers", Parent: "decode", MinMember: 1}).Object["spec"]
