@@ -2,6 +2,8 @@ package scheduler_test
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -264,6 +266,59 @@ var _ = Describe("Kubernetes' PodGroups (scheduling.k8s.io/v1beta1)", func() {
 		Eventually(compositeScheduled(tc, "r0")).WithTimeout(testutil.Timeout).Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionTrue)))
 		Eventually(compositeScheduled(tc, "r1")).WithTimeout(testutil.Timeout).Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionFalse),
 			HaveField("Message", ContainSubstring("r1-prefill 0/1"))))
+	})
+
+	It("keeps each nested composite's PodGroups together in one rack of its key, each PodGroup in one NVLink domain, within the root's zone", func() {
+		tc := newTestCluster(schedulertest.CoschedulingProfile(1, 20))
+		// Two racks of zone-0, each of two NVLink domains of one 8-GPU node: a rack
+		// holds one replica (a prefill of 8 GPUs, a decode of two 4-GPU pods).
+		for r := range 2 {
+			for d := range 2 {
+				tc.addLabelledNodes(fmt.Sprintf("r%d-d%d", r, d), 1, map[string]string{v1alpha1.LabelTopologyZone: tc.ns + "-zone-0",
+					v1alpha1.LabelRack: fmt.Sprintf("%s-rack-%d", tc.ns, r), v1alpha1.LabelGPUClique: fmt.Sprintf("%s-r%d-d%d", tc.ns, r, d)},
+					"cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")
+			}
+		}
+		Expect(k8sClient.Create(suiteCtx, testutil.CompositePodGroup(tc.ns, "serve", 2, v1alpha1.LabelTopologyZone))).To(Succeed())
+		pods := map[string][]string{}
+		for _, r := range []string{"a", "b"} {
+			replica := testutil.CompositePodGroup(tc.ns, r, 2, v1alpha1.LabelRack)
+			replica.Spec.ParentCompositePodGroupName = ptr.To("serve")
+			Expect(k8sClient.Create(suiteCtx, replica)).To(Succeed())
+			for _, part := range []struct {
+				name, gpus string
+				n          int32
+			}{{"prefill", "8", 1}, {"decode", "4", 2}} {
+				child := r + "-" + part.name
+				Expect(k8sClient.Create(suiteCtx, testutil.CompositeChild(tc.ns, child, r, part.n, v1alpha1.LabelGPUClique))).To(Succeed())
+				for i := range part.n {
+					name := fmt.Sprintf("%s-%d", child, i)
+					pods[r] = append(pods[r], name)
+					Expect(k8sClient.Create(suiteCtx, tc.pod(name).SchedulingGroup(child).
+						Req("cpu", "4", "memory", "16Gi", "nvidia.com/gpu", part.gpus).Limit("nvidia.com/gpu", part.gpus).Obj())).To(Succeed())
+				}
+			}
+		}
+		Eventually(tc.boundOf(append(slices.Clone(pods["a"]), pods["b"]...)...)).WithTimeout(testutil.Timeout).Should(Equal(6), "serve should start whole")
+		racks := map[string]bool{}
+		for _, r := range []string{"a", "b"} {
+			_, on := tc.domainsOf(pods[r]...)
+			Expect(on).To(HaveLen(1), "replica %s's PodGroups in one rack", r)
+			for rack := range on {
+				racks[rack] = true
+			}
+			for _, part := range []string{"prefill", "decode"} {
+				var mine []string
+				for _, p := range pods[r] {
+					if strings.HasPrefix(p, r+"-"+part) {
+						mine = append(mine, p)
+					}
+				}
+				cliques, _ := tc.domainsOf(mine...)
+				Expect(cliques).To(HaveLen(1), "%s-%s in one NVLink domain", r, part)
+			}
+		}
+		Expect(racks).To(HaveLen(2), "one replica per rack")
 	})
 
 	It("gangs a composite under a basic one as a root of its own, and keeps its condition", func() {
