@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -105,6 +106,10 @@ func TestPolicyOfSlices(t *testing.T) {
 			"PodGroup serve: leaf sub-group decode-leaders is in sub-group inference (topologyConstraint.requiredTopologyLevel network.kubenexus.io/rack) and in sub-group decode " +
 				"(topologyConstraint.requiredTopologyLevel network.kubenexus.io/tor), both below the PodGroup's level: KubeNexus keeps a leaf sub-group in one sub-group below the PodGroup's level; " +
 				"require the outer one's level for the PodGroup (spec.topologyConstraint.requiredTopologyLevel)"},
+		"KAI PodGroup: a hostile sub-group name is quoted shortened": {pod(), kai(testutil.KAIPodGroup("ns", "serve", 0, v1alpha1.LabelTopologyZone,
+			sub(strings.Repeat("d", 300), "", v1alpha1.LabelToR), sub("decode-workers", strings.Repeat("d", 300), v1alpha1.LabelRack), sub("decode-leaders", strings.Repeat("d", 300), ""))),
+			Policy{}, false,
+			"PodGroup serve: leaf sub-group decode-workers: topologyConstraint.requiredTopologyLevel network.kubenexus.io/rack is above its sub-group " + strings.Repeat("d", 61) + "…'s (network.kubenexus.io/tor)"},
 		"KAI PodGroup: a leaf's level above its set's is refused": {pod(), kai(testutil.KAIPodGroup("ns", "serve", 0, v1alpha1.LabelTopologyZone,
 			sub("decode", "", v1alpha1.LabelToR), sub("decode-workers", "decode", v1alpha1.LabelRack), sub("decode-leaders", "decode", ""))),
 			Policy{}, false,

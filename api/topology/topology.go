@@ -383,7 +383,7 @@ func nativePolicy(pg *v1alpha1.PodGroup, levels []Level) (Policy, bool, error) {
 			if i < 0 {
 				if n == MaxGroups {
 					return Policy{}, false, fmt.Errorf("%s %s: %s %s: more than %d %ss ask for a topology of their own or their %s's",
-						kind, pg.Name, w.set, set.Name, MaxGroups, w.leaf, w.set)
+						kind, pg.Name, w.set, untrusted.Truncate(set.Name), MaxGroups, w.leaf, w.set)
 				}
 				i = n
 				p.Groups[i] = Group{Role: role, Level: NoLevel}
@@ -395,11 +395,11 @@ func nativePolicy(pg *v1alpha1.PodGroup, levels []Level) (Policy, bool, error) {
 				// One set per role below the gang's level: the planner nests no deeper.
 				return Policy{}, false, fmt.Errorf("%s %s: %s %s is in %s %s (%s %s) and in %s %s (%s %s), both below the %s's level: "+
 					"KubeNexus keeps a %s in one %s below the %s's level; require the outer one's level for the %s (%s)",
-					kind, pg.Name, w.leaf, role, w.set, g.Set, w.childField, p.LevelsWith(levels)[g.SetLevel].NodeLabel, w.set, set.Name, w.childField, set.Key,
+					kind, pg.Name, w.leaf, untrusted.Truncate(role), w.set, untrusted.Truncate(g.Set), w.childField, p.LevelsWith(levels)[g.SetLevel].NodeLabel, w.set, untrusted.Truncate(set.Name), w.childField, set.Key,
 					w.whole, w.leaf, w.set, w.whole, w.whole, w.require)
 			case g.Level > l:
 				return Policy{}, false, fmt.Errorf("%s %s: %s %s: %s %s is above its %s %s's (%s): a %s must fit in its %s's domain",
-					kind, pg.Name, w.leaf, role, w.childField, p.LevelsWith(levels)[g.Level].NodeLabel, w.set, set.Name, set.Key, w.leaf, w.set)
+					kind, pg.Name, w.leaf, untrusted.Truncate(role), w.childField, p.LevelsWith(levels)[g.Level].NodeLabel, w.set, untrusted.Truncate(set.Name), set.Key, w.leaf, w.set)
 			}
 			g.Set, g.SetLevel = set.Name, l
 		}
