@@ -43,7 +43,7 @@ func (pl *Plugin) planGrouped(key gang.Key, policy topology.Policy, nodes []fwk.
 	}
 	planNodes, _ := pl.planNodes(nodes, roles, shapes, anchors, true)
 	if len(anchors) > 0 {
-		pl.anchorGroups(key, planNodes, groups, policy.Level, policy.Required)
+		pl.anchorGroups(key, planNodes, groups, setRoles(policy), policy.Level, policy.Required)
 	}
 	plan, roleNodes, short := placement.ComputeGroups(planNodes, shapes, groups, policy.Level, policy.Required)
 	if short != nil {
@@ -63,11 +63,27 @@ func (pl *Plugin) planGrouped(key gang.Key, policy topology.Policy, nodes []fwk.
 	return ap, nil
 }
 
+// setRoles lists each set's roles, those with no pending member too.
+func setRoles(policy topology.Policy) map[string][]string {
+	var out map[string][]string
+	for _, g := range policy.GroupLayers() {
+		if g.Set != "" {
+			if out == nil {
+				out = map[string][]string{}
+			}
+			out[g.Set] = append(out[g.Set], g.Role)
+		}
+	}
+	return out
+}
+
 // anchorGroups narrows the nodes of a gang with placed members: for a required level,
 // none outside the domain of level most of them run in (a preferred gang may spread
-// when that domain is full), and, for each sub-group or set with members placed, none
-// of its shapes outside the domain of its level most of those run in.
-func (pl *Plugin) anchorGroups(key gang.Key, nodes []placement.PlanNode, groups []placement.GroupShape, level int, required bool) {
+// when that domain is full), for each sub-group with members placed, none of its shape
+// outside the domain of its level most of those run in, and for each set (setRoles:
+// its roles), none of its pending shapes outside the domain of its level most of the
+// placed members of any of its roles run in.
+func (pl *Plugin) anchorGroups(key gang.Key, nodes []placement.PlanNode, groups []placement.GroupShape, setRoles map[string][]string, level int, required bool) {
 	byName := make(map[string]*placement.PlanNode, len(nodes))
 	for i := range nodes {
 		byName[nodes[i].Name] = &nodes[i]
@@ -118,11 +134,11 @@ func (pl *Plugin) anchorGroups(key gang.Key, nodes []placement.PlanNode, groups 
 		}
 	}
 	// A set's pending members go only to the domain of its level where its placed
-	// members run.
-	for _, set := range sets {
+	// members run, of whichever of its roles (a lost leader's replacement beside its
+	// running workers).
+	for name, set := range sets {
 		on := pl.members.PlacedNodesWhere(key, func(p *corev1.Pod) bool {
-			role := string(workload.RoleOf(p))
-			return slices.ContainsFunc(set, func(g placement.GroupShape) bool { return g.Role == role })
+			return slices.Contains(setRoles[name], string(workload.RoleOf(p)))
 		})
 		if d := domainOf(on, set[0].SetLevel); d != "" {
 			for _, g := range set {

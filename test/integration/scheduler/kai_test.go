@@ -6,6 +6,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -141,6 +144,18 @@ var _ = Describe("KAI-Scheduler's PodGroups (scheduling.run.ai/v2alpha2)", func(
 		Expect(cliques).To(HaveLen(1), "the workers in one NVLink domain")
 		_, racks := tc.domainsOf(all...)
 		Expect(racks).To(Equal(map[string]bool{tc.ns + "-rack-1": true}), "the leader and its workers in one rack: rack-1, the one with room for both")
+
+		// The leader is lost; a CPU node in rack-2 would hold its replacement most
+		// tightly, but the set's running workers keep it in rack-1.
+		tc.addLabelledNodes("r2", 1, map[string]string{v1alpha1.LabelTopologyZone: zone, v1alpha1.LabelRack: tc.ns + "-rack-2"}, "cpu", "20", "memory", "64Gi")
+		Expect(k8sClient.Delete(suiteCtx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "decode-leader-0", Namespace: tc.ns}}, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: tc.ns, Name: "decode-leader-0"}, &corev1.Pod{}))
+		}).WithTimeout(testutil.Timeout).Should(BeTrue())
+		Expect(k8sClient.Create(suiteCtx, tc.pod("decode-leader-1").KAIGroup("serve", "decode-leader").Req("cpu", "16", "memory", "16Gi").Obj())).To(Succeed())
+		Eventually(tc.nodeOf("decode-leader-1")).WithTimeout(testutil.Timeout).ShouldNot(BeEmpty())
+		_, racks = tc.domainsOf("decode-leader-1")
+		Expect(racks).To(Equal(map[string]bool{tc.ns + "-rack-1": true}), "the replacement leader beside its workers")
 	})
 
 	It("says why a KAI PodGroup cannot be read or placed, naming the field, and starts its pods once it is mended", func() {
