@@ -276,20 +276,27 @@ func fitUnitsInOrder(nodes []*PlanNode, shapes []Shape, order []unit, loose []Gr
 			most       int
 			inner      *GroupShortage
 		)
+		// A set's own units and loose roles, the same in every domain tried.
+		var (
+			setUnits []unit
+			setLoose []GroupShape
+		)
+		if u.set {
+			var all []GroupShape
+			setUnits, all = unitsOf(shapes, u.roles)
+			for _, g := range all {
+				if mine[g.Shape].Count > 0 {
+					setLoose = append(setLoose, g)
+				}
+			}
+		}
 		for _, d := range groupOf(nodes, u.level) {
 			var (
 				trial map[string]map[corev1.ResourceName]int64
 				tr    map[string][]string
 			)
 			if u.set {
-				units, setLoose := unitsOf(shapes, u.roles)
-				looseOnly := setLoose[:0:0]
-				for _, g := range setLoose {
-					if mine[g.Shape].Count > 0 {
-						looseOnly = append(looseOnly, g)
-					}
-				}
-				c, r, s := fitUnits(d.nodes, shapes, units, looseOnly, claims, dominant, true)
+				c, r, s := fitUnits(d.nodes, shapes, setUnits, setLoose, claims, dominant, true)
 				if c == nil {
 					// Its members fit the domain, but not each sub-group in one domain
 					// of its own level: that is the shortage to tell.
